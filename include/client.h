@@ -1,0 +1,56 @@
+/* One connection on the MCP or control socket: reading lines, writing replies, limits,
+ * and its lifetime. Its MCP state lives in its session (session.h).
+ *
+ * States (one list per state in the daemon; client_set_state() is the only way to move):
+ *   ACTIVE    reading and answering
+ *   DRAINING  the peer finished sending (EOF) or the daemon is stopping: answer what is
+ *             pending, flush, then close
+ *   JUSTFREE  done; freed by the daemon between loop iterations, never inside a callback */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include "framing.h"
+#include "listen.h"
+#include "log.h"
+#include "session.h"
+
+struct daemon;
+struct bufferevent;
+
+enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
+
+struct client {
+        TAILQ_ENTRY(client) entry;
+        struct daemon *daemon;
+        uint64_t id;                 /* daemon-unique, logged as MCPVISOR_CLIENT= */
+        enum listen_role role;       /* which socket it came from */
+        enum client_state state;
+        struct bufferevent *bev;
+        struct framer framer;
+        struct session session;
+        struct ucred peer;
+        unsigned pending;            /* requests accepted but not answered yet */
+};
+
+TAILQ_HEAD(client_list, client);
+
+/* Takes ownership of fd. Returns NULL (fd closed) when out of memory. */
+struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role);
+void client_free(struct client *c);
+void client_set_state(struct client *c, enum client_state state);
+const char *client_state_name(enum client_state state);
+
+/* Queues one message (consumed). Drops the client if its unsent output passes the limit. */
+void client_send(struct client *c, json_object *msg);
+void client_reply_result(struct client *c, json_object *id, json_object *result);
+void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data);
+
+/* Stop reading; close once pending requests are answered and output is flushed. */
+void client_drain(struct client *c);
+
+/* Logs with MCPVISOR_CLIENT= set to this client. */
+void client_log(struct client *c, int priority, const char *fmt, ...) _printf_(3, 4);

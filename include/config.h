@@ -1,0 +1,55 @@
+/* The configuration file: claude_desktop_config.json's shape plus an optional
+ * "mcpvisor" object of daemon settings. Every problem is collected with its JSON path. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+enum problem_severity { PROBLEM_WARNING, PROBLEM_ERROR };
+
+struct config_problem {
+        enum problem_severity severity;
+        char *path;     /* JSON path, e.g. "mcpvisor.socketMode"; "" for the whole file */
+        char *message;
+};
+
+struct config_problems {
+        struct config_problem *items;
+        size_t count;
+        size_t errors;
+        const char *file; /* the file being read, for messages */
+};
+
+void problems_add(struct config_problems *p, enum problem_severity severity, const char *path,
+                  const char *fmt, ...) _printf_(4, 5);
+void problems_done(struct config_problems *p);
+
+#define CONFIG_DEFAULT_MAX_MESSAGE (16u * 1024 * 1024)
+#define CONFIG_DEFAULT_OUTPUT_LIMIT (64u * 1024 * 1024)
+#define CONFIG_DEFAULT_SOCKET_MODE 0660
+#define CONFIG_DEFAULT_SHUTDOWN_TIMEOUT 10.0
+
+struct config {
+        char *socket_path;           /* "socket": NULL = default path */
+        char *control_socket_path;   /* "controlSocket" */
+        int socket_mode;             /* "socketMode": octal string, e.g. "0660" */
+        int log_level;               /* "logLevel": -1 = not set */
+        size_t max_message_size;     /* "maxMessageSize": bytes per JSON-RPC line */
+        size_t client_output_limit;  /* "clientOutputLimit": unsent bytes before a client is dropped */
+        double shutdown_timeout;     /* "shutdownTimeout": seconds for a clean stop */
+};
+
+void config_init_defaults(struct config *c);
+
+/* Reads and validates path. A missing file is an error unless missing_ok. Problems go to
+ * problems; the return is 0 when the config is usable (warnings allowed), else -EINVAL,
+ * -ENOENT, ... */
+int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *problems);
+
+/* Parses a config held in memory (the loader and the unit tests share it). */
+int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *problems);
+
+void config_done(struct config *c);

@@ -1,0 +1,51 @@
+/* The daemon context: the one object that holds all mutable state, passed explicitly. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "config.h"
+#include "jsonrpc.h"
+#include "listen.h"
+#include "log.h"
+#include "notify.h"
+
+struct event_base;
+struct event;
+
+enum daemon_phase {
+        DAEMON_STARTING,
+        DAEMON_RUNNING,
+        DAEMON_STOPPING,   /* STOPPING=1 sent: clients draining, nothing new accepted */
+        DAEMON_EXIT,       /* leave the loop */
+};
+
+struct daemon {
+        struct event_base *base;
+        struct logger log;
+        struct config config;              /* effective settings (file + command line) */
+        struct notify notify;
+        struct jsonrpc_parser parser;      /* one tokener reused for every line */
+        struct listener listeners[LISTEN_ROLE_COUNT];
+        struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */
+        bool activated;
+        struct client_list clients[CLIENT_STATE_COUNT];
+        unsigned client_count[CLIENT_STATE_COUNT];
+        uint64_t next_client_id;
+        struct event *signals[4];
+        struct event *stop_deadline;
+        enum daemon_phase phase;
+        int exit_code;
+};
+
+/* Startup in a fixed order: loop, signals, sockets, notify; READY=1 comes last. */
+int daemon_init(struct daemon *d, const struct config *config, int log_level);
+int daemon_run(struct daemon *d);
+void daemon_done(struct daemon *d);
+
+/* Begins a clean stop (idempotent); a second call while stopping exits at once. */
+void daemon_stop(struct daemon *d, const char *why);
+
+/* Called by clients when their counts change, to refresh STATUS= and the exit check. */
+void daemon_clients_changed(struct daemon *d);

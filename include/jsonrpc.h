@@ -1,0 +1,59 @@
+/* JSON-RPC 2.0 message classification and construction (no I/O).
+ * A line becomes a request, a notification, a response, or an invalid message that
+ * carries the error to answer with. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct evbuffer;
+
+enum {
+        JSONRPC_PARSE_ERROR = -32700,
+        JSONRPC_INVALID_REQUEST = -32600,
+        JSONRPC_METHOD_NOT_FOUND = -32601,
+        JSONRPC_INVALID_PARAMS = -32602,
+        JSONRPC_INTERNAL_ERROR = -32603,
+};
+
+enum jsonrpc_kind {
+        JSONRPC_REQUEST,
+        JSONRPC_NOTIFICATION,
+        JSONRPC_RESPONSE,
+        JSONRPC_INVALID,
+};
+
+struct jsonrpc_msg {
+        enum jsonrpc_kind kind;
+        json_object *root;     /* owned; the whole message, unknown fields included */
+        json_object *id;       /* borrowed from root; NULL for notifications and when unknown */
+        const char *method;    /* borrowed; requests and notifications */
+        json_object *params;   /* borrowed; may be NULL */
+        json_object *result;   /* borrowed; responses */
+        json_object *error;    /* borrowed; error responses */
+        int error_code;        /* JSONRPC_INVALID: the code to answer with */
+        const char *error_message; /* JSONRPC_INVALID: static text */
+};
+
+struct jsonrpc_parser {
+        json_tokener *tok;
+};
+
+int jsonrpc_parser_init(struct jsonrpc_parser *p);
+void jsonrpc_parser_done(struct jsonrpc_parser *p);
+
+/* Classifies one line. Always fills ret; release it with jsonrpc_msg_done(). */
+enum jsonrpc_kind jsonrpc_parse(struct jsonrpc_parser *p, const char *line, size_t len,
+                                struct jsonrpc_msg *ret);
+void jsonrpc_msg_done(struct jsonrpc_msg *m);
+
+/* True for ids the spec allows: a string or an integer. */
+bool jsonrpc_id_valid(json_object *id);
+
+/* Builders. id is borrowed (a new reference is taken); result/data are consumed. */
+json_object *jsonrpc_result(json_object *id, json_object *result);
+json_object *jsonrpc_error(json_object *id, int code, const char *message, json_object *data);
+
+/* Appends msg as one line (compact JSON + '\n'). Returns bytes appended or -ENOMEM. */
+int jsonrpc_write(struct evbuffer *out, json_object *msg);

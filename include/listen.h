@@ -1,0 +1,56 @@
+/* The daemon's listening sockets: taken from systemd socket activation by name, or bound
+ * by the daemon itself with stale-socket detection. A listener pauses accepting while
+ * out of file descriptors instead of spinning the loop. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+struct event_base;
+struct evconnlistener;
+struct event;
+struct logger;
+
+enum listen_role { LISTEN_MCP, LISTEN_CONTROL, LISTEN_ROLE_COUNT };
+
+struct activated_fds {
+        int fd[LISTEN_ROLE_COUNT];   /* -1: not passed */
+};
+
+/* Picks the MCP and control sockets from fds passed by systemd: by FileDescriptorName=
+ * "mcp"/"control"; a single fd with another name is the MCP socket; fd store entries are
+ * ignored. On error, *ret_why explains it in words a unit author can act on. */
+int listen_pick_activated(unsigned n, const int *fds, char *const *names, struct activated_fds *ret,
+                          const char **ret_why);
+
+/* A socket the daemon bound itself; removed again at exit. */
+struct bound_socket {
+        int fd;
+        int lock_fd;      /* flock()ed "<path>.lock": serialises racing starters */
+        char *path;
+};
+
+/* Binds path (mode applied to the node). -EADDRINUSE when a live daemon answers there
+ * or another one is starting; a stale node is replaced; anything else that is not a
+ * socket is left alone (-EEXIST). */
+int listen_bind_unix(const char *path, int mode, struct bound_socket *ret);
+void bound_socket_done(struct bound_socket *b);
+
+struct listener;
+typedef void (*listener_accept_fn)(struct listener *l, int fd, const struct ucred *peer, void *userdata);
+
+struct listener {
+        struct evconnlistener *evl;
+        struct event *resume_timer;   /* re-enables accepting after EMFILE and friends */
+        const struct logger *log;
+        listener_accept_fn on_accept;
+        void *userdata;
+        const char *name;
+        bool paused;
+};
+
+/* Takes ownership of fd (a listening, bound stream socket). */
+int listener_start(struct listener *l, struct event_base *base, int fd, const char *name,
+                   const struct logger *log, listener_accept_fn on_accept, void *userdata);
+void listener_stop(struct listener *l);

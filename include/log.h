@@ -1,0 +1,39 @@
+/* Logging: native journal records when stderr is the journal, readable lines otherwise.
+ * A logger lives in the daemon context; nothing here is global. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <syslog.h>
+
+#include "macro.h"
+
+struct logger {
+        int max_priority;      /* LOG_ERR ... LOG_DEBUG: records above are dropped */
+        bool journal;          /* stderr is connected to journald ($JOURNAL_STREAM matches) */
+        const char *identifier; /* SYSLOG_IDENTIFIER of the daemon's own records */
+};
+
+void logger_init(struct logger *lg, int max_priority);
+
+/* Parse "err", "warning", "info", "debug", ... or a number 0-7; -EINVAL if unknown. */
+int log_level_from_string(const char *s);
+const char *log_level_to_string(int priority);
+
+/* Who a record is about; either may be absent. */
+struct log_subject {
+        const char *server;    /* MCPVISOR_SERVER= */
+        uint64_t client;       /* MCPVISOR_CLIENT=, 0 = none */
+};
+
+void log_emit(const struct logger *lg, int priority, const struct log_subject *subject,
+              const char *fmt, ...) _printf_(4, 5);
+
+/* A line a downstream server wrote: recorded under the server's own identity. */
+void log_server_line(const struct logger *lg, int priority, const char *server, const char *line);
+
+#define log_error(lg, ...) log_emit(lg, LOG_ERR, NULL, __VA_ARGS__)
+#define log_warning(lg, ...) log_emit(lg, LOG_WARNING, NULL, __VA_ARGS__)
+#define log_notice(lg, ...) log_emit(lg, LOG_NOTICE, NULL, __VA_ARGS__)
+#define log_info(lg, ...) log_emit(lg, LOG_INFO, NULL, __VA_ARGS__)
+#define log_debug(lg, ...) log_emit(lg, LOG_DEBUG, NULL, __VA_ARGS__)

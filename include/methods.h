@@ -1,0 +1,35 @@
+/* The table of methods a client may call, one file per method (method-*.c). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "listen.h"
+
+struct client;
+struct jsonrpc_msg;
+
+enum method_flags {
+        METHOD_BEFORE_INIT = 1 << 0,   /* allowed before initialize */
+        METHOD_MCP = 1 << 1,           /* served on the MCP socket */
+        METHOD_CONTROL = 1 << 2,       /* served on the control socket */
+};
+
+struct method {
+        const char *name;
+        unsigned flags;
+        /* Requests: must answer exactly once, now or later. Notifications: no answer. */
+        void (*handle)(struct client *c, struct jsonrpc_msg *m);
+};
+
+const struct method *methods_find_request(enum listen_role role, const char *name);
+const struct method *methods_find_notification(enum listen_role role, const char *name);
+
+extern const struct method method_initialize;
+extern const struct method method_ping;
+extern const struct method method_discover;
+extern const struct method notification_initialized;
+extern const struct method notification_cancelled;
+
+/* Params as an object, or an error answered to the client (and false). NULL params
+ * become an empty object when optional. */
+bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional);

@@ -1,0 +1,27 @@
+/* The MCP side of a connection: lifecycle phase, negotiated version, what the client
+ * said about itself, and dispatch of each message to its method (methods.h). */
+#pragma once
+
+#include <json-c/json.h>
+
+struct client;
+struct jsonrpc_msg;
+
+enum session_phase {
+        SESSION_NEW,          /* only initialize, ping and server/discover are allowed */
+        SESSION_INITIALIZING, /* initialize answered; waiting for notifications/initialized */
+        SESSION_OPERATING,
+};
+
+struct session {
+        enum session_phase phase;
+        const char *protocol_version;     /* static string, NULL before initialize */
+        json_object *client_info;         /* owned */
+        json_object *client_capabilities; /* owned */
+};
+
+void session_init(struct session *s);
+void session_done(struct session *s);
+
+/* Handles one classified message from the client. */
+void session_handle(struct client *c, struct jsonrpc_msg *m);

@@ -1,0 +1,203 @@
+/* Client connections; see client.h. */
+#include "client.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "jsonrpc.h"
+#include "log.h"
+
+/* Bytes read per callback: large enough that a multi-MiB message is not read 4 KiB at a time. */
+#define CLIENT_READ_CHUNK (256 * 1024)
+
+static const char *const state_names[] = {
+        [CLIENT_ACTIVE] = "active",
+        [CLIENT_DRAINING] = "draining",
+        [CLIENT_JUSTFREE] = "justfree",
+};
+
+const char *client_state_name(enum client_state state) {
+        return state_names[state];
+}
+
+void client_set_state(struct client *c, enum client_state state) {
+        struct daemon *d = c->daemon;
+
+        if (c->state == state)
+                return;
+        TAILQ_REMOVE(&d->clients[c->state], c, entry);
+        d->client_count[c->state]--;
+        c->state = state;
+        TAILQ_INSERT_TAIL(&d->clients[state], c, entry);
+        d->client_count[state]++;
+        if (state == CLIENT_JUSTFREE)
+                bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+        daemon_clients_changed(d);
+}
+
+void client_log(struct client *c, int priority, const char *fmt, ...) {
+        _cleanup_free_ char *text = NULL;
+        va_list ap;
+        int r;
+
+        if (priority > c->daemon->log.max_priority)
+                return;
+        va_start(ap, fmt);
+        r = vasprintf(&text, fmt, ap);
+        va_end(ap);
+        if (r >= 0)
+                log_emit(&c->daemon->log, priority, &(struct log_subject){ .client = c->id }, "%s", text);
+}
+
+static size_t unsent(struct client *c) {
+        return evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+/* A draining client closes once nothing is owed to it any more. */
+static void maybe_finish(struct client *c) {
+        if (c->state == CLIENT_DRAINING && c->pending == 0 && unsent(c) == 0)
+                client_set_state(c, CLIENT_JUSTFREE);
+}
+
+void client_send(struct client *c, json_object *msg) {
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+        size_t limit = c->daemon->config.client_output_limit;
+
+        if (c->state == CLIENT_JUSTFREE) {
+                json_object_put(msg);
+                return;
+        }
+        if (jsonrpc_write(out, msg) < 0)
+                client_log(c, LOG_ERR, "out of memory queueing a message");
+        json_object_put(msg);
+        if (unsent(c) > limit) {
+                client_log(c, LOG_WARNING, "client is not reading its replies (%zu bytes unsent, limit %zu); disconnecting",
+                           unsent(c), limit);
+                client_set_state(c, CLIENT_JUSTFREE);
+        }
+}
+
+void client_reply_result(struct client *c, json_object *id, json_object *result) {
+        client_send(c, jsonrpc_result(id, result));
+}
+
+void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data) {
+        client_send(c, jsonrpc_error(id, code, message, data));
+}
+
+static void answer_oversize(struct client *c) {
+        char msg[160];
+
+        snprintf(msg, sizeof msg, "Invalid Request: message exceeds the %zu-byte line limit and was discarded",
+                 c->framer.max_line);
+        client_log(c, LOG_NOTICE, "discarded a message over the %zu-byte line limit", c->framer.max_line);
+        client_reply_error(c, NULL, JSONRPC_INVALID_REQUEST, msg, NULL);
+}
+
+/* Frames, classifies and dispatches every complete line in the input buffer. */
+static void process_input(struct client *c, bool at_eof) {
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        struct frame fr;
+
+        while (c->state != CLIENT_JUSTFREE) {
+                enum frame_kind kind = framer_next(&c->framer, in, at_eof, &fr);
+                struct jsonrpc_msg m;
+
+                if (kind == FRAME_NONE)
+                        break;
+                if (kind == FRAME_OVERSIZE) {
+                        answer_oversize(c);
+                        continue;
+                }
+                jsonrpc_parse(&c->daemon->parser, fr.data, fr.len, &m);
+                framer_consume(&c->framer, in, &fr);
+                session_handle(c, &m);
+                jsonrpc_msg_done(&m);
+        }
+}
+
+static void on_read(struct bufferevent *bev, void *userdata) {
+        process_input(userdata, false);
+}
+
+static void on_write(struct bufferevent *bev, void *userdata) {
+        maybe_finish(userdata);
+}
+
+void client_drain(struct client *c) {
+        if (c->state != CLIENT_ACTIVE)
+                return;
+        bufferevent_disable(c->bev, EV_READ);
+        client_set_state(c, CLIENT_DRAINING);
+        maybe_finish(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *userdata) {
+        struct client *c = userdata;
+
+        if (what & BEV_EVENT_EOF) {
+                /* Half-close: the peer sent all it will; answer it, then close. */
+                client_log(c, LOG_DEBUG, "end of input");
+                process_input(c, true);
+                client_drain(c);
+                return;
+        }
+        if (what & BEV_EVENT_ERROR) {
+                client_log(c, LOG_DEBUG, "connection error: %s", strerror(EVUTIL_SOCKET_ERROR()));
+                client_set_state(c, CLIENT_JUSTFREE);
+        }
+}
+
+struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role) {
+        struct client *c = calloc(1, sizeof *c);
+
+        if (!c) {
+                close(fd);
+                return NULL;
+        }
+        c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev) {
+                close(fd);
+                free(c);
+                return NULL;
+        }
+        c->daemon = d;
+        c->id = ++d->next_client_id;
+        c->role = role;
+        c->peer = *peer;
+        c->state = CLIENT_ACTIVE;
+        framer_init(&c->framer, d->config.max_message_size);
+        session_init(&c->session);
+        TAILQ_INSERT_TAIL(&d->clients[CLIENT_ACTIVE], c, entry);
+        d->client_count[CLIENT_ACTIVE]++;
+
+        bufferevent_set_max_single_read(c->bev, CLIENT_READ_CHUNK);
+        bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+        client_log(c, LOG_INFO, "%s client connected (pid %d, uid %u, gid %u)",
+                   role == LISTEN_CONTROL ? "control" : "MCP", (int)peer->pid, (unsigned)peer->uid,
+                   (unsigned)peer->gid);
+        daemon_clients_changed(d);
+        return c;
+}
+
+void client_free(struct client *c) {
+        struct daemon *d;
+
+        if (!c)
+                return;
+        d = c->daemon;
+        client_log(c, LOG_INFO, "client disconnected");
+        TAILQ_REMOVE(&d->clients[c->state], c, entry);
+        d->client_count[c->state]--;
+        session_done(&c->session);
+        bufferevent_free(c->bev);
+        free(c);
+}

@@ -1,0 +1,277 @@
+/* The daemon context: startup order, the loop, and shutdown as a polled phase. */
+#include "daemon.h"
+
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <systemd/sd-daemon.h>
+
+#include "paths.h"
+
+static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata);
+
+static const char *role_name(enum listen_role role) {
+        return role == LISTEN_CONTROL ? "control" : "mcp";
+}
+
+void daemon_clients_changed(struct daemon *d) {
+        unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
+
+        if (d->phase == DAEMON_RUNNING)
+                notify_status(&d->notify, "serving; %u client%s connected", open, open == 1 ? "" : "s");
+        else if (d->phase == DAEMON_STOPPING)
+                notify_status(&d->notify, "stopping; %u client%s still draining", open, open == 1 ? "" : "s");
+}
+
+/* Shutdown is a phase the loop polls, so no object is torn down under its own callback. */
+static void check_stopped(struct daemon *d) {
+        if (d->phase != DAEMON_STOPPING)
+                return;
+        if (d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING] == 0)
+                d->phase = DAEMON_EXIT;
+}
+
+static void stop_deadline_passed(evutil_socket_t fd, short what, void *userdata) {
+        struct daemon *d = userdata;
+        unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
+
+        log_warning(&d->log, "clean stop took longer than %.1f s; closing %u remaining client%s",
+                    d->config.shutdown_timeout, open, open == 1 ? "" : "s");
+        d->phase = DAEMON_EXIT;
+}
+
+void daemon_stop(struct daemon *d, const char *why) {
+        struct client *c;
+
+        if (d->phase == DAEMON_STOPPING) {
+                log_notice(&d->log, "%s again while stopping; exiting now", why);
+                d->phase = DAEMON_EXIT;
+                return;
+        }
+        if (d->phase != DAEMON_RUNNING)
+                return;
+        d->phase = DAEMON_STOPPING;
+        log_info(&d->log, "%s: stopping", why);
+        notify_stopping(&d->notify, "stopping");
+        for (int r = 0; r < LISTEN_ROLE_COUNT; r++)
+                listener_stop(&d->listeners[r]);
+        while ((c = TAILQ_FIRST(&d->clients[CLIENT_ACTIVE])))
+                client_drain(c); /* moves it off the active list */
+
+        double t = d->config.shutdown_timeout;
+        struct timeval tv = { .tv_sec = (time_t)t, .tv_usec = (suseconds_t)((t - (time_t)t) * 1e6) };
+        event_add(d->stop_deadline, &tv);
+        daemon_clients_changed(d);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *userdata) {
+        struct daemon *d = userdata;
+
+        switch (sig) {
+        case SIGTERM:
+        case SIGINT:
+                daemon_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+                break;
+        case SIGHUP:
+                log_notice(&d->log, "SIGHUP: nothing to reload yet; configuration unchanged");
+                break;
+        }
+}
+
+static int setup_signals(struct daemon *d) {
+        static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+
+        for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+                d->signals[i] = evsignal_new(d->base, sigs[i], on_signal, d);
+                if (!d->signals[i] || event_add(d->signals[i], NULL) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Socket-activated: take the passed fds by name. Returns 0 if none were passed. */
+static int take_activated(struct daemon *d, struct activated_fds *ret) {
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(1, &names), r = 0;
+        const char *why = NULL;
+
+        if (n < 0) {
+                log_error(&d->log, "cannot read the sockets passed by systemd: %s", strerror(-n));
+                return n;
+        }
+        if (n > 0) {
+                int fds[n];
+                for (int i = 0; i < n; i++)
+                        fds[i] = SD_LISTEN_FDS_START + i;
+                r = listen_pick_activated((unsigned)n, fds, names, ret, &why);
+                if (r < 0)
+                        log_error(&d->log, "unusable socket activation: %s", why);
+                else
+                        r = 1;
+        }
+        for (int i = 0; names && i < n; i++)
+                free(names[i]);
+        free(names);
+        return r;
+}
+
+static int bind_own(struct daemon *d, enum listen_role role, const char *path) {
+        int r = listen_bind_unix(path, d->config.socket_mode, &d->bound[role]);
+
+        if (r == -EADDRINUSE)
+                log_error(&d->log, "another mcpvisord is already listening on %s; refusing to start", path);
+        else if (r == -EEXIST)
+                log_error(&d->log, "%s exists and is not a socket; refusing to replace it", path);
+        else if (r < 0)
+                log_error(&d->log, "cannot listen on %s: %s", path, strerror(-r));
+        return r;
+}
+
+static int start_listener(struct daemon *d, enum listen_role role, int fd, const char *where) {
+        int r = listener_start(&d->listeners[role], d->base, fd, role_name(role), &d->log, on_accept, d);
+        if (r < 0) {
+                log_error(&d->log, "cannot watch the %s socket: %s", role_name(role), strerror(-r));
+                return r;
+        }
+        log_info(&d->log, "listening for %s clients on %s", role_name(role), where);
+        return 0;
+}
+
+static int setup_sockets(struct daemon *d) {
+        static const char *const default_names[] = { "mcp.sock", "control.sock" };
+        const char *configured[] = { d->config.socket_path, d->config.control_socket_path };
+        struct activated_fds act;
+        int r = take_activated(d, &act);
+
+        if (r < 0)
+                return r;
+        d->activated = r > 0;
+        for (int role = 0; role < LISTEN_ROLE_COUNT; role++) {
+                _cleanup_free_ char *fallback = NULL;
+                const char *path = configured[role];
+
+                if (d->activated) {
+                        if (act.fd[role] >= 0 && (r = start_listener(d, role, act.fd[role], "the socket passed by systemd")) < 0)
+                                return r;
+                        continue;
+                }
+                if (!path)
+                        path = fallback = path_default_socket(default_names[role]);
+                if (!path) {
+                        log_error(&d->log, "no %s socket path: pass --%s PATH or set XDG_RUNTIME_DIR",
+                                  role_name(role), role == LISTEN_MCP ? "socket" : "control-socket");
+                        return -ENOENT;
+                }
+                r = bind_own(d, role, path);
+                if (r < 0)
+                        return r;
+                r = start_listener(d, role, d->bound[role].fd, path);
+                if (r < 0)
+                        return r;
+        }
+        if (d->activated && act.fd[LISTEN_MCP] < 0)
+                log_notice(&d->log, "socket-activated without an mcp socket; only the control socket is served");
+        return 0;
+}
+
+static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata) {
+        struct daemon *d = userdata;
+        enum listen_role role = (enum listen_role)(l - d->listeners);
+
+        if (role == LISTEN_CONTROL && peer->uid != 0 && peer->uid != geteuid()) {
+                log_notice(&d->log, "refused a control connection from uid %u (pid %d): only root and uid %u may control the daemon",
+                           (unsigned)peer->uid, (int)peer->pid, (unsigned)geteuid());
+                close(fd);
+                return;
+        }
+        if (!client_new(d, fd, peer, role))
+                log_warning(&d->log, "out of memory accepting a client; connection closed");
+}
+
+/* systemd's default soft limit of 1024 descriptors is far below the clients we serve. */
+static void raise_fd_limit(struct daemon *d) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_debug(&d->log, "cannot raise the descriptor limit: %s", strerror(errno));
+}
+
+int daemon_init(struct daemon *d, const struct config *config, int log_level) {
+        int r;
+
+        *d = (struct daemon){ .config = *config, .phase = DAEMON_STARTING, .exit_code = 0 };
+        for (int s = 0; s < CLIENT_STATE_COUNT; s++)
+                TAILQ_INIT(&d->clients[s]);
+        for (int role = 0; role < LISTEN_ROLE_COUNT; role++)
+                d->bound[role] = (struct bound_socket){ .fd = -1, .lock_fd = -1 };
+        logger_init(&d->log, log_level);
+        raise_fd_limit(d);
+
+        d->base = event_base_new();
+        if (!d->base)
+                return -ENOMEM;
+        d->stop_deadline = evtimer_new(d->base, stop_deadline_passed, d);
+        if (!d->stop_deadline || jsonrpc_parser_init(&d->parser) < 0)
+                return -ENOMEM;
+        r = setup_signals(d);
+        if (r < 0)
+                return r;
+        r = setup_sockets(d);
+        if (r < 0)
+                return r;
+        r = notify_init(&d->notify, d->base, &d->log);
+        if (r < 0)
+                return r;
+        d->phase = DAEMON_RUNNING;
+        notify_ready(&d->notify, "serving; 0 clients connected");
+        log_info(&d->log, "mcpvisord ready");
+        return 0;
+}
+
+static void free_closed_clients(struct daemon *d) {
+        struct client *c;
+
+        while ((c = TAILQ_FIRST(&d->clients[CLIENT_JUSTFREE])))
+                client_free(c);
+}
+
+int daemon_run(struct daemon *d) {
+        while (d->phase != DAEMON_EXIT) {
+                if (event_base_loop(d->base, EVLOOP_ONCE) < 0) {
+                        log_error(&d->log, "event loop failed");
+                        return -EIO;
+                }
+                free_closed_clients(d);
+                check_stopped(d);
+        }
+        log_info(&d->log, "stopped");
+        return 0;
+}
+
+void daemon_done(struct daemon *d) {
+        for (int s = 0; s < CLIENT_STATE_COUNT; s++) {
+                struct client *c;
+                while ((c = TAILQ_FIRST(&d->clients[s])))
+                        client_free(c);
+        }
+        for (int role = 0; role < LISTEN_ROLE_COUNT; role++) {
+                listener_stop(&d->listeners[role]);
+                if (d->bound[role].path)
+                        bound_socket_done(&d->bound[role]);
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
+                if (d->signals[i])
+                        event_free(d->signals[i]);
+        if (d->stop_deadline)
+                event_free(d->stop_deadline);
+        notify_done(&d->notify);
+        jsonrpc_parser_done(&d->parser);
+        if (d->base)
+                event_base_free(d->base);
+        d->base = NULL;
+}

@@ -1,0 +1,170 @@
+/* JSON-RPC 2.0 parsing and building; see jsonrpc.h. */
+#include "jsonrpc.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <string.h>
+
+/* MCP tool schemas nest deeply; json-c's default depth of 32 is too shallow. */
+#define JSONRPC_MAX_DEPTH 512
+
+int jsonrpc_parser_init(struct jsonrpc_parser *p) {
+        p->tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
+        if (!p->tok)
+                return -ENOMEM;
+        json_tokener_set_flags(p->tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        return 0;
+}
+
+void jsonrpc_parser_done(struct jsonrpc_parser *p) {
+        if (p->tok)
+                json_tokener_free(p->tok);
+        p->tok = NULL;
+}
+
+void jsonrpc_msg_done(struct jsonrpc_msg *m) {
+        json_object_put(m->root);
+        *m = (struct jsonrpc_msg){ .kind = JSONRPC_INVALID };
+}
+
+bool jsonrpc_id_valid(json_object *id) {
+        return json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int);
+}
+
+static bool only_whitespace(const char *s, size_t len) {
+        for (size_t i = 0; i < len; i++)
+                if (!strchr(" \t\r\n", s[i]))
+                        return false;
+        return true;
+}
+
+static json_object *parse_json(struct jsonrpc_parser *p, const char *line, size_t len) {
+        json_object *obj;
+        size_t end;
+
+        json_tokener_reset(p->tok);
+        obj = json_tokener_parse_ex(p->tok, line, (int)len);
+        if (!obj && json_tokener_get_error(p->tok) == json_tokener_continue)
+                /* A bare number or literal is complete only once something follows it. */
+                obj = json_tokener_parse_ex(p->tok, " ", 1);
+        if (!obj || json_tokener_get_error(p->tok) != json_tokener_success) {
+                json_object_put(obj);
+                return NULL;
+        }
+        end = json_tokener_get_parse_end(p->tok);
+        if (end < len && !only_whitespace(line + end, len - end)) {
+                json_object_put(obj); /* trailing bytes after the value */
+                return NULL;
+        }
+        return obj;
+}
+
+static enum jsonrpc_kind invalid(struct jsonrpc_msg *m, int code, const char *message) {
+        m->kind = JSONRPC_INVALID;
+        m->error_code = code;
+        m->error_message = message;
+        return m->kind;
+}
+
+static enum jsonrpc_kind classify_call(struct jsonrpc_msg *m, json_object *method, json_object *id,
+                                       bool has_id) {
+        if (!json_object_is_type(method, json_type_string))
+                return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: \"method\" must be a string");
+        m->method = json_object_get_string(method);
+        /* A params value of the wrong type is left to the method: it answers -32602. */
+        if (!has_id) {
+                m->kind = JSONRPC_NOTIFICATION;
+                return m->kind;
+        }
+        m->kind = JSONRPC_REQUEST;
+        return m->kind;
+}
+
+static enum jsonrpc_kind classify_response(struct jsonrpc_msg *m, bool has_result, bool has_error) {
+        if (has_result == has_error)
+                return invalid(m, JSONRPC_INVALID_REQUEST,
+                               "Invalid Request: a response carries exactly one of \"result\" and \"error\"");
+        if (has_error && !json_object_is_type(m->error, json_type_object))
+                return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: \"error\" must be an object");
+        m->kind = JSONRPC_RESPONSE;
+        return m->kind;
+}
+
+static enum jsonrpc_kind classify(struct jsonrpc_msg *m) {
+        json_object *root = m->root, *version, *method, *id;
+        bool has_id, has_method, has_result, has_error;
+
+        if (json_object_is_type(root, json_type_array))
+                return invalid(m, JSONRPC_INVALID_REQUEST,
+                               "Invalid Request: JSON-RPC batches are not supported; send one message per line");
+        if (!json_object_is_type(root, json_type_object))
+                return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: expected a JSON-RPC 2.0 object");
+
+        has_id = json_object_object_get_ex(root, "id", &id);
+        if (has_id && !jsonrpc_id_valid(id))
+                return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: \"id\" must be a string or an integer");
+        m->id = has_id ? id : NULL;
+
+        if (!json_object_object_get_ex(root, "jsonrpc", &version) ||
+            !json_object_is_type(version, json_type_string) ||
+            strcmp(json_object_get_string(version), "2.0") != 0)
+                return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+
+        has_method = json_object_object_get_ex(root, "method", &method);
+        has_result = json_object_object_get_ex(root, "result", &m->result);
+        has_error = json_object_object_get_ex(root, "error", &m->error);
+        json_object_object_get_ex(root, "params", &m->params);
+
+        if (has_method)
+                return classify_call(m, method, id, has_id);
+        if (has_id && (has_result || has_error))
+                return classify_response(m, has_result, has_error);
+        return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: neither a request, a notification nor a response");
+}
+
+enum jsonrpc_kind jsonrpc_parse(struct jsonrpc_parser *p, const char *line, size_t len, struct jsonrpc_msg *ret) {
+        *ret = (struct jsonrpc_msg){ 0 };
+        ret->root = parse_json(p, line, len);
+        if (!ret->root)
+                return invalid(ret, JSONRPC_PARSE_ERROR, "Parse error: the line is not valid JSON (UTF-8)");
+        return classify(ret);
+}
+
+static json_object *envelope(json_object *id) {
+        json_object *msg = json_object_new_object();
+
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(msg, "id", id ? json_object_get(id) : NULL);
+        return msg;
+}
+
+json_object *jsonrpc_result(json_object *id, json_object *result) {
+        json_object *msg = envelope(id);
+
+        json_object_object_add(msg, "result", result ? result : json_object_new_object());
+        return msg;
+}
+
+json_object *jsonrpc_error(json_object *id, int code, const char *message, json_object *data) {
+        json_object *msg = envelope(id), *err = json_object_new_object();
+
+        json_object_object_add(err, "code", json_object_new_int(code));
+        json_object_object_add(err, "message", json_object_new_string(message));
+        if (data)
+                json_object_object_add(err, "data", data);
+        json_object_object_add(msg, "error", err);
+        return msg;
+}
+
+int jsonrpc_write(struct evbuffer *out, json_object *msg) {
+        size_t len;
+        const char *s = json_object_to_json_string_length(
+                msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+
+        if (!s)
+                return -ENOMEM;
+        if (evbuffer_expand(out, len + 1) < 0 || evbuffer_add(out, s, len) < 0 ||
+            evbuffer_add(out, "\n", 1) < 0)
+                return -ENOMEM;
+        return (int)(len + 1);
+}

@@ -1,0 +1,236 @@
+/* Listening sockets; see listen.h. */
+#include "listen.h"
+
+#include <event2/listener.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "macro.h"
+
+/* How long to stop accepting after the process ran out of descriptors or memory. */
+#define LISTEN_RESUME_MS 100
+
+static int role_of_name(const char *name, unsigned n) {
+        if (strcmp(name, "mcp") == 0)
+                return LISTEN_MCP;
+        if (strcmp(name, "control") == 0)
+                return LISTEN_CONTROL;
+        if (strcmp(name, "stored") == 0)
+                return -1;      /* fd store entries are not sockets of ours */
+        return n == 1 ? LISTEN_MCP : -EINVAL;
+}
+
+int listen_pick_activated(unsigned n, const int *fds, char *const *names, struct activated_fds *ret,
+                          const char **ret_why) {
+        struct activated_fds a = { .fd = { -1, -1 } };
+
+        for (unsigned i = 0; i < n; i++) {
+                const char *name = names && names[i] ? names[i] : "unknown";
+                int role = role_of_name(name, n);
+
+                if (role == -1)
+                        continue;
+                if (role < 0) {
+                        *ret_why = "several sockets were passed and one has no usable name; set FileDescriptorName=mcp or FileDescriptorName=control";
+                        return -EINVAL;
+                }
+                if (a.fd[role] >= 0) {
+                        *ret_why = "two passed sockets have the same FileDescriptorName=";
+                        return -EINVAL;
+                }
+                if (sd_is_socket_unix(fds[i], SOCK_STREAM, 1, NULL, 0) <= 0) {
+                        *ret_why = "a passed socket is not a listening Unix stream socket (use ListenStream=/path)";
+                        return -EINVAL;
+                }
+                a.fd[role] = fds[i];
+        }
+        if (a.fd[LISTEN_MCP] < 0 && a.fd[LISTEN_CONTROL] < 0) {
+                *ret_why = "no socket named mcp or control was passed";
+                return -EINVAL;
+        }
+        *ret = a;
+        return 0;
+}
+
+static int make_address(const char *path, struct sockaddr_un *sa) {
+        *sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof sa->sun_path)
+                return -ENAMETOOLONG;
+        strcpy(sa->sun_path, path);
+        return 0;
+}
+
+/* 0 when something answers at path, else the connect error (negative). */
+static int probe_live(const struct sockaddr_un *sa) {
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -errno;
+        return RET_NERRNO(connect(fd, (const struct sockaddr *)sa, sizeof *sa));
+}
+
+static int mkdir_parents(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        return 0;
+}
+
+/* Decides whether the node at path may be replaced: only a socket nobody answers on. */
+static int check_stale(const struct sockaddr_un *sa) {
+        struct stat st;
+        int r;
+
+        if (lstat(sa->sun_path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+        r = probe_live(sa);
+        if (r == 0)
+                return -EADDRINUSE;
+        if (r != -ECONNREFUSED && r != -ENOENT)
+                return r;
+        return 0;
+}
+
+static int take_lock(const char *path) {
+        _cleanup_free_ char *lock_path = NULL;
+        _cleanup_close_ int fd = -1;
+
+        if (asprintf(&lock_path, "%s.lock", path) < 0)
+                return -ENOMEM;
+        fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? -EADDRINUSE : -errno;
+        return TAKE_FD(fd);
+}
+
+int listen_bind_unix(const char *path, int mode, struct bound_socket *ret) {
+        _cleanup_close_ int fd = -1, lock_fd = -1;
+        struct sockaddr_un sa;
+        mode_t old_umask;
+        int r;
+
+        r = make_address(path, &sa);
+        if (r < 0)
+                return r;
+        r = mkdir_parents(path);
+        if (r < 0)
+                return r;
+        r = check_stale(&sa);
+        if (r < 0)
+                return r;
+        lock_fd = take_lock(path);
+        if (lock_fd < 0)
+                return lock_fd;
+        /* Someone may have bound between our probe and our lock: always check again. */
+        r = check_stale(&sa);
+        if (r < 0)
+                return r;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        old_umask = umask(0777 & ~(mode_t)mode);
+        r = RET_NERRNO(bind(fd, (struct sockaddr *)&sa, sizeof sa));
+        umask(old_umask);
+        if (r < 0)
+                return r;
+        if (chmod(path, (mode_t)mode) < 0 || listen(fd, SOMAXCONN) < 0) {
+                r = -errno;
+                (void)unlink(path);
+                return r;
+        }
+        *ret = (struct bound_socket){ .fd = TAKE_FD(fd), .lock_fd = TAKE_FD(lock_fd), .path = strdup(path) };
+        return 0;
+}
+
+void bound_socket_done(struct bound_socket *b) {
+        if (b->path) {
+                _cleanup_free_ char *lock_path = NULL;
+                (void)unlink(b->path);
+                if (asprintf(&lock_path, "%s.lock", b->path) >= 0)
+                        (void)unlink(lock_path);
+        }
+        closep(&b->lock_fd);
+        free(b->path);
+        *b = (struct bound_socket){ .fd = -1, .lock_fd = -1 };
+}
+
+static void accepted(struct evconnlistener *evl, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                     void *userdata) {
+        struct listener *l = userdata;
+        struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+        socklen_t len = sizeof cred;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                log_debug(l->log, "SO_PEERCRED failed on the %s socket: %s", l->name, strerror(errno));
+        l->on_accept(l, fd, &cred, l->userdata);
+}
+
+static void resume(evutil_socket_t fd, short what, void *userdata) {
+        struct listener *l = userdata;
+
+        l->paused = false;
+        evconnlistener_enable(l->evl);
+}
+
+/* accept() failed with an error that will repeat at once (EMFILE, ENFILE, ENOBUFS,
+ * ENOMEM): the socket stays readable, so stop watching it for a moment. */
+static void accept_failed(struct evconnlistener *evl, void *userdata) {
+        struct listener *l = userdata;
+        struct timeval tv = { 0, LISTEN_RESUME_MS * 1000 };
+        int err = EVUTIL_SOCKET_ERROR();
+
+        if (!l->paused)
+                log_warning(l->log, "cannot accept on the %s socket: %s; pausing new connections for %d ms",
+                            l->name, strerror(err), LISTEN_RESUME_MS);
+        l->paused = true;
+        evconnlistener_disable(evl);
+        event_add(l->resume_timer, &tv);
+}
+
+int listener_start(struct listener *l, struct event_base *base, int fd, const char *name,
+                   const struct logger *log, listener_accept_fn on_accept, void *userdata) {
+        *l = (struct listener){ .log = log, .on_accept = on_accept, .userdata = userdata, .name = name };
+
+        /* Activated sockets are blocking unless the unit says NonBlocking=yes. */
+        if (evutil_make_socket_nonblocking(fd) < 0 || evutil_make_socket_closeonexec(fd) < 0)
+                return -errno;
+        l->resume_timer = evtimer_new(base, resume, l);
+        /* backlog 0: the socket already listens (ours, or systemd's). */
+        l->evl = evconnlistener_new(base, accepted, l,
+                                    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+        if (!l->evl || !l->resume_timer) {
+                listener_stop(l);
+                return -ENOMEM;
+        }
+        evconnlistener_set_error_cb(l->evl, accept_failed);
+        return 0;
+}
+
+void listener_stop(struct listener *l) {
+        if (l->evl)
+                evconnlistener_free(l->evl);
+        if (l->resume_timer)
+                event_free(l->resume_timer);
+        *l = (struct listener){ 0 };
+}

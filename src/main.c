@@ -1,0 +1,92 @@
+/* mcpvisord: options, configuration, then the daemon's loop. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "options.h"
+#include "paths.h"
+#include "version.h"
+
+static void print_problems(const struct config_problems *p, FILE *out) {
+        for (size_t i = 0; i < p->count; i++) {
+                const struct config_problem *q = &p->items[i];
+                fprintf(out, "%s: %s%s%s%s\n", p->file,
+                        q->severity == PROBLEM_ERROR ? "error: " : "warning: ", q->path,
+                        q->path[0] ? ": " : "", q->message ? q->message : "(out of memory)");
+        }
+}
+
+/* The command line wins over the file. */
+static int apply_options(struct config *c, const struct options *o) {
+        if (o->socket_path && !(c->socket_path = (free(c->socket_path), strdup(o->socket_path))))
+                return -ENOMEM;
+        if (o->control_socket_path &&
+            !(c->control_socket_path = (free(c->control_socket_path), strdup(o->control_socket_path))))
+                return -ENOMEM;
+        if (o->log_level >= 0)
+                c->log_level = o->log_level;
+        return 0;
+}
+
+static int load_config(const struct options *o, struct config *ret) {
+        struct config_problems problems = { 0 };
+        const char *path = o->config_path ? o->config_path : PATH_DEFAULT_CONFIG;
+        int r = config_load(path, !o->config_path, ret, &problems);
+
+        print_problems(&problems, stderr);
+        if (o->action == ACTION_CHECK_CONFIG && r == 0)
+                printf("%s: configuration is valid (%zu warning%s)\n", path, problems.count,
+                       problems.count == 1 ? "" : "s");
+        problems_done(&problems);
+        return r;
+}
+
+static int run(struct config *config) {
+        struct daemon d;
+        int r;
+
+        r = daemon_init(&d, config, config->log_level >= 0 ? config->log_level : LOG_INFO);
+        if (r < 0) {
+                notify_failure(&d.notify, r, "failed to start; see the journal");
+                daemon_done(&d);
+                return 1;
+        }
+        r = daemon_run(&d);
+        daemon_done(&d);
+        return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+        struct options o;
+        struct config config;
+        int r;
+
+        if (options_parse(argc, argv, &o, stderr) < 0)
+                return 2;
+        switch (o.action) {
+        case ACTION_HELP:
+                options_usage(stdout);
+                return 0;
+        case ACTION_VERSION:
+                printf("mcpvisord %s\n", MCPVISOR_VERSION);
+                return 0;
+        case ACTION_CHECK_CONFIG:
+                r = load_config(&o, &config);
+                if (r == 0)
+                        config_done(&config);
+                return r < 0 ? 1 : 0;
+        case ACTION_RUN:
+                break;
+        }
+        if (load_config(&o, &config) < 0)
+                return 1;
+        if (apply_options(&config, &o) < 0)
+                return 1;
+        /* A peer that hangs up must cost us an EPIPE, not the process. */
+        signal(SIGPIPE, SIG_IGN);
+        r = run(&config);
+        config_done(&config);
+        return r;
+}

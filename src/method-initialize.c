@@ -1,0 +1,96 @@
+/* initialize and notifications/initialized: the MCP handshake toward clients. */
+#include <string.h>
+
+#include "client.h"
+#include "jsonrpc.h"
+#include "methods.h"
+#include "protocol.h"
+#include "version.h"
+
+static json_object *server_info(void) {
+        json_object *info = json_object_new_object();
+
+        json_object_object_add(info, "name", json_object_new_string("mcpvisor"));
+        json_object_object_add(info, "title", json_object_new_string("mcpvisor"));
+        json_object_object_add(info, "version", json_object_new_string(MCPVISOR_VERSION));
+        return info;
+}
+
+static json_object *capabilities(void) {
+        /* Grows with what the daemon serves; never advertise what it cannot answer. */
+        return json_object_new_object();
+}
+
+/* The params fields we rely on; anything else in them is kept as sent. */
+static const char *check_params(json_object *params, json_object **ret_caps, json_object **ret_info) {
+        json_object *version;
+
+        if (!json_object_object_get_ex(params, "protocolVersion", &version) ||
+            !json_object_is_type(version, json_type_string))
+                return "Invalid params: initialize needs \"protocolVersion\" (a string)";
+        if (json_object_object_get_ex(params, "capabilities", ret_caps) &&
+            !json_object_is_type(*ret_caps, json_type_object))
+                return "Invalid params: \"capabilities\" must be an object";
+        if (json_object_object_get_ex(params, "clientInfo", ret_info) &&
+            !json_object_is_type(*ret_info, json_type_object))
+                return "Invalid params: \"clientInfo\" must be an object";
+        return NULL;
+}
+
+static const char *info_field(json_object *info, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(info, key, &v) || !json_object_is_type(v, json_type_string))
+                return "?";
+        return json_object_get_string(v);
+}
+
+static void initialize(struct client *c, struct jsonrpc_msg *m) {
+        struct session *s = &c->session;
+        json_object *caps = NULL, *info = NULL, *version, *result;
+        const char *problem;
+
+        if (!method_params_object(c, m, false))
+                return;
+        if (s->phase != SESSION_NEW) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_REQUEST,
+                                   "Invalid Request: this session is already initialized", NULL);
+                return;
+        }
+        problem = check_params(m->params, &caps, &info);
+        if (problem) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, problem, NULL);
+                return;
+        }
+        json_object_object_get_ex(m->params, "protocolVersion", &version);
+        s->protocol_version = protocol_negotiate(json_object_get_string(version));
+        s->client_capabilities = caps ? json_object_get(caps) : json_object_new_object();
+        s->client_info = info ? json_object_get(info) : json_object_new_object();
+        s->phase = SESSION_INITIALIZING;
+
+        client_log(c, LOG_INFO, "initialized by %s %s (protocol %s, asked for %s)",
+                   info_field(s->client_info, "name"), info_field(s->client_info, "version"),
+                   s->protocol_version, json_object_get_string(version));
+        result = json_object_new_object();
+        json_object_object_add(result, "protocolVersion", json_object_new_string(s->protocol_version));
+        json_object_object_add(result, "capabilities", capabilities());
+        json_object_object_add(result, "serverInfo", server_info());
+        client_reply_result(c, m->id, result);
+}
+
+const struct method method_initialize = {
+        .name = "initialize",
+        .flags = METHOD_BEFORE_INIT | METHOD_MCP,
+        .handle = initialize,
+};
+
+static void initialized(struct client *c, struct jsonrpc_msg *m) {
+        if (c->session.phase == SESSION_INITIALIZING)
+                c->session.phase = SESSION_OPERATING;
+}
+
+const struct method notification_initialized = {
+        .name = "notifications/initialized",
+        .flags = METHOD_MCP,
+        .handle = initialized,
+};

@@ -1,0 +1,68 @@
+/* MCP session lifecycle and dispatch; see session.h. */
+#include "session.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "daemon.h"
+#include "jsonrpc.h"
+#include "methods.h"
+
+void session_init(struct session *s) {
+        *s = (struct session){ .phase = SESSION_NEW };
+}
+
+void session_done(struct session *s) {
+        json_object_put(s->client_info);
+        json_object_put(s->client_capabilities);
+        session_init(s);
+}
+
+static void handle_request(struct client *c, struct jsonrpc_msg *m) {
+        const struct method *method = methods_find_request(c->role, m->method);
+        char msg[256];
+
+        if (!method) {
+                snprintf(msg, sizeof msg, "Method not found: %.200s", m->method);
+                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+                return;
+        }
+        if (c->session.phase == SESSION_NEW && !(method->flags & METHOD_BEFORE_INIT)) {
+                snprintf(msg, sizeof msg, "Invalid Request: %.160s before initialize; send initialize first",
+                         m->method);
+                client_reply_error(c, m->id, JSONRPC_INVALID_REQUEST, msg, NULL);
+                return;
+        }
+        method->handle(c, m);
+}
+
+static void handle_notification(struct client *c, struct jsonrpc_msg *m) {
+        const struct method *method = methods_find_notification(c->role, m->method);
+
+        /* Unknown notifications are ignored, as JSON-RPC asks: nothing may answer them. */
+        if (!method) {
+                client_log(c, LOG_DEBUG, "ignoring notification %s", m->method);
+                return;
+        }
+        method->handle(c, m);
+}
+
+void session_handle(struct client *c, struct jsonrpc_msg *m) {
+        switch (m->kind) {
+        case JSONRPC_REQUEST:
+                handle_request(c, m);
+                break;
+        case JSONRPC_NOTIFICATION:
+                handle_notification(c, m);
+                break;
+        case JSONRPC_RESPONSE:
+                /* No request of ours is outstanding toward clients yet. */
+                client_log(c, LOG_DEBUG, "dropping a response to no request of ours");
+                break;
+        case JSONRPC_INVALID:
+                client_log(c, LOG_DEBUG, "invalid message: %s", m->error_message);
+                client_reply_error(c, m->id, m->error_code, m->error_message, NULL);
+                break;
+        }
+}
