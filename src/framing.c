@@ -48,12 +48,13 @@ static enum frame_kind oversize(struct frame *ret) {
 
 enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, struct frame *ret) {
         for (;;) {
-                size_t avail = evbuffer_get_length(in);
+                size_t avail;
                 ssize_t nl;
 
                 *ret = (struct frame){ .kind = FRAME_NONE };
                 if (f->discarding && !discard_line(f, in, at_eof))
                         return FRAME_NONE;
+                avail = evbuffer_get_length(in);
 
                 nl = find_newline(in, f->scanned);
                 if (nl < 0) {

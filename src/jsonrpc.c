@@ -38,25 +38,27 @@ static bool only_whitespace(const char *s, size_t len) {
         return true;
 }
 
-static json_object *parse_json(struct jsonrpc_parser *p, const char *line, size_t len) {
+/* Parses one JSON value filling the whole line. json-c returns the JSON null as a NULL
+ * object, so success is reported separately. */
+static bool parse_json(struct jsonrpc_parser *p, const char *line, size_t len, json_object **ret) {
         json_object *obj;
         size_t end;
 
         json_tokener_reset(p->tok);
         obj = json_tokener_parse_ex(p->tok, line, (int)len);
-        if (!obj && json_tokener_get_error(p->tok) == json_tokener_continue)
+        end = json_tokener_get_parse_end(p->tok);
+        if (!obj && json_tokener_get_error(p->tok) == json_tokener_continue) {
                 /* A bare number or literal is complete only once something follows it. */
                 obj = json_tokener_parse_ex(p->tok, " ", 1);
-        if (!obj || json_tokener_get_error(p->tok) != json_tokener_success) {
-                json_object_put(obj);
-                return NULL;
+                end = len;
         }
-        end = json_tokener_get_parse_end(p->tok);
-        if (end < len && !only_whitespace(line + end, len - end)) {
-                json_object_put(obj); /* trailing bytes after the value */
-                return NULL;
+        if (json_tokener_get_error(p->tok) != json_tokener_success ||
+            (end < len && !only_whitespace(line + end, len - end))) {
+                json_object_put(obj); /* not JSON, or trailing bytes after the value */
+                return false;
         }
-        return obj;
+        *ret = obj;
+        return true;
 }
 
 static enum jsonrpc_kind invalid(struct jsonrpc_msg *m, int code, const char *message) {
@@ -124,8 +126,7 @@ static enum jsonrpc_kind classify(struct jsonrpc_msg *m) {
 
 enum jsonrpc_kind jsonrpc_parse(struct jsonrpc_parser *p, const char *line, size_t len, struct jsonrpc_msg *ret) {
         *ret = (struct jsonrpc_msg){ 0 };
-        ret->root = parse_json(p, line, len);
-        if (!ret->root)
+        if (!parse_json(p, line, len, &ret->root))
                 return invalid(ret, JSONRPC_PARSE_ERROR, "Parse error: the line is not valid JSON (UTF-8)");
         return classify(ret);
 }

@@ -23,15 +23,15 @@ static void handle_request(struct client *c, struct jsonrpc_msg *m) {
         const struct method *method = methods_find_request(c->role, m->method);
         char msg[256];
 
-        if (!method) {
-                snprintf(msg, sizeof msg, "Method not found: %.200s", m->method);
-                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
-                return;
-        }
-        if (c->session.phase == SESSION_NEW && !(method->flags & METHOD_BEFORE_INIT)) {
+        if (c->session.phase == SESSION_NEW && !(method && (method->flags & METHOD_BEFORE_INIT))) {
                 snprintf(msg, sizeof msg, "Invalid Request: %.160s before initialize; send initialize first",
                          m->method);
                 client_reply_error(c, m->id, JSONRPC_INVALID_REQUEST, msg, NULL);
+                return;
+        }
+        if (!method) {
+                snprintf(msg, sizeof msg, "Method not found: %.200s", m->method);
+                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
                 return;
         }
         method->handle(c, m);

@@ -1,0 +1,438 @@
+/* Integration-test harness; see harness.h. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+long long h_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int remaining(long long deadline) {
+        long long left = deadline - h_now_ms();
+        return left > 0 ? (int)left : 0;
+}
+
+const char *h_daemon_path(void) {
+        const char *p = getenv("MCPVISORD");
+        return p ? p : MCPVISORD_PATH;
+}
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+        cr_assert_not_null(f, "cannot write %s: %s", path, strerror(errno));
+        fputs(text, f);
+        fclose(f);
+}
+
+static void open_notify(struct h_daemon *d) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int one = 1;
+
+        snprintf(d->notify_path, sizeof d->notify_path, "%s/notify.sock", d->dir);
+        d->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        cr_assert_geq(d->notify_fd, 0);
+        strcpy(sa.sun_path, d->notify_path);
+        cr_assert_eq(bind(d->notify_fd, (struct sockaddr *)&sa, sizeof sa), 0, "bind notify: %s", strerror(errno));
+        cr_assert_eq(setsockopt(d->notify_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one), 0);
+}
+
+#define MAX_ARGS 64
+
+static void add(const char **argv, int *n, const char *arg) {
+        cr_assert_lt(*n, MAX_ARGS - 1);
+        argv[(*n)++] = arg;
+        argv[*n] = NULL;
+}
+
+void h_start(struct h_daemon *d, const struct h_opts *o) {
+        static const struct h_opts defaults = { 0 };
+        const char *argv[MAX_ARGS] = { 0 }, *envp[8] = { 0 };
+        char notify_env[400], watchdog_env[64], fdname_arg[128], path_env[1024];
+        posix_spawn_file_actions_t fa;
+        int n = 0, e = 0, r;
+
+        if (!o)
+                o = &defaults;
+        memset(d, 0, sizeof *d);
+        d->notify_fd = -1;
+        strcpy(d->dir, "/tmp/mcpvisor-it-XXXXXX");
+        cr_assert_not_null(mkdtemp(d->dir));
+        snprintf(d->config, sizeof d->config, "%s/mcpvisor.json", d->dir);
+        snprintf(d->sock, sizeof d->sock, "%s/mcp.sock", d->dir);
+        snprintf(d->control, sizeof d->control, "%s/control.sock", d->dir);
+        snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
+        write_file(d->config, o->config ? o->config : "{}\n");
+        open_notify(d);
+
+        snprintf(notify_env, sizeof notify_env, "NOTIFY_SOCKET=%s", d->notify_path);
+        snprintf(watchdog_env, sizeof watchdog_env, "WATCHDOG_USEC=%lu", o->watchdog_usec);
+        snprintf(path_env, sizeof path_env, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+        envp[e++] = path_env;
+        if (o->activate) {
+                add(argv, &n, "systemd-socket-activate");
+                add(argv, &n, "-l");
+                add(argv, &n, d->sock);
+                if (o->activate_control) {
+                        add(argv, &n, "-l");
+                        add(argv, &n, d->control);
+                }
+                if (o->fdnames) {
+                        snprintf(fdname_arg, sizeof fdname_arg, "--fdname=%s", o->fdnames);
+                        add(argv, &n, fdname_arg);
+                }
+                add(argv, &n, "-E");
+                add(argv, &n, notify_env);
+                if (o->watchdog_usec) {
+                        add(argv, &n, "-E");
+                        add(argv, &n, watchdog_env);
+                }
+                add(argv, &n, h_daemon_path());
+        } else {
+                envp[e++] = notify_env;
+                if (o->watchdog_usec)
+                        envp[e++] = watchdog_env;
+                add(argv, &n, h_daemon_path());
+                add(argv, &n, "--socket");
+                add(argv, &n, d->sock);
+                add(argv, &n, "--control-socket");
+                add(argv, &n, d->control);
+        }
+        add(argv, &n, "--config");
+        add(argv, &n, d->config);
+        add(argv, &n, "--log-level");
+        add(argv, &n, "debug");
+        for (const char *const *a = o->extra_args; a && *a; a++)
+                add(argv, &n, *a);
+
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        /* Criterion keeps its own descriptors open in the worker; none may leak in. */
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        r = posix_spawnp(&d->pid, argv[0], &fa, NULL, (char **)argv, (char **)envp);
+        posix_spawn_file_actions_destroy(&fa);
+        cr_assert_eq(r, 0, "cannot start %s: %s", argv[0], strerror(r));
+}
+
+static void drain_notify(struct h_daemon *d) {
+        for (;;) {
+                char buf[4096];
+                union {
+                        struct cmsghdr h;
+                        char space[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * 8)];
+                } ctl;
+                struct iovec iov = { buf, sizeof buf - 1 };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof ctl };
+                ssize_t len = recvmsg(d->notify_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+                if (len < 0)
+                        return;
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
+                                d->notify_sender = ((struct ucred *)CMSG_DATA(c))->pid;
+                        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                                for (int *fd = (int *)CMSG_DATA(c); (char *)fd < (char *)c + c->cmsg_len; fd++)
+                                        close(*fd);
+                }
+                if (d->notices_len + (size_t)len + 2 < sizeof d->notices) {
+                        memcpy(d->notices + d->notices_len, buf, (size_t)len);
+                        d->notices_len += (size_t)len;
+                        d->notices[d->notices_len++] = '|';
+                        d->notices[d->notices_len] = '\0';
+                }
+        }
+}
+
+bool h_notify_wait(struct h_daemon *d, const char *needle, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                struct pollfd p = { d->notify_fd, POLLIN, 0 };
+                drain_notify(d);
+                if (strstr(d->notices, needle))
+                        return true;
+                if (remaining(deadline) == 0)
+                        return false;
+                poll(&p, 1, remaining(deadline));
+        }
+}
+
+unsigned h_notify_count(struct h_daemon *d, const char *needle) {
+        unsigned count = 0;
+
+        drain_notify(d);
+        for (const char *p = d->notices; (p = strstr(p, needle)); p += strlen(needle))
+                count++;
+        return count;
+}
+
+int h_wait_exit(struct h_daemon *d, int timeout_ms) {
+        int status, pidfd;
+        struct pollfd p;
+
+        if (d->pid <= 0)
+                return d->exit_status;
+        pidfd = pidfd_open(d->pid, 0);
+        if (pidfd >= 0) {
+                p = (struct pollfd){ pidfd, POLLIN, 0 };
+                poll(&p, 1, timeout_ms);
+                close(pidfd);
+        }
+        if (waitpid(d->pid, &status, WNOHANG) != d->pid)
+                return -1;
+        d->pid = 0;
+        d->exit_status = status;
+        return status;
+}
+
+int h_stop(struct h_daemon *d, int sig, int timeout_ms) {
+        int status;
+
+        if (d->pid <= 0)
+                return d->exit_status;
+        kill(d->pid, sig);
+        status = h_wait_exit(d, timeout_ms);
+        if (status == -1) {
+                kill(d->pid, SIGKILL);
+                h_wait_exit(d, H_TIMEOUT_MS);
+                return -1;
+        }
+        return status;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+void h_cleanup(struct h_daemon *d) {
+        if (d->pid > 0)
+                h_stop(d, SIGKILL, H_TIMEOUT_MS);
+        if (d->notify_fd >= 0)
+                close(d->notify_fd);
+        d->notify_fd = -1;
+        if (d->dir[0] && !getenv("H_KEEP"))
+                nftw(d->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+        d->dir[0] = '\0';
+}
+
+static char *read_all(const char *path) {
+        FILE *f = fopen(path, "re");
+        char *text = NULL;
+        size_t len = 0;
+
+        if (!f)
+                return strdup("");
+        FILE *out = open_memstream(&text, &len);
+        int ch;
+        while ((ch = fgetc(f)) != EOF)
+                fputc(ch, out);
+        fclose(out);
+        fclose(f);
+        return text;
+}
+
+bool h_log_wait(struct h_daemon *d, const char *needle, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                char *text = read_all(d->log);
+                bool found = strstr(text, needle) != NULL;
+                free(text);
+                if (found)
+                        return true;
+                if (remaining(deadline) == 0)
+                        return false;
+                poll(NULL, 0, 20); /* a file has no readiness to wait on; re-read shortly */
+        }
+}
+
+void h_log_dump_if_verbose(struct h_daemon *d) {
+        char *text;
+
+        if (!getenv("H_VERBOSE") || !d->log[0])
+                return;
+        text = read_all(d->log);
+        fprintf(stderr, "daemon log (%s):\n%s\n", d->log, text);
+        free(text);
+}
+
+struct h_conn *h_connect(const char *path, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
+        for (;;) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                cr_assert_geq(fd, 0);
+                if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+                        struct h_conn *c = calloc(1, sizeof *c);
+                        c->fd = fd;
+                        return c;
+                }
+                int err = errno;
+                close(fd);
+                if ((err != ENOENT && err != ECONNREFUSED) || remaining(deadline) == 0)
+                        cr_assert_fail("cannot connect to %s: %s", path, strerror(err));
+                poll(NULL, 0, 10); /* the socket does not exist yet: nothing to wait on */
+        }
+}
+
+void h_close(struct h_conn *c) {
+        if (!c)
+                return;
+        close(c->fd);
+        free(c->buf);
+        free(c);
+}
+
+void h_send(struct h_conn *c, const char *text) {
+        size_t len = strlen(text), off = 0;
+
+        while (off < len) {
+                ssize_t n = send(c->fd, text + off, len - off, MSG_NOSIGNAL);
+                cr_assert_gt(n, 0, "send failed: %s", strerror(errno));
+                off += (size_t)n;
+        }
+}
+
+void h_sendf(struct h_conn *c, const char *fmt, ...) {
+        char *text;
+        va_list ap;
+
+        va_start(ap, fmt);
+        cr_assert_geq(vasprintf(&text, fmt, ap), 0);
+        va_end(ap);
+        h_send(c, text);
+        free(text);
+}
+
+/* Reads more bytes; 0 on EOF/error, -1 on timeout, else bytes read. */
+static ssize_t fill(struct h_conn *c, long long deadline) {
+        struct pollfd p = { c->fd, POLLIN, 0 };
+        ssize_t n;
+
+        if (poll(&p, 1, remaining(deadline)) <= 0)
+                return -1;
+        if (c->cap - c->len < 65536) {
+                c->cap = c->cap * 2 + 65536;
+                c->buf = realloc(c->buf, c->cap);
+        }
+        n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+        if (n <= 0)
+                return 0;
+        c->len += (size_t)n;
+        return n;
+}
+
+static char *take_line(struct h_conn *c) {
+        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL, *line;
+        size_t n;
+
+        if (!nl)
+                return NULL;
+        n = (size_t)(nl - c->buf);
+        line = strndup(c->buf, n);
+        memmove(c->buf, nl + 1, c->len - n - 1);
+        c->len -= n + 1;
+        return line;
+}
+
+char *h_recv_line(struct h_conn *c, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                char *line = take_line(c);
+                if (line)
+                        return line;
+                if (fill(c, deadline) <= 0)
+                        return NULL;
+        }
+}
+
+json_object *h_recv(struct h_conn *c, int timeout_ms) {
+        char *line = h_recv_line(c, timeout_ms);
+        json_object *o;
+
+        cr_assert_not_null(line, "no message from the daemon within %d ms", timeout_ms);
+        cr_assert_null(strchr(line, '\r'), "a message contains a carriage return");
+        o = json_tokener_parse(line);
+        cr_assert_not_null(o, "the daemon sent a line that is not JSON: %s", line);
+        free(line);
+        return o;
+}
+
+json_object *h_call(struct h_conn *c, const char *line) {
+        h_send(c, line);
+        return h_recv(c, H_TIMEOUT_MS);
+}
+
+bool h_wait_eof(struct h_conn *c, int timeout_ms, size_t *lines) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                char *line;
+                while ((line = take_line(c))) {
+                        if (lines)
+                                (*lines)++;
+                        free(line);
+                }
+                ssize_t n = fill(c, deadline);
+                if (n == 0)
+                        return true;
+                if (n < 0)
+                        return false;
+        }
+}
+
+void h_initialize(struct h_conn *c) {
+        json_object *r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                   "\"clientInfo\":{\"name\":\"harness\",\"version\":\"1\"}}}\n");
+        cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25");
+        json_object_put(r);
+        h_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+}
+
+json_object *h_get(json_object *o, const char *dotted_path) {
+        char *copy = strdup(dotted_path), *save = NULL;
+
+        for (char *key = strtok_r(copy, ".", &save); key && o; key = strtok_r(NULL, ".", &save)) {
+                if (json_object_is_type(o, json_type_array))
+                        o = json_object_array_get_idx(o, (size_t)atoi(key));
+                else if (!json_object_object_get_ex(o, key, &o))
+                        o = NULL;
+        }
+        free(copy);
+        return o;
+}
+
+int h_error_code(json_object *msg) {
+        json_object *code = h_get(msg, "error.code");
+        return code ? json_object_get_int(code) : 0;
+}
+
+const char *h_str(json_object *o, const char *dotted_path) {
+        json_object *v = h_get(o, dotted_path);
+        return v ? json_object_get_string(v) : "(missing)";
+}

@@ -1,0 +1,87 @@
+/* Integration-test harness: runs the built mcpvisord for real (directly or under
+ * systemd-socket-activate), owns its NOTIFY_SOCKET, and talks to it over its sockets
+ * with deadlines instead of sleeps. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define H_TIMEOUT_MS 5000
+
+struct h_opts {
+        const char *config;          /* JSON text written to <dir>/mcpvisor.json; NULL: {} */
+        bool activate;               /* run under systemd-socket-activate */
+        const char *fdnames;         /* --fdname= value for activation; NULL: unnamed */
+        bool activate_control;       /* also pass a control socket (second -l) */
+        unsigned long watchdog_usec; /* WATCHDOG_USEC for the daemon; 0: none */
+        const char *const *extra_args; /* more daemon arguments, NULL-terminated */
+};
+
+struct h_daemon {
+        pid_t pid;
+        char dir[256];
+        char config[300];
+        char sock[300];
+        char control[300];
+        char log[300];               /* the daemon's stderr */
+        int notify_fd;
+        char notify_path[300];
+        char notices[65536];         /* every NOTIFY datagram received, '\n'-separated, '|' between */
+        size_t notices_len;
+        pid_t notify_sender;         /* SCM_CREDENTIALS pid of the last datagram */
+        int exit_status;             /* from h_stop/h_wait_exit */
+};
+
+/* Creates a private directory, writes the config, starts the daemon. Asserts on failure. */
+void h_start(struct h_daemon *d, const struct h_opts *o);
+/* Sends sig and waits for exit; returns the wait status (or -1 on timeout, after SIGKILL). */
+int h_stop(struct h_daemon *d, int sig, int timeout_ms);
+/* Waits for the process to exit on its own. Returns wait status or -1 on timeout. */
+int h_wait_exit(struct h_daemon *d, int timeout_ms);
+/* Kills (if needed) and removes the directory. Safe to call twice. */
+void h_cleanup(struct h_daemon *d);
+
+/* Waits until a NOTIFY datagram containing needle has arrived. */
+bool h_notify_wait(struct h_daemon *d, const char *needle, int timeout_ms);
+/* Counts occurrences of needle among the datagrams received so far (after draining). */
+unsigned h_notify_count(struct h_daemon *d, const char *needle);
+
+/* True once the daemon's stderr log contains needle. */
+bool h_log_wait(struct h_daemon *d, const char *needle, int timeout_ms);
+/* Prints the daemon log when H_VERBOSE is set (Criterion cannot tell a fini whether the
+ * test failed). */
+void h_log_dump_if_verbose(struct h_daemon *d);
+
+struct h_conn {
+        int fd;
+        char *buf;
+        size_t len, cap;
+};
+
+/* Connects, retrying until the deadline (the socket may not exist yet). */
+struct h_conn *h_connect(const char *path, int timeout_ms);
+void h_close(struct h_conn *c);
+void h_send(struct h_conn *c, const char *text);        /* text sent as is */
+void h_sendf(struct h_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Next line (without '\n'), malloc'd; NULL on EOF or timeout. */
+char *h_recv_line(struct h_conn *c, int timeout_ms);
+/* Next line parsed as JSON; fails the test on timeout, EOF or bad JSON. */
+json_object *h_recv(struct h_conn *c, int timeout_ms);
+/* Sends one line and returns the next message received. */
+json_object *h_call(struct h_conn *c, const char *line);
+/* True if the peer closes (EOF or reset) before the deadline; lines received meanwhile are
+ * counted into *lines if not NULL. */
+bool h_wait_eof(struct h_conn *c, int timeout_ms, size_t *lines);
+/* initialize + notifications/initialized; asserts the answer. */
+void h_initialize(struct h_conn *c);
+
+/* Accessors for assertions. */
+json_object *h_get(json_object *o, const char *dotted_path);
+int h_error_code(json_object *msg);   /* 0 if no error */
+const char *h_str(json_object *o, const char *dotted_path);
+
+/* Path of the built daemon. */
+const char *h_daemon_path(void);
+long long h_now_ms(void);
