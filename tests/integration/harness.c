@@ -225,15 +225,18 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
         return remove(path);
 }
 
-void h_cleanup(struct h_daemon *d) {
+bool h_cleanup(struct h_daemon *d) {
+        int status = d->exit_status;
+
         if (d->pid > 0)
-                h_stop(d, SIGKILL, H_TIMEOUT_MS);
+                status = h_stop(d, SIGTERM, H_TIMEOUT_MS);
         if (d->notify_fd >= 0)
                 close(d->notify_fd);
         d->notify_fd = -1;
         if (d->dir[0] && !getenv("H_KEEP"))
                 nftw(d->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
         d->dir[0] = '\0';
+        return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 static char *read_all(const char *path) {

@@ -40,8 +40,11 @@ void h_start(struct h_daemon *d, const struct h_opts *o);
 int h_stop(struct h_daemon *d, int sig, int timeout_ms);
 /* Waits for the process to exit on its own. Returns wait status or -1 on timeout. */
 int h_wait_exit(struct h_daemon *d, int timeout_ms);
-/* Kills (if needed) and removes the directory. Safe to call twice. */
-void h_cleanup(struct h_daemon *d);
+/* Stops the daemon (SIGTERM, then SIGKILL after the timeout) and removes the directory.
+ * Returns true if the daemon had exited, or now exited, with status 0: a test's fini
+ * checks it, so every test also proves a clean stop (and, under ASan, no leak). Safe to
+ * call twice. */
+bool h_cleanup(struct h_daemon *d);
 
 /* Waits until a NOTIFY datagram containing needle has arrived. */
 bool h_notify_wait(struct h_daemon *d, const char *needle, int timeout_ms);
