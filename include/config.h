@@ -7,11 +7,13 @@
 #include <sys/types.h>
 
 #include "macro.h"
+#include "server-config.h"
 
 enum problem_severity { PROBLEM_WARNING, PROBLEM_ERROR };
 
 struct config_problem {
         enum problem_severity severity;
+        char *file;     /* the file it was found in; NULL when parsing text */
         char *path;     /* JSON path, e.g. "mcpvisor.socketMode"; "" for the whole file */
         char *message;
 };
@@ -20,7 +22,7 @@ struct config_problems {
         struct config_problem *items;
         size_t count;
         size_t errors;
-        const char *file; /* the file being read, for messages */
+        const char *file; /* the file being read now; copied into each problem */
 };
 
 void problems_add(struct config_problems *p, enum problem_severity severity, const char *path,
@@ -40,16 +42,23 @@ struct config {
         size_t max_message_size;     /* "maxMessageSize": bytes per JSON-RPC line */
         size_t client_output_limit;  /* "clientOutputLimit": unsent bytes before a client is dropped */
         double shutdown_timeout;     /* "shutdownTimeout": seconds for a clean stop */
+        struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
+        size_t n_servers;
 };
 
 void config_init_defaults(struct config *c);
 
-/* Reads and validates path. A missing file is an error unless missing_ok. Problems go to
- * problems; the return is 0 when the config is usable (warnings allowed), else -EINVAL,
- * -ENOENT, ... */
+/* Reads and validates path, then the drop-ins beside it (mcpvisor.d/NAME.json, in name
+ * order; a later server entry of the same name replaces an earlier one, later settings win).
+ * A missing file is an error unless missing_ok. Problems go to problems. The return is 0
+ * when the daemon can run (warnings, and servers skipped for errors in their own entry,
+ * are allowed: see problems->errors), else -EINVAL, -ENOENT, ... */
 int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *problems);
 
-/* Parses a config held in memory (the loader and the unit tests share it). */
+/* Parses one document held in memory into a fresh config (the unit tests use it). */
 int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *problems);
 
 void config_done(struct config *c);
+
+/* The server called name, or NULL. */
+const struct server_config *config_find_server(const struct config *c, const char *name);

@@ -1,18 +1,19 @@
-/* Configuration loading and validation; see config.h. */
+/* Configuration loading: the main file, its drop-ins, daemon settings and server entries. */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <limits.h>
-#include <math.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "log.h"
+#include "settings.h"
 
 #define CONFIG_FILE_MAX (16 * 1024 * 1024)
+#define CONFIG_DROPIN_DIR "mcpvisor.d"
 
 void problems_add(struct config_problems *p, enum problem_severity severity, const char *path,
                   const char *fmt, ...) {
@@ -29,6 +30,7 @@ void problems_add(struct config_problems *p, enum problem_severity severity, con
         va_end(ap);
         p->items[p->count++] = (struct config_problem){
                 .severity = severity,
+                .file = p->file ? strdup(p->file) : NULL,
                 .path = strdup(path ? path : ""),
                 .message = msg,
         };
@@ -38,6 +40,7 @@ void problems_add(struct config_problems *p, enum problem_severity severity, con
 
 void problems_done(struct config_problems *p) {
         for (size_t i = 0; i < p->count; i++) {
+                free(p->items[i].file);
                 free(p->items[i].path);
                 free(p->items[i].message);
         }
@@ -59,101 +62,79 @@ void config_init_defaults(struct config *c) {
 void config_done(struct config *c) {
         free(c->socket_path);
         free(c->control_socket_path);
+        for (size_t i = 0; i < c->n_servers; i++)
+                server_config_done(&c->servers[i]);
+        free(c->servers);
         config_init_defaults(c);
 }
 
-/* A table of settings keeps each key's type, range and destination in one place. */
-enum setting_type { SETTING_PATH, SETTING_SIZE, SETTING_SECONDS, SETTING_MODE, SETTING_LOG_LEVEL };
-
-struct setting {
-        const char *key;
-        enum setting_type type;
-        size_t offset;
-        double min, max;
-};
-
-static const struct setting daemon_settings[] = {
-        { "socket", SETTING_PATH, offsetof(struct config, socket_path), 0, 0 },
-        { "controlSocket", SETTING_PATH, offsetof(struct config, control_socket_path), 0, 0 },
-        { "socketMode", SETTING_MODE, offsetof(struct config, socket_mode), 0, 0777 },
-        { "logLevel", SETTING_LOG_LEVEL, offsetof(struct config, log_level), 0, 0 },
-        { "maxMessageSize", SETTING_SIZE, offsetof(struct config, max_message_size), 1024, 1u << 30 },
-        { "clientOutputLimit", SETTING_SIZE, offsetof(struct config, client_output_limit), 4096, 1u << 30 },
-        { "shutdownTimeout", SETTING_SECONDS, offsetof(struct config, shutdown_timeout), 0.1, 3600 },
-};
-
-static void apply_setting(const struct setting *s, json_object *v, const char *path, void *base,
-                          struct config_problems *p) {
-        void *dst = (char *)base + s->offset;
-
-        switch (s->type) {
-        case SETTING_PATH: {
-                const char *str = json_object_get_string(v);
-                if (!json_object_is_type(v, json_type_string) || str[0] != '/') {
-                        problems_add(p, PROBLEM_ERROR, path, "expected an absolute path");
-                        return;
-                }
-                free(*(char **)dst);
-                *(char **)dst = strdup(str);
-                return;
-        }
-        case SETTING_MODE: {
-                const char *str = json_object_get_string(v);
-                char *end;
-                long mode = json_object_is_type(v, json_type_string) ? strtol(str, &end, 8) : -1;
-                if (mode < 0 || *end || !*str || mode > (long)s->max) {
-                        problems_add(p, PROBLEM_ERROR, path, "expected an octal mode string such as \"0660\"");
-                        return;
-                }
-                *(int *)dst = (int)mode;
-                return;
-        }
-        case SETTING_LOG_LEVEL: {
-                int level = json_object_is_type(v, json_type_string)
-                                    ? log_level_from_string(json_object_get_string(v)) : -EINVAL;
-                if (level < 0) {
-                        problems_add(p, PROBLEM_ERROR, path, "expected one of \"err\", \"warning\", \"notice\", \"info\", \"debug\"");
-                        return;
-                }
-                *(int *)dst = level;
-                return;
-        }
-        case SETTING_SIZE:
-        case SETTING_SECONDS: {
-                bool number = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
-                double d = number ? json_object_get_double(v) : NAN;
-                if (!number || !isfinite(d) || d < s->min || d > s->max) {
-                        problems_add(p, PROBLEM_ERROR, path, "expected a number from %g to %g%s", s->min,
-                                     s->max, s->type == SETTING_SECONDS ? " (seconds)" : " (bytes)");
-                        return;
-                }
-                if (s->type == SETTING_SIZE)
-                        *(size_t *)dst = (size_t)d;
-                else
-                        *(double *)dst = d;
-                return;
-        }
-        }
+const struct server_config *config_find_server(const struct config *c, const char *name) {
+        for (size_t i = 0; i < c->n_servers; i++)
+                if (strcmp(c->servers[i].name, name) == 0)
+                        return &c->servers[i];
+        return NULL;
 }
 
-static void parse_daemon_settings(json_object *obj, struct config *c, struct config_problems *p) {
-        if (!json_object_is_type(obj, json_type_object)) {
-                problems_add(p, PROBLEM_ERROR, "mcpvisor", "expected an object");
-                return;
-        }
-        json_object_object_foreach(obj, key, value) {
-                char path[256];
-                const struct setting *s = NULL;
+#define FIELD(key, type, field, lo, hi) { key, type, offsetof(struct config, field), lo, hi, NULL, NULL }
 
-                snprintf(path, sizeof path, "mcpvisor.%s", key);
-                for (size_t i = 0; i < ARRAY_SIZE(daemon_settings); i++)
-                        if (strcmp(daemon_settings[i].key, key) == 0)
-                                s = &daemon_settings[i];
-                if (!s)
-                        problems_add(p, PROBLEM_WARNING, path, "unknown key, ignored");
-                else
-                        apply_setting(s, value, path, c, p);
+static const struct setting daemon_settings[] = {
+        FIELD("socket", SETTING_PATH, socket_path, 0, 0),
+        FIELD("controlSocket", SETTING_PATH, control_socket_path, 0, 0),
+        FIELD("socketMode", SETTING_MODE, socket_mode, 0, 0777),
+        FIELD("logLevel", SETTING_LOG_LEVEL, log_level, 0, 0),
+        FIELD("maxMessageSize", SETTING_SIZE, max_message_size, 1024, 1u << 30),
+        FIELD("clientOutputLimit", SETTING_SIZE, client_output_limit, 4096, 1u << 30),
+        FIELD("shutdownTimeout", SETTING_SECONDS, shutdown_timeout, 0.1, 3600),
+};
+
+/* Adds or replaces (a drop-in may redefine a server) one valid entry. */
+static int put_server(struct config *c, struct server_config *s) {
+        struct server_config *servers;
+
+        for (size_t i = 0; i < c->n_servers; i++)
+                if (strcmp(c->servers[i].name, s->name) == 0) {
+                        server_config_done(&c->servers[i]);
+                        c->servers[i] = *s;
+                        return 0;
+                }
+        servers = realloc(c->servers, (c->n_servers + 1) * sizeof *servers);
+        if (!servers)
+                return -ENOMEM;
+        c->servers = servers;
+        c->servers[c->n_servers++] = *s;
+        return 0;
+}
+
+static void remove_server(struct config *c, const char *name) {
+        for (size_t i = 0; i < c->n_servers; i++)
+                if (strcmp(c->servers[i].name, name) == 0) {
+                        server_config_done(&c->servers[i]);
+                        memmove(&c->servers[i], &c->servers[i + 1], (c->n_servers - i - 1) * sizeof *c->servers);
+                        c->n_servers--;
+                        return;
+                }
+}
+
+/* Returns 1 when the section as a whole is unusable; a bad entry only skips that server. */
+static size_t parse_servers(json_object *obj, struct config *c, struct config_problems *p) {
+        if (!json_object_is_type(obj, json_type_object)) {
+                problems_add(p, PROBLEM_ERROR, "mcpServers", "expected an object of servers");
+                return 1;
         }
+        json_object_object_foreach(obj, name, entry) {
+                struct server_config s;
+                char *path;
+
+                if (asprintf(&path, "mcpServers.%s", name) < 0)
+                        return 1;
+                if (server_config_parse(name, entry, path, &s, p) == 0) {
+                        if (put_server(c, &s) < 0)
+                                server_config_done(&s);
+                } else
+                        remove_server(c, name); /* a broken override does not resurrect the old entry */
+                free(path);
+        }
+        return 0;
 }
 
 /* Line and column of a byte offset, for parse errors a person can find. */
@@ -169,48 +150,64 @@ static void offset_to_position(const char *text, size_t offset, int *line, int *
         }
 }
 
-int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *p) {
+static json_object *parse_document(const char *text, size_t len, struct config_problems *p) {
         json_tokener *tok = json_tokener_new();
         json_object *root;
-        struct config c;
         enum json_tokener_error jerr;
 
         if (!tok)
-                return -ENOMEM;
+                return NULL;
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
         root = json_tokener_parse_ex(tok, text, (int)len);
+        size_t end = json_tokener_get_parse_end(tok);
+        if (!root && json_tokener_get_error(tok) == json_tokener_continue)
+                root = json_tokener_parse_ex(tok, " ", 1); /* completes a bare literal at the very end */
         jerr = json_tokener_get_error(tok);
-        if (!root || jerr != json_tokener_success) {
+        if (jerr != json_tokener_success) {
                 int line, col;
-                offset_to_position(text, json_tokener_get_parse_end(tok), &line, &col);
+                offset_to_position(text, end, &line, &col);
                 problems_add(p, PROBLEM_ERROR, "", "not valid JSON at line %d, column %d: %s", line, col,
-                             jerr == json_tokener_continue ? "unexpected end of file"
-                                                           : json_tokener_error_desc(jerr));
+                             jerr == json_tokener_continue ? "unexpected end of file" : json_tokener_error_desc(jerr));
                 json_object_put(root);
-                json_tokener_free(tok);
-                return -EINVAL;
-        }
-        json_tokener_free(tok);
-        if (!json_object_is_type(root, json_type_object)) {
+                root = NULL;
+        } else if (!json_object_is_type(root, json_type_object)) {
                 problems_add(p, PROBLEM_ERROR, "", "expected a JSON object at the top level");
                 json_object_put(root);
-                return -EINVAL;
+                root = NULL;
         }
+        json_tokener_free(tok);
+        return root;
+}
 
-        config_init_defaults(&c);
+/* Applies one document on top of c. Returns -EINVAL when the daemon cannot run with it
+ * (bad JSON, bad daemon settings); errors in a server entry only skip that server. */
+static int apply_document(const char *text, size_t len, struct config *c, struct config_problems *p) {
+        json_object *root = parse_document(text, len, p);
+        size_t fatal = 0;
+
+        if (!root)
+                return -EINVAL;
         json_object_object_foreach(root, key, value) {
                 if (strcmp(key, "mcpvisor") == 0)
-                        parse_daemon_settings(value, &c, p);
-                else if (strcmp(key, "mcpServers") == 0) {
-                        if (!json_object_is_type(value, json_type_object))
-                                problems_add(p, PROBLEM_ERROR, "mcpServers", "expected an object of servers");
-                } else
+                        fatal += settings_apply(daemon_settings, ARRAY_SIZE(daemon_settings), value, "mcpvisor", c, p);
+                else if (strcmp(key, "mcpServers") == 0)
+                        fatal += parse_servers(value, c, p);
+                else
                         problems_add(p, PROBLEM_WARNING, key, "unknown key, ignored");
         }
         json_object_put(root);
-        if (p->errors > 0) {
+        return fatal ? -EINVAL : 0;
+}
+
+int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *p) {
+        struct config c;
+        int r;
+
+        config_init_defaults(&c);
+        r = apply_document(text, len, &c, p);
+        if (r < 0) {
                 config_done(&c);
-                return -EINVAL;
+                return r;
         }
         *ret = c;
         return 0;
@@ -249,20 +246,64 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
         return 0;
 }
 
-int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *p) {
+static int apply_file(const char *path, struct config *c, struct config_problems *p) {
         _cleanup_free_ char *text = NULL;
         size_t len;
         int r;
 
         p->file = path;
         r = read_file(path, &text, &len);
-        if (r == -ENOENT && missing_ok) {
-                config_init_defaults(ret);
-                return 0;
-        }
         if (r < 0) {
                 problems_add(p, PROBLEM_ERROR, "", "cannot read the file: %s", strerror(-r));
                 return r;
         }
-        return config_parse(text, len, ret, p);
+        return apply_document(text, len, c, p);
+}
+
+static int is_json_file(const struct dirent *e) {
+        size_t len = strlen(e->d_name);
+        return e->d_name[0] != '.' && len > 5 && strcmp(e->d_name + len - 5, ".json") == 0;
+}
+
+/* mcpvisor.d/NAME.json beside the main file, in name order. */
+static int apply_dropins(const char *main_path, struct config *c, struct config_problems *p) {
+        _cleanup_free_ char *copy = strdup(main_path), *dir = NULL;
+        struct dirent **entries = NULL;
+        int n, r = 0;
+
+        if (!copy || asprintf(&dir, "%s/" CONFIG_DROPIN_DIR, dirname(copy)) < 0)
+                return -ENOMEM;
+        n = scandir(dir, &entries, is_json_file, alphasort);
+        if (n < 0)
+                return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+                if (r == 0 && asprintf(&path, "%s/%s", dir, entries[i]->d_name) >= 0)
+                        r = apply_file(path, c, p);
+                free(entries[i]);
+        }
+        free(entries);
+        p->file = main_path;
+        return r;
+}
+
+int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *p) {
+        struct config c;
+        int r;
+
+        config_init_defaults(&c);
+        if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT) {
+                /* No main file (the default path): drop-ins alone may still add servers. */
+                p->file = path;
+                r = 0;
+        } else
+                r = apply_file(path, &c, p);
+        if (r == 0)
+                r = apply_dropins(path, &c, p);
+        if (r < 0) {
+                config_done(&c);
+                return r;
+        }
+        *ret = c;
+        return 0;
 }

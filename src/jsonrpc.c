@@ -33,7 +33,7 @@ bool jsonrpc_id_valid(json_object *id) {
 
 static bool only_whitespace(const char *s, size_t len) {
         for (size_t i = 0; i < len; i++)
-                if (!strchr(" \t\r\n", s[i]))
+                if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
                         return false;
         return true;
 }

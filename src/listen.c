@@ -30,10 +30,13 @@ static int role_of_name(const char *name, unsigned n) {
 int listen_pick_activated(unsigned n, const int *fds, char *const *names, struct activated_fds *ret,
                           const char **ret_why) {
         struct activated_fds a = { .fd = { -1, -1 } };
+        unsigned sockets = 0;
 
+        for (unsigned i = 0; i < n; i++)
+                sockets += !(names && names[i] && strcmp(names[i], "stored") == 0);
         for (unsigned i = 0; i < n; i++) {
                 const char *name = names && names[i] ? names[i] : "unknown";
-                int role = role_of_name(name, n);
+                int role = role_of_name(name, sockets);
 
                 if (role == -1)
                         continue;
@@ -127,6 +130,8 @@ int listen_bind_unix(const char *path, int mode, struct bound_socket *ret) {
         mode_t old_umask;
         int r;
 
+        if (path[0] != '/')
+                return -EINVAL; /* relative paths would depend on the working directory */
         r = make_address(path, &sa);
         if (r < 0)
                 return r;

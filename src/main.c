@@ -12,7 +12,7 @@
 static void print_problems(const struct config_problems *p, FILE *out) {
         for (size_t i = 0; i < p->count; i++) {
                 const struct config_problem *q = &p->items[i];
-                fprintf(out, "%s: %s%s%s%s\n", p->file,
+                fprintf(out, "%s: %s%s%s%s\n", q->file ? q->file : "(config)",
                         q->severity == PROBLEM_ERROR ? "error: " : "warning: ", q->path,
                         q->path[0] ? ": " : "", q->message ? q->message : "(out of memory)");
         }
@@ -36,9 +36,28 @@ static int load_config(const struct options *o, struct config *ret) {
         int r = config_load(path, !o->config_path, ret, &problems);
 
         print_problems(&problems, stderr);
-        if (o->action == ACTION_CHECK_CONFIG && r == 0)
-                printf("%s: configuration is valid (%zu warning%s)\n", path, problems.count,
-                       problems.count == 1 ? "" : "s");
+        if (r == 0 && problems.errors > 0)
+                fprintf(stderr, "%s: %zu error%s: the servers concerned are skipped\n", path, problems.errors,
+                        problems.errors == 1 ? "" : "s");
+        problems_done(&problems);
+        return r;
+}
+
+/* --check-config: any error, even one that only skips a server, fails the check. */
+static int check_config(const struct options *o) {
+        struct config_problems problems = { 0 };
+        const char *path = o->config_path ? o->config_path : PATH_DEFAULT_CONFIG;
+        struct config c;
+        int r = config_load(path, !o->config_path, &c, &problems);
+
+        print_problems(&problems, stderr);
+        if (r == 0) {
+                if (problems.errors == 0)
+                        printf("%s: valid: %zu server%s, %zu warning%s\n", path, c.n_servers,
+                               c.n_servers == 1 ? "" : "s", problems.count, problems.count == 1 ? "" : "s");
+                config_done(&c);
+        }
+        r = r < 0 || problems.errors > 0 ? 1 : 0;
         problems_done(&problems);
         return r;
 }
@@ -73,10 +92,7 @@ int main(int argc, char **argv) {
                 printf("mcpvisord %s\n", MCPVISOR_VERSION);
                 return 0;
         case ACTION_CHECK_CONFIG:
-                r = load_config(&o, &config);
-                if (r == 0)
-                        config_done(&config);
-                return r < 0 ? 1 : 0;
+                return check_config(&o);
         case ACTION_RUN:
                 break;
         }

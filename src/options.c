@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <string.h>
 
 #include "log.h"
 #include "paths.h"
@@ -63,7 +64,11 @@ int options_parse(int argc, char *const *argv, struct options *ret, FILE *err) {
                         fprintf(err, "mcpvisord: option '%s' needs an argument\n", argv[optind - 1]);
                         return -EINVAL;
                 default:
-                        fprintf(err, "mcpvisord: unknown option '%s'; see --help\n", argv[optind - 1]);
+                        /* In a cluster like -xh, optind has not moved on yet: name the letter. */
+                        if (strncmp(argv[optind - 1], "--", 2) != 0 && optopt > ' ' && optopt < 127)
+                                fprintf(err, "mcpvisord: unknown option '-%c'; see --help\n", optopt);
+                        else
+                                fprintf(err, "mcpvisord: unknown option '%s'; see --help\n", argv[optind - 1]);
                         return -EINVAL;
                 }
         }

@@ -250,7 +250,13 @@ Test(lifecycle, check_config) {
         cr_assert(strstr(out, "warning: mcpvisor.colour"), "%s", out);
 
         f = fopen(path, "w");
-        fputs("{\"mcpServers\":{},\"mcpvisor\":{\"logLevel\":\"debug\"}}", f);
+        fputs("{\"mcpServers\":{\"github\":{\"command\":\"npx\",\"args\":[\"-y\",5]},\"ok\":{\"command\":\"cat\"}}}", f);
+        fclose(f);
+        cr_assert_eq(run_cli((const char *[]){ "--check-config", "--config", path, NULL }, out, sizeof out), 1);
+        cr_assert(strstr(out, "mcpServers.github.args[1]: expected a string"), "%s", out);
+
+        f = fopen(path, "w");
+        fputs("{\"mcpServers\":{\"ok\":{\"command\":\"cat\"}},\"mcpvisor\":{\"logLevel\":\"debug\"}}", f);
         fclose(f);
         cr_assert_eq(run_cli((const char *[]){ "--check-config", "--config", path, NULL }, out, sizeof out), 0, "%s", out);
         unlink(path);

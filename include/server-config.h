@@ -1,0 +1,46 @@
+/* One entry of "mcpServers": how to run a downstream MCP server and supervise it. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct config_problems;
+
+enum restart_policy { RESTART_ON_FAILURE, RESTART_ALWAYS, RESTART_NEVER };
+
+struct env_var {
+        char *name;
+        char *value;       /* literal value, or NULL */
+        char *credential;  /* systemd credential id to read the value from, or NULL */
+};
+
+struct server_config {
+        char *name;
+        char *command;
+        char **args;            /* NULL-terminated, without the command */
+        struct env_var *env;
+        size_t n_env;
+        char *cwd;
+        bool disabled;
+        int restart;            /* enum restart_policy */
+        double start_timeout;   /* seconds for spawn + initialize + lists */
+        double stop_timeout;    /* grace after closing stdin */
+        double kill_timeout;    /* grace after SIGTERM */
+        double health_interval; /* MCP ping period; 0 = off */
+        double health_timeout;
+        unsigned health_failures;
+        double request_timeout; /* 0 = off */
+        char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
+};
+
+#define SERVER_NAME_MAX 64
+
+/* Names become journal identifiers and tool-name prefixes: 1-64 of A-Z a-z 0-9 _ - . */
+bool server_name_valid(const char *name);
+
+/* Validates one entry. On success fills ret (owned by the caller) and returns 0; on an
+ * error the problems say why and -EINVAL is returned: the caller skips this server. */
+int server_config_parse(const char *name, json_object *entry, const char *path, struct server_config *ret,
+                        struct config_problems *p);
+void server_config_done(struct server_config *s);

@@ -1,0 +1,43 @@
+/* Table-driven validation of JSON objects into C structs: each key's type, range and
+ * destination in one place, every problem reported with its JSON path. Shared by the
+ * daemon settings and each server's entry. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+struct config_problems;
+
+enum setting_type {
+        SETTING_PATH,      /* absolute path string -> char * */
+        SETTING_STRING,    /* any string -> char * */
+        SETTING_SIZE,      /* non-negative number of bytes -> size_t */
+        SETTING_SECONDS,   /* number -> double */
+        SETTING_COUNT,     /* whole number -> unsigned */
+        SETTING_MODE,      /* octal string like "0660" -> int */
+        SETTING_LOG_LEVEL, /* "err" ... "debug" -> int */
+        SETTING_BOOL,      /* true/false -> bool */
+        SETTING_STRINGS,   /* array of strings -> NULL-terminated char ** */
+        SETTING_CHOICE,    /* one of choices -> int index */
+        SETTING_CUSTOM,    /* parse() decides */
+        SETTING_IGNORED,   /* known and checked elsewhere; not stored */
+};
+
+struct setting {
+        const char *key;
+        enum setting_type type;
+        size_t offset;
+        double min, max;
+        const char *const *choices;  /* SETTING_CHOICE, NULL-terminated */
+        /* SETTING_CUSTOM: returns 0 or adds a problem and returns -EINVAL */
+        int (*parse)(json_object *v, const char *path, void *dst, struct config_problems *p);
+};
+
+/* Applies each key of obj (an object) found in table to base; unknown keys are warnings.
+ * path is the object's JSON path ("mcpvisor", "mcpServers.github"). Returns the number of
+ * errors added. */
+size_t settings_apply(const struct setting *table, size_t n, json_object *obj, const char *path, void *base,
+                      struct config_problems *p);
+
+/* Frees a NULL-terminated string array. */
+void strv_free(char **strv);

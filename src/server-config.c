@@ -1,0 +1,172 @@
+/* Validation of one "mcpServers" entry; see server-config.h. */
+#include "server-config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "macro.h"
+#include "settings.h"
+
+static const char *const restart_choices[] = { "on-failure", "always", "never", NULL };
+
+bool server_name_valid(const char *name) {
+        size_t len = strlen(name);
+
+        if (len == 0 || len > SERVER_NAME_MAX)
+                return false;
+        return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") == len;
+}
+
+static bool env_name_valid(const char *name) {
+        return *name && !strchr(name, '=') && strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name) &&
+               !(name[0] >= '0' && name[0] <= '9');
+}
+
+/* A value is a string, or {"credential": "id"} naming a systemd credential. */
+static int parse_env_value(json_object *v, const char *path, struct env_var *e, struct config_problems *p) {
+        json_object *cred;
+
+        if (json_object_is_type(v, json_type_string)) {
+                e->value = strdup(json_object_get_string(v));
+                return 0;
+        }
+        if (json_object_is_type(v, json_type_object) && json_object_object_length(v) == 1 &&
+            json_object_object_get_ex(v, "credential", &cred) && json_object_is_type(cred, json_type_string) &&
+            json_object_get_string_len(cred) > 0 && !strchr(json_object_get_string(cred), '/')) {
+                e->credential = strdup(json_object_get_string(cred));
+                return 0;
+        }
+        problems_add(p, PROBLEM_ERROR, path, "expected a string or {\"credential\": \"NAME\"}");
+        return -EINVAL;
+}
+
+static int parse_env(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        struct server_config *s = (struct server_config *)((char *)dst - offsetof(struct server_config, env));
+        int r = 0;
+
+        if (!json_object_is_type(v, json_type_object)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an object of NAME: value");
+                return -EINVAL;
+        }
+        s->env = calloc(json_object_object_length(v) + 1, sizeof *s->env);
+        if (!s->env)
+                return -ENOMEM;
+        json_object_object_foreach(v, key, value) {
+                struct env_var *e = &s->env[s->n_env];
+                char item[512];
+
+                snprintf(item, sizeof item, "%s.%s", path, key);
+                if (!env_name_valid(key)) {
+                        problems_add(p, PROBLEM_ERROR, item, "not a valid environment variable name");
+                        r = -EINVAL;
+                        continue;
+                }
+                if (parse_env_value(value, item, e, p) < 0) {
+                        r = -EINVAL;
+                        continue;
+                }
+                e->name = strdup(key);
+                s->n_env++;
+        }
+        return r;
+}
+
+#define SECONDS(key, field, lo, hi) { key, SETTING_SECONDS, offsetof(struct server_config, field), lo, hi, NULL, NULL }
+
+static const struct setting server_settings[] = {
+        { "command", SETTING_STRING, offsetof(struct server_config, command), 0, 0, NULL, NULL },
+        { "args", SETTING_STRINGS, offsetof(struct server_config, args), 0, 0, NULL, NULL },
+        { "env", SETTING_CUSTOM, offsetof(struct server_config, env), 0, 0, NULL, parse_env },
+        { "cwd", SETTING_PATH, offsetof(struct server_config, cwd), 0, 0, NULL, NULL },
+        { "disabled", SETTING_BOOL, offsetof(struct server_config, disabled), 0, 0, NULL, NULL },
+        { "restart", SETTING_CHOICE, offsetof(struct server_config, restart), 0, 0, restart_choices, NULL },
+        SECONDS("startTimeout", start_timeout, 0.1, 3600),
+        SECONDS("stopTimeout", stop_timeout, 0, 3600),
+        SECONDS("killTimeout", kill_timeout, 0, 3600),
+        SECONDS("healthInterval", health_interval, 0, 86400),
+        SECONDS("healthTimeout", health_timeout, 0.1, 3600),
+        { "healthFailures", SETTING_COUNT, offsetof(struct server_config, health_failures), 1, 100, NULL, NULL },
+        SECONDS("requestTimeout", request_timeout, 0, 86400),
+        { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL },
+        /* Written by other MCP clients' configs; accepted so those files load unchanged. */
+        { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
+};
+
+static void init_defaults(struct server_config *s) {
+        *s = (struct server_config){
+                .restart = RESTART_ON_FAILURE,
+                .start_timeout = 30,
+                .stop_timeout = 3,
+                .kill_timeout = 3,
+                .health_interval = 30,
+                .health_timeout = 5,
+                .health_failures = 3,
+        };
+}
+
+void server_config_done(struct server_config *s) {
+        free(s->name);
+        free(s->command);
+        strv_free(s->args);
+        for (size_t i = 0; i < s->n_env; i++) {
+                free(s->env[i].name);
+                free(s->env[i].value);
+                free(s->env[i].credential);
+        }
+        free(s->env);
+        free(s->cwd);
+        free(s->prefix);
+        init_defaults(s);
+}
+
+/* "type" and "url" come from configs written for other clients: only stdio is ours. */
+static int check_transport(json_object *entry, const char *path, struct config_problems *p) {
+        json_object *v;
+        char item[512];
+
+        if (json_object_object_get_ex(entry, "url", &v)) {
+                snprintf(item, sizeof item, "%s.url", path);
+                problems_add(p, PROBLEM_ERROR, item, "remote (URL) servers are not supported; mcpvisor runs stdio servers (\"command\")");
+                return -EINVAL;
+        }
+        if (json_object_object_get_ex(entry, "type", &v) &&
+            !(json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "stdio") == 0)) {
+                snprintf(item, sizeof item, "%s.type", path);
+                problems_add(p, PROBLEM_ERROR, item, "only \"stdio\" servers are supported");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int server_config_parse(const char *name, json_object *entry, const char *path, struct server_config *ret,
+                        struct config_problems *p) {
+        struct server_config s;
+        size_t errors;
+
+        init_defaults(&s);
+        if (!server_name_valid(name)) {
+                problems_add(p, PROBLEM_ERROR, path,
+                             "server names are 1-%d characters of letters, digits, '_', '-' and '.' (they prefix tool names and name journal records)",
+                             SERVER_NAME_MAX);
+                return -EINVAL;
+        }
+        if (json_object_is_type(entry, json_type_object) && check_transport(entry, path, p) < 0)
+                return -EINVAL;
+        errors = settings_apply(server_settings, ARRAY_SIZE(server_settings), entry, path, &s, p);
+        if (errors == 0 && (!s.command || !*s.command)) {
+                char item[512];
+                snprintf(item, sizeof item, "%s.command", path);
+                problems_add(p, PROBLEM_ERROR, item, "missing: the program to run");
+                errors++;
+        }
+        if (errors > 0) {
+                server_config_done(&s);
+                return -EINVAL;
+        }
+        s.name = strdup(name);
+        *ret = s;
+        return 0;
+}

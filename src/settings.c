@@ -1,0 +1,191 @@
+/* Table-driven settings; see settings.h. */
+#include "settings.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+void strv_free(char **strv) {
+        for (char **s = strv; s && *s; s++)
+                free(*s);
+        free(strv);
+}
+
+static int parse_string(json_object *v, const char *path, bool absolute, char **dst, struct config_problems *p) {
+        if (!json_object_is_type(v, json_type_string) || (absolute && json_object_get_string(v)[0] != '/')) {
+                problems_add(p, PROBLEM_ERROR, path, absolute ? "expected an absolute path" : "expected a string");
+                return -EINVAL;
+        }
+        free(*dst);
+        *dst = strdup(json_object_get_string(v));
+        return 0;
+}
+
+static int parse_number(const struct setting *s, json_object *v, const char *path, double *ret,
+                        struct config_problems *p) {
+        static const char *const units[] = { [SETTING_SIZE] = " (bytes)", [SETTING_SECONDS] = " (seconds)",
+                                             [SETTING_COUNT] = "" };
+        bool number = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+        double d = number ? json_object_get_double(v) : NAN;
+
+        if (!number || !isfinite(d) || d < s->min || d > s->max ||
+            (s->type != SETTING_SECONDS && d != floor(d))) {
+                problems_add(p, PROBLEM_ERROR, path, "expected a %snumber from %g to %g%s",
+                             s->type == SETTING_SECONDS ? "" : "whole ", s->min, s->max, units[s->type]);
+                return -EINVAL;
+        }
+        *ret = d;
+        return 0;
+}
+
+static int parse_mode(json_object *v, const char *path, int *dst, struct config_problems *p) {
+        const char *str = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+        char *end = NULL;
+        long mode = *str >= '0' && *str <= '7' ? strtol(str, &end, 8) : -1;
+
+        if (mode < 0 || mode > 0777 || *end) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an octal mode string such as \"0660\"");
+                return -EINVAL;
+        }
+        *dst = (int)mode;
+        return 0;
+}
+
+static int parse_log_level(json_object *v, const char *path, int *dst, struct config_problems *p) {
+        int level = json_object_is_type(v, json_type_string) ? log_level_from_string(json_object_get_string(v)) : -EINVAL;
+
+        if (level < 0) {
+                problems_add(p, PROBLEM_ERROR, path, "expected one of \"err\", \"warning\", \"notice\", \"info\", \"debug\"");
+                return -EINVAL;
+        }
+        *dst = level;
+        return 0;
+}
+
+static int parse_strings(json_object *v, const char *path, char ***dst, struct config_problems *p) {
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+        char **strv;
+        int r = 0;
+
+        if (!json_object_is_type(v, json_type_array)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an array of strings");
+                return -EINVAL;
+        }
+        strv = calloc(n + 1, sizeof *strv);
+        if (!strv)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *item = json_object_array_get_idx(v, i);
+                if (!json_object_is_type(item, json_type_string)) {
+                        char item_path[512];
+                        snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
+                        problems_add(p, PROBLEM_ERROR, item_path, "expected a string");
+                        r = -EINVAL;
+                        continue;
+                }
+                strv[i] = strdup(json_object_get_string(item));
+        }
+        if (r < 0) {
+                /* entries after a hole are unreachable through the NULL terminator: free them all */
+                for (size_t i = 0; i < n; i++)
+                        free(strv[i]);
+                free(strv);
+                return r;
+        }
+        strv_free(*dst);
+        *dst = strv;
+        return 0;
+}
+
+static int parse_choice(const struct setting *s, json_object *v, const char *path, int *dst,
+                        struct config_problems *p) {
+        const char *str = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        char list[256] = "";
+
+        for (int i = 0; s->choices[i]; i++) {
+                if (str && strcmp(str, s->choices[i]) == 0) {
+                        *dst = i;
+                        return 0;
+                }
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "", s->choices[i]);
+        }
+        problems_add(p, PROBLEM_ERROR, path, "expected one of %s", list);
+        return -EINVAL;
+}
+
+static int apply_one(const struct setting *s, json_object *v, const char *path, void *base, struct config_problems *p) {
+        void *dst = (char *)base + s->offset;
+        double d;
+        int r;
+
+        switch (s->type) {
+        case SETTING_PATH:
+        case SETTING_STRING:
+                return parse_string(v, path, s->type == SETTING_PATH, dst, p);
+        case SETTING_SIZE:
+        case SETTING_SECONDS:
+        case SETTING_COUNT:
+                r = parse_number(s, v, path, &d, p);
+                if (r < 0)
+                        return r;
+                if (s->type == SETTING_SIZE)
+                        *(size_t *)dst = (size_t)d;
+                else if (s->type == SETTING_COUNT)
+                        *(unsigned *)dst = (unsigned)d;
+                else
+                        *(double *)dst = d;
+                return 0;
+        case SETTING_MODE:
+                return parse_mode(v, path, dst, p);
+        case SETTING_LOG_LEVEL:
+                return parse_log_level(v, path, dst, p);
+        case SETTING_BOOL:
+                if (!json_object_is_type(v, json_type_boolean)) {
+                        problems_add(p, PROBLEM_ERROR, path, "expected true or false");
+                        return -EINVAL;
+                }
+                *(bool *)dst = json_object_get_boolean(v);
+                return 0;
+        case SETTING_STRINGS:
+                return parse_strings(v, path, dst, p);
+        case SETTING_CHOICE:
+                return parse_choice(s, v, path, dst, p);
+        case SETTING_CUSTOM:
+                return s->parse(v, path, dst, p);
+        case SETTING_IGNORED:
+                return 0;
+        }
+        return -EINVAL;
+}
+
+size_t settings_apply(const struct setting *table, size_t n, json_object *obj, const char *path, void *base,
+                      struct config_problems *p) {
+        size_t errors = p->errors;
+
+        if (!json_object_is_type(obj, json_type_object)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an object");
+                return 1;
+        }
+        json_object_object_foreach(obj, key, value) {
+                const struct setting *s = NULL;
+                char *keypath;
+
+                for (size_t i = 0; i < n && !s; i++)
+                        if (strcmp(table[i].key, key) == 0)
+                                s = &table[i];
+                if (asprintf(&keypath, "%s.%s", path, key) < 0)
+                        continue;
+                if (!s)
+                        problems_add(p, PROBLEM_WARNING, keypath, "unknown key, ignored");
+                else
+                        (void)apply_one(s, value, keypath, base, p);
+                free(keypath);
+        }
+        return p->errors - errors;
+}

@@ -1,0 +1,393 @@
+/* Unit tests for config.c: parsing, validation and problem paths. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+
+static struct config cfg;
+static struct config_problems probs;
+static char tmpdir[64];
+
+static void setup(void) {
+        config_init_defaults(&cfg);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void teardown(void) {
+        config_done(&cfg);
+        problems_done(&probs);
+        if (tmpdir[0])
+                nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+static int parse(const char *text) {
+        config_done(&cfg);
+        problems_done(&probs);
+        return config_parse(text, strlen(text), &cfg, &probs);
+}
+
+/* Exactly one problem, at path, with that severity; returns it. */
+static const struct config_problem *only_problem(const char *path, enum problem_severity sev) {
+        cr_assert_eq(probs.count, 1, "expected one problem at \"%s\", got %zu (first: %s: %s)", path, probs.count,
+                     probs.count ? probs.items[0].path : "-", probs.count ? probs.items[0].message : "-");
+        cr_assert_str_eq(probs.items[0].path, path);
+        cr_assert_eq(probs.items[0].severity, sev);
+        cr_assert_not_null(probs.items[0].message);
+        cr_assert_gt(strlen(probs.items[0].message), 0);
+        cr_assert_eq(probs.errors, sev == PROBLEM_ERROR ? 1 : 0);
+        return &probs.items[0];
+}
+
+static void expect_defaults(const struct config *c) {
+        cr_assert_null(c->socket_path);
+        cr_assert_null(c->control_socket_path);
+        cr_assert_eq(c->socket_mode, 0660);
+        cr_assert_eq(c->log_level, -1);
+        cr_assert_eq(c->max_message_size, 16u * 1024 * 1024);
+        cr_assert_eq(c->client_output_limit, 64u * 1024 * 1024);
+        cr_assert_float_eq(c->shutdown_timeout, 10.0, 1e-9);
+}
+
+static const char *make_tmpdir(void) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/mcpvisor-unit-XXXXXX");
+        cr_assert_not_null(mkdtemp(tmpdir));
+        return tmpdir;
+}
+
+static char *write_file(const char *name, const char *text) {
+        char *path;
+        FILE *f;
+
+        cr_assert_geq(asprintf(&path, "%s/%s", tmpdir[0] ? tmpdir : make_tmpdir(), name), 0);
+        f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(text, f);
+        cr_assert_eq(fclose(f), 0);
+        return path;
+}
+
+Test(config, init_defaults) {
+        struct config c;
+
+        memset(&c, 0x55, sizeof c);
+        config_init_defaults(&c);
+        expect_defaults(&c);
+}
+
+Test(config, empty_object) {
+        cr_assert_eq(parse("{}"), 0);
+        cr_assert_eq(probs.count, 0);
+        cr_assert_eq(probs.errors, 0);
+        expect_defaults(&cfg);
+}
+
+Test(config, empty_daemon_settings) {
+        cr_assert_eq(parse("{\"mcpvisor\":{},\"mcpServers\":{}}\n"), 0);
+        cr_assert_eq(probs.count, 0);
+        expect_defaults(&cfg);
+}
+
+Test(config, claude_desktop_shape) {
+        cr_assert_eq(parse("{\n"
+                           "  \"mcpServers\": {\n"
+                           "    \"fs\": { \"command\": \"npx\", \"args\": [\"-y\", \"server-fs\", \"/tmp\"] }\n"
+                           "  }\n"
+                           "}\n"), 0);
+        cr_assert_eq(probs.count, 0);
+        expect_defaults(&cfg);
+}
+
+Test(config, all_settings) {
+        cr_assert_eq(parse("{\"mcpvisor\":{"
+                           "\"socket\":\"/run/m/mcp.sock\","
+                           "\"controlSocket\":\"/run/m/control.sock\","
+                           "\"socketMode\":\"0600\","
+                           "\"logLevel\":\"debug\","
+                           "\"maxMessageSize\":1048576,"
+                           "\"clientOutputLimit\":4096,"
+                           "\"shutdownTimeout\":2.5}}"), 0);
+        cr_assert_eq(probs.count, 0, "%s: %s", probs.count ? probs.items[0].path : "", probs.count ? probs.items[0].message : "");
+        cr_assert_str_eq(cfg.socket_path, "/run/m/mcp.sock");
+        cr_assert_str_eq(cfg.control_socket_path, "/run/m/control.sock");
+        cr_assert_eq(cfg.socket_mode, 0600);
+        cr_assert_eq(cfg.log_level, 7);
+        cr_assert_eq(cfg.max_message_size, 1048576);
+        cr_assert_eq(cfg.client_output_limit, 4096);
+        cr_assert_float_eq(cfg.shutdown_timeout, 2.5, 1e-9);
+}
+
+Test(config, log_level_forms) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"logLevel\":\"warn\"}}"), 0);
+        cr_assert_eq(cfg.log_level, 4);
+        cr_assert_eq(parse("{\"mcpvisor\":{\"logLevel\":\"3\"}}"), 0);
+        cr_assert_eq(cfg.log_level, 3);
+        cr_assert_eq(parse("{\"mcpvisor\":{\"logLevel\":\"NOTICE\"}}"), 0);
+        cr_assert_eq(cfg.log_level, 5);
+}
+
+Test(config, socket_mode_forms) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"socketMode\":\"660\"}}"), 0);
+        cr_assert_eq(cfg.socket_mode, 0660);
+        cr_assert_eq(parse("{\"mcpvisor\":{\"socketMode\":\"0777\"}}"), 0);
+        cr_assert_eq(cfg.socket_mode, 0777);
+        cr_assert_eq(parse("{\"mcpvisor\":{\"socketMode\":\"0\"}}"), 0);
+        cr_assert_eq(cfg.socket_mode, 0);
+}
+
+Test(config, range_boundaries) {
+        static const struct { const char *json; size_t max_message, output_limit; double timeout; } ok[] = {
+                { "{\"mcpvisor\":{\"maxMessageSize\":1024}}", 1024, CONFIG_DEFAULT_OUTPUT_LIMIT, 10 },
+                { "{\"mcpvisor\":{\"maxMessageSize\":1073741824}}", 1u << 30, CONFIG_DEFAULT_OUTPUT_LIMIT, 10 },
+                { "{\"mcpvisor\":{\"maxMessageSize\":2048.0}}", 2048, CONFIG_DEFAULT_OUTPUT_LIMIT, 10 },
+                { "{\"mcpvisor\":{\"clientOutputLimit\":1073741824}}", CONFIG_DEFAULT_MAX_MESSAGE, 1u << 30, 10 },
+                { "{\"mcpvisor\":{\"shutdownTimeout\":0.1}}", CONFIG_DEFAULT_MAX_MESSAGE, CONFIG_DEFAULT_OUTPUT_LIMIT, 0.1 },
+                { "{\"mcpvisor\":{\"shutdownTimeout\":3600}}", CONFIG_DEFAULT_MAX_MESSAGE, CONFIG_DEFAULT_OUTPUT_LIMIT, 3600 },
+                { "{\"mcpvisor\":{\"shutdownTimeout\":1}}", CONFIG_DEFAULT_MAX_MESSAGE, CONFIG_DEFAULT_OUTPUT_LIMIT, 1 },
+        };
+
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+                cr_assert_eq(parse(ok[i].json), 0, "%s", ok[i].json);
+                cr_assert_eq(probs.count, 0, "%s", ok[i].json);
+                cr_assert_eq(cfg.max_message_size, ok[i].max_message, "%s", ok[i].json);
+                cr_assert_eq(cfg.client_output_limit, ok[i].output_limit, "%s", ok[i].json);
+                cr_assert_float_eq(cfg.shutdown_timeout, ok[i].timeout, 1e-9, "%s", ok[i].json);
+        }
+}
+
+Test(config, invalid_settings) {
+        static const struct { const char *key, *value, *hint; } bad[] = {
+                { "socket", "\"relative/mcp.sock\"", "absolute" },
+                { "socket", "\"\"", "absolute" },
+                { "socket", "5", "absolute" },
+                { "socket", "null", "absolute" },
+                { "controlSocket", "\"control.sock\"", "absolute" },
+                { "controlSocket", "[\"/a\"]", "absolute" },
+                { "socketMode", "\"660x\"", "octal" },
+                { "socketMode", "\"0688\"", "octal" },
+                { "socketMode", "\"9\"", "octal" },
+                { "socketMode", "\"\"", "octal" },
+                { "socketMode", "\"-1\"", "octal" },
+                { "socketMode", "\"01000\"", "octal" },
+                { "socketMode", "660", "octal" },
+                { "socketMode", "null", "octal" },
+                { "logLevel", "\"loud\"", "debug" },
+                { "logLevel", "\"\"", "debug" },
+                { "logLevel", "7", "debug" },
+                { "maxMessageSize", "1023", "bytes" },
+                { "maxMessageSize", "1073741825", "bytes" },
+                { "maxMessageSize", "-1", "bytes" },
+                { "maxMessageSize", "\"1024\"", "bytes" },
+                { "maxMessageSize", "true", "bytes" },
+                { "maxMessageSize", "1e300", "bytes" },
+                { "maxMessageSize", "2048.5", "whole" },
+                { "clientOutputLimit", "4095", "bytes" },
+                { "clientOutputLimit", "0", "bytes" },
+                { "clientOutputLimit", "{}", "bytes" },
+                { "shutdownTimeout", "0", "seconds" },
+                { "shutdownTimeout", "0.09", "seconds" },
+                { "shutdownTimeout", "-1", "seconds" },
+                { "shutdownTimeout", "3600.5", "seconds" },
+                { "shutdownTimeout", "\"10\"", "seconds" },
+                { "shutdownTimeout", "null", "seconds" },
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char json[256], path[64];
+                const struct config_problem *pr;
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"%s\":%s}}", bad[i].key, bad[i].value);
+                snprintf(path, sizeof path, "mcpvisor.%s", bad[i].key);
+                cr_assert_eq(parse(json), -EINVAL, "%s must be rejected", json);
+                pr = only_problem(path, PROBLEM_ERROR);
+                cr_assert_not_null(strstr(pr->message, bad[i].hint), "%s: message \"%s\" lacks \"%s\"", json,
+                                   pr->message, bad[i].hint);
+        }
+}
+
+Test(config, range_in_message) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"maxMessageSize\":1}}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcpvisor.maxMessageSize", PROBLEM_ERROR)->message,
+                         "expected a whole number from 1024 to 1.07374e+09 (bytes)");
+        cr_assert_eq(parse("{\"mcpvisor\":{\"shutdownTimeout\":0}}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcpvisor.shutdownTimeout", PROBLEM_ERROR)->message,
+                         "expected a number from 0.1 to 3600 (seconds)");
+}
+
+Test(config, all_problems_collected) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"socket\":\"x\",\"socketMode\":\"rw\",\"bogus\":1,\"logLevel\":\"info\"},"
+                           "\"mcpServers\":5}"), -EINVAL);
+        cr_assert_eq(probs.count, 4);
+        cr_assert_eq(probs.errors, 3);
+        cr_assert_str_eq(probs.items[0].path, "mcpvisor.socket");
+        cr_assert_str_eq(probs.items[1].path, "mcpvisor.socketMode");
+        cr_assert_str_eq(probs.items[2].path, "mcpvisor.bogus");
+        cr_assert_eq(probs.items[2].severity, PROBLEM_WARNING);
+        cr_assert_str_eq(probs.items[3].path, "mcpServers");
+}
+
+Test(config, unknown_daemon_key_warns) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"sockets\":\"/x\",\"logLevel\":\"err\"}}"), 0);
+        cr_assert_str_eq(only_problem("mcpvisor.sockets", PROBLEM_WARNING)->message, "unknown key, ignored");
+        cr_assert_eq(cfg.log_level, 3, "known keys next to an unknown one still apply");
+        cr_assert_null(cfg.socket_path);
+}
+
+Test(config, unknown_top_level_key_warns) {
+        cr_assert_eq(parse("{\"globalShortcut\":\"Ctrl+Space\",\"mcpServers\":{}}"), 0);
+        only_problem("globalShortcut", PROBLEM_WARNING);
+        expect_defaults(&cfg);
+}
+
+Test(config, daemon_settings_not_object) {
+        cr_assert_eq(parse("{\"mcpvisor\":[]}"), -EINVAL);
+        only_problem("mcpvisor", PROBLEM_ERROR);
+        cr_assert_eq(parse("{\"mcpvisor\":null}"), -EINVAL);
+        only_problem("mcpvisor", PROBLEM_ERROR);
+}
+
+Test(config, servers_not_object) {
+        cr_assert_eq(parse("{\"mcpServers\":[]}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcpServers", PROBLEM_ERROR)->message, "expected an object of servers");
+        cr_assert_eq(parse("{\"mcpServers\":\"fs\"}"), -EINVAL);
+        only_problem("mcpServers", PROBLEM_ERROR);
+}
+
+Test(config, top_level_not_object) {
+        static const char *const docs[] = { "[]", "[{}]\n", "\"x\"", "5\n", "true\n" };
+
+        for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+                cr_assert_eq(parse(docs[i]), -EINVAL, "%s", docs[i]);
+                cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message, "expected a JSON object at the top level",
+                                 "for %s", docs[i]);
+        }
+}
+
+/* Regression test; it was a bug in src/config.c:163: json-c returns the JSON null as a NULL object with success, so
+ * a document "null" is reported as "not valid JSON at line 2, column 1: success". */
+Test(config, top_level_null) {
+        cr_assert_eq(parse("null\n"), -EINVAL);
+        cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message, "expected a JSON object at the top level");
+}
+
+Test(config, invalid_json_position) {
+        cr_assert_eq(parse("{\n  \"mcpvisor\": ,\n}\n"), -EINVAL);
+        cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message,
+                         "not valid JSON at line 2, column 15: unexpected character");
+}
+
+Test(config, invalid_json_first_line) {
+        cr_assert_eq(parse("{\"a\":1} x"), -EINVAL);
+        cr_assert_not_null(strstr(only_problem("", PROBLEM_ERROR)->message, "line 1, column 9"));
+}
+
+Test(config, truncated_json) {
+        cr_assert_eq(parse("{\"mcpvisor\": {\n"), -EINVAL);
+        cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message,
+                         "not valid JSON at line 2, column 1: unexpected end of file");
+        cr_assert_eq(parse(""), -EINVAL);
+        cr_assert_not_null(strstr(only_problem("", PROBLEM_ERROR)->message, "line 1, column 1"));
+}
+
+Test(config, invalid_utf8) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"f\xff\":{}}}"), -EINVAL);
+        cr_assert_not_null(strstr(only_problem("", PROBLEM_ERROR)->message, "not valid JSON"));
+}
+
+Test(config, error_leaves_result_alone) {
+        struct config c;
+        static const char text[] = "{\"mcpvisor\":{\"socketMode\":\"x\"}}";
+
+        config_init_defaults(&c);
+        c.socket_mode = 0123;
+        cr_assert_eq(config_parse(text, sizeof text - 1, &c, &probs), -EINVAL);
+        cr_assert_eq(c.socket_mode, 0123);
+}
+
+Test(config, problems_add) {
+        struct config_problems p = { 0 };
+
+        problems_add(&p, PROBLEM_WARNING, "a.b", "value %d", 5);
+        problems_add(&p, PROBLEM_ERROR, NULL, "%s", "whole file");
+        cr_assert_eq(p.count, 2);
+        cr_assert_eq(p.errors, 1);
+        cr_assert_str_eq(p.items[0].path, "a.b");
+        cr_assert_str_eq(p.items[0].message, "value 5");
+        cr_assert_str_eq(p.items[1].path, "");
+        cr_assert_str_eq(p.items[1].message, "whole file");
+        problems_done(&p);
+        cr_assert_eq(p.count, 0);
+        cr_assert_eq(p.errors, 0);
+        cr_assert_null(p.items);
+}
+
+Test(config, config_done_resets) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"socket\":\"/a\",\"socketMode\":\"0600\"}}"), 0);
+        config_done(&cfg);
+        expect_defaults(&cfg);
+}
+
+/* config_load */
+
+Test(config, load_missing_ok) {
+        char *path;
+
+        cr_assert_geq(asprintf(&path, "%s/absent.json", make_tmpdir()), 0);
+        cfg.socket_mode = 0111;
+        cr_assert_eq(config_load(path, true, &cfg, &probs), 0);
+        cr_assert_eq(probs.count, 0);
+        expect_defaults(&cfg);
+        free(path);
+}
+
+Test(config, load_missing_not_ok) {
+        char *path;
+
+        cr_assert_geq(asprintf(&path, "%s/absent.json", make_tmpdir()), 0);
+        cr_assert_eq(config_load(path, false, &cfg, &probs), -ENOENT);
+        cr_assert_str_eq(probs.file, path);
+        cr_assert_not_null(strstr(only_problem("", PROBLEM_ERROR)->message, "No such file"));
+        free(path);
+}
+
+Test(config, load_file) {
+        char *path = write_file("mcpvisor.json", "{\n  \"mcpvisor\": { \"socket\": \"/run/x.sock\", \"logLevel\": \"info\" },\n"
+                                                 "  \"mcpServers\": {}\n}\n");
+
+        cr_assert_eq(config_load(path, false, &cfg, &probs), 0);
+        cr_assert_eq(probs.count, 0);
+        cr_assert_str_eq(probs.file, path);
+        cr_assert_str_eq(cfg.socket_path, "/run/x.sock");
+        cr_assert_eq(cfg.log_level, 6);
+        free(path);
+}
+
+Test(config, load_invalid_file) {
+        char *path = write_file("bad.json", "{\n\"mcpvisor\": {\"shutdownTimeout\": -3}\n}\n");
+
+        cr_assert_eq(config_load(path, true, &cfg, &probs), -EINVAL);
+        only_problem("mcpvisor.shutdownTimeout", PROBLEM_ERROR);
+        free(path);
+}
+
+Test(config, load_empty_file) {
+        char *path = write_file("empty.json", "");
+
+        cr_assert_eq(config_load(path, true, &cfg, &probs), -EINVAL, "an empty file is not a missing file");
+        only_problem("", PROBLEM_ERROR);
+        free(path);
+}
+
+Test(config, load_directory) {
+        cr_assert_lt(config_load(make_tmpdir(), true, &cfg, &probs), 0);
+        only_problem("", PROBLEM_ERROR);
+}

@@ -1,0 +1,189 @@
+/* Server entries of "mcpServers", drop-ins, and the JSON paths of their problems. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static struct config C;
+static struct config_problems P;
+
+static int parse(const char *text) {
+        memset(&P, 0, sizeof P);
+        config_init_defaults(&C);
+        return config_parse(text, strlen(text), &C, &P);
+}
+
+static void done(void) {
+        config_done(&C);
+        problems_done(&P);
+}
+
+static const struct config_problem *problem_at(const char *path) {
+        for (size_t i = 0; i < P.count; i++)
+                if (strcmp(P.items[i].path, path) == 0)
+                        return &P.items[i];
+        return NULL;
+}
+
+TestSuite(server_config, .fini = done);
+
+Test(server_config, claude_desktop_shape_loads_unchanged) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"github\":{\"command\":\"npx\",\"args\":[\"-y\",\"@modelcontextprotocol/server-github\"],"
+                           "\"env\":{\"GITHUB_TOKEN\":\"t\"}},\"fs\":{\"command\":\"node\",\"args\":[],\"cwd\":\"/srv\",\"disabled\":true}}}"),
+                     0);
+        cr_assert_eq(P.count, 0, "unexpected problem: %s", P.count ? P.items[0].message : "");
+        cr_assert_eq(C.n_servers, 2);
+        const struct server_config *g = config_find_server(&C, "github");
+        cr_assert_not_null(g);
+        cr_assert_str_eq(g->command, "npx");
+        cr_assert_str_eq(g->args[0], "-y");
+        cr_assert_str_eq(g->args[1], "@modelcontextprotocol/server-github");
+        cr_assert_null(g->args[2]);
+        cr_assert_eq(g->n_env, 1);
+        cr_assert_str_eq(g->env[0].name, "GITHUB_TOKEN");
+        cr_assert_str_eq(g->env[0].value, "t");
+        cr_assert_not(g->disabled);
+        const struct server_config *fs = config_find_server(&C, "fs");
+        cr_assert(fs->disabled);
+        cr_assert_str_eq(fs->cwd, "/srv");
+}
+
+Test(server_config, defaults) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\"}}}"), 0);
+        const struct server_config *s = config_find_server(&C, "a");
+        cr_assert_eq(s->restart, RESTART_ON_FAILURE);
+        cr_assert_float_eq(s->stop_timeout, 3, 1e-9);
+        cr_assert_float_eq(s->kill_timeout, 3, 1e-9);
+        cr_assert_float_eq(s->health_interval, 30, 1e-9);
+        cr_assert_float_eq(s->health_timeout, 5, 1e-9);
+        cr_assert_eq(s->health_failures, 3);
+        cr_assert_float_eq(s->request_timeout, 0, 1e-9);
+        cr_assert_null(s->prefix);
+        cr_assert_null(s->args);
+}
+
+Test(server_config, supervisor_keys) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"restart\":\"never\",\"startTimeout\":12,"
+                           "\"stopTimeout\":0.5,\"killTimeout\":1,\"healthInterval\":0,\"healthTimeout\":2,"
+                           "\"healthFailures\":5,\"requestTimeout\":600,\"prefix\":\"\",\"type\":\"stdio\"}}}"),
+                     0);
+        cr_assert_eq(P.count, 0);
+        const struct server_config *s = config_find_server(&C, "a");
+        cr_assert_eq(s->restart, RESTART_NEVER);
+        cr_assert_float_eq(s->start_timeout, 12, 1e-9);
+        cr_assert_float_eq(s->stop_timeout, 0.5, 1e-9);
+        cr_assert_float_eq(s->health_interval, 0, 1e-9);
+        cr_assert_eq(s->health_failures, 5);
+        cr_assert_float_eq(s->request_timeout, 600, 1e-9);
+        cr_assert_str_eq(s->prefix, "");
+}
+
+Test(server_config, credential_env) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"env\":{\"T\":{\"credential\":\"gh-token\"}}}}}"), 0);
+        const struct server_config *s = config_find_server(&C, "a");
+        cr_assert_str_eq(s->env[0].credential, "gh-token");
+        cr_assert_null(s->env[0].value);
+}
+
+/* A wrong entry is reported with its path and skipped; the others stay. */
+Test(server_config, bad_entries_skipped_with_paths) {
+        cr_assert_eq(parse("{\"mcpServers\":{"
+                           "\"github\":{\"command\":\"npx\",\"args\":[\"-y\",5]},"
+                           "\"nocmd\":{\"args\":[]},"
+                           "\"r\":{\"command\":\"x\",\"restart\":\"sometimes\"},"
+                           "\"h\":{\"command\":\"x\",\"healthFailures\":2.5},"
+                           "\"e\":{\"command\":\"x\",\"env\":{\"1X\":\"a\"}},"
+                           "\"c\":{\"command\":\"x\",\"env\":{\"T\":{\"credential\":\"../x\"}}},"
+                           "\"w\":{\"command\":\"x\",\"cwd\":\"relative\"},"
+                           "\"u\":{\"url\":\"https://example.invalid/mcp\"},"
+                           "\"t\":{\"command\":\"x\",\"type\":\"sse\"},"
+                           "\"bad name\":{\"command\":\"x\"},"
+                           "\"n\":5,"
+                           "\"good\":{\"command\":\"x\",\"colour\":1}}}"),
+                     0, "server errors must not stop the daemon");
+        cr_assert_eq(C.n_servers, 1);
+        cr_assert_not_null(config_find_server(&C, "good"));
+        cr_assert_not_null(problem_at("mcpServers.github.args[1]"));
+        cr_assert_str_eq(problem_at("mcpServers.github.args[1]")->message, "expected a string");
+        cr_assert_not_null(problem_at("mcpServers.nocmd.command"));
+        cr_assert_not_null(problem_at("mcpServers.r.restart"));
+        cr_assert_not_null(problem_at("mcpServers.h.healthFailures"));
+        cr_assert_not_null(problem_at("mcpServers.e.env.1X"));
+        cr_assert_not_null(problem_at("mcpServers.c.env.T"));
+        cr_assert_not_null(problem_at("mcpServers.w.cwd"));
+        cr_assert_not_null(problem_at("mcpServers.u.url"));
+        cr_assert_not_null(problem_at("mcpServers.t.type"));
+        cr_assert_not_null(problem_at("mcpServers.bad name"));
+        cr_assert_not_null(problem_at("mcpServers.n"));
+        cr_assert_eq(problem_at("mcpServers.good.colour")->severity, PROBLEM_WARNING);
+        cr_assert_eq(P.errors, 11);
+}
+
+Test(server_config, name_rules) {
+        char long_name[SERVER_NAME_MAX + 2];
+
+        cr_assert(server_name_valid("github"));
+        cr_assert(server_name_valid("brave-search.v2_x"));
+        cr_assert_not(server_name_valid(""));
+        cr_assert_not(server_name_valid("a b"));
+        cr_assert_not(server_name_valid("a/b"));
+        memset(long_name, 'a', sizeof long_name - 1);
+        long_name[sizeof long_name - 1] = '\0';
+        cr_assert_not(server_name_valid(long_name));
+        long_name[SERVER_NAME_MAX] = '\0';
+        cr_assert(server_name_valid(long_name));
+}
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+Test(server_config, dropins_merge_in_name_order) {
+        char dir[] = "/tmp/mcpvisor-dropin-XXXXXX", path[256], d[256], f[300];
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/mcpvisor.json", dir);
+        snprintf(d, sizeof d, "%s/mcpvisor.d", dir);
+        mkdir(d, 0755);
+        write_file(path, "{\"mcpServers\":{\"a\":{\"command\":\"main-a\"},\"b\":{\"command\":\"main-b\"}},"
+                         "\"mcpvisor\":{\"logLevel\":\"info\"}}");
+        snprintf(f, sizeof f, "%s/20-late.json", d);
+        write_file(f, "{\"mcpServers\":{\"a\":{\"command\":\"late-a\"}}}");
+        snprintf(f, sizeof f, "%s/10-early.json", d);
+        write_file(f, "{\"mcpServers\":{\"a\":{\"command\":\"early-a\"},\"c\":{\"command\":\"c\"}},"
+                      "\"mcpvisor\":{\"logLevel\":\"debug\"}}");
+        snprintf(f, sizeof f, "%s/30-broken.json", d);
+        write_file(f, "{\"mcpServers\":{\"b\":{\"command\":5}}}");
+        snprintf(f, sizeof f, "%s/notes.txt", d);
+        write_file(f, "not json, not read");
+
+        memset(&P, 0, sizeof P);
+        cr_assert_eq(config_load(path, false, &C, &P), 0);
+        cr_assert_str_eq(config_find_server(&C, "a")->command, "late-a");
+        cr_assert_str_eq(config_find_server(&C, "c")->command, "c");
+        cr_assert_null(config_find_server(&C, "b"), "a broken override must not keep the old entry");
+        cr_assert_eq(C.log_level, 7);
+        cr_assert_eq(P.errors, 1);
+        cr_assert(strstr(P.items[0].file, "30-broken.json"), "problem file: %s", P.items[0].file);
+        cr_assert_str_eq(P.items[0].path, "mcpServers.b.command");
+}
+
+Test(server_config, dropins_without_main_file_at_default_path) {
+        char dir[] = "/tmp/mcpvisor-dropin-XXXXXX", path[256], d[256], f[300];
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/mcpvisor.json", dir);
+        snprintf(d, sizeof d, "%s/mcpvisor.d", dir);
+        mkdir(d, 0755);
+        snprintf(f, sizeof f, "%s/pkg.json", d);
+        write_file(f, "{\"mcpServers\":{\"p\":{\"command\":\"p\"}}}");
+        memset(&P, 0, sizeof P);
+        cr_assert_eq(config_load(path, true, &C, &P), 0);
+        cr_assert_not_null(config_find_server(&C, "p"));
+}
