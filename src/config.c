@@ -248,7 +248,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
 
 static int apply_file(const char *path, struct config *c, struct config_problems *p) {
         _cleanup_free_ char *text = NULL;
-        size_t len;
+        size_t len = 0;
         int r;
 
         p->file = path;
