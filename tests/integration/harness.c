@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,7 +68,7 @@ static void add(const char **argv, int *n, const char *arg) {
 void h_start(struct h_daemon *d, const struct h_opts *o) {
         static const struct h_opts defaults = { 0 };
         const char *argv[MAX_ARGS] = { 0 }, *envp[8] = { 0 };
-        char notify_env[400], watchdog_env[64], fdname_arg[128], path_env[1024];
+        char notify_env[400], watchdog_env[64], fdname_arg[128], path_env[1024], journal_env[96];
         posix_spawn_file_actions_t fa;
         int n = 0, e = 0, r;
 
@@ -88,6 +89,15 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
         snprintf(watchdog_env, sizeof watchdog_env, "WATCHDOG_USEC=%lu", o->watchdog_usec);
         snprintf(path_env, sizeof path_env, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
         envp[e++] = path_env;
+        if (o->journal_stream) {
+                struct stat st;
+                int fd = open(d->log, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                cr_assert(fd >= 0 && fstat(fd, &st) == 0);
+                close(fd);
+                snprintf(journal_env, sizeof journal_env, "JOURNAL_STREAM=%lu:%lu", (unsigned long)st.st_dev,
+                         (unsigned long)st.st_ino);
+                envp[e++] = journal_env;
+        }
         if (o->activate) {
                 add(argv, &n, "systemd-socket-activate");
                 add(argv, &n, "-l");

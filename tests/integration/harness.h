@@ -17,6 +17,8 @@ struct h_opts {
         bool activate_control;       /* also pass a control socket (second -l) */
         unsigned long watchdog_usec; /* WATCHDOG_USEC for the daemon; 0: none */
         const char *const *extra_args; /* more daemon arguments, NULL-terminated */
+        bool journal_stream;         /* set JOURNAL_STREAM to the log file's dev:ino, as systemd
+                                      * does when stderr is the journal */
 };
 
 struct h_daemon {

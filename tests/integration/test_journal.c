@@ -1,0 +1,83 @@
+/* Native journal logging: when stderr is the journal ($JOURNAL_STREAM matches fd 2), the
+ * daemon sends structured records instead of text lines. The test stands in for journald
+ * by binding /run/systemd/journal/socket inside a private mount namespace of its own. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct h_daemon D;
+static int journal_fd = -1;
+
+/* Criterion runs each test in its own process, so the namespace ends with the test. */
+static void fake_journald(void) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0)
+                cr_skip_test("needs root and mount namespaces to stand in for journald");
+        cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        if (mkdir("/run/systemd", 0755) < 0 && errno != EEXIST)
+                cr_skip_test("cannot create /run/systemd");
+        cr_assert_eq(mount("tmpfs", "/run/systemd", "tmpfs", 0, "mode=0755"), 0, "%s", strerror(errno));
+        cr_assert_eq(mkdir("/run/systemd/journal", 0755), 0);
+        strcpy(sa.sun_path, "/run/systemd/journal/socket");
+        journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        cr_assert_eq(bind(journal_fd, (struct sockaddr *)&sa, sizeof sa), 0);
+}
+
+static void stop(void) {
+        h_log_dump_if_verbose(&D);
+        cr_expect(h_cleanup(&D));
+}
+
+/* Waits for a record containing every needle (each a "FIELD=value" line). */
+static bool record_with(const char *const *needles, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+        char buf[8192];
+
+        while (h_now_ms() < deadline) {
+                struct pollfd p = { journal_fd, POLLIN, 0 };
+                if (poll(&p, 1, (int)(deadline - h_now_ms())) <= 0)
+                        break;
+                ssize_t n = recv(journal_fd, buf, sizeof buf - 1, 0);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                bool all = true;
+                for (const char *const *s = needles; *s && all; s++)
+                        all = strstr(buf, *s) != NULL;
+                if (all)
+                        return true;
+        }
+        return false;
+}
+
+Test(journal, structured_records_with_client_field, .init = fake_journald, .fini = stop, .timeout = 30) {
+        h_start(&D, &(struct h_opts){ .journal_stream = true });
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        cr_assert(record_with((const char *[]){ "SYSLOG_IDENTIFIER=mcpvisord\n", "PRIORITY=6\n",
+                                                "MESSAGE=mcpvisord ready\n", NULL }, H_TIMEOUT_MS),
+                  "no native record for the ready message");
+        struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
+        cr_assert(record_with((const char *[]){ "MCPVISOR_CLIENT=1\n", "MESSAGE=MCP client connected (pid", NULL },
+                              H_TIMEOUT_MS),
+                  "no record carrying MCPVISOR_CLIENT=");
+        h_close(c);
+        /* and nothing went to stderr as text */
+        cr_assert_not(h_log_wait(&D, "mcpvisord: info:", 0), "text lines on stderr although it is the journal");
+}
+
+Test(journal, text_when_journal_stream_does_not_match, .init = fake_journald, .fini = stop, .timeout = 30) {
+        h_start(&D, NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "mcpvisord: info: mcpvisord ready", H_TIMEOUT_MS));
+}
