@@ -33,7 +33,7 @@ struct daemon {
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
         uint64_t next_client_id;
-        struct event *signals[4];
+        struct event *signals[3];          /* SIGTERM, SIGINT, SIGHUP */
         struct event *stop_deadline;
         enum daemon_phase phase;
         int exit_code;

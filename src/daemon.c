@@ -1,6 +1,7 @@
 /* The daemon context: startup order, the loop, and shutdown as a polled phase. */
 #include "daemon.h"
 
+#include <assert.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -83,6 +84,7 @@ static void on_signal(evutil_socket_t sig, short what, void *userdata) {
 static int setup_signals(struct daemon *d) {
         static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 
+        static_assert(ARRAY_SIZE(sigs) == ARRAY_SIZE(d->signals), "one event per handled signal");
         for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
                 d->signals[i] = evsignal_new(d->base, sigs[i], on_signal, d);
                 if (!d->signals[i] || event_add(d->signals[i], NULL) < 0)

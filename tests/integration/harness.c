@@ -418,6 +418,14 @@ bool h_wait_eof(struct h_conn *c, int timeout_ms, size_t *lines) {
         }
 }
 
+void h_expect_result(struct h_conn *c, const char *line) {
+        json_object *r = h_call(c, line);
+
+        cr_assert(json_object_is_type(h_get(r, "result"), json_type_object), "expected a result for %s, got %s",
+                  line, json_object_to_json_string(r));
+        json_object_put(r);
+}
+
 void h_initialize(struct h_conn *c) {
         json_object *r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
                                    "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"

@@ -79,6 +79,8 @@ json_object *h_call(struct h_conn *c, const char *line);
 /* True if the peer closes (EOF or reset) before the deadline; lines received meanwhile are
  * counted into *lines if not NULL. */
 bool h_wait_eof(struct h_conn *c, int timeout_ms, size_t *lines);
+/* Sends one request line and asserts that its answer is a result, not an error. */
+void h_expect_result(struct h_conn *c, const char *line);
 /* initialize + notifications/initialized; asserts the answer. */
 void h_initialize(struct h_conn *c);
 

@@ -78,9 +78,9 @@ Sess(ids_echoed_with_exact_type_and_value) {
 
 Sess(requests_before_initialize_are_refused_but_ping_works) {
         struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
-        json_object *r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
-        cr_assert_not_null(h_get(r, "result"));
-        json_object_put(r);
+        json_object *r;
+
+        h_expect_result(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
         r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
         cr_assert(strstr(h_str(r, "error.message"), "initialize"), "message: %s", h_str(r, "error.message"));
         expect_error(r, -32600, "2");
@@ -100,9 +100,7 @@ Sess(server_discover_probe_then_initialize_on_same_connection) {
         cr_assert(json_object_is_type(h_get(r, "error.data.supportedVersions"), json_type_array));
         expect_error(r, -32601, "\"server-discover-probe-1\"");
         h_initialize(c);
-        r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n");
-        cr_assert_not_null(h_get(r, "result"));
-        json_object_put(r);
+        h_expect_result(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n");
         h_close(c);
 }
 
@@ -120,9 +118,7 @@ Sess(invalid_json_then_next_line_works) {
         expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing\n"), -32700, "null");
         expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"\n"), -32700, "null");
         expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\xfe\"}\n"), -32700, "null");
-        json_object *r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
-        cr_assert_not_null(h_get(r, "result"));
-        json_object_put(r);
+        h_expect_result(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
         h_close(c);
 }
 
@@ -180,9 +176,7 @@ Sess(notifications_get_no_answer) {
 
 Sess(crlf_and_blank_lines_accepted) {
         struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
-        json_object *r = h_call(c, "\r\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
-        cr_assert_not_null(h_get(r, "result"));
-        json_object_put(r);
+        h_expect_result(c, "\r\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n");
         h_close(c);
 }
 
@@ -250,9 +244,7 @@ Sess(bad_client_costs_another_nothing) {
         close(bad->fd); /* and vanish without reading the errors */
         bad->fd = -1;
         for (int i = 0; i < 20; i++) {
-                json_object *r = h_call(good, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n");
-                cr_assert_not_null(h_get(r, "result"));
-                json_object_put(r);
+                h_expect_result(good, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n");
         }
         h_close(bad);
         h_close(good);
@@ -295,9 +287,7 @@ Test(session, client_that_stops_reading_is_dropped_alone, .init = start_small_li
         cr_assert(h_log_wait(&D, "not reading", H_TIMEOUT_MS), "the slow client was not dropped");
         cr_assert(h_wait_eof(slow, H_TIMEOUT_MS, &lines), "the slow client's connection stayed open");
         cr_assert_lt(lines, (size_t)sent, "every answer was delivered, so nothing was dropped");
-        json_object *r = h_call(other, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
-        cr_assert_not_null(h_get(r, "result"));
-        json_object_put(r);
+        h_expect_result(other, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
         h_close(slow);
         h_close(other);
 }
