@@ -10,6 +10,7 @@
 #include "listen.h"
 #include "log.h"
 #include "notify.h"
+#include "supervisor.h"
 
 struct event_base;
 struct event;
@@ -30,6 +31,7 @@ struct daemon {
         struct listener listeners[LISTEN_ROLE_COUNT];
         struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */
         bool activated;
+        struct supervisor supervisor;
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
         uint64_t next_client_id;
@@ -47,5 +49,5 @@ void daemon_done(struct daemon *d);
 /* Begins a clean stop (idempotent); a second call while stopping exits at once. */
 void daemon_stop(struct daemon *d, const char *why);
 
-/* Called by clients when their counts change, to refresh STATUS= and the exit check. */
+/* Called when client counts or server states change, to refresh STATUS=. */
 void daemon_clients_changed(struct daemon *d);

@@ -1,6 +1,7 @@
 /* Small helpers shared by every module: cleanup attributes and the like. */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,10 @@ static inline void closep(int *fd) {
                 close(*fd);
                 errno = saved;
         }
+}
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
 }
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)

@@ -31,6 +31,10 @@ struct server_config {
         double health_timeout;
         unsigned health_failures;
         double request_timeout; /* 0 = off */
+        double restart_delay;     /* first delay before a restart; doubles per quick exit */
+        double restart_delay_max; /* cap of that delay */
+        unsigned start_limit_burst;   /* more starts than this within ... */
+        double start_limit_interval;  /* ... this many seconds: the server is failed */
         char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
 };
 

@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "paths.h"
+#include "time-util.h"
 
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata);
 
@@ -17,30 +18,53 @@ static const char *role_name(enum listen_role role) {
         return role == LISTEN_CONTROL ? "control" : "mcp";
 }
 
-void daemon_clients_changed(struct daemon *d) {
-        unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
-
-        if (d->phase == DAEMON_RUNNING)
-                notify_status(&d->notify, "serving; %u client%s connected", open, open == 1 ? "" : "s");
-        else if (d->phase == DAEMON_STOPPING)
-                notify_status(&d->notify, "stopping; %u client%s still draining", open, open == 1 ? "" : "s");
+static void servers_status(struct daemon *d, char *buf, size_t size) {
+        if (d->supervisor.n_servers == 0)
+                snprintf(buf, size, "no servers configured");
+        else
+                supervisor_status(&d->supervisor, buf, size);
 }
 
-/* Shutdown is a phase the loop polls, so no object is torn down under its own callback. */
+void daemon_clients_changed(struct daemon *d) {
+        unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
+        char servers[512];
+
+        if (d->phase != DAEMON_RUNNING && d->phase != DAEMON_STOPPING)
+                return;
+        servers_status(d, servers, sizeof servers);
+        if (d->phase == DAEMON_RUNNING)
+                notify_status(&d->notify, "%s; %u client%s connected", servers, open, open == 1 ? "" : "s");
+        else
+                notify_status(&d->notify, "stopping; %s; %u client%s still draining", servers, open,
+                              open == 1 ? "" : "s");
+}
+
+static void on_servers_changed(void *userdata) {
+        daemon_clients_changed(userdata);
+}
+
+/* Shutdown is a phase the loop polls, so no object is torn down under its own callback.
+ * Clients drain (bounded by shutdownTimeout) while servers close in parallel (each
+ * bounded by its own stopTimeout and killTimeout). */
 static void check_stopped(struct daemon *d) {
         if (d->phase != DAEMON_STOPPING)
                 return;
-        if (d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING] == 0)
+        if (d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING] == 0 && supervisor_idle(&d->supervisor))
                 d->phase = DAEMON_EXIT;
 }
 
 static void stop_deadline_passed(evutil_socket_t fd, short what, void *userdata) {
         struct daemon *d = userdata;
         unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
+        struct client *c;
 
-        log_warning(&d->log, "clean stop took longer than %.1f s; closing %u remaining client%s",
+        if (open == 0)
+                return;
+        log_warning(&d->log, "clients took longer than %.1f s to drain; closing %u remaining client%s",
                     d->config.shutdown_timeout, open, open == 1 ? "" : "s");
-        d->phase = DAEMON_EXIT;
+        for (int s = CLIENT_ACTIVE; s <= CLIENT_DRAINING; s++)
+                while ((c = TAILQ_FIRST(&d->clients[s])))
+                        client_set_state(c, CLIENT_JUSTFREE);
 }
 
 void daemon_stop(struct daemon *d, const char *why) {
@@ -60,9 +84,9 @@ void daemon_stop(struct daemon *d, const char *why) {
                 listener_stop(&d->listeners[r]);
         while ((c = TAILQ_FIRST(&d->clients[CLIENT_ACTIVE])))
                 client_drain(c); /* moves it off the active list */
+        supervisor_stop_all(&d->supervisor);
 
-        double t = d->config.shutdown_timeout;
-        struct timeval tv = { .tv_sec = (time_t)t, .tv_usec = (suseconds_t)((t - (time_t)t) * 1e6) };
+        struct timeval tv = timeval_from_seconds(d->config.shutdown_timeout);
         event_add(d->stop_deadline, &tv);
         daemon_clients_changed(d);
 }
@@ -229,8 +253,18 @@ int daemon_init(struct daemon *d, const struct config *config, int log_level) {
         r = notify_init(&d->notify, d->base, &d->log);
         if (r < 0)
                 return r;
+        r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, on_servers_changed, d);
+        if (r < 0) {
+                log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
+                return r;
+        }
         d->phase = DAEMON_RUNNING;
-        notify_ready(&d->notify, "serving; 0 clients connected");
+        /* Spawning is quick; handshakes finish on the loop, and STATUS= follows them. */
+        supervisor_start_all(&d->supervisor);
+        char servers[512];
+        servers_status(d, servers, sizeof servers);
+        notify_ready(&d->notify, servers);
+        daemon_clients_changed(d);
         log_info(&d->log, "mcpvisord ready");
         return 0;
 }
@@ -249,6 +283,7 @@ int daemon_run(struct daemon *d) {
                         return -EIO;
                 }
                 free_closed_clients(d);
+                supervisor_collect(&d->supervisor);
                 check_stopped(d);
         }
         log_info(&d->log, "stopped");
@@ -266,6 +301,8 @@ void daemon_done(struct daemon *d) {
                 if (d->bound[role].path)
                         bound_socket_done(&d->bound[role]);
         }
+        if (d->supervisor.servers)
+                supervisor_done(&d->supervisor);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
                 if (d->signals[i])
                         event_free(d->signals[i]);

@@ -90,6 +90,10 @@ static const struct setting server_settings[] = {
         SECONDS("healthTimeout", health_timeout, 0.1, 3600),
         { "healthFailures", SETTING_COUNT, offsetof(struct server_config, health_failures), 1, 100, NULL, NULL },
         SECONDS("requestTimeout", request_timeout, 0, 86400),
+        SECONDS("restartDelay", restart_delay, 0, 3600),
+        SECONDS("restartDelayMax", restart_delay_max, 0, 86400),
+        { "startLimitBurst", SETTING_COUNT, offsetof(struct server_config, start_limit_burst), 0, 1000, NULL, NULL },
+        SECONDS("startLimitInterval", start_limit_interval, 0, 86400),
         { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL },
         /* Written by other MCP clients' configs; accepted so those files load unchanged. */
         { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
@@ -104,6 +108,10 @@ static void init_defaults(struct server_config *s) {
                 .health_interval = 30,
                 .health_timeout = 5,
                 .health_failures = 3,
+                .restart_delay = 1,
+                .restart_delay_max = 60,
+                .start_limit_burst = 5,
+                .start_limit_interval = 60,
         };
 }
 

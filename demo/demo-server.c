@@ -1,0 +1,1360 @@
+/* mcpvisor-demo-server: a small stdio MCP server, with two parts to play.
+ *
+ * Run plainly, it is the demo server of the README quick start: a few tools, a prompt and a
+ * resource, enough to watch mcpvisor at work. Given the misbehaviour options (see --help), it
+ * is the fault-injection server of the integration tests: it crashes, hangs, floods stderr,
+ * leaves grandchildren behind, ... on command.
+ *
+ * Transport: one JSON-RPC 2.0 message per line on stdin, one per line on stdout, logs on
+ * stderr. Single-threaded: one poll() loop serves stdin and the timers of pending work (sleep
+ * calls, the late tool list change, an endless stderr flood), so a long call never keeps a
+ * cancellation from being read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#define SERVER_NAME "mcpvisor-demo-server"
+#define LATEST_PROTOCOL_VERSION "2025-11-25"
+#define DEFAULT_INSTRUCTIONS "A demo server for mcpvisor: try the echo, add and sleep tools."
+
+#define MAX_JOBS 64
+#define PROGRESS_INTERVAL_MS 100
+#define READ_CHUNK 65536
+#define FLOOD_BATCH 256
+#define MAX_SYNTHETIC 1000000
+
+/* JSON-RPC and MCP error codes. */
+#define ERR_PARSE -32700
+#define ERR_INVALID_REQUEST -32600
+#define ERR_METHOD_NOT_FOUND -32601
+#define ERR_INVALID_PARAMS -32602
+#define ERR_SERVER -32000
+#define ERR_RESOURCE_NOT_FOUND -32002
+
+static const char *const supported_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
+
+/* MCP logging levels, least severe first. */
+static const char *const log_levels[] = { "debug", "info",     "notice", "warning",
+                                          "error", "critical", "alert",  "emergency" };
+
+/* Command line; -1 means "not given" where 0 is a meaningful value. */
+static int arg_exit_at_start = -1;
+static int arg_exit_during_init = -1;
+static bool arg_never_answer;
+static long arg_slow_start_ms;
+static long arg_ping_fail_after = -1;
+static long arg_exit_after = -1;
+static int arg_exit_code = 1;
+static bool arg_ignore_stdin_eof;
+static bool arg_ignore_sigterm;
+static bool arg_grandchild_setsid;
+static bool arg_grandchild_same_group;
+static const char *arg_grandchild_pidfile;
+static const char *arg_pidfile;
+static bool arg_garbage;
+static bool arg_close_stdout;
+static long arg_flood_stderr = -1;
+static const char *arg_stderr;
+static long arg_long_stderr_line = -1;
+static const char *arg_protocol_version;
+static bool arg_no_tools, arg_no_prompts, arg_no_resources;
+static unsigned arg_tools, arg_prompts, arg_resources;
+static unsigned arg_page_size;
+static const char *arg_instructions = DEFAULT_INSTRUCTIONS;
+static long arg_list_changed_after_ms = -1;
+
+/* A tools/call of "sleep" in progress. id == NULL marks a free slot. */
+struct job {
+        json_object *id;
+        json_object *progress_token; /* NULL: the caller asked for no progress */
+        uint64_t ms;
+        uint64_t start;
+        uint64_t next_progress;
+};
+
+static struct job jobs[MAX_JOBS];
+
+/* Bytes read from stdin, not yet consumed as lines. */
+static struct {
+        char *data;
+        size_t len, size;
+        size_t scanned; /* no newline in data[0..scanned) */
+} input;
+
+static json_tokener *tokener;
+static bool stdin_open = true;
+static bool stdout_closed;
+static long n_answered;
+static long n_pings;
+static unsigned min_log_level; /* index into log_levels, set by logging/setLevel */
+static int64_t list_changed_at = -1;
+static bool list_changed_armed;
+static bool late_tool_added;
+static uint64_t flood_counter;
+
+/* ---- small helpers ---- */
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t)k;
+        }
+        return 0;
+}
+
+static void sleep_ms(long ms) {
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+/* Written to PATH.tmp and renamed, so a reader never sees a partial pid. */
+static int write_pidfile(const char *path, pid_t pid) {
+        char tmp[PATH_MAX];
+        int fd, r = 0;
+
+        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        if (dprintf(fd, "%d\n", (int)pid) < 0)
+                r = -errno;
+        if (close(fd) < 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void)unlink(tmp);
+        return r;
+}
+
+static const char *get_string(json_object *obj, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static json_object *get_number(json_object *obj, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(obj, key, &v) ||
+            (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double)))
+                return NULL;
+        return v;
+}
+
+/* "PREFIX<k>" with 1 <= k <= max, written without leading zeros: k, else 0. */
+static unsigned synthetic_index(const char *name, const char *prefix, unsigned max) {
+        size_t n = strlen(prefix);
+        unsigned long k;
+        char *end;
+
+        if (!name || strncmp(name, prefix, n) != 0 || name[n] < '1' || name[n] > '9')
+                return 0;
+        errno = 0;
+        k = strtoul(name + n, &end, 10);
+        if (errno != 0 || *end != '\0' || k > max)
+                return 0;
+        return (unsigned)k;
+}
+
+static json_object *text_result(const char *text, bool is_error) {
+        json_object *item = json_object_new_object(), *content = json_object_new_array(),
+                    *result = json_object_new_object();
+
+        json_object_object_add(item, "type", json_object_new_string("text"));
+        json_object_object_add(item, "text", json_object_new_string(text));
+        json_object_array_add(content, item);
+        json_object_object_add(result, "content", content);
+        if (is_error)
+                json_object_object_add(result, "isError", json_object_new_boolean(true));
+        return result;
+}
+
+/* ---- output ---- */
+
+static void write_line(const char *s, size_t len) {
+        char *buf;
+        int r;
+
+        if (stdout_closed)
+                return;
+        buf = malloc(len + 1);
+        if (!buf) {
+                fprintf(stderr, "out of memory\n");
+                exit(EXIT_FAILURE);
+        }
+        memcpy(buf, s, len);
+        buf[len] = '\n';
+        r = write_all(STDOUT_FILENO, buf, len + 1);
+        free(buf);
+        if (r < 0) {
+                /* Nobody is listening any more: nothing left to serve. */
+                fprintf(stderr, "writing to stdout: %s\n", strerror(-r));
+                exit(EXIT_FAILURE);
+        }
+}
+
+/* Takes ownership of m. */
+static void send_message(json_object *m) {
+        size_t len;
+        const char *s = json_object_to_json_string_length(m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                          &len);
+
+        write_line(s, len);
+        json_object_put(m);
+}
+
+/* Counts towards --exit-after; only answers to real requests do, not parse errors. */
+static void answered(json_object *id) {
+        if (!id || arg_exit_after < 0 || ++n_answered < arg_exit_after)
+                return;
+        fprintf(stderr, "exiting after %ld requests\n", n_answered);
+        exit(arg_exit_code);
+}
+
+static json_object *new_message(json_object *id) {
+        json_object *m = json_object_new_object();
+
+        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(m, "id", json_object_get(id));
+        if (arg_garbage) {
+                static const char garbage[] = "this is not json";
+                write_line(garbage, sizeof(garbage) - 1);
+        }
+        return m;
+}
+
+/* Takes ownership of result. */
+static void send_result(json_object *id, json_object *result) {
+        json_object *m = new_message(id);
+
+        json_object_object_add(m, "result", result);
+        send_message(m);
+        answered(id);
+}
+
+static void send_error_data(json_object *id, int code, const char *message, json_object *data) {
+        json_object *m = new_message(id), *e = json_object_new_object();
+
+        json_object_object_add(e, "code", json_object_new_int(code));
+        json_object_object_add(e, "message", json_object_new_string(message));
+        if (data)
+                json_object_object_add(e, "data", data);
+        json_object_object_add(m, "error", e);
+        send_message(m);
+        answered(id);
+}
+
+static void send_error(json_object *id, int code, const char *message) {
+        send_error_data(id, code, message, NULL);
+}
+
+/* Takes ownership of params, which may be NULL. */
+static void send_notification(const char *method, json_object *params) {
+        json_object *m = json_object_new_object();
+
+        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(m, "method", json_object_new_string(method));
+        if (params)
+                json_object_object_add(m, "params", params);
+        send_message(m);
+}
+
+/* ---- stderr ---- */
+
+static void flood_lines(uint64_t n) {
+        char buf[FLOOD_BATCH * 40];
+
+        /* Batched, so the flood is limited by the reader, not by our syscalls. */
+        while (n > 0) {
+                size_t len = 0;
+
+                for (unsigned i = 0; i < FLOOD_BATCH && n > 0; i++, n--)
+                        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "flood line %" PRIu64 "\n",
+                                                ++flood_counter);
+                (void)write_all(STDERR_FILENO, buf, len);
+        }
+}
+
+static void write_long_line(uint64_t bytes) {
+        char buf[READ_CHUNK];
+
+        memset(buf, 'x', sizeof(buf));
+        while (bytes > 0) {
+                size_t n = bytes < sizeof(buf) ? (size_t)bytes : sizeof(buf);
+
+                (void)write_all(STDERR_FILENO, buf, n);
+                bytes -= n;
+        }
+        (void)write_all(STDERR_FILENO, "\n", 1);
+}
+
+/* ---- catalogue: tools, prompts, resources ---- */
+
+typedef void (*tool_fn)(json_object *id, json_object *params, json_object *args);
+
+struct tool {
+        const char *name;
+        const char *description;
+        const char *schema; /* inputSchema, as JSON text */
+        tool_fn call;
+};
+
+#define SCHEMA_TEXT \
+        "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"," \
+        "\"description\":\"The text\"}},\"required\":[\"text\"]}"
+#define SCHEMA_NONE "{\"type\":\"object\",\"properties\":{}}"
+
+static void tool_echo(json_object *id, json_object *params, json_object *args) {
+        const char *text = get_string(args, "text");
+
+        if (!text) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'text' (string) is required");
+                return;
+        }
+        send_result(id, text_result(text, false));
+}
+
+static void tool_add(json_object *id, json_object *params, json_object *args) {
+        json_object *a = get_number(args, "a"), *b = get_number(args, "b");
+        int64_t ia, ib, sum;
+        char text[64];
+
+        if (!a || !b) {
+                send_error(id, ERR_INVALID_PARAMS, "arguments 'a' and 'b' (numbers) are required");
+                return;
+        }
+        ia = json_object_get_int64(a);
+        ib = json_object_get_int64(b);
+        /* Integers stay exact; anything else, or an overflow, is summed as doubles. */
+        if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int) &&
+            !__builtin_add_overflow(ia, ib, &sum))
+                snprintf(text, sizeof(text), "%" PRId64, sum);
+        else
+                snprintf(text, sizeof(text), "%.17g", json_object_get_double(a) + json_object_get_double(b));
+        send_result(id, text_result(text, false));
+}
+
+static struct job *job_new(void) {
+        for (size_t i = 0; i < MAX_JOBS; i++)
+                if (!jobs[i].id)
+                        return &jobs[i];
+        return NULL;
+}
+
+static void job_free(struct job *j) {
+        json_object_put(j->id);
+        json_object_put(j->progress_token);
+        *j = (struct job){};
+}
+
+/* Not a sleep(): the job finishes in the main loop, which meanwhile reads cancellations. */
+static void tool_sleep(json_object *id, json_object *params, json_object *args) {
+        json_object *ms = get_number(args, "ms"), *meta, *token;
+        struct job *j;
+
+        if (!ms || json_object_get_double(ms) < 0) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'ms' (non-negative number) is required");
+                return;
+        }
+        j = job_new();
+        if (!j) {
+                send_error(id, ERR_SERVER, "too many calls in progress");
+                return;
+        }
+        *j = (struct job){
+                .id = json_object_get(id),
+                .ms = (uint64_t)json_object_get_int64(ms),
+                .start = now_ms(),
+        };
+        j->next_progress = j->start + PROGRESS_INTERVAL_MS;
+        if (json_object_object_get_ex(params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", &token))
+                j->progress_token = json_object_get(token);
+}
+
+static void tool_fail(json_object *id, json_object *params, json_object *args) {
+        send_error(id, ERR_SERVER, "failed on purpose");
+}
+
+static void tool_crash(json_object *id, json_object *params, json_object *args) {
+        fprintf(stderr, "crashing on purpose\n");
+        exit(3);
+}
+
+static void tool_log(json_object *id, json_object *params, json_object *args) {
+        const char *text = get_string(args, "text");
+        json_object *p;
+
+        if (!text) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'text' (string) is required");
+                return;
+        }
+        fprintf(stderr, "%s\n", text);
+        if (min_log_level <= 1 /* info */) {
+                p = json_object_new_object();
+                json_object_object_add(p, "level", json_object_new_string("info"));
+                json_object_object_add(p, "logger", json_object_new_string("demo"));
+                json_object_object_add(p, "data", json_object_new_string(text));
+                send_notification("notifications/message", p);
+        }
+        send_result(id, text_result("logged", false));
+}
+
+static void tool_env(json_object *id, json_object *params, json_object *args) {
+        const char *name = get_string(args, "name"), *value;
+        char text[512];
+
+        if (!name) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'name' (string) is required");
+                return;
+        }
+        value = getenv(name);
+        if (!value) {
+                /* A tool-level failure, which MCP reports in the result, not as a protocol error. */
+                snprintf(text, sizeof(text), "environment variable %s is not set", name);
+                send_result(id, text_result(text, true));
+                return;
+        }
+        send_result(id, text_result(value, false));
+}
+
+static const struct tool tools[] = {
+        { "echo", "Returns its text argument.", SCHEMA_TEXT, tool_echo },
+        { "add", "Adds two numbers a and b.",
+          "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},\"b\":{\"type\":\"number\"}},"
+          "\"required\":[\"a\",\"b\"]}",
+          tool_add },
+        { "sleep", "Waits ms milliseconds, reporting progress every 100 ms if asked to; cancellable.",
+          "{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\",\"minimum\":0,"
+          "\"description\":\"How long to wait, in milliseconds\"}},\"required\":[\"ms\"]}",
+          tool_sleep },
+        { "fail", "Always fails with a JSON-RPC error.", SCHEMA_NONE, tool_fail },
+        { "crash", "Makes the server exit with status 3 without answering.", SCHEMA_NONE, tool_crash },
+        { "log", "Writes its text argument to stderr and sends it as a log message.", SCHEMA_TEXT, tool_log },
+        { "env", "Returns the value of the environment variable given by name.",
+          "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}",
+          tool_env },
+};
+
+static json_object *tool_entry(const char *name, const char *description, const char *schema) {
+        json_object *t = json_object_new_object();
+
+        json_object_object_add(t, "name", json_object_new_string(name));
+        json_object_object_add(t, "description", json_object_new_string(description));
+        json_object_object_add(t, "inputSchema", json_tokener_parse(schema));
+        return t;
+}
+
+static json_object *all_tools(void) {
+        json_object *a = json_object_new_array();
+        char name[32], description[64];
+
+        for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+                json_object_array_add(a, tool_entry(tools[i].name, tools[i].description, tools[i].schema));
+        for (unsigned k = 1; k <= arg_tools; k++) {
+                snprintf(name, sizeof(name), "tool_%u", k);
+                snprintf(description, sizeof(description), "Synthetic tool %u; returns its text argument.", k);
+                json_object_array_add(a, tool_entry(name, description, SCHEMA_TEXT));
+        }
+        if (late_tool_added)
+                json_object_array_add(a, tool_entry("late_tool", "Added after start; returns its text argument.",
+                                                    SCHEMA_TEXT));
+        return a;
+}
+
+static tool_fn find_tool(const char *name) {
+        if (!name)
+                return NULL;
+        for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+                if (strcmp(tools[i].name, name) == 0)
+                        return tools[i].call;
+        if (synthetic_index(name, "tool_", arg_tools) > 0 || (late_tool_added && strcmp(name, "late_tool") == 0))
+                return tool_echo;
+        return NULL;
+}
+
+static json_object *all_prompts(void) {
+        json_object *a = json_object_new_array(), *p, *args, *arg;
+        char name[32];
+
+        p = json_object_new_object();
+        json_object_object_add(p, "name", json_object_new_string("greeting"));
+        json_object_object_add(p, "description", json_object_new_string("Asks for a friendly greeting."));
+        arg = json_object_new_object();
+        json_object_object_add(arg, "name", json_object_new_string("name"));
+        json_object_object_add(arg, "description", json_object_new_string("Who to greet"));
+        json_object_object_add(arg, "required", json_object_new_boolean(true));
+        args = json_object_new_array();
+        json_object_array_add(args, arg);
+        json_object_object_add(p, "arguments", args);
+        json_object_array_add(a, p);
+        for (unsigned k = 1; k <= arg_prompts; k++) {
+                snprintf(name, sizeof(name), "prompt_%u", k);
+                p = json_object_new_object();
+                json_object_object_add(p, "name", json_object_new_string(name));
+                json_object_object_add(p, "description", json_object_new_string("A synthetic prompt."));
+                json_object_array_add(a, p);
+        }
+        return a;
+}
+
+static json_object *resource_entry(const char *uri, const char *name, const char *description) {
+        json_object *r = json_object_new_object();
+
+        json_object_object_add(r, "uri", json_object_new_string(uri));
+        json_object_object_add(r, "name", json_object_new_string(name));
+        json_object_object_add(r, "description", json_object_new_string(description));
+        json_object_object_add(r, "mimeType", json_object_new_string("text/plain"));
+        return r;
+}
+
+static json_object *all_resources(void) {
+        json_object *a = json_object_new_array();
+        char uri[64], name[32];
+
+        json_object_array_add(a, resource_entry("demo://readme", "readme", "About this demo server."));
+        for (unsigned k = 1; k <= arg_resources; k++) {
+                snprintf(uri, sizeof(uri), "demo://res/%u", k);
+                snprintf(name, sizeof(name), "res_%u", k);
+                json_object_array_add(a, resource_entry(uri, name, "A synthetic resource."));
+        }
+        return a;
+}
+
+static json_object *all_templates(void) {
+        json_object *a = json_object_new_array(), *t = json_object_new_object();
+
+        json_object_object_add(t, "uriTemplate", json_object_new_string("demo://item/{id}"));
+        json_object_object_add(t, "name", json_object_new_string("item"));
+        json_object_object_add(t, "description", json_object_new_string("An item, by id."));
+        json_object_object_add(t, "mimeType", json_object_new_string("text/plain"));
+        json_object_array_add(a, t);
+        return a;
+}
+
+/* ---- methods ---- */
+
+/* Answers a list method with one page of all; the cursor is the decimal offset. Takes
+ * ownership of all. */
+static void send_page(json_object *id, json_object *params, const char *key, json_object *all) {
+        size_t n = json_object_array_length(all), from = 0, to;
+        const char *cursor = get_string(params, "cursor");
+        json_object *page, *result;
+        char next[32];
+
+        if (cursor) {
+                unsigned long long v;
+                char *end;
+
+                errno = 0;
+                v = strtoull(cursor, &end, 10);
+                if (errno != 0 || end == cursor || *end != '\0' || v > n) {
+                        json_object_put(all);
+                        send_error(id, ERR_INVALID_PARAMS, "invalid cursor");
+                        return;
+                }
+                from = (size_t)v;
+        }
+        to = arg_page_size == 0 || n - from <= arg_page_size ? n : from + arg_page_size;
+        page = json_object_new_array_ext((int)(to - from));
+        for (size_t i = from; i < to; i++)
+                json_object_array_add(page, json_object_get(json_object_array_get_idx(all, i)));
+        json_object_put(all);
+
+        result = json_object_new_object();
+        json_object_object_add(result, key, page);
+        if (to < n) {
+                snprintf(next, sizeof(next), "%zu", to);
+                json_object_object_add(result, "nextCursor", json_object_new_string(next));
+        }
+        send_result(id, result);
+}
+
+static const char *pick_protocol_version(json_object *params) {
+        const char *asked = get_string(params, "protocolVersion");
+
+        if (arg_protocol_version)
+                return arg_protocol_version;
+        for (size_t i = 0; asked && i < sizeof(supported_versions) / sizeof(supported_versions[0]); i++)
+                if (strcmp(asked, supported_versions[i]) == 0)
+                        return supported_versions[i];
+        return LATEST_PROTOCOL_VERSION;
+}
+
+static json_object *capability(bool subscribe) {
+        json_object *c = json_object_new_object();
+
+        if (subscribe)
+                json_object_object_add(c, "subscribe", json_object_new_boolean(false));
+        json_object_object_add(c, "listChanged", json_object_new_boolean(true));
+        return c;
+}
+
+static void method_initialize(json_object *id, json_object *params) {
+        json_object *result, *caps, *info;
+
+        if (arg_exit_during_init >= 0) {
+                fprintf(stderr, "exiting during initialize with %d\n", arg_exit_during_init);
+                exit(arg_exit_during_init);
+        }
+        if (arg_slow_start_ms > 0)
+                sleep_ms(arg_slow_start_ms);
+
+        caps = json_object_new_object();
+        if (!arg_no_tools)
+                json_object_object_add(caps, "tools", capability(false));
+        if (!arg_no_prompts)
+                json_object_object_add(caps, "prompts", capability(false));
+        if (!arg_no_resources)
+                json_object_object_add(caps, "resources", capability(true));
+        json_object_object_add(caps, "logging", json_object_new_object());
+
+        info = json_object_new_object();
+        json_object_object_add(info, "name", json_object_new_string(SERVER_NAME));
+        json_object_object_add(info, "version", json_object_new_string("1"));
+
+        result = json_object_new_object();
+        json_object_object_add(result, "protocolVersion", json_object_new_string(pick_protocol_version(params)));
+        json_object_object_add(result, "capabilities", caps);
+        json_object_object_add(result, "serverInfo", info);
+        if (arg_instructions && arg_instructions[0])
+                json_object_object_add(result, "instructions", json_object_new_string(arg_instructions));
+        send_result(id, result);
+}
+
+static void method_ping(json_object *id, json_object *params) {
+        /* Past the limit the server looks hung to a health check, yet still does its work. */
+        if (arg_ping_fail_after >= 0 && n_pings >= arg_ping_fail_after)
+                return;
+        n_pings++;
+        send_result(id, json_object_new_object());
+}
+
+static void method_tools_list(json_object *id, json_object *params) {
+        send_page(id, params, "tools", all_tools());
+        if (arg_close_stdout && !stdout_closed) {
+                fprintf(stderr, "closing stdout\n");
+                (void)close(STDOUT_FILENO);
+                stdout_closed = true;
+        }
+}
+
+static void method_tools_call(json_object *id, json_object *params) {
+        const char *name = get_string(params, "name");
+        tool_fn call = find_tool(name);
+        json_object *args = NULL;
+
+        if (!call) {
+                send_error(id, ERR_INVALID_PARAMS, "unknown tool");
+                return;
+        }
+        json_object_object_get_ex(params, "arguments", &args);
+        call(id, params, args);
+}
+
+static void method_prompts_list(json_object *id, json_object *params) {
+        send_page(id, params, "prompts", all_prompts());
+}
+
+static json_object *prompt_result(const char *description, const char *text) {
+        json_object *result = json_object_new_object(), *messages = json_object_new_array(),
+                    *message = json_object_new_object(), *content = json_object_new_object();
+
+        json_object_object_add(content, "type", json_object_new_string("text"));
+        json_object_object_add(content, "text", json_object_new_string(text));
+        json_object_object_add(message, "role", json_object_new_string("user"));
+        json_object_object_add(message, "content", content);
+        json_object_array_add(messages, message);
+        json_object_object_add(result, "description", json_object_new_string(description));
+        json_object_object_add(result, "messages", messages);
+        return result;
+}
+
+static void method_prompts_get(json_object *id, json_object *params) {
+        const char *name = get_string(params, "name"), *who;
+        json_object *args = NULL;
+        unsigned k;
+        char text[512];
+
+        json_object_object_get_ex(params, "arguments", &args);
+        if (name && strcmp(name, "greeting") == 0) {
+                who = get_string(args, "name");
+                if (!who) {
+                        send_error(id, ERR_INVALID_PARAMS, "argument 'name' is required");
+                        return;
+                }
+                snprintf(text, sizeof(text), "Please greet %s warmly.", who);
+                send_result(id, prompt_result("A friendly greeting", text));
+                return;
+        }
+        k = synthetic_index(name, "prompt_", arg_prompts);
+        if (k == 0) {
+                send_error(id, ERR_INVALID_PARAMS, "unknown prompt");
+                return;
+        }
+        snprintf(text, sizeof(text), "This is synthetic prompt %u.", k);
+        send_result(id, prompt_result("A synthetic prompt", text));
+}
+
+static void method_resources_list(json_object *id, json_object *params) {
+        send_page(id, params, "resources", all_resources());
+}
+
+static void method_resources_templates_list(json_object *id, json_object *params) {
+        send_page(id, params, "resourceTemplates", all_templates());
+}
+
+static void send_resource(json_object *id, const char *uri, const char *text) {
+        json_object *result = json_object_new_object(), *contents = json_object_new_array(),
+                    *c = json_object_new_object();
+
+        json_object_object_add(c, "uri", json_object_new_string(uri));
+        json_object_object_add(c, "mimeType", json_object_new_string("text/plain"));
+        json_object_object_add(c, "text", json_object_new_string(text));
+        json_object_array_add(contents, c);
+        json_object_object_add(result, "contents", contents);
+        send_result(id, result);
+}
+
+static void method_resources_read(json_object *id, json_object *params) {
+        static const char readme[] =
+                "This is mcpvisor's demo server. Its tools: echo, add, sleep, fail, crash, log and env.\n";
+        static const char item_prefix[] = "demo://item/";
+        const char *uri = get_string(params, "uri");
+        json_object *data;
+        unsigned k;
+        char text[512];
+
+        if (!uri) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'uri' is required");
+                return;
+        }
+        if (strcmp(uri, "demo://readme") == 0) {
+                send_resource(id, uri, readme);
+                return;
+        }
+        k = synthetic_index(uri, "demo://res/", arg_resources);
+        if (k > 0) {
+                snprintf(text, sizeof(text), "This is synthetic resource %u.\n", k);
+                send_resource(id, uri, text);
+                return;
+        }
+        if (strncmp(uri, item_prefix, strlen(item_prefix)) == 0 && uri[strlen(item_prefix)] != '\0') {
+                snprintf(text, sizeof(text), "This is item %s.\n", uri + strlen(item_prefix));
+                send_resource(id, uri, text);
+                return;
+        }
+        data = json_object_new_object();
+        json_object_object_add(data, "uri", json_object_new_string(uri));
+        send_error_data(id, ERR_RESOURCE_NOT_FOUND, "Resource not found", data);
+}
+
+static void method_logging_set_level(json_object *id, json_object *params) {
+        const char *level = get_string(params, "level");
+
+        for (unsigned i = 0; level && i < sizeof(log_levels) / sizeof(log_levels[0]); i++)
+                if (strcmp(level, log_levels[i]) == 0) {
+                        min_log_level = i;
+                        send_result(id, json_object_new_object());
+                        return;
+                }
+        send_error(id, ERR_INVALID_PARAMS, "unknown log level");
+}
+
+enum capability_kind { CAP_NONE, CAP_TOOLS, CAP_PROMPTS, CAP_RESOURCES };
+
+struct method {
+        const char *name;
+        void (*handler)(json_object *id, json_object *params);
+        enum capability_kind cap; /* the --no-* option that turns the method off */
+};
+
+static const struct method methods[] = {
+        { "initialize", method_initialize, CAP_NONE },
+        { "ping", method_ping, CAP_NONE },
+        { "tools/list", method_tools_list, CAP_TOOLS },
+        { "tools/call", method_tools_call, CAP_TOOLS },
+        { "prompts/list", method_prompts_list, CAP_PROMPTS },
+        { "prompts/get", method_prompts_get, CAP_PROMPTS },
+        { "resources/list", method_resources_list, CAP_RESOURCES },
+        { "resources/templates/list", method_resources_templates_list, CAP_RESOURCES },
+        { "resources/read", method_resources_read, CAP_RESOURCES },
+        { "logging/setLevel", method_logging_set_level, CAP_NONE },
+};
+
+static bool capability_off(enum capability_kind cap) {
+        return (cap == CAP_TOOLS && arg_no_tools) || (cap == CAP_PROMPTS && arg_no_prompts) ||
+               (cap == CAP_RESOURCES && arg_no_resources);
+}
+
+static void handle_request(const char *method, json_object *id, json_object *params) {
+        for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+                if (strcmp(methods[i].name, method) == 0 && !capability_off(methods[i].cap)) {
+                        methods[i].handler(id, params);
+                        return;
+                }
+        send_error(id, ERR_METHOD_NOT_FOUND, "Method not found");
+}
+
+static void notification_initialized(void) {
+        if (arg_list_changed_after_ms < 0 || list_changed_armed)
+                return;
+        list_changed_armed = true;
+        list_changed_at = (int64_t)(now_ms() + (uint64_t)arg_list_changed_after_ms);
+}
+
+static void notification_cancelled(json_object *params) {
+        json_object *request_id;
+
+        if (!json_object_object_get_ex(params, "requestId", &request_id))
+                return;
+        for (size_t i = 0; i < MAX_JOBS; i++)
+                if (jobs[i].id && json_object_equal(jobs[i].id, request_id)) {
+                        fprintf(stderr, "request %s cancelled\n", json_object_to_json_string(request_id));
+                        job_free(&jobs[i]);
+                }
+}
+
+static void handle_notification(const char *method, json_object *params) {
+        if (strcmp(method, "notifications/initialized") == 0)
+                notification_initialized();
+        else if (strcmp(method, "notifications/cancelled") == 0)
+                notification_cancelled(params);
+        /* Any other notification is none of our business. */
+}
+
+/* ---- input ---- */
+
+static bool only_whitespace(const char *s, size_t len) {
+        for (size_t i = 0; i < len; i++)
+                if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+                        return false;
+        return true;
+}
+
+/* One JSON value filling the whole line. json-c returns the JSON null as NULL, hence the
+ * separate success flag. */
+static bool parse_json(const char *line, size_t len, json_object **ret) {
+        json_object *obj;
+        size_t end;
+
+        json_tokener_reset(tokener);
+        obj = json_tokener_parse_ex(tokener, line, (int)len);
+        end = json_tokener_get_parse_end(tokener);
+        if (!obj && json_tokener_get_error(tokener) == json_tokener_continue) {
+                /* A bare number or literal is complete only once something follows it. */
+                obj = json_tokener_parse_ex(tokener, " ", 1);
+                end = len;
+        }
+        if (json_tokener_get_error(tokener) != json_tokener_success ||
+            (end < len && !only_whitespace(line + end, len - end))) {
+                json_object_put(obj);
+                return false;
+        }
+        *ret = obj;
+        return true;
+}
+
+static bool valid_id(json_object *id) {
+        return json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int);
+}
+
+static bool is_response(json_object *m) {
+        return json_object_object_get_ex(m, "result", NULL) || json_object_object_get_ex(m, "error", NULL);
+}
+
+static void handle_message(json_object *m) {
+        const char *version = get_string(m, "jsonrpc"), *method = get_string(m, "method");
+        json_object *id = NULL, *params = NULL;
+        bool has_id = json_object_object_get_ex(m, "id", &id);
+
+        json_object_object_get_ex(m, "params", &params);
+        if (!version || strcmp(version, "2.0") != 0)
+                send_error(valid_id(id) ? id : NULL, ERR_INVALID_REQUEST, "Invalid Request");
+        else if (method && !has_id)
+                handle_notification(method, params);
+        else if (method && valid_id(id))
+                handle_request(method, id, params);
+        else if (method || !has_id || !is_response(m))
+                send_error(valid_id(id) ? id : NULL, ERR_INVALID_REQUEST, "Invalid Request");
+        /* else an answer to a request of ours; we send none, so there is nothing to match */
+}
+
+static void handle_line(const char *line, size_t len) {
+        json_object *m = NULL;
+
+        if (len > 0 && line[len - 1] == '\r')
+                len--;
+        if (only_whitespace(line, len))
+                return;
+        if (arg_never_answer)
+                return;
+        if (len > INT_MAX || !parse_json(line, len, &m)) {
+                send_error(NULL, ERR_PARSE, "Parse error");
+                return;
+        }
+        handle_message(m);
+        json_object_put(m);
+}
+
+static void consume_lines(void) {
+        size_t start = 0;
+        char *nl;
+
+        while ((nl = memchr(input.data + input.scanned, '\n', input.len - input.scanned))) {
+                size_t end = (size_t)(nl - input.data);
+
+                handle_line(input.data + start, end - start);
+                start = end + 1;
+                input.scanned = start;
+        }
+        memmove(input.data, input.data + start, input.len - start);
+        input.len -= start;
+        input.scanned = input.len;
+}
+
+static void cleanup(void) {
+        for (size_t i = 0; i < MAX_JOBS; i++)
+                if (jobs[i].id)
+                        job_free(&jobs[i]);
+        free(input.data);
+        input = (typeof(input)){};
+        if (tokener)
+                json_tokener_free(tokener);
+        tokener = NULL;
+}
+
+static void stdin_eof(void) {
+        /* A last line without its newline still counts. */
+        if (input.len > 0)
+                handle_line(input.data, input.len);
+        input.len = input.scanned = 0;
+        if (!arg_ignore_stdin_eof)
+                exit(EXIT_SUCCESS);
+        fprintf(stderr, "stdin closed; staying up until signalled\n");
+        stdin_open = false;
+}
+
+static void read_input(void) {
+        ssize_t n;
+
+        if (input.size - input.len < READ_CHUNK) {
+                size_t size = input.size * 2 > input.len + READ_CHUNK ? input.size * 2 : input.len + READ_CHUNK;
+                char *p = realloc(input.data, size);
+
+                if (!p) {
+                        fprintf(stderr, "out of memory\n");
+                        exit(EXIT_FAILURE);
+                }
+                input.data = p;
+                input.size = size;
+        }
+        n = read(STDIN_FILENO, input.data + input.len, input.size - input.len);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return;
+        if (n < 0)
+                fprintf(stderr, "reading stdin: %s\n", strerror(errno));
+        if (n <= 0) {
+                stdin_eof();
+                return;
+        }
+        input.len += (size_t)n;
+        consume_lines();
+}
+
+/* ---- timers ---- */
+
+static uint64_t job_deadline(const struct job *j) {
+        uint64_t done = j->start + j->ms;
+
+        return j->progress_token && j->next_progress < done ? j->next_progress : done;
+}
+
+static void job_progress(struct job *j, uint64_t now) {
+        json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "progressToken", json_object_get(j->progress_token));
+        json_object_object_add(p, "progress", json_object_new_int64((int64_t)(now - j->start)));
+        json_object_object_add(p, "total", json_object_new_int64((int64_t)j->ms));
+        send_notification("notifications/progress", p);
+        /* From now, not from the last tick: a late loop does not burst to catch up. */
+        j->next_progress = now + PROGRESS_INTERVAL_MS;
+}
+
+static void job_run(struct job *j, uint64_t now) {
+        json_object *id;
+        char text[64];
+
+        if (now < j->start + j->ms) {
+                if (j->progress_token && now >= j->next_progress)
+                        job_progress(j, now);
+                return;
+        }
+        /* Free the slot first: answering may exit (--exit-after). */
+        id = json_object_get(j->id);
+        snprintf(text, sizeof(text), "slept %" PRIu64 " ms", j->ms);
+        job_free(j);
+        send_result(id, text_result(text, false));
+        json_object_put(id);
+}
+
+static void fire_list_changed(void) {
+        list_changed_at = -1;
+        late_tool_added = true;
+        fprintf(stderr, "added late_tool\n");
+        if (!arg_no_tools)
+                send_notification("notifications/tools/list_changed", NULL);
+}
+
+static void run_timers(void) {
+        uint64_t now = now_ms();
+
+        for (size_t i = 0; i < MAX_JOBS; i++)
+                if (jobs[i].id)
+                        job_run(&jobs[i], now);
+        if (list_changed_at >= 0 && now >= (uint64_t)list_changed_at)
+                fire_list_changed();
+        if (arg_flood_stderr == 0)
+                flood_lines(FLOOD_BATCH);
+}
+
+/* Milliseconds until the next timer is due, for poll(): -1 when none is. */
+static int next_timeout(void) {
+        uint64_t now = now_ms(), next = UINT64_MAX;
+
+        if (arg_flood_stderr == 0)
+                return 0;
+        for (size_t i = 0; i < MAX_JOBS; i++)
+                if (jobs[i].id && job_deadline(&jobs[i]) < next)
+                        next = job_deadline(&jobs[i]);
+        if (list_changed_at >= 0 && (uint64_t)list_changed_at < next)
+                next = (uint64_t)list_changed_at;
+        if (next == UINT64_MAX)
+                return -1;
+        if (next <= now)
+                return 0;
+        return next - now > INT_MAX ? INT_MAX : (int)(next - now);
+}
+
+static int main_loop(void) {
+        for (;;) {
+                struct pollfd pfd = { .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN };
+
+                if (poll(&pfd, 1, next_timeout()) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fprintf(stderr, "poll: %s\n", strerror(errno));
+                        return EXIT_FAILURE;
+                }
+                if (pfd.revents & (POLLIN | POLLHUP | POLLERR))
+                        read_input();
+                run_timers();
+        }
+}
+
+/* ---- start-up ---- */
+
+/* Sleeps forever, holding nothing but stderr: the leftover a supervisor must clean up. */
+static _Noreturn void grandchild(int ready_fd) {
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        sigset_t all;
+        int null, r;
+
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGPIPE, &sa, NULL);
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        if (arg_grandchild_setsid && setsid() < 0) {
+                fprintf(stderr, "grandchild: setsid: %s\n", strerror(errno));
+                _exit(EXIT_FAILURE);
+        }
+        /* Off the pipes to the supervisor, so their EOF still means the server is gone. */
+        null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0) {
+                fprintf(stderr, "grandchild: /dev/null: %s\n", strerror(errno));
+                _exit(EXIT_FAILURE);
+        }
+        if (null > STDERR_FILENO)
+                close(null);
+        if (arg_grandchild_pidfile && (r = write_pidfile(arg_grandchild_pidfile, getpid())) < 0) {
+                fprintf(stderr, "grandchild: %s: %s\n", arg_grandchild_pidfile, strerror(-r));
+                _exit(EXIT_FAILURE);
+        }
+        close(ready_fd);
+        for (;;)
+                pause();
+}
+
+/* Returns once the grandchild has written its pidfile, so tests can read it at once. */
+static int spawn_grandchild(void) {
+        int ready[2];
+        pid_t pid;
+        char c;
+
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                close(ready[0]);
+                close(ready[1]);
+                return -errno;
+        }
+        if (pid == 0) {
+                close(ready[0]);
+                grandchild(ready[1]);
+        }
+        close(ready[1]);
+        while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+                ;
+        close(ready[0]);
+        fprintf(stderr, "started grandchild %d\n", (int)pid);
+        return 0;
+}
+
+static int start(void) {
+        int r;
+
+        if (arg_pidfile && (r = write_pidfile(arg_pidfile, getpid())) < 0) {
+                fprintf(stderr, "%s: %s\n", arg_pidfile, strerror(-r));
+                return r;
+        }
+        if (arg_stderr)
+                fprintf(stderr, "%s\n", arg_stderr);
+        if (arg_long_stderr_line >= 0)
+                write_long_line((uint64_t)arg_long_stderr_line);
+        if (arg_flood_stderr > 0)
+                flood_lines((uint64_t)arg_flood_stderr);
+        if ((arg_grandchild_setsid || arg_grandchild_same_group) && (r = spawn_grandchild()) < 0) {
+                fprintf(stderr, "fork: %s\n", strerror(-r));
+                return r;
+        }
+        /* After the fork: the grandchild keeps the default disposition. */
+        if (arg_ignore_sigterm)
+                signal(SIGTERM, SIG_IGN);
+        if (arg_exit_at_start >= 0) {
+                fprintf(stderr, "exiting at start with %d\n", arg_exit_at_start);
+                exit(arg_exit_at_start);
+        }
+        return 0;
+}
+
+/* ---- command line ---- */
+
+static void help(void) {
+        printf("%s [OPTIONS...]\n\n"
+               "A stdio MCP server: mcpvisor's demo server, and on command a misbehaving one for its tests.\n\n"
+               "Catalogue:\n"
+               "  --tools N                  Add tools tool_1..tool_N (each like echo)\n"
+               "  --prompts N                Add prompts prompt_1..prompt_N\n"
+               "  --resources N              Add resources demo://res/1..N\n"
+               "  --page-size N              Page lists N items at a time (0: one page)\n"
+               "  --instructions TEXT        Instructions in the initialize result\n"
+               "  --protocol-version V       Always answer initialize with version V\n"
+               "  --no-tools / --no-prompts / --no-resources\n"
+               "                             Leave that capability out\n"
+               "  --list-changed-after-ms MS Add late_tool and announce it MS after initialized\n\n"
+               "Misbehaviour:\n"
+               "  --exit-at-start CODE       Exit with CODE once the other start-up actions are done\n"
+               "  --exit-during-init CODE    Exit with CODE on initialize, without answering\n"
+               "  --slow-start MS            Wait MS before answering initialize\n"
+               "  --never-answer             Read everything, answer nothing\n"
+               "  --ping-fail-after N        Answer only the first N pings\n"
+               "  --exit-after N             Exit after answering N requests...\n"
+               "  --exit-code C              ...with status C (default 1)\n"
+               "  --ignore-stdin-eof         Stay up after stdin closes\n"
+               "  --ignore-sigterm           Ignore SIGTERM\n"
+               "  --grandchild-setsid        Leave a sleeping child in a session of its own\n"
+               "  --grandchild-same-group    Leave a sleeping child in our process group\n"
+               "  --grandchild-pidfile PATH  The child writes its pid to PATH\n"
+               "  --pidfile PATH             Write our pid to PATH\n"
+               "  --garbage                  Write a non-JSON line before every answer\n"
+               "  --close-stdout             Close stdout after the first tools/list answer\n"
+               "  --flood-stderr N           Write N lines to stderr at start (0: forever)\n"
+               "  --stderr TEXT              Write TEXT to stderr at start\n"
+               "  --long-stderr-line BYTES   Write one stderr line of BYTES bytes at start\n"
+               "  --help                     Show this help\n",
+               program_invocation_short_name);
+}
+
+static long parse_number(const char *option, const char *s, long min, long max) {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+                fprintf(stderr, "--%s: expected a number from %ld to %ld, got '%s'\n", option, min, max, s);
+                exit(2);
+        }
+        return v;
+}
+
+enum {
+        OPT_EXIT_AT_START = 0x100,
+        OPT_EXIT_DURING_INIT,
+        OPT_NEVER_ANSWER,
+        OPT_SLOW_START,
+        OPT_PING_FAIL_AFTER,
+        OPT_EXIT_AFTER,
+        OPT_EXIT_CODE,
+        OPT_IGNORE_STDIN_EOF,
+        OPT_IGNORE_SIGTERM,
+        OPT_GRANDCHILD_SETSID,
+        OPT_GRANDCHILD_SAME_GROUP,
+        OPT_GRANDCHILD_PIDFILE,
+        OPT_PIDFILE,
+        OPT_GARBAGE,
+        OPT_CLOSE_STDOUT,
+        OPT_FLOOD_STDERR,
+        OPT_STDERR,
+        OPT_LONG_STDERR_LINE,
+        OPT_PROTOCOL_VERSION,
+        OPT_NO_TOOLS,
+        OPT_NO_PROMPTS,
+        OPT_NO_RESOURCES,
+        OPT_TOOLS,
+        OPT_PROMPTS,
+        OPT_RESOURCES,
+        OPT_PAGE_SIZE,
+        OPT_INSTRUCTIONS,
+        OPT_LIST_CHANGED_AFTER_MS,
+};
+
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "exit-at-start", required_argument, NULL, OPT_EXIT_AT_START },
+        { "exit-during-init", required_argument, NULL, OPT_EXIT_DURING_INIT },
+        { "never-answer", no_argument, NULL, OPT_NEVER_ANSWER },
+        { "slow-start", required_argument, NULL, OPT_SLOW_START },
+        { "ping-fail-after", required_argument, NULL, OPT_PING_FAIL_AFTER },
+        { "exit-after", required_argument, NULL, OPT_EXIT_AFTER },
+        { "exit-code", required_argument, NULL, OPT_EXIT_CODE },
+        { "ignore-stdin-eof", no_argument, NULL, OPT_IGNORE_STDIN_EOF },
+        { "ignore-sigterm", no_argument, NULL, OPT_IGNORE_SIGTERM },
+        { "grandchild-setsid", no_argument, NULL, OPT_GRANDCHILD_SETSID },
+        { "grandchild-same-group", no_argument, NULL, OPT_GRANDCHILD_SAME_GROUP },
+        { "grandchild-pidfile", required_argument, NULL, OPT_GRANDCHILD_PIDFILE },
+        { "pidfile", required_argument, NULL, OPT_PIDFILE },
+        { "garbage", no_argument, NULL, OPT_GARBAGE },
+        { "close-stdout", no_argument, NULL, OPT_CLOSE_STDOUT },
+        { "flood-stderr", required_argument, NULL, OPT_FLOOD_STDERR },
+        { "stderr", required_argument, NULL, OPT_STDERR },
+        { "long-stderr-line", required_argument, NULL, OPT_LONG_STDERR_LINE },
+        { "protocol-version", required_argument, NULL, OPT_PROTOCOL_VERSION },
+        { "no-tools", no_argument, NULL, OPT_NO_TOOLS },
+        { "no-prompts", no_argument, NULL, OPT_NO_PROMPTS },
+        { "no-resources", no_argument, NULL, OPT_NO_RESOURCES },
+        { "tools", required_argument, NULL, OPT_TOOLS },
+        { "prompts", required_argument, NULL, OPT_PROMPTS },
+        { "resources", required_argument, NULL, OPT_RESOURCES },
+        { "page-size", required_argument, NULL, OPT_PAGE_SIZE },
+        { "instructions", required_argument, NULL, OPT_INSTRUCTIONS },
+        { "list-changed-after-ms", required_argument, NULL, OPT_LIST_CHANGED_AFTER_MS },
+        {}
+};
+
+/* Options that take a number; the rest are flags and strings. */
+static void set_number_option(int c, const char *name, const char *s) {
+        switch (c) {
+        case OPT_EXIT_AT_START: arg_exit_at_start = (int)parse_number(name, s, 0, 255); break;
+        case OPT_EXIT_DURING_INIT: arg_exit_during_init = (int)parse_number(name, s, 0, 255); break;
+        case OPT_EXIT_CODE: arg_exit_code = (int)parse_number(name, s, 0, 255); break;
+        case OPT_SLOW_START: arg_slow_start_ms = parse_number(name, s, 0, INT_MAX); break;
+        case OPT_PING_FAIL_AFTER: arg_ping_fail_after = parse_number(name, s, 0, LONG_MAX); break;
+        case OPT_EXIT_AFTER: arg_exit_after = parse_number(name, s, 1, LONG_MAX); break;
+        case OPT_FLOOD_STDERR: arg_flood_stderr = parse_number(name, s, 0, LONG_MAX); break;
+        case OPT_LONG_STDERR_LINE: arg_long_stderr_line = parse_number(name, s, 0, LONG_MAX); break;
+        case OPT_TOOLS: arg_tools = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
+        case OPT_PROMPTS: arg_prompts = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
+        case OPT_RESOURCES: arg_resources = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
+        case OPT_PAGE_SIZE: arg_page_size = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
+        case OPT_LIST_CHANGED_AFTER_MS: arg_list_changed_after_ms = parse_number(name, s, 0, INT_MAX); break;
+        }
+}
+
+static void parse_argv(int argc, char *argv[]) {
+        int c, option_index;
+
+        while ((c = getopt_long(argc, argv, "h", options, &option_index)) >= 0) {
+                switch (c) {
+                case 'h': help(); exit(EXIT_SUCCESS);
+                case OPT_NEVER_ANSWER: arg_never_answer = true; break;
+                case OPT_IGNORE_STDIN_EOF: arg_ignore_stdin_eof = true; break;
+                case OPT_IGNORE_SIGTERM: arg_ignore_sigterm = true; break;
+                case OPT_GRANDCHILD_SETSID: arg_grandchild_setsid = true; break;
+                case OPT_GRANDCHILD_SAME_GROUP: arg_grandchild_same_group = true; break;
+                case OPT_GRANDCHILD_PIDFILE: arg_grandchild_pidfile = optarg; break;
+                case OPT_PIDFILE: arg_pidfile = optarg; break;
+                case OPT_GARBAGE: arg_garbage = true; break;
+                case OPT_CLOSE_STDOUT: arg_close_stdout = true; break;
+                case OPT_STDERR: arg_stderr = optarg; break;
+                case OPT_PROTOCOL_VERSION: arg_protocol_version = optarg; break;
+                case OPT_NO_TOOLS: arg_no_tools = true; break;
+                case OPT_NO_PROMPTS: arg_no_prompts = true; break;
+                case OPT_NO_RESOURCES: arg_no_resources = true; break;
+                case OPT_INSTRUCTIONS: arg_instructions = optarg; break;
+                case '?': exit(2);
+                default: set_number_option(c, options[option_index].name, optarg); break;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
+                exit(2);
+        }
+        if (arg_grandchild_setsid && arg_grandchild_same_group) {
+                fprintf(stderr, "--grandchild-setsid and --grandchild-same-group exclude each other\n");
+                exit(2);
+        }
+        if (arg_grandchild_pidfile && !arg_grandchild_setsid && !arg_grandchild_same_group) {
+                fprintf(stderr, "--grandchild-pidfile needs --grandchild-setsid or --grandchild-same-group\n");
+                exit(2);
+        }
+}
+
+int main(int argc, char *argv[]) {
+        parse_argv(argc, argv);
+        if (start() < 0)
+                return EXIT_FAILURE;
+        /* MCP tool schemas nest deeply; json-c's default depth of 32 is too shallow. */
+        tokener = json_tokener_new_ex(512);
+        if (!tokener) {
+                fprintf(stderr, "out of memory\n");
+                return EXIT_FAILURE;
+        }
+        atexit(cleanup);
+        return main_loop();
+}

@@ -1,0 +1,78 @@
+/* The MCP connection to one server process, as its client: JSON-RPC lines written to its
+ * stdin and read from its stdout, requests with daemon-chosen ids matched to their
+ * responses, and everything else the server sends handed to the owner. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "framing.h"
+
+struct event_base;
+struct bufferevent;
+struct jsonrpc_msg;
+struct jsonrpc_parser;
+struct logger;
+struct child;
+
+/* status: 0 with result or error set (a JSON-RPC error response), -ETIMEDOUT, or
+ * -ECONNRESET when the connection ended before an answer. result/error are borrowed. */
+typedef void (*child_reply_fn)(struct child *ch, int status, json_object *result, json_object *error,
+                               void *userdata);
+
+struct child_ops {
+        /* A request or notification from the server (responses are matched here). */
+        void (*message)(struct child *ch, struct jsonrpc_msg *m, void *userdata);
+        /* The server closed its stdout or stopped reading its stdin; why is static text. */
+        void (*broken)(struct child *ch, const char *why, void *userdata);
+};
+
+struct child_request {
+        TAILQ_ENTRY(child_request) entry;
+        struct child *child;
+        int64_t id;
+        child_reply_fn reply;
+        void *userdata;
+        struct event *timer;
+};
+
+struct child {
+        const struct logger *log;
+        const char *name;              /* the server's name, for logs */
+        struct jsonrpc_parser *parser;
+        struct bufferevent *to;        /* the server's stdin */
+        struct bufferevent *from;      /* the server's stdout */
+        struct framer framer;
+        int64_t next_id;
+        TAILQ_HEAD(, child_request) pending;
+        unsigned n_pending;
+        const struct child_ops *ops;
+        void *userdata;
+        bool input_closed;             /* stdin closed (or closing once flushed) */
+        bool broken;
+        unsigned garbage_lines;        /* lines that were not JSON-RPC */
+};
+
+/* Takes ownership of both fds. NULL (fds closed) on failure. */
+struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t max_line, const char *name,
+                        const struct logger *log, struct jsonrpc_parser *parser, const struct child_ops *ops,
+                        void *userdata);
+/* Fails every pending request with -ECONNRESET, then frees. */
+void child_free(struct child *ch);
+
+/* Sends a request; reply is called exactly once (unless child_cancel_request is called).
+ * timeout_usec 0: none. params is consumed. Returns the request's id, or a negative errno. */
+int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
+                      child_reply_fn reply, void *userdata);
+/* Forget a request: its reply will not be called and a late response is dropped. */
+void child_cancel_request(struct child *ch, int64_t id);
+/* Sends a notification (params consumed). */
+int child_notify(struct child *ch, const char *method, json_object *params);
+/* Sends any message (consumed) as it is. */
+int child_send(struct child *ch, json_object *msg);
+
+/* Closes the server's stdin once what is queued has been written: the first step of the
+ * MCP stdio shutdown. */
+void child_close_input(struct child *ch);

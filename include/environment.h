@@ -1,0 +1,30 @@
+/* What a server process starts with: a clean environment built from scratch, and the
+ * program path resolved against that environment's PATH (not the daemon's). Pure apart
+ * from reading credential files and stat()ing PATH entries. */
+#pragma once
+
+#include <stdint.h>
+
+#include "server-config.h"
+
+/* Names the daemon passes on from its own environment; everything else, NOTIFY_SOCKET,
+ * LISTEN_*, WATCHDOG_*, JOURNAL_STREAM and CREDENTIALS_DIRECTORY above all, stays ours. */
+#define ENVIRONMENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* Set in every server's environment. Inherited by whatever the server starts, it lets the
+ * daemon attribute processes that escaped the server's process group. */
+#define ENV_SERVER "MCPVISOR_SERVER"
+#define ENV_INSTANCE "MCPVISOR_INSTANCE"
+
+/* Builds a NULL-terminated "NAME=value" array in *ret: PATH, HOME, LANG, LC_*, TZ from
+ * daemon_env, then the configured env (credentials read from credentials_dir, which may be
+ * NULL), then MCPVISOR_SERVER and MCPVISOR_INSTANCE. On failure *error says what to fix. */
+int environment_build(const struct server_config *s, char *const *daemon_env, uint64_t instance,
+                      const char *credentials_dir, char ***ret, char **error);
+
+/* The value of name in a NULL-terminated environment, or NULL. */
+const char *environment_get(char *const *env, const char *name);
+
+/* A command without '/' is looked up in path_list (colon-separated); one with '/' is used
+ * as it is (relative to the server's cwd). -ENOENT or -EACCES when nothing runnable found. */
+int environment_find_program(const char *command, const char *path_list, char **ret);

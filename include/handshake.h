@@ -1,0 +1,43 @@
+/* The daemon's side of a server's MCP start: initialize (our latest version; any version
+ * we support is accepted back), notifications/initialized, then each list the server's
+ * capabilities allow, following cursors up to HANDSHAKE_MAX_PAGES pages. The result is a
+ * catalog; the whole sequence runs again after every restart. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "catalog.h"
+
+#define HANDSHAKE_MAX_PAGES 100
+
+struct child;
+struct logger;
+
+/* r: 0 (the catalog is complete) or negative with why set (static or in h->error). */
+typedef void (*handshake_done_fn)(int r, const char *why, void *userdata);
+
+struct handshake {
+        struct child *child;
+        const struct logger *log;
+        const char *name;
+        struct catalog catalog;          /* being filled */
+        int kind;                        /* list being fetched, -1 during initialize */
+        unsigned pages;
+        int64_t request;                 /* outstanding request id, 0 none */
+        handshake_done_fn done;
+        void *userdata;
+        char error[256];
+        bool running;
+};
+
+void handshake_init(struct handshake *h);
+/* Starts on a fresh connection; done is called once, unless cancelled first. */
+int handshake_start(struct handshake *h, struct child *ch, const char *name, const struct logger *log,
+                    handshake_done_fn done, void *userdata);
+/* Stops waiting; a late answer is dropped. */
+void handshake_cancel(struct handshake *h);
+/* Moves the finished catalog out. */
+void handshake_take(struct handshake *h, struct catalog *ret);
+void handshake_done(struct handshake *h);

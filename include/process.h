@@ -1,0 +1,55 @@
+/* One server process: spawned directly (no shell) in its own process group with a reset
+ * signal state, fds >= 3 closed, and pipes on 0/1/2; watched through a pidfd, so its pid
+ * can never be mistaken for a recycled one; signalled and reaped exactly once. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct event_base;
+struct event;
+
+struct process_pipes {
+        int in;   /* write end of the server's stdin */
+        int out;  /* read end of its stdout */
+        int err;  /* read end of its stderr */
+};
+
+struct process;
+typedef void (*process_exit_fn)(struct process *p, void *userdata);
+
+struct process {
+        pid_t pid;               /* 0: nothing spawned; kept after reaping for logs */
+        int pidfd;               /* -1 once reaped */
+        struct event *exit_event;
+        bool reaped;
+        int code;                /* CLD_EXITED, CLD_KILLED, CLD_DUMPED once reaped */
+        int status;              /* exit status or signal number */
+        process_exit_fn on_exit;
+        void *userdata;
+};
+
+void process_init(struct process *p);
+
+/* Spawns argv[0]=program with envp in cwd (NULL: the daemon's). On success the pipes'
+ * daemon ends (O_CLOEXEC, O_NONBLOCK) are returned and on_exit fires when the process
+ * ends; call process_reap() from it. Returns the exec error itself (-ENOENT, -EACCES,
+ * -EAGAIN, ...). */
+int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
+                  char *const *envp, const char *cwd, struct process_pipes *ret, process_exit_fn on_exit,
+                  void *userdata);
+
+/* Collects the exit status if the process has ended. 1: reaped now or before; 0: running. */
+int process_reap(struct process *p);
+
+/* Sends sig (and SIGCONT, so a stopped process can act on it) to the whole process group.
+ * Only while the leader is unreaped, so the group id cannot belong to anyone else. */
+int process_signal_group(struct process *p, int sig);
+
+/* Releases the pidfd and event of a reaped process. */
+void process_done(struct process *p);
+
+/* "exit status 1", "killed by SIGKILL", "dumped core on SIGSEGV" */
+const char *process_describe_exit(const struct process *p, char *buf, size_t size);
+/* True for the exit of a server that ended cleanly (status 0). */
+bool process_exited_cleanly(const struct process *p);

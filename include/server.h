@@ -1,0 +1,89 @@
+/* One configured server under supervision: a state machine driven by a state x event
+ * table (server.c), with one timer for the deadline of the current state.
+ *
+ *   stopped --start--> starting --handshake done--> ready <--ping ok-- unhealthy
+ *   ready --ping failed--> unhealthy --healthFailures in a row--> stopping (restart)
+ *   starting/ready/unhealthy --exit--> backoff --delay--> starting
+ *                                  \--> failed (start limit, or restart policy says no)
+ *   any running state --stop--> stopping --exit--> stopped
+ *
+ * Stopping is the MCP stdio close: stdin closed, stopTimeout, SIGTERM to the process
+ * group, killTimeout, SIGKILL. */
+#pragma once
+
+#include <stdint.h>
+
+#include "backoff.h"
+#include "catalog.h"
+#include "handshake.h"
+#include "health.h"
+#include "macro.h"
+#include "server-config.h"
+
+struct supervisor;
+struct instance;
+struct event;
+
+enum server_state {
+        SERVER_STOPPED,
+        SERVER_STARTING,
+        SERVER_READY,
+        SERVER_UNHEALTHY,
+        SERVER_STOPPING,
+        SERVER_BACKOFF,
+        SERVER_FAILED,
+        SERVER_STATE_COUNT,
+};
+
+enum server_event {
+        SERVER_EV_START,        /* start it (config, operator) */
+        SERVER_EV_STOP,         /* stop it and keep it stopped */
+        SERVER_EV_RESTART,      /* operator's restart */
+        SERVER_EV_READY,        /* handshake complete */
+        SERVER_EV_START_FAILED, /* handshake failed */
+        SERVER_EV_PING_OK,
+        SERVER_EV_PING_FAILED,
+        SERVER_EV_BROKEN,       /* closed its stdout or stopped reading its stdin */
+        SERVER_EV_EXITED,       /* the process was reaped */
+        SERVER_EV_TIMER,        /* the current state's deadline passed */
+        SERVER_EV_COUNT,
+};
+
+/* What stopping leads to once the process is gone. */
+enum stop_goal { STOP_GOAL_STOPPED, STOP_GOAL_RESTART, STOP_GOAL_RECOVER };
+enum stop_stage { STOP_STAGE_CLOSE, STOP_STAGE_TERM, STOP_STAGE_KILL };
+
+#define SERVER_CAUSE_MAX 160
+
+struct server {
+        struct supervisor *sv;
+        const struct server_config *config;
+        enum server_state state;
+        uint64_t state_since;          /* usec, monotonic */
+        char cause[SERVER_CAUSE_MAX];  /* why it is in this state, short: "exit status 1" */
+        enum stop_goal goal;
+        enum stop_stage stage;
+        char stop_cause[SERVER_CAUSE_MAX]; /* why stopping began, for the exit's cause */
+        struct instance *run;          /* the current process, NULL when none */
+        struct handshake handshake;
+        struct health health;
+        struct catalog catalog;        /* from the last complete handshake */
+        struct backoff backoff;
+        struct event *timer;
+        unsigned starts;
+        unsigned restarts;             /* starts after the first */
+        char last_exit[64];            /* "exit status 1", "" if it never ended */
+};
+
+struct server *server_new(struct supervisor *sv, const struct server_config *config);
+void server_free(struct server *s);
+
+/* Feeds one event through the table; detail explains it ("ping timed out", ...). */
+void server_handle(struct server *s, enum server_event ev, const char *detail);
+
+const char *server_state_name(enum server_state state);
+/* Has a process (or one being closed). */
+bool server_running(const struct server *s);
+
+/* Logging about this server: MCPVISOR_SERVER= set. */
+void server_log(const struct server *s, int priority, const char *fmt, ...) _printf_(3, 4);

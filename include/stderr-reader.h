@@ -1,0 +1,35 @@
+/* A server's stderr: read continuously so the server never blocks on it, cut into lines
+ * of at most STDERR_LINE_MAX bytes, each logged under the server's own identity
+ * (log_server_line), with a per-server rate limit that counts what it drops. The last
+ * line is kept to explain an exit. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define STDERR_LINE_MAX 4096
+#define STDERR_RATE_INTERVAL_USEC (10 * 1000000ull)
+#define STDERR_RATE_BURST 1000
+#define STDERR_LAST_MAX 256
+
+struct event_base;
+struct bufferevent;
+struct logger;
+
+struct stderr_reader {
+        const struct logger *log;
+        const char *name;
+        struct bufferevent *bev;
+        bool discarding;           /* inside a line already cut at STDERR_LINE_MAX */
+        uint64_t window_start;     /* rate limit: the current interval */
+        unsigned window_lines;
+        uint64_t dropped;          /* lines dropped in this interval, reported at its end */
+        uint64_t total_dropped;
+        char last[STDERR_LAST_MAX]; /* the last line read, "" if none */
+};
+
+/* Takes ownership of fd. */
+int stderr_reader_start(struct stderr_reader *r, struct event_base *base, int fd, const char *name,
+                        const struct logger *log);
+/* Reads what is left without waiting (the process has exited), logs it, and closes. */
+void stderr_reader_finish(struct stderr_reader *r);

@@ -1,0 +1,56 @@
+/* All configured servers: starting them, stopping them all in parallel, the STATUS= line
+ * about them, and the bookkeeping between loop iterations (retired instances freed,
+ * processes left behind by gone servers ended through the reaper). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "instance.h"
+#include "reaper.h"
+#include "server.h"
+
+struct event_base;
+struct logger;
+struct jsonrpc_parser;
+struct config;
+
+struct supervisor {
+        struct event_base *base;
+        const struct logger *log;
+        struct jsonrpc_parser *parser;
+        size_t max_message_size;
+        const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
+        char **daemon_env;                 /* the daemon's environ, read-only */
+        struct server **servers;
+        size_t n_servers;
+        struct instance_list retired;
+        uint64_t next_instance;
+        struct reaper reaper;
+        bool scan_due;                     /* look for left-behind processes next iteration */
+        bool stopping;                     /* daemon shutdown: no restarts */
+        void (*changed)(void *userdata);   /* a server changed state */
+        void *userdata;
+};
+
+int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,
+                    struct jsonrpc_parser *parser, const struct config *config, void (*changed)(void *),
+                    void *userdata);
+/* Starts every enabled server. */
+void supervisor_start_all(struct supervisor *sv);
+/* Daemon shutdown: every server closes at once, in parallel. */
+void supervisor_stop_all(struct supervisor *sv);
+/* True once nothing started by the daemon is left running. */
+bool supervisor_idle(const struct supervisor *sv);
+/* Between loop iterations: frees retired instances, ends left-behind processes. */
+void supervisor_collect(struct supervisor *sv);
+/* Last resort before exit: SIGKILL and reap whatever is left. */
+void supervisor_done(struct supervisor *sv);
+
+struct server *supervisor_find(const struct supervisor *sv, const char *name);
+/* "3/4 servers ready; github backoff (exit status 1)" */
+void supervisor_status(const struct supervisor *sv, char *buf, size_t size);
+/* A new instance number. */
+uint64_t supervisor_next_instance(struct supervisor *sv);
+void supervisor_server_changed(struct supervisor *sv);

@@ -1,0 +1,285 @@
+/* The MCP connection to a server process; see child.h. */
+#include "child.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jsonrpc.h"
+#include "log.h"
+#include "macro.h"
+
+/* Lines from a misbehaving server are logged up to this many, then only counted. */
+#define CHILD_GARBAGE_LOGGED 10
+#define CHILD_READ_CHUNK (256 * 1024)
+
+static void request_free(struct child *ch, struct child_request *rq) {
+        TAILQ_REMOVE(&ch->pending, rq, entry);
+        ch->n_pending--;
+        if (rq->timer)
+                event_free(rq->timer);
+        free(rq);
+}
+
+static struct child_request *find_request(struct child *ch, int64_t id) {
+        struct child_request *rq;
+
+        TAILQ_FOREACH(rq, &ch->pending, entry)
+                if (rq->id == id)
+                        return rq;
+        return NULL;
+}
+
+/* Removes the request before calling back, so the callback may send or cancel freely. */
+static void complete(struct child *ch, struct child_request *rq, int status, json_object *result,
+                     json_object *error) {
+        child_reply_fn reply = rq->reply;
+        void *userdata = rq->userdata;
+
+        request_free(ch, rq);
+        reply(ch, status, result, error, userdata);
+}
+
+static void on_request_timeout(evutil_socket_t fd, short what, void *userdata) {
+        struct child_request *rq = userdata;
+
+        complete(rq->child, rq, -ETIMEDOUT, NULL, NULL);
+}
+
+static void mark_broken(struct child *ch, const char *why) {
+        if (ch->broken)
+                return;
+        ch->broken = true;
+        bufferevent_disable(ch->from, EV_READ);
+        if (ch->ops->broken)
+                ch->ops->broken(ch, why, ch->userdata);
+}
+
+static void handle_response(struct child *ch, struct jsonrpc_msg *m) {
+        struct child_request *rq = NULL;
+
+        if (json_object_is_type(m->id, json_type_int))
+                rq = find_request(ch, json_object_get_int64(m->id));
+        if (!rq) {
+                /* Normal after a timeout or cancellation: the answer came too late. */
+                log_emit(ch->log, LOG_DEBUG, &(struct log_subject){ .server = ch->name },
+                         "dropped a response to request %s that is no longer pending",
+                         m->id ? json_object_to_json_string(m->id) : "null");
+                return;
+        }
+        complete(ch, rq, 0, m->result, m->error);
+}
+
+static void handle_garbage(struct child *ch, const char *line, size_t len, const char *why) {
+        ch->garbage_lines++;
+        if (ch->garbage_lines <= CHILD_GARBAGE_LOGGED)
+                log_emit(ch->log, LOG_WARNING, &(struct log_subject){ .server = ch->name },
+                         "server wrote something that is not MCP on stdout (%s): %.*s%s", why,
+                         len > 200 ? 200 : (int)len, line, len > 200 ? "..." : "");
+        if (ch->garbage_lines == CHILD_GARBAGE_LOGGED)
+                log_emit(ch->log, LOG_WARNING, &(struct log_subject){ .server = ch->name },
+                         "further non-MCP output from this server is only counted");
+}
+
+static void process_line(struct child *ch, const char *line, size_t len) {
+        struct jsonrpc_msg m;
+
+        jsonrpc_parse(ch->parser, line, len, &m);
+        if (m.kind == JSONRPC_RESPONSE)
+                handle_response(ch, &m);
+        else if (m.kind == JSONRPC_INVALID)
+                handle_garbage(ch, line, len, m.error_message);
+        else if (ch->ops->message)
+                ch->ops->message(ch, &m, ch->userdata);
+        jsonrpc_msg_done(&m);
+}
+
+static void process_input(struct child *ch, bool at_eof) {
+        struct evbuffer *in = bufferevent_get_input(ch->from);
+        struct frame fr;
+        enum frame_kind kind;
+
+        while (!ch->broken && (kind = framer_next(&ch->framer, in, at_eof, &fr)) != FRAME_NONE) {
+                if (kind == FRAME_OVERSIZE) {
+                        handle_garbage(ch, "", 0, "a line over the size limit, discarded");
+                        continue;
+                }
+                process_line(ch, fr.data, fr.len);
+                framer_consume(&ch->framer, in, &fr);
+        }
+}
+
+static void on_from_read(struct bufferevent *bev, void *userdata) {
+        process_input(userdata, false);
+}
+
+static void on_from_event(struct bufferevent *bev, short what, void *userdata) {
+        struct child *ch = userdata;
+
+        if (what & BEV_EVENT_EOF) {
+                process_input(ch, true);
+                mark_broken(ch, "closed its stdout");
+        } else if (what & BEV_EVENT_ERROR) {
+                mark_broken(ch, "stdout read error");
+        }
+}
+
+static void shut_input(struct child *ch) {
+        evutil_socket_t fd = bufferevent_getfd(ch->to);
+
+        /* Closing our end is the EOF the server sees on its stdin. setfd does not close. */
+        bufferevent_disable(ch->to, EV_WRITE);
+        bufferevent_setfd(ch->to, -1);
+        if (fd >= 0)
+                close(fd);
+}
+
+static void on_to_write(struct bufferevent *bev, void *userdata) {
+        struct child *ch = userdata;
+
+        if (ch->input_closed)
+                shut_input(ch);
+}
+
+static void on_to_event(struct bufferevent *bev, short what, void *userdata) {
+        struct child *ch = userdata;
+
+        if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+                /* EPIPE: nobody reads the server's stdin any more. */
+                evbuffer_drain(bufferevent_get_output(bev), evbuffer_get_length(bufferevent_get_output(bev)));
+                if (!ch->input_closed)
+                        mark_broken(ch, "stopped reading its stdin");
+        }
+}
+
+struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t max_line, const char *name,
+                        const struct logger *log, struct jsonrpc_parser *parser, const struct child_ops *ops,
+                        void *userdata) {
+        struct child *ch = calloc(1, sizeof *ch);
+
+        if (ch) {
+                ch->to = bufferevent_socket_new(base, to_fd, BEV_OPT_CLOSE_ON_FREE);
+                ch->from = bufferevent_socket_new(base, from_fd, BEV_OPT_CLOSE_ON_FREE);
+        }
+        if (!ch || !ch->to || !ch->from) {
+                if (ch && ch->to)
+                        bufferevent_free(ch->to);
+                else
+                        close(to_fd);
+                if (ch && ch->from)
+                        bufferevent_free(ch->from);
+                else
+                        close(from_fd);
+                free(ch);
+                return NULL;
+        }
+        ch->log = log;
+        ch->name = name;
+        ch->parser = parser;
+        ch->ops = ops;
+        ch->userdata = userdata;
+        ch->next_id = 1;
+        TAILQ_INIT(&ch->pending);
+        framer_init(&ch->framer, max_line);
+        bufferevent_set_max_single_read(ch->from, CHILD_READ_CHUNK);
+        bufferevent_setcb(ch->from, on_from_read, NULL, on_from_event, ch);
+        bufferevent_setcb(ch->to, NULL, on_to_write, on_to_event, ch);
+        bufferevent_enable(ch->from, EV_READ);
+        bufferevent_enable(ch->to, EV_WRITE);
+        return ch;
+}
+
+void child_free(struct child *ch) {
+        struct child_request *rq;
+
+        if (!ch)
+                return;
+        ch->broken = true;
+        while ((rq = TAILQ_FIRST(&ch->pending)))
+                complete(ch, rq, -ECONNRESET, NULL, NULL);
+        bufferevent_free(ch->to);
+        bufferevent_free(ch->from);
+        free(ch);
+}
+
+int child_send(struct child *ch, json_object *msg) {
+        int r = 0;
+
+        if (ch->input_closed || ch->broken)
+                r = -EPIPE;
+        else if (jsonrpc_write(bufferevent_get_output(ch->to), msg) < 0)
+                r = -ENOMEM;
+        json_object_put(msg);
+        return r;
+}
+
+int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
+                      child_reply_fn reply, void *userdata) {
+        struct child_request *rq = calloc(1, sizeof *rq);
+        json_object *msg = json_object_new_object();
+        int r;
+
+        if (!rq || !msg) {
+                free(rq);
+                json_object_put(msg);
+                json_object_put(params);
+                return -ENOMEM;
+        }
+        *rq = (struct child_request){ .child = ch, .id = ch->next_id++, .reply = reply, .userdata = userdata };
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(msg, "id", json_object_new_int64(rq->id));
+        json_object_object_add(msg, "method", json_object_new_string(method));
+        if (params)
+                json_object_object_add(msg, "params", params);
+        r = child_send(ch, msg);
+        if (r == 0 && timeout_usec > 0) {
+                struct timeval tv = { .tv_sec = (time_t)(timeout_usec / USEC_PER_SEC),
+                                      .tv_usec = (suseconds_t)(timeout_usec % USEC_PER_SEC) };
+                rq->timer = evtimer_new(bufferevent_get_base(ch->to), on_request_timeout, rq);
+                if (!rq->timer || evtimer_add(rq->timer, &tv) < 0)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                if (rq->timer)
+                        event_free(rq->timer);
+                free(rq);
+                return r;
+        }
+        TAILQ_INSERT_TAIL(&ch->pending, rq, entry);
+        ch->n_pending++;
+        return rq->id;
+}
+
+void child_cancel_request(struct child *ch, int64_t id) {
+        struct child_request *rq = find_request(ch, id);
+
+        if (rq)
+                request_free(ch, rq);
+}
+
+int child_notify(struct child *ch, const char *method, json_object *params) {
+        json_object *msg = json_object_new_object();
+
+        if (!msg) {
+                json_object_put(params);
+                return -ENOMEM;
+        }
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(msg, "method", json_object_new_string(method));
+        if (params)
+                json_object_object_add(msg, "params", params);
+        return child_send(ch, msg);
+}
+
+void child_close_input(struct child *ch) {
+        if (ch->input_closed)
+                return;
+        ch->input_closed = true;
+        if (evbuffer_get_length(bufferevent_get_output(ch->to)) == 0)
+                shut_input(ch);
+}

@@ -1,0 +1,196 @@
+/* A server's starting environment; see environment.h. */
+#include "environment.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "settings.h"
+
+/* Credentials are small secrets; a bigger file is a mistake, not a token. */
+#define CREDENTIAL_MAX (64 * 1024)
+
+static bool inherited(const char *entry) {
+        static const char *const names[] = { "PATH=", "HOME=", "LANG=", "TZ=", "LC_" };
+
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+                if (strncmp(entry, names[i], strlen(names[i])) == 0)
+                        return strchr(entry, '=') != NULL;
+        return false;
+}
+
+const char *environment_get(char *const *env, const char *name) {
+        size_t len = strlen(name);
+
+        for (size_t i = 0; env && env[i]; i++)
+                if (strncmp(env[i], name, len) == 0 && env[i][len] == '=')
+                        return env[i] + len + 1;
+        return NULL;
+}
+
+/* Replaces an existing NAME= entry or appends one; env has room (see environment_build). */
+static int env_put(char **env, size_t *n, const char *name, const char *value) {
+        size_t len = strlen(name);
+        char *entry;
+
+        if (asprintf(&entry, "%s=%s", name, value) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < *n; i++)
+                if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
+                        free(env[i]);
+                        env[i] = entry;
+                        return 0;
+                }
+        env[(*n)++] = entry;
+        return 0;
+}
+
+static int read_credential(const char *dir, const char *id, char **ret) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        ssize_t len;
+
+        if (asprintf(&path, "%s/%s", dir, id) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        buf = malloc(CREDENTIAL_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        len = read(fd, buf, CREDENTIAL_MAX + 1);
+        if (len < 0)
+                return -errno;
+        if (len > CREDENTIAL_MAX || memchr(buf, '\0', (size_t)len))
+                return -EBADMSG;
+        /* Files written with echo end in a newline that is not part of the secret. */
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static void set_error(char **error, const char *fmt, ...) _printf_(2, 3);
+static void set_error(char **error, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(error, fmt, ap) < 0)
+                *error = NULL;
+        va_end(ap);
+}
+
+static int credential_value(const struct env_var *e, const char *dir, char **ret, char **error) {
+        int r;
+
+        if (!dir) {
+                set_error(error, "env %s needs credential '%s', but the daemon has no credentials "
+                               "(add LoadCredential=%s:/path/to/secret or SetCredential= to mcpvisor.service)",
+                               e->name, e->credential, e->credential);
+                return -ENOENT;
+        }
+        r = read_credential(dir, e->credential, ret);
+        if (r == -EBADMSG)
+                set_error(error, "env %s: credential '%s' is not text of at most %d bytes", e->name,
+                               e->credential, CREDENTIAL_MAX);
+        else if (r < 0)
+                set_error(error, "env %s: cannot read credential '%s' from %s: %s (check LoadCredential= in mcpvisor.service)",
+                               e->name, e->credential, dir, strerror(-r));
+        return r;
+}
+
+static int put_configured(const struct server_config *s, const char *credentials_dir, char **env, size_t *n,
+                          char **error) {
+        for (size_t i = 0; i < s->n_env; i++) {
+                const struct env_var *e = &s->env[i];
+                _cleanup_free_ char *secret = NULL;
+                int r;
+
+                if (e->credential) {
+                        r = credential_value(e, credentials_dir, &secret, error);
+                        if (r < 0)
+                                return r;
+                }
+                r = env_put(env, n, e->name, secret ? secret : e->value);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int environment_build(const struct server_config *s, char *const *daemon_env, uint64_t instance,
+                      const char *credentials_dir, char ***ret, char **error) {
+        size_t n = 0, cap = s->n_env + 3;
+        char **env, number[32];
+        int r = 0;
+
+        for (size_t i = 0; daemon_env && daemon_env[i]; i++)
+                cap++;
+        env = calloc(cap + 1, sizeof *env);
+        if (!env)
+                return -ENOMEM;
+        for (size_t i = 0; daemon_env && daemon_env[i] && r == 0; i++)
+                if (inherited(daemon_env[i]))
+                        r = (env[n] = strdup(daemon_env[i])) ? (n++, 0) : -ENOMEM;
+        if (r == 0 && !environment_get(env, "PATH"))
+                r = env_put(env, &n, "PATH", ENVIRONMENT_DEFAULT_PATH);
+        if (r == 0)
+                r = put_configured(s, credentials_dir, env, &n, error);
+        snprintf(number, sizeof number, "%" PRIu64, instance);
+        if (r == 0)
+                r = env_put(env, &n, ENV_SERVER, s->name);
+        if (r == 0)
+                r = env_put(env, &n, ENV_INSTANCE, number);
+        if (r < 0) {
+                strv_free(env);
+                return r;
+        }
+        *ret = env;
+        return 0;
+}
+
+static bool runnable(const char *path, int *error) {
+        struct stat st;
+
+        if (stat(path, &st) < 0) {
+                *error = errno;
+                return false;
+        }
+        if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
+                *error = EACCES;
+                return false;
+        }
+        return true;
+}
+
+int environment_find_program(const char *command, const char *path_list, char **ret) {
+        const char *p = path_list;
+        int error = ENOENT, seen = ENOENT;
+
+        if (strchr(command, '/'))
+                return (*ret = strdup(command)) ? 0 : -ENOMEM;
+        while (p && *p) {
+                size_t len = strcspn(p, ":");
+                _cleanup_free_ char *candidate = NULL;
+
+                /* An empty entry means the current directory, a classic trap: skip it. */
+                if (len > 0 && asprintf(&candidate, "%.*s/%s", (int)len, p, command) < 0)
+                        return -ENOMEM;
+                if (candidate && runnable(candidate, &error)) {
+                        *ret = TAKE_PTR(candidate);
+                        return 0;
+                }
+                if (error == EACCES)
+                        seen = EACCES;
+                p += len + (p[len] == ':');
+        }
+        return -seen;
+}

@@ -1,0 +1,439 @@
+/* One supervised server: the state x event table and its actions; see server.h. */
+#include "server.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "instance.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "supervisor.h"
+#include "time-util.h"
+
+/* After SIGKILL the exit is near; if it does not come, say so at this interval. */
+#define KILL_WAIT_USEC (10 * USEC_PER_SEC)
+
+static const char *const state_names[SERVER_STATE_COUNT] = {
+        [SERVER_STOPPED] = "stopped",     [SERVER_STARTING] = "starting", [SERVER_READY] = "ready",
+        [SERVER_UNHEALTHY] = "unhealthy", [SERVER_STOPPING] = "stopping", [SERVER_BACKOFF] = "backoff",
+        [SERVER_FAILED] = "failed",
+};
+
+const char *server_state_name(enum server_state state) {
+        return state_names[state];
+}
+
+bool server_running(const struct server *s) {
+        return s->run != NULL;
+}
+
+void server_log(const struct server *s, int priority, const char *fmt, ...) {
+        _cleanup_free_ char *text = NULL;
+        va_list ap;
+        int r;
+
+        if (priority > s->sv->log->max_priority)
+                return;
+        va_start(ap, fmt);
+        r = vasprintf(&text, fmt, ap);
+        va_end(ap);
+        if (r >= 0)
+                log_emit(s->sv->log, priority, &(struct log_subject){ .server = s->config->name }, "%s", text);
+}
+
+static int state_priority(enum server_state state) {
+        switch (state) {
+        case SERVER_FAILED:
+                return LOG_ERR;
+        case SERVER_UNHEALTHY:
+        case SERVER_BACKOFF:
+                return LOG_WARNING;
+        default:
+                return LOG_INFO;
+        }
+}
+
+/* The only place a server changes state: logged once, with its cause. */
+static void set_state(struct server *s, enum server_state state, const char *cause) {
+        enum server_state old = s->state;
+
+        snprintf(s->cause, sizeof s->cause, "%s", cause ? cause : "");
+        if (old == state)
+                return;
+        s->state = state;
+        s->state_since = now_usec();
+        server_log(s, state_priority(state), "%s -> %s%s%s", state_names[old], state_names[state],
+                   *s->cause ? ": " : "", s->cause);
+        supervisor_server_changed(s->sv);
+}
+
+static void arm_timer(struct server *s, uint64_t usec) {
+        struct timeval tv = timeval_from_usec(usec);
+
+        evtimer_add(s->timer, &tv);
+}
+
+static void disarm_timer(struct server *s) {
+        evtimer_del(s->timer);
+}
+
+static const char *seconds(double v, char *buf, size_t size) {
+        snprintf(buf, size, "%g s", v);
+        return buf;
+}
+
+/* ---- actions ---- */
+
+typedef void (*server_action)(struct server *s, const char *detail);
+
+static void act_ignore(struct server *s, const char *detail) {
+}
+
+static void on_handshake(int r, const char *why, void *userdata) {
+        struct server *s = userdata;
+
+        if (r == 0)
+                server_handle(s, SERVER_EV_READY, NULL);
+        else
+                server_handle(s, SERVER_EV_START_FAILED, why);
+}
+
+static void after_run(struct server *s, bool failure, const char *cause);
+
+static bool permanent_spawn_error(int r) {
+        return r == -ENOENT || r == -EACCES || r == -ENOEXEC || r == -ENOTDIR || r == -ELOOP || r == -EPERM ||
+               r == -ENAMETOOLONG || r == -EISDIR;
+}
+
+static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *userdata);
+static void on_child_broken(struct child *ch, const char *why, void *userdata);
+static const struct child_ops child_ops = { .message = on_child_message, .broken = on_child_broken };
+
+static void act_spawn(struct server *s, const char *detail) {
+        _cleanup_free_ char *error = NULL;
+        char cause[SERVER_CAUSE_MAX];
+        uint64_t number = supervisor_next_instance(s->sv);
+        int r;
+
+        disarm_timer(s);
+        if (s->starts++ > 0)
+                s->restarts++;
+        backoff_started(&s->backoff, now_usec());
+        r = instance_start(s, number, &child_ops, &s->run, &error);
+        if (r < 0) {
+                s->run = NULL;
+                server_log(s, LOG_ERR, "cannot start: %s", error ? error : strerror(-r));
+                snprintf(cause, sizeof cause, "cannot start: %s", strerror(-r));
+                if (permanent_spawn_error(r))
+                        set_state(s, SERVER_FAILED, cause);
+                else
+                        after_run(s, true, cause);
+                return;
+        }
+        server_log(s, LOG_DEBUG, "started %s as pid %d (instance %" PRIu64 ")", s->config->command,
+                   (int)s->run->proc.pid, number);
+        set_state(s, SERVER_STARTING, detail);
+        arm_timer(s, usec_from_seconds(s->config->start_timeout));
+        if (s->run->child && handshake_start(&s->handshake, s->run->child, s->config->name, s->sv->log, on_handshake, s) < 0)
+                server_handle(s, SERVER_EV_BROKEN, "cannot send initialize");
+}
+
+static void act_spawn_fresh(struct server *s, const char *detail) {
+        /* An operator's (or the config's) start forgets the restart history. */
+        backoff_reset(&s->backoff);
+        act_spawn(s, detail);
+}
+
+static void act_ready(struct server *s, const char *detail) {
+        char text[SERVER_CAUSE_MAX];
+
+        disarm_timer(s);
+        handshake_take(&s->handshake, &s->catalog);
+        backoff_healthy(&s->backoff, now_usec());
+        health_start(&s->health, s->run->child, usec_from_seconds(s->config->health_interval),
+                     usec_from_seconds(s->config->health_timeout));
+        snprintf(text, sizeof text, "%zu tools, %zu prompts, %zu resources, %zu templates",
+                 catalog_count(&s->catalog, CATALOG_TOOLS), catalog_count(&s->catalog, CATALOG_PROMPTS),
+                 catalog_count(&s->catalog, CATALOG_RESOURCES), catalog_count(&s->catalog, CATALOG_TEMPLATES));
+        set_state(s, SERVER_READY, text);
+}
+
+/* Begins the close sequence; goal says what follows the exit. */
+static void begin_stop(struct server *s, enum stop_goal goal, const char *cause) {
+        char t[32];
+
+        handshake_cancel(&s->handshake);
+        health_stop(&s->health);
+        s->goal = goal;
+        s->stage = STOP_STAGE_CLOSE;
+        snprintf(s->stop_cause, sizeof s->stop_cause, "%s", cause ? cause : "");
+        if (s->run->child)
+                child_close_input(s->run->child);
+        set_state(s, SERVER_STOPPING, cause);
+        server_log(s, LOG_DEBUG, "closed its stdin; waiting %s for it to exit", seconds(s->config->stop_timeout, t, sizeof t));
+        arm_timer(s, usec_from_seconds(s->config->stop_timeout));
+}
+
+static void act_stop(struct server *s, const char *detail) {
+        begin_stop(s, STOP_GOAL_STOPPED, detail ? detail : "stop requested");
+}
+
+static void act_restart(struct server *s, const char *detail) {
+        begin_stop(s, STOP_GOAL_RESTART, detail ? detail : "restart requested");
+}
+
+static void act_recover(struct server *s, const char *detail) {
+        begin_stop(s, STOP_GOAL_RECOVER, detail);
+}
+
+static void act_start_timeout(struct server *s, const char *detail) {
+        char cause[SERVER_CAUSE_MAX];
+
+        snprintf(cause, sizeof cause, "did not finish starting within %g s (startTimeout)", s->config->start_timeout);
+        begin_stop(s, STOP_GOAL_RECOVER, cause);
+}
+
+static void act_ping_ok(struct server *s, const char *detail) {
+        backoff_healthy(&s->backoff, now_usec());
+        if (s->state == SERVER_UNHEALTHY)
+                set_state(s, SERVER_READY, "answering pings again");
+}
+
+static void act_ping_failed(struct server *s, const char *detail) {
+        char cause[SERVER_CAUSE_MAX];
+
+        if (s->health.failures >= s->config->health_failures) {
+                snprintf(cause, sizeof cause, "%u health checks failed in a row (%s)", s->health.failures, detail);
+                begin_stop(s, STOP_GOAL_RECOVER, cause);
+                return;
+        }
+        snprintf(cause, sizeof cause, "%s (%u of %u)", detail, s->health.failures, s->config->health_failures);
+        set_state(s, SERVER_UNHEALTHY, cause);
+}
+
+static void act_escalate(struct server *s, const char *detail) {
+        char t[32];
+
+        if (s->stage == STOP_STAGE_CLOSE) {
+                server_log(s, LOG_NOTICE, "still running %s after its stdin was closed; sending SIGTERM",
+                           seconds(s->config->stop_timeout, t, sizeof t));
+                s->stage = STOP_STAGE_TERM;
+                process_signal_group(&s->run->proc, SIGTERM);
+                arm_timer(s, usec_from_seconds(s->config->kill_timeout));
+                return;
+        }
+        if (s->stage == STOP_STAGE_TERM)
+                server_log(s, LOG_WARNING, "still running %s after SIGTERM; sending SIGKILL",
+                           seconds(s->config->kill_timeout, t, sizeof t));
+        else
+                server_log(s, LOG_ERR, "pid %d has not exited after SIGKILL (stuck in the kernel?)",
+                           (int)s->run->proc.pid);
+        s->stage = STOP_STAGE_KILL;
+        process_signal_group(&s->run->proc, SIGKILL);
+        arm_timer(s, KILL_WAIT_USEC);
+}
+
+/* The process is gone: retire it, remember how it ended. */
+static void end_run(struct server *s) {
+        struct instance *in = s->run;
+
+        disarm_timer(s);
+        handshake_cancel(&s->handshake);
+        health_stop(&s->health);
+        process_describe_exit(&in->proc, s->last_exit, sizeof s->last_exit);
+        s->run = NULL;
+        instance_retire(in, &s->sv->retired);
+        s->sv->scan_due = true;
+        if (in->err.last[0])
+                server_log(s, LOG_DEBUG, "%s; its last stderr line: %s", s->last_exit, in->err.last);
+}
+
+static void format_exit_cause(struct server *s, char *cause, size_t size, const char *before) {
+        if (before && *before)
+                snprintf(cause, size, "%s, then %s", before, s->last_exit);
+        else
+                snprintf(cause, size, "%s", s->last_exit);
+}
+
+/* A run ended on its own or after a failure: the restart policy and throttle decide. */
+static void after_run(struct server *s, bool failure, const char *cause) {
+        const struct server_config *c = s->config;
+        bool restart = c->restart == RESTART_ALWAYS || (c->restart == RESTART_ON_FAILURE && failure);
+        char text[SERVER_CAUSE_MAX + 64];
+        uint64_t now = now_usec(), delay;
+
+        if (s->sv->stopping) {
+                set_state(s, SERVER_STOPPED, cause);
+                return;
+        }
+        if (!restart) {
+                set_state(s, failure ? SERVER_FAILED : SERVER_STOPPED, cause);
+                return;
+        }
+        if (backoff_limit_hit(&s->backoff, now)) {
+                snprintf(text, sizeof text, "%s; started %u times within %g s, giving up (startLimitBurst)", cause,
+                         s->backoff.burst, c->start_limit_interval);
+                set_state(s, SERVER_FAILED, text);
+                return;
+        }
+        delay = backoff_next_delay(&s->backoff, now);
+        snprintf(text, sizeof text, "%s; restarting in %g s", cause, (double)delay / (double)USEC_PER_SEC);
+        set_state(s, SERVER_BACKOFF, text);
+        arm_timer(s, delay);
+}
+
+static void act_exited(struct server *s, const char *detail) {
+        char cause[SERVER_CAUSE_MAX];
+        bool clean;
+
+        end_run(s);
+        clean = strcmp(s->last_exit, "exit status 0") == 0;
+        format_exit_cause(s, cause, sizeof cause, s->state == SERVER_STARTING ? "exited while starting" : NULL);
+        after_run(s, !clean || s->state == SERVER_STARTING, cause);
+}
+
+static void act_stopped(struct server *s, const char *detail) {
+        char cause[SERVER_CAUSE_MAX];
+
+        end_run(s);
+        switch (s->goal) {
+        case STOP_GOAL_STOPPED:
+                set_state(s, SERVER_STOPPED, s->stop_cause);
+                break;
+        case STOP_GOAL_RESTART:
+                if (s->sv->stopping)
+                        set_state(s, SERVER_STOPPED, s->stop_cause);
+                else
+                        act_spawn_fresh(s, "restarted on request");
+                break;
+        case STOP_GOAL_RECOVER:
+                format_exit_cause(s, cause, sizeof cause, s->stop_cause);
+                after_run(s, true, cause);
+                break;
+        }
+}
+
+static void act_want_stop(struct server *s, const char *detail) {
+        s->goal = STOP_GOAL_STOPPED;
+        snprintf(s->stop_cause, sizeof s->stop_cause, "%s", detail ? detail : "stop requested");
+}
+
+static void act_want_restart(struct server *s, const char *detail) {
+        s->goal = STOP_GOAL_RESTART;
+}
+
+static void act_to_stopped(struct server *s, const char *detail) {
+        disarm_timer(s);
+        set_state(s, SERVER_STOPPED, detail ? detail : "stop requested");
+}
+
+/* Rows: states; columns: events. Every transition of a server is in this table. */
+static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
+        [SERVER_STOPPED] = {
+                [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_RESTART] = act_spawn_fresh,
+        },
+        [SERVER_STARTING] = {
+                [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
+                [SERVER_EV_READY] = act_ready, [SERVER_EV_START_FAILED] = act_recover,
+                [SERVER_EV_BROKEN] = act_recover, [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_TIMER] = act_start_timeout,
+        },
+        [SERVER_READY] = {
+                [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
+                [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
+                [SERVER_EV_BROKEN] = act_recover, [SERVER_EV_EXITED] = act_exited,
+        },
+        [SERVER_UNHEALTHY] = {
+                [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
+                [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
+                [SERVER_EV_BROKEN] = act_recover, [SERVER_EV_EXITED] = act_exited,
+        },
+        [SERVER_STOPPING] = {
+                [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,
+                [SERVER_EV_RESTART] = act_want_restart, [SERVER_EV_EXITED] = act_stopped,
+                [SERVER_EV_TIMER] = act_escalate,
+        },
+        [SERVER_BACKOFF] = {
+                [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_STOP] = act_to_stopped,
+                [SERVER_EV_RESTART] = act_spawn_fresh, [SERVER_EV_TIMER] = act_spawn,
+        },
+        [SERVER_FAILED] = {
+                [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_STOP] = act_to_stopped,
+                [SERVER_EV_RESTART] = act_spawn_fresh,
+        },
+};
+
+void server_handle(struct server *s, enum server_event ev, const char *detail) {
+        server_action action = actions[s->state][ev];
+
+        (action ? action : act_ignore)(s, detail);
+}
+
+/* ---- inputs ---- */
+
+static void on_timer(evutil_socket_t fd, short what, void *userdata) {
+        server_handle(userdata, SERVER_EV_TIMER, NULL);
+}
+
+static void on_health(bool ok, const char *why, void *userdata) {
+        server_handle(userdata, ok ? SERVER_EV_PING_OK : SERVER_EV_PING_FAILED, why);
+}
+
+static void on_child_broken(struct child *ch, const char *why, void *userdata) {
+        server_handle(userdata, SERVER_EV_BROKEN, why);
+}
+
+/* Requests from the server to its client are answered here until routing can forward them. */
+static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *userdata) {
+        struct server *s = userdata;
+
+        if (m->kind == JSONRPC_REQUEST) {
+                if (strcmp(m->method, "ping") == 0)
+                        child_send(ch, jsonrpc_result(m->id, json_object_new_object()));
+                else
+                        child_send(ch, jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
+                return;
+        }
+        server_log(s, LOG_DEBUG, "notification %s", m->method);
+}
+
+struct server *server_new(struct supervisor *sv, const struct server_config *config) {
+        struct server *s = calloc(1, sizeof *s);
+
+        if (!s)
+                return NULL;
+        s->sv = sv;
+        s->config = config;
+        s->state = SERVER_STOPPED;
+        s->state_since = now_usec();
+        handshake_init(&s->handshake);
+        catalog_init(&s->catalog);
+        backoff_init(&s->backoff, usec_from_seconds(config->restart_delay), usec_from_seconds(config->restart_delay_max),
+                     60 * USEC_PER_SEC, config->start_limit_burst, usec_from_seconds(config->start_limit_interval));
+        s->timer = evtimer_new(sv->base, on_timer, s);
+        if (!s->timer || health_init(&s->health, sv->base, on_health, s) < 0) {
+                server_free(s);
+                return NULL;
+        }
+        return s;
+}
+
+void server_free(struct server *s) {
+        if (!s)
+                return;
+        handshake_done(&s->handshake);
+        health_done(&s->health);
+        if (s->run)
+                instance_free(s->run);
+        catalog_done(&s->catalog);
+        if (s->timer)
+                event_free(s->timer);
+        free(s);
+}

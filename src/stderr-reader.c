@@ -1,0 +1,148 @@
+/* Forwarding a server's stderr to the log; see stderr-reader.h. */
+#include "stderr-reader.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "time-util.h"
+
+/* "<3>text" sets the priority, as in sd-daemon(3) and the journal's stdout streams. */
+static int line_priority(const char **line) {
+        const char *s = *line;
+
+        if (s[0] == '<' && s[1] >= '0' && s[1] <= '7' && s[2] == '>') {
+                *line = s + 3;
+                return s[1] - '0';
+        }
+        return LOG_INFO;
+}
+
+static void report_dropped(struct stderr_reader *r) {
+        if (r->dropped == 0)
+                return;
+        log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = r->name },
+                 "server wrote too fast to its stderr: %" PRIu64 " lines dropped (limit %d lines per %llu s)",
+                 r->dropped, STDERR_RATE_BURST, STDERR_RATE_INTERVAL_USEC / USEC_PER_SEC);
+        r->dropped = 0;
+}
+
+static bool admit(struct stderr_reader *r) {
+        uint64_t now = now_usec();
+
+        if (now - r->window_start >= STDERR_RATE_INTERVAL_USEC) {
+                report_dropped(r);
+                r->window_start = now;
+                r->window_lines = 0;
+        }
+        if (r->window_lines >= STDERR_RATE_BURST) {
+                r->dropped++;
+                r->total_dropped++;
+                return false;
+        }
+        r->window_lines++;
+        return true;
+}
+
+static void emit_line(struct stderr_reader *r, char *line, size_t len, bool cut) {
+        const char *text = line;
+        int priority;
+
+        line[len] = '\0';
+        if (len > 0 && line[len - 1] == '\r')
+                line[--len] = '\0';
+        snprintf(r->last, sizeof r->last, "%s", line);
+        if (!admit(r))
+                return;
+        priority = line_priority(&text);
+        if (cut) {
+                char marked[STDERR_LINE_MAX + 32];
+                snprintf(marked, sizeof marked, "%s [line cut at %d bytes]", text, STDERR_LINE_MAX);
+                log_server_line(r->log, priority, r->name, marked);
+        } else {
+                log_server_line(r->log, priority, r->name, text);
+        }
+}
+
+/* Takes whole lines; a line longer than the limit is logged cut and its rest skipped.
+ * at_eof: an unterminated tail is a line too. */
+static void process(struct stderr_reader *r, struct evbuffer *in, bool at_eof) {
+        char line[STDERR_LINE_MAX + 1];
+
+        for (;;) {
+                size_t avail = evbuffer_get_length(in);
+                struct evbuffer_ptr nl = evbuffer_search(in, "\n", 1, NULL);
+                size_t len = nl.pos >= 0 ? (size_t)nl.pos : avail;
+
+                if (nl.pos < 0 && avail <= STDERR_LINE_MAX && !(at_eof && avail > 0))
+                        return;
+                if (len > STDERR_LINE_MAX) {
+                        /* Too long: log what fits (once) and skip to the newline. */
+                        if (!r->discarding) {
+                                evbuffer_copyout(in, line, STDERR_LINE_MAX);
+                                emit_line(r, line, STDERR_LINE_MAX, true);
+                        }
+                        r->discarding = nl.pos < 0;
+                        evbuffer_drain(in, nl.pos >= 0 ? len + 1 : avail);
+                        continue;
+                }
+                evbuffer_remove(in, line, len);
+                if (nl.pos >= 0)
+                        evbuffer_drain(in, 1);
+                if (!r->discarding)
+                        emit_line(r, line, len, false);
+                r->discarding = false;
+                if (nl.pos < 0)
+                        return;
+        }
+}
+
+static void on_read(struct bufferevent *bev, void *userdata) {
+        process(userdata, bufferevent_get_input(bev), false);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *userdata) {
+        struct stderr_reader *r = userdata;
+
+        /* EOF: the server (and whatever inherited its stderr) closed it. */
+        process(r, bufferevent_get_input(bev), true);
+        bufferevent_disable(bev, EV_READ);
+}
+
+int stderr_reader_start(struct stderr_reader *r, struct event_base *base, int fd, const char *name,
+                        const struct logger *log) {
+        *r = (struct stderr_reader){ .log = log, .name = name, .window_start = now_usec() };
+        r->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (!r->bev) {
+                close(fd);
+                return -ENOMEM;
+        }
+        bufferevent_setcb(r->bev, on_read, NULL, on_event, r);
+        bufferevent_enable(r->bev, EV_READ);
+        return 0;
+}
+
+void stderr_reader_finish(struct stderr_reader *r) {
+        struct evbuffer *in;
+        int fd;
+
+        if (!r->bev)
+                return;
+        in = bufferevent_get_input(r->bev);
+        fd = bufferevent_getfd(r->bev);
+        /* Whatever the server wrote before exiting is in the pipe already. A process it left
+         * behind may hold the pipe open, so read only what is there, and bounded. */
+        for (int i = 0; fd >= 0 && i < 64; i++)
+                if (evbuffer_read(in, fd, 65536) <= 0)
+                        break;
+        process(r, in, true);
+        report_dropped(r);
+        bufferevent_free(r->bev);
+        r->bev = NULL;
+}
