@@ -38,6 +38,10 @@ const char *h_daemon_path(void) {
         return p ? p : MCPVISORD_PATH;
 }
 
+const char *h_demo_server_path(void) {
+        return MCPVISOR_DEMO_SERVER_PATH;
+}
+
 static void write_file(const char *path, const char *text) {
         FILE *f = fopen(path, "we");
         cr_assert_not_null(f, "cannot write %s: %s", path, strerror(errno));
@@ -67,7 +71,7 @@ static void add(const char **argv, int *n, const char *arg) {
 
 void h_start(struct h_daemon *d, const struct h_opts *o) {
         static const struct h_opts defaults = { 0 };
-        const char *argv[MAX_ARGS] = { 0 }, *envp[8] = { 0 };
+        const char *argv[MAX_ARGS] = { 0 }, *envp[MAX_ARGS] = { 0 };
         char notify_env[400], watchdog_env[64], fdname_arg[128], path_env[1024], journal_env[96];
         posix_spawn_file_actions_t fa;
         int n = 0, e = 0, r;
@@ -89,6 +93,10 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
         snprintf(watchdog_env, sizeof watchdog_env, "WATCHDOG_USEC=%lu", o->watchdog_usec);
         snprintf(path_env, sizeof path_env, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
         envp[e++] = path_env;
+        for (const char *const *x = o->env; x && *x; x++) {
+                cr_assert_lt(e, MAX_ARGS - 4);
+                envp[e++] = *x;
+        }
         if (o->journal_stream) {
                 struct stat st;
                 int fd = open(d->log, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);

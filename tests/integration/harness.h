@@ -17,6 +17,7 @@ struct h_opts {
         bool activate_control;       /* also pass a control socket (second -l) */
         unsigned long watchdog_usec; /* WATCHDOG_USEC for the daemon; 0: none */
         const char *const *extra_args; /* more daemon arguments, NULL-terminated */
+        const char *const *env;      /* more NAME=value for the daemon's environment, NULL-terminated */
         bool journal_stream;         /* set JOURNAL_STREAM to the log file's dev:ino, as systemd
                                       * does when stderr is the journal */
 };
@@ -91,4 +92,7 @@ const char *h_str(json_object *o, const char *dotted_path);
 
 /* Path of the built daemon. */
 const char *h_daemon_path(void);
+/* Path of the built mcpvisor-demo-server (demo/demo-server.c), the server that misbehaves
+ * on command. */
+const char *h_demo_server_path(void);
 long long h_now_ms(void);
