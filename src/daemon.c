@@ -301,7 +301,7 @@ void daemon_done(struct daemon *d) {
                 if (d->bound[role].path)
                         bound_socket_done(&d->bound[role]);
         }
-        if (d->supervisor.servers)
+        if (d->supervisor.base)
                 supervisor_done(&d->supervisor);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
                 if (d->signals[i])

@@ -81,3 +81,38 @@ Test(journal, text_when_journal_stream_does_not_match, .init = fake_journald, .f
         cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
         cr_assert(h_log_wait(&D, "mcpvisord: info: mcpvisord ready", H_TIMEOUT_MS));
 }
+
+/* A server's stderr lines are records of its own: journalctl -t NAME and
+ * journalctl MCPVISOR_SERVER=NAME both find them; "<3>" sets the priority. */
+Test(journal, server_stderr_under_its_own_name, .init = fake_journald, .fini = stop, .timeout = 30) {
+        char config[1024];
+
+        snprintf(config, sizeof config, "{\"mcpServers\":{\"jtest\":{\"command\":\"%s\",\"args\":[\"--stderr\",\"hello journal\"]}}}",
+                 h_demo_server_path());
+        h_start(&D, &(struct h_opts){ .config = config, .journal_stream = true });
+        cr_assert(record_with((const char *[]){ "SYSLOG_IDENTIFIER=jtest\n", "MCPVISOR_SERVER=jtest\n",
+                                                "MESSAGE=hello journal\n", "PRIORITY=6\n", NULL }, H_TIMEOUT_MS),
+                  "no record of the server's stderr line under its name");
+}
+
+Test(journal, server_stderr_priority_prefix, .init = fake_journald, .fini = stop, .timeout = 30) {
+        char config[512];
+
+        snprintf(config, sizeof config, "{\"mcpServers\":{\"jwarn\":{\"command\":\"%s\",\"args\":[\"--stderr\",\"<3>it broke\"]}}}",
+                 h_demo_server_path());
+        h_start(&D, &(struct h_opts){ .config = config, .journal_stream = true });
+        cr_assert(record_with((const char *[]){ "SYSLOG_IDENTIFIER=jwarn\n", "MESSAGE=it broke\n", "PRIORITY=3\n", NULL },
+                              H_TIMEOUT_MS),
+                  "the <3> prefix did not become PRIORITY=3");
+}
+
+/* State changes carry the server's name too, so journalctl MCPVISOR_SERVER=NAME tells its story. */
+Test(journal, state_changes_carry_the_server, .init = fake_journald, .fini = stop, .timeout = 30) {
+        char config[512];
+
+        snprintf(config, sizeof config, "{\"mcpServers\":{\"jstate\":{\"command\":\"%s\"}}}", h_demo_server_path());
+        h_start(&D, &(struct h_opts){ .config = config, .journal_stream = true });
+        cr_assert(record_with((const char *[]){ "SYSLOG_IDENTIFIER=mcpvisord\n", "MCPVISOR_SERVER=jstate\n",
+                                                "MESSAGE=starting -> ready", NULL }, H_TIMEOUT_MS),
+                  "no ready record with MCPVISOR_SERVER=");
+}
