@@ -53,7 +53,7 @@ enum server_event {
 enum stop_goal { STOP_GOAL_STOPPED, STOP_GOAL_RESTART, STOP_GOAL_RECOVER };
 enum stop_stage { STOP_STAGE_CLOSE, STOP_STAGE_TERM, STOP_STAGE_KILL };
 
-#define SERVER_CAUSE_MAX 160
+#define SERVER_CAUSE_MAX 320
 
 struct server {
         struct supervisor *sv;
@@ -73,6 +73,7 @@ struct server {
         unsigned starts;
         unsigned restarts;             /* starts after the first */
         char last_exit[64];            /* "exit status 1", "" if it never ended */
+        char last_stderr[128];         /* the last line it wrote to stderr before that */
 };
 
 struct server *server_new(struct supervisor *sv, const struct server_config *config);

@@ -126,6 +126,7 @@ static void act_spawn(struct server *s, const char *detail) {
         if (s->starts++ > 0)
                 s->restarts++;
         backoff_started(&s->backoff, now_usec());
+        s->last_stderr[0] = '\0';
         r = instance_start(s, number, &child_ops, &s->run, &error);
         if (r < 0) {
                 s->run = NULL;
@@ -240,7 +241,7 @@ static void act_escalate(struct server *s, const char *detail) {
         arm_timer(s, KILL_WAIT_USEC);
 }
 
-/* The process is gone: retire it, remember how it ended. */
+/* The process is gone: retire it, remember how it ended and its last words. */
 static void end_run(struct server *s) {
         struct instance *in = s->run;
 
@@ -249,44 +250,44 @@ static void end_run(struct server *s) {
         health_stop(&s->health);
         process_describe_exit(&in->proc, s->last_exit, sizeof s->last_exit);
         s->run = NULL;
-        instance_retire(in, &s->sv->retired);
+        instance_retire(in, &s->sv->retired); /* reads what is left of its stderr */
+        snprintf(s->last_stderr, sizeof s->last_stderr, "%.127s", in->err.last);
         s->sv->scan_due = true;
-        if (in->err.last[0])
-                server_log(s, LOG_DEBUG, "%s; its last stderr line: %s", s->last_exit, in->err.last);
 }
 
+/* "closed its stdout, then exit status 1" */
 static void format_exit_cause(struct server *s, char *cause, size_t size, const char *before) {
         if (before && *before)
-                snprintf(cause, size, "%s, then %s", before, s->last_exit);
+                snprintf(cause, size, "%.200s, then %.63s", before, s->last_exit);
         else
                 snprintf(cause, size, "%s", s->last_exit);
 }
 
-/* A run ended on its own or after a failure: the restart policy and throttle decide. */
+/* A run ended on its own or after a failure: the restart policy and throttle decide.
+ * The cause is logged with what follows and the server's last stderr line. */
 static void after_run(struct server *s, bool failure, const char *cause) {
         const struct server_config *c = s->config;
         bool restart = c->restart == RESTART_ALWAYS || (c->restart == RESTART_ON_FAILURE && failure);
-        char text[SERVER_CAUSE_MAX + 64];
-        uint64_t now = now_usec(), delay;
+        char next[96] = "", text[SERVER_CAUSE_MAX];
+        enum server_state state;
+        uint64_t now = now_usec(), delay = 0;
 
-        if (s->sv->stopping) {
-                set_state(s, SERVER_STOPPED, cause);
-                return;
-        }
-        if (!restart) {
-                set_state(s, failure ? SERVER_FAILED : SERVER_STOPPED, cause);
-                return;
-        }
-        if (backoff_limit_hit(&s->backoff, now)) {
-                snprintf(text, sizeof text, "%s; started %u times within %g s, giving up (startLimitBurst)", cause,
+        if (s->sv->stopping || !restart) {
+                state = failure && !s->sv->stopping ? SERVER_FAILED : SERVER_STOPPED;
+        } else if (backoff_limit_hit(&s->backoff, now)) {
+                state = SERVER_FAILED;
+                snprintf(next, sizeof next, "; started %u times within %g s, giving up (startLimitBurst)",
                          s->backoff.burst, c->start_limit_interval);
-                set_state(s, SERVER_FAILED, text);
-                return;
+        } else {
+                state = SERVER_BACKOFF;
+                delay = backoff_next_delay(&s->backoff, now);
+                snprintf(next, sizeof next, "; restarting in %g s", (double)delay / (double)USEC_PER_SEC);
         }
-        delay = backoff_next_delay(&s->backoff, now);
-        snprintf(text, sizeof text, "%s; restarting in %g s", cause, (double)delay / (double)USEC_PER_SEC);
-        set_state(s, SERVER_BACKOFF, text);
-        arm_timer(s, delay);
+        snprintf(text, sizeof text, "%.120s%s%s%.100s", cause, next, s->last_stderr[0] ? "; last stderr line: " : "",
+                 s->last_stderr);
+        set_state(s, state, text);
+        if (state == SERVER_BACKOFF)
+                arm_timer(s, delay);
 }
 
 static void act_exited(struct server *s, const char *detail) {

@@ -129,19 +129,25 @@ int stderr_reader_start(struct stderr_reader *r, struct event_base *base, int fd
 }
 
 void stderr_reader_finish(struct stderr_reader *r) {
-        struct evbuffer *in;
+        struct evbuffer *rest;
         int fd;
 
         if (!r->bev)
                 return;
-        in = bufferevent_get_input(r->bev);
+        /* The bufferevent's input only takes what the bufferevent itself reads, so collect
+         * what it holds and what is still in the pipe into a buffer of our own. Whatever
+         * the server wrote before exiting is in the pipe already. A process it left behind
+         * may hold the pipe open, so read only what is there, and bounded. */
+        rest = evbuffer_new();
         fd = bufferevent_getfd(r->bev);
-        /* Whatever the server wrote before exiting is in the pipe already. A process it left
-         * behind may hold the pipe open, so read only what is there, and bounded. */
-        for (int i = 0; fd >= 0 && i < 64; i++)
-                if (evbuffer_read(in, fd, 65536) <= 0)
-                        break;
-        process(r, in, true);
+        if (rest) {
+                evbuffer_add_buffer(rest, bufferevent_get_input(r->bev));
+                for (int i = 0; fd >= 0 && i < 64; i++)
+                        if (evbuffer_read(rest, fd, 65536) <= 0)
+                                break;
+                process(r, rest, true);
+                evbuffer_free(rest);
+        }
         report_dropped(r);
         bufferevent_free(r->bev);
         r->bev = NULL;
