@@ -19,7 +19,7 @@ struct logger;
 
 struct reaper_ops {
         /* A server's own process with this pid has exited: reap it through its pidfd.
-         * Returns false if pid is not a server's process. */
+         * Returns true if it did, false if pid is not (or could not be) reaped that way. */
         bool (*server_exited)(pid_t pid, void *userdata);
         /* Should a process of this server instance be ended now (its instance is gone)?
          * Sets the grace between SIGTERM and SIGKILL. */

@@ -30,15 +30,18 @@ struct server *supervisor_find(const struct supervisor *sv, const char *name) {
         return NULL;
 }
 
-/* reaper_ops: the pid of a server's own process? Then its pidfd path reaps it. */
+/* reaper_ops: the pid of a server's own process? Then it is reaped through its pidfd. */
 static bool server_exited(pid_t pid, void *userdata) {
         struct supervisor *sv = userdata;
 
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
+                /* Reaped here only if its pidfd agrees; otherwise the reaper's waitpid takes it,
+                 * so the reaper's loop can never spin on one zombie. */
                 if (s->run && s->run->proc.pid == pid && !s->run->proc.reaped) {
-                        if (process_reap(&s->run->proc) > 0)
-                                server_handle(s, SERVER_EV_EXITED, NULL);
+                        if (process_reap(&s->run->proc) <= 0)
+                                return false;
+                        server_handle(s, SERVER_EV_EXITED, NULL);
                         return true;
                 }
         }

@@ -465,3 +465,178 @@ const char *h_str(json_object *o, const char *dotted_path) {
         json_object *v = h_get(o, dotted_path);
         return v ? json_object_get_string(v) : "(missing)";
 }
+
+/* ---- Helpers for supervision tests; see harness.h ---- */
+
+#include <ctype.h>
+#include <dirent.h>
+
+char *h_log_text(struct h_daemon *d) {
+        return read_all(d->log);
+}
+
+unsigned h_log_count(struct h_daemon *d, const char *needle) {
+        char *text = read_all(d->log);
+        unsigned count = 0;
+
+        for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+                count++;
+        free(text);
+        return count;
+}
+
+bool h_log_count_wait(struct h_daemon *d, const char *needle, unsigned n, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                if (h_log_count(d, needle) >= n)
+                        return true;
+                if (remaining(deadline) == 0)
+                        return false;
+                poll(NULL, 0, 20); /* a file has no readiness to wait on; re-read shortly */
+        }
+}
+
+static pid_t read_pidfile(const char *path) {
+        FILE *f = fopen(path, "re");
+        int pid = 0;
+
+        if (!f)
+                return 0;
+        if (fscanf(f, "%d", &pid) != 1)
+                pid = 0;
+        fclose(f);
+        return (pid_t)pid;
+}
+
+pid_t h_pidfile_wait(const char *path, pid_t not_this, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                pid_t pid = read_pidfile(path);
+                if (pid > 0 && pid != not_this)
+                        return pid;
+                if (remaining(deadline) == 0)
+                        return 0;
+                poll(NULL, 0, 10); /* written by another process: nothing to wait on */
+        }
+}
+
+bool h_proc_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgid) {
+        char path[64], buf[1024], *p;
+        int fd, pp, pg;
+        ssize_t n;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        /* the command name (field 2) may hold spaces and ')': parse after the last ')' */
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %c %d %d", state, &pp, &pg) != 3)
+                return false;
+        if (ppid)
+                *ppid = pp;
+        if (pgid)
+                *pgid = pg;
+        return true;
+}
+
+bool h_pid_gone(pid_t pid) {
+        char state;
+
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+                return true;
+        return !h_proc_stat(pid, &state, NULL, NULL) || state == 'Z' || state == 'X';
+}
+
+bool h_pid_gone_wait(pid_t pid, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                if (h_pid_gone(pid))
+                        return true;
+                if (remaining(deadline) == 0)
+                        return false;
+                poll(NULL, 0, 10); /* not our child: no pidfd wait for a zombie's end */
+        }
+}
+
+unsigned h_count_children(pid_t ppid, bool zombies_only) {
+        DIR *dir = opendir("/proc");
+        struct dirent *de;
+        unsigned count = 0;
+
+        cr_assert_not_null(dir);
+        while ((de = readdir(dir))) {
+                pid_t parent;
+                char state;
+
+                if (!isdigit((unsigned char)de->d_name[0]))
+                        continue;
+                if (h_proc_stat((pid_t)atoi(de->d_name), &state, &parent, NULL) && parent == ppid &&
+                    (!zombies_only || state == 'Z'))
+                        count++;
+        }
+        closedir(dir);
+        return count;
+}
+
+size_t h_read_environ(pid_t pid, char *buf, size_t size) {
+        char path[64];
+        size_t len = 0;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
+                len += (size_t)n;
+        close(fd);
+        buf[len] = '\0';
+        return len;
+}
+
+bool h_environ_has(const char *env, size_t len, const char *prefix, bool exact) {
+        for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+                if (exact ? strcmp(env + i, prefix) == 0 : strncmp(env + i, prefix, strlen(prefix)) == 0)
+                        return true;
+        return false;
+}
+
+unsigned h_count_server_processes(const char *server) {
+        static char env[256 * 1024];
+        char entry[128];
+        DIR *dir = opendir("/proc");
+        struct dirent *de;
+        unsigned count = 0;
+
+        cr_assert_not_null(dir);
+        snprintf(entry, sizeof entry, "MCPVISOR_SERVER=%s", server);
+        while ((de = readdir(dir))) {
+                pid_t pid;
+                size_t len;
+
+                if (!isdigit((unsigned char)de->d_name[0]))
+                        continue;
+                pid = (pid_t)atoi(de->d_name);
+                len = h_read_environ(pid, env, sizeof env);
+                if (len && h_environ_has(env, len, entry, true) && h_environ_has(env, len, "MCPVISOR_INSTANCE=", false) &&
+                    !h_pid_gone(pid))
+                        count++;
+        }
+        closedir(dir);
+        return count;
+}
+
+void h_remove_tree(const char *dir) {
+        if (dir && dir[0])
+                nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}

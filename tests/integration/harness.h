@@ -96,3 +96,32 @@ const char *h_daemon_path(void);
  * on command. */
 const char *h_demo_server_path(void);
 long long h_now_ms(void);
+
+/* ---- Helpers for supervision tests: the daemon's log, pidfiles and /proc ---- */
+
+/* The daemon's stderr log so far, malloc'd ("" if none). */
+char *h_log_text(struct h_daemon *d);
+/* Occurrences of needle in the daemon's log so far. */
+unsigned h_log_count(struct h_daemon *d, const char *needle);
+/* Waits until needle occurs at least n times in the log. */
+bool h_log_count_wait(struct h_daemon *d, const char *needle, unsigned n, int timeout_ms);
+/* Waits until PATH holds a pid other than not_this (0: any); returns it, or 0 on timeout.
+ * The demo server writes pidfiles by rename, so a read never sees half a pid. */
+pid_t h_pidfile_wait(const char *path, pid_t not_this, int timeout_ms);
+/* True once pid has ended: no such process, or a zombie (ended, its parent not yet reaped it;
+ * after re-parenting that parent may not be ours to watch). */
+bool h_pid_gone(pid_t pid);
+bool h_pid_gone_wait(pid_t pid, int timeout_ms);
+/* Field values from /proc/PID/stat: state letter, parent and process group; false if gone. */
+bool h_proc_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgid);
+/* Children of ppid, all of them or only the zombies among them. */
+unsigned h_count_children(pid_t ppid, bool zombies_only);
+/* /proc/PID/environ into buf ('\0'-separated entries); its length, 0 if unreadable. */
+size_t h_read_environ(pid_t pid, char *buf, size_t size);
+/* True if the environ has an entry starting with prefix ("FOO=bar" with its '=' matches
+ * exactly that value only if the caller passes the whole entry and exact is set). */
+bool h_environ_has(const char *env, size_t len, const char *prefix, bool exact);
+/* Live processes whose environment says MCPVISOR_SERVER=server and has MCPVISOR_INSTANCE=. */
+unsigned h_count_server_processes(const char *server);
+/* rm -r. */
+void h_remove_tree(const char *dir);
