@@ -154,6 +154,17 @@ void supervisor_done(struct supervisor *sv) {
         reaper_done(&sv->reaper);
 }
 
+/* What STATUS= says about a server that is not ready: its state, and for one that is not
+ * running, the end of its last run ("exit status 1") or that it could not be run. */
+static int status_entry(const struct server *s, char *buf, size_t size) {
+        const char *why = NULL;
+
+        if (s->state == SERVER_BACKOFF || s->state == SERVER_FAILED)
+                why = s->last_exit[0] ? s->last_exit : "cannot start";
+        return snprintf(buf, size, "; %s %s%s%s%s", s->config->name, server_state_name(s->state), why ? " (" : "",
+                        why ? why : "", why ? ")" : "");
+}
+
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size) {
         size_t enabled = 0, ready = 0, used;
 
@@ -167,11 +178,7 @@ void supervisor_status(const struct supervisor *sv, char *buf, size_t size) {
         used = (size_t)snprintf(buf, size, "%zu/%zu servers ready", ready, enabled);
         for (size_t i = 0; i < sv->n_servers && used < size; i++) {
                 const struct server *s = sv->servers[i];
-                if (s->config->disabled || s->state == SERVER_READY)
-                        continue;
-                used += (size_t)snprintf(buf + used, size - used, "; %s %s%s%s%s", s->config->name,
-                                         server_state_name(s->state), s->last_exit[0] && s->state == SERVER_BACKOFF ? " (" : "",
-                                         s->state == SERVER_BACKOFF ? s->last_exit : "",
-                                         s->last_exit[0] && s->state == SERVER_BACKOFF ? ")" : "");
+                if (!s->config->disabled && s->state != SERVER_READY)
+                        used += (size_t)status_entry(s, buf + used, size - used);
         }
 }
