@@ -150,8 +150,13 @@ static void on_to_event(struct bufferevent *bev, short what, void *userdata) {
         struct child *ch = userdata;
 
         if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
-                /* EPIPE: nobody reads the server's stdin any more. */
-                evbuffer_drain(bufferevent_get_output(bev), evbuffer_get_length(bufferevent_get_output(bev)));
+                struct evbuffer *out = bufferevent_get_output(bev);
+
+                /* EPIPE: nobody reads the server's stdin any more; drop what cannot be sent.
+                 * The bufferevent keeps its output's front frozen, so thaw it for the drain. */
+                evbuffer_unfreeze(out, 1);
+                evbuffer_drain(out, evbuffer_get_length(out));
+                evbuffer_freeze(out, 1);
                 if (!ch->input_closed)
                         mark_broken(ch, "stopped reading its stdin");
         }

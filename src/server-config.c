@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "config.h"
 #include "macro.h"
 #include "settings.h"
@@ -92,7 +93,7 @@ static const struct setting server_settings[] = {
         SECONDS("requestTimeout", request_timeout, 0, 86400),
         SECONDS("restartDelay", restart_delay, 0, 3600),
         SECONDS("restartDelayMax", restart_delay_max, 0, 86400),
-        { "startLimitBurst", SETTING_COUNT, offsetof(struct server_config, start_limit_burst), 0, 1000, NULL, NULL },
+        { "startLimitBurst", SETTING_COUNT, offsetof(struct server_config, start_limit_burst), 0, BACKOFF_BURST_MAX, NULL, NULL },
         SECONDS("startLimitInterval", start_limit_interval, 0, 86400),
         { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL },
         /* Written by other MCP clients' configs; accepted so those files load unchanged. */

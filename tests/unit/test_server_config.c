@@ -81,6 +81,70 @@ Test(server_config, supervisor_keys) {
         cr_assert_str_eq(s->prefix, "");
 }
 
+Test(server_config, restart_throttle_defaults) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\"}}}"), 0);
+        const struct server_config *s = config_find_server(&C, "a");
+        cr_assert_float_eq(s->restart_delay, 1, 1e-9);
+        cr_assert_float_eq(s->restart_delay_max, 60, 1e-9);
+        cr_assert_eq(s->start_limit_burst, 5);
+        cr_assert_float_eq(s->start_limit_interval, 60, 1e-9);
+}
+
+Test(server_config, restart_throttle_keys) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"restartDelay\":0.25,\"restartDelayMax\":120,"
+                           "\"startLimitBurst\":10,\"startLimitInterval\":30.5},"
+                           "\"b\":{\"command\":\"x\",\"restartDelay\":0,\"restartDelayMax\":0,\"startLimitBurst\":0,"
+                           "\"startLimitInterval\":0},"
+                           "\"c\":{\"command\":\"x\",\"restartDelay\":3600,\"restartDelayMax\":86400,\"startLimitBurst\":64,"
+                           "\"startLimitInterval\":86400}}}"),
+                     0);
+        cr_assert_eq(P.count, 0, "unexpected problem: %s: %s", P.count ? P.items[0].path : "", P.count ? P.items[0].message : "");
+        const struct server_config *a = config_find_server(&C, "a");
+        cr_assert_float_eq(a->restart_delay, 0.25, 1e-9);
+        cr_assert_float_eq(a->restart_delay_max, 120, 1e-9);
+        cr_assert_eq(a->start_limit_burst, 10);
+        cr_assert_float_eq(a->start_limit_interval, 30.5, 1e-9);
+        const struct server_config *b = config_find_server(&C, "b");
+        cr_assert_float_eq(b->restart_delay, 0, 1e-9);
+        cr_assert_float_eq(b->restart_delay_max, 0, 1e-9);
+        cr_assert_eq(b->start_limit_burst, 0, "0: no start limit");
+        cr_assert_float_eq(b->start_limit_interval, 0, 1e-9);
+        const struct server_config *c = config_find_server(&C, "c");
+        cr_assert_float_eq(c->restart_delay, 3600, 1e-9);
+        cr_assert_float_eq(c->restart_delay_max, 86400, 1e-9);
+        cr_assert_eq(c->start_limit_burst, 64);
+        cr_assert_float_eq(c->start_limit_interval, 86400, 1e-9);
+}
+
+/* Each bad value is reported at its path and the server is skipped. */
+Test(server_config, restart_throttle_bad_values) {
+        static const struct {
+                const char *key, *value;
+        } bad[] = {
+                { "restartDelay", "-1" },          { "restartDelay", "3600.5" },    { "restartDelay", "\"1s\"" },
+                { "restartDelay", "null" },        { "restartDelayMax", "-0.1" },   { "restartDelayMax", "86401" },
+                { "restartDelayMax", "true" },     { "startLimitBurst", "-1" },     { "startLimitBurst", "65" },
+                { "startLimitBurst", "2.5" },      { "startLimitBurst", "\"5\"" }, { "startLimitInterval", "-1" },
+                { "startLimitInterval", "86401" }, { "startLimitInterval", "[]" },
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char text[256], path[128];
+
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",\"%s\":%s},\"ok\":{\"command\":\"y\"}}}",
+                         bad[i].key, bad[i].value);
+                snprintf(path, sizeof path, "mcpServers.s.%s", bad[i].key);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 1, "%s: %zu errors", text, P.errors);
+                cr_assert_not_null(problem_at(path), "%s: no problem at %s (first: %s)", text, path,
+                                   P.count ? P.items[0].path : "-");
+                cr_assert_eq(problem_at(path)->severity, PROBLEM_ERROR);
+                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
+                cr_assert_not_null(config_find_server(&C, "ok"));
+        }
+}
+
 Test(server_config, credential_env) {
         cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"env\":{\"T\":{\"credential\":\"gh-token\"}}}}}"), 0);
         const struct server_config *s = config_find_server(&C, "a");

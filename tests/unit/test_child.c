@@ -1,0 +1,637 @@
+/* Unit tests for child.c: the JSON-RPC connection to a server over its stdin and stdout
+ * pipes. The test plays the server on the other ends of the two pipes. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "time-util.h"
+
+#define WAIT_USEC (10 * USEC_PER_SEC)
+#define MAX_LINE 1024
+
+static struct event_base *base;
+static struct event *tick;
+static struct logger lg;
+static struct jsonrpc_parser parser;
+static struct child *ch;
+static int srv_in = -1;  /* the server's stdin: the test reads what the daemon sent */
+static int srv_out = -1; /* the server's stdout: the test writes */
+static struct event *rx_event;
+static struct evbuffer *rx;
+static bool rx_eof;
+static int log_fd = -1;
+static int saved_stderr = -1;
+static char log_path[64];
+static char *log_text;
+
+/* What the callbacks saw, in order. */
+static unsigned seq;
+struct reply {
+        unsigned calls, order;
+        int status;
+        char result[512], error[512]; /* JSON text, "" when absent */
+        int64_t send_again;           /* set by reply_and_request: the id it got */
+};
+static struct reply replies[8];
+static struct {
+        unsigned calls, order;
+        char why[128];
+} broken;
+static struct {
+        unsigned calls;
+        enum jsonrpc_kind kind[8];
+        char method[8][64];
+        char id[8][64];
+} messages;
+
+static void on_tick(evutil_socket_t fd, short what, void *userdata) {
+}
+
+static void loop_once(void) {
+        struct timeval tv = { .tv_sec = 0, .tv_usec = 50000 };
+
+        evtimer_add(tick, &tv);
+        event_base_loop(base, EVLOOP_ONCE);
+}
+
+#define WAIT_UNTIL(cond)                                                        \
+        do {                                                                    \
+                uint64_t deadline_ = now_usec() + WAIT_USEC;                    \
+                while (!(cond) && now_usec() < deadline_)                       \
+                        loop_once();                                            \
+                cr_assert(cond, "timed out waiting for: %s", #cond);            \
+        } while (0)
+
+/* Runs the loop for usec without expecting anything; for "X does not happen". */
+static void run_for(uint64_t usec) {
+        uint64_t until = now_usec() + usec;
+
+        while (now_usec() < until)
+                loop_once();
+}
+
+static void on_rx(evutil_socket_t fd, short what, void *userdata) {
+        int k = evbuffer_read(rx, fd, 65536);
+
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
+                rx_eof = true;
+                event_del(rx_event);
+        }
+}
+
+static const char *logged(void) {
+        struct stat st;
+
+        fflush(stderr);
+        cr_assert_eq(fstat(log_fd, &st), 0);
+        free(log_text);
+        log_text = calloc(1, (size_t)st.st_size + 1);
+        cr_assert_not_null(log_text);
+        cr_assert_eq(pread(log_fd, log_text, (size_t)st.st_size, 0), st.st_size);
+        return log_text;
+}
+
+static unsigned occurrences(const char *haystack, const char *needle) {
+        unsigned n = 0;
+
+        for (const char *p = haystack; (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+static void on_message(struct child *c, struct jsonrpc_msg *m, void *userdata) {
+        unsigned i = messages.calls++;
+
+        cr_assert_eq(c, ch);
+        cr_assert_eq(userdata, &messages);
+        if (i < 8) {
+                messages.kind[i] = m->kind;
+                snprintf(messages.method[i], sizeof messages.method[i], "%s", m->method ? m->method : "");
+                snprintf(messages.id[i], sizeof messages.id[i], "%s", m->id ? json_object_to_json_string(m->id) : "");
+        }
+}
+
+static void on_broken(struct child *c, const char *why, void *userdata) {
+        cr_assert_eq(c, ch);
+        broken.calls++;
+        broken.order = ++seq;
+        snprintf(broken.why, sizeof broken.why, "%s", why);
+}
+
+static const struct child_ops ops = { .message = on_message, .broken = on_broken };
+
+static void record(struct reply *r, int status, json_object *result, json_object *error) {
+        r->calls++;
+        r->order = ++seq;
+        r->status = status;
+        snprintf(r->result, sizeof r->result, "%s",
+                 result ? json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN) : "");
+        snprintf(r->error, sizeof r->error, "%s",
+                 error ? json_object_to_json_string_ext(error, JSON_C_TO_STRING_PLAIN) : "");
+}
+
+static void on_reply(struct child *c, int status, json_object *result, json_object *error, void *userdata) {
+        record(userdata, status, result, error);
+}
+
+static void setup(void) {
+        int to[2], from[2];
+
+        signal(SIGPIPE, SIG_IGN);
+        unsetenv("JOURNAL_STREAM");
+        snprintf(log_path, sizeof log_path, "/tmp/mcpvisor-unit-log-XXXXXX");
+        log_fd = mkstemp(log_path);
+        cr_assert_geq(log_fd, 0);
+        fflush(stderr);
+        saved_stderr = dup(STDERR_FILENO);
+        cr_assert_geq(saved_stderr, 0);
+        cr_assert_eq(dup2(log_fd, STDERR_FILENO), STDERR_FILENO);
+        logger_init(&lg, LOG_DEBUG);
+        cr_assert_eq(jsonrpc_parser_init(&parser), 0);
+        base = event_base_new();
+        cr_assert_not_null(base);
+        tick = evtimer_new(base, on_tick, NULL);
+        rx = evbuffer_new();
+        cr_assert_not_null(rx);
+
+        /* As process.c makes them: O_CLOEXEC pipes, the daemon's ends non-blocking. */
+        cr_assert_eq(pipe2(to, O_CLOEXEC), 0);
+        cr_assert_eq(pipe2(from, O_CLOEXEC), 0);
+        cr_assert_eq(fcntl(to[1], F_SETFL, O_NONBLOCK), 0);
+        cr_assert_eq(fcntl(from[0], F_SETFL, O_NONBLOCK), 0);
+        cr_assert_eq(fcntl(to[0], F_SETFL, O_NONBLOCK), 0);
+        srv_in = to[0];
+        srv_out = from[1];
+        rx_event = event_new(base, srv_in, EV_READ | EV_PERSIST, on_rx, NULL);
+        cr_assert_not_null(rx_event);
+        cr_assert_eq(event_add(rx_event, NULL), 0);
+        ch = child_new(base, to[1], from[0], MAX_LINE, "srv", &lg, &parser, &ops, &messages);
+        cr_assert_not_null(ch);
+}
+
+static void teardown(void) {
+        child_free(ch);
+        ch = NULL;
+        event_free(rx_event);
+        evbuffer_free(rx);
+        if (srv_in >= 0)
+                close(srv_in);
+        if (srv_out >= 0)
+                close(srv_out);
+        event_free(tick);
+        event_base_free(base);
+        jsonrpc_parser_done(&parser);
+        free(log_text);
+        unlink(log_path);
+        close(log_fd);
+        /* Back to the real stderr, where sanitizer reports at exit must go. */
+        fflush(stderr);
+        dup2(saved_stderr, STDERR_FILENO);
+        close(saved_stderr);
+}
+
+TestSuite(child, .init = setup, .fini = teardown);
+
+static void server_says(const char *s) {
+        size_t len = strlen(s);
+
+        while (len > 0) {
+                ssize_t k = write(srv_out, s, len);
+                cr_assert_gt(k, 0, "write: %s", strerror(errno));
+                s += k;
+                len -= (size_t)k;
+        }
+}
+
+static void server_closes_stdout(void) {
+        close(srv_out);
+        srv_out = -1;
+}
+
+static bool rx_has_line(void) {
+        return evbuffer_search(rx, "\n", 1, NULL).pos >= 0;
+}
+
+/* The next message the daemon sent to the server's stdin (the caller puts it). */
+static json_object *server_reads(void) {
+        WAIT_UNTIL(rx_has_line());
+        size_t n;
+        char *line = evbuffer_readln(rx, &n, EVBUFFER_EOL_LF);
+        json_object *m = json_tokener_parse(line);
+
+        cr_assert_not_null(m, "not JSON: %s", line);
+        free(line);
+        return m;
+}
+
+static const char *str_field(json_object *m, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(m, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static int64_t id_field(json_object *m) {
+        json_object *v;
+
+        cr_assert(json_object_object_get_ex(m, "id", &v), "no id in %s", json_object_to_json_string(m));
+        cr_assert(json_object_is_type(v, json_type_int), "id not an integer: %s", json_object_to_json_string(m));
+        return json_object_get_int64(v);
+}
+
+/* Reads a request for method; returns its id. */
+static int64_t server_expects_request(const char *method) {
+        json_object *m = server_reads();
+        int64_t id;
+
+        cr_assert_str_eq(str_field(m, "jsonrpc"), "2.0");
+        cr_assert_str_eq(str_field(m, "method"), method);
+        id = id_field(m);
+        json_object_put(m);
+        return id;
+}
+
+static void server_answers(int64_t id, const char *result_json) {
+        char line[1024];
+
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}\n", (long long)id, result_json);
+        server_says(line);
+}
+
+static int64_t request(const char *method, uint64_t timeout_usec, struct reply *r) {
+        int64_t id = child_request(ch, method, NULL, timeout_usec, on_reply, r);
+
+        cr_assert_gt(id, 0, "child_request: %lld", (long long)id);
+        return id;
+}
+
+Test(child, request_written_as_a_line) {
+        json_object *params = json_object_new_object(), *m, *p, *c;
+
+        json_object_object_add(params, "cursor", json_object_new_string("c1"));
+        cr_assert_eq(child_request(ch, "tools/list", params, 0, on_reply, &replies[0]), 1);
+        cr_assert_eq(child_request(ch, "ping", NULL, 0, on_reply, &replies[1]), 2);
+        cr_assert_eq(ch->n_pending, 2);
+
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "jsonrpc"), "2.0");
+        cr_assert_str_eq(str_field(m, "method"), "tools/list");
+        cr_assert_eq(id_field(m), 1);
+        cr_assert(json_object_object_get_ex(m, "params", &p));
+        cr_assert(json_object_object_get_ex(p, "cursor", &c));
+        cr_assert_str_eq(json_object_get_string(c), "c1");
+        json_object_put(m);
+
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "ping");
+        cr_assert_eq(id_field(m), 2);
+        cr_assert_not(json_object_object_get_ex(m, "params", NULL), "no params sent when none given");
+        json_object_put(m);
+        cr_assert_eq(replies[0].calls + replies[1].calls, 0);
+}
+
+Test(child, notification_written) {
+        json_object *params = json_object_new_object(), *m;
+
+        json_object_object_add(params, "requestId", json_object_new_int(3));
+        cr_assert_eq(child_notify(ch, "notifications/cancelled", params), 0);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "notifications/cancelled");
+        cr_assert_not(json_object_object_get_ex(m, "id", NULL), "a notification has no id");
+        json_object_put(m);
+        cr_assert_eq(ch->n_pending, 0);
+}
+
+Test(child, send_as_is) {
+        json_object *msg = json_tokener_parse("{\"jsonrpc\":\"2.0\",\"id\":\"s-1\",\"result\":{\"roots\":[]}}"), *m;
+
+        cr_assert_eq(child_send(ch, msg), 0);
+        m = server_reads();
+        cr_assert_str_eq(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN),
+                         "{\"jsonrpc\":\"2.0\",\"id\":\"s-1\",\"result\":{\"roots\":[]}}");
+        json_object_put(m);
+}
+
+Test(child, responses_matched_by_id) {
+        int64_t a = request("tools/list", 0, &replies[0]);
+        int64_t b = request("prompts/list", 0, &replies[1]);
+        int64_t c = request("resources/list", 0, &replies[2]);
+
+        cr_assert_neq(a, b);
+        cr_assert_neq(b, c);
+        /* Answered out of order, one of them with an error. */
+        server_answers(b, "{\"prompts\":[]}");
+        server_says("{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32601,\"message\":\"nope\"}}\r\n");
+        server_answers(a, "{\"tools\":[1]}");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_eq(replies[1].calls, 1);
+        cr_assert_eq(replies[2].calls, 1);
+        cr_assert_lt(replies[1].order, replies[2].order);
+        cr_assert_lt(replies[2].order, replies[0].order);
+        cr_assert_eq(replies[0].status, 0);
+        cr_assert_str_eq(replies[0].result, "{\"tools\":[1]}");
+        cr_assert_str_eq(replies[0].error, "");
+        cr_assert_str_eq(replies[1].result, "{\"prompts\":[]}");
+        cr_assert_eq(replies[2].status, 0, "a JSON-RPC error is an answer");
+        cr_assert_str_eq(replies[2].result, "");
+        cr_assert_str_eq(replies[2].error, "{\"code\":-32601,\"message\":\"nope\"}");
+        cr_assert_eq(ch->n_pending, 0);
+        cr_assert_eq(ch->garbage_lines, 0);
+}
+
+Test(child, response_to_unknown_id_dropped) {
+        int64_t a = request("ping", 0, &replies[0]);
+
+        server_answers(a + 98, "{}");
+        server_says("{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"result\":{}}\n"); /* our ids are integers */
+        server_answers(a, "{\"ok\":true}");
+        server_answers(a, "{\"again\":true}"); /* a duplicate: no longer pending */
+        int64_t b = request("ping", 0, &replies[1]);
+        server_answers(b, "{}");
+        WAIT_UNTIL(replies[1].calls == 1);
+        cr_assert_eq(replies[0].calls, 1);
+        cr_assert_str_eq(replies[0].result, "{\"ok\":true}");
+        cr_assert_eq(ch->n_pending, 0);
+        cr_assert_eq(ch->garbage_lines, 0, "a stale response is not garbage");
+        const char *text = logged();
+        cr_assert(strstr(text, "dropped a response to request 99"), "log: %s", text);
+        cr_assert(strstr(text, "dropped a response to request \"1\""), "log: %s", text);
+        cr_assert_eq(occurrences(text, "dropped a response"), 3, "log: %s", text);
+}
+
+Test(child, timeout) {
+        int64_t a = request("slow", 20000, &replies[0]);
+
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_eq(replies[0].status, -ETIMEDOUT);
+        cr_assert_str_eq(replies[0].result, "");
+        cr_assert_str_eq(replies[0].error, "");
+        cr_assert_eq(ch->n_pending, 0);
+
+        /* The late answer is dropped; the connection keeps working. */
+        server_answers(a, "{}");
+        int64_t b = request("ping", 0, &replies[1]);
+        server_answers(b, "{}");
+        WAIT_UNTIL(replies[1].calls == 1);
+        cr_assert_eq(replies[0].calls, 1);
+        cr_assert_eq(replies[1].status, 0);
+}
+
+Test(child, answered_in_time_no_timeout) {
+        int64_t a = request("quick", 100000, &replies[0]);
+
+        server_answers(a, "{}");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_eq(replies[0].status, 0);
+        run_for(200000); /* past the timeout: the reply must not come again */
+        cr_assert_eq(replies[0].calls, 1);
+}
+
+Test(child, timeouts_independent) {
+        request("a", 20000, &replies[0]);
+        request("b", 0, &replies[1]);
+        request("c", 30000, &replies[2]);
+        WAIT_UNTIL(replies[0].calls == 1 && replies[2].calls == 1);
+        cr_assert_eq(replies[0].status, -ETIMEDOUT);
+        cr_assert_eq(replies[2].status, -ETIMEDOUT);
+        cr_assert_eq(replies[1].calls, 0, "no timeout set");
+        cr_assert_eq(ch->n_pending, 1);
+}
+
+Test(child, cancel_request) {
+        int64_t a = request("ping", 20000, &replies[0]);
+        int64_t b = request("ping", 0, &replies[1]);
+
+        child_cancel_request(ch, a);
+        cr_assert_eq(ch->n_pending, 1);
+        child_cancel_request(ch, 12345); /* unknown: nothing */
+        cr_assert_eq(ch->n_pending, 1);
+        server_answers(a, "{}");
+        run_for(60000); /* past a's timeout */
+        server_answers(b, "{}");
+        WAIT_UNTIL(replies[1].calls == 1);
+        cr_assert_eq(replies[0].calls, 0, "a cancelled request is never answered, not even by its timeout");
+}
+
+Test(child, free_fails_pending_with_econnreset) {
+        request("a", 0, &replies[0]);
+        request("b", 5 * USEC_PER_SEC, &replies[1]);
+        child_free(ch);
+        ch = NULL;
+        cr_assert_eq(replies[0].calls, 1);
+        cr_assert_eq(replies[1].calls, 1);
+        cr_assert_eq(replies[0].status, -ECONNRESET);
+        cr_assert_eq(replies[1].status, -ECONNRESET);
+        cr_assert_lt(replies[0].order, replies[1].order);
+        cr_assert_eq(broken.calls, 0, "freeing is not the server breaking");
+}
+
+static void reply_and_request(struct child *c, int status, json_object *result, json_object *error, void *userdata) {
+        struct reply *r = userdata;
+
+        record(r, status, result, error);
+        r->send_again = child_request(c, "again", NULL, 0, on_reply, &replies[7]);
+}
+
+Test(child, free_with_reply_that_sends) {
+        child_request(ch, "a", NULL, 0, reply_and_request, &replies[0]);
+        child_free(ch);
+        ch = NULL;
+        cr_assert_eq(replies[0].calls, 1);
+        cr_assert_eq(replies[0].status, -ECONNRESET);
+        cr_assert_eq(replies[0].send_again, -EPIPE, "no new requests on a connection being freed");
+        cr_assert_eq(replies[7].calls, 0);
+}
+
+Test(child, reply_may_send_next_request) {
+        int64_t a = child_request(ch, "first", NULL, 0, reply_and_request, &replies[0]);
+
+        cr_assert_eq(server_expects_request("first"), a);
+        server_answers(a, "{}");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_gt(replies[0].send_again, a);
+        cr_assert_eq(server_expects_request("again"), replies[0].send_again);
+        server_answers(replies[0].send_again, "{\"n\":2}");
+        WAIT_UNTIL(replies[7].calls == 1);
+        cr_assert_str_eq(replies[7].result, "{\"n\":2}");
+}
+
+Test(child, broken_on_eof) {
+        request("ping", 0, &replies[0]);
+        server_closes_stdout();
+        WAIT_UNTIL(broken.calls == 1);
+        cr_assert_str_eq(broken.why, "closed its stdout");
+        cr_assert(ch->broken);
+        run_for(50000);
+        cr_assert_eq(broken.calls, 1, "reported once");
+        cr_assert_eq(replies[0].calls, 0, "pending requests wait for child_free");
+        cr_assert_eq(child_notify(ch, "x", NULL), -EPIPE);
+        cr_assert_lt(child_request(ch, "y", NULL, 0, on_reply, &replies[1]), 0);
+        cr_assert_eq(ch->n_pending, 1);
+        child_free(ch);
+        ch = NULL;
+        cr_assert_eq(replies[0].status, -ECONNRESET);
+        cr_assert_eq(replies[1].calls, 0);
+}
+
+Test(child, unterminated_last_line_read_before_broken) {
+        int64_t a = request("ping", 0, &replies[0]);
+        char line[128];
+
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"last\":1}}", (long long)a);
+        server_says(line);
+        server_closes_stdout();
+        WAIT_UNTIL(broken.calls == 1);
+        cr_assert_eq(replies[0].calls, 1);
+        cr_assert_str_eq(replies[0].result, "{\"last\":1}");
+        cr_assert_lt(replies[0].order, broken.order);
+}
+
+Test(child, broken_when_stdin_not_read) {
+        close(srv_in);
+        event_del(rx_event);
+        srv_in = -1;
+        cr_assert_eq(child_notify(ch, "notifications/initialized", NULL), 0);
+        WAIT_UNTIL(broken.calls == 1);
+        cr_assert_str_eq(broken.why, "stopped reading its stdin");
+        cr_assert_eq(evbuffer_get_length(bufferevent_get_output(ch->to)), 0, "unsendable output dropped: %zu bytes left",
+                     evbuffer_get_length(bufferevent_get_output(ch->to)));
+}
+
+Test(child, garbage_counted) {
+        server_says("hello, I am starting up\n");
+        server_says("{\"jsonrpc\":\"1.0\",\"id\":1,\"result\":{}}\n");
+        server_says("[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n");
+        server_says("{\"jsonrpc\":\"2.0\",\"id\":1}\n");
+        server_says("\n\r\n"); /* empty lines are no messages, and no garbage */
+        int64_t a = request("ping", 0, &replies[0]);
+        server_answers(a, "{}");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_eq(ch->garbage_lines, 4);
+        cr_assert_eq(occurrences(logged(), "not MCP on stdout"), 4);
+        cr_assert(strstr(logged(), "hello, I am starting up"));
+        cr_assert_eq(broken.calls, 0, "garbage does not end the connection");
+}
+
+Test(child, garbage_logged_up_to_ten_then_counted) {
+        for (int i = 0; i < 25; i++)
+                server_says("junk\n");
+        int64_t a = request("ping", 0, &replies[0]);
+        server_answers(a, "{}");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_eq(ch->garbage_lines, 25);
+        cr_assert_eq(occurrences(logged(), "not MCP on stdout"), 10);
+        cr_assert_eq(occurrences(logged(), "only counted"), 1);
+}
+
+Test(child, oversize_line_is_garbage) {
+        char big[MAX_LINE * 3 + 2];
+
+        memset(big, 'x', sizeof big - 2);
+        big[sizeof big - 2] = '\n';
+        big[sizeof big - 1] = '\0';
+        server_says(big);
+        int64_t a = request("ping", 0, &replies[0]);
+        server_answers(a, "{\"after\":true}");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_eq(ch->garbage_lines, 1);
+        cr_assert_str_eq(replies[0].result, "{\"after\":true}");
+}
+
+Test(child, requests_and_notifications_from_server) {
+        server_says("{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"roots/list\"}\n");
+        server_says("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\r\n");
+        server_says("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"sampling/createMessage\",\"params\":{}}\n");
+        WAIT_UNTIL(messages.calls == 3);
+        cr_assert_eq(messages.kind[0], JSONRPC_REQUEST);
+        cr_assert_str_eq(messages.method[0], "roots/list");
+        cr_assert_str_eq(messages.id[0], "\"r1\"");
+        cr_assert_eq(messages.kind[1], JSONRPC_NOTIFICATION);
+        cr_assert_str_eq(messages.method[1], "notifications/tools/list_changed");
+        cr_assert_eq(messages.kind[2], JSONRPC_REQUEST);
+        cr_assert_str_eq(messages.id[2], "7");
+        cr_assert_eq(ch->garbage_lines, 0);
+}
+
+Test(child, server_request_id_not_confused_with_ours) {
+        int64_t a = request("ping", 0, &replies[0]);
+        char line[128];
+
+        /* A request from the server that happens to use our id is a request, not an answer. */
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"ping\"}\n", (long long)a);
+        server_says(line);
+        WAIT_UNTIL(messages.calls == 1);
+        cr_assert_eq(replies[0].calls, 0);
+        cr_assert_eq(ch->n_pending, 1);
+}
+
+Test(child, close_input_after_flush) {
+        cr_assert_eq(child_notify(ch, "notifications/initialized", NULL), 0);
+        int64_t a = request("tools/list", 0, &replies[0]);
+        child_close_input(ch);
+        cr_assert(ch->input_closed);
+        cr_assert_eq(child_notify(ch, "late", NULL), -EPIPE, "nothing more after closing");
+        cr_assert_lt(child_request(ch, "late", NULL, 0, on_reply, &replies[1]), 0);
+
+        /* The server gets what was queued, then EOF. */
+        WAIT_UNTIL(rx_eof);
+        json_object *m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "notifications/initialized");
+        json_object_put(m);
+        cr_assert_eq(server_expects_request("tools/list"), a);
+        cr_assert_eq(evbuffer_get_length(rx), 0, "nothing after the queued messages");
+        cr_assert_eq(broken.calls, 0, "closing our side is not the server breaking");
+
+        /* Its stdout still works: the server may answer while shutting down. */
+        server_answers(a, "{\"tools\":[]}");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_eq(replies[0].status, 0);
+        cr_assert_eq(replies[1].calls, 0);
+}
+
+Test(child, close_input_with_nothing_queued) {
+        child_close_input(ch);
+        WAIT_UNTIL(rx_eof);
+        cr_assert_eq(evbuffer_get_length(rx), 0);
+        child_close_input(ch); /* again: nothing */
+        run_for(20000);
+        cr_assert_eq(broken.calls, 0);
+        server_closes_stdout();
+        WAIT_UNTIL(broken.calls == 1);
+        cr_assert_str_eq(broken.why, "closed its stdout");
+}
+
+Test(child, close_input_with_large_queue) {
+        /* More than a pipe holds: the close waits until all of it was written. */
+        json_object *params = json_object_new_object();
+        char *blob = malloc(200000);
+        size_t total = 0;
+
+        cr_assert_not_null(blob);
+        memset(blob, 'b', 199999);
+        blob[199999] = '\0';
+        json_object_object_add(params, "blob", json_object_new_string(blob));
+        free(blob);
+        cr_assert_eq(child_notify(ch, "big", params), 0);
+        child_close_input(ch);
+        WAIT_UNTIL(rx_eof);
+        total = evbuffer_get_length(rx);
+        json_object *m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "big");
+        json_object_put(m);
+        cr_assert_gt(total, 200000);
+        cr_assert_eq(evbuffer_get_length(rx), 0);
+}

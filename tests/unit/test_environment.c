@@ -1,0 +1,450 @@
+/* Unit tests for environment.c: a server's clean environment, credentials read into it,
+ * and the program looked up in that environment's PATH. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "environment.h"
+#include "settings.h"
+
+static char tmpdir[64];
+static char **env;
+static char *error;
+static char *found; /* environment_find_program's answer */
+
+static void setup(void) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/mcpvisor-unit-XXXXXX");
+        cr_assert_not_null(mkdtemp(tmpdir));
+        env = NULL;
+        error = NULL;
+        found = NULL;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void teardown(void) {
+        strv_free(env);
+        free(error);
+        free(found);
+        nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(environment, .init = setup, .fini = teardown);
+
+/* A path inside the test's directory; the result lives until the test ends. */
+static const char *tmp_path(const char *name) {
+        static char paths[8][256];
+        static unsigned next;
+        char *p = paths[next++ % 8];
+
+        snprintf(p, sizeof paths[0], "%s/%s", tmpdir, name);
+        return p;
+}
+
+static void write_file(const char *path, const void *data, size_t len, mode_t mode) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+
+        cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+        cr_assert_eq(write(fd, data, len), (ssize_t)len);
+        cr_assert_eq(fchmod(fd, mode), 0);
+        close(fd);
+}
+
+static size_t count(char *const *strv) {
+        size_t n = 0;
+
+        while (strv && strv[n])
+                n++;
+        return n;
+}
+
+/* How many entries start with "name=". */
+static unsigned occurrences(char *const *strv, const char *name) {
+        size_t len = strlen(name);
+        unsigned n = 0;
+
+        for (size_t i = 0; strv && strv[i]; i++)
+                if (strncmp(strv[i], name, len) == 0 && strv[i][len] == '=')
+                        n++;
+        return n;
+}
+
+static int build(struct env_var *vars, size_t n_vars, char **daemon_env, uint64_t instance, const char *creds) {
+        struct server_config s = { .name = (char *)"github", .command = (char *)"npx", .env = vars, .n_env = n_vars };
+
+        strv_free(env);
+        env = NULL;
+        free(error);
+        error = NULL;
+        return environment_build(&s, daemon_env, instance, creds, &env, &error);
+}
+
+Test(environment, get) {
+        char *e[] = { "A=1", "AB=2", "B=", "C", NULL };
+
+        cr_assert_str_eq(environment_get(e, "A"), "1");
+        cr_assert_str_eq(environment_get(e, "AB"), "2");
+        cr_assert_str_eq(environment_get(e, "B"), "");
+        cr_assert_null(environment_get(e, "C"), "an entry without '=' has no value");
+        cr_assert_null(environment_get(e, "D"));
+        cr_assert_null(environment_get(NULL, "A"));
+}
+
+Test(environment, only_allowed_names_inherited) {
+        char *daemon_env[] = {
+                "PATH=/opt/bin:/usr/bin", "HOME=/var/lib/mcpvisor", "LANG=C.UTF-8", "LC_ALL=C", "LC_CTYPE=en_US.UTF-8",
+                "TZ=Europe/Berlin", "USER=mcpvisor", "LANGUAGE=de", "PATHEXT=.exe", "TZDIR=/x", "HOMEDIR=/y",
+                "NOTIFY_SOCKET=/run/systemd/notify", "LISTEN_FDS=2", "LISTEN_PID=1", "LISTEN_FDNAMES=a:b",
+                "WATCHDOG_USEC=1000", "WATCHDOG_PID=1", "JOURNAL_STREAM=8:123", "CREDENTIALS_DIRECTORY=/run/credentials/x",
+                "INVOCATION_ID=abc", "LD_PRELOAD=/evil.so", "SECRET=1", NULL,
+        };
+
+        cr_assert_eq(build(NULL, 0, daemon_env, 7, NULL), 0);
+        cr_assert_null(error);
+        cr_assert_str_eq(environment_get(env, "PATH"), "/opt/bin:/usr/bin");
+        cr_assert_str_eq(environment_get(env, "HOME"), "/var/lib/mcpvisor");
+        cr_assert_str_eq(environment_get(env, "LANG"), "C.UTF-8");
+        cr_assert_str_eq(environment_get(env, "LC_ALL"), "C");
+        cr_assert_str_eq(environment_get(env, "LC_CTYPE"), "en_US.UTF-8");
+        cr_assert_str_eq(environment_get(env, "TZ"), "Europe/Berlin");
+        cr_assert_str_eq(environment_get(env, ENV_SERVER), "github");
+        cr_assert_str_eq(environment_get(env, ENV_INSTANCE), "7");
+        cr_assert_eq(count(env), 8, "unexpected extra entries");
+        static const char *const never[] = { "USER", "LANGUAGE", "PATHEXT", "TZDIR", "HOMEDIR", "NOTIFY_SOCKET",
+                                             "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC",
+                                             "WATCHDOG_PID", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY",
+                                             "INVOCATION_ID", "LD_PRELOAD", "SECRET" };
+        for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+                cr_assert_null(environment_get(env, never[i]), "%s must not be inherited", never[i]);
+}
+
+Test(environment, daemon_entry_without_equals_ignored) {
+        char *daemon_env[] = { "LC_BROKEN", "PATH=/bin", NULL };
+
+        cr_assert_eq(build(NULL, 0, daemon_env, 1, NULL), 0);
+        cr_assert_eq(occurrences(env, "LC_BROKEN"), 0);
+        for (size_t i = 0; env[i]; i++)
+                cr_assert_neq(strcmp(env[i], "LC_BROKEN"), 0);
+        cr_assert_eq(count(env), 3);
+}
+
+Test(environment, default_path_when_none) {
+        char *daemon_env[] = { "HOME=/root", NULL };
+
+        cr_assert_eq(build(NULL, 0, daemon_env, 1, NULL), 0);
+        cr_assert_str_eq(environment_get(env, "PATH"), ENVIRONMENT_DEFAULT_PATH);
+        cr_assert_str_eq(environment_get(env, "HOME"), "/root");
+        cr_assert_eq(count(env), 4);
+
+        cr_assert_eq(build(NULL, 0, NULL, 1, NULL), 0, "no daemon environment at all");
+        cr_assert_str_eq(environment_get(env, "PATH"), ENVIRONMENT_DEFAULT_PATH);
+        cr_assert_eq(count(env), 3);
+}
+
+Test(environment, empty_inherited_path_kept) {
+        char *daemon_env[] = { "PATH=", NULL };
+
+        cr_assert_eq(build(NULL, 0, daemon_env, 1, NULL), 0);
+        cr_assert_str_eq(environment_get(env, "PATH"), "");
+        cr_assert_eq(occurrences(env, "PATH"), 1);
+}
+
+Test(environment, configured_overrides_inherited) {
+        char *daemon_env[] = { "PATH=/usr/bin", "LANG=C", "HOME=/root", NULL };
+        struct env_var vars[] = {
+                { .name = "PATH", .value = "/opt/node/bin" },
+                { .name = "LANG", .value = "de_DE.UTF-8" },
+                { .name = "GITHUB_TOKEN", .value = "t0k" },
+                { .name = "EMPTY", .value = "" },
+        };
+
+        cr_assert_eq(build(vars, 4, daemon_env, 3, NULL), 0);
+        cr_assert_str_eq(environment_get(env, "PATH"), "/opt/node/bin");
+        cr_assert_str_eq(environment_get(env, "LANG"), "de_DE.UTF-8");
+        cr_assert_str_eq(environment_get(env, "HOME"), "/root");
+        cr_assert_str_eq(environment_get(env, "GITHUB_TOKEN"), "t0k");
+        cr_assert_str_eq(environment_get(env, "EMPTY"), "");
+        cr_assert_eq(occurrences(env, "PATH"), 1);
+        cr_assert_eq(occurrences(env, "LANG"), 1);
+        cr_assert_eq(count(env), 7);
+}
+
+Test(environment, configured_path_replaces_default) {
+        struct env_var vars[] = { { .name = "PATH", .value = "/srv/bin" } };
+
+        cr_assert_eq(build(vars, 1, NULL, 1, NULL), 0);
+        cr_assert_str_eq(environment_get(env, "PATH"), "/srv/bin");
+        cr_assert_eq(occurrences(env, "PATH"), 1);
+}
+
+Test(environment, configured_may_set_names_never_inherited) {
+        struct env_var vars[] = { { .name = "NODE_OPTIONS", .value = "--max-old-space-size=512" } };
+        char *daemon_env[] = { "NODE_OPTIONS=--inspect", NULL };
+
+        cr_assert_eq(build(vars, 1, daemon_env, 1, NULL), 0);
+        cr_assert_str_eq(environment_get(env, "NODE_OPTIONS"), "--max-old-space-size=512");
+        cr_assert_eq(occurrences(env, "NODE_OPTIONS"), 1);
+}
+
+Test(environment, identity_always_set_not_overridable) {
+        char *daemon_env[] = { "MCPVISOR_SERVER=daemon", "MCPVISOR_INSTANCE=99", "PATH=/bin", NULL };
+        struct env_var vars[] = {
+                { .name = ENV_SERVER, .value = "spoofed" },
+                { .name = ENV_INSTANCE, .value = "0" },
+        };
+
+        cr_assert_eq(build(vars, 2, daemon_env, 18446744073709551615ull, NULL), 0);
+        cr_assert_str_eq(environment_get(env, ENV_SERVER), "github");
+        cr_assert_str_eq(environment_get(env, ENV_INSTANCE), "18446744073709551615");
+        cr_assert_eq(occurrences(env, ENV_SERVER), 1);
+        cr_assert_eq(occurrences(env, ENV_INSTANCE), 1);
+}
+
+Test(environment, many_entries) {
+        struct env_var vars[40];
+        char names[40][16], *daemon_env[50];
+
+        for (int i = 0; i < 40; i++) {
+                snprintf(names[i], sizeof names[i], "V%d", i);
+                vars[i] = (struct env_var){ .name = names[i], .value = names[i] };
+        }
+        for (int i = 0; i < 49; i++)
+                daemon_env[i] = i % 2 ? "LC_X=1" : "JUNK=1";
+        daemon_env[49] = NULL;
+        cr_assert_eq(build(vars, 40, daemon_env, 1, NULL), 0);
+        cr_assert_str_eq(environment_get(env, "V39"), "V39");
+        cr_assert_str_eq(environment_get(env, "PATH"), ENVIRONMENT_DEFAULT_PATH);
+        cr_assert_eq(occurrences(env, "JUNK"), 0);
+}
+
+Test(environment, credential_read_newline_stripped) {
+        struct env_var vars[] = {
+                { .name = "GITHUB_TOKEN", .credential = "gh-token" },
+                { .name = "API_KEY", .credential = "api" },
+                { .name = "PLAIN", .value = "p" },
+        };
+
+        write_file(tmp_path("gh-token"), "ghp_secret\n", 11, 0400);
+        write_file(tmp_path("api"), "no-newline", 10, 0400);
+        cr_assert_eq(build(vars, 3, NULL, 1, tmpdir), 0);
+        cr_assert_null(error);
+        cr_assert_str_eq(environment_get(env, "GITHUB_TOKEN"), "ghp_secret");
+        cr_assert_str_eq(environment_get(env, "API_KEY"), "no-newline");
+        cr_assert_str_eq(environment_get(env, "PLAIN"), "p");
+}
+
+Test(environment, credential_only_one_newline_stripped) {
+        struct env_var vars[] = { { .name = "T", .credential = "c" } };
+
+        write_file(tmp_path("c"), "two\n\n", 5, 0400);
+        cr_assert_eq(build(vars, 1, NULL, 1, tmpdir), 0);
+        cr_assert_str_eq(environment_get(env, "T"), "two\n");
+}
+
+Test(environment, credential_empty) {
+        struct env_var vars[] = { { .name = "T", .credential = "c" } };
+
+        write_file(tmp_path("c"), "", 0, 0400);
+        cr_assert_eq(build(vars, 1, NULL, 1, tmpdir), 0);
+        cr_assert_str_eq(environment_get(env, "T"), "");
+}
+
+Test(environment, credential_overrides_inherited) {
+        char *daemon_env[] = { "HOME=/root", NULL };
+        struct env_var vars[] = { { .name = "HOME", .credential = "home" } };
+
+        write_file(tmp_path("home"), "/secret/home\n", 13, 0400);
+        cr_assert_eq(build(vars, 1, daemon_env, 1, tmpdir), 0);
+        cr_assert_str_eq(environment_get(env, "HOME"), "/secret/home");
+        cr_assert_eq(occurrences(env, "HOME"), 1);
+}
+
+Test(environment, credential_missing) {
+        struct env_var vars[] = { { .name = "GITHUB_TOKEN", .credential = "gh-token" } };
+
+        cr_assert_eq(build(vars, 1, NULL, 1, tmpdir), -ENOENT);
+        cr_assert_null(env, "nothing returned on failure");
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, "'gh-token'"), "error does not name the credential: %s", error);
+        cr_assert(strstr(error, "GITHUB_TOKEN"), "error does not name the variable: %s", error);
+}
+
+Test(environment, credential_without_credentials_dir) {
+        struct env_var vars[] = { { .name = "PLAIN", .value = "x" }, { .name = "GITHUB_TOKEN", .credential = "gh-token" } };
+
+        cr_assert_lt(build(vars, 2, NULL, 1, NULL), 0);
+        cr_assert_null(env);
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, "gh-token"), "error does not name the credential: %s", error);
+        cr_assert(strstr(error, "LoadCredential="), "error does not say how to fix it: %s", error);
+}
+
+Test(environment, credential_oversized) {
+        struct env_var vars[] = { { .name = "T", .credential = "big" } };
+        size_t len = 64 * 1024 + 1;
+        char *data = malloc(len);
+
+        cr_assert_not_null(data);
+        memset(data, 'a', len);
+        write_file(tmp_path("big"), data, len, 0400);
+        cr_assert_lt(build(vars, 1, NULL, 1, tmpdir), 0);
+        cr_assert_null(env);
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, "'big'"), "error does not name the credential: %s", error);
+
+        /* Exactly the limit is fine. */
+        write_file(tmp_path("big"), data, len - 1, 0400);
+        cr_assert_eq(build(vars, 1, NULL, 1, tmpdir), 0, "%s", error ? error : "");
+        cr_assert_eq(strlen(environment_get(env, "T")), len - 1);
+        free(data);
+}
+
+Test(environment, credential_with_nul) {
+        struct env_var vars[] = { { .name = "T", .credential = "bin" } };
+
+        write_file(tmp_path("bin"), "abc\0def\n", 8, 0400);
+        cr_assert_lt(build(vars, 1, NULL, 1, tmpdir), 0);
+        cr_assert_null(env);
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, "'bin'"), "error does not name the credential: %s", error);
+}
+
+Test(environment, credential_is_directory) {
+        struct env_var vars[] = { { .name = "T", .credential = "d" } };
+
+        cr_assert_eq(mkdir(tmp_path("d"), 0700), 0);
+        cr_assert_lt(build(vars, 1, NULL, 1, tmpdir), 0);
+        cr_assert_null(env);
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, "'d'"), "error does not name the credential: %s", error);
+}
+
+/* An executable file at tmpdir/dir/name. */
+static void make_program(const char *dir, const char *name, mode_t mode) {
+        char path[256];
+
+        mkdir(tmp_path(dir), 0755);
+        snprintf(path, sizeof path, "%s/%s/%s", tmpdir, dir, name);
+        write_file(path, "#!/bin/sh\n", 10, mode);
+}
+
+static void free_found(void) {
+        free(found);
+        found = NULL;
+}
+
+Test(environment, find_with_slash_used_as_is) {
+        cr_assert_eq(environment_find_program("./server.js", "/nonexistent", &found), 0);
+        cr_assert_str_eq(found, "./server.js");
+        free_found();
+        cr_assert_eq(environment_find_program("/usr/bin/does-not-exist-mcpvisor", NULL, &found), 0);
+        cr_assert_str_eq(found, "/usr/bin/does-not-exist-mcpvisor");
+        free_found();
+        cr_assert_eq(environment_find_program("bin/x", "", &found), 0);
+        cr_assert_str_eq(found, "bin/x");
+}
+
+Test(environment, find_in_second_path_entry) {
+        char path_list[300];
+
+        make_program("a", "other", 0755);
+        make_program("b", "prog", 0755);
+        snprintf(path_list, sizeof path_list, "%s:%s", tmp_path("a"), tmp_path("b"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), 0);
+        cr_assert_str_eq(found, tmp_path("b/prog"));
+}
+
+Test(environment, find_first_match_wins) {
+        char path_list[300];
+
+        make_program("a", "prog", 0755);
+        make_program("b", "prog", 0755);
+        snprintf(path_list, sizeof path_list, "%s:%s", tmp_path("a"), tmp_path("b"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), 0);
+        cr_assert_str_eq(found, tmp_path("a/prog"));
+}
+
+Test(environment, find_not_executable) {
+        char path_list[300];
+
+        make_program("a", "prog", 0644);
+        snprintf(path_list, sizeof path_list, "%s", tmp_path("a"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), -EACCES);
+        cr_assert_null(found);
+}
+
+Test(environment, find_directory_not_runnable) {
+        char path_list[300];
+
+        mkdir(tmp_path("a"), 0755);
+        cr_assert_eq(mkdir(tmp_path("a/prog"), 0755), 0);
+        snprintf(path_list, sizeof path_list, "%s", tmp_path("a"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), -EACCES);
+}
+
+Test(environment, find_skips_non_executable_for_later_match) {
+        char path_list[300];
+
+        make_program("a", "prog", 0644);
+        make_program("b", "prog", 0755);
+        snprintf(path_list, sizeof path_list, "%s:%s", tmp_path("a"), tmp_path("b"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), 0);
+        cr_assert_str_eq(found, tmp_path("b/prog"));
+}
+
+Test(environment, find_eacces_reported_over_later_enoent) {
+        char path_list[300];
+
+        make_program("a", "prog", 0644);
+        mkdir(tmp_path("b"), 0755);
+        snprintf(path_list, sizeof path_list, "%s:%s:/nonexistent-mcpvisor", tmp_path("a"), tmp_path("b"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), -EACCES);
+}
+
+Test(environment, find_missing) {
+        char path_list[300];
+
+        mkdir(tmp_path("a"), 0755);
+        snprintf(path_list, sizeof path_list, "%s:/nonexistent-mcpvisor:/etc/passwd", tmp_path("a"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), -ENOENT);
+        cr_assert_null(found);
+        cr_assert_eq(environment_find_program("prog", "", &found), -ENOENT);
+        cr_assert_eq(environment_find_program("prog", NULL, &found), -ENOENT);
+}
+
+Test(environment, find_empty_entries_skipped) {
+        char path_list[300], cwd[4096];
+
+        /* A runnable "prog" in the current directory must not be found through an empty entry. */
+        cr_assert_not_null(getcwd(cwd, sizeof cwd));
+        make_program("here", "prog", 0755);
+        cr_assert_eq(chdir(tmp_path("here")), 0);
+        cr_assert_eq(environment_find_program("prog", ":", &found), -ENOENT);
+        cr_assert_eq(environment_find_program("prog", "::", &found), -ENOENT);
+        cr_assert_eq(environment_find_program("prog", "/nonexistent-mcpvisor:", &found), -ENOENT);
+        cr_assert_eq(environment_find_program("prog", ":/nonexistent-mcpvisor", &found), -ENOENT);
+        cr_assert_null(found);
+
+        make_program("b", "prog", 0755);
+        snprintf(path_list, sizeof path_list, "::%s:", tmp_path("b"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), 0);
+        cr_assert_str_eq(found, tmp_path("b/prog"));
+        cr_assert_eq(chdir(cwd), 0);
+}
+
+Test(environment, find_trailing_slash_in_entry) {
+        char path_list[300];
+
+        make_program("b", "prog", 0755);
+        snprintf(path_list, sizeof path_list, "%s/", tmp_path("b"));
+        cr_assert_eq(environment_find_program("prog", path_list, &found), 0);
+        cr_assert_eq(access(found, X_OK), 0, "%s", found);
+}

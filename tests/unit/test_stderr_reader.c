@@ -1,0 +1,405 @@
+/* Unit tests for stderr-reader.c: a server's stderr pipe read on an event_base and cut
+ * into log lines. The daemon's log goes to stderr (no journal here), which each test
+ * points at a file of its own and reads back. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "stderr-reader.h"
+#include "time-util.h"
+
+#define WAIT_USEC (10 * USEC_PER_SEC)
+
+static struct event_base *base;
+static struct event *tick;
+static struct logger lg;
+static struct stderr_reader rd;
+static int server_end = -1; /* the server's stderr: the test writes here */
+static int log_fd = -1;     /* where our stderr (the daemon's log) goes */
+static int saved_stderr = -1;
+static char log_path[64];
+static char *log_text;
+
+static void on_tick(evutil_socket_t fd, short what, void *userdata) {
+}
+
+/* One round of the loop; a timer makes sure it returns even when nothing happens. */
+static void loop_once(void) {
+        struct timeval tv = { .tv_sec = 0, .tv_usec = 50000 };
+
+        evtimer_add(tick, &tv);
+        event_base_loop(base, EVLOOP_ONCE);
+}
+
+#define WAIT_UNTIL(cond)                                                        \
+        do {                                                                    \
+                uint64_t deadline_ = now_usec() + WAIT_USEC;                    \
+                while (!(cond) && now_usec() < deadline_)                       \
+                        loop_once();                                            \
+                cr_assert(cond, "timed out waiting for: %s", #cond);            \
+        } while (0)
+
+/* All the daemon logged so far; valid until the next call (one snapshot per expression). */
+static const char *logged(void) {
+        struct stat st;
+
+        fflush(stderr);
+        cr_assert_eq(fstat(log_fd, &st), 0);
+        free(log_text);
+        log_text = calloc(1, (size_t)st.st_size + 1);
+        cr_assert_not_null(log_text);
+        cr_assert_eq(pread(log_fd, log_text, (size_t)st.st_size, 0), st.st_size);
+        return log_text;
+}
+
+static bool logged_has(const char *s) {
+        return strstr(logged(), s) != NULL;
+}
+
+static unsigned occurrences(const char *haystack, const char *needle) {
+        unsigned n = 0;
+
+        for (const char *p = haystack; (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+static void start_with_level(int max_priority) {
+        int fds[2];
+
+        logger_init(&lg, max_priority);
+        cr_assert_not(lg.journal);
+        /* The daemon's end is non-blocking, as process.c makes it. */
+        cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+        cr_assert_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+        server_end = fds[1];
+        cr_assert_eq(stderr_reader_start(&rd, base, fds[0], "srv", &lg), 0);
+        cr_assert_str_eq(rd.last, "");
+}
+
+static void setup(void) {
+        unsetenv("JOURNAL_STREAM");
+        snprintf(log_path, sizeof log_path, "/tmp/mcpvisor-unit-log-XXXXXX");
+        log_fd = mkstemp(log_path);
+        cr_assert_geq(log_fd, 0);
+        fflush(stderr);
+        saved_stderr = dup(STDERR_FILENO);
+        cr_assert_geq(saved_stderr, 0);
+        cr_assert_eq(dup2(log_fd, STDERR_FILENO), STDERR_FILENO);
+        base = event_base_new();
+        cr_assert_not_null(base);
+        tick = evtimer_new(base, on_tick, NULL);
+        cr_assert_not_null(tick);
+        memset(&rd, 0, sizeof rd);
+}
+
+static void teardown(void) {
+        stderr_reader_finish(&rd);
+        if (server_end >= 0)
+                close(server_end);
+        server_end = -1;
+        event_free(tick);
+        event_base_free(base);
+        free(log_text);
+        log_text = NULL;
+        unlink(log_path);
+        close(log_fd);
+        /* Back to the real stderr, where sanitizer reports at exit must go. */
+        fflush(stderr);
+        dup2(saved_stderr, STDERR_FILENO);
+        close(saved_stderr);
+}
+
+TestSuite(stderr_reader, .init = setup, .fini = teardown);
+
+static void server_write(const void *data, size_t len) {
+        const char *p = data;
+
+        while (len > 0) {
+                ssize_t k = write(server_end, p, len);
+                cr_assert_gt(k, 0, "write: %s", strerror(errno));
+                p += k;
+                len -= (size_t)k;
+        }
+}
+
+static void server_says(const char *s) {
+        server_write(s, strlen(s));
+}
+
+static void server_repeat(char c, size_t n) {
+        char buf[1024];
+
+        memset(buf, c, sizeof buf);
+        while (n > 0) {
+                size_t k = n < sizeof buf ? n : sizeof buf;
+                server_write(buf, k);
+                n -= k;
+        }
+}
+
+static void server_close(void) {
+        close(server_end);
+        server_end = -1;
+}
+
+Test(stderr_reader, lines) {
+        start_with_level(LOG_DEBUG);
+        server_says("hello\nworld\n");
+        WAIT_UNTIL(logged_has("srv: world\n"));
+        cr_assert_str_eq(logged(), "srv: hello\nsrv: world\n");
+        cr_assert_str_eq(rd.last, "world");
+
+        server_says("one more");
+        server_says(" line\n");
+        WAIT_UNTIL(logged_has("srv: one more line\n"));
+        cr_assert_str_eq(logged(), "srv: hello\nsrv: world\nsrv: one more line\n");
+}
+
+Test(stderr_reader, partial_line_waits_for_newline) {
+        start_with_level(LOG_DEBUG);
+        server_says("first\nhalf");
+        WAIT_UNTIL(logged_has("srv: first\n"));
+        /* The bytes are read; an unterminated line is not logged while the pipe is open. */
+        for (int i = 0; i < 3; i++)
+                loop_once();
+        cr_assert_str_eq(logged(), "srv: first\n");
+        server_says(" done\n");
+        WAIT_UNTIL(logged_has("srv: half done\n"));
+        cr_assert_str_eq(logged(), "srv: first\nsrv: half done\n");
+}
+
+Test(stderr_reader, crlf) {
+        start_with_level(LOG_DEBUG);
+        server_says("windows\r\nstyle\r\n");
+        WAIT_UNTIL(logged_has("style"));
+        cr_assert_str_eq(logged(), "srv: windows\nsrv: style\n");
+        cr_assert_str_eq(rd.last, "style");
+}
+
+Test(stderr_reader, priority_prefix) {
+        /* Plain stderr shows no level; what the logger lets through shows the priority. */
+        start_with_level(LOG_NOTICE);
+        server_says("<3>bad thing\nplain info\n<7>debugging\n<5>a notice\n<6>info\n<0>done\n");
+        WAIT_UNTIL(logged_has("srv: done\n"));
+        cr_assert_str_eq(logged(), "srv: bad thing\nsrv: a notice\nsrv: done\n");
+}
+
+Test(stderr_reader, not_a_priority_prefix) {
+        start_with_level(LOG_DEBUG);
+        server_says("<8>eight\n<a>letter\n<3\n<>empty\n <3>space\n<33>two digits\n<3>\n");
+        WAIT_UNTIL(occurrences(logged(), "\n") == 7);
+        cr_assert_str_eq(logged(), "srv: <8>eight\nsrv: <a>letter\nsrv: <3\nsrv: <>empty\nsrv:  <3>space\n"
+                                   "srv: <33>two digits\nsrv: \n");
+}
+
+Test(stderr_reader, not_a_priority_prefix_is_info) {
+        start_with_level(LOG_NOTICE);
+        server_says("<8>eight\n<4>done\n");
+        WAIT_UNTIL(logged_has("srv: done\n"));
+        cr_assert_str_eq(logged(), "srv: done\n");
+}
+
+/* "srv: " + n times c + marker + "\n" */
+static char *cut_line(char c) {
+        static const char marker[] = " [line cut at 4096 bytes]\n";
+        char *s = malloc(5 + STDERR_LINE_MAX + sizeof marker);
+
+        cr_assert_not_null(s);
+        memcpy(s, "srv: ", 5);
+        memset(s + 5, c, STDERR_LINE_MAX);
+        memcpy(s + 5 + STDERR_LINE_MAX, marker, sizeof marker);
+        return s;
+}
+
+Test(stderr_reader, long_line_cut_once) {
+        char *want = cut_line('x'), *all;
+
+        start_with_level(LOG_DEBUG);
+        server_repeat('x', 5000);
+        server_says("\nnext\n");
+        WAIT_UNTIL(logged_has("srv: next\n"));
+        cr_assert(asprintf(&all, "%ssrv: next\n", want) > 0);
+        cr_assert_str_eq(logged(), all);
+        cr_assert_eq(occurrences(logged(), "[line cut"), 1);
+        free(all);
+        free(want);
+}
+
+Test(stderr_reader, long_line_remainder_skipped_across_reads) {
+        char *want = cut_line('y'), *all;
+
+        start_with_level(LOG_DEBUG);
+        server_repeat('y', STDERR_LINE_MAX + 1);
+        WAIT_UNTIL(logged_has("[line cut at 4096 bytes]"));
+        cr_assert_str_eq(logged(), want);
+        /* The rest of the line, in pieces and longer than the limit again: not logged,
+         * no second marker. */
+        for (int i = 0; i < 3; i++) {
+                server_repeat('z', 3000);
+                for (int k = 0; k < 3; k++)
+                        loop_once();
+        }
+        server_says("z\ntail\n");
+        WAIT_UNTIL(logged_has("srv: tail\n"));
+        cr_assert(asprintf(&all, "%ssrv: tail\n", want) > 0);
+        cr_assert_str_eq(logged(), all);
+        cr_assert_eq(occurrences(logged(), "z"), 0, "the rest of the cut line was logged");
+        free(all);
+        free(want);
+}
+
+Test(stderr_reader, line_of_exactly_the_limit_not_cut) {
+        char *want = cut_line('w');
+
+        start_with_level(LOG_DEBUG);
+        strcpy(want + 5 + STDERR_LINE_MAX, "\nsrv: after\n");
+        server_repeat('w', STDERR_LINE_MAX);
+        server_says("\nafter\n");
+        WAIT_UNTIL(logged_has("srv: after\n"));
+        cr_assert_str_eq(logged(), want);
+        free(want);
+}
+
+Test(stderr_reader, long_line_keeps_priority) {
+        start_with_level(LOG_ERR);
+        server_says("<3>");
+        server_repeat('e', 6000);
+        server_says("\n<6>info\n<2>end\n");
+        WAIT_UNTIL(logged_has("srv: end\n"));
+        cr_assert_eq(occurrences(logged(), "[line cut at 4096 bytes]"), 1);
+        cr_assert_eq(occurrences(logged(), "srv: "), 2);
+        cr_assert_eq(strncmp(logged(), "srv: eee", 8), 0);
+}
+
+Test(stderr_reader, finish_flushes_unterminated_last_line) {
+        start_with_level(LOG_DEBUG);
+        /* The write end stays open, as when the server left a process behind holding it:
+         * finish must read what is there without waiting. */
+        server_says("a\npartial");
+        stderr_reader_finish(&rd);
+        cr_assert_null(rd.bev);
+        cr_assert_str_eq(logged(), "srv: a\nsrv: partial\n");
+        cr_assert_str_eq(rd.last, "partial");
+        stderr_reader_finish(&rd); /* again: nothing */
+        cr_assert_str_eq(logged(), "srv: a\nsrv: partial\n");
+}
+
+Test(stderr_reader, finish_after_eof_no_duplicates) {
+        start_with_level(LOG_DEBUG);
+        server_says("x\nlast words");
+        server_close();
+        WAIT_UNTIL(logged_has("srv: last words\n"));
+        stderr_reader_finish(&rd);
+        cr_assert_str_eq(logged(), "srv: x\nsrv: last words\n");
+        cr_assert_str_eq(rd.last, "last words");
+}
+
+Test(stderr_reader, finish_with_nothing_written) {
+        start_with_level(LOG_DEBUG);
+        stderr_reader_finish(&rd);
+        cr_assert_str_eq(logged(), "");
+        cr_assert_str_eq(rd.last, "");
+}
+
+Test(stderr_reader, finish_never_started) {
+        struct stderr_reader r = { 0 };
+
+        stderr_reader_finish(&r);
+        cr_assert_null(r.bev);
+}
+
+Test(stderr_reader, last_line_kept) {
+        start_with_level(LOG_DEBUG);
+        server_says("first\nsecond\n");
+        WAIT_UNTIL(logged_has("srv: second\n"));
+        cr_assert_str_eq(rd.last, "second");
+        server_repeat('q', 300);
+        server_says("\n");
+        WAIT_UNTIL(occurrences(logged(), "\n") == 3);
+        cr_assert_eq(strlen(rd.last), STDERR_LAST_MAX - 1);
+        for (size_t i = 0; i < STDERR_LAST_MAX - 1; i++)
+                cr_assert_eq(rd.last[i], 'q');
+}
+
+/* Writes lines "l0" ... "l<n-1>" at once. */
+static void server_burst(unsigned n) {
+        size_t size = (size_t)n * 8 + 1, len = 0;
+        char *buf = malloc(size);
+
+        cr_assert_not_null(buf);
+        for (unsigned i = 0; i < n; i++)
+                len += (size_t)snprintf(buf + len, size - len, "l%u\n", i);
+        server_write(buf, len);
+        free(buf);
+}
+
+Test(stderr_reader, rate_limit_drops_and_reports) {
+        char line[32];
+
+        start_with_level(LOG_DEBUG);
+        rd.window_start = now_usec();
+        server_burst(STDERR_RATE_BURST + 5);
+        snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST + 4);
+        WAIT_UNTIL(strcmp(rd.last, line) == 0);
+        cr_assert_eq(rd.dropped, 5);
+        cr_assert_eq(rd.total_dropped, 5);
+        cr_assert_eq(occurrences(logged(), "srv: l"), STDERR_RATE_BURST);
+        snprintf(line, sizeof line, "srv: l%u\n", STDERR_RATE_BURST - 1);
+        cr_assert(logged_has(line), "the burst is logged in full");
+        snprintf(line, sizeof line, "srv: l%u\n", STDERR_RATE_BURST);
+        cr_assert_not(logged_has(line), "over the burst is dropped");
+        cr_assert_not(logged_has("dropped"), "reported only once the interval is over");
+
+        /* The interval ends: the next line reports the count first, then is logged. */
+        rd.window_start -= STDERR_RATE_INTERVAL_USEC;
+        server_says("after\n");
+        WAIT_UNTIL(logged_has("srv: after\n"));
+        const char *text = logged();
+        const char *report = strstr(text, "[srv] server wrote too fast to its stderr: 5 lines dropped");
+        cr_assert_not_null(report, "no drop report in: ...%s", text + strlen(text) - 200);
+        cr_assert_lt(report, strstr(text, "srv: after\n"));
+        cr_assert_eq(rd.dropped, 0);
+        cr_assert_eq(rd.total_dropped, 5);
+        cr_assert_eq(rd.window_lines, 1);
+}
+
+Test(stderr_reader, rate_limit_reported_at_finish) {
+        char line[32];
+
+        start_with_level(LOG_DEBUG);
+        rd.window_start = now_usec();
+        server_burst(STDERR_RATE_BURST + 3);
+        snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST + 2);
+        WAIT_UNTIL(strcmp(rd.last, line) == 0);
+        cr_assert_not(logged_has("dropped"));
+        stderr_reader_finish(&rd);
+        cr_assert(logged_has("server wrote too fast to its stderr: 3 lines dropped"));
+        cr_assert_eq(rd.total_dropped, 3);
+        cr_assert_str_eq(rd.last, line, "the last line is kept even when dropped");
+}
+
+Test(stderr_reader, rate_limit_new_window_admits_again) {
+        char line[32];
+
+        start_with_level(LOG_DEBUG);
+        rd.window_start = now_usec();
+        server_burst(STDERR_RATE_BURST + 1);
+        WAIT_UNTIL(rd.dropped == 1);
+        rd.window_start -= STDERR_RATE_INTERVAL_USEC;
+        server_burst(STDERR_RATE_BURST);
+        snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST - 1);
+        WAIT_UNTIL(strcmp(rd.last, line) == 0);
+        cr_assert_eq(rd.window_lines, STDERR_RATE_BURST);
+        cr_assert_eq(rd.dropped, 0, "a full new window is admitted");
+        cr_assert_eq(rd.total_dropped, 1);
+        cr_assert_eq(occurrences(logged(), "srv: l"), 2 * STDERR_RATE_BURST);
+        cr_assert_eq(occurrences(logged(), "1 lines dropped"), 1);
+}
