@@ -21,6 +21,8 @@ struct reaper_ops {
         /* A server's own process with this pid has exited: reap it through its pidfd.
          * Returns true if it did, false if pid is not (or could not be) reaped that way. */
         bool (*server_exited)(pid_t pid, void *userdata);
+        /* Is pid a server's own (current) process? Those are never leftovers. */
+        bool (*is_server)(pid_t pid, void *userdata);
         /* Should a process of this server instance be ended now (its instance is gone)?
          * Sets the grace between SIGTERM and SIGKILL. */
         bool (*left_behind)(const char *server, uint64_t instance, double *kill_timeout, void *userdata);

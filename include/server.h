@@ -63,6 +63,7 @@ struct server {
         char cause[SERVER_CAUSE_MAX];  /* why it is in this state, short: "exit status 1" */
         enum stop_goal goal;
         enum stop_stage stage;
+        bool stop_failed;              /* the reason for stopping is a failure whatever the exit */
         char stop_cause[SERVER_CAUSE_MAX]; /* why stopping began, for the exit's cause */
         struct instance *run;          /* the current process, NULL when none */
         struct handshake handshake;
@@ -73,6 +74,7 @@ struct server {
         unsigned starts;
         unsigned restarts;             /* starts after the first */
         char last_exit[64];            /* "exit status 1", "" if it never ended */
+        bool last_exit_clean;          /* it was exit status 0 */
         char last_stderr[128];         /* the last line it wrote to stderr before that */
 };
 

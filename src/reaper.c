@@ -213,7 +213,7 @@ unsigned reaper_scan(struct reaper *r, bool all) {
                 if (!isdigit((unsigned char)de->d_name[0]))
                         continue;
                 pid = (pid_t)atoi(de->d_name);
-                if (parent_of(pid) != self || find_leftover(r, pid))
+                if (parent_of(pid) != self || find_leftover(r, pid) || r->ops->is_server(pid, r->userdata))
                         continue;
                 attribution(pid, server, sizeof server, &instance);
                 /* Unattributed: it cleared its environment; whose it was is unknowable, so it

@@ -173,6 +173,7 @@ static void begin_stop(struct server *s, enum stop_goal goal, const char *cause)
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         s->goal = goal;
+        s->stop_failed = true;
         s->stage = STOP_STAGE_CLOSE;
         snprintf(s->stop_cause, sizeof s->stop_cause, "%s", cause ? cause : "");
         if (s->run->child)
@@ -192,6 +193,16 @@ static void act_restart(struct server *s, const char *detail) {
 
 static void act_recover(struct server *s, const char *detail) {
         begin_stop(s, STOP_GOAL_RECOVER, detail);
+}
+
+/* Closed stdout or stopped reading stdin: usually the first sign of an exit, so the exit
+ * status decides whether it failed (a clean exit 0 is not a failure), unless it was still
+ * starting. */
+static void act_broken(struct server *s, const char *detail) {
+        bool starting = s->state == SERVER_STARTING;
+
+        begin_stop(s, STOP_GOAL_RECOVER, detail);
+        s->stop_failed = starting;
 }
 
 static void act_start_timeout(struct server *s, const char *detail) {
@@ -249,6 +260,7 @@ static void end_run(struct server *s) {
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         process_describe_exit(&in->proc, s->last_exit, sizeof s->last_exit);
+        s->last_exit_clean = process_exited_cleanly(&in->proc);
         s->run = NULL;
         instance_retire(in, &s->sv->retired); /* reads what is left of its stderr */
         snprintf(s->last_stderr, sizeof s->last_stderr, "%.127s", in->err.last);
@@ -295,7 +307,7 @@ static void act_exited(struct server *s, const char *detail) {
         bool clean;
 
         end_run(s);
-        clean = strcmp(s->last_exit, "exit status 0") == 0;
+        clean = s->last_exit_clean;
         format_exit_cause(s, cause, sizeof cause, s->state == SERVER_STARTING ? "exited while starting" : NULL);
         after_run(s, !clean || s->state == SERVER_STARTING, cause);
 }
@@ -316,7 +328,7 @@ static void act_stopped(struct server *s, const char *detail) {
                 break;
         case STOP_GOAL_RECOVER:
                 format_exit_cause(s, cause, sizeof cause, s->stop_cause);
-                after_run(s, true, cause);
+                after_run(s, s->stop_failed || !s->last_exit_clean, cause);
                 break;
         }
 }
@@ -343,18 +355,18 @@ static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
         [SERVER_STARTING] = {
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_READY] = act_ready, [SERVER_EV_START_FAILED] = act_recover,
-                [SERVER_EV_BROKEN] = act_recover, [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_EXITED] = act_exited,
                 [SERVER_EV_TIMER] = act_start_timeout,
         },
         [SERVER_READY] = {
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
-                [SERVER_EV_BROKEN] = act_recover, [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_EXITED] = act_exited,
         },
         [SERVER_UNHEALTHY] = {
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
-                [SERVER_EV_BROKEN] = act_recover, [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_EXITED] = act_exited,
         },
         [SERVER_STOPPING] = {
                 [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,

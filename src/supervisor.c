@@ -48,6 +48,16 @@ static bool server_exited(pid_t pid, void *userdata) {
         return false;
 }
 
+/* reaper_ops: a server's own process, reaped and closed by its server, not the reaper. */
+static bool is_server(pid_t pid, void *userdata) {
+        struct supervisor *sv = userdata;
+
+        for (size_t i = 0; i < sv->n_servers; i++)
+                if (sv->servers[i]->run && sv->servers[i]->run->proc.pid == pid)
+                        return true;
+        return false;
+}
+
 /* reaper_ops: a process of an instance that no longer runs is left behind. */
 static bool left_behind(const char *server, uint64_t instance, double *kill_timeout, void *userdata) {
         struct supervisor *sv = userdata;
@@ -61,7 +71,11 @@ static bool left_behind(const char *server, uint64_t instance, double *kill_time
         return true;
 }
 
-static const struct reaper_ops reaper_ops = { .server_exited = server_exited, .left_behind = left_behind };
+static const struct reaper_ops reaper_ops = {
+        .server_exited = server_exited,
+        .is_server = is_server,
+        .left_behind = left_behind,
+};
 
 int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,
                     struct jsonrpc_parser *parser, const struct config *config, void (*changed)(void *),

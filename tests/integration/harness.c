@@ -489,6 +489,7 @@ bool h_log_count_wait(struct h_daemon *d, const char *needle, unsigned n, int ti
         long long deadline = h_now_ms() + timeout_ms;
 
         for (;;) {
+                h_notify_drain(d);
                 if (h_log_count(d, needle) >= n)
                         return true;
                 if (remaining(deadline) == 0)
@@ -604,9 +605,9 @@ size_t h_read_environ(pid_t pid, char *buf, size_t size) {
         return len;
 }
 
-bool h_environ_has(const char *env, size_t len, const char *prefix, bool exact) {
+bool h_environ_has(const char *env, size_t len, const char *text, bool exact) {
         for (size_t i = 0; i < len; i += strlen(env + i) + 1)
-                if (exact ? strcmp(env + i, prefix) == 0 : strncmp(env + i, prefix, strlen(prefix)) == 0)
+                if (exact ? strcmp(env + i, text) == 0 : strncmp(env + i, text, strlen(text)) == 0)
                         return true;
         return false;
 }
@@ -628,8 +629,8 @@ unsigned h_count_server_processes(const char *server) {
                         continue;
                 pid = (pid_t)atoi(de->d_name);
                 len = h_read_environ(pid, env, sizeof env);
-                if (len && h_environ_has(env, len, entry, true) && h_environ_has(env, len, "MCPVISOR_INSTANCE=", false) &&
-                    !h_pid_gone(pid))
+                if (len && h_environ_has(env, len, entry, true) &&
+                    h_environ_has(env, len, "MCPVISOR_INSTANCE=", false) && !h_pid_gone(pid))
                         count++;
         }
         closedir(dir);
@@ -639,4 +640,25 @@ unsigned h_count_server_processes(const char *server) {
 void h_remove_tree(const char *dir) {
         if (dir && dir[0])
                 nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+void h_notify_drain(struct h_daemon *d) {
+        if (d->notify_fd >= 0)
+                drain_notify(d);
+}
+
+int h_stop_draining(struct h_daemon *d, int sig, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+        int status;
+
+        if (d->pid <= 0)
+                return d->exit_status;
+        kill(d->pid, sig);
+        while ((status = h_wait_exit(d, 20)) == -1 && remaining(deadline) > 0)
+                h_notify_drain(d);
+        if (status == -1) {
+                kill(d->pid, SIGKILL);
+                h_wait_exit(d, H_TIMEOUT_MS);
+        }
+        return status;
 }

@@ -103,7 +103,7 @@ long long h_now_ms(void);
 char *h_log_text(struct h_daemon *d);
 /* Occurrences of needle in the daemon's log so far. */
 unsigned h_log_count(struct h_daemon *d, const char *needle);
-/* Waits until needle occurs at least n times in the log. */
+/* Waits until needle occurs at least n times in the log, draining NOTIFY datagrams meanwhile. */
 bool h_log_count_wait(struct h_daemon *d, const char *needle, unsigned n, int timeout_ms);
 /* Waits until PATH holds a pid other than not_this (0: any); returns it, or 0 on timeout.
  * The demo server writes pidfiles by rename, so a read never sees half a pid. */
@@ -118,10 +118,17 @@ bool h_proc_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgid);
 unsigned h_count_children(pid_t ppid, bool zombies_only);
 /* /proc/PID/environ into buf ('\0'-separated entries); its length, 0 if unreadable. */
 size_t h_read_environ(pid_t pid, char *buf, size_t size);
-/* True if the environ has an entry starting with prefix ("FOO=bar" with its '=' matches
- * exactly that value only if the caller passes the whole entry and exact is set). */
-bool h_environ_has(const char *env, size_t len, const char *prefix, bool exact);
+/* True if an entry of env (as read by h_read_environ) equals text (exact) or starts with it. */
+bool h_environ_has(const char *env, size_t len, const char *text, bool exact);
 /* Live processes whose environment says MCPVISOR_SERVER=server and has MCPVISOR_INSTANCE=. */
 unsigned h_count_server_processes(const char *server);
 /* rm -r. */
 void h_remove_tree(const char *dir);
+
+/* Reads the NOTIFY datagrams that arrived meanwhile into d->notices. The daemon's sd_notify()
+ * blocks once the socket's queue is full (net.unix.max_dgram_qlen, 10 by default without
+ * systemd's sysctl), freezing its whole loop: a test that waits on anything else while the
+ * daemon changes state often must keep draining. h_log_count_wait does. */
+void h_notify_drain(struct h_daemon *d);
+/* h_stop, draining NOTIFY datagrams while it waits (a stop sends several STATUS= lines). */
+int h_stop_draining(struct h_daemon *d, int sig, int timeout_ms);
