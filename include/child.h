@@ -9,6 +9,7 @@
 #include <sys/queue.h>
 
 #include "framing.h"
+#include "idmap.h"
 
 struct event_base;
 struct bufferevent;
@@ -46,7 +47,8 @@ struct child {
         struct bufferevent *from;      /* the server's stdout */
         struct framer framer;
         int64_t next_id;
-        TAILQ_HEAD(, child_request) pending;
+        TAILQ_HEAD(, child_request) pending;   /* in the order sent */
+        struct idmap by_id;                     /* id -> child_request */
         unsigned n_pending;
         const struct child_ops *ops;
         void *userdata;

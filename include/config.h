@@ -33,6 +33,8 @@ void problems_done(struct config_problems *p);
 #define CONFIG_DEFAULT_OUTPUT_LIMIT (64u * 1024 * 1024)
 #define CONFIG_DEFAULT_SOCKET_MODE 0660
 #define CONFIG_DEFAULT_SHUTDOWN_TIMEOUT 10.0
+#define CONFIG_DEFAULT_LIST_WAIT 5.0
+#define CONFIG_DEFAULT_LIST_PAGE_SIZE 500
 
 struct config {
         char *socket_path;           /* "socket": NULL = default path */
@@ -42,6 +44,9 @@ struct config {
         size_t max_message_size;     /* "maxMessageSize": bytes per JSON-RPC line */
         size_t client_output_limit;  /* "clientOutputLimit": unsent bytes before a client is dropped */
         double shutdown_timeout;     /* "shutdownTimeout": seconds for a clean stop */
+        char *tool_name_separator;   /* "toolNameSeparator": NULL = "__" */
+        double list_wait;            /* "listWait": seconds a list waits for starting servers */
+        unsigned list_page_size;     /* "listPageSize": items per page toward clients; 0 = all */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
 };

@@ -20,6 +20,7 @@
 
 static void request_free(struct child *ch, struct child_request *rq) {
         TAILQ_REMOVE(&ch->pending, rq, entry);
+        idmap_remove(&ch->by_id, rq->id);
         ch->n_pending--;
         if (rq->timer)
                 event_free(rq->timer);
@@ -27,12 +28,7 @@ static void request_free(struct child *ch, struct child_request *rq) {
 }
 
 static struct child_request *find_request(struct child *ch, int64_t id) {
-        struct child_request *rq;
-
-        TAILQ_FOREACH(rq, &ch->pending, entry)
-                if (rq->id == id)
-                        return rq;
-        return NULL;
+        return idmap_get(&ch->by_id, id);
 }
 
 /* Removes the request before calling back, so the callback may send or cancel freely. */
@@ -190,6 +186,7 @@ struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t 
         ch->userdata = userdata;
         ch->next_id = 1;
         TAILQ_INIT(&ch->pending);
+        idmap_init(&ch->by_id);
         framer_init(&ch->framer, max_line);
         bufferevent_set_max_single_read(ch->from, CHILD_READ_CHUNK);
         bufferevent_setcb(ch->from, on_from_read, NULL, on_from_event, ch);
@@ -209,6 +206,7 @@ void child_free(struct child *ch) {
                 complete(ch, rq, -ECONNRESET, NULL, NULL);
         bufferevent_free(ch->to);
         bufferevent_free(ch->from);
+        idmap_done(&ch->by_id);
         free(ch);
 }
 
@@ -249,6 +247,8 @@ int64_t child_request(struct child *ch, const char *method, json_object *params,
                 if (!rq->timer || evtimer_add(rq->timer, &tv) < 0)
                         r = -ENOMEM;
         }
+        if (r == 0)
+                r = idmap_put(&ch->by_id, rq->id, rq);
         if (r < 0) {
                 if (rq->timer)
                         event_free(rq->timer);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "names.h"
 #include "settings.h"
 
 #define CONFIG_FILE_MAX (16 * 1024 * 1024)
@@ -56,12 +57,15 @@ void config_init_defaults(struct config *c) {
                 .max_message_size = CONFIG_DEFAULT_MAX_MESSAGE,
                 .client_output_limit = CONFIG_DEFAULT_OUTPUT_LIMIT,
                 .shutdown_timeout = CONFIG_DEFAULT_SHUTDOWN_TIMEOUT,
+                .list_wait = CONFIG_DEFAULT_LIST_WAIT,
+                .list_page_size = CONFIG_DEFAULT_LIST_PAGE_SIZE,
         };
 }
 
 void config_done(struct config *c) {
         free(c->socket_path);
         free(c->control_socket_path);
+        free(c->tool_name_separator);
         for (size_t i = 0; i < c->n_servers; i++)
                 server_config_done(&c->servers[i]);
         free(c->servers);
@@ -75,6 +79,16 @@ const struct server_config *config_find_server(const struct config *c, const cha
         return NULL;
 }
 
+static int parse_separator(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        if (!json_object_is_type(v, json_type_string) || !name_separator_valid(json_object_get_string(v))) {
+                problems_add(p, PROBLEM_ERROR, path, "expected 1-8 characters of A-Z a-z 0-9 _ - . (they join a server's prefix and a tool's name)");
+                return -EINVAL;
+        }
+        free(*(char **)dst);
+        *(char **)dst = strdup(json_object_get_string(v));
+        return *(char **)dst ? 0 : -ENOMEM;
+}
+
 #define FIELD(key, type, field, lo, hi) { key, type, offsetof(struct config, field), lo, hi, NULL, NULL }
 
 static const struct setting daemon_settings[] = {
@@ -85,6 +99,9 @@ static const struct setting daemon_settings[] = {
         FIELD("maxMessageSize", SETTING_SIZE, max_message_size, 1024, 1u << 30),
         FIELD("clientOutputLimit", SETTING_SIZE, client_output_limit, 4096, 1u << 30),
         FIELD("shutdownTimeout", SETTING_SECONDS, shutdown_timeout, 0.1, 3600),
+        { "toolNameSeparator", SETTING_CUSTOM, offsetof(struct config, tool_name_separator), 0, 0, NULL, parse_separator },
+        FIELD("listWait", SETTING_SECONDS, list_wait, 0, 600),
+        FIELD("listPageSize", SETTING_COUNT, list_page_size, 0, 1000000),
 };
 
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */

@@ -1,0 +1,194 @@
+/* The merged view of every ready server's offer; see registry.h. */
+#include "registry.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "names.h"
+#include "server.h"
+
+void registry_init(struct registry *r, const struct logger *log, const char *separator) {
+        *r = (struct registry){ .log = log, .separator = separator ? separator : NAMES_DEFAULT_SEPARATOR };
+}
+
+static void list_clear(struct registry_list *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                json_object_put(l->entries[i].original);
+                json_object_put(l->entries[i].exposed);
+        }
+        free(l->entries);
+        json_object_put(l->index);
+        l->entries = NULL;
+        l->n = 0;
+        l->index = NULL;
+}
+
+void registry_done(struct registry *r) {
+        for (int k = 0; k < CATALOG_KIND_COUNT; k++)
+                list_clear(&r->lists[k]);
+}
+
+static bool listed(const struct server *s) {
+        return s->state == SERVER_READY || s->state == SERVER_UNHEALTHY;
+}
+
+static int by_name(const void *a, const void *b) {
+        const struct server *x = *(struct server *const *)a, *y = *(struct server *const *)b;
+
+        return strcmp(x->config->name, y->config->name);
+}
+
+static const char *item_key(json_object *item, enum catalog_kind kind) {
+        static const char *const keys[CATALOG_KIND_COUNT] = {
+                [CATALOG_TOOLS] = "name", [CATALOG_PROMPTS] = "name",
+                [CATALOG_RESOURCES] = "uri", [CATALOG_TEMPLATES] = "uriTemplate",
+        };
+        json_object *v;
+
+        if (!json_object_is_type(item, json_type_object) || !json_object_object_get_ex(item, keys[kind], &v) ||
+            !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+                return NULL;
+        return json_object_get_string(v);
+}
+
+/* A shallow copy of a tool or prompt with "name" replaced; the rest is passed on verbatim. */
+static json_object *renamed(json_object *item, const char *name) {
+        json_object *copy = json_object_new_object();
+
+        json_object_object_foreach(item, key, value)
+                json_object_object_add(copy, key, strcmp(key, "name") == 0 ? json_object_new_string(name) : json_object_get(value));
+        return copy;
+}
+
+/* The exposed name of a tool or prompt, resolving collisions; false to skip it. */
+static bool exposed_name(struct registry *r, struct registry_list *l, const struct server *s, const char *name,
+                         char out[NAME_MAX_LEN + 1]) {
+        const struct server_config *c = s->config;
+        const char *prefix = c->prefix ? c->prefix : c->name;
+        char first[NAME_MAX_LEN + 1], *alt = NULL;
+        bool ok;
+
+        name_expose(prefix, r->separator, name, first);
+        if (!json_object_object_get_ex(l->index, first, NULL)) {
+                memcpy(out, first, sizeof first);
+                return true;
+        }
+        if (asprintf(&alt, "%s/%s", c->name, name) < 0)
+                return false;
+        name_fallback(alt, out);
+        free(alt);
+        ok = !json_object_object_get_ex(l->index, out, NULL);
+        log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = c->name },
+                 ok ? "'%s' is already exposed by another server; this server's '%s' is exposed as '%s'"
+                    : "'%s' is already exposed by another server; this server's '%s' is left out (its fallback '%s' is taken too)",
+                 first, name, out);
+        return ok;
+}
+
+static void add_entry(struct registry *r, enum catalog_kind kind, struct server *s, json_object *item) {
+        struct registry_list *l = &r->lists[kind];
+        const char *key = item_key(item, kind);
+        char exposed[NAME_MAX_LEN + 1];
+        json_object *shown;
+
+        if (!key) {
+                log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name },
+                         "ignoring an entry of %s without a %s", catalog_kinds[kind].method,
+                         kind == CATALOG_RESOURCES ? "uri" : kind == CATALOG_TEMPLATES ? "uriTemplate" : "name");
+                return;
+        }
+        if (kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS) {
+                if (!exposed_name(r, l, s, key, exposed))
+                        return;
+                shown = renamed(item, exposed);
+        } else if (kind == CATALOG_RESOURCES && json_object_object_get_ex(l->index, key, NULL)) {
+                log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name },
+                         "resource %s is also listed by another server, which serves it", key);
+                return;
+        } else {
+                snprintf(exposed, sizeof exposed, "%s", "");
+                shown = json_object_get(item);
+        }
+        l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .original = json_object_get(item),
+                                                    .exposed = shown };
+        if (kind != CATALOG_TEMPLATES)
+                json_object_object_add(l->index, kind == CATALOG_RESOURCES ? key : exposed,
+                                       json_object_new_int((int)l->n));
+        l->n++;
+}
+
+static uint32_t signature(const struct registry_list *l) {
+        uint32_t h = 2166136261u;
+
+        for (size_t i = 0; i < l->n; i++)
+                h = (h ^ name_hash(json_object_to_json_string_ext(l->entries[i].exposed, JSON_C_TO_STRING_PLAIN))) * 16777619u;
+        return h ^ (uint32_t)l->n;
+}
+
+static void build_list(struct registry *r, enum catalog_kind kind, struct server **sorted, size_t n) {
+        struct registry_list *l = &r->lists[kind];
+        size_t total = 0;
+
+        for (size_t i = 0; i < n; i++)
+                total += catalog_count(&sorted[i]->catalog, kind);
+        l->entries = calloc(total ? total : 1, sizeof *l->entries);
+        l->index = json_object_new_object();
+        if (!l->entries || !l->index)
+                return;
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < catalog_count(&sorted[i]->catalog, kind); j++)
+                        add_entry(r, kind, sorted[i], json_object_array_get_idx(sorted[i]->catalog.items[kind], j));
+}
+
+unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n) {
+        struct server **sorted = calloc(n ? n : 1, sizeof *sorted);
+        unsigned changed = 0;
+        size_t m = 0;
+
+        if (!sorted)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                if (listed(servers[i]))
+                        sorted[m++] = servers[i];
+        qsort(sorted, m, sizeof *sorted, by_name);
+        for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
+                uint32_t before = r->lists[k].signature;
+
+                list_clear(&r->lists[k]);
+                build_list(r, k, sorted, m);
+                r->lists[k].signature = signature(&r->lists[k]);
+                if (r->lists[k].signature != before)
+                        changed |= 1u << k;
+        }
+        free(sorted);
+        return changed;
+}
+
+const struct registry_entry *registry_find(const struct registry *r, enum catalog_kind kind, const char *key) {
+        const struct registry_list *l = &r->lists[kind];
+        json_object *i;
+
+        if (!l->index || !json_object_object_get_ex(l->index, key, &i))
+                return NULL;
+        return &l->entries[json_object_get_int(i)];
+}
+
+const struct registry_entry *registry_match_template(const struct registry *r, const char *uri) {
+        const struct registry_list *l = &r->lists[CATALOG_TEMPLATES];
+        const struct registry_entry *best = NULL;
+        size_t best_len = 0;
+
+        for (size_t i = 0; i < l->n; i++) {
+                const char *t = l->entries[i].name;
+                size_t len = strcspn(t, "{");
+
+                if (strncmp(uri, t, len) == 0 && (!best || len > best_len)) {
+                        best = &l->entries[i];
+                        best_len = len;
+                }
+        }
+        return best;
+}
