@@ -20,6 +20,7 @@
 
 struct daemon;
 struct bufferevent;
+struct route;
 
 enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
 
@@ -34,6 +35,7 @@ struct client {
         struct session session;
         struct ucred peer;
         unsigned pending;            /* requests accepted but not answered yet */
+        TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
 };
 
 TAILQ_HEAD(client_list, client);
@@ -48,6 +50,9 @@ const char *client_state_name(enum client_state state);
 void client_send(struct client *c, json_object *msg);
 void client_reply_result(struct client *c, json_object *id, json_object *result);
 void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data);
+
+/* A request that was pending (c->pending) has been answered or cancelled. */
+void client_request_done(struct client *c);
 
 /* Stop reading; close once pending requests are answered and output is flushed. */
 void client_drain(struct client *c);

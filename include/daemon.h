@@ -7,9 +7,12 @@
 #include "client.h"
 #include "config.h"
 #include "jsonrpc.h"
+#include "list-wait.h"
 #include "listen.h"
 #include "log.h"
 #include "notify.h"
+#include "registry.h"
+#include "router.h"
 #include "supervisor.h"
 
 struct event_base;
@@ -32,6 +35,9 @@ struct daemon {
         struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */
         bool activated;
         struct supervisor supervisor;
+        struct registry registry;          /* what clients see of the ready servers */
+        struct router router;              /* requests in flight to servers */
+        struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
         uint64_t next_client_id;
@@ -48,6 +54,9 @@ void daemon_done(struct daemon *d);
 
 /* Begins a clean stop (idempotent); a second call while stopping exits at once. */
 void daemon_stop(struct daemon *d, const char *why);
+
+/* Sends a notification (params consumed, may be NULL) to every initialized MCP client. */
+void daemon_broadcast(struct daemon *d, const char *method, json_object *params);
 
 /* Called when client counts or server states change, to refresh STATUS=. */
 void daemon_clients_changed(struct daemon *d);

@@ -3,6 +3,9 @@
 
 #include <stdbool.h>
 
+#include <json-c/json.h>
+
+#include "catalog.h"
 #include "listen.h"
 
 struct client;
@@ -27,9 +30,20 @@ const struct method *methods_find_notification(enum listen_role role, const char
 extern const struct method method_initialize;
 extern const struct method method_ping;
 extern const struct method method_discover;
+extern const struct method method_tools_list;
+extern const struct method method_prompts_list;
+extern const struct method method_resources_list;
+extern const struct method method_templates_list;
+extern const struct method method_tools_call;
+extern const struct method method_prompts_get;
+extern const struct method method_resources_read;
+extern const struct method method_completion_complete;
 extern const struct method notification_initialized;
 extern const struct method notification_cancelled;
 
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */
 bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional);
+
+/* Answers a list request from the registry (method-list.c); also used by list-wait.c. */
+void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind);

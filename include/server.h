@@ -75,6 +75,7 @@ struct server {
         unsigned restarts;             /* starts after the first */
         char last_exit[64];            /* "exit status 1", "" if it never ended */
         bool last_exit_clean;          /* it was exit status 0 */
+        uint64_t restart_at;           /* backoff: when the next start is due (usec, monotonic) */
         char last_stderr[128];         /* the last line it wrote to stderr before that */
 };
 
@@ -87,6 +88,12 @@ void server_handle(struct server *s, enum server_event ev, const char *detail);
 const char *server_state_name(enum server_state state);
 /* Has a process (or one being closed). */
 bool server_running(const struct server *s);
+
+/* Serving: ready, or unhealthy but still running and answering calls. */
+bool server_serving(const struct server *s);
+/* "backoff: exit status 1; restarting in 2 s" style text of where the server is, for the
+ * errors of calls that cannot reach it. */
+void server_describe(const struct server *s, char *buf, size_t size);
 
 /* Logging about this server: MCPVISOR_SERVER= set. */
 void server_log(const struct server *s, int priority, const char *fmt, ...) _printf_(3, 4);

@@ -13,6 +13,14 @@
 
 struct event_base;
 struct logger;
+struct jsonrpc_msg;
+
+/* What the rest of the daemon hears from the servers. */
+struct supervisor_ops {
+        void (*changed)(void *userdata);   /* a server changed state (or its catalog) */
+        /* A notification from a server's process (progress, list changes, log messages...). */
+        void (*notification)(struct server *s, struct jsonrpc_msg *m, void *userdata);
+};
 struct jsonrpc_parser;
 struct config;
 
@@ -30,12 +38,12 @@ struct supervisor {
         struct reaper reaper;
         bool scan_due;                     /* look for left-behind processes next iteration */
         bool stopping;                     /* daemon shutdown: no restarts */
-        void (*changed)(void *userdata);   /* a server changed state */
+        const struct supervisor_ops *ops;
         void *userdata;
 };
 
 int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,
-                    struct jsonrpc_parser *parser, const struct config *config, void (*changed)(void *),
+                    struct jsonrpc_parser *parser, const struct config *config, const struct supervisor_ops *ops,
                     void *userdata);
 /* Starts every enabled server. */
 void supervisor_start_all(struct supervisor *sv);
@@ -54,3 +62,4 @@ void supervisor_status(const struct supervisor *sv, char *buf, size_t size);
 /* A new instance number. */
 uint64_t supervisor_next_instance(struct supervisor *sv);
 void supervisor_server_changed(struct supervisor *sv);
+void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);

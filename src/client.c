@@ -13,6 +13,8 @@
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "list-wait.h"
+#include "router.h"
 
 /* Bytes read per callback: large enough that a multi-MiB message is not read 4 KiB at a time. */
 #define CLIENT_READ_CHUNK (256 * 1024)
@@ -64,6 +66,12 @@ static size_t unsent(struct client *c) {
 static void maybe_finish(struct client *c) {
         if (c->state == CLIENT_DRAINING && c->pending == 0 && unsent(c) == 0)
                 client_set_state(c, CLIENT_JUSTFREE);
+}
+
+void client_request_done(struct client *c) {
+        if (c->pending > 0)
+                c->pending--;
+        maybe_finish(c);
 }
 
 void client_send(struct client *c, json_object *msg) {
@@ -175,6 +183,7 @@ struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, en
         c->state = CLIENT_ACTIVE;
         framer_init(&c->framer, d->config.max_message_size);
         session_init(&c->session);
+        TAILQ_INIT(&c->routes);
         TAILQ_INSERT_TAIL(&d->clients[CLIENT_ACTIVE], c, entry);
         d->client_count[CLIENT_ACTIVE]++;
 
@@ -195,6 +204,8 @@ void client_free(struct client *c) {
                 return;
         d = c->daemon;
         client_log(c, LOG_INFO, "client disconnected");
+        router_client_gone(&d->router, c);
+        list_waiters_client_gone(d, c);
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
         session_done(&c->session);

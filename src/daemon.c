@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include "list-wait.h"
 #include "paths.h"
 #include "time-util.h"
 
@@ -39,9 +40,57 @@ void daemon_clients_changed(struct daemon *d) {
                               open == 1 ? "" : "s");
 }
 
-static void on_servers_changed(void *userdata) {
-        daemon_clients_changed(userdata);
+void daemon_broadcast(struct daemon *d, const char *method, json_object *params) {
+        struct client *c;
+
+        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry) {
+                json_object *msg;
+
+                if (c->role != LISTEN_MCP || c->session.phase != SESSION_OPERATING)
+                        continue;
+                msg = json_object_new_object();
+                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+                json_object_object_add(msg, "method", json_object_new_string(method));
+                if (params)
+                        json_object_object_add(msg, "params", json_object_get(params));
+                client_send(c, msg);
+        }
+        json_object_put(params);
 }
+
+/* A server changed state: what clients see may have changed with it. */
+static void on_servers_changed(void *userdata) {
+        static const char *const notifications[CATALOG_KIND_COUNT] = {
+                [CATALOG_TOOLS] = "notifications/tools/list_changed",
+                [CATALOG_PROMPTS] = "notifications/prompts/list_changed",
+                [CATALOG_RESOURCES] = "notifications/resources/list_changed",
+                [CATALOG_TEMPLATES] = "notifications/resources/list_changed",
+        };
+        struct daemon *d = userdata;
+        unsigned changed = registry_rebuild(&d->registry, d->supervisor.servers, d->supervisor.n_servers);
+
+        /* Resources and templates share one notification. */
+        if (changed & (1u << CATALOG_TEMPLATES))
+                changed = (changed | (1u << CATALOG_RESOURCES)) & ~(1u << CATALOG_TEMPLATES);
+        for (int k = 0; k < CATALOG_KIND_COUNT; k++)
+                if (changed & (1u << k))
+                        daemon_broadcast(d, notifications[k], NULL);
+        list_waiters_flush(d, false);
+        daemon_clients_changed(d);
+}
+
+static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void *userdata) {
+        struct daemon *d = userdata;
+
+        if (router_child_notification(&d->router, s, m))
+                return;
+        server_log(s, LOG_DEBUG, "notification %s not forwarded yet", m->method);
+}
+
+static const struct supervisor_ops supervisor_ops = {
+        .changed = on_servers_changed,
+        .notification = on_server_notification,
+};
 
 /* Shutdown is a phase the loop polls, so no object is torn down under its own callback.
  * Clients drain (bounded by shutdownTimeout) while servers close in parallel (each
@@ -231,6 +280,9 @@ int daemon_init(struct daemon *d, const struct config *config, int log_level) {
         int r;
 
         *d = (struct daemon){ .config = *config, .phase = DAEMON_STARTING, .exit_code = 0 };
+        TAILQ_INIT(&d->list_waiters);
+        TAILQ_INIT(&d->router.live);
+        TAILQ_INIT(&d->router.lost);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++)
                 TAILQ_INIT(&d->clients[s]);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++)
@@ -253,7 +305,9 @@ int daemon_init(struct daemon *d, const struct config *config, int log_level) {
         r = notify_init(&d->notify, d->base, &d->log);
         if (r < 0)
                 return r;
-        r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, on_servers_changed, d);
+        registry_init(&d->registry, &d->log, d->config.tool_name_separator);
+        router_init(&d->router, d->base, &d->log);
+        r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
                 return r;
@@ -282,6 +336,7 @@ int daemon_run(struct daemon *d) {
                         log_error(&d->log, "event loop failed");
                         return -EIO;
                 }
+                router_collect(&d->router);
                 free_closed_clients(d);
                 supervisor_collect(&d->supervisor);
                 check_stopped(d);
@@ -303,6 +358,9 @@ void daemon_done(struct daemon *d) {
         }
         if (d->supervisor.base)
                 supervisor_done(&d->supervisor);
+        router_done(&d->router);
+        registry_done(&d->registry);
+        list_waiters_done(d);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
                 if (d->signals[i])
                         event_free(d->signals[i]);

@@ -1,11 +1,20 @@
-/* notifications/cancelled from a client. */
+/* notifications/cancelled from a client: the request reaches the server's process under
+ * its child-side id, and nothing is answered for it. Unknown or finished ids are ignored,
+ * as the spec allows. */
 #include "client.h"
+#include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
 
 static void cancelled(struct client *c, struct jsonrpc_msg *m) {
-        /* Every request is answered as soon as it arrives today, so nothing is ever in
-         * flight to cancel; a late cancellation is simply ignored, as the spec allows. */
+        json_object *id, *reason;
+
+        if (!json_object_is_type(m->params, json_type_object) || !json_object_object_get_ex(m->params, "requestId", &id) ||
+            !jsonrpc_id_valid(id))
+                return;
+        if (!json_object_object_get_ex(m->params, "reason", &reason) || !json_object_is_type(reason, json_type_string))
+                reason = NULL;
+        router_cancel(&c->daemon->router, c, id, reason ? json_object_get_string(reason) : NULL);
 }
 
 const struct method notification_cancelled = {

@@ -1,7 +1,10 @@
 /* initialize and notifications/initialized: the MCP handshake toward clients. */
 #include <string.h>
 
+#include <json-c/printbuf.h>
+
 #include "client.h"
+#include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "protocol.h"
@@ -16,9 +19,41 @@ static json_object *server_info(void) {
         return info;
 }
 
+static json_object *list_changed(void) {
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "listChanged", json_object_new_boolean(1));
+        return o;
+}
+
+/* What the daemon answers itself or routes; servers come and go, so lists always may change. */
 static json_object *capabilities(void) {
-        /* Grows with what the daemon serves; never advertise what it cannot answer. */
-        return json_object_new_object();
+        json_object *caps = json_object_new_object();
+
+        json_object_object_add(caps, "tools", list_changed());
+        json_object_object_add(caps, "prompts", list_changed());
+        json_object_object_add(caps, "resources", list_changed());
+        json_object_object_add(caps, "completions", json_object_new_object());
+        return caps;
+}
+
+/* Each ready server's instructions under its name, so a client knows whose they are. */
+static json_object *instructions(const struct daemon *d) {
+        struct printbuf *pb = printbuf_new();
+        json_object *v, *result = NULL;
+
+        for (size_t i = 0; pb && i < d->supervisor.n_servers; i++) {
+                const struct server *s = d->supervisor.servers[i];
+                if (!server_serving(s) || !json_object_object_get_ex(s->catalog.initialize, "instructions", &v) ||
+                    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+                        continue;
+                sprintbuf(pb, "%s## %s\n%s\n", printbuf_length(pb) ? "\n" : "", s->config->name, json_object_get_string(v));
+        }
+        if (pb && printbuf_length(pb) > 0)
+                result = json_object_new_string_len(pb->buf, printbuf_length(pb));
+        if (pb)
+                printbuf_free(pb);
+        return result;
 }
 
 /* The params fields we rely on; anything else in them is kept as sent. */
@@ -47,7 +82,7 @@ static const char *info_field(json_object *info, const char *key) {
 
 static void initialize(struct client *c, struct jsonrpc_msg *m) {
         struct session *s = &c->session;
-        json_object *caps = NULL, *info = NULL, *version, *result;
+        json_object *caps = NULL, *info = NULL, *version, *result, *instr;
         const char *problem;
 
         if (!method_params_object(c, m, false))
@@ -75,6 +110,8 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
         json_object_object_add(result, "protocolVersion", json_object_new_string(s->protocol_version));
         json_object_object_add(result, "capabilities", capabilities());
         json_object_object_add(result, "serverInfo", server_info());
+        if ((instr = instructions(c->daemon)))
+                json_object_object_add(result, "instructions", instr);
         client_reply_result(c, m->id, result);
 }
 

@@ -11,6 +11,14 @@ static const struct method *const requests[] = {
         &method_initialize,
         &method_ping,
         &method_discover,
+        &method_tools_list,
+        &method_prompts_list,
+        &method_resources_list,
+        &method_templates_list,
+        &method_tools_call,
+        &method_prompts_get,
+        &method_resources_read,
+        &method_completion_complete,
 };
 
 static const struct method *const notifications[] = {

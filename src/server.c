@@ -34,6 +34,22 @@ bool server_running(const struct server *s) {
         return s->run != NULL;
 }
 
+bool server_serving(const struct server *s) {
+        return (s->state == SERVER_READY || s->state == SERVER_UNHEALTHY) && s->run && s->run->child;
+}
+
+void server_describe(const struct server *s, char *buf, size_t size) {
+        uint64_t now = now_usec();
+
+        if (s->state == SERVER_BACKOFF && s->restart_at > now)
+                snprintf(buf, size, "%s after %s; restarting in %.1f s", state_names[s->state], s->last_exit,
+                         (double)(s->restart_at - now) / (double)USEC_PER_SEC);
+        else if (s->cause[0])
+                snprintf(buf, size, "%s: %s", state_names[s->state], s->cause);
+        else
+                snprintf(buf, size, "%s", state_names[s->state]);
+}
+
 void server_log(const struct server *s, int priority, const char *fmt, ...) {
         _cleanup_free_ char *text = NULL;
         va_list ap;
@@ -298,8 +314,10 @@ static void after_run(struct server *s, bool failure, const char *cause) {
         snprintf(text, sizeof text, "%.120s%s%s%.100s", cause, next, s->last_stderr[0] ? "; last stderr line: " : "",
                  s->last_stderr);
         set_state(s, state, text);
-        if (state == SERVER_BACKOFF)
+        if (state == SERVER_BACKOFF) {
+                s->restart_at = now + delay;
                 arm_timer(s, delay);
+        }
 }
 
 static void act_exited(struct server *s, const char *detail) {
@@ -414,7 +432,7 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
                         child_send(ch, jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
                 return;
         }
-        server_log(s, LOG_DEBUG, "notification %s", m->method);
+        supervisor_server_notification(s->sv, s, m);
 }
 
 struct server *server_new(struct supervisor *sv, const struct server_config *config) {

@@ -15,8 +15,13 @@
 extern char **environ;
 
 void supervisor_server_changed(struct supervisor *sv) {
-        if (sv->changed)
-                sv->changed(sv->userdata);
+        if (sv->ops && sv->ops->changed)
+                sv->ops->changed(sv->userdata);
+}
+
+void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m) {
+        if (sv->ops && sv->ops->notification)
+                sv->ops->notification(s, m, sv->userdata);
 }
 
 uint64_t supervisor_next_instance(struct supervisor *sv) {
@@ -78,7 +83,7 @@ static const struct reaper_ops reaper_ops = {
 };
 
 int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,
-                    struct jsonrpc_parser *parser, const struct config *config, void (*changed)(void *),
+                    struct jsonrpc_parser *parser, const struct config *config, const struct supervisor_ops *ops,
                     void *userdata) {
         int r;
 
@@ -104,7 +109,7 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
                 sv->n_servers++;
         }
         /* Set last, so building the servers does not report half a state. */
-        sv->changed = changed;
+        sv->ops = ops;
         sv->userdata = userdata;
         return 0;
 }

@@ -1,0 +1,78 @@
+/* Requests forwarded from clients to the shared server processes, and everything that
+ * comes back. Each forwarded request is a route:
+ *   - toward the child it gets the child connection's own id; the answer returns to the
+ *     client that asked, under that client's id (its exact JSON value and type);
+ *   - its progress token is replaced by a daemon-unique one and restored on the way back,
+ *     since clients reuse the same token values;
+ *   - a client's notifications/cancelled reaches the child under the child-side id, and a
+ *     late answer or progress is dropped; a client that leaves has its routes cancelled;
+ *   - requestTimeout (reset by progress) cancels downstream and answers with an error;
+ *   - when a server's process ends, its routes are answered once, after the loop
+ *     iteration in which the server decided what happens next, with a message that names
+ *     the server, what happened and what follows.
+ * Every forwarded request gets exactly one answer, or was cancelled by its client. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "idmap.h"
+
+struct client;
+struct server;
+struct logger;
+struct event_base;
+struct event;
+struct jsonrpc_msg;
+
+struct route {
+        TAILQ_ENTRY(route) by_router;   /* live, or lost (awaiting its error) */
+        TAILQ_ENTRY(route) by_client;
+        struct router *router;
+        struct client *client;
+        json_object *client_id;         /* referenced */
+        json_object *client_token;      /* the client's progressToken, referenced, or NULL */
+        int64_t token;                  /* ours toward the child, 0 if none */
+        struct server *server;
+        uint64_t instance;              /* the run it was sent to */
+        int64_t child_id;
+        char method[48];
+        struct event *timer;            /* requestTimeout */
+        bool lost;
+};
+
+TAILQ_HEAD(route_list, route);
+
+struct router {
+        struct event_base *base;
+        const struct logger *log;
+        struct route_list live, lost;
+        struct idmap by_token;          /* our progress token -> route */
+        int64_t next_token;
+        unsigned n_live;
+};
+
+void router_init(struct router *r, struct event_base *base, const struct logger *log);
+void router_done(struct router *r);
+
+/* Forwards request m of client c to server s as method with params (consumed; its
+ * _meta.progressToken is rewritten here). Answers the client itself on failure. */
+void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
+                    json_object *params);
+
+/* The client cancelled request id. Silently ignored when unknown or already answered. */
+void router_cancel(struct router *r, struct client *c, json_object *id, const char *reason);
+/* The client is going away: cancel its routes downstream. */
+void router_client_gone(struct router *r, struct client *c);
+
+/* A notification from a server's process: progress goes to the route's client; false if
+ * the router does not handle this method. */
+bool router_child_notification(struct router *r, struct server *s, struct jsonrpc_msg *m);
+
+/* After each loop iteration: answers lost routes with their server's outcome. */
+void router_collect(struct router *r);
+
+/* One client's requests in flight. */
+unsigned router_client_routes(const struct router *r, const struct client *c);

@@ -1,0 +1,179 @@
+/* The requests that go to a server: tools/call and prompts/get (routed by exposed name),
+ * resources/read (by URI or template) and completion/complete (by its ref). A call that
+ * cannot reach a server is answered at once with why and where its logs are. */
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "daemon.h"
+#include "jsonrpc.h"
+#include "methods.h"
+#include "names.h"
+
+static const char *separator(const struct daemon *d) {
+        return d->config.tool_name_separator ? d->config.tool_name_separator : NAMES_DEFAULT_SEPARATOR;
+}
+
+/* The server whose prefix an exposed name carries, for a server that is not listed now. */
+static struct server *server_by_prefix(const struct daemon *d, const char *name) {
+        for (size_t i = 0; i < d->supervisor.n_servers; i++) {
+                struct server *s = d->supervisor.servers[i];
+                const char *prefix = s->config->prefix ? s->config->prefix : s->config->name;
+                size_t len = strlen(prefix), sep = strlen(separator(d));
+
+                if (len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, separator(d), sep) == 0)
+                        return s;
+        }
+        return NULL;
+}
+
+static void reply_not_serving(struct client *c, struct jsonrpc_msg *m, const struct server *s) {
+        char where[SERVER_CAUSE_MAX + 64], message[600];
+        json_object *data = json_object_new_object();
+
+        server_describe(s, where, sizeof where);
+        snprintf(message, sizeof message, "server '%s' is not ready (%.400s); its log: journalctl -t %s",
+                 s->config->name, where, s->config->name);
+        json_object_object_add(data, "server", json_object_new_string(s->config->name));
+        json_object_object_add(data, "state", json_object_new_string(server_state_name(s->state)));
+        client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, message, data);
+}
+
+static const char *string_param(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static void send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, json_object *params) {
+        if (!server_serving(s)) {
+                json_object_put(params);
+                reply_not_serving(c, m, s);
+                return;
+        }
+        router_forward(&c->daemon->router, c, m, s, m->method, params);
+}
+
+/* tools/call and prompts/get: the exposed name is swapped for the server's own. */
+static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind, const char *what) {
+        const struct registry_entry *e;
+        struct server *s;
+        const char *name;
+        json_object *params;
+        char message[300];
+
+        if (!method_params_object(c, m, false))
+                return;
+        name = string_param(m->params, "name");
+        if (!name) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
+                return;
+        }
+        e = registry_find(&c->daemon->registry, kind, name);
+        if (!e) {
+                s = server_by_prefix(c->daemon, name);
+                if (s && !server_serving(s)) {
+                        reply_not_serving(c, m, s);
+                        return;
+                }
+                snprintf(message, sizeof message, "Unknown %s: %.200s", what, name);
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
+                return;
+        }
+        params = json_object_new_object();
+        json_object_object_foreach(m->params, key, value)
+                json_object_object_add(params, key, strcmp(key, "name") == 0 ? json_object_new_string(e->name) : json_object_get(value));
+        send_to(c, m, e->server, params);
+}
+
+static void tools_call(struct client *c, struct jsonrpc_msg *m) {
+        call_by_name(c, m, CATALOG_TOOLS, "tool");
+}
+
+static void prompts_get(struct client *c, struct jsonrpc_msg *m) {
+        call_by_name(c, m, CATALOG_PROMPTS, "prompt");
+}
+
+/* Which server serves a URI: the one that listed it, else the best matching template. */
+static struct server *server_of_uri(const struct daemon *d, const char *uri) {
+        const struct registry_entry *e = registry_find(&d->registry, CATALOG_RESOURCES, uri);
+
+        if (!e)
+                e = registry_match_template(&d->registry, uri);
+        return e ? e->server : NULL;
+}
+
+static void reply_no_resource(struct client *c, struct jsonrpc_msg *m, const char *uri) {
+        json_object *data = json_object_new_object();
+
+        json_object_object_add(data, "uri", json_object_new_string(uri));
+        /* -32002 is "resource not found" from 2024-11-05 to 2025-11-25. */
+        client_reply_error(c, m->id, -32002, "Resource not found: no ready server lists it or a template that matches it",
+                           data);
+}
+
+static void resources_read(struct client *c, struct jsonrpc_msg *m) {
+        const char *uri;
+        struct server *s;
+
+        if (!method_params_object(c, m, false))
+                return;
+        uri = string_param(m->params, "uri");
+        if (!uri) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"uri\" (a string) is required", NULL);
+                return;
+        }
+        s = server_of_uri(c->daemon, uri);
+        if (!s) {
+                reply_no_resource(c, m, uri);
+                return;
+        }
+        send_to(c, m, s, json_object_get(m->params));
+}
+
+/* completion/complete: a prompt ref by its exposed name (renamed on the way), a resource
+ * ref by its template or URI. */
+static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
+        const struct registry_entry *e = NULL;
+        json_object *ref, *params, *newref;
+        const char *type, *key;
+
+        if (!method_params_object(c, m, false))
+                return;
+        if (!json_object_object_get_ex(m->params, "ref", &ref) || !(type = string_param(ref, "type")) ||
+            !(key = string_param(ref, strcmp(type, "ref/prompt") == 0 ? "name" : "uri"))) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: \"ref\" needs {\"type\": \"ref/prompt\", \"name\"} or {\"type\": \"ref/resource\", \"uri\"}",
+                                   NULL);
+                return;
+        }
+        if (strcmp(type, "ref/prompt") == 0)
+                e = registry_find(&c->daemon->registry, CATALOG_PROMPTS, key);
+        else if (strcmp(type, "ref/resource") == 0) {
+                struct server *s = server_of_uri(c->daemon, key);
+                if (s) {
+                        send_to(c, m, s, json_object_get(m->params));
+                        return;
+                }
+        }
+        if (!e) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: no ready server has that prompt or resource", NULL);
+                return;
+        }
+        newref = json_object_new_object();
+        json_object_object_foreach(ref, k, v)
+                json_object_object_add(newref, k, strcmp(k, "name") == 0 ? json_object_new_string(e->name) : json_object_get(v));
+        params = json_object_new_object();
+        json_object_object_foreach(m->params, k2, v2)
+                json_object_object_add(params, k2, strcmp(k2, "ref") == 0 ? newref : json_object_get(v2));
+        send_to(c, m, e->server, params);
+}
+
+const struct method method_tools_call = { .name = "tools/call", .flags = METHOD_MCP, .handle = tools_call };
+const struct method method_prompts_get = { .name = "prompts/get", .flags = METHOD_MCP, .handle = prompts_get };
+const struct method method_resources_read = { .name = "resources/read", .flags = METHOD_MCP, .handle = resources_read };
+const struct method method_completion_complete = {
+        .name = "completion/complete", .flags = METHOD_MCP, .handle = completion_complete,
+};

@@ -1,0 +1,293 @@
+/* Forwarded requests and what comes back; see router.h. */
+#include "router.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "client.h"
+#include "instance.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "server.h"
+#include "time-util.h"
+
+void router_init(struct router *r, struct event_base *base, const struct logger *log) {
+        *r = (struct router){ .base = base, .log = log };
+        TAILQ_INIT(&r->live);
+        TAILQ_INIT(&r->lost);
+        idmap_init(&r->by_token);
+}
+
+static struct route_list *list_of(struct router *r, struct route *rt) {
+        return rt->lost ? &r->lost : &r->live;
+}
+
+/* Forgets a route; the client, if still there, is told one request less is pending. */
+static void route_free(struct route *rt) {
+        struct router *r = rt->router;
+        struct client *c = rt->client;
+
+        TAILQ_REMOVE(list_of(r, rt), rt, by_router);
+        if (!rt->lost)
+                r->n_live--;
+        if (c)
+                TAILQ_REMOVE(&c->routes, rt, by_client);
+        if (rt->token)
+                idmap_remove(&r->by_token, rt->token);
+        if (rt->timer)
+                event_free(rt->timer);
+        json_object_put(rt->client_id);
+        json_object_put(rt->client_token);
+        free(rt);
+        if (c)
+                client_request_done(c);
+}
+
+void router_done(struct router *r) {
+        struct route *rt;
+
+        while ((rt = TAILQ_FIRST(&r->live)))
+                route_free(rt);
+        while ((rt = TAILQ_FIRST(&r->lost)))
+                route_free(rt);
+        idmap_done(&r->by_token);
+}
+
+/* The child connection the route was sent on, if that run is still the server's. */
+static struct child *route_child(const struct route *rt) {
+        const struct instance *in = rt->server->run;
+
+        return in && in->number == rt->instance ? in->child : NULL;
+}
+
+/* Tells the child to stop, and forgets the request there: a late answer is dropped. */
+static void cancel_downstream(struct route *rt, const char *reason) {
+        struct child *ch = route_child(rt);
+        json_object *params;
+
+        if (!ch || rt->lost)
+                return;
+        params = json_object_new_object();
+        json_object_object_add(params, "requestId", json_object_new_int64(rt->child_id));
+        json_object_object_add(params, "reason", json_object_new_string(reason));
+        (void)child_notify(ch, "notifications/cancelled", params);
+        child_cancel_request(ch, rt->child_id);
+}
+
+static void reply_error(struct route *rt, int code, const char *message, const char *what) {
+        json_object *data = json_object_new_object();
+
+        json_object_object_add(data, "server", json_object_new_string(rt->server->config->name));
+        json_object_object_add(data, "reason", json_object_new_string(what));
+        if (rt->client)
+                client_reply_error(rt->client, rt->client_id, code, message, data);
+        else
+                json_object_put(data);
+}
+
+static void on_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
+        struct route *rt = userdata;
+        struct router *r = rt->router;
+
+        if (status < 0) {
+                /* The connection ended with the process: answered once the server has decided
+                 * what comes next (router_collect). */
+                TAILQ_REMOVE(&r->live, rt, by_router);
+                r->n_live--;
+                rt->lost = true;
+                TAILQ_INSERT_TAIL(&r->lost, rt, by_router);
+                return;
+        }
+        if (rt->client) {
+                json_object *msg = json_object_new_object();
+                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+                json_object_object_add(msg, "id", json_object_get(rt->client_id));
+                if (error)
+                        json_object_object_add(msg, "error", json_object_get(error));
+                else
+                        json_object_object_add(msg, "result", json_object_get(result));
+                client_send(rt->client, msg);
+        }
+        route_free(rt);
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *userdata) {
+        struct route *rt = userdata;
+        const struct server_config *c = rt->server->config;
+        char message[256];
+
+        snprintf(message, sizeof message,
+                 "server '%s' did not answer %s within %g s (requestTimeout); the request was cancelled", c->name,
+                 rt->method, c->request_timeout);
+        log_emit(rt->router->log, LOG_WARNING, &(struct log_subject){ .server = c->name }, "%s", message);
+        cancel_downstream(rt, "request timed out in mcpvisor");
+        reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "timeout");
+        route_free(rt);
+}
+
+static void arm_timeout(struct route *rt) {
+        struct timeval tv = timeval_from_seconds(rt->server->config->request_timeout);
+
+        if (rt->timer)
+                evtimer_add(rt->timer, &tv);
+}
+
+static json_object *shallow_copy(json_object *o) {
+        json_object *copy = json_object_new_object();
+
+        if (json_object_is_type(o, json_type_object)) {
+                json_object_object_foreach(o, key, value)
+                        json_object_object_add(copy, key, json_object_get(value));
+        }
+        return copy;
+}
+
+/* Replaces params._meta.progressToken (in copies, never in the client's objects). */
+static void rewrite_token(struct router *r, struct route *rt, json_object *params) {
+        json_object *meta, *token, *copy;
+
+        if (!json_object_object_get_ex(params, "_meta", &meta) || !json_object_object_get_ex(meta, "progressToken", &token))
+                return;
+        rt->client_token = json_object_get(token);
+        rt->token = ++r->next_token;
+        copy = shallow_copy(meta);
+        json_object_object_add(copy, "progressToken", json_object_new_int64(rt->token));
+        json_object_object_add(params, "_meta", copy);
+}
+
+void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
+                    json_object *params) {
+        struct route *rt = calloc(1, sizeof *rt);
+        json_object *forwarded = shallow_copy(params);
+
+        json_object_put(params);
+        if (!rt || !server_serving(s)) {
+                free(rt);
+                json_object_put(forwarded);
+                client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
+                return;
+        }
+        *rt = (struct route){ .router = r, .client = c, .client_id = json_object_get(m->id), .server = s,
+                              .instance = s->run->number };
+        snprintf(rt->method, sizeof rt->method, "%s", method);
+        rewrite_token(r, rt, forwarded);
+        if (s->config->request_timeout > 0)
+                rt->timer = evtimer_new(r->base, on_timeout, rt);
+        TAILQ_INSERT_TAIL(&r->live, rt, by_router);
+        TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
+        r->n_live++;
+        c->pending++;
+        if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
+                rt->token = 0;
+        rt->child_id = child_request(s->run->child, method, forwarded, 0, on_reply, rt);
+        if (rt->child_id < 0) {
+                reply_error(rt, JSONRPC_INTERNAL_ERROR, "cannot send the request to the server (its connection is closing)",
+                            "send failed");
+                route_free(rt);
+                return;
+        }
+        arm_timeout(rt);
+}
+
+void router_cancel(struct router *r, struct client *c, json_object *id, const char *reason) {
+        struct route *rt;
+
+        TAILQ_FOREACH(rt, &c->routes, by_client)
+                if (json_object_equal(rt->client_id, id))
+                        break;
+        if (!rt || rt->lost)
+                return; /* unknown, answered already, or about to be answered */
+        log_emit(r->log, LOG_DEBUG, &(struct log_subject){ .server = rt->server->config->name, .client = c->id },
+                 "%s cancelled by the client%s%s", rt->method, reason ? ": " : "", reason ? reason : "");
+        cancel_downstream(rt, reason ? reason : "cancelled by the client");
+        route_free(rt);
+}
+
+void router_client_gone(struct router *r, struct client *c) {
+        struct route *rt;
+
+        while ((rt = TAILQ_FIRST(&c->routes))) {
+                cancel_downstream(rt, "the client disconnected");
+                TAILQ_REMOVE(&c->routes, rt, by_client);
+                rt->client = NULL;
+                route_free(rt);
+        }
+}
+
+static bool forward_progress(struct router *r, struct server *s, json_object *params) {
+        json_object *token, *copy, *msg;
+        struct route *rt = NULL;
+
+        if (json_object_object_get_ex(params, "progressToken", &token) && json_object_is_type(token, json_type_int))
+                rt = idmap_get(&r->by_token, json_object_get_int64(token));
+        if (!rt || rt->server != s || rt->lost || !rt->client) {
+                /* After completion or cancellation: the client must not see it. */
+                log_emit(r->log, LOG_DEBUG, &(struct log_subject){ .server = s->config->name },
+                         "dropped progress for no request in flight");
+                return true;
+        }
+        arm_timeout(rt); /* progress shows the call is alive */
+        copy = shallow_copy(params);
+        json_object_object_add(copy, "progressToken", json_object_get(rt->client_token));
+        msg = json_object_new_object();
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(msg, "method", json_object_new_string("notifications/progress"));
+        json_object_object_add(msg, "params", copy);
+        client_send(rt->client, msg);
+        return true;
+}
+
+bool router_child_notification(struct router *r, struct server *s, struct jsonrpc_msg *m) {
+        if (strcmp(m->method, "notifications/progress") == 0)
+                return forward_progress(r, s, m->params);
+        return false;
+}
+
+/* "server 'github' ended with exit status 1 during this call; restarting in 2.0 s" */
+static void outcome(const struct server *s, char *buf, size_t size) {
+        const char *name = s->config->name, *how = s->last_exit[0] ? s->last_exit : "a lost connection";
+        uint64_t now = now_usec();
+
+        switch (s->state) {
+        case SERVER_STOPPED:
+        case SERVER_STOPPING:
+                snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, s->cause);
+                break;
+        case SERVER_BACKOFF:
+                snprintf(buf, size, "server '%s' ended with %s during this call; restarting in %.1f s; its log: journalctl -t %s",
+                         name, how, s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, name);
+                break;
+        case SERVER_FAILED:
+                snprintf(buf, size, "server '%s' ended with %s during this call; not restarting (%.200s); its log: journalctl -t %s",
+                         name, how, s->cause, name);
+                break;
+        default:
+                snprintf(buf, size, "server '%s' ended with %s during this call; it was restarted; its log: journalctl -t %s",
+                         name, how, name);
+                break;
+        }
+}
+
+void router_collect(struct router *r) {
+        struct route *rt;
+        char message[700];
+
+        while ((rt = TAILQ_FIRST(&r->lost))) {
+                outcome(rt->server, message, sizeof message);
+                reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "server ended");
+                route_free(rt);
+        }
+}
+
+unsigned router_client_routes(const struct router *r, const struct client *c) {
+        const struct route *rt;
+        unsigned n = 0;
+
+        TAILQ_FOREACH(rt, &c->routes, by_client)
+                n++;
+        return n;
+}
