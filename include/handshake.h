@@ -29,6 +29,7 @@ struct handshake {
         handshake_done_fn done;
         void *userdata;
         char error[256];
+        unsigned kinds;                  /* the lists to fetch: bits of 1 << catalog_kind */
         bool running;
 };
 
@@ -36,6 +37,10 @@ void handshake_init(struct handshake *h);
 /* Starts on a fresh connection; done is called once, unless cancelled first. */
 int handshake_start(struct handshake *h, struct child *ch, const char *name, const struct logger *log,
                     handshake_done_fn done, void *userdata);
+/* Fetches the lists in kinds (1 << catalog_kind bits) again, after the server said they
+ * changed; the rest of current is kept. done is called as for a start. */
+int handshake_refresh(struct handshake *h, struct child *ch, const struct catalog *current, unsigned kinds,
+                      const char *name, const struct logger *log, handshake_done_fn done, void *userdata);
 /* Stops waiting; a late answer is dropped. */
 void handshake_cancel(struct handshake *h);
 /* Moves the finished catalog out. */

@@ -69,6 +69,7 @@ struct server {
         struct handshake handshake;
         struct health health;
         struct catalog catalog;        /* from the last complete handshake */
+        unsigned refresh_pending;      /* lists it said changed, to fetch again */
         struct backoff backoff;
         struct event *timer;
         unsigned starts;

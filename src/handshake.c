@@ -93,7 +93,7 @@ static void on_list(struct child *ch, int status, json_object *result, json_obje
 /* Fetches the next list the server's capabilities allow, or finishes. */
 static void next_list(struct handshake *h, int from_kind) {
         for (int k = from_kind; k < CATALOG_KIND_COUNT; k++) {
-                if (!catalog_capability(&h->catalog, catalog_kinds[k].capability))
+                if (!(h->kinds & (1u << k)) || !catalog_capability(&h->catalog, catalog_kinds[k].capability))
                         continue;
                 h->kind = k;
                 h->pages = 0;
@@ -154,13 +154,28 @@ int handshake_start(struct handshake *h, struct child *ch, const char *name, con
         handshake_done(h);
         handshake_init(h);
         *h = (struct handshake){ .child = ch, .log = log, .name = name, .kind = -1, .done = done,
-                                 .userdata = userdata, .running = true };
+                                 .userdata = userdata, .running = true, .kinds = (1u << CATALOG_KIND_COUNT) - 1 };
         h->request = child_request(ch, "initialize", initialize_params(), 0, on_initialize, h);
         if (h->request < 0) {
                 h->running = false;
                 return (int)h->request;
         }
         return 0;
+}
+
+int handshake_refresh(struct handshake *h, struct child *ch, const struct catalog *current, unsigned kinds,
+                      const char *name, const struct logger *log, handshake_done_fn done, void *userdata) {
+        handshake_done(h);
+        handshake_init(h);
+        *h = (struct handshake){ .child = ch, .log = log, .name = name, .kind = -1, .done = done,
+                                 .userdata = userdata, .running = true, .kinds = kinds };
+        /* Keep what is not being fetched again. */
+        h->catalog.initialize = json_object_get(current->initialize);
+        for (int k = 0; k < CATALOG_KIND_COUNT; k++)
+                if (!(kinds & (1u << k)))
+                        h->catalog.items[k] = json_object_get(current->items[k]);
+        next_list(h, 0);
+        return h->running || h->catalog.initialize ? 0 : -EIO;
 }
 
 void handshake_cancel(struct handshake *h) {

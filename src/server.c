@@ -122,6 +122,7 @@ static void on_handshake(int r, const char *why, void *userdata) {
 }
 
 static void after_run(struct server *s, bool failure, const char *cause);
+static void start_refresh(struct server *s);
 
 static bool permanent_spawn_error(int r) {
         return r == -ENOENT || r == -EACCES || r == -ENOEXEC || r == -ENOTDIR || r == -ELOOP || r == -EPERM ||
@@ -143,6 +144,7 @@ static void act_spawn(struct server *s, const char *detail) {
                 s->restarts++;
         backoff_started(&s->backoff, now_usec());
         s->last_stderr[0] = '\0';
+        s->refresh_pending = 0;
         r = instance_start(s, number, &child_ops, &s->run, &error);
         if (r < 0) {
                 s->run = NULL;
@@ -180,6 +182,8 @@ static void act_ready(struct server *s, const char *detail) {
                  catalog_count(&s->catalog, CATALOG_TOOLS), catalog_count(&s->catalog, CATALOG_PROMPTS),
                  catalog_count(&s->catalog, CATALOG_RESOURCES), catalog_count(&s->catalog, CATALOG_TEMPLATES));
         set_state(s, SERVER_READY, text);
+        if (s->refresh_pending) /* it said its lists changed while starting */
+                start_refresh(s);
 }
 
 /* Begins the close sequence; goal says what follows the exit. */
@@ -421,6 +425,48 @@ static void on_child_broken(struct child *ch, const char *why, void *userdata) {
         server_handle(userdata, SERVER_EV_BROKEN, why);
 }
 
+static void on_refreshed(int r, const char *why, void *userdata) {
+        struct server *s = userdata;
+
+        if (r < 0) {
+                server_log(s, LOG_WARNING, "could not fetch its changed lists: %s", why);
+                return;
+        }
+        handshake_take(&s->handshake, &s->catalog);
+        supervisor_server_changed(s->sv);
+        if (s->refresh_pending)
+                start_refresh(s);
+}
+
+static void start_refresh(struct server *s) {
+        unsigned kinds = s->refresh_pending;
+
+        s->refresh_pending = 0;
+        if (handshake_refresh(&s->handshake, s->run->child, &s->catalog, kinds, s->config->name, s->sv->log,
+                              on_refreshed, s) < 0)
+                server_log(s, LOG_WARNING, "cannot ask for its changed lists");
+}
+
+/* notifications/{tools,prompts,resources}/list_changed: fetch those lists again; changes
+ * that come while a fetch runs are coalesced into one more. */
+static bool refresh_lists(struct server *s, const char *method) {
+        static const struct { const char *method; unsigned kinds; } map[] = {
+                { "notifications/tools/list_changed", 1u << CATALOG_TOOLS },
+                { "notifications/prompts/list_changed", 1u << CATALOG_PROMPTS },
+                { "notifications/resources/list_changed", (1u << CATALOG_RESOURCES) | (1u << CATALOG_TEMPLATES) },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
+                if (strcmp(method, map[i].method) != 0)
+                        continue;
+                s->refresh_pending |= map[i].kinds;
+                if (server_serving(s) && !s->handshake.running)
+                        start_refresh(s);
+                return true;
+        }
+        return false;
+}
+
 /* Requests from the server to its client are answered here until routing can forward them. */
 static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *userdata) {
         struct server *s = userdata;
@@ -432,7 +478,8 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
                         child_send(ch, jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
                 return;
         }
-        supervisor_server_notification(s->sv, s, m);
+        if (!refresh_lists(s, m->method))
+                supervisor_server_notification(s->sv, s, m);
 }
 
 struct server *server_new(struct supervisor *sv, const struct server_config *config) {
