@@ -18,6 +18,7 @@ struct session {
         const char *protocol_version;     /* static string, NULL before initialize */
         json_object *client_info;         /* owned */
         json_object *client_capabilities; /* owned */
+        int log_level;                    /* logging/setLevel, as a syslog level; -1: not set */
 };
 
 void session_init(struct session *s);

@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "list-wait.h"
+#include "mcp-logging.h"
 #include "paths.h"
 #include "time-util.h"
 
@@ -84,12 +85,21 @@ static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void
 
         if (router_child_notification(&d->router, s, m))
                 return;
+        if (strcmp(m->method, "notifications/message") == 0) {
+                mcp_logging_forward(d, s, m);
+                return;
+        }
         server_log(s, LOG_DEBUG, "notification %s not forwarded yet", m->method);
+}
+
+static void on_server_ready(struct server *s, void *userdata) {
+        mcp_logging_server_ready(userdata, s);
 }
 
 static const struct supervisor_ops supervisor_ops = {
         .changed = on_servers_changed,
         .notification = on_server_notification,
+        .ready = on_server_ready,
 };
 
 /* Shutdown is a phase the loop polls, so no object is torn down under its own callback.

@@ -34,6 +34,7 @@ static json_object *capabilities(void) {
         json_object_object_add(caps, "prompts", list_changed());
         json_object_object_add(caps, "resources", list_changed());
         json_object_object_add(caps, "completions", json_object_new_object());
+        json_object_object_add(caps, "logging", json_object_new_object());
         return caps;
 }
 

@@ -19,6 +19,7 @@ static const struct method *const requests[] = {
         &method_prompts_get,
         &method_resources_read,
         &method_completion_complete,
+        &method_logging_set_level,
 };
 
 static const struct method *const notifications[] = {

@@ -182,6 +182,7 @@ static void act_ready(struct server *s, const char *detail) {
                  catalog_count(&s->catalog, CATALOG_TOOLS), catalog_count(&s->catalog, CATALOG_PROMPTS),
                  catalog_count(&s->catalog, CATALOG_RESOURCES), catalog_count(&s->catalog, CATALOG_TEMPLATES));
         set_state(s, SERVER_READY, text);
+        supervisor_server_ready(s->sv, s);
         if (s->refresh_pending) /* it said its lists changed while starting */
                 start_refresh(s);
 }

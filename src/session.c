@@ -10,7 +10,7 @@
 #include "methods.h"
 
 void session_init(struct session *s) {
-        *s = (struct session){ .phase = SESSION_NEW };
+        *s = (struct session){ .phase = SESSION_NEW, .log_level = -1 };
 }
 
 void session_done(struct session *s) {

@@ -19,6 +19,11 @@ void supervisor_server_changed(struct supervisor *sv) {
                 sv->ops->changed(sv->userdata);
 }
 
+void supervisor_server_ready(struct supervisor *sv, struct server *s) {
+        if (sv->ops && sv->ops->ready)
+                sv->ops->ready(s, sv->userdata);
+}
+
 void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m) {
         if (sv->ops && sv->ops->notification)
                 sv->ops->notification(s, m, sv->userdata);

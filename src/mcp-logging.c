@@ -1,0 +1,125 @@
+/* MCP logging; see mcp-logging.h. */
+#include "mcp-logging.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "child.h"
+#include "client.h"
+#include "daemon.h"
+#include "instance.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "methods.h"
+
+static const char *const levels[] = {
+        "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug",
+};
+
+int mcp_level_from_string(const char *level) {
+        for (int i = 0; level && i < (int)ARRAY_SIZE(levels); i++)
+                if (strcmp(levels[i], level) == 0)
+                        return i;
+        return -1;
+}
+
+const char *mcp_level_to_string(int level) {
+        return level >= 0 && level < (int)ARRAY_SIZE(levels) ? levels[level] : "info";
+}
+
+/* The most verbose level any initialized client asked for; -1 if none asked. */
+static int wanted_level(const struct daemon *d) {
+        const struct client *c;
+        int level = -1;
+
+        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
+                if (c->session.log_level > level)
+                        level = c->session.log_level;
+        return level;
+}
+
+static void on_set_level_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
+        /* Nothing to do: a server that refuses keeps its own level. */
+}
+
+static void set_server_level(struct server *s, int level) {
+        json_object *params;
+
+        if (!server_serving(s) || !catalog_capability(&s->catalog, "logging"))
+                return;
+        params = json_object_new_object();
+        json_object_object_add(params, "level", json_object_new_string(mcp_level_to_string(level)));
+        (void)child_request(s->run->child, "logging/setLevel", params, 0, on_set_level_reply, NULL);
+}
+
+void mcp_logging_server_ready(struct daemon *d, struct server *s) {
+        int level = wanted_level(d);
+
+        if (level >= 0)
+                set_server_level(s, level);
+}
+
+static void set_level(struct client *c, struct jsonrpc_msg *m) {
+        struct daemon *d = c->daemon;
+        json_object *v;
+        int level, before = wanted_level(d);
+
+        if (!method_params_object(c, m, false))
+                return;
+        if (!json_object_object_get_ex(m->params, "level", &v) || !json_object_is_type(v, json_type_string) ||
+            (level = mcp_level_from_string(json_object_get_string(v))) < 0) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: \"level\" must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                                   NULL);
+                return;
+        }
+        c->session.log_level = level;
+        client_reply_result(c, m->id, json_object_new_object());
+        if (wanted_level(d) != before)
+                for (size_t i = 0; i < d->supervisor.n_servers; i++)
+                        set_server_level(d->supervisor.servers[i], wanted_level(d));
+}
+
+const struct method method_logging_set_level = {
+        .name = "logging/setLevel", .flags = METHOD_MCP, .handle = set_level,
+};
+
+static int client_level(const struct client *c) {
+        return c->session.log_level >= 0 ? c->session.log_level : MCP_LOGGING_DEFAULT_LEVEL;
+}
+
+void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
+        json_object *v, *logger = NULL, *data = NULL, *params;
+        const char *name = s->config->name;
+        char who[256];
+        struct client *c;
+        int level;
+
+        if (!json_object_is_type(m->params, json_type_object) || !json_object_object_get_ex(m->params, "level", &v) ||
+            (level = mcp_level_from_string(json_object_get_string(v))) < 0)
+                return;
+        json_object_object_get_ex(m->params, "logger", &logger);
+        json_object_object_get_ex(m->params, "data", &data);
+        snprintf(who, sizeof who, "%s%s%s", name, json_object_is_type(logger, json_type_string) ? "/" : "",
+                 json_object_is_type(logger, json_type_string) ? json_object_get_string(logger) : "");
+        log_server_line(d->supervisor.log, level, name,
+                        json_object_is_type(data, json_type_string) ? json_object_get_string(data)
+                                                                     : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
+        params = json_object_new_object();
+        json_object_object_foreach(m->params, key, value)
+                if (strcmp(key, "logger") != 0)
+                        json_object_object_add(params, key, json_object_get(value));
+        json_object_object_add(params, "logger", json_object_new_string(who));
+        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry) {
+                json_object *msg;
+                if (c->role != LISTEN_MCP || c->session.phase != SESSION_OPERATING || level > client_level(c))
+                        continue;
+                msg = json_object_new_object();
+                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+                json_object_object_add(msg, "method", json_object_new_string("notifications/message"));
+                json_object_object_add(msg, "params", json_object_get(params));
+                client_send(c, msg);
+        }
+        json_object_put(params);
+}
