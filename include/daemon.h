@@ -13,6 +13,7 @@
 #include "notify.h"
 #include "registry.h"
 #include "router.h"
+#include "subscriptions.h"
 #include "supervisor.h"
 
 struct event_base;
@@ -38,6 +39,7 @@ struct daemon {
         struct registry registry;          /* what clients see of the ready servers */
         struct router router;              /* requests in flight to servers */
         struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
+        struct subscription_list subscriptions;   /* resources clients subscribed to */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
         uint64_t next_client_id;

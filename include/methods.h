@@ -39,6 +39,8 @@ extern const struct method method_prompts_get;
 extern const struct method method_resources_read;
 extern const struct method method_completion_complete;
 extern const struct method method_logging_set_level;
+extern const struct method method_resources_subscribe;
+extern const struct method method_resources_unsubscribe;
 extern const struct method notification_initialized;
 extern const struct method notification_cancelled;
 

@@ -89,11 +89,16 @@ static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void
                 mcp_logging_forward(d, s, m);
                 return;
         }
+        if (strcmp(m->method, "notifications/resources/updated") == 0) {
+                subscriptions_updated(d, s, m);
+                return;
+        }
         server_log(s, LOG_DEBUG, "notification %s not forwarded yet", m->method);
 }
 
 static void on_server_ready(struct server *s, void *userdata) {
         mcp_logging_server_ready(userdata, s);
+        subscriptions_server_ready(userdata, s);
 }
 
 static const struct supervisor_ops supervisor_ops = {
@@ -291,6 +296,7 @@ int daemon_init(struct daemon *d, const struct config *config, int log_level) {
 
         *d = (struct daemon){ .config = *config, .phase = DAEMON_STARTING, .exit_code = 0 };
         TAILQ_INIT(&d->list_waiters);
+        TAILQ_INIT(&d->subscriptions);
         TAILQ_INIT(&d->router.live);
         TAILQ_INIT(&d->router.lost);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++)
@@ -371,6 +377,7 @@ void daemon_done(struct daemon *d) {
         router_done(&d->router);
         registry_done(&d->registry);
         list_waiters_done(d);
+        subscriptions_done(d);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
                 if (d->signals[i])
                         event_free(d->signals[i]);

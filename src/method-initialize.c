@@ -32,7 +32,9 @@ static json_object *capabilities(void) {
 
         json_object_object_add(caps, "tools", list_changed());
         json_object_object_add(caps, "prompts", list_changed());
-        json_object_object_add(caps, "resources", list_changed());
+        json_object *resources = list_changed();
+        json_object_object_add(resources, "subscribe", json_object_new_boolean(1));
+        json_object_object_add(caps, "resources", resources);
         json_object_object_add(caps, "completions", json_object_new_object());
         json_object_object_add(caps, "logging", json_object_new_object());
         return caps;

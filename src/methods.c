@@ -20,6 +20,8 @@ static const struct method *const requests[] = {
         &method_resources_read,
         &method_completion_complete,
         &method_logging_set_level,
+        &method_resources_subscribe,
+        &method_resources_unsubscribe,
 };
 
 static const struct method *const notifications[] = {

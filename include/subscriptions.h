@@ -1,0 +1,29 @@
+/* resources/subscribe across clients: each URI is subscribed at its server once, while
+ * any client wants it; notifications/resources/updated goes only to the clients that
+ * subscribed. A restarted server is subscribed again when it is ready. */
+#pragma once
+
+#include <stddef.h>
+#include <sys/queue.h>
+
+struct client;
+struct server;
+struct daemon;
+struct jsonrpc_msg;
+
+struct subscription {
+        TAILQ_ENTRY(subscription) entry;
+        char *uri;
+        struct server *server;
+        struct client **clients;
+        size_t n_clients, cap;
+};
+
+TAILQ_HEAD(subscription_list, subscription);
+
+void subscriptions_done(struct daemon *d);
+void subscriptions_client_gone(struct daemon *d, struct client *c);
+/* Resubscribes its URIs on a server that became ready. */
+void subscriptions_server_ready(struct daemon *d, struct server *s);
+/* A server's notifications/resources/updated. */
+void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_msg *m);

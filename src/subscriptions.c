@@ -1,0 +1,192 @@
+/* Reference-counted resource subscriptions; see subscriptions.h. */
+#include "subscriptions.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "child.h"
+#include "client.h"
+#include "daemon.h"
+#include "instance.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "methods.h"
+
+static struct subscription *find(struct daemon *d, const char *uri) {
+        struct subscription *sub;
+
+        TAILQ_FOREACH(sub, &d->subscriptions, entry)
+                if (strcmp(sub->uri, uri) == 0)
+                        return sub;
+        return NULL;
+}
+
+static size_t index_of(const struct subscription *sub, const struct client *c) {
+        for (size_t i = 0; i < sub->n_clients; i++)
+                if (sub->clients[i] == c)
+                        return i;
+        return sub->n_clients;
+}
+
+static void on_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
+        /* Logged by the caller's server only when it refuses; nothing waits on it. */
+}
+
+/* Sends resources/subscribe or resources/unsubscribe for uri to the server. */
+static void tell_server(struct server *s, const char *method, const char *uri) {
+        json_object *params;
+
+        if (!server_serving(s))
+                return;
+        params = json_object_new_object();
+        json_object_object_add(params, "uri", json_object_new_string(uri));
+        (void)child_request(s->run->child, method, params, 0, on_reply, NULL);
+}
+
+static void sub_free(struct daemon *d, struct subscription *sub) {
+        TAILQ_REMOVE(&d->subscriptions, sub, entry);
+        free(sub->uri);
+        free(sub->clients);
+        free(sub);
+}
+
+static void drop_client(struct daemon *d, struct subscription *sub, struct client *c) {
+        size_t i = index_of(sub, c);
+
+        if (i == sub->n_clients)
+                return;
+        sub->clients[i] = sub->clients[--sub->n_clients];
+        if (sub->n_clients == 0) {
+                tell_server(sub->server, "resources/unsubscribe", sub->uri);
+                sub_free(d, sub);
+        }
+}
+
+static const char *uri_param(struct client *c, struct jsonrpc_msg *m) {
+        json_object *v;
+
+        if (!method_params_object(c, m, false))
+                return NULL;
+        if (!json_object_object_get_ex(m->params, "uri", &v) || !json_object_is_type(v, json_type_string)) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"uri\" (a string) is required", NULL);
+                return NULL;
+        }
+        return json_object_get_string(v);
+}
+
+static int add_client(struct subscription *sub, struct client *c) {
+        if (index_of(sub, c) < sub->n_clients)
+                return 0;
+        if (sub->n_clients == sub->cap) {
+                size_t cap = sub->cap ? sub->cap * 2 : 4;
+                struct client **v = realloc(sub->clients, cap * sizeof *v);
+                if (!v)
+                        return -1;
+                sub->clients = v;
+                sub->cap = cap;
+        }
+        sub->clients[sub->n_clients++] = c;
+        return 0;
+}
+
+static void subscribe(struct client *c, struct jsonrpc_msg *m) {
+        struct daemon *d = c->daemon;
+        const char *uri = uri_param(c, m);
+        const struct registry_entry *e;
+        struct subscription *sub;
+        json_object *cap, *v;
+
+        if (!uri)
+                return;
+        sub = find(d, uri);
+        if (!sub) {
+                e = registry_find(&d->registry, CATALOG_RESOURCES, uri);
+                if (!e)
+                        e = registry_match_template(&d->registry, uri);
+                cap = e ? catalog_capability(&e->server->catalog, "resources") : NULL;
+                if (!cap || !json_object_object_get_ex(cap, "subscribe", &v) || !json_object_get_boolean(v)) {
+                        client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                           e ? "Invalid params: the server of this resource does not support subscriptions"
+                                             : "Invalid params: no ready server lists this resource",
+                                           NULL);
+                        return;
+                }
+                sub = calloc(1, sizeof *sub);
+                if (!sub || !(sub->uri = strdup(uri))) {
+                        free(sub);
+                        client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+                        return;
+                }
+                sub->server = e->server;
+                TAILQ_INSERT_TAIL(&d->subscriptions, sub, entry);
+                tell_server(sub->server, "resources/subscribe", uri);
+        }
+        if (add_client(sub, c) < 0) {
+                client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+                return;
+        }
+        client_reply_result(c, m->id, json_object_new_object());
+}
+
+static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
+        const char *uri = uri_param(c, m);
+        struct subscription *sub;
+
+        if (!uri)
+                return;
+        sub = find(c->daemon, uri);
+        if (sub)
+                drop_client(c->daemon, sub, c);
+        client_reply_result(c, m->id, json_object_new_object());
+}
+
+const struct method method_resources_subscribe = {
+        .name = "resources/subscribe", .flags = METHOD_MCP, .handle = subscribe,
+};
+const struct method method_resources_unsubscribe = {
+        .name = "resources/unsubscribe", .flags = METHOD_MCP, .handle = unsubscribe,
+};
+
+void subscriptions_client_gone(struct daemon *d, struct client *c) {
+        struct subscription *sub, *next;
+
+        for (sub = TAILQ_FIRST(&d->subscriptions); sub; sub = next) {
+                next = TAILQ_NEXT(sub, entry);
+                drop_client(d, sub, c);
+        }
+}
+
+void subscriptions_server_ready(struct daemon *d, struct server *s) {
+        struct subscription *sub;
+
+        TAILQ_FOREACH(sub, &d->subscriptions, entry)
+                if (sub->server == s)
+                        tell_server(s, "resources/subscribe", sub->uri);
+}
+
+void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
+        struct subscription *sub;
+        json_object *v;
+
+        if (!json_object_is_type(m->params, json_type_object) || !json_object_object_get_ex(m->params, "uri", &v) ||
+            !json_object_is_type(v, json_type_string))
+                return;
+        sub = find(d, json_object_get_string(v));
+        if (!sub || sub->server != s)
+                return;
+        for (size_t i = 0; i < sub->n_clients; i++) {
+                json_object *msg = json_object_new_object();
+                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+                json_object_object_add(msg, "method", json_object_new_string("notifications/resources/updated"));
+                json_object_object_add(msg, "params", json_object_get(m->params));
+                client_send(sub->clients[i], msg);
+        }
+}
+
+void subscriptions_done(struct daemon *d) {
+        struct subscription *sub;
+
+        while ((sub = TAILQ_FIRST(&d->subscriptions)))
+                sub_free(d, sub);
+}
