@@ -10,8 +10,13 @@
 #include "names.h"
 #include "server.h"
 
+static uint32_t signature(const struct registry_list *l);
+
 void registry_init(struct registry *r, const struct logger *log, const char *separator) {
         *r = (struct registry){ .log = log, .separator = separator ? separator : NAMES_DEFAULT_SEPARATOR };
+        /* Empty lists, as clients have seen them so far: the first build reports real changes only. */
+        for (int k = 0; k < CATALOG_KIND_COUNT; k++)
+                r->lists[k].signature = signature(&r->lists[k]);
 }
 
 static void list_clear(struct registry_list *l) {

@@ -36,7 +36,7 @@ static int parse_number(const struct setting *s, json_object *v, const char *pat
 
         if (!number || !isfinite(d) || d < s->min || d > s->max ||
             (s->type != SETTING_SECONDS && d != floor(d))) {
-                problems_add(p, PROBLEM_ERROR, path, "expected a %snumber from %g to %g%s",
+                problems_add(p, PROBLEM_ERROR, path, "expected a %snumber from %.15g to %.15g%s",
                              s->type == SETTING_SECONDS ? "" : "whole ", s->min, s->max, units[s->type]);
                 return -EINVAL;
         }

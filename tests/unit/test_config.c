@@ -56,6 +56,9 @@ static void expect_defaults(const struct config *c) {
         cr_assert_eq(c->max_message_size, 16u * 1024 * 1024);
         cr_assert_eq(c->client_output_limit, 64u * 1024 * 1024);
         cr_assert_float_eq(c->shutdown_timeout, 10.0, 1e-9);
+        cr_assert_null(c->tool_name_separator);
+        cr_assert_float_eq(c->list_wait, 5.0, 1e-9);
+        cr_assert_eq(c->list_page_size, 500);
 }
 
 static const char *make_tmpdir(void) {
@@ -217,7 +220,7 @@ Test(config, invalid_settings) {
 Test(config, range_in_message) {
         cr_assert_eq(parse("{\"mcpvisor\":{\"maxMessageSize\":1}}"), -EINVAL);
         cr_assert_str_eq(only_problem("mcpvisor.maxMessageSize", PROBLEM_ERROR)->message,
-                         "expected a whole number from 1024 to 1.07374e+09 (bytes)");
+                         "expected a whole number from 1024 to 1073741824 (bytes)");
         cr_assert_eq(parse("{\"mcpvisor\":{\"shutdownTimeout\":0}}"), -EINVAL);
         cr_assert_str_eq(only_problem("mcpvisor.shutdownTimeout", PROBLEM_ERROR)->message,
                          "expected a number from 0.1 to 3600 (seconds)");
@@ -390,4 +393,143 @@ Test(config, load_empty_file) {
 Test(config, load_directory) {
         cr_assert_lt(config_load(make_tmpdir(), true, &cfg, &probs), 0);
         only_problem("", PROBLEM_ERROR);
+}
+
+/* toolNameSeparator, listWait, listPageSize */
+
+Test(config, routing_defaults) {
+        cr_assert_eq(parse("{\"mcpvisor\":{}}"), 0);
+        cr_assert_null(cfg.tool_name_separator, "NULL means the default \"__\"");
+        cr_assert_float_eq(cfg.list_wait, CONFIG_DEFAULT_LIST_WAIT, 1e-9);
+        cr_assert_float_eq(cfg.list_wait, 5.0, 1e-9);
+        cr_assert_eq(cfg.list_page_size, CONFIG_DEFAULT_LIST_PAGE_SIZE);
+        cr_assert_eq(cfg.list_page_size, 500);
+}
+
+Test(config, routing_settings) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"toolNameSeparator\":\".\",\"listWait\":2.5,\"listPageSize\":100}}"), 0);
+        cr_assert_eq(probs.count, 0, "%s: %s", probs.count ? probs.items[0].path : "", probs.count ? probs.items[0].message : "");
+        cr_assert_str_eq(cfg.tool_name_separator, ".");
+        cr_assert_float_eq(cfg.list_wait, 2.5, 1e-9);
+        cr_assert_eq(cfg.list_page_size, 100);
+}
+
+Test(config, separator_valid_values) {
+        static const char *const ok[] = { "__", "_", ".", "-", "x", "--", "a.B-_9", "12345678", "________" };
+
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+                char json[128];
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"toolNameSeparator\":\"%s\"}}", ok[i]);
+                cr_assert_eq(parse(json), 0, "%s", json);
+                cr_assert_eq(probs.count, 0, "%s", json);
+                cr_assert_str_eq(cfg.tool_name_separator, ok[i]);
+        }
+}
+
+Test(config, separator_invalid_values) {
+        static const char *const bad[] = {
+                "\"\"", "\"123456789\"", "\"/\"", "\" \"", "\"::\"", "\"a b\"", "\"\\u00b7\"", "\"\\t\"",
+                "5", "null", "true", "[\"_\"]", "{}",
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char json[128];
+                const struct config_problem *pr;
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"toolNameSeparator\":%s}}", bad[i]);
+                cr_assert_eq(parse(json), -EINVAL, "%s must be rejected", json);
+                pr = only_problem("mcpvisor.toolNameSeparator", PROBLEM_ERROR);
+                cr_assert_not_null(strstr(pr->message, "1-8"), "%s: \"%s\"", json, pr->message);
+        }
+}
+
+Test(config, separator_error_leaves_result_alone) {
+        struct config c;
+        static const char text[] = "{\"mcpvisor\":{\"toolNameSeparator\":\"/\"}}";
+
+        config_init_defaults(&c);
+        cr_assert_eq(config_parse(text, sizeof text - 1, &c, &probs), -EINVAL);
+        cr_assert_null(c.tool_name_separator);
+        config_done(&c);
+}
+
+Test(config, list_wait_range) {
+        static const double ok[] = { 0, 0.001, 0.5, 5, 599.9, 600 };
+        static const char *const bad[] = { "-0.001", "-1", "600.001", "601", "1e9", "\"5\"", "null", "true", "[]" };
+
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+                char json[128];
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"listWait\":%g}}", ok[i]);
+                cr_assert_eq(parse(json), 0, "%s", json);
+                cr_assert_eq(probs.count, 0, "%s", json);
+                cr_assert_float_eq(cfg.list_wait, ok[i], 1e-9, "%s", json);
+        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char json[128];
+                const struct config_problem *pr;
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"listWait\":%s}}", bad[i]);
+                cr_assert_eq(parse(json), -EINVAL, "%s must be rejected", json);
+                pr = only_problem("mcpvisor.listWait", PROBLEM_ERROR);
+                cr_assert_str_eq(pr->message, "expected a number from 0 to 600 (seconds)", "%s", json);
+        }
+}
+
+Test(config, list_page_size_range) {
+        static const struct { const char *json; unsigned want; } ok[] = {
+                { "0", 0 }, { "1", 1 }, { "500", 500 }, { "999999", 999999 }, { "1000000", 1000000 }, { "20.0", 20 },
+        };
+        static const char *const bad[] = { "-1", "1000001", "4294967296", "2.5", "0.1", "\"500\"", "null", "false", "1e300" };
+
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+                char json[128];
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"listPageSize\":%s}}", ok[i].json);
+                cr_assert_eq(parse(json), 0, "%s", json);
+                cr_assert_eq(probs.count, 0, "%s", json);
+                cr_assert_eq(cfg.list_page_size, ok[i].want, "%s", json);
+        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char json[128];
+                const struct config_problem *pr;
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"listPageSize\":%s}}", bad[i]);
+                cr_assert_eq(parse(json), -EINVAL, "%s must be rejected", json);
+                pr = only_problem("mcpvisor.listPageSize", PROBLEM_ERROR);
+                cr_assert_not_null(strstr(pr->message, "whole number from 0"), "%s: \"%s\"", json, pr->message);
+        }
+}
+
+Test(config, routing_problems_collected) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"toolNameSeparator\":\"\",\"listWait\":-1,\"listPageSize\":-1}}"), -EINVAL);
+        cr_assert_eq(probs.count, 3);
+        cr_assert_eq(probs.errors, 3);
+        cr_assert_str_eq(probs.items[0].path, "mcpvisor.toolNameSeparator");
+        cr_assert_str_eq(probs.items[1].path, "mcpvisor.listWait");
+        cr_assert_str_eq(probs.items[2].path, "mcpvisor.listPageSize");
+}
+
+Test(config, separator_dropin_overrides) {
+        char *path = write_file("mcpvisor.json", "{\"mcpvisor\":{\"toolNameSeparator\":\".\",\"listPageSize\":7}}");
+        char *dir, *dropin;
+
+        cr_assert_geq(asprintf(&dir, "%s/mcpvisor.d", tmpdir), 0);
+        cr_assert_eq(mkdir(dir, 0700), 0);
+        dropin = write_file("mcpvisor.d/10-routing.json", "{\"mcpvisor\":{\"toolNameSeparator\":\"-\",\"listWait\":0}}");
+        cr_assert_eq(config_load(path, false, &cfg, &probs), 0);
+        cr_assert_eq(probs.count, 0);
+        cr_assert_str_eq(cfg.tool_name_separator, "-", "the later setting wins (and the earlier one is freed)");
+        cr_assert_float_eq(cfg.list_wait, 0, 1e-9);
+        cr_assert_eq(cfg.list_page_size, 7);
+        free(dropin);
+        free(dir);
+        free(path);
+}
+
+Test(config, separator_done_resets) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"toolNameSeparator\":\"--\",\"listWait\":1,\"listPageSize\":1}}"), 0);
+        config_done(&cfg);
+        expect_defaults(&cfg);
 }

@@ -1,0 +1,669 @@
+/* Unit tests for registry.c: the merged view of the servers' catalogs. The servers are
+ * fakes built by hand: the registry reads only config (name, prefix), state and catalog. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "log.h"
+#include "names.h"
+#include "registry.h"
+#include "server.h"
+
+#define BIT(k) (1u << (k))
+#define ALL_KINDS (BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_RESOURCES) | BIT(CATALOG_TEMPLATES))
+
+static struct logger lg = { .max_priority = LOG_ERR, .identifier = "unit" }; /* warnings dropped */
+static struct registry reg;
+static struct server *fakes[16];
+static size_t n_fakes;
+
+static void setup(void) {
+        registry_init(&reg, &lg, NULL);
+}
+
+static void teardown(void) {
+        registry_done(&reg);
+        for (size_t i = 0; i < n_fakes; i++) {
+                struct server_config *c = (struct server_config *)fakes[i]->config;
+
+                catalog_done(&fakes[i]->catalog);
+                free(c->name);
+                free(c->prefix);
+                free(c);
+                free(fakes[i]);
+        }
+        n_fakes = 0;
+}
+
+TestSuite(registry, .init = setup, .fini = teardown);
+
+static json_object *parse_json(const char *text) {
+        json_object *o = json_tokener_parse(text);
+
+        cr_assert_not_null(o, "bad test JSON: %s", text);
+        return o;
+}
+
+static void set_items(struct server *s, enum catalog_kind kind, const char *json) {
+        json_object_put(s->catalog.items[kind]);
+        s->catalog.items[kind] = json ? parse_json(json) : NULL;
+        if (json)
+                cr_assert(json_object_is_type(s->catalog.items[kind], json_type_array));
+}
+
+/* A server named name with prefix (NULL: its name; "": none), in state, offering the given
+ * JSON arrays (NULL: not offered). */
+static struct server *fake(const char *name, const char *prefix, enum server_state state, const char *tools,
+                           const char *prompts, const char *resources, const char *templates) {
+        struct server *s = calloc(1, sizeof *s);
+        struct server_config *c = calloc(1, sizeof *c);
+
+        cr_assert_not_null(s);
+        cr_assert_not_null(c);
+        cr_assert_lt(n_fakes, sizeof fakes / sizeof fakes[0]);
+        c->name = strdup(name);
+        c->prefix = prefix ? strdup(prefix) : NULL;
+        s->config = c;
+        s->state = state;
+        catalog_init(&s->catalog);
+        set_items(s, CATALOG_TOOLS, tools);
+        set_items(s, CATALOG_PROMPTS, prompts);
+        set_items(s, CATALOG_RESOURCES, resources);
+        set_items(s, CATALOG_TEMPLATES, templates);
+        fakes[n_fakes++] = s;
+        return s;
+}
+
+static const char *exposed_name(const struct registry_entry *e) {
+        json_object *v;
+
+        cr_assert(json_object_object_get_ex(e->exposed, "name", &v));
+        return json_object_get_string(v);
+}
+
+static const struct registry_list *list(enum catalog_kind kind) {
+        return &reg.lists[kind];
+}
+
+static void expect_tool(size_t i, const struct server *s, const char *name, const char *exposed) {
+        const struct registry_entry *e;
+
+        cr_assert_lt(i, list(CATALOG_TOOLS)->n);
+        e = &list(CATALOG_TOOLS)->entries[i];
+        cr_assert_eq(e->server, s, "tool %zu (%s): wrong server", i, e->name);
+        cr_assert_str_eq(e->name, name);
+        cr_assert_str_eq(exposed_name(e), exposed);
+        cr_assert_eq(registry_find(&reg, CATALOG_TOOLS, exposed), e, "find \"%s\"", exposed);
+}
+
+/* Listing and naming */
+
+Test(registry, empty) {
+        registry_rebuild(&reg, NULL, 0);
+        for (int k = 0; k < CATALOG_KIND_COUNT; k++)
+                cr_assert_eq(list(k)->n, 0);
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "x"));
+        cr_assert_null(registry_find(&reg, CATALOG_RESOURCES, "file:///x"));
+        cr_assert_null(registry_match_template(&reg, "file:///x"));
+}
+
+Test(registry, find_before_any_build) {
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "x"));
+        cr_assert_null(registry_find(&reg, CATALOG_PROMPTS, "x"));
+        cr_assert_null(registry_match_template(&reg, "x"));
+}
+
+Test(registry, two_servers_prefixed_in_name_order) {
+        struct server *z = fake("zeta", NULL, SERVER_READY, "[{\"name\":\"search\"}]", NULL, NULL, NULL);
+        struct server *a = fake("alpha", NULL, SERVER_READY, "[{\"name\":\"search\"},{\"name\":\"read\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { z, a };
+
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 3);
+        expect_tool(0, a, "search", "alpha__search");
+        expect_tool(1, a, "read", "alpha__read");
+        expect_tool(2, z, "search", "zeta__search");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "search"), "prefixed even when unambiguous");
+        cr_assert_eq(list(CATALOG_PROMPTS)->n, 0);
+}
+
+Test(registry, one_server_still_prefixed) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"read_file\"}]", NULL, NULL, NULL);
+
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
+        expect_tool(0, s, "read_file", "fs__read_file");
+}
+
+Test(registry, prompts_prefixed) {
+        struct server *s = fake("fs", NULL, SERVER_READY, NULL, "[{\"name\":\"summarize\",\"arguments\":[]}]", NULL, NULL);
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_eq(list(CATALOG_PROMPTS)->n, 1);
+        e = registry_find(&reg, CATALOG_PROMPTS, "fs__summarize");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, s);
+        cr_assert_str_eq(e->name, "summarize");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__summarize"), "kinds are separate");
+}
+
+Test(registry, prefix_override_and_empty_prefix) {
+        struct server *g = fake("github", "gh", SERVER_READY, "[{\"name\":\"search\"}]", NULL, NULL, NULL);
+        struct server *f = fake("fs", "", SERVER_READY, "[{\"name\":\"read_file\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { g, f };
+
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
+        expect_tool(0, f, "read_file", "read_file");
+        expect_tool(1, g, "search", "gh__search");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "github__search"));
+}
+
+Test(registry, custom_separator) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"read_file\"}]", "[{\"name\":\"p\"}]", NULL, NULL);
+
+        registry_done(&reg);
+        registry_init(&reg, &lg, ".");
+        registry_rebuild(&reg, &s, 1);
+        expect_tool(0, s, "read_file", "fs.read_file");
+        cr_assert_not_null(registry_find(&reg, CATALOG_PROMPTS, "fs.p"));
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__read_file"));
+}
+
+Test(registry, default_separator) {
+        cr_assert_str_eq(reg.separator, NAMES_DEFAULT_SEPARATOR);
+}
+
+Test(registry, disallowed_tool_name_uses_fallback) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"read file\"}]", NULL, NULL, NULL);
+        char want[NAME_MAX_LEN + 1];
+
+        registry_rebuild(&reg, &s, 1);
+        name_expose("fs", "__", "read file", want);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
+        expect_tool(0, s, "read file", want);
+        cr_assert(name_valid(want));
+}
+
+Test(registry, only_ready_and_unhealthy_listed) {
+        static const struct { enum server_state state; bool listed; } states[] = {
+                { SERVER_STOPPED, false }, { SERVER_STARTING, false }, { SERVER_READY, true },
+                { SERVER_UNHEALTHY, true }, { SERVER_STOPPING, false }, { SERVER_BACKOFF, false },
+                { SERVER_FAILED, false },
+        };
+        struct server *servers[8];
+        const size_t n = sizeof states / sizeof states[0];
+
+        for (size_t i = 0; i < n; i++) {
+                char name[16], tools[64], resources[64];
+
+                snprintf(name, sizeof name, "s%zu", i);
+                snprintf(tools, sizeof tools, "[{\"name\":\"t\"}]");
+                snprintf(resources, sizeof resources, "[{\"uri\":\"mem://%zu\"}]", i);
+                servers[i] = fake(name, NULL, states[i].state, tools, "[{\"name\":\"p\"}]", resources,
+                                  "[{\"uriTemplate\":\"x://{a}\"}]");
+        }
+        registry_rebuild(&reg, servers, n);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
+        cr_assert_eq(list(CATALOG_PROMPTS)->n, 2);
+        cr_assert_eq(list(CATALOG_RESOURCES)->n, 2);
+        cr_assert_eq(list(CATALOG_TEMPLATES)->n, 2);
+        for (size_t i = 0; i < n; i++) {
+                char tool[32], uri[32];
+                const struct registry_entry *t, *r;
+
+                snprintf(tool, sizeof tool, "s%zu__t", i);
+                snprintf(uri, sizeof uri, "mem://%zu", i);
+                t = registry_find(&reg, CATALOG_TOOLS, tool);
+                r = registry_find(&reg, CATALOG_RESOURCES, uri);
+                if (states[i].listed) {
+                        cr_assert_not_null(t, "%s in state %s", tool, server_state_name(states[i].state));
+                        cr_assert_eq(t->server, servers[i]);
+                        cr_assert_not_null(r);
+                        cr_assert_eq(r->server, servers[i]);
+                } else {
+                        cr_assert_null(t, "%s in state %s", tool, server_state_name(states[i].state));
+                        cr_assert_null(r);
+                }
+        }
+}
+
+/* Collisions */
+
+Test(registry, collision_empty_prefix) {
+        struct server *b = fake("b", "", SERVER_READY, "[{\"name\":\"search\"}]", NULL, NULL, NULL);
+        struct server *a = fake("a", "", SERVER_READY, "[{\"name\":\"search\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { b, a };
+        char fb[NAME_MAX_LEN + 1];
+
+        name_fallback("b/search", fb);
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
+        expect_tool(0, a, "search", "search");
+        expect_tool(1, b, "search", fb);
+        cr_assert_eq(strncmp(fb, "b_search-", 9), 0);
+
+        /* The outcome does not depend on the order the servers are given in. */
+        servers[0] = a;
+        servers[1] = b;
+        registry_rebuild(&reg, servers, 2);
+        expect_tool(0, a, "search", "search");
+        expect_tool(1, b, "search", fb);
+}
+
+Test(registry, collision_same_prefix_prompts) {
+        struct server *b = fake("beta", "x", SERVER_READY, NULL, "[{\"name\":\"p\"}]", NULL, NULL);
+        struct server *a = fake("alpha", "x", SERVER_READY, NULL, "[{\"name\":\"p\"}]", NULL, NULL);
+        struct server *servers[] = { b, a };
+        char fb[NAME_MAX_LEN + 1];
+        const struct registry_entry *e;
+
+        name_fallback("beta/p", fb);
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_PROMPTS)->n, 2);
+        e = registry_find(&reg, CATALOG_PROMPTS, "x__p");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, a);
+        e = registry_find(&reg, CATALOG_PROMPTS, fb);
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, b);
+        cr_assert_str_eq(e->name, "p");
+}
+
+Test(registry, collision_with_prefixed_name) {
+        /* "a" with no prefix offers "b__t", which is what "b" exposes for its "t". */
+        struct server *a = fake("a", "", SERVER_READY, "[{\"name\":\"b__t\"}]", NULL, NULL, NULL);
+        struct server *b = fake("b", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { a, b };
+        char fb[NAME_MAX_LEN + 1];
+
+        name_fallback("b/t", fb);
+        registry_rebuild(&reg, servers, 2);
+        expect_tool(0, a, "b__t", "b__t");
+        expect_tool(1, b, "t", fb);
+}
+
+Test(registry, duplicate_within_one_server) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"t\",\"description\":\"1\"},{\"name\":\"t\",\"description\":\"2\"}]",
+                                NULL, NULL, NULL);
+        char fb[NAME_MAX_LEN + 1];
+
+        name_fallback("fs/t", fb);
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
+        expect_tool(0, s, "t", "fs__t");
+        expect_tool(1, s, "t", fb);
+}
+
+Test(registry, collision_fallback_taken_too) {
+        char fb[NAME_MAX_LEN + 1], tools[256];
+        struct server *a, *b;
+        struct server *servers[2];
+
+        name_fallback("b/search", fb);
+        snprintf(tools, sizeof tools, "[{\"name\":\"search\"},{\"name\":\"%s\"}]", fb);
+        a = fake("a", "", SERVER_READY, tools, NULL, NULL, NULL);
+        b = fake("b", "", SERVER_READY, "[{\"name\":\"search\"},{\"name\":\"other\"}]", NULL, NULL, NULL);
+        servers[0] = a;
+        servers[1] = b;
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 3, "b's search is left out");
+        expect_tool(0, a, "search", "search");
+        expect_tool(1, a, fb, fb);
+        expect_tool(2, b, "other", "other");
+}
+
+/* Malformed items */
+
+Test(registry, items_without_name_skipped) {
+        struct server *s = fake("fs", NULL, SERVER_READY,
+                                "[{\"description\":\"no name\"},{\"name\":\"\"},{\"name\":5},{\"name\":null},\"str\",null,7,[],"
+                                "{\"name\":\"ok\"}]",
+                                "[{\"name\":false},{\"name\":\"p\"}]",
+                                "[{\"name\":\"no uri\"},{\"uri\":\"\"},{\"uri\":3},{\"uri\":\"file:///a\"}]",
+                                "[{\"uri\":\"x://{a}\"},{\"uriTemplate\":\"\"},{\"uriTemplate\":\"y://{b}\"}]");
+
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
+        expect_tool(0, s, "ok", "fs__ok");
+        cr_assert_eq(list(CATALOG_PROMPTS)->n, 1);
+        cr_assert_not_null(registry_find(&reg, CATALOG_PROMPTS, "fs__p"));
+        cr_assert_eq(list(CATALOG_RESOURCES)->n, 1);
+        cr_assert_not_null(registry_find(&reg, CATALOG_RESOURCES, "file:///a"));
+        cr_assert_eq(list(CATALOG_TEMPLATES)->n, 1);
+        cr_assert_str_eq(list(CATALOG_TEMPLATES)->entries[0].name, "y://{b}");
+}
+
+/* What clients see */
+
+Test(registry, exposed_tool_keeps_other_keys_verbatim) {
+        static const char tool[] =
+                "{\"name\":\"search\",\"title\":\"Search\",\"description\":\"Finds things\","
+                "\"inputSchema\":{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"type\":\"object\","
+                "\"properties\":{\"q\":{\"$ref\":\"#/$defs/query\"},\"n\":{\"type\":\"integer\",\"minimum\":1}},"
+                "\"required\":[\"q\"],\"additionalProperties\":false,"
+                "\"$defs\":{\"query\":{\"type\":\"string\",\"minLength\":1}}},"
+                "\"outputSchema\":{\"type\":\"object\"},"
+                "\"annotations\":{\"readOnlyHint\":true},\"_meta\":{\"x\":[1,2.5,null]}}";
+        char arr[sizeof tool + 8];
+        struct server *s;
+        json_object *orig, *expected, *v;
+        const struct registry_entry *e;
+        char *before;
+
+        snprintf(arr, sizeof arr, "[%s]", tool);
+        s = fake("fs", NULL, SERVER_READY, arr, NULL, NULL, NULL);
+        orig = json_object_array_get_idx(s->catalog.items[CATALOG_TOOLS], 0);
+        before = strdup(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN));
+
+        registry_rebuild(&reg, &s, 1);
+        e = registry_find(&reg, CATALOG_TOOLS, "fs__search");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->original, orig, "the original is the server's own item");
+        cr_assert_neq(e->exposed, orig, "the exposed one is a copy");
+
+        /* Equal to the original with only "name" replaced. */
+        expected = parse_json(tool);
+        json_object_object_add(expected, "name", json_object_new_string("fs__search"));
+        cr_assert(json_object_equal(e->exposed, expected), "exposed: %s",
+                  json_object_to_json_string_ext(e->exposed, JSON_C_TO_STRING_PLAIN));
+        cr_assert_str_eq(json_object_to_json_string_ext(e->exposed, JSON_C_TO_STRING_PLAIN),
+                         json_object_to_json_string_ext(expected, JSON_C_TO_STRING_PLAIN), "key order kept too");
+        cr_assert_eq(json_object_object_length(e->exposed), json_object_object_length(orig));
+        cr_assert(json_object_object_get_ex(e->exposed, "inputSchema", &v));
+        cr_assert(json_object_object_get_ex(v, "$schema", NULL));
+        cr_assert(json_object_object_get_ex(v, "$defs", NULL));
+        cr_assert(json_object_object_get_ex(v, "additionalProperties", NULL));
+
+        /* The server's object is untouched, also after a second rebuild and after done. */
+        cr_assert_str_eq(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN), before);
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_str_eq(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN), before);
+        registry_done(&reg);
+        cr_assert_str_eq(json_object_to_json_string_ext(json_object_array_get_idx(s->catalog.items[CATALOG_TOOLS], 0),
+                                                        JSON_C_TO_STRING_PLAIN),
+                         before);
+        registry_init(&reg, &lg, NULL);
+        json_object_put(expected);
+        free(before);
+}
+
+Test(registry, resources_and_templates_exposed_as_they_are) {
+        struct server *s = fake("fs", NULL, SERVER_READY, NULL, NULL,
+                                "[{\"uri\":\"file:///a\",\"name\":\"a\",\"mimeType\":\"text/plain\"}]",
+                                "[{\"uriTemplate\":\"file:///{path}\",\"name\":\"files\"}]");
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, &s, 1);
+        e = registry_find(&reg, CATALOG_RESOURCES, "file:///a");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->exposed, e->original, "a resource is not renamed");
+        cr_assert_str_eq(e->name, "file:///a");
+        cr_assert_str_eq(exposed_name(e), "a", "a resource's own \"name\" is left alone");
+        cr_assert_eq(list(CATALOG_TEMPLATES)->n, 1);
+        e = &list(CATALOG_TEMPLATES)->entries[0];
+        cr_assert_eq(e->exposed, e->original);
+        cr_assert_str_eq(e->name, "file:///{path}");
+        cr_assert_null(registry_find(&reg, CATALOG_TEMPLATES, "file:///{path}"), "templates have no index");
+}
+
+Test(registry, entries_survive_catalog_replacement) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"search\",\"description\":\"d\"}]", NULL,
+                                "[{\"uri\":\"file:///a\"}]", NULL);
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, &s, 1);
+        /* The server restarts: its catalog is replaced before the registry is rebuilt. */
+        set_items(s, CATALOG_TOOLS, "[{\"name\":\"other\"}]");
+        set_items(s, CATALOG_RESOURCES, NULL);
+        e = registry_find(&reg, CATALOG_TOOLS, "fs__search");
+        cr_assert_not_null(e);
+        cr_assert_str_eq(e->name, "search", "the registry holds its own references");
+        e = registry_find(&reg, CATALOG_RESOURCES, "file:///a");
+        cr_assert_not_null(e);
+        cr_assert_str_eq(e->name, "file:///a");
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__search"));
+        cr_assert_not_null(registry_find(&reg, CATALOG_TOOLS, "fs__other"));
+        cr_assert_null(registry_find(&reg, CATALOG_RESOURCES, "file:///a"));
+}
+
+/* Finding */
+
+Test(registry, find_each_kind) {
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t1\"},{\"name\":\"t2\"}]", "[{\"name\":\"p1\"}]",
+                                "[{\"uri\":\"mem://a/1\"},{\"uri\":\"mem://a/2\"}]", NULL);
+        struct server *b = fake("b", NULL, SERVER_UNHEALTHY, "[{\"name\":\"t1\"}]", "[{\"name\":\"p1\"},{\"name\":\"p2\"}]",
+                                "[{\"uri\":\"mem://b/1\"}]", NULL);
+        struct server *servers[] = { a, b };
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, servers, 2);
+        e = registry_find(&reg, CATALOG_TOOLS, "b__t1");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, b);
+        cr_assert_str_eq(e->name, "t1");
+        e = registry_find(&reg, CATALOG_TOOLS, "a__t2");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, a);
+        e = registry_find(&reg, CATALOG_PROMPTS, "b__p2");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, b);
+        cr_assert_str_eq(e->name, "p2");
+        e = registry_find(&reg, CATALOG_PROMPTS, "a__p1");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, a);
+        e = registry_find(&reg, CATALOG_RESOURCES, "mem://b/1");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, b);
+        e = registry_find(&reg, CATALOG_RESOURCES, "mem://a/2");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, a);
+
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "t1"), "not by the server's own name");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "a__p1"));
+        cr_assert_null(registry_find(&reg, CATALOG_PROMPTS, "a__t1"));
+        cr_assert_null(registry_find(&reg, CATALOG_RESOURCES, "mem://a/3"));
+        cr_assert_null(registry_find(&reg, CATALOG_RESOURCES, "mem://a"));
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, ""));
+}
+
+Test(registry, resource_listed_twice_belongs_to_first) {
+        struct server *b = fake("b", NULL, SERVER_READY, NULL, NULL,
+                                "[{\"uri\":\"file:///shared\",\"name\":\"from b\"},{\"uri\":\"file:///b\"}]", NULL);
+        struct server *a = fake("a", NULL, SERVER_READY, NULL, NULL,
+                                "[{\"uri\":\"file:///shared\",\"name\":\"from a\"},{\"uri\":\"file:///a\"}]", NULL);
+        struct server *servers[] = { b, a };
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_RESOURCES)->n, 3, "listed once");
+        e = registry_find(&reg, CATALOG_RESOURCES, "file:///shared");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, a);
+        cr_assert_str_eq(exposed_name(e), "from a");
+        cr_assert_eq(registry_find(&reg, CATALOG_RESOURCES, "file:///b")->server, b);
+        cr_assert_eq(registry_find(&reg, CATALOG_RESOURCES, "file:///a")->server, a);
+        for (size_t i = 0; i < list(CATALOG_RESOURCES)->n; i++)
+                if (strcmp(list(CATALOG_RESOURCES)->entries[i].name, "file:///shared") == 0)
+                        cr_assert_eq(list(CATALOG_RESOURCES)->entries[i].server, a);
+}
+
+Test(registry, match_template_longest_literal_prefix) {
+        struct server *a = fake("a", NULL, SERVER_READY, NULL, NULL, NULL,
+                                "[{\"uriTemplate\":\"file:///{path}\"},{\"uriTemplate\":\"db://{table}/{id}\"}]");
+        struct server *b = fake("b", NULL, SERVER_READY, NULL, NULL, NULL,
+                                "[{\"uriTemplate\":\"file:///home/{user}/notes\"},{\"uriTemplate\":\"file://{host}/x\"}]");
+        struct server *servers[] = { b, a };
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_TEMPLATES)->n, 4);
+
+        e = registry_match_template(&reg, "file:///home/bob/notes");
+        cr_assert_not_null(e);
+        cr_assert_str_eq(e->name, "file:///home/{user}/notes");
+        cr_assert_eq(e->server, b);
+
+        e = registry_match_template(&reg, "file:///etc/passwd");
+        cr_assert_not_null(e);
+        cr_assert_str_eq(e->name, "file:///{path}");
+        cr_assert_eq(e->server, a);
+
+        e = registry_match_template(&reg, "file://remote/x");
+        cr_assert_not_null(e);
+        cr_assert_str_eq(e->name, "file://{host}/x");
+
+        e = registry_match_template(&reg, "db://users/7");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, a);
+
+        cr_assert_null(registry_match_template(&reg, "http://example.com/"));
+        cr_assert_null(registry_match_template(&reg, "file:"));
+        cr_assert_null(registry_match_template(&reg, ""));
+}
+
+Test(registry, match_template_tie_goes_to_first_server) {
+        struct server *b = fake("b", NULL, SERVER_READY, NULL, NULL, NULL, "[{\"uriTemplate\":\"mem://{x}\"}]");
+        struct server *a = fake("a", NULL, SERVER_READY, NULL, NULL, NULL, "[{\"uriTemplate\":\"mem://{y}\"}]");
+        struct server *servers[] = { b, a };
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, servers, 2);
+        e = registry_match_template(&reg, "mem://thing");
+        cr_assert_not_null(e);
+        cr_assert_eq(e->server, a);
+}
+
+/* Rebuild's changed bits */
+
+Test(registry, rebuild_changed_bits) {
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, "[{\"uri\":\"mem://a\"}]", NULL);
+        struct server *b = fake("b", NULL, SERVER_READY, "[{\"name\":\"t\"}]", "[{\"name\":\"p\"}]", NULL,
+                                "[{\"uriTemplate\":\"mem://{b}\"}]");
+        struct server *servers[] = { a, b };
+        struct server *reversed[] = { b, a };
+
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), ALL_KINDS, "first build of non-empty lists");
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0, "identical rebuild");
+        cr_assert_eq(registry_rebuild(&reg, reversed, 2), 0, "the same servers in another order");
+
+        b->state = SERVER_UNHEALTHY;
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0, "unhealthy but running: still listed");
+
+        b->state = SERVER_BACKOFF;
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
+                     "b leaving");
+        cr_assert_eq(list(CATALOG_PROMPTS)->n, 0);
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0);
+
+        b->state = SERVER_READY;
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
+                     "b back");
+
+        a->state = SERVER_FAILED;
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_RESOURCES), "a leaving");
+
+        b->state = SERVER_STOPPED;
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
+                     "everything gone");
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0);
+}
+
+Test(registry, rebuild_detects_content_changes) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"t\",\"description\":\"one\"}]", NULL,
+                                "[{\"uri\":\"mem://a\"}]", NULL);
+
+        cr_assert_eq(registry_rebuild(&reg, &s, 1) & BIT(CATALOG_TOOLS), BIT(CATALOG_TOOLS));
+        set_items(s, CATALOG_TOOLS, "[{\"name\":\"t\",\"description\":\"two\"}]");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "a description changed");
+        set_items(s, CATALOG_TOOLS, "[{\"name\":\"u\",\"description\":\"two\"}]");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "a tool renamed");
+        set_items(s, CATALOG_TOOLS, "[{\"name\":\"u\",\"description\":\"two\"},{\"name\":\"v\"}]");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "a tool added");
+        set_items(s, CATALOG_TOOLS, "[{\"name\":\"v\"},{\"name\":\"u\",\"description\":\"two\"}]");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "reordered");
+        set_items(s, CATALOG_RESOURCES, "[{\"uri\":\"mem://b\"}]");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_RESOURCES), "a resource replaced");
+        set_items(s, CATALOG_RESOURCES, "[{\"uri\":\"mem://b\"}]");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1), 0, "a new but equal catalog");
+}
+
+Test(registry, rebuild_prefix_only_change_is_a_change) {
+        /* The same tools moving to a server of another name: clients see new names. */
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *b = fake("b", NULL, SERVER_STOPPED, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { a, b };
+
+        registry_rebuild(&reg, servers, 2);
+        a->state = SERVER_STOPPED;
+        b->state = SERVER_READY;
+        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS));
+}
+
+/* The header: a bit per kind "whose client-visible list changed". An empty list before
+ * and after is no change, also on the first build. */
+Test(registry, first_build_of_empty_lists_changes_nothing) {
+        unsigned changed = registry_rebuild(&reg, NULL, 0);
+
+        cr_assert_eq(changed, 0, "nothing before, nothing now: got %#x", changed);
+}
+
+Test(registry, first_build_sets_only_non_empty_kinds) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+
+        unsigned changed = registry_rebuild(&reg, &s, 1);
+
+        cr_assert_eq(changed, BIT(CATALOG_TOOLS), "only the tools list changed: got %#x", changed);
+}
+
+Test(registry, first_build_not_listed_changes_nothing) {
+        struct server *s = fake("fs", NULL, SERVER_STARTING, "[{\"name\":\"t\"}]", "[{\"name\":\"p\"}]", NULL, NULL);
+
+        unsigned changed = registry_rebuild(&reg, &s, 1);
+
+        cr_assert_eq(changed, 0, "a starting server is not listed yet: got %#x", changed);
+}
+
+Test(registry, done_and_reuse) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+
+        registry_rebuild(&reg, &s, 1);
+        registry_done(&reg);
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__t"));
+        registry_done(&reg); /* twice is harmless */
+        registry_init(&reg, &lg, NULL);
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_not_null(registry_find(&reg, CATALOG_TOOLS, "fs__t"));
+}
+
+Test(registry, many_tools) {
+        char *tools = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&tools, &len);
+        struct server *s;
+
+        cr_assert_not_null(f);
+        fputc('[', f);
+        for (int i = 0; i < 2000; i++)
+                fprintf(f, "%s{\"name\":\"tool_%d\"}", i ? "," : "", i);
+        fputc(']', f);
+        fclose(f);
+        s = fake("big", NULL, SERVER_READY, tools, NULL, NULL, NULL);
+        free(tools);
+        registry_rebuild(&reg, &s, 1);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 2000);
+        for (int i = 0; i < 2000; i += 37) {
+                char name[32];
+                const struct registry_entry *e;
+
+                snprintf(name, sizeof name, "big__tool_%d", i);
+                e = registry_find(&reg, CATALOG_TOOLS, name);
+                cr_assert_not_null(e, "%s", name);
+                cr_assert_eq(e, &list(CATALOG_TOOLS)->entries[i]);
+        }
+}
