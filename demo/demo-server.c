@@ -842,7 +842,7 @@ static void notification_cancelled(json_object *params) {
                 return;
         for (size_t i = 0; i < MAX_JOBS; i++)
                 if (jobs[i].id && json_object_equal(jobs[i].id, request_id)) {
-                        fprintf(stderr, "request %s cancelled\n", json_object_to_json_string(request_id));
+                        fprintf(stderr, "cancelled request %s\n", json_object_to_json_string(request_id));
                         job_free(&jobs[i]);
                 }
 }

@@ -29,7 +29,7 @@ struct registry_entry {
 struct registry_list {
         struct registry_entry *entries;
         size_t n;
-        json_object *index;      /* exposed name or URI -> entry number (no index for templates) */
+        json_object *index;      /* exposed name, URI or URI template -> entry number */
         uint32_t signature;      /* hash of what clients see, to tell whether it changed */
 };
 
@@ -37,6 +37,7 @@ struct registry {
         const struct logger *log;
         const char *separator;
         struct registry_list lists[CATALOG_KIND_COUNT];
+        json_object *warned;     /* collision warnings already logged (a set) */
 };
 
 void registry_init(struct registry *r, const struct logger *log, const char *separator);
@@ -46,7 +47,7 @@ void registry_done(struct registry *r);
  * catalog kind (1 << kind) whose client-visible list changed. */
 unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n);
 
-/* The entry exposed as key (a tool or prompt name, or a resource URI), or NULL. */
+/* The entry exposed as key (a tool or prompt name, a resource URI or URI template), or NULL. */
 const struct registry_entry *registry_find(const struct registry *r, enum catalog_kind kind, const char *key);
 /* The template whose literal part before its first '{' is the longest prefix of uri. */
 const struct registry_entry *registry_match_template(const struct registry *r, const char *uri);

@@ -2,6 +2,7 @@
 #include "registry.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,26 @@ static void list_clear(struct registry_list *l) {
 void registry_done(struct registry *r) {
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
                 list_clear(&r->lists[k]);
+        json_object_put(r->warned);
+        r->warned = NULL;
+}
+
+/* Rebuilds happen on every state change; say each collision once, not each time. */
+static void warn_once(struct registry *r, const struct server *s, const char *fmt, ...) _printf_(3, 4);
+static void warn_once(struct registry *r, const struct server *s, const char *fmt, ...) {
+        _cleanup_free_ char *text = NULL;
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vasprintf(&text, fmt, ap);
+        va_end(ap);
+        if (n < 0 || (r->warned && json_object_object_get_ex(r->warned, text, NULL)))
+                return;
+        if (!r->warned)
+                r->warned = json_object_new_object();
+        json_object_object_add(r->warned, text, NULL);
+        log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name }, "%s", text);
 }
 
 static bool listed(const struct server *s) {
@@ -86,10 +107,12 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
         name_fallback(alt, out);
         free(alt);
         ok = !json_object_object_get_ex(l->index, out, NULL);
-        log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = c->name },
-                 ok ? "'%s' is already exposed by another server; this server's '%s' is exposed as '%s'"
-                    : "'%s' is already exposed by another server; this server's '%s' is left out (its fallback '%s' is taken too)",
-                 first, name, out);
+        if (ok)
+                warn_once(r, s, "'%s' is already exposed by another server; this server's '%s' is exposed as '%s'", first,
+                          name, out);
+        else
+                warn_once(r, s, "'%s' is already exposed by another server; this server's '%s' is left out (its fallback '%s' is taken too)",
+                          first, name, out);
         return ok;
 }
 
@@ -109,9 +132,9 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
                 if (!exposed_name(r, l, s, key, exposed))
                         return;
                 shown = renamed(item, exposed);
-        } else if (kind == CATALOG_RESOURCES && json_object_object_get_ex(l->index, key, NULL)) {
-                log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name },
-                         "resource %s is also listed by another server, which serves it", key);
+        } else if (json_object_object_get_ex(l->index, key, NULL)) {
+                warn_once(r, s, "%s %s is also listed by another server, which serves it",
+                          kind == CATALOG_RESOURCES ? "resource" : "resource template", key);
                 return;
         } else {
                 snprintf(exposed, sizeof exposed, "%s", "");
@@ -119,9 +142,8 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
         }
         l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .original = json_object_get(item),
                                                     .exposed = shown };
-        if (kind != CATALOG_TEMPLATES)
-                json_object_object_add(l->index, kind == CATALOG_RESOURCES ? key : exposed,
-                                       json_object_new_int((int)l->n));
+        json_object_object_add(l->index, kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS ? exposed : key,
+                               json_object_new_int((int)l->n));
         l->n++;
 }
 

@@ -146,17 +146,21 @@ static json_object *shallow_copy(json_object *o) {
         return copy;
 }
 
-/* Replaces params._meta.progressToken (in copies, never in the client's objects). */
-static void rewrite_token(struct router *r, struct route *rt, json_object *params) {
+/* Replaces params._meta.progressToken (in copies, never in the client's objects). A token
+ * must be a string or an integer; -EINVAL otherwise. */
+static int rewrite_token(struct router *r, struct route *rt, json_object *params) {
         json_object *meta, *token, *copy;
 
         if (!json_object_object_get_ex(params, "_meta", &meta) || !json_object_object_get_ex(meta, "progressToken", &token))
-                return;
+                return 0;
+        if (!jsonrpc_id_valid(token))
+                return -EINVAL;
         rt->client_token = json_object_get(token);
         rt->token = ++r->next_token;
         copy = shallow_copy(meta);
         json_object_object_add(copy, "progressToken", json_object_new_int64(rt->token));
         json_object_object_add(params, "_meta", copy);
+        return 0;
 }
 
 void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
@@ -174,7 +178,14 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         *rt = (struct route){ .router = r, .client = c, .client_id = json_object_get(m->id), .server = s,
                               .instance = s->run->number };
         snprintf(rt->method, sizeof rt->method, "%s", method);
-        rewrite_token(r, rt, forwarded);
+        if (rewrite_token(r, rt, forwarded) < 0) {
+                json_object_put(rt->client_id);
+                free(rt);
+                json_object_put(forwarded);
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: _meta.progressToken must be a string or an integer", NULL);
+                return;
+        }
         if (s->config->request_timeout > 0)
                 rt->timer = evtimer_new(r->base, on_timeout, rt);
         TAILQ_INSERT_TAIL(&r->live, rt, by_router);

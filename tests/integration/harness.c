@@ -662,3 +662,25 @@ int h_stop_draining(struct h_daemon *d, int sig, int timeout_ms) {
         }
         return status;
 }
+
+/* ---- Helpers for routing tests; see harness.h ---- */
+
+char *h_recv_line_draining(struct h_daemon *d, struct h_conn *c, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { d->notify_fd, POLLIN, 0 } };
+                char *line = take_line(c);
+
+                if (line)
+                        return line;
+                h_notify_drain(d);
+                if (remaining(deadline) == 0)
+                        return NULL;
+                if (poll(p, 2, remaining(deadline)) <= 0)
+                        continue; /* the deadline passed: checked above */
+                /* readable now: fill() does not wait */
+                if (p[0].revents && fill(c, h_now_ms()) == 0)
+                        return NULL; /* EOF */
+        }
+}

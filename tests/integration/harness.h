@@ -132,3 +132,9 @@ void h_remove_tree(const char *dir);
 void h_notify_drain(struct h_daemon *d);
 /* h_stop, draining NOTIFY datagrams while it waits (a stop sends several STATUS= lines). */
 int h_stop_draining(struct h_daemon *d, int sig, int timeout_ms);
+
+/* ---- Helpers for routing tests ---- */
+
+/* h_recv_line, draining d's NOTIFY datagrams while it waits (see h_notify_drain): a test
+ * that waits on a client while servers start, crash or restart must keep the daemon going. */
+char *h_recv_line_draining(struct h_daemon *d, struct h_conn *c, int timeout_ms);
