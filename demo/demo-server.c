@@ -7,8 +7,8 @@
  *
  * Transport: one JSON-RPC 2.0 message per line on stdin, one per line on stdout, logs on
  * stderr. Single-threaded: one poll() loop serves stdin and the timers of pending work (sleep
- * calls, the late tool list change, an endless stderr flood), so a long call never keeps a
- * cancellation from being read. */
+ * calls, the late tool list change, resource updates, an endless stderr flood), so a long call
+ * never keeps a cancellation from being read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -35,6 +35,8 @@
 #define READ_CHUNK 65536
 #define FLOOD_BATCH 256
 #define MAX_SYNTHETIC 1000000
+#define MAX_SUBSCRIPTIONS 64
+#define UPDATE_INTERVAL_MS 200
 
 /* JSON-RPC and MCP error codes. */
 #define ERR_PARSE -32700
@@ -75,6 +77,7 @@ static unsigned arg_tools, arg_prompts, arg_resources;
 static unsigned arg_page_size;
 static const char *arg_instructions = DEFAULT_INSTRUCTIONS;
 static long arg_list_changed_after_ms = -1;
+static bool arg_subscribe;
 
 /* A tools/call of "sleep" in progress. id == NULL marks a free slot. */
 struct job {
@@ -86,6 +89,14 @@ struct job {
 };
 
 static struct job jobs[MAX_JOBS];
+
+/* A resources/subscribe in force (--subscribe). uri == NULL marks a free slot. */
+struct subscription {
+        char *uri;
+        uint64_t next_update;
+};
+
+static struct subscription subscriptions[MAX_SUBSCRIPTIONS];
 
 /* Bytes read from stdin, not yet consumed as lines. */
 static struct {
@@ -613,11 +624,12 @@ static const char *pick_protocol_version(json_object *params) {
         return LATEST_PROTOCOL_VERSION;
 }
 
-static json_object *capability(bool subscribe) {
+/* resources also says whether it takes subscriptions (--subscribe). */
+static json_object *capability(bool resources) {
         json_object *c = json_object_new_object();
 
-        if (subscribe)
-                json_object_object_add(c, "subscribe", json_object_new_boolean(false));
+        if (resources)
+                json_object_object_add(c, "subscribe", json_object_new_boolean(arg_subscribe));
         json_object_object_add(c, "listChanged", json_object_new_boolean(true));
         return c;
 }
@@ -781,11 +793,68 @@ static void method_resources_read(json_object *id, json_object *params) {
         send_error_data(id, ERR_RESOURCE_NOT_FOUND, "Resource not found", data);
 }
 
+static struct subscription *find_subscription(const char *uri) {
+        for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
+                if (subscriptions[i].uri && strcmp(subscriptions[i].uri, uri) == 0)
+                        return &subscriptions[i];
+        return NULL;
+}
+
+static void subscription_free(struct subscription *sub) {
+        free(sub->uri);
+        *sub = (struct subscription){};
+}
+
+/* Every subscribe is logged, even a repeated one, so a test can count what reached us. */
+static void method_resources_subscribe(json_object *id, json_object *params) {
+        const char *uri = get_string(params, "uri");
+        struct subscription *sub;
+
+        if (!uri) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'uri' is required");
+                return;
+        }
+        fprintf(stderr, "subscribed %s\n", uri);
+        sub = find_subscription(uri);
+        if (!sub) {
+                for (size_t i = 0; i < MAX_SUBSCRIPTIONS && !sub; i++)
+                        if (!subscriptions[i].uri)
+                                sub = &subscriptions[i];
+                if (!sub) {
+                        send_error(id, ERR_SERVER, "too many subscriptions");
+                        return;
+                }
+                sub->uri = strdup(uri);
+                if (!sub->uri) {
+                        fprintf(stderr, "out of memory\n");
+                        exit(EXIT_FAILURE);
+                }
+        }
+        sub->next_update = now_ms() + UPDATE_INTERVAL_MS;
+        send_result(id, json_object_new_object());
+}
+
+static void method_resources_unsubscribe(json_object *id, json_object *params) {
+        const char *uri = get_string(params, "uri");
+        struct subscription *sub;
+
+        if (!uri) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'uri' is required");
+                return;
+        }
+        fprintf(stderr, "unsubscribed %s\n", uri);
+        sub = find_subscription(uri);
+        if (sub)
+                subscription_free(sub);
+        send_result(id, json_object_new_object());
+}
+
 static void method_logging_set_level(json_object *id, json_object *params) {
         const char *level = get_string(params, "level");
 
         for (unsigned i = 0; level && i < sizeof(log_levels) / sizeof(log_levels[0]); i++)
                 if (strcmp(level, log_levels[i]) == 0) {
+                        fprintf(stderr, "log level %s\n", level);
                         min_log_level = i;
                         send_result(id, json_object_new_object());
                         return;
@@ -793,7 +862,7 @@ static void method_logging_set_level(json_object *id, json_object *params) {
         send_error(id, ERR_INVALID_PARAMS, "unknown log level");
 }
 
-enum capability_kind { CAP_NONE, CAP_TOOLS, CAP_PROMPTS, CAP_RESOURCES };
+enum capability_kind { CAP_NONE, CAP_TOOLS, CAP_PROMPTS, CAP_RESOURCES, CAP_SUBSCRIBE };
 
 struct method {
         const char *name;
@@ -811,12 +880,15 @@ static const struct method methods[] = {
         { "resources/list", method_resources_list, CAP_RESOURCES },
         { "resources/templates/list", method_resources_templates_list, CAP_RESOURCES },
         { "resources/read", method_resources_read, CAP_RESOURCES },
+        { "resources/subscribe", method_resources_subscribe, CAP_SUBSCRIBE },
+        { "resources/unsubscribe", method_resources_unsubscribe, CAP_SUBSCRIBE },
         { "logging/setLevel", method_logging_set_level, CAP_NONE },
 };
 
 static bool capability_off(enum capability_kind cap) {
         return (cap == CAP_TOOLS && arg_no_tools) || (cap == CAP_PROMPTS && arg_no_prompts) ||
-               (cap == CAP_RESOURCES && arg_no_resources);
+               (cap == CAP_RESOURCES && arg_no_resources) ||
+               (cap == CAP_SUBSCRIBE && (arg_no_resources || !arg_subscribe));
 }
 
 static void handle_request(const char *method, json_object *id, json_object *params) {
@@ -949,6 +1021,9 @@ static void cleanup(void) {
         for (size_t i = 0; i < MAX_JOBS; i++)
                 if (jobs[i].id)
                         job_free(&jobs[i]);
+        for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
+                if (subscriptions[i].uri)
+                        subscription_free(&subscriptions[i]);
         free(input.data);
         input = (typeof(input)){};
         if (tokener)
@@ -1038,12 +1113,24 @@ static void fire_list_changed(void) {
                 send_notification("notifications/tools/list_changed", NULL);
 }
 
+/* notifications/resources/updated for a subscribed URI, every UPDATE_INTERVAL_MS. */
+static void send_update(struct subscription *sub, uint64_t now) {
+        json_object *p = json_object_new_object();
+
+        json_object_object_add(p, "uri", json_object_new_string(sub->uri));
+        send_notification("notifications/resources/updated", p);
+        sub->next_update = now + UPDATE_INTERVAL_MS;
+}
+
 static void run_timers(void) {
         uint64_t now = now_ms();
 
         for (size_t i = 0; i < MAX_JOBS; i++)
                 if (jobs[i].id)
                         job_run(&jobs[i], now);
+        for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
+                if (subscriptions[i].uri && now >= subscriptions[i].next_update)
+                        send_update(&subscriptions[i], now);
         if (list_changed_at >= 0 && now >= (uint64_t)list_changed_at)
                 fire_list_changed();
         if (arg_flood_stderr == 0)
@@ -1059,6 +1146,9 @@ static int next_timeout(void) {
         for (size_t i = 0; i < MAX_JOBS; i++)
                 if (jobs[i].id && job_deadline(&jobs[i]) < next)
                         next = job_deadline(&jobs[i]);
+        for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
+                if (subscriptions[i].uri && subscriptions[i].next_update < next)
+                        next = subscriptions[i].next_update;
         if (list_changed_at >= 0 && (uint64_t)list_changed_at < next)
                 next = (uint64_t)list_changed_at;
         if (next == UINT64_MAX)
@@ -1186,7 +1276,10 @@ static void help(void) {
                "  --protocol-version V       Always answer initialize with version V\n"
                "  --no-tools / --no-prompts / --no-resources\n"
                "                             Leave that capability out\n"
-               "  --list-changed-after-ms MS Add late_tool and announce it MS after initialized\n\n"
+               "  --list-changed-after-ms MS Add late_tool and announce it MS after initialized\n"
+               "  --subscribe                Support resources/subscribe: send\n"
+               "                             notifications/resources/updated every 200 ms\n"
+               "                             for each subscribed URI until unsubscribed\n\n"
                "Misbehaviour:\n"
                "  --exit-at-start CODE       Exit with CODE once the other start-up actions are done\n"
                "  --exit-during-init CODE    Exit with CODE on initialize, without answering\n"
@@ -1252,6 +1345,7 @@ enum {
         OPT_PAGE_SIZE,
         OPT_INSTRUCTIONS,
         OPT_LIST_CHANGED_AFTER_MS,
+        OPT_SUBSCRIBE,
 };
 
 static const struct option options[] = {
@@ -1284,6 +1378,7 @@ static const struct option options[] = {
         { "page-size", required_argument, NULL, OPT_PAGE_SIZE },
         { "instructions", required_argument, NULL, OPT_INSTRUCTIONS },
         { "list-changed-after-ms", required_argument, NULL, OPT_LIST_CHANGED_AFTER_MS },
+        { "subscribe", no_argument, NULL, OPT_SUBSCRIBE },
         {}
 };
 
@@ -1327,6 +1422,7 @@ static void parse_argv(int argc, char *argv[]) {
                 case OPT_NO_PROMPTS: arg_no_prompts = true; break;
                 case OPT_NO_RESOURCES: arg_no_resources = true; break;
                 case OPT_INSTRUCTIONS: arg_instructions = optarg; break;
+                case OPT_SUBSCRIBE: arg_subscribe = true; break;
                 case '?': exit(2);
                 default: set_number_option(c, options[option_index].name, optarg); break;
                 }

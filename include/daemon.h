@@ -40,6 +40,7 @@ struct daemon {
         struct router router;              /* requests in flight to servers */
         struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
         struct subscription_list subscriptions;   /* resources clients subscribed to */
+        int server_log_level;              /* logging/setLevel last sent to servers; -1: none */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
         uint64_t next_client_id;

@@ -14,6 +14,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "list-wait.h"
+#include "mcp-logging.h"
 #include "router.h"
 
 /* Bytes read per callback: large enough that a multi-MiB message is not read 4 KiB at a time. */
@@ -209,6 +210,7 @@ void client_free(struct client *c) {
         subscriptions_client_gone(d, c);
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
+        mcp_logging_clients_changed(d);
         session_done(&c->session);
         bufferevent_free(c->bev);
         free(c);

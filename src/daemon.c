@@ -294,7 +294,7 @@ static void raise_fd_limit(struct daemon *d) {
 int daemon_init(struct daemon *d, const struct config *config, int log_level) {
         int r;
 
-        *d = (struct daemon){ .config = *config, .phase = DAEMON_STARTING, .exit_code = 0 };
+        *d = (struct daemon){ .config = *config, .phase = DAEMON_STARTING, .exit_code = 0, .server_log_level = -1 };
         TAILQ_INIT(&d->list_waiters);
         TAILQ_INIT(&d->subscriptions);
         TAILQ_INIT(&d->router.live);

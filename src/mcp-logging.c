@@ -28,14 +28,19 @@ const char *mcp_level_to_string(int level) {
         return level >= 0 && level < (int)ARRAY_SIZE(levels) ? levels[level] : "info";
 }
 
-/* The most verbose level any initialized client asked for; -1 if none asked. */
+static int client_level(const struct client *c) {
+        return c->session.log_level >= 0 ? c->session.log_level : MCP_LOGGING_DEFAULT_LEVEL;
+}
+
+/* The most verbose level any initialized client gets (its own, or the default); -1 with no
+ * client. */
 static int wanted_level(const struct daemon *d) {
         const struct client *c;
         int level = -1;
 
         TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
-                if (c->session.log_level > level)
-                        level = c->session.log_level;
+                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && client_level(c) > level)
+                        level = client_level(c);
         return level;
 }
 
@@ -54,16 +59,23 @@ static void set_server_level(struct server *s, int level) {
 }
 
 void mcp_logging_server_ready(struct daemon *d, struct server *s) {
+        if (d->server_log_level >= 0)
+                set_server_level(s, d->server_log_level);
+}
+
+void mcp_logging_clients_changed(struct daemon *d) {
         int level = wanted_level(d);
 
-        if (level >= 0)
-                set_server_level(s, level);
+        if (level < 0 || level == d->server_log_level)
+                return;
+        d->server_log_level = level;
+        for (size_t i = 0; i < d->supervisor.n_servers; i++)
+                set_server_level(d->supervisor.servers[i], level);
 }
 
 static void set_level(struct client *c, struct jsonrpc_msg *m) {
-        struct daemon *d = c->daemon;
         json_object *v;
-        int level, before = wanted_level(d);
+        int level;
 
         if (!method_params_object(c, m, false))
                 return;
@@ -76,18 +88,12 @@ static void set_level(struct client *c, struct jsonrpc_msg *m) {
         }
         c->session.log_level = level;
         client_reply_result(c, m->id, json_object_new_object());
-        if (wanted_level(d) != before)
-                for (size_t i = 0; i < d->supervisor.n_servers; i++)
-                        set_server_level(d->supervisor.servers[i], wanted_level(d));
+        mcp_logging_clients_changed(c->daemon);
 }
 
 const struct method method_logging_set_level = {
         .name = "logging/setLevel", .flags = METHOD_MCP, .handle = set_level,
 };
-
-static int client_level(const struct client *c) {
-        return c->session.log_level >= 0 ? c->session.log_level : MCP_LOGGING_DEFAULT_LEVEL;
-}
 
 void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
         json_object *v, *logger = NULL, *data = NULL, *params;

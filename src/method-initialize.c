@@ -5,6 +5,7 @@
 
 #include "client.h"
 #include "daemon.h"
+#include "mcp-logging.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "protocol.h"
@@ -125,8 +126,10 @@ const struct method method_initialize = {
 };
 
 static void initialized(struct client *c, struct jsonrpc_msg *m) {
-        if (c->session.phase == SESSION_INITIALIZING)
-                c->session.phase = SESSION_OPERATING;
+        if (c->session.phase != SESSION_INITIALIZING)
+                return;
+        c->session.phase = SESSION_OPERATING;
+        mcp_logging_clients_changed(c->daemon);
 }
 
 const struct method notification_initialized = {

@@ -684,3 +684,112 @@ char *h_recv_line_draining(struct h_daemon *d, struct h_conn *c, int timeout_ms)
                         return NULL; /* EOF */
         }
 }
+
+/* ---- Helpers for MCP clients; see harness.h ---- */
+
+struct h_client *h_client_open(struct h_daemon *d, bool raw, json_object **init_result) {
+        struct h_client *x = calloc(1, sizeof *x);
+        json_object *r;
+
+        cr_assert_not_null(x);
+        x->d = d;
+        x->c = h_connect(d->sock, H_TIMEOUT_MS);
+        x->inbox = json_object_new_array();
+        if (raw)
+                return x;
+        r = h_client_call(x, "0", "initialize",
+                          "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                          "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}");
+        cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25", "initialize: %s", h_json_text(r));
+        if (init_result)
+                *init_result = r;
+        else
+                json_object_put(r);
+        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return x;
+}
+
+void h_client_close(struct h_client *x) {
+        if (!x)
+                return;
+        h_close(x->c);
+        json_object_put(x->inbox);
+        free(x);
+}
+
+const char *h_json_text(json_object *o) {
+        return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+json_object *h_client_read(struct h_client *x, int timeout_ms) {
+        char *line = h_recv_line_draining(x->d, x->c, timeout_ms);
+        json_object *o;
+
+        if (!line)
+                return NULL;
+        o = json_tokener_parse(line);
+        cr_assert_not_null(o, "the daemon sent a line that is not JSON: %.300s", line);
+        free(line);
+        return o;
+}
+
+bool h_is_answer(json_object *msg, const char *arg) {
+        json_object *id;
+
+        return json_object_object_get_ex(msg, "id", &id) && !json_object_object_get_ex(msg, "method", NULL) &&
+               strcmp(h_json_text(id), arg) == 0;
+}
+
+bool h_is_method(json_object *msg, const char *arg) {
+        return strcmp(h_str(msg, "method"), arg) == 0;
+}
+
+json_object *h_take(struct h_client *x, h_matcher match, const char *arg, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+        json_object *msg;
+
+        for (size_t i = 0; i < json_object_array_length(x->inbox); i++) {
+                msg = json_object_array_get_idx(x->inbox, i);
+                if (match(msg, arg)) {
+                        json_object_get(msg);
+                        json_object_array_del_idx(x->inbox, i, 1);
+                        return msg;
+                }
+        }
+        for (;;) {
+                msg = h_client_read(x, remaining(deadline));
+                if (!msg)
+                        return NULL;
+                if (match(msg, arg))
+                        return msg;
+                json_object_array_add(x->inbox, msg);
+        }
+}
+
+unsigned h_inbox_drop(struct h_client *x, h_matcher match, const char *arg) {
+        unsigned n = 0;
+
+        for (size_t i = json_object_array_length(x->inbox); i-- > 0;)
+                if (match(json_object_array_get_idx(x->inbox, i), arg)) {
+                        json_object_array_del_idx(x->inbox, i, 1);
+                        n++;
+                }
+        return n;
+}
+
+void h_client_request(struct h_client *x, const char *id, const char *method, const char *params) {
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"%s\"%s%s}\n", id, method,
+                params ? ",\"params\":" : "", params ? params : "");
+}
+
+json_object *h_client_answer(struct h_client *x, const char *id) {
+        json_object *msg = h_take(x, h_is_answer, id, H_TIMEOUT_MS);
+
+        cr_assert_not_null(msg, "no answer for id %s within %d ms", id, H_TIMEOUT_MS);
+        return msg;
+}
+
+json_object *h_client_call(struct h_client *x, const char *id, const char *method, const char *params) {
+        h_client_request(x, id, method, params);
+        return h_client_answer(x, id);
+}

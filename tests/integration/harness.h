@@ -138,3 +138,38 @@ int h_stop_draining(struct h_daemon *d, int sig, int timeout_ms);
 /* h_recv_line, draining d's NOTIFY datagrams while it waits (see h_notify_drain): a test
  * that waits on a client while servers start, crash or restart must keep the daemon going. */
 char *h_recv_line_draining(struct h_daemon *d, struct h_conn *c, int timeout_ms);
+
+/* ---- Helpers for MCP clients: a connection and the messages it received that no test
+ * step took yet, so a step can wait for one message while others arrive meanwhile ---- */
+
+struct h_client {
+        struct h_daemon *d;          /* drained while waiting (see h_notify_drain) */
+        struct h_conn *c;
+        json_object *inbox;          /* array of messages read but not taken */
+};
+
+typedef bool (*h_matcher)(json_object *msg, const char *arg);
+
+/* Connects to d's MCP socket; unless raw, initialize (asserting the answer) and
+ * notifications/initialized. *init_result, if not NULL, gets initialize's answer. */
+struct h_client *h_client_open(struct h_daemon *d, bool raw, json_object **init_result);
+void h_client_close(struct h_client *x);
+/* Compact JSON text of o (valid until o changes). */
+const char *h_json_text(json_object *o);
+/* The next message off the wire (not the inbox), or NULL on timeout or EOF; asserts JSON. */
+json_object *h_client_read(struct h_client *x, int timeout_ms);
+/* An answer (no "method") whose id, as JSON text, is arg: "1", "\"a\"". */
+bool h_is_answer(json_object *msg, const char *arg);
+/* A message whose method is arg. */
+bool h_is_method(json_object *msg, const char *arg);
+/* The first message that matches, from the inbox or read within timeout_ms (others go to
+ * the inbox); NULL if none. The caller owns it. */
+json_object *h_take(struct h_client *x, h_matcher match, const char *arg, int timeout_ms);
+/* Removes the matching messages from the inbox; returns how many there were. */
+unsigned h_inbox_drop(struct h_client *x, h_matcher match, const char *arg);
+/* Sends a request; params (JSON text) may be NULL. */
+void h_client_request(struct h_client *x, const char *id, const char *method, const char *params);
+/* The answer for id, asserting it comes within H_TIMEOUT_MS. */
+json_object *h_client_answer(struct h_client *x, const char *id);
+/* h_client_request, then h_client_answer. */
+json_object *h_client_call(struct h_client *x, const char *id, const char *method, const char *params);

@@ -1,0 +1,371 @@
+/* MCP features across clients, run for real with demo servers (see demo/demo-server.c): log
+ * messages forwarded and filtered per client, the servers' own level, lists a server changes
+ * on its own, and resource subscriptions counted across clients and renewed after a restart.
+ *
+ * Every wait drains the daemon's NOTIFY datagrams (h_take, h_log_count_wait, h_notify_wait):
+ * once their queue is full, its sd_notify() blocks and the daemon stands still. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static struct h_daemon D;
+static char servers[4096]; /* the "mcpServers" members, built by add_demo() */
+static size_t servers_len;
+
+#define README "demo://readme"
+#define UPDATED "notifications/resources/updated"
+
+static void setup(void) {
+        servers[0] = '\0';
+        servers_len = 0;
+}
+
+static void teardown(void) {
+        h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS);
+        h_log_dump_if_verbose(&D);
+        cr_expect(h_cleanup(&D), "the daemon did not stop with exit status 0");
+}
+
+TestSuite(features, .init = setup, .fini = teardown, .timeout = 30);
+
+/* ---- helpers ---- */
+
+static const char *sf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *sf(const char *fmt, ...) {
+        static char bufs[8][1024];
+        static unsigned next;
+        char *buf = bufs[next++ % 8];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof bufs[0], fmt, ap);
+        va_end(ap);
+        return buf;
+}
+
+/* A demo server entry: keys are more JSON members, args the items of its "args" array. */
+static void add_demo(const char *name, const char *keys, const char *args) {
+        int n = snprintf(servers + servers_len, sizeof servers - servers_len,
+                         "%s\"%s\":{\"command\":\"%s\",\"args\":[%s]%s%s}", servers_len ? "," : "", name,
+                         h_demo_server_path(), args, keys[0] ? "," : "", keys);
+
+        cr_assert(n > 0 && (size_t)n < sizeof servers - servers_len, "config too long");
+        servers_len += (size_t)n;
+}
+
+static void start(void) {
+        char *config;
+
+        cr_assert_geq(asprintf(&config, "{\"mcpServers\":{%s}}\n", servers), 0);
+        h_start(&D, &(struct h_opts){ .config = config });
+        free(config);
+}
+
+static void wait_all_ready(unsigned n) {
+        cr_assert(h_notify_wait(&D, sf("STATUS=%u/%u servers ready", n, n), H_TIMEOUT_MS),
+                  "not all %u servers became ready; got %s", n, D.notices);
+}
+
+static struct h_client *cl_open(void) {
+        return h_client_open(&D, false, NULL);
+}
+
+static void tool_request(struct h_client *x, const char *id, const char *name, const char *arguments) {
+        h_client_request(x, id, "tools/call", sf("{\"name\":\"%s\",\"arguments\":%s}", name, arguments));
+}
+
+static json_object *tool_call(struct h_client *x, const char *id, const char *name, const char *arguments) {
+        tool_request(x, id, name, arguments);
+        return h_client_answer(x, id);
+}
+
+static const char *result_text(json_object *msg) {
+        cr_assert_not_null(h_get(msg, "result.content"), "expected a tool result, got %s", h_json_text(msg));
+        return h_str(msg, "result.content.0.text");
+}
+
+/* Calls and asserts the answer is a result; drops it. */
+static void expect_ok(struct h_client *x, const char *id, const char *method, const char *params) {
+        json_object *r = h_client_call(x, id, method, params);
+
+        cr_assert_not_null(h_get(r, "result"), "%s: %s", method, h_json_text(r));
+        json_object_put(r);
+}
+
+/* A ping answered: every message the daemon sent x before it is in x's inbox now. */
+static void flush(struct h_client *x) {
+        expect_ok(x, "\"flush\"", "ping", NULL);
+}
+
+static bool has_item(const char *list, const char *name) {
+        size_t n = strlen(name);
+
+        for (const char *p = list; (p = strstr(p, name)); p += n)
+                if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+                        return true;
+        return false;
+}
+
+static const char *tool_names_of(json_object *msg) {
+        static char buf[4096];
+        json_object *items = h_get(msg, "result.tools");
+        size_t used = 0;
+
+        cr_assert(json_object_is_type(items, json_type_array), "no tools in %s", h_json_text(msg));
+        buf[0] = '\0';
+        for (size_t i = 0; i < json_object_array_length(items); i++)
+                used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "",
+                                         h_str(json_object_array_get_idx(items, i), "name"));
+        return buf;
+}
+
+/* Everything server a wrote to stderr so far is in the daemon's log: a__log writes tag to
+ * stderr after those lines, and its log message (info, logged too) comes on stdout; once
+ * both "a: tag" lines are in the log, so is every stderr line before it. Clients must not
+ * have set a level that keeps the server from sending the message. */
+static void sync_stderr(struct h_client *x, const char *tag) {
+        json_object *r = tool_call(x, sf("\"%s\"", tag), "a__log", sf("{\"text\":\"%s\"}", tag));
+
+        cr_assert_str_eq(result_text(r), "logged", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_count_wait(&D, sf("a: %s\n", tag), 2, H_TIMEOUT_MS), "'%s' not logged twice", tag);
+}
+
+static void subscribe(struct h_client *x, const char *uri) {
+        expect_ok(x, "\"sub\"", "resources/subscribe", sf("{\"uri\":\"%s\"}", uri));
+}
+
+/* Waits for an update of uri (from the inbox or the wire) and checks its params. */
+static void expect_update(struct h_client *x, const char *who, const char *uri) {
+        json_object *msg = h_take(x, h_is_method, UPDATED, H_TIMEOUT_MS);
+
+        cr_assert_not_null(msg, "%s got no %s", who, UPDATED);
+        cr_assert_str_eq(h_str(msg, "params.uri"), uri, "%s", h_json_text(msg));
+        json_object_put(msg);
+}
+
+/* x got no update: none in its inbox after a ping. */
+static void expect_no_update(struct h_client *x, const char *who) {
+        flush(x);
+        cr_assert_eq(h_inbox_drop(x, h_is_method, UPDATED), 0, "%s got %s without a subscription", who, UPDATED);
+}
+
+/* ---- logging ---- */
+
+Test(features, logging_forwarded) {
+        json_object *r, *msg;
+        struct h_client *x;
+
+        add_demo("a", "", "");
+        start();
+        wait_all_ready(1);
+        x = cl_open();
+        r = tool_call(x, "1", "a__log", "{\"text\":\"hello\"}");
+        cr_assert_str_eq(result_text(r), "logged", "%s", h_json_text(r));
+        json_object_put(r);
+        /* the inbox holds what came before the answer */
+        cr_assert_eq(json_object_array_length(x->inbox), 1, "before the result: %s", h_json_text(x->inbox));
+        msg = json_object_array_get_idx(x->inbox, 0);
+        cr_assert_str_eq(h_str(msg, "method"), "notifications/message", "%s", h_json_text(msg));
+        cr_assert_str_eq(h_str(msg, "params.level"), "info", "%s", h_json_text(msg));
+        cr_assert_str_eq(h_str(msg, "params.data"), "hello", "%s", h_json_text(msg));
+        cr_assert_str_eq(h_str(msg, "params.logger"), "a/demo", "%s", h_json_text(msg));
+        /* once from its stderr, once from the log message */
+        cr_assert(h_log_count_wait(&D, "a: hello\n", 2, H_TIMEOUT_MS), "'a: hello' is not logged twice");
+        h_client_close(x);
+}
+
+/* Fails as of this writing (a daemon bug): wanted_level() in src/mcp-logging.c counts only
+ * clients that sent logging/setLevel, so x's "error" sets the server to error and it no
+ * longer sends the info message that y, at the default info, should get. */
+Test(features, logging_levels_per_client) {
+        struct h_client *x, *y;
+        json_object *r, *msg;
+
+        add_demo("a", "", "");
+        start();
+        wait_all_ready(1);
+        x = cl_open();
+        y = cl_open();
+        expect_ok(x, "1", "logging/setLevel", "{\"level\":\"error\"}");
+        r = tool_call(x, "2", "a__log", "{\"text\":\"for y only\"}");
+        cr_assert_str_eq(result_text(r), "logged", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(json_object_array_length(x->inbox), 0, "x (at error) got: %s", h_json_text(x->inbox));
+        /* the daemon sent y's message before x's answer */
+        msg = h_take(y, h_is_method, "notifications/message", 1000);
+        cr_assert_not_null(msg, "y (at the default, info) got no info message (server told 'log level error': %u)",
+                           h_log_count(&D, "a: log level error"));
+        cr_assert_str_eq(h_str(msg, "params.data"), "for y only", "%s", h_json_text(msg));
+        json_object_put(msg);
+        flush(x);
+        cr_assert_eq(json_object_array_length(x->inbox), 0, "x (at error) got: %s", h_json_text(x->inbox));
+
+        r = h_client_call(x, "3", "logging/setLevel", "{\"level\":\"loud\"}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+        h_client_close(y);
+}
+
+Test(features, server_set_to_most_verbose_level) {
+        struct h_client *x, *y;
+        unsigned told;
+        char *log;
+
+        add_demo("a", "", "");
+        start();
+        wait_all_ready(1);
+        x = cl_open();
+        expect_ok(x, "1", "logging/setLevel", "{\"level\":\"error\"}");
+        cr_assert(h_log_count_wait(&D, "a: log level error\n", 1, H_TIMEOUT_MS), "the server was not set to error");
+        y = cl_open();
+        expect_ok(y, "1", "logging/setLevel", "{\"level\":\"debug\"}");
+        cr_assert(h_log_count_wait(&D, "a: log level debug\n", 1, H_TIMEOUT_MS), "the server was not set to debug");
+        sync_stderr(y, "sync1");
+        told = h_log_count(&D, "a: log level ");
+        /* less verbose than y's: the server stays at debug, and is not told again */
+        expect_ok(x, "2", "logging/setLevel", "{\"level\":\"warning\"}");
+        sync_stderr(y, "sync2");
+        log = h_log_text(&D);
+        cr_assert_eq(h_log_count(&D, "a: log level "), told, "the server was told more:\n%s", log);
+        cr_assert_null(strstr(strstr(log, "a: log level debug\n") + 1, "a: log level "),
+                       "another level after debug:\n%s", log);
+        free(log);
+        h_client_close(x);
+        h_client_close(y);
+}
+
+/* ---- lists ---- */
+
+Test(features, list_changed_from_server) {
+        json_object *r, *msg;
+        unsigned announced = 0;
+        struct h_client *x;
+        bool late = false;
+        char *log;
+
+        /* the client is there before the server is ready (slow to answer initialize), so it
+         * hears both the server becoming ready and, 300 ms later, its late change */
+        add_demo("a", "", "\"--slow-start\",\"500\",\"--list-changed-after-ms\",\"300\"");
+        start();
+        x = cl_open();
+        wait_all_ready(1);
+        log = h_log_text(&D);
+        cr_assert(strstr(log, "initialized by") && strstr(log, "[a] starting -> ready") &&
+                          strstr(log, "initialized by") < strstr(log, "[a] starting -> ready"),
+                  "the server was ready before the client came (too slow a machine?):\n%s", log);
+        free(log);
+        /* the server becoming ready is announced too; each list comes after an announcement */
+        while (!late) {
+                msg = h_take(x, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+                cr_assert_not_null(msg, "no tools/list_changed (after %u)", announced);
+                json_object_put(msg);
+                announced++;
+                cr_assert_leq(announced, 5, "list_changed again and again, and no late_tool");
+                r = h_client_call(x, sf("%u", announced), "tools/list", NULL);
+                late = has_item(tool_names_of(r), "a__late_tool");
+                json_object_put(r);
+        }
+        announced += h_inbox_drop(x, h_is_method, "notifications/tools/list_changed");
+        cr_assert_geq(announced, 2, "the late tool was not announced on its own");
+        cr_assert(h_log_count_wait(&D, "a: added late_tool", 1, H_TIMEOUT_MS));
+        r = tool_call(x, "\"late\"", "a__late_tool", "{\"text\":\"late hello\"}");
+        cr_assert_str_eq(result_text(r), "late hello");
+        json_object_put(r);
+        h_client_close(x);
+}
+
+/* ---- subscriptions ---- */
+
+Test(features, subscribe_refcounted) {
+        struct h_client *x, *y, *z;
+        json_object *init;
+
+        add_demo("a", "", "\"--subscribe\"");
+        start();
+        wait_all_ready(1);
+        x = cl_open();
+        y = h_client_open(&D, false, &init);
+        cr_assert(json_object_get_boolean(h_get(init, "result.capabilities.resources.subscribe")), "%s",
+                  h_json_text(init));
+        json_object_put(init);
+        z = cl_open();
+        subscribe(x, README);
+        subscribe(y, README);
+        expect_update(x, "x", README);
+        expect_update(y, "y", README);
+        sync_stderr(z, "sync1");
+        cr_assert_eq(h_log_count(&D, "a: subscribed " README "\n"), 1, "subscribed at the server not once:\n%s",
+                     h_log_text(&D));
+        expect_no_update(z, "z");
+
+        /* x leaves, y stays: the server keeps the subscription, only y gets updates */
+        expect_ok(x, "\"unsub\"", "resources/unsubscribe", "{\"uri\":\"" README "\"}");
+        h_inbox_drop(x, h_is_method, UPDATED); /* sent before the answer */
+        sync_stderr(z, "sync2");
+        cr_assert_eq(h_log_count(&D, "a: unsubscribed "), 0, "unsubscribed while y still wants it");
+        h_inbox_drop(y, h_is_method, UPDATED);
+        flush(y);
+        h_inbox_drop(y, h_is_method, UPDATED);
+        expect_update(y, "y", README);
+        expect_update(y, "y", README);
+        expect_no_update(x, "x after unsubscribing");
+
+        /* the last subscriber goes away: so does the server's subscription */
+        h_client_close(y);
+        cr_assert(h_log_count_wait(&D, "a: unsubscribed " README "\n", 1, H_TIMEOUT_MS),
+                  "the server was not unsubscribed when the last subscriber left");
+        sync_stderr(z, "sync3");
+        cr_assert_eq(h_log_count(&D, "a: unsubscribed "), 1, "unsubscribed more than once");
+        cr_assert_eq(h_log_count(&D, "a: subscribed "), 1, "subscribed again");
+        expect_no_update(z, "z");
+        h_client_close(x);
+        h_client_close(z);
+}
+
+Test(features, subscribe_unsupported) {
+        struct h_client *x;
+        json_object *r;
+
+        add_demo("a", "", "");
+        start();
+        wait_all_ready(1);
+        x = cl_open();
+        r = h_client_call(x, "1", "resources/subscribe", "{\"uri\":\"" README "\"}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        cr_assert_not_null(strstr(h_str(r, "error.message"), "subscriptions"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(x, "2", "resources/subscribe", "{\"uri\":\"demo://nothing\"}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}
+
+Test(features, resubscribe_after_restart) {
+        struct h_client *x;
+        json_object *r;
+
+        add_demo("a", "\"restartDelay\":0.1", "\"--subscribe\"");
+        start();
+        wait_all_ready(1);
+        x = cl_open();
+        subscribe(x, README);
+        expect_update(x, "x", README);
+        r = tool_call(x, "\"crash\"", "a__crash", "{}");
+        cr_assert_neq(h_error_code(r), 0, "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_count_wait(&D, "[a] starting -> ready", 2, H_TIMEOUT_MS), "a was not restarted");
+        cr_assert(h_log_count_wait(&D, "a: subscribed " README "\n", 2, H_TIMEOUT_MS),
+                  "the restarted server was not subscribed again:\n%s", h_log_text(&D));
+        /* updates from now on come from the new run */
+        flush(x);
+        h_inbox_drop(x, h_is_method, UPDATED);
+        expect_update(x, "x after the restart", README);
+        h_client_close(x);
+}
