@@ -5,36 +5,22 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "child.h"
+#include "fake-server.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "time-util.h"
+#include "unit-helpers.h"
 
-#define WAIT_USEC (10 * USEC_PER_SEC)
 #define MAX_LINE 1024
 
-static struct event_base *base;
-static struct event *tick;
 static struct logger lg;
 static struct jsonrpc_parser parser;
 static struct child *ch;
-static int srv_in = -1;  /* the server's stdin: the test reads what the daemon sent */
-static int srv_out = -1; /* the server's stdout: the test writes */
-static struct event *rx_event;
-static struct evbuffer *rx;
-static bool rx_eof;
-static int log_fd = -1;
-static int saved_stderr = -1;
-static char log_path[64];
-static char *log_text;
 
 /* What the callbacks saw, in order. */
 static unsigned seq;
@@ -55,61 +41,6 @@ static struct {
         char method[8][64];
         char id[8][64];
 } messages;
-
-static void on_tick(evutil_socket_t fd, short what, void *userdata) {
-}
-
-static void loop_once(void) {
-        struct timeval tv = { .tv_sec = 0, .tv_usec = 50000 };
-
-        evtimer_add(tick, &tv);
-        event_base_loop(base, EVLOOP_ONCE);
-}
-
-#define WAIT_UNTIL(cond)                                                        \
-        do {                                                                    \
-                uint64_t deadline_ = now_usec() + WAIT_USEC;                    \
-                while (!(cond) && now_usec() < deadline_)                       \
-                        loop_once();                                            \
-                cr_assert(cond, "timed out waiting for: %s", #cond);            \
-        } while (0)
-
-/* Runs the loop for usec without expecting anything; for "X does not happen". */
-static void run_for(uint64_t usec) {
-        uint64_t until = now_usec() + usec;
-
-        while (now_usec() < until)
-                loop_once();
-}
-
-static void on_rx(evutil_socket_t fd, short what, void *userdata) {
-        int k = evbuffer_read(rx, fd, 65536);
-
-        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
-                rx_eof = true;
-                event_del(rx_event);
-        }
-}
-
-static const char *logged(void) {
-        struct stat st;
-
-        fflush(stderr);
-        cr_assert_eq(fstat(log_fd, &st), 0);
-        free(log_text);
-        log_text = calloc(1, (size_t)st.st_size + 1);
-        cr_assert_not_null(log_text);
-        cr_assert_eq(pread(log_fd, log_text, (size_t)st.st_size, 0), st.st_size);
-        return log_text;
-}
-
-static unsigned occurrences(const char *haystack, const char *needle) {
-        unsigned n = 0;
-
-        for (const char *p = haystack; (p = strstr(p, needle)); p += strlen(needle))
-                n++;
-        return n;
-}
 
 static void on_message(struct child *c, struct jsonrpc_msg *m, void *userdata) {
         unsigned i = messages.calls++;
@@ -147,102 +78,21 @@ static void on_reply(struct child *c, int status, json_object *result, json_obje
 }
 
 static void setup(void) {
-        int to[2], from[2];
-
-        signal(SIGPIPE, SIG_IGN);
-        unsetenv("JOURNAL_STREAM");
-        snprintf(log_path, sizeof log_path, "/tmp/mcpvisor-unit-log-XXXXXX");
-        log_fd = mkstemp(log_path);
-        cr_assert_geq(log_fd, 0);
-        fflush(stderr);
-        saved_stderr = dup(STDERR_FILENO);
-        cr_assert_geq(saved_stderr, 0);
-        cr_assert_eq(dup2(log_fd, STDERR_FILENO), STDERR_FILENO);
+        log_capture_start();
         logger_init(&lg, LOG_DEBUG);
         cr_assert_eq(jsonrpc_parser_init(&parser), 0);
-        base = event_base_new();
-        cr_assert_not_null(base);
-        tick = evtimer_new(base, on_tick, NULL);
-        rx = evbuffer_new();
-        cr_assert_not_null(rx);
-
-        /* As process.c makes them: O_CLOEXEC pipes, the daemon's ends non-blocking. */
-        cr_assert_eq(pipe2(to, O_CLOEXEC), 0);
-        cr_assert_eq(pipe2(from, O_CLOEXEC), 0);
-        cr_assert_eq(fcntl(to[1], F_SETFL, O_NONBLOCK), 0);
-        cr_assert_eq(fcntl(from[0], F_SETFL, O_NONBLOCK), 0);
-        cr_assert_eq(fcntl(to[0], F_SETFL, O_NONBLOCK), 0);
-        srv_in = to[0];
-        srv_out = from[1];
-        rx_event = event_new(base, srv_in, EV_READ | EV_PERSIST, on_rx, NULL);
-        cr_assert_not_null(rx_event);
-        cr_assert_eq(event_add(rx_event, NULL), 0);
-        ch = child_new(base, to[1], from[0], MAX_LINE, "srv", &lg, &parser, &ops, &messages);
-        cr_assert_not_null(ch);
+        ch = server_connect(&lg, &parser, MAX_LINE, &ops, &messages);
 }
 
 static void teardown(void) {
         child_free(ch);
         ch = NULL;
-        event_free(rx_event);
-        evbuffer_free(rx);
-        if (srv_in >= 0)
-                close(srv_in);
-        if (srv_out >= 0)
-                close(srv_out);
-        event_free(tick);
-        event_base_free(base);
+        server_stop();
         jsonrpc_parser_done(&parser);
-        free(log_text);
-        unlink(log_path);
-        close(log_fd);
-        /* Back to the real stderr, where sanitizer reports at exit must go. */
-        fflush(stderr);
-        dup2(saved_stderr, STDERR_FILENO);
-        close(saved_stderr);
+        log_capture_stop();
 }
 
 TestSuite(child, .init = setup, .fini = teardown);
-
-static void server_says(const char *s) {
-        size_t len = strlen(s);
-
-        while (len > 0) {
-                ssize_t k = write(srv_out, s, len);
-                cr_assert_gt(k, 0, "write: %s", strerror(errno));
-                s += k;
-                len -= (size_t)k;
-        }
-}
-
-static void server_closes_stdout(void) {
-        close(srv_out);
-        srv_out = -1;
-}
-
-static bool rx_has_line(void) {
-        return evbuffer_search(rx, "\n", 1, NULL).pos >= 0;
-}
-
-/* The next message the daemon sent to the server's stdin (the caller puts it). */
-static json_object *server_reads(void) {
-        WAIT_UNTIL(rx_has_line());
-        size_t n;
-        char *line = evbuffer_readln(rx, &n, EVBUFFER_EOL_LF);
-        json_object *m = json_tokener_parse(line);
-
-        cr_assert_not_null(m, "not JSON: %s", line);
-        free(line);
-        return m;
-}
-
-static const char *str_field(json_object *m, const char *key) {
-        json_object *v;
-
-        if (!json_object_object_get_ex(m, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
 
 static int64_t id_field(json_object *m) {
         json_object *v;
@@ -262,13 +112,6 @@ static int64_t server_expects_request(const char *method) {
         id = id_field(m);
         json_object_put(m);
         return id;
-}
-
-static void server_answers(int64_t id, const char *result_json) {
-        char line[1024];
-
-        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}\n", (long long)id, result_json);
-        server_says(line);
 }
 
 static int64_t request(const char *method, uint64_t timeout_usec, struct reply *r) {
@@ -501,9 +344,7 @@ Test(child, unterminated_last_line_read_before_broken) {
 }
 
 Test(child, broken_when_stdin_not_read) {
-        close(srv_in);
-        event_del(rx_event);
-        srv_in = -1;
+        server_stops_reading();
         cr_assert_eq(child_notify(ch, "notifications/initialized", NULL), 0);
         WAIT_UNTIL(broken.calls == 1);
         cr_assert_str_eq(broken.why, "stopped reading its stdin");
@@ -587,12 +428,12 @@ Test(child, close_input_after_flush) {
         cr_assert_lt(child_request(ch, "late", NULL, 0, on_reply, &replies[1]), 0);
 
         /* The server gets what was queued, then EOF. */
-        WAIT_UNTIL(rx_eof);
+        WAIT_UNTIL(server_saw_eof());
         json_object *m = server_reads();
         cr_assert_str_eq(str_field(m, "method"), "notifications/initialized");
         json_object_put(m);
         cr_assert_eq(server_expects_request("tools/list"), a);
-        cr_assert_eq(evbuffer_get_length(rx), 0, "nothing after the queued messages");
+        cr_assert_eq(evbuffer_get_length(server_received()), 0, "nothing after the queued messages");
         cr_assert_eq(broken.calls, 0, "closing our side is not the server breaking");
 
         /* Its stdout still works: the server may answer while shutting down. */
@@ -604,8 +445,8 @@ Test(child, close_input_after_flush) {
 
 Test(child, close_input_with_nothing_queued) {
         child_close_input(ch);
-        WAIT_UNTIL(rx_eof);
-        cr_assert_eq(evbuffer_get_length(rx), 0);
+        WAIT_UNTIL(server_saw_eof());
+        cr_assert_eq(evbuffer_get_length(server_received()), 0);
         child_close_input(ch); /* again: nothing */
         run_for(20000);
         cr_assert_eq(broken.calls, 0);
@@ -627,11 +468,11 @@ Test(child, close_input_with_large_queue) {
         free(blob);
         cr_assert_eq(child_notify(ch, "big", params), 0);
         child_close_input(ch);
-        WAIT_UNTIL(rx_eof);
-        total = evbuffer_get_length(rx);
+        WAIT_UNTIL(server_saw_eof());
+        total = evbuffer_get_length(server_received());
         json_object *m = server_reads();
         cr_assert_str_eq(str_field(m, "method"), "big");
         json_object_put(m);
         cr_assert_gt(total, 200000);
-        cr_assert_eq(evbuffer_get_length(rx), 0);
+        cr_assert_eq(evbuffer_get_length(server_received()), 0);
 }

@@ -1,31 +1,25 @@
 /* Unit tests for config.c: parsing, validation and problem paths. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "config.h"
+#include "unit-helpers.h"
 
 static struct config cfg;
 static struct config_problems probs;
-static char tmpdir[64];
 
 static void setup(void) {
         config_init_defaults(&cfg);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static void teardown(void) {
         config_done(&cfg);
         problems_done(&probs);
-        if (tmpdir[0])
-                nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove();
 }
 
 TestSuite(config, .init = setup, .fini = teardown);
@@ -61,17 +55,11 @@ static void expect_defaults(const struct config *c) {
         cr_assert_eq(c->list_page_size, 500);
 }
 
-static const char *make_tmpdir(void) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/mcpvisor-unit-XXXXXX");
-        cr_assert_not_null(mkdtemp(tmpdir));
-        return tmpdir;
-}
-
 static char *write_file(const char *name, const char *text) {
         char *path;
         FILE *f;
 
-        cr_assert_geq(asprintf(&path, "%s/%s", tmpdir[0] ? tmpdir : make_tmpdir(), name), 0);
+        cr_assert_geq(asprintf(&path, "%s/%s", tmpdir_make(), name), 0);
         f = fopen(path, "w");
         cr_assert_not_null(f);
         fputs(text, f);
@@ -344,7 +332,7 @@ Test(config, config_done_resets) {
 Test(config, load_missing_ok) {
         char *path;
 
-        cr_assert_geq(asprintf(&path, "%s/absent.json", make_tmpdir()), 0);
+        cr_assert_geq(asprintf(&path, "%s/absent.json", tmpdir_make()), 0);
         cfg.socket_mode = 0111;
         cr_assert_eq(config_load(path, true, &cfg, &probs), 0);
         cr_assert_eq(probs.count, 0);
@@ -355,7 +343,7 @@ Test(config, load_missing_ok) {
 Test(config, load_missing_not_ok) {
         char *path;
 
-        cr_assert_geq(asprintf(&path, "%s/absent.json", make_tmpdir()), 0);
+        cr_assert_geq(asprintf(&path, "%s/absent.json", tmpdir_make()), 0);
         cr_assert_eq(config_load(path, false, &cfg, &probs), -ENOENT);
         cr_assert_str_eq(probs.file, path);
         cr_assert_not_null(strstr(only_problem("", PROBLEM_ERROR)->message, "No such file"));
@@ -391,7 +379,7 @@ Test(config, load_empty_file) {
 }
 
 Test(config, load_directory) {
-        cr_assert_lt(config_load(make_tmpdir(), true, &cfg, &probs), 0);
+        cr_assert_lt(config_load(tmpdir_make(), true, &cfg, &probs), 0);
         only_problem("", PROBLEM_ERROR);
 }
 
@@ -515,7 +503,7 @@ Test(config, separator_dropin_overrides) {
         char *path = write_file("mcpvisor.json", "{\"mcpvisor\":{\"toolNameSeparator\":\".\",\"listPageSize\":7}}");
         char *dir, *dropin;
 
-        cr_assert_geq(asprintf(&dir, "%s/mcpvisor.d", tmpdir), 0);
+        cr_assert_geq(asprintf(&dir, "%s/mcpvisor.d", tmpdir_make()), 0);
         cr_assert_eq(mkdir(dir, 0700), 0);
         dropin = write_file("mcpvisor.d/10-routing.json", "{\"mcpvisor\":{\"toolNameSeparator\":\"-\",\"listWait\":0}}");
         cr_assert_eq(config_load(path, false, &cfg, &probs), 0);

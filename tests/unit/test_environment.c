@@ -3,7 +3,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,42 +11,28 @@
 
 #include "environment.h"
 #include "settings.h"
+#include "unit-helpers.h"
 
-static char tmpdir[64];
+static const char *tmpdir;
 static char **env;
 static char *error;
 static char *found; /* environment_find_program's answer */
 
 static void setup(void) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/mcpvisor-unit-XXXXXX");
-        cr_assert_not_null(mkdtemp(tmpdir));
+        tmpdir = tmpdir_make();
         env = NULL;
         error = NULL;
         found = NULL;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
 }
 
 static void teardown(void) {
         strv_free(env);
         free(error);
         free(found);
-        nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove();
 }
 
 TestSuite(environment, .init = setup, .fini = teardown);
-
-/* A path inside the test's directory; the result lives until the test ends. */
-static const char *tmp_path(const char *name) {
-        static char paths[8][256];
-        static unsigned next;
-        char *p = paths[next++ % 8];
-
-        snprintf(p, sizeof paths[0], "%s/%s", tmpdir, name);
-        return p;
-}
 
 static void write_file(const char *path, const void *data, size_t len, mode_t mode) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -67,7 +52,7 @@ static size_t count(char *const *strv) {
 }
 
 /* How many entries start with "name=". */
-static unsigned occurrences(char *const *strv, const char *name) {
+static unsigned count_named(char *const *strv, const char *name) {
         size_t len = strlen(name);
         unsigned n = 0;
 
@@ -130,7 +115,7 @@ Test(environment, daemon_entry_without_equals_ignored) {
         char *daemon_env[] = { "LC_BROKEN", "PATH=/bin", NULL };
 
         cr_assert_eq(build(NULL, 0, daemon_env, 1, NULL), 0);
-        cr_assert_eq(occurrences(env, "LC_BROKEN"), 0);
+        cr_assert_eq(count_named(env, "LC_BROKEN"), 0);
         for (size_t i = 0; env[i]; i++)
                 cr_assert_neq(strcmp(env[i], "LC_BROKEN"), 0);
         cr_assert_eq(count(env), 3);
@@ -154,7 +139,7 @@ Test(environment, empty_inherited_path_kept) {
 
         cr_assert_eq(build(NULL, 0, daemon_env, 1, NULL), 0);
         cr_assert_str_eq(environment_get(env, "PATH"), "");
-        cr_assert_eq(occurrences(env, "PATH"), 1);
+        cr_assert_eq(count_named(env, "PATH"), 1);
 }
 
 Test(environment, configured_overrides_inherited) {
@@ -172,8 +157,8 @@ Test(environment, configured_overrides_inherited) {
         cr_assert_str_eq(environment_get(env, "HOME"), "/root");
         cr_assert_str_eq(environment_get(env, "GITHUB_TOKEN"), "t0k");
         cr_assert_str_eq(environment_get(env, "EMPTY"), "");
-        cr_assert_eq(occurrences(env, "PATH"), 1);
-        cr_assert_eq(occurrences(env, "LANG"), 1);
+        cr_assert_eq(count_named(env, "PATH"), 1);
+        cr_assert_eq(count_named(env, "LANG"), 1);
         cr_assert_eq(count(env), 7);
 }
 
@@ -182,7 +167,7 @@ Test(environment, configured_path_replaces_default) {
 
         cr_assert_eq(build(vars, 1, NULL, 1, NULL), 0);
         cr_assert_str_eq(environment_get(env, "PATH"), "/srv/bin");
-        cr_assert_eq(occurrences(env, "PATH"), 1);
+        cr_assert_eq(count_named(env, "PATH"), 1);
 }
 
 Test(environment, configured_may_set_names_never_inherited) {
@@ -191,7 +176,7 @@ Test(environment, configured_may_set_names_never_inherited) {
 
         cr_assert_eq(build(vars, 1, daemon_env, 1, NULL), 0);
         cr_assert_str_eq(environment_get(env, "NODE_OPTIONS"), "--max-old-space-size=512");
-        cr_assert_eq(occurrences(env, "NODE_OPTIONS"), 1);
+        cr_assert_eq(count_named(env, "NODE_OPTIONS"), 1);
 }
 
 Test(environment, identity_always_set_not_overridable) {
@@ -204,8 +189,8 @@ Test(environment, identity_always_set_not_overridable) {
         cr_assert_eq(build(vars, 2, daemon_env, 18446744073709551615ull, NULL), 0);
         cr_assert_str_eq(environment_get(env, ENV_SERVER), "github");
         cr_assert_str_eq(environment_get(env, ENV_INSTANCE), "18446744073709551615");
-        cr_assert_eq(occurrences(env, ENV_SERVER), 1);
-        cr_assert_eq(occurrences(env, ENV_INSTANCE), 1);
+        cr_assert_eq(count_named(env, ENV_SERVER), 1);
+        cr_assert_eq(count_named(env, ENV_INSTANCE), 1);
 }
 
 Test(environment, many_entries) {
@@ -222,7 +207,7 @@ Test(environment, many_entries) {
         cr_assert_eq(build(vars, 40, daemon_env, 1, NULL), 0);
         cr_assert_str_eq(environment_get(env, "V39"), "V39");
         cr_assert_str_eq(environment_get(env, "PATH"), ENVIRONMENT_DEFAULT_PATH);
-        cr_assert_eq(occurrences(env, "JUNK"), 0);
+        cr_assert_eq(count_named(env, "JUNK"), 0);
 }
 
 Test(environment, credential_read_newline_stripped) {
@@ -264,7 +249,7 @@ Test(environment, credential_overrides_inherited) {
         write_file(tmp_path("home"), "/secret/home\n", 13, 0400);
         cr_assert_eq(build(vars, 1, daemon_env, 1, tmpdir), 0);
         cr_assert_str_eq(environment_get(env, "HOME"), "/secret/home");
-        cr_assert_eq(occurrences(env, "HOME"), 1);
+        cr_assert_eq(count_named(env, "HOME"), 1);
 }
 
 Test(environment, credential_missing) {

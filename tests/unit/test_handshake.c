@@ -5,82 +5,31 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "catalog.h"
 #include "child.h"
+#include "fake-server.h"
 #include "handshake.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "protocol.h"
 #include "time-util.h"
+#include "unit-helpers.h"
 
-#define WAIT_USEC (10 * USEC_PER_SEC)
-
-static struct event_base *base;
-static struct event *tick;
 static struct logger lg;
 static struct jsonrpc_parser parser;
 static struct child *ch;
 static struct handshake hs;
 static struct catalog cat;
-static int srv_in = -1;  /* the server's stdin: the test reads what the daemon sent */
-static int srv_out = -1; /* the server's stdout: the test writes */
-static struct event *rx_event;
-static struct evbuffer *rx;
-static int log_fd = -1;
-static int saved_stderr = -1;
-static char log_path[64];
-static char *log_text;
 
 static struct {
         unsigned calls;
         int r;
         char why[300];
 } done;
-
-static void on_tick(evutil_socket_t fd, short what, void *userdata) {
-}
-
-static void loop_once(void) {
-        struct timeval tv = { .tv_sec = 0, .tv_usec = 50000 };
-
-        evtimer_add(tick, &tv);
-        event_base_loop(base, EVLOOP_ONCE);
-}
-
-#define WAIT_UNTIL(cond)                                                        \
-        do {                                                                    \
-                uint64_t deadline_ = now_usec() + WAIT_USEC;                    \
-                while (!(cond) && now_usec() < deadline_)                       \
-                        loop_once();                                            \
-                cr_assert(cond, "timed out waiting for: %s", #cond);            \
-        } while (0)
-
-static void on_rx(evutil_socket_t fd, short what, void *userdata) {
-        int k = evbuffer_read(rx, fd, 65536);
-
-        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
-                event_del(rx_event);
-}
-
-static const char *logged(void) {
-        struct stat st;
-
-        fflush(stderr);
-        cr_assert_eq(fstat(log_fd, &st), 0);
-        free(log_text);
-        log_text = calloc(1, (size_t)st.st_size + 1);
-        cr_assert_not_null(log_text);
-        cr_assert_eq(pread(log_fd, log_text, (size_t)st.st_size, 0), st.st_size);
-        return log_text;
-}
 
 static void on_message(struct child *c, struct jsonrpc_msg *m, void *userdata) {
 }
@@ -95,36 +44,10 @@ static void on_done(int r, const char *why, void *userdata) {
 }
 
 static void setup(void) {
-        int to[2], from[2];
-
-        signal(SIGPIPE, SIG_IGN);
-        unsetenv("JOURNAL_STREAM");
-        snprintf(log_path, sizeof log_path, "/tmp/mcpvisor-unit-log-XXXXXX");
-        log_fd = mkstemp(log_path);
-        cr_assert_geq(log_fd, 0);
-        fflush(stderr);
-        saved_stderr = dup(STDERR_FILENO);
-        cr_assert_geq(saved_stderr, 0);
-        cr_assert_eq(dup2(log_fd, STDERR_FILENO), STDERR_FILENO);
+        log_capture_start();
         logger_init(&lg, LOG_DEBUG);
         cr_assert_eq(jsonrpc_parser_init(&parser), 0);
-        base = event_base_new();
-        cr_assert_not_null(base);
-        tick = evtimer_new(base, on_tick, NULL);
-        rx = evbuffer_new();
-        cr_assert_not_null(rx);
-        cr_assert_eq(pipe2(to, O_CLOEXEC), 0);
-        cr_assert_eq(pipe2(from, O_CLOEXEC), 0);
-        cr_assert_eq(fcntl(to[1], F_SETFL, O_NONBLOCK), 0);
-        cr_assert_eq(fcntl(from[0], F_SETFL, O_NONBLOCK), 0);
-        cr_assert_eq(fcntl(to[0], F_SETFL, O_NONBLOCK), 0);
-        srv_in = to[0];
-        srv_out = from[1];
-        rx_event = event_new(base, srv_in, EV_READ | EV_PERSIST, on_rx, NULL);
-        cr_assert_not_null(rx_event);
-        cr_assert_eq(event_add(rx_event, NULL), 0);
-        ch = child_new(base, to[1], from[0], 1 << 20, "srv", &lg, &parser, &ops, NULL);
-        cr_assert_not_null(ch);
+        ch = server_connect(&lg, &parser, 1 << 20, &ops, NULL);
         handshake_init(&hs);
         catalog_init(&cat);
 }
@@ -135,67 +58,22 @@ static void teardown(void) {
         ch = NULL;
         handshake_done(&hs);
         catalog_done(&cat);
-        event_free(rx_event);
-        evbuffer_free(rx);
-        close(srv_in);
-        if (srv_out >= 0)
-                close(srv_out);
-        event_free(tick);
-        event_base_free(base);
+        server_stop();
         jsonrpc_parser_done(&parser);
-        free(log_text);
-        unlink(log_path);
-        close(log_fd);
-        /* Back to the real stderr, where sanitizer reports at exit must go. */
-        fflush(stderr);
-        dup2(saved_stderr, STDERR_FILENO);
-        close(saved_stderr);
+        log_capture_stop();
 }
 
 TestSuite(handshake, .init = setup, .fini = teardown);
 
-static void server_says(const char *s) {
-        size_t len = strlen(s);
-
-        while (len > 0) {
-                ssize_t k = write(srv_out, s, len);
-                cr_assert_gt(k, 0, "write: %s", strerror(errno));
-                s += k;
-                len -= (size_t)k;
-        }
-}
-
-static bool rx_has_line(void) {
-        return evbuffer_search(rx, "\n", 1, NULL).pos >= 0;
-}
-
-/* The next message the daemon sent (the caller puts it). */
-static json_object *server_reads(void) {
-        WAIT_UNTIL(rx_has_line());
-        size_t n;
-        char *line = evbuffer_readln(rx, &n, EVBUFFER_EOL_LF);
-        json_object *m = json_tokener_parse(line);
-
-        cr_assert_not_null(m, "not JSON: %s", line);
-        free(line);
-        return m;
-}
-
 /* Nothing more was sent: what the child queued is flushed and read, and no line is left. */
 static void server_got_nothing_more(void) {
+        struct evbuffer *rx = server_received();
+
         WAIT_UNTIL(evbuffer_get_length(bufferevent_get_output(ch->to)) == 0);
         for (int i = 0; i < 3; i++)
                 loop_once();
         cr_assert_eq(evbuffer_get_length(rx), 0, "unexpected message: %.*s", (int)evbuffer_get_length(rx),
                      (const char *)evbuffer_pullup(rx, -1));
-}
-
-static const char *str_field(json_object *m, const char *key) {
-        json_object *v;
-
-        if (!json_object_object_get_ex(m, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
 }
 
 /* Reads a request for method; returns its id, and its params' cursor in cursor (or ""). */
@@ -214,14 +92,6 @@ static int64_t server_expects(const char *method, char *cursor, size_t size) {
         }
         json_object_put(m);
         return ret;
-}
-
-static void server_answers(int64_t id, const char *result_json) {
-        char *line;
-
-        cr_assert(asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}\n", (long long)id, result_json) > 0);
-        server_says(line);
-        free(line);
 }
 
 static void server_fails(int64_t id, const char *message) {
@@ -395,7 +265,7 @@ Test(handshake, page_limit) {
                 cr_assert_leq(pages, HANDSHAKE_MAX_PAGES, "asked for more than HANDSHAKE_MAX_PAGES pages");
                 snprintf(result, sizeof result, "{\"tools\":[{\"name\":\"t%u\"}],\"nextCursor\":\"after-%u\"}", pages, pages);
                 server_answers(id, result);
-                WAIT_UNTIL(done.calls == 1 || rx_has_line());
+                WAIT_UNTIL(done.calls == 1 || server_has_line());
         }
         cr_assert_eq(pages, HANDSHAKE_MAX_PAGES);
         expect_success();

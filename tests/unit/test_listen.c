@@ -2,7 +2,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -12,33 +11,19 @@
 #include <unistd.h>
 
 #include "listen.h"
+#include "unit-helpers.h"
 
-static char tmpdir[64];
+static const char *tmpdir;
 
 static void setup(void) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/mcpvisor-unit-XXXXXX");
-        cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
+        tmpdir = tmpdir_make();
 }
 
 static void teardown(void) {
-        nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove();
 }
 
 TestSuite(listen, .init = setup, .fini = teardown);
-
-/* A path inside the test's directory; the result lives until the test ends. */
-static const char *tmp_path(const char *name) {
-        static char paths[8][256];
-        static unsigned next;
-        char *p = paths[next++ % 8];
-
-        snprintf(p, sizeof paths[0], "%s/%s", tmpdir, name);
-        return p;
-}
 
 static struct sockaddr_un address(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };

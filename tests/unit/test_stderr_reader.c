@@ -2,73 +2,24 @@
  * into log lines. The daemon's log goes to stderr (no journal here), which each test
  * points at a file of its own and reads back. */
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "stderr-reader.h"
 #include "time-util.h"
-
-#define WAIT_USEC (10 * USEC_PER_SEC)
+#include "unit-helpers.h"
 
 static struct event_base *base;
-static struct event *tick;
 static struct logger lg;
 static struct stderr_reader rd;
 static int server_end = -1; /* the server's stderr: the test writes here */
-static int log_fd = -1;     /* where our stderr (the daemon's log) goes */
-static int saved_stderr = -1;
-static char log_path[64];
-static char *log_text;
-
-static void on_tick(evutil_socket_t fd, short what, void *userdata) {
-}
-
-/* One round of the loop; a timer makes sure it returns even when nothing happens. */
-static void loop_once(void) {
-        struct timeval tv = { .tv_sec = 0, .tv_usec = 50000 };
-
-        evtimer_add(tick, &tv);
-        event_base_loop(base, EVLOOP_ONCE);
-}
-
-#define WAIT_UNTIL(cond)                                                        \
-        do {                                                                    \
-                uint64_t deadline_ = now_usec() + WAIT_USEC;                    \
-                while (!(cond) && now_usec() < deadline_)                       \
-                        loop_once();                                            \
-                cr_assert(cond, "timed out waiting for: %s", #cond);            \
-        } while (0)
-
-/* All the daemon logged so far; valid until the next call (one snapshot per expression). */
-static const char *logged(void) {
-        struct stat st;
-
-        fflush(stderr);
-        cr_assert_eq(fstat(log_fd, &st), 0);
-        free(log_text);
-        log_text = calloc(1, (size_t)st.st_size + 1);
-        cr_assert_not_null(log_text);
-        cr_assert_eq(pread(log_fd, log_text, (size_t)st.st_size, 0), st.st_size);
-        return log_text;
-}
 
 static bool logged_has(const char *s) {
         return strstr(logged(), s) != NULL;
-}
-
-static unsigned occurrences(const char *haystack, const char *needle) {
-        unsigned n = 0;
-
-        for (const char *p = haystack; (p = strstr(p, needle)); p += strlen(needle))
-                n++;
-        return n;
 }
 
 static void start_with_level(int max_priority) {
@@ -77,26 +28,15 @@ static void start_with_level(int max_priority) {
         logger_init(&lg, max_priority);
         cr_assert_not(lg.journal);
         /* The daemon's end is non-blocking, as process.c makes it. */
-        cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-        cr_assert_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+        open_pipe(fds, PIPE_READ_NONBLOCK);
         server_end = fds[1];
         cr_assert_eq(stderr_reader_start(&rd, base, fds[0], "srv", &lg), 0);
         cr_assert_str_eq(rd.last, "");
 }
 
 static void setup(void) {
-        unsetenv("JOURNAL_STREAM");
-        snprintf(log_path, sizeof log_path, "/tmp/mcpvisor-unit-log-XXXXXX");
-        log_fd = mkstemp(log_path);
-        cr_assert_geq(log_fd, 0);
-        fflush(stderr);
-        saved_stderr = dup(STDERR_FILENO);
-        cr_assert_geq(saved_stderr, 0);
-        cr_assert_eq(dup2(log_fd, STDERR_FILENO), STDERR_FILENO);
-        base = event_base_new();
-        cr_assert_not_null(base);
-        tick = evtimer_new(base, on_tick, NULL);
-        cr_assert_not_null(tick);
+        log_capture_start();
+        base = loop_start();
         memset(&rd, 0, sizeof rd);
 }
 
@@ -105,33 +45,14 @@ static void teardown(void) {
         if (server_end >= 0)
                 close(server_end);
         server_end = -1;
-        event_free(tick);
-        event_base_free(base);
-        free(log_text);
-        log_text = NULL;
-        unlink(log_path);
-        close(log_fd);
-        /* Back to the real stderr, where sanitizer reports at exit must go. */
-        fflush(stderr);
-        dup2(saved_stderr, STDERR_FILENO);
-        close(saved_stderr);
+        loop_stop();
+        log_capture_stop();
 }
 
 TestSuite(stderr_reader, .init = setup, .fini = teardown);
 
-static void server_write(const void *data, size_t len) {
-        const char *p = data;
-
-        while (len > 0) {
-                ssize_t k = write(server_end, p, len);
-                cr_assert_gt(k, 0, "write: %s", strerror(errno));
-                p += k;
-                len -= (size_t)k;
-        }
-}
-
 static void server_says(const char *s) {
-        server_write(s, strlen(s));
+        write_all(server_end, s, strlen(s));
 }
 
 static void server_repeat(char c, size_t n) {
@@ -140,7 +61,7 @@ static void server_repeat(char c, size_t n) {
         memset(buf, c, sizeof buf);
         while (n > 0) {
                 size_t k = n < sizeof buf ? n : sizeof buf;
-                server_write(buf, k);
+                write_all(server_end, buf, k);
                 n -= k;
         }
 }
@@ -337,7 +258,7 @@ static void server_burst(unsigned n) {
         cr_assert_not_null(buf);
         for (unsigned i = 0; i < n; i++)
                 len += (size_t)snprintf(buf + len, size - len, "l%u\n", i);
-        server_write(buf, len);
+        write_all(server_end, buf, len);
         free(buf);
 }
 
