@@ -793,3 +793,47 @@ json_object *h_client_call(struct h_client *x, const char *id, const char *metho
         h_client_request(x, id, method, params);
         return h_client_answer(x, id);
 }
+
+void h_client_tool_request(struct h_client *x, const char *id, const char *name, const char *arguments) {
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\","
+                      "\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n", id, name, arguments);
+}
+
+json_object *h_client_tool_call(struct h_client *x, const char *id, const char *name, const char *arguments) {
+        h_client_tool_request(x, id, name, arguments);
+        return h_client_answer(x, id);
+}
+
+const char *h_result_text(json_object *msg) {
+        cr_assert_not_null(h_get(msg, "result.content"), "expected a tool result, got %s", h_json_text(msg));
+        return h_str(msg, "result.content.0.text");
+}
+
+const char *h_names_of(json_object *msg, const char *key, const char *field) {
+        static char buf[8192];
+        char path[64];
+        json_object *items;
+        size_t used = 0;
+
+        snprintf(path, sizeof path, "result.%s", key);
+        items = h_get(msg, path);
+        cr_assert(json_object_is_type(items, json_type_array), "no %s array in %s", key, h_json_text(msg));
+        buf[0] = '\0';
+        for (size_t i = 0; i < json_object_array_length(items); i++)
+                used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "",
+                                         h_str(json_object_array_get_idx(items, i), field));
+        return buf;
+}
+
+const char *h_tool_names(json_object *msg) {
+        return h_names_of(msg, "tools", "name");
+}
+
+bool h_has_item(const char *list, const char *name) {
+        size_t n = strlen(name);
+
+        for (const char *p = list; (p = strstr(p, name)); p += n)
+                if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+                        return true;
+        return false;
+}

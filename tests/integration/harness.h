@@ -173,3 +173,16 @@ void h_client_request(struct h_client *x, const char *id, const char *method, co
 json_object *h_client_answer(struct h_client *x, const char *id);
 /* h_client_request, then h_client_answer. */
 json_object *h_client_call(struct h_client *x, const char *id, const char *method, const char *params);
+/* tools/call name with arguments (JSON text), by id. */
+void h_client_tool_request(struct h_client *x, const char *id, const char *name, const char *arguments);
+/* h_client_tool_request, then h_client_answer. */
+json_object *h_client_tool_call(struct h_client *x, const char *id, const char *name, const char *arguments);
+/* The text of a tool's result, asserting it is one. */
+const char *h_result_text(json_object *msg);
+/* The names of a list answer's items (key "tools", "prompts", ...; field "name", "uri", ...),
+ * comma-separated, in a static buffer. */
+const char *h_names_of(json_object *msg, const char *key, const char *field);
+/* h_names_of for "tools". */
+const char *h_tool_names(json_object *msg);
+/* True if name is an item of list, comma-separated as h_names_of makes it. */
+bool h_has_item(const char *list, const char *name);

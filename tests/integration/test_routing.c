@@ -11,7 +11,6 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,82 +18,21 @@
 #include <sys/wait.h>
 
 #include "harness.h"
+#include "servers.h"
 
 static struct h_daemon D;
-static char servers[16384];  /* the "mcpServers" members, built by add_*() */
-static size_t servers_len;
-static char settings[1024];  /* the "mcpvisor" members */
 
 #define TOOLS "echo", "add", "sleep", "fail", "crash", "log", "env"
 static const char *const tool_names[] = { TOOLS };
 #define N_TOOLS (sizeof tool_names / sizeof tool_names[0])
 
-static void reset_config(void) {
-        servers[0] = '\0';
-        servers_len = 0;
-        settings[0] = '\0';
-}
-
 static void setup(void) {
-        reset_config();
+        servers_reset(&D);
 }
 
-static void teardown(void) {
-        h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS);
-        h_log_dump_if_verbose(&D);
-        cr_expect(h_cleanup(&D), "the daemon did not stop with exit status 0");
-}
+TestSuite(routing, .init = setup, .fini = servers_teardown, .timeout = 30);
 
-TestSuite(routing, .init = setup, .fini = teardown, .timeout = 30);
-
-/* ---- helpers: formatting and the config ---- */
-
-static const char *sf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *sf(const char *fmt, ...) {
-        static char bufs[8][1024];
-        static unsigned next;
-        char *buf = bufs[next++ % 8];
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof bufs[0], fmt, ap);
-        va_end(ap);
-        return buf;
-}
-
-static void add_entry(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void add_entry(const char *fmt, ...) {
-        va_list ap;
-        int n;
-
-        if (servers_len)
-                servers[servers_len++] = ',';
-        va_start(ap, fmt);
-        n = vsnprintf(servers + servers_len, sizeof servers - servers_len, fmt, ap);
-        va_end(ap);
-        cr_assert(n > 0 && (size_t)n < sizeof servers - servers_len, "config too long");
-        servers_len += (size_t)n;
-}
-
-/* A demo server entry: keys are more JSON members, args the items of its "args" array. */
-static void add_demo(const char *name, const char *keys, const char *args) {
-        add_entry("\"%s\":{\"command\":\"%s\",\"args\":[%s]%s%s}", name, h_demo_server_path(), args,
-                  keys[0] ? "," : "", keys);
-}
-
-static char *config_text(void) {
-        char *config;
-
-        cr_assert_geq(asprintf(&config, "{\"mcpvisor\":{%s},\"mcpServers\":{%s}}\n", settings, servers), 0);
-        return config;
-}
-
-static void start(void) {
-        char *config = config_text();
-
-        h_start(&D, &(struct h_opts){ .config = config });
-        free(config);
-}
+/* ---- helpers: the daemon and names ---- */
 
 /* Stops this test's daemon (asserting a clean stop), for a test that tries several configs. */
 static void next_daemon(void) {
@@ -103,12 +41,7 @@ static void next_daemon(void) {
         h_log_dump_if_verbose(&D);
         cr_assert(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the daemon did not stop cleanly");
         cr_assert(h_cleanup(&D));
-        reset_config();
-}
-
-static void wait_all_ready(unsigned n) {
-        cr_assert(h_notify_wait(&D, sf("STATUS=%u/%u servers ready", n, n), H_TIMEOUT_MS),
-                  "not all %u servers became ready; got %s", n, D.notices);
+        servers_reset(&D);
 }
 
 static void expect_log(const char *needle) {
@@ -138,158 +71,6 @@ static void fallback(const char *text, char out[129]) {
         snprintf(out + i, 129 - i, "-%08" PRIx32, fnv1a(text));
 }
 
-/* ---- helpers: clients ---- */
-
-/* A client connection and the messages it received that no one took yet. */
-struct cl {
-        struct h_conn *c;
-        json_object *inbox;
-};
-
-static const char *json_text(json_object *o) {
-        return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-}
-
-/* The next message, or NULL on timeout or EOF. */
-static json_object *read_msg(struct cl *x, int timeout_ms) {
-        char *line = h_recv_line_draining(&D, x->c, timeout_ms);
-        json_object *o;
-
-        if (!line)
-                return NULL;
-        o = json_tokener_parse(line);
-        cr_assert_not_null(o, "the daemon sent a line that is not JSON: %.300s", line);
-        free(line);
-        return o;
-}
-
-typedef bool (*matcher)(json_object *msg, const char *arg);
-
-/* An answer whose id, as JSON text, is arg. */
-static bool is_answer(json_object *msg, const char *arg) {
-        json_object *id;
-
-        return json_object_object_get_ex(msg, "id", &id) && !json_object_object_get_ex(msg, "method", NULL) &&
-               strcmp(json_text(id), arg) == 0;
-}
-
-static bool is_method(json_object *msg, const char *arg) {
-        const char *m = h_str(msg, "method");
-
-        return strcmp(m, arg) == 0;
-}
-
-/* The first message that matches, from the inbox or read within timeout_ms (others go to the
- * inbox); NULL if none. */
-static json_object *take(struct cl *x, matcher match, const char *arg, int timeout_ms) {
-        long long deadline = h_now_ms() + timeout_ms;
-        json_object *msg;
-
-        for (size_t i = 0; i < json_object_array_length(x->inbox); i++) {
-                msg = json_object_array_get_idx(x->inbox, i);
-                if (match(msg, arg)) {
-                        json_object_get(msg);
-                        json_object_array_del_idx(x->inbox, i, 1);
-                        return msg;
-                }
-        }
-        for (;;) {
-                long long left = deadline - h_now_ms();
-                msg = read_msg(x, left > 0 ? (int)left : 0);
-                if (!msg)
-                        return NULL;
-                if (match(msg, arg))
-                        return msg;
-                json_object_array_add(x->inbox, msg);
-        }
-}
-
-static json_object *answer(struct cl *x, const char *id) {
-        json_object *msg = take(x, is_answer, id, H_TIMEOUT_MS);
-
-        cr_assert_not_null(msg, "no answer for id %s within %d ms", id, H_TIMEOUT_MS);
-        return msg;
-}
-
-static void request(struct cl *x, const char *id, const char *method, const char *params) {
-        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"%s\"%s%s}\n", id, method, params ? ",\"params\":" : "",
-                params ? params : "");
-}
-
-static json_object *call(struct cl *x, const char *id, const char *method, const char *params) {
-        request(x, id, method, params);
-        return answer(x, id);
-}
-
-/* tools/call name with arguments (JSON text), by id. */
-static void tool_request(struct cl *x, const char *id, const char *name, const char *arguments) {
-        request(x, id, "tools/call", sf("{\"name\":\"%s\",\"arguments\":%s}", name, arguments));
-}
-
-static json_object *tool_call(struct cl *x, const char *id, const char *name, const char *arguments) {
-        tool_request(x, id, name, arguments);
-        return answer(x, id);
-}
-
-/* The text of a tool's result, asserting it is one. */
-static const char *result_text(json_object *msg) {
-        cr_assert_not_null(h_get(msg, "result.content"), "expected a tool result, got %s", json_text(msg));
-        return h_str(msg, "result.content.0.text");
-}
-
-static const char *error_message(json_object *msg) {
-        cr_assert_not_null(h_get(msg, "error.message"), "expected an error, got %s", json_text(msg));
-        return h_str(msg, "error.message");
-}
-
-/* Connects; initialize and notifications/initialized, unless raw. */
-static struct cl *cl_open_ex(bool initialize, json_object **init_result) {
-        struct cl *x = calloc(1, sizeof *x);
-        json_object *r;
-
-        x->c = h_connect(D.sock, H_TIMEOUT_MS);
-        x->inbox = json_object_new_array();
-        if (!initialize)
-                return x;
-        r = call(x, "0", "initialize",
-                 "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}");
-        cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25", "initialize: %s", json_text(r));
-        if (init_result)
-                *init_result = r;
-        else
-                json_object_put(r);
-        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
-        return x;
-}
-
-static struct cl *cl_open(void) {
-        return cl_open_ex(true, NULL);
-}
-
-static void cl_close(struct cl *x) {
-        h_close(x->c);
-        json_object_put(x->inbox);
-        free(x);
-}
-
-/* The exposed names of a list answer's items (key "tools", "prompts", ...), comma-separated. */
-static const char *names_of(json_object *msg, const char *key, const char *field) {
-        static char buf[8192];
-        json_object *items = h_get(msg, sf("result.%s", key));
-        size_t used = 0;
-
-        cr_assert(json_object_is_type(items, json_type_array), "no %s array in %s", key, json_text(msg));
-        buf[0] = '\0';
-        for (size_t i = 0; i < json_object_array_length(items); i++)
-                used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "",
-                                         h_str(json_object_array_get_idx(items, i), field));
-        return buf;
-}
-
-static const char *tool_names_of(json_object *msg) {
-        return names_of(msg, "tools", "name");
-}
-
 /* "P__echo,P__add,..." for the demo tools with exposed prefix P and separator sep. */
 static const char *prefixed_tools(const char *prefix, const char *sep) {
         static char buf[2][1024];
@@ -303,43 +84,45 @@ static const char *prefixed_tools(const char *prefix, const char *sep) {
         return out;
 }
 
-static bool has_item(const char *list, const char *name) {
-        size_t n = strlen(name);
+/* ---- helpers: clients (see h_client_open) ---- */
 
-        for (const char *p = list; (p = strstr(p, name)); p += n)
-                if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
-                        return true;
-        return false;
+static struct h_client *cl_open(void) {
+        return h_client_open(&D, false, NULL);
+}
+
+static const char *error_message(json_object *msg) {
+        cr_assert_not_null(h_get(msg, "error.message"), "expected an error, got %s", h_json_text(msg));
+        return h_str(msg, "error.message");
 }
 
 /* ---- names ---- */
 
 Test(routing, names_prefixed) {
-        struct cl *x;
+        struct h_client *x;
         json_object *r;
         char want[2048];
 
         add_demo("b", "", "");
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(2);
         x = cl_open();
-        r = call(x, "1", "tools/list", NULL);
+        r = h_client_call(x, "1", "tools/list", NULL);
         snprintf(want, sizeof want, "%s,%s", prefixed_tools("a", "__"), prefixed_tools("b", "__"));
-        cr_assert_str_eq(tool_names_of(r), want);
+        cr_assert_str_eq(h_tool_names(r), want);
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 
         /* one server: prefixed all the same, so adding a second renames nothing */
         next_daemon();
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        r = call(x, "1", "tools/list", NULL);
-        cr_assert_str_eq(tool_names_of(r), prefixed_tools("a", "__"));
+        r = h_client_call(x, "1", "tools/list", NULL);
+        cr_assert_str_eq(h_tool_names(r), prefixed_tools("a", "__"));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 /* Runs mcpvisord with the current config and the extra arguments; returns its exit status
@@ -362,7 +145,7 @@ static int run_once(const char *const *extra_args, char **log) {
 
 Test(routing, prefix_config) {
         static const char *const check[] = { "--check-config", NULL };
-        struct cl *x;
+        struct h_client *x;
         json_object *r;
         const char *names;
         char *log;
@@ -370,41 +153,41 @@ Test(routing, prefix_config) {
 
         add_demo("one", "\"prefix\":\"x\"", "");
         add_demo("two", "\"prefix\":\"\"", "");
-        start();
+        start(NULL);
         wait_all_ready(2);
         x = cl_open();
-        r = call(x, "1", "tools/list", NULL);
-        names = tool_names_of(r);
-        cr_assert(has_item(names, "x__echo"), "no x__echo in %s", names);
-        cr_assert(has_item(names, "echo"), "no bare echo in %s", names);
+        r = h_client_call(x, "1", "tools/list", NULL);
+        names = h_tool_names(r);
+        cr_assert(h_has_item(names, "x__echo"), "no x__echo in %s", names);
+        cr_assert(h_has_item(names, "echo"), "no bare echo in %s", names);
         cr_assert_null(strstr(names, "one__"), "the server's name was used despite its prefix: %s", names);
         cr_assert_null(strstr(names, "two__"), "the server's name was used despite its empty prefix: %s", names);
         json_object_put(r);
-        r = tool_call(x, "2", "echo", "{\"text\":\"bare\"}");
-        cr_assert_str_eq(result_text(r), "bare");
+        r = h_client_tool_call(x, "2", "echo", "{\"text\":\"bare\"}");
+        cr_assert_str_eq(h_result_text(r), "bare");
         json_object_put(r);
-        r = tool_call(x, "3", "x__echo", "{\"text\":\"prefixed\"}");
-        cr_assert_str_eq(result_text(r), "prefixed");
+        r = h_client_tool_call(x, "3", "x__echo", "{\"text\":\"prefixed\"}");
+        cr_assert_str_eq(h_result_text(r), "prefixed");
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 
         next_daemon();
-        snprintf(settings, sizeof settings, "\"toolNameSeparator\":\".\"");
+        set_settings("\"toolNameSeparator\":\".\"");
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        r = call(x, "1", "tools/list", NULL);
-        cr_assert_str_eq(tool_names_of(r), prefixed_tools("a", "."));
+        r = h_client_call(x, "1", "tools/list", NULL);
+        cr_assert_str_eq(h_tool_names(r), prefixed_tools("a", "."));
         json_object_put(r);
-        r = tool_call(x, "2", "a.echo", "{\"text\":\"dotted\"}");
-        cr_assert_str_eq(result_text(r), "dotted");
+        r = h_client_tool_call(x, "2", "a.echo", "{\"text\":\"dotted\"}");
+        cr_assert_str_eq(h_result_text(r), "dotted");
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 
         /* an invalid separator: the check fails, and the daemon refuses to start */
         next_daemon();
-        snprintf(settings, sizeof settings, "\"toolNameSeparator\":\"/\"");
+        set_settings("\"toolNameSeparator\":\"/\"");
         add_demo("a", "", "");
         status = run_once(check, &log);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "--check-config: status %d; log:\n%s", status, log);
@@ -416,77 +199,77 @@ Test(routing, prefix_config) {
         free(log);
 
         /* teardown stops a daemon that ran fine */
-        settings[0] = '\0';
-        start();
+        set_settings("");
+        start(NULL);
         wait_all_ready(1);
 }
 
 Test(routing, collision_deterministic) {
         char echo_fb[129], env_fb[129];
         const char *names;
-        struct cl *x;
+        struct h_client *x;
         json_object *r;
 
         /* zeta first in the file, and alpha slow to start so zeta is ready first: the name
          * order decides, not the file or the start order */
         add_demo("zeta", "\"prefix\":\"\"", "");
         add_demo("alpha", "\"prefix\":\"\"", "\"--slow-start\",\"300\"");
-        start();
+        start(NULL);
         wait_all_ready(2);
         fallback("zeta/echo", echo_fb);
         fallback("zeta/env", env_fb);
         cr_assert_str_eq(echo_fb, sf("zeta_echo-%08" PRIx32, fnv1a("zeta/echo")));
 
         x = cl_open();
-        r = call(x, "1", "tools/list", NULL);
-        names = tool_names_of(r);
-        cr_assert(has_item(names, "echo"), "%s", names);
-        cr_assert(has_item(names, echo_fb), "no %s in %s", echo_fb, names);
-        cr_assert(has_item(names, env_fb), "no %s in %s", env_fb, names);
+        r = h_client_call(x, "1", "tools/list", NULL);
+        names = h_tool_names(r);
+        cr_assert(h_has_item(names, "echo"), "%s", names);
+        cr_assert(h_has_item(names, echo_fb), "no %s in %s", echo_fb, names);
+        cr_assert(h_has_item(names, env_fb), "no %s in %s", env_fb, names);
         cr_assert_eq(json_object_array_length(h_get(r, "result.tools")), 2 * N_TOOLS, "%s", names);
         json_object_put(r);
         expect_log(sf("[zeta] 'echo' is already exposed by another server; this server's 'echo' is exposed as '%s'",
                       echo_fb));
 
-        r = tool_call(x, "2", "env", "{\"name\":\"MCPVISOR_SERVER\"}");
-        cr_assert_str_eq(result_text(r), "alpha", "the bare name did not reach the server that sorts first");
+        r = h_client_tool_call(x, "2", "env", "{\"name\":\"MCPVISOR_SERVER\"}");
+        cr_assert_str_eq(h_result_text(r), "alpha", "the bare name did not reach the server that sorts first");
         json_object_put(r);
-        r = tool_call(x, "3", env_fb, "{\"name\":\"MCPVISOR_SERVER\"}");
-        cr_assert_str_eq(result_text(r), "zeta", "the fallback name did not reach the other server");
+        r = h_client_tool_call(x, "3", env_fb, "{\"name\":\"MCPVISOR_SERVER\"}");
+        cr_assert_str_eq(h_result_text(r), "zeta", "the fallback name did not reach the other server");
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, long_names_fallback) {
         char prefix[126], full[160], want[129];
         json_object *r, *tools;
-        struct cl *x;
+        struct h_client *x;
 
         memset(prefix, 'x', 125);
         prefix[125] = '\0';
         add_demo("long", sf("\"prefix\":\"%s\"", prefix), "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         snprintf(full, sizeof full, "%s__echo", prefix);
         fallback(full, want);
         cr_assert_eq(strlen(want), 128);
 
         x = cl_open();
-        r = call(x, "1", "tools/list", NULL);
+        r = h_client_call(x, "1", "tools/list", NULL);
         tools = h_get(r, "result.tools");
-        cr_assert_eq(json_object_array_length(tools), N_TOOLS, "%s", json_text(r));
+        cr_assert_eq(json_object_array_length(tools), N_TOOLS, "%s", h_json_text(r));
         for (size_t i = 0; i < N_TOOLS; i++) {
                 const char *name = h_str(json_object_array_get_idx(tools, i), "name");
                 cr_assert(strlen(name) >= 1 && strlen(name) <= 128, "'%s': %zu characters", name, strlen(name));
                 for (const char *p = name; *p; p++)
                         cr_assert(allowed_char(*p), "'%s' has '%c'", name, *p);
         }
-        cr_assert(has_item(tool_names_of(r), want), "no %s in %s", want, tool_names_of(r));
+        cr_assert(h_has_item(h_tool_names(r), want), "no %s in %s", want, h_tool_names(r));
         json_object_put(r);
-        r = tool_call(x, "2", want, "{\"text\":\"long\"}");
-        cr_assert_str_eq(result_text(r), "long");
+        r = h_client_tool_call(x, "2", want, "{\"text\":\"long\"}");
+        cr_assert_str_eq(h_result_text(r), "long");
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 /* ---- calls: ids, progress, cancellation, timeouts ---- */
@@ -495,38 +278,38 @@ Test(routing, call_routes_and_keeps_id_types) {
         static const char *const ids[] = { "\"abc\"", "0", "123456789012", "-5", "\"0\"" };
         static const json_type types[] = { json_type_string, json_type_int, json_type_int, json_type_int,
                                            json_type_string };
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
         /* all in flight at once, answered in any order */
         for (size_t i = 0; i < 5; i++)
-                tool_request(x, ids[i], "a__echo", sf("{\"text\":\"call %zu\"}", i));
+                h_client_tool_request(x, ids[i], "a__echo", sf("{\"text\":\"call %zu\"}", i));
         for (size_t i = 0; i < 5; i++) {
-                json_object *r = answer(x, ids[i]);
+                json_object *r = h_client_answer(x, ids[i]);
                 cr_assert_eq(json_object_get_type(h_get(r, "id")), types[i], "id %s came back as %s", ids[i],
-                             json_text(h_get(r, "id")));
-                cr_assert_str_eq(result_text(r), sf("call %zu", i), "id %s got another call's answer", ids[i]);
+                             h_json_text(h_get(r, "id")));
+                cr_assert_str_eq(h_result_text(r), sf("call %zu", i), "id %s got another call's answer", ids[i]);
                 json_object_put(r);
         }
-        cl_close(x);
+        h_client_close(x);
 }
 
 /* Reads x's messages until the answer to id 7: every progress before it must carry token
  * (as JSON text) and total ms; returns how many there were. None may come after. */
-static unsigned expect_own_progress(struct cl *x, const char *token, unsigned ms) {
+static unsigned expect_own_progress(struct h_client *x, const char *token, unsigned ms) {
         unsigned n = 0;
-        json_object *msg, *r = answer(x, "7");
+        json_object *msg, *r = h_client_answer(x, "7");
 
-        cr_assert_str_eq(result_text(r), sf("slept %u ms", ms));
+        cr_assert_str_eq(h_result_text(r), sf("slept %u ms", ms));
         json_object_put(r);
-        while ((msg = take(x, is_method, "notifications/progress", 0))) {
-                cr_assert_str_eq(json_text(h_get(msg, "params.progressToken")), token, "foreign or rewritten token: %s",
-                                 json_text(msg));
+        while ((msg = h_take(x, h_is_method, "notifications/progress", 0))) {
+                cr_assert_str_eq(h_json_text(h_get(msg, "params.progressToken")), token,
+                                 "foreign or rewritten token: %s", h_json_text(msg));
                 cr_assert_eq(json_object_get_int(h_get(msg, "params.total")), (int)ms, "another call's progress: %s",
-                             json_text(msg));
+                             h_json_text(msg));
                 json_object_put(msg);
                 n++;
         }
@@ -534,53 +317,56 @@ static unsigned expect_own_progress(struct cl *x, const char *token, unsigned ms
 }
 
 Test(routing, progress_tokens_rewritten_and_restored) {
-        struct cl *c1, *c2, *c3;
+        struct h_client *c1, *c2, *c3;
         unsigned n1, n2, n3;
         json_object *late;
 
         add_demo("b", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         c1 = cl_open();
         c2 = cl_open();
         c3 = cl_open();
         /* same request id and same token value on every client; totals tell the calls apart */
-        request(c1, "7", "tools/call", "{\"name\":\"b__sleep\",\"arguments\":{\"ms\":400},\"_meta\":{\"progressToken\":1}}");
-        request(c2, "7", "tools/call", "{\"name\":\"b__sleep\",\"arguments\":{\"ms\":600},\"_meta\":{\"progressToken\":1}}");
-        request(c3, "7", "tools/call", "{\"name\":\"b__sleep\",\"arguments\":{\"ms\":500},\"_meta\":{\"progressToken\":\"1\"}}");
+        h_client_request(c1, "7", "tools/call",
+                         "{\"name\":\"b__sleep\",\"arguments\":{\"ms\":400},\"_meta\":{\"progressToken\":1}}");
+        h_client_request(c2, "7", "tools/call",
+                         "{\"name\":\"b__sleep\",\"arguments\":{\"ms\":600},\"_meta\":{\"progressToken\":1}}");
+        h_client_request(c3, "7", "tools/call",
+                         "{\"name\":\"b__sleep\",\"arguments\":{\"ms\":500},\"_meta\":{\"progressToken\":\"1\"}}");
         n1 = expect_own_progress(c1, "1", 400);
         n2 = expect_own_progress(c2, "1", 600);
         n3 = expect_own_progress(c3, "\"1\"", 500);
         cr_assert(n1 >= 2 && n2 >= 3 && n3 >= 2, "too little progress: %u %u %u", n1, n2, n3);
         /* after the answers: nothing more, in particular not the longer calls' progress */
-        late = take(c1, is_method, "notifications/progress", 200);
-        cr_assert_null(late, "progress after the answer: %s", late ? json_text(late) : "");
-        late = take(c3, is_method, "notifications/progress", 0);
-        cr_assert_null(late, "progress after the answer: %s", late ? json_text(late) : "");
-        cl_close(c1);
-        cl_close(c2);
-        cl_close(c3);
+        late = h_take(c1, h_is_method, "notifications/progress", 200);
+        cr_assert_null(late, "progress after the answer: %s", late ? h_json_text(late) : "");
+        late = h_take(c3, h_is_method, "notifications/progress", 0);
+        cr_assert_null(late, "progress after the answer: %s", late ? h_json_text(late) : "");
+        h_client_close(c1);
+        h_client_close(c2);
+        h_client_close(c3);
 }
 
 Test(routing, cancel_reaches_child) {
         json_object *msg, *r;
         char *log;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        request(x, "\"slow-1\"", "tools/call",
+        h_client_request(x, "\"slow-1\"", "tools/call",
                 "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":5000},\"_meta\":{\"progressToken\":\"tok\"}}");
-        msg = take(x, is_method, "notifications/progress", H_TIMEOUT_MS);
+        msg = h_take(x, h_is_method, "notifications/progress", H_TIMEOUT_MS);
         cr_assert_not_null(msg, "no progress: the call is not running");
         json_object_put(msg);
         h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
                      "\"params\":{\"requestId\":\"slow-1\",\"reason\":\"changed my mind\"}}\n");
         /* the ping is handled after the cancellation: its answer means the cancel was taken */
-        r = call(x, "99", "ping", NULL);
-        cr_assert_not_null(h_get(r, "result"), "%s", json_text(r));
+        r = h_client_call(x, "99", "ping", NULL);
+        cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
         json_object_put(r);
         /* the demo server logs a cancellation only for the id of a job it runs: this line
          * proves it arrived under the child-side id */
@@ -589,197 +375,203 @@ Test(routing, cancel_reaches_child) {
         cr_assert_null(strstr(log, "a: cancelled request \"slow-1\""), "the client's id reached the child");
         free(log);
         json_object_array_del_idx(x->inbox, 0, json_object_array_length(x->inbox)); /* progress before the ping */
-        msg = take(x, is_answer, "\"slow-1\"", 700);
-        cr_assert_null(msg, "an answer for the cancelled request: %s", msg ? json_text(msg) : "");
-        msg = take(x, is_method, "notifications/progress", 0);
-        cr_assert_null(msg, "progress after the cancellation: %s", msg ? json_text(msg) : "");
-        cl_close(x);
+        msg = h_take(x, h_is_answer, "\"slow-1\"", 700);
+        cr_assert_null(msg, "an answer for the cancelled request: %s", msg ? h_json_text(msg) : "");
+        msg = h_take(x, h_is_method, "notifications/progress", 0);
+        cr_assert_null(msg, "progress after the cancellation: %s", msg ? h_json_text(msg) : "");
+        h_client_close(x);
 }
 
 Test(routing, client_disconnect_cancels) {
-        struct cl *x, *y;
+        struct h_client *x, *y;
         json_object *msg;
 
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        request(x, "1", "tools/call", "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":5000},\"_meta\":{\"progressToken\":1}}");
-        msg = take(x, is_method, "notifications/progress", H_TIMEOUT_MS);
+        h_client_request(x, "1", "tools/call",
+                         "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":5000},\"_meta\":{\"progressToken\":1}}");
+        msg = h_take(x, h_is_method, "notifications/progress", H_TIMEOUT_MS);
         cr_assert_not_null(msg, "no progress: the call is not running");
         json_object_put(msg);
-        cl_close(x);
+        h_client_close(x);
         expect_log("\na: cancelled request ");
         y = cl_open();
-        msg = tool_call(y, "1", "a__echo", "{\"text\":\"still here\"}");
-        cr_assert_str_eq(result_text(msg), "still here");
+        msg = h_client_tool_call(y, "1", "a__echo", "{\"text\":\"still here\"}");
+        cr_assert_str_eq(h_result_text(msg), "still here");
         json_object_put(msg);
-        cl_close(y);
+        h_client_close(y);
 }
 
 Test(routing, request_timeout) {
         long long t0, elapsed;
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
         unsigned progress = 0;
 
         add_demo("a", "\"requestTimeout\":0.3", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
         t0 = h_now_ms();
-        r = tool_call(x, "1", "a__sleep", "{\"ms\":2000}");
+        r = h_client_tool_call(x, "1", "a__sleep", "{\"ms\":2000}");
         elapsed = h_now_ms() - t0;
-        cr_assert_not_null(strstr(error_message(r), "requestTimeout"), "%s", json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "'a'"), "%s", json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "requestTimeout"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "'a'"), "%s", h_json_text(r));
         cr_assert(elapsed >= 250 && elapsed < 1000, "the timeout came after %lld ms", elapsed);
         json_object_put(r);
         expect_log("\na: cancelled request ");
 
         /* progress every 100 ms keeps a 600 ms call alive past 0.3 s */
-        r = call(x, "2", "tools/call", "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":600},\"_meta\":{\"progressToken\":5}}");
-        cr_assert_str_eq(result_text(r), "slept 600 ms", "%s", json_text(r));
+        r = h_client_call(x, "2", "tools/call",
+                          "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":600},\"_meta\":{\"progressToken\":5}}");
+        cr_assert_str_eq(h_result_text(r), "slept 600 ms", "%s", h_json_text(r));
         json_object_put(r);
-        while ((r = take(x, is_method, "notifications/progress", 0))) {
+        while ((r = h_take(x, h_is_method, "notifications/progress", 0))) {
                 progress++;
                 json_object_put(r);
         }
         cr_assert_geq(progress, 3);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, crash_mid_call) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
         add_demo("b", "\"restartDelay\":0.2", "");
-        start();
+        start(NULL);
         wait_all_ready(2);
         x = cl_open();
-        tool_request(x, "\"slow\"", "a__sleep", "{\"ms\":300}");
-        tool_request(x, "\"boom\"", "b__crash", "{}");
-        r = answer(x, "\"boom\"");
-        cr_assert_not_null(strstr(error_message(r), "'b'"), "%s", json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "ended with exit status 3 during this call"), "%s", json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "restarting in"), "%s", json_text(r));
+        h_client_tool_request(x, "\"slow\"", "a__sleep", "{\"ms\":300}");
+        h_client_tool_request(x, "\"boom\"", "b__crash", "{}");
+        r = h_client_answer(x, "\"boom\"");
+        cr_assert_not_null(strstr(error_message(r), "'b'"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "ended with exit status 3 during this call"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "restarting in"), "%s", h_json_text(r));
         cr_assert_str_eq(h_str(r, "error.data.server"), "b");
         json_object_put(r);
         /* a's call is none of b's business */
-        r = answer(x, "\"slow\"");
-        cr_assert_str_eq(result_text(r), "slept 300 ms");
+        r = h_client_answer(x, "\"slow\"");
+        cr_assert_str_eq(h_result_text(r), "slept 300 ms");
         json_object_put(r);
 
         cr_assert(h_log_count_wait(&D, "[b] starting -> ready", 2, H_TIMEOUT_MS), "b was not restarted");
-        r = tool_call(x, "3", "b__echo", "{\"text\":\"back\"}");
-        cr_assert_str_eq(result_text(r), "back");
+        r = h_client_tool_call(x, "3", "b__echo", "{\"text\":\"back\"}");
+        cr_assert_str_eq(h_result_text(r), "back");
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, in_flight_failed_on_exit) {
         static const char *const ids[] = { "\"s1\"", "\"s2\"", "\"crash\"" };
-        struct cl *x, *y;
+        struct h_client *x, *y;
         json_object *r;
 
         add_demo("b", "\"restartDelay\":0.2", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
         y = cl_open();
-        tool_request(x, ids[0], "b__sleep", "{\"ms\":3000}");
-        tool_request(x, ids[1], "b__sleep", "{\"ms\":3000}");
+        h_client_tool_request(x, ids[0], "b__sleep", "{\"ms\":3000}");
+        h_client_tool_request(x, ids[1], "b__sleep", "{\"ms\":3000}");
         /* both sleeps are in the server before it crashes: a ping through b is answered after them */
-        r = call(x, "\"mark\"", "tools/call", "{\"name\":\"b__echo\",\"arguments\":{\"text\":\"m\"}}");
+        r = h_client_call(x, "\"mark\"", "tools/call", "{\"name\":\"b__echo\",\"arguments\":{\"text\":\"m\"}}");
         json_object_put(r);
-        tool_request(y, ids[2], "b__crash", "{}");
+        h_client_tool_request(y, ids[2], "b__crash", "{}");
         for (size_t i = 0; i < 3; i++) {
-                r = answer(i < 2 ? x : y, ids[i]);
-                cr_assert_not_null(strstr(error_message(r), "server 'b' ended with exit status 3"), "%s", json_text(r));
+                r = h_client_answer(i < 2 ? x : y, ids[i]);
+                cr_assert_not_null(strstr(error_message(r), "server 'b' ended with exit status 3"), "%s",
+                                   h_json_text(r));
                 json_object_put(r);
         }
         /* after the restart, nothing more comes for them */
         cr_assert(h_log_count_wait(&D, "[b] starting -> ready", 2, H_TIMEOUT_MS), "b was not restarted");
-        r = call(x, "\"p\"", "ping", NULL);
+        r = h_client_call(x, "\"p\"", "ping", NULL);
         json_object_put(r);
-        r = call(y, "\"p\"", "ping", NULL);
+        r = h_client_call(y, "\"p\"", "ping", NULL);
         json_object_put(r);
         for (size_t i = 0; i < 3; i++) {
-                r = take(i < 2 ? x : y, is_answer, ids[i], i == 0 ? 300 : 0);
-                cr_assert_null(r, "a second answer for %s: %s", ids[i], r ? json_text(r) : "");
+                r = h_take(i < 2 ? x : y, h_is_answer, ids[i], i == 0 ? 300 : 0);
+                cr_assert_null(r, "a second answer for %s: %s", ids[i], r ? h_json_text(r) : "");
         }
-        cl_close(x);
-        cl_close(y);
+        h_client_close(x);
+        h_client_close(y);
 }
 
 Test(routing, not_ready_server) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_entry("\"gh\":{\"command\":\"no-such-cmd\"}");
         add_demo("bo", "\"restartDelay\":5", "\"--exit-at-start\",\"3\"");
         add_demo("ok", "", "");
-        start();
+        start(NULL);
         expect_log("[gh] cannot start");
         /* from starting or via stopping, as its pipes and its exit are seen; only bo backs off here */
         expect_log(" -> backoff: ");
         expect_log("[ok] starting -> ready");
         x = cl_open();
-        r = tool_call(x, "1", "gh__anything", "{}");
-        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready"), "%s", json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "journalctl -t gh"), "%s", json_text(r));
+        r = h_client_tool_call(x, "1", "gh__anything", "{}");
+        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "journalctl -t gh"), "%s", h_json_text(r));
         json_object_put(r);
-        r = tool_call(x, "2", "bo__echo", "{\"text\":\"x\"}");
-        cr_assert_not_null(strstr(error_message(r), "server 'bo' is not ready"), "%s", json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "backoff"), "%s", json_text(r));
+        r = h_client_tool_call(x, "2", "bo__echo", "{\"text\":\"x\"}");
+        cr_assert_not_null(strstr(error_message(r), "server 'bo' is not ready"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "backoff"), "%s", h_json_text(r));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, unknown_tool) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        r = tool_call(x, "1", "nosuch", "{}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "Unknown tool"), "%s", json_text(r));
+        r = h_client_tool_call(x, "1", "nosuch", "{}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "Unknown tool"), "%s", h_json_text(r));
         json_object_put(r);
-        r = tool_call(x, "2", "zz__echo", "{}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
+        r = h_client_tool_call(x, "2", "zz__echo", "{}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "3", "tools/call", "{\"arguments\":{}}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
+        r = h_client_call(x, "3", "tools/call", "{\"arguments\":{}}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "4", "tools/call", "{\"name\":42}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
+        r = h_client_call(x, "4", "tools/call", "{\"name\":42}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 /* A progress token must be a string or an integer; null or 1.5 could not be given back. */
 Test(routing, bad_progress_token) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        r = call(x, "1", "tools/call", "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"progressToken\":null}}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "progressToken"), "%s", json_text(r));
+        r = h_client_call(x, "1", "tools/call",
+                          "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"progressToken\":null}}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "progressToken"), "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "2", "tools/call", "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"progressToken\":1.5}}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
+        r = h_client_call(x, "2", "tools/call",
+                          "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"progressToken\":1.5}}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "3", "tools/call", "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"ok\"},\"_meta\":{\"progressToken\":\"t\"}}");
-        cr_assert_eq(h_error_code(r), 0, "%s", json_text(r));
+        r = h_client_call(x, "3", "tools/call",
+                          "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"ok\"},\"_meta\":{\"progressToken\":\"t\"}}");
+        cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 /* ---- lists ---- */
@@ -787,52 +579,52 @@ Test(routing, bad_progress_token) {
 Test(routing, list_waits_for_first_start) {
         long long t0, elapsed;
         json_object *r, *msg;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("slow", "", "\"--slow-start\",\"700\"");
-        start();
+        start(NULL);
         cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
         x = cl_open();
         t0 = h_now_ms();
-        r = call(x, "1", "tools/list", NULL);
+        r = h_client_call(x, "1", "tools/list", NULL);
         elapsed = h_now_ms() - t0;
-        cr_assert_str_eq(tool_names_of(r), prefixed_tools("slow", "__"), "answered after %lld ms", elapsed);
+        cr_assert_str_eq(h_tool_names(r), prefixed_tools("slow", "__"), "answered after %lld ms", elapsed);
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 
         next_daemon();
-        snprintf(settings, sizeof settings, "\"listWait\":0.2");
+        set_settings("\"listWait\":0.2");
         add_demo("slow", "", "\"--slow-start\",\"2000\"");
-        start();
+        start(NULL);
         cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
         x = cl_open();
         t0 = h_now_ms();
-        r = call(x, "1", "tools/list", NULL);
+        r = h_client_call(x, "1", "tools/list", NULL);
         elapsed = h_now_ms() - t0;
-        cr_assert_str_eq(tool_names_of(r), "", "the slow server was not slow enough?");
+        cr_assert_str_eq(h_tool_names(r), "", "the slow server was not slow enough?");
         cr_assert(elapsed >= 150 && elapsed < 1000, "answered after %lld ms, not after listWait", elapsed);
         json_object_put(r);
-        msg = take(x, is_method, "notifications/tools/list_changed", 4000);
+        msg = h_take(x, h_is_method, "notifications/tools/list_changed", 4000);
         cr_assert_not_null(msg, "no list_changed when the server became ready");
         json_object_put(msg);
-        r = call(x, "2", "tools/list", NULL);
-        cr_assert_str_eq(tool_names_of(r), prefixed_tools("slow", "__"));
+        r = h_client_call(x, "2", "tools/list", NULL);
+        cr_assert_str_eq(h_tool_names(r), prefixed_tools("slow", "__"));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, pagination) {
         char seen[4096] = "", want[4096];
         const char *cursor = NULL;
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
         unsigned pages = 0, total = 0;
         size_t used = 0;
 
-        snprintf(settings, sizeof settings, "\"listPageSize\":3");
+        set_settings("\"listPageSize\":3");
         /* the server pages too (4 at a time): the daemon must gather all of its pages */
         add_demo("p", "", "\"--tools\",\"5\",\"--page-size\",\"4\"");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
         for (;;) {
@@ -840,13 +632,13 @@ Test(routing, pagination) {
                 json_object *tools, *next;
 
                 snprintf(id, sizeof id, "%u", pages + 1);
-                r = call(x, id, "tools/list", cursor ? sf("{\"cursor\":\"%s\"}", cursor) : "{}");
+                r = h_client_call(x, id, "tools/list", cursor ? sf("{\"cursor\":\"%s\"}", cursor) : "{}");
                 tools = h_get(r, "result.tools");
-                cr_assert_not_null(tools, "%s", json_text(r));
+                cr_assert_not_null(tools, "%s", h_json_text(r));
                 cr_assert_leq(json_object_array_length(tools), 3, "a page of %zu", json_object_array_length(tools));
                 for (size_t i = 0; i < json_object_array_length(tools); i++) {
                         const char *name = h_str(json_object_array_get_idx(tools, i), "name");
-                        cr_assert_not(has_item(seen, name), "%s listed twice", name);
+                        cr_assert_not(h_has_item(seen, name), "%s listed twice", name);
                         used += (size_t)snprintf(seen + used, sizeof seen - used, "%s%s", used ? "," : "", name);
                         total++;
                 }
@@ -866,94 +658,95 @@ Test(routing, pagination) {
         cr_assert_eq(total, 12);
         cr_assert_eq(pages, 4);
 
-        r = call(x, "20", "tools/list", "{\"cursor\":\"bogus\"}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
+        r = h_client_call(x, "20", "tools/list", "{\"cursor\":\"bogus\"}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "21", "tools/list", "{\"cursor\":\"mcpvisor:9999\"}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
+        r = h_client_call(x, "21", "tools/list", "{\"cursor\":\"mcpvisor:9999\"}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, list_changed_on_restart) {
         json_object *r, *msg;
         const char *names;
-        struct cl *x, *y;
+        struct h_client *x, *y;
 
         add_demo("a", "", "");
         add_demo("b", "\"restartDelay\":0.5", "");
-        start();
+        start(NULL);
         wait_all_ready(2);
         x = cl_open();
         y = cl_open();
-        tool_request(y, "1", "b__crash", "{}");
-        msg = take(x, is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        h_client_tool_request(y, "1", "b__crash", "{}");
+        msg = h_take(x, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
         cr_assert_not_null(msg, "no list_changed when b went away");
         json_object_put(msg);
-        r = call(x, "1", "tools/list", NULL);
-        names = tool_names_of(r);
+        r = h_client_call(x, "1", "tools/list", NULL);
+        names = h_tool_names(r);
         cr_assert_str_eq(names, prefixed_tools("a", "__"), "b's tools are still listed");
         json_object_put(r);
-        msg = take(x, is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        msg = h_take(x, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
         cr_assert_not_null(msg, "no list_changed when b came back");
         json_object_put(msg);
-        r = call(x, "2", "tools/list", NULL);
-        cr_assert(has_item(tool_names_of(r), "b__echo"), "b's tools are not back: %s", tool_names_of(r));
+        r = h_client_call(x, "2", "tools/list", NULL);
+        cr_assert(h_has_item(h_tool_names(r), "b__echo"), "b's tools are not back: %s", h_tool_names(r));
         json_object_put(r);
-        cl_close(x);
-        cl_close(y);
+        h_client_close(x);
+        h_client_close(y);
 }
 
 /* ---- resources and prompts ---- */
 
 Test(routing, resources) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
         add_demo("b", "", "");
-        start();
+        start(NULL);
         wait_all_ready(2);
         x = cl_open();
-        r = call(x, "1", "resources/list", NULL);
-        cr_assert_str_eq(names_of(r, "resources", "uri"), "demo://readme", "%s", json_text(r));
+        r = h_client_call(x, "1", "resources/list", NULL);
+        cr_assert_str_eq(h_names_of(r, "resources", "uri"), "demo://readme", "%s", h_json_text(r));
         json_object_put(r);
         expect_log("resource demo://readme is also listed by another server");
 
-        r = call(x, "2", "resources/read", "{\"uri\":\"demo://readme\"}");
-        cr_assert_not_null(strstr(h_str(r, "result.contents.0.text"), "demo server"), "%s", json_text(r));
+        r = h_client_call(x, "2", "resources/read", "{\"uri\":\"demo://readme\"}");
+        cr_assert_not_null(strstr(h_str(r, "result.contents.0.text"), "demo server"), "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "3", "resources/read", "{\"uri\":\"demo://item/42\"}");
-        cr_assert_str_eq(h_str(r, "result.contents.0.text"), "This is item 42.\n", "%s", json_text(r));
+        r = h_client_call(x, "3", "resources/read", "{\"uri\":\"demo://item/42\"}");
+        cr_assert_str_eq(h_str(r, "result.contents.0.text"), "This is item 42.\n", "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "4", "resources/read", "{\"uri\":\"demo://nothing\"}");
-        cr_assert_eq(h_error_code(r), -32002, "%s", json_text(r));
-        cr_assert_str_eq(h_str(r, "error.data.uri"), "demo://nothing", "%s", json_text(r));
+        r = h_client_call(x, "4", "resources/read", "{\"uri\":\"demo://nothing\"}");
+        cr_assert_eq(h_error_code(r), -32002, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "error.data.uri"), "demo://nothing", "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "5", "resources/templates/list", NULL);
-        cr_assert(has_item(names_of(r, "resourceTemplates", "uriTemplate"), "demo://item/{id}"), "%s", json_text(r));
+        r = h_client_call(x, "5", "resources/templates/list", NULL);
+        cr_assert(h_has_item(h_names_of(r, "resourceTemplates", "uriTemplate"), "demo://item/{id}"), "%s",
+                  h_json_text(r));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, prompts) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        r = call(x, "1", "prompts/list", NULL);
-        cr_assert_str_eq(names_of(r, "prompts", "name"), "a__greeting", "%s", json_text(r));
+        r = h_client_call(x, "1", "prompts/list", NULL);
+        cr_assert_str_eq(h_names_of(r, "prompts", "name"), "a__greeting", "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "2", "prompts/get", "{\"name\":\"a__greeting\",\"arguments\":{\"name\":\"Ada\"}}");
-        cr_assert_str_eq(h_str(r, "result.messages.0.content.text"), "Please greet Ada warmly.", "%s", json_text(r));
+        r = h_client_call(x, "2", "prompts/get", "{\"name\":\"a__greeting\",\"arguments\":{\"name\":\"Ada\"}}");
+        cr_assert_str_eq(h_str(r, "result.messages.0.content.text"), "Please greet Ada warmly.", "%s", h_json_text(r));
         json_object_put(r);
-        r = call(x, "3", "prompts/get", "{\"name\":\"greeting\"}");
-        cr_assert_eq(h_error_code(r), -32602, "%s", json_text(r));
+        r = h_client_call(x, "3", "prompts/get", "{\"name\":\"greeting\"}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 /* ---- initialize ---- */
@@ -961,52 +754,52 @@ Test(routing, prompts) {
 Test(routing, instructions) {
         json_object *r;
         const char *text;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "\"--instructions\",\"Server A helps.\"");
         add_demo("b", "", "");
-        start();
+        start(NULL);
         wait_all_ready(2);
-        x = cl_open_ex(true, &r);
+        x = h_client_open(&D, false, &r);
         text = h_str(r, "result.instructions");
         cr_assert_not_null(strstr(text, "## a\nServer A helps.\n"), "instructions: %s", text);
         cr_assert_not_null(strstr(text, "## b\nA demo server for mcpvisor"), "instructions: %s", text);
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, capabilities) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("a", "", "");
-        start();
-        x = cl_open_ex(true, &r);
-        cr_assert(json_object_get_boolean(h_get(r, "result.capabilities.tools.listChanged")), "%s", json_text(r));
-        cr_assert(json_object_get_boolean(h_get(r, "result.capabilities.prompts.listChanged")), "%s", json_text(r));
-        cr_assert(json_object_get_boolean(h_get(r, "result.capabilities.resources.listChanged")), "%s", json_text(r));
+        start(NULL);
+        x = h_client_open(&D, false, &r);
+        cr_assert(json_object_get_boolean(h_get(r, "result.capabilities.tools.listChanged")), "%s", h_json_text(r));
+        cr_assert(json_object_get_boolean(h_get(r, "result.capabilities.prompts.listChanged")), "%s", h_json_text(r));
+        cr_assert(json_object_get_boolean(h_get(r, "result.capabilities.resources.listChanged")), "%s", h_json_text(r));
         cr_assert(json_object_is_type(h_get(r, "result.capabilities.completions"), json_type_object), "%s",
-                  json_text(r));
+                  h_json_text(r));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 /* ---- answers passed through ---- */
 
 Test(routing, fail_passthrough) {
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         add_demo("b", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
-        r = tool_call(x, "\"f-1\"", "b__fail", "{}");
-        cr_assert_eq(h_error_code(r), -32000, "%s", json_text(r));
+        r = h_client_tool_call(x, "\"f-1\"", "b__fail", "{}");
+        cr_assert_eq(h_error_code(r), -32000, "%s", h_json_text(r));
         cr_assert_str_eq(error_message(r), "failed on purpose");
         cr_assert(json_object_is_type(h_get(r, "id"), json_type_string));
         json_object_put(r);
-        cl_close(x);
+        h_client_close(x);
 }
 
 Test(routing, large_result) {
@@ -1014,22 +807,22 @@ Test(routing, large_result) {
         char *text = malloc(size + 1);
         const char *got;
         json_object *r;
-        struct cl *x;
+        struct h_client *x;
 
         for (size_t i = 0; i < size; i++)
                 text[i] = (char)('a' + (i * 7 + i / 26) % 26);
         text[size] = '\0';
         add_demo("a", "", "");
-        start();
+        start(NULL);
         wait_all_ready(1);
         x = cl_open();
         h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a__echo\","
                       "\"arguments\":{\"text\":\"%s\"}}}\n", text);
-        r = answer(x, "1");
-        got = result_text(r);
+        r = h_client_answer(x, "1");
+        got = h_result_text(r);
         cr_assert_eq(strlen(got), size, "%zu bytes came back", strlen(got));
         cr_assert(memcmp(got, text, size) == 0, "the text changed on the way");
         json_object_put(r);
         free(text);
-        cl_close(x);
+        h_client_close(x);
 }

@@ -21,12 +21,11 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "servers.h"
 
 static struct h_daemon D;
 static char T[64];                       /* this test's own directory */
 static char PIDFILE[128], GPIDFILE[128]; /* --pidfile, --grandchild-pidfile */
-static char servers[16384];              /* the "mcpServers" members, built by add_*() */
-static size_t servers_len;
 
 /* SigIgn bits of signals 32 and 33 (bit n-1 is signal n). */
 #define GLIBC_INTERNAL_SIGNALS (3ull << 31)
@@ -39,57 +38,17 @@ static void setup(void) {
         cr_assert_not_null(mkdtemp(T));
         snprintf(PIDFILE, sizeof PIDFILE, "%s/server.pid", T);
         snprintf(GPIDFILE, sizeof GPIDFILE, "%s/grandchild.pid", T);
-        servers[0] = '\0';
-        servers_len = 0;
+        servers_reset(&D);
 }
 
 static void teardown(void) {
-        /* stopped here first: h_cleanup's own stop does not drain NOTIFY datagrams */
-        h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS);
-        h_log_dump_if_verbose(&D);
-        cr_expect(h_cleanup(&D), "the daemon did not stop with exit status 0");
+        servers_teardown();
         h_remove_tree(T);
 }
 
 TestSuite(supervise, .init = setup, .fini = teardown, .timeout = 30);
 
-/* ---- helpers: formatting and the config ---- */
-
-/* printf into one of a few static buffers: for needles and config snippets. */
-static const char *sf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *sf(const char *fmt, ...) {
-        static char bufs[8][1024];
-        static unsigned next;
-        char *buf = bufs[next++ % 8];
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof bufs[0], fmt, ap);
-        va_end(ap);
-        return buf;
-}
-
-/* Appends one "name": {...} member to mcpServers. */
-static void add_entry(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void add_entry(const char *fmt, ...) {
-        va_list ap;
-        int n;
-
-        if (servers_len)
-                servers[servers_len++] = ',';
-        va_start(ap, fmt);
-        n = vsnprintf(servers + servers_len, sizeof servers - servers_len, fmt, ap);
-        va_end(ap);
-        cr_assert(n > 0 && (size_t)n < sizeof servers - servers_len, "config too long");
-        servers_len += (size_t)n;
-}
-
-/* A demo server entry: keys are more JSON members, args the items of its "args" array
- * (both "" for none). */
-static void add_demo(const char *name, const char *keys, const char *args) {
-        add_entry("\"%s\":{\"command\":\"%s\",\"args\":[%s]%s%s}", name, h_demo_server_path(), args,
-                  keys[0] ? "," : "", keys);
-}
+/* ---- helpers: files ---- */
 
 static void write_file(const char *path, const char *text, mode_t mode) {
         FILE *f = fopen(path, "we");
@@ -98,15 +57,6 @@ static void write_file(const char *path, const char *text, mode_t mode) {
         fputs(text, f);
         fclose(f);
         cr_assert_eq(chmod(path, mode), 0);
-}
-
-/* Writes the config and starts the daemon, with env added to its environment. */
-static void start(const char *const *env) {
-        char *config;
-
-        cr_assert_geq(asprintf(&config, "{\"mcpServers\":{%s}}\n", servers), 0);
-        h_start(&D, &(struct h_opts){ .config = config, .env = env });
-        free(config);
 }
 
 /* ---- helpers: expectations on the log, STATUS= and processes ---- */
