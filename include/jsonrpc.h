@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct evbuffer;
 
@@ -54,6 +55,11 @@ bool jsonrpc_id_valid(json_object *id);
 /* Builders. id is borrowed (a new reference is taken); result/data are consumed. */
 json_object *jsonrpc_result(json_object *id, json_object *result);
 json_object *jsonrpc_error(json_object *id, int code, const char *message, json_object *data);
+/* An error response carrying an error object as it is (consumed): a server's, passed on. */
+json_object *jsonrpc_error_object(json_object *id, json_object *error);
+/* params is consumed and may be NULL. */
+json_object *jsonrpc_request(int64_t id, const char *method, json_object *params);
+json_object *jsonrpc_notification(const char *method, json_object *params);
 
 /* Appends msg as one line (compact JSON + '\n'). Returns bytes appended or -ENOMEM. */
 int jsonrpc_write(struct evbuffer *out, json_object *msg);

@@ -224,22 +224,14 @@ int child_send(struct child *ch, json_object *msg) {
 int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
                       child_reply_fn reply, void *userdata) {
         struct child_request *rq = calloc(1, sizeof *rq);
-        json_object *msg = json_object_new_object();
         int r;
 
-        if (!rq || !msg) {
-                free(rq);
-                json_object_put(msg);
+        if (!rq) {
                 json_object_put(params);
                 return -ENOMEM;
         }
         *rq = (struct child_request){ .child = ch, .id = ch->next_id++, .reply = reply, .userdata = userdata };
-        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(msg, "id", json_object_new_int64(rq->id));
-        json_object_object_add(msg, "method", json_object_new_string(method));
-        if (params)
-                json_object_object_add(msg, "params", params);
-        r = child_send(ch, msg);
+        r = child_send(ch, jsonrpc_request(rq->id, method, params));
         if (r == 0 && timeout_usec > 0) {
                 struct timeval tv = { .tv_sec = (time_t)(timeout_usec / USEC_PER_SEC),
                                       .tv_usec = (suseconds_t)(timeout_usec % USEC_PER_SEC) };
@@ -268,17 +260,7 @@ void child_cancel_request(struct child *ch, int64_t id) {
 }
 
 int child_notify(struct child *ch, const char *method, json_object *params) {
-        json_object *msg = json_object_new_object();
-
-        if (!msg) {
-                json_object_put(params);
-                return -ENOMEM;
-        }
-        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(msg, "method", json_object_new_string(method));
-        if (params)
-                json_object_object_add(msg, "params", params);
-        return child_send(ch, msg);
+        return child_send(ch, jsonrpc_notification(method, params));
 }
 
 void child_close_input(struct child *ch) {

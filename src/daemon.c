@@ -44,18 +44,9 @@ void daemon_clients_changed(struct daemon *d) {
 void daemon_broadcast(struct daemon *d, const char *method, json_object *params) {
         struct client *c;
 
-        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry) {
-                json_object *msg;
-
-                if (c->role != LISTEN_MCP || c->session.phase != SESSION_OPERATING)
-                        continue;
-                msg = json_object_new_object();
-                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-                json_object_object_add(msg, "method", json_object_new_string(method));
-                if (params)
-                        json_object_object_add(msg, "params", json_object_get(params));
-                client_send(c, msg);
-        }
+        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
+                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING)
+                        client_send(c, jsonrpc_notification(method, json_object_get(params)));
         json_object_put(params);
 }
 

@@ -157,6 +157,35 @@ json_object *jsonrpc_error(json_object *id, int code, const char *message, json_
         return msg;
 }
 
+json_object *jsonrpc_error_object(json_object *id, json_object *error) {
+        json_object *msg = envelope(id);
+
+        json_object_object_add(msg, "error", error);
+        return msg;
+}
+
+static json_object *with_method(json_object *msg, const char *method, json_object *params) {
+        json_object_object_add(msg, "method", json_object_new_string(method));
+        if (params)
+                json_object_object_add(msg, "params", params);
+        return msg;
+}
+
+json_object *jsonrpc_request(int64_t id, const char *method, json_object *params) {
+        json_object *msg = json_object_new_object();
+
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(msg, "id", json_object_new_int64(id));
+        return with_method(msg, method, params);
+}
+
+json_object *jsonrpc_notification(const char *method, json_object *params) {
+        json_object *msg = json_object_new_object();
+
+        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
+        return with_method(msg, method, params);
+}
+
 int jsonrpc_write(struct evbuffer *out, json_object *msg) {
         size_t len;
         const char *s = json_object_to_json_string_length(

@@ -117,15 +117,8 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
                 if (strcmp(key, "logger") != 0)
                         json_object_object_add(params, key, json_object_get(value));
         json_object_object_add(params, "logger", json_object_new_string(who));
-        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry) {
-                json_object *msg;
-                if (c->role != LISTEN_MCP || c->session.phase != SESSION_OPERATING || level > client_level(c))
-                        continue;
-                msg = json_object_new_object();
-                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-                json_object_object_add(msg, "method", json_object_new_string("notifications/message"));
-                json_object_object_add(msg, "params", json_object_get(params));
-                client_send(c, msg);
-        }
+        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
+                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && level <= client_level(c))
+                        client_send(c, jsonrpc_notification("notifications/message", json_object_get(params)));
         json_object_put(params);
 }

@@ -102,16 +102,9 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 TAILQ_INSERT_TAIL(&r->lost, rt, by_router);
                 return;
         }
-        if (rt->client) {
-                json_object *msg = json_object_new_object();
-                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-                json_object_object_add(msg, "id", json_object_get(rt->client_id));
-                if (error)
-                        json_object_object_add(msg, "error", json_object_get(error));
-                else
-                        json_object_object_add(msg, "result", json_object_get(result));
-                client_send(rt->client, msg);
-        }
+        if (rt->client)
+                client_send(rt->client, error ? jsonrpc_error_object(rt->client_id, json_object_get(error))
+                                              : jsonrpc_result(rt->client_id, json_object_get(result)));
         route_free(rt);
 }
 
@@ -230,7 +223,7 @@ void router_client_gone(struct router *r, struct client *c) {
 }
 
 static bool forward_progress(struct router *r, struct server *s, json_object *params) {
-        json_object *token, *copy, *msg;
+        json_object *token, *copy;
         struct route *rt = NULL;
 
         if (json_object_object_get_ex(params, "progressToken", &token) && json_object_is_type(token, json_type_int))
@@ -244,11 +237,7 @@ static bool forward_progress(struct router *r, struct server *s, json_object *pa
         arm_timeout(rt); /* progress shows the call is alive */
         copy = shallow_copy(params);
         json_object_object_add(copy, "progressToken", json_object_get(rt->client_token));
-        msg = json_object_new_object();
-        json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(msg, "method", json_object_new_string("notifications/progress"));
-        json_object_object_add(msg, "params", copy);
-        client_send(rt->client, msg);
+        client_send(rt->client, jsonrpc_notification("notifications/progress", copy));
         return true;
 }
 

@@ -175,13 +175,8 @@ void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_ms
         sub = find(d, json_object_get_string(v));
         if (!sub || sub->server != s)
                 return;
-        for (size_t i = 0; i < sub->n_clients; i++) {
-                json_object *msg = json_object_new_object();
-                json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
-                json_object_object_add(msg, "method", json_object_new_string("notifications/resources/updated"));
-                json_object_object_add(msg, "params", json_object_get(m->params));
-                client_send(sub->clients[i], msg);
-        }
+        for (size_t i = 0; i < sub->n_clients; i++)
+                client_send(sub->clients[i], jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
 }
 
 void subscriptions_done(struct daemon *d) {
