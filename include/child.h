@@ -64,7 +64,8 @@ struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t 
 /* Fails every pending request with -ECONNRESET, then frees. */
 void child_free(struct child *ch);
 
-/* Sends a request; reply is called exactly once (unless child_cancel_request is called).
+/* Sends a request; reply is called exactly once (unless child_cancel_request is called);
+ * reply NULL: nobody waits for the answer, which is dropped.
  * timeout_usec 0: none. params is consumed. Returns the request's id, or a negative errno. */
 int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
                       child_reply_fn reply, void *userdata);

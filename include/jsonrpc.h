@@ -61,5 +61,10 @@ json_object *jsonrpc_error_object(json_object *id, json_object *error);
 json_object *jsonrpc_request(int64_t id, const char *method, json_object *params);
 json_object *jsonrpc_notification(const char *method, json_object *params);
 
+/* A shallow copy of object o (members referenced, not copied) with key set to value
+ * (consumed), in its place if o has it; key NULL: a plain copy. Forwarding rewrites one member this way without
+ * touching the message it came from. A non-object o gives an empty object. */
+json_object *jsonrpc_copy_with(json_object *o, const char *key, json_object *value);
+
 /* Appends msg as one line (compact JSON + '\n'). Returns bytes appended or -ENOMEM. */
 int jsonrpc_write(struct evbuffer *out, json_object *msg);

@@ -44,10 +44,8 @@ struct reaper {
         const struct reaper_ops *ops;
         void *userdata;
         struct event *sigchld;
-        bool subreaper;
         TAILQ_HEAD(, leftover) leftovers;
         unsigned n_leftovers;
-        unsigned reaped;        /* children reaped here, for tests and logs */
 };
 
 int reaper_init(struct reaper *r, struct event_base *base, const struct logger *log, const struct reaper_ops *ops,

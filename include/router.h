@@ -51,7 +51,6 @@ struct router {
         struct route_list live, lost;
         struct idmap by_token;          /* our progress token -> route */
         int64_t next_token;
-        unsigned n_live;
 };
 
 void router_init(struct router *r, struct event_base *base, const struct logger *log);
@@ -73,6 +72,3 @@ bool router_child_notification(struct router *r, struct server *s, struct jsonrp
 
 /* After each loop iteration: answers lost routes with their server's outcome. */
 void router_collect(struct router *r);
-
-/* One client's requests in flight. */
-unsigned router_client_routes(const struct router *r, const struct client *c);

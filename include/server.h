@@ -72,8 +72,7 @@ struct server {
         unsigned refresh_pending;      /* lists it said changed, to fetch again */
         struct backoff backoff;
         struct event *timer;
-        unsigned starts;
-        unsigned restarts;             /* starts after the first */
+        unsigned starts;               /* restarts are starts - 1 */
         char last_exit[64];            /* "exit status 1", "" if it never ended */
         bool last_exit_clean;          /* it was exit status 0 */
         uint64_t restart_at;           /* backoff: when the next start is due (usec, monotonic) */
@@ -89,6 +88,9 @@ void server_handle(struct server *s, enum server_event ev, const char *detail);
 const char *server_state_name(enum server_state state);
 /* Has a process (or one being closed). */
 bool server_running(const struct server *s);
+
+/* The prefix of its exposed names: "prefix" when configured ("" for none), else its name. */
+const char *server_prefix(const struct server *s);
 
 /* Serving: ready, or unhealthy but still running and answering calls. */
 bool server_serving(const struct server *s);

@@ -13,6 +13,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "macro.h"
+#include "time-util.h"
 
 /* Lines from a misbehaving server are logged up to this many, then only counted. */
 #define CHILD_GARBAGE_LOGGED 10
@@ -38,7 +39,8 @@ static void complete(struct child *ch, struct child_request *rq, int status, jso
         void *userdata = rq->userdata;
 
         request_free(ch, rq);
-        reply(ch, status, result, error, userdata);
+        if (reply)
+                reply(ch, status, result, error, userdata);
 }
 
 static void on_request_timeout(evutil_socket_t fd, short what, void *userdata) {
@@ -233,8 +235,7 @@ int64_t child_request(struct child *ch, const char *method, json_object *params,
         *rq = (struct child_request){ .child = ch, .id = ch->next_id++, .reply = reply, .userdata = userdata };
         r = child_send(ch, jsonrpc_request(rq->id, method, params));
         if (r == 0 && timeout_usec > 0) {
-                struct timeval tv = { .tv_sec = (time_t)(timeout_usec / USEC_PER_SEC),
-                                      .tv_usec = (suseconds_t)(timeout_usec % USEC_PER_SEC) };
+                struct timeval tv = timeval_from_usec(timeout_usec);
                 rq->timer = evtimer_new(bufferevent_get_base(ch->to), on_request_timeout, rq);
                 if (!rq->timer || evtimer_add(rq->timer, &tv) < 0)
                         r = -ENOMEM;

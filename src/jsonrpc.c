@@ -186,6 +186,23 @@ json_object *jsonrpc_notification(const char *method, json_object *params) {
         return with_method(msg, method, params);
 }
 
+json_object *jsonrpc_copy_with(json_object *o, const char *key, json_object *value) {
+        json_object *copy = json_object_new_object();
+        bool placed = !key;
+
+        if (json_object_is_type(o, json_type_object)) {
+                json_object_object_foreach(o, k, v) {
+                        bool replace = key && strcmp(k, key) == 0;
+                        /* In its place, so the copy reads like the original. */
+                        json_object_object_add(copy, k, replace ? value : json_object_get(v));
+                        placed |= replace;
+                }
+        }
+        if (!placed)
+                json_object_object_add(copy, key, value);
+        return copy;
+}
+
 int jsonrpc_write(struct evbuffer *out, json_object *msg) {
         size_t len;
         const char *s = json_object_to_json_string_length(

@@ -44,10 +44,6 @@ static int wanted_level(const struct daemon *d) {
         return level;
 }
 
-static void on_set_level_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
-        /* Nothing to do: a server that refuses keeps its own level. */
-}
-
 static void set_server_level(struct server *s, int level) {
         json_object *params;
 
@@ -55,7 +51,8 @@ static void set_server_level(struct server *s, int level) {
                 return;
         params = json_object_new_object();
         json_object_object_add(params, "level", json_object_new_string(mcp_level_to_string(level)));
-        (void)child_request(s->run->child, "logging/setLevel", params, 0, on_set_level_reply, NULL);
+        /* No answer awaited: a server that refuses keeps its own level. */
+        (void)child_request(s->run->child, "logging/setLevel", params, 0, NULL, NULL);
 }
 
 void mcp_logging_server_ready(struct daemon *d, struct server *s) {
@@ -112,11 +109,7 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
         log_server_line(d->supervisor.log, level, name,
                         json_object_is_type(data, json_type_string) ? json_object_get_string(data)
                                                                      : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
-        params = json_object_new_object();
-        json_object_object_foreach(m->params, key, value)
-                if (strcmp(key, "logger") != 0)
-                        json_object_object_add(params, key, json_object_get(value));
-        json_object_object_add(params, "logger", json_object_new_string(who));
+        params = jsonrpc_copy_with(m->params, "logger", json_object_new_string(who));
         TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
                 if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && level <= client_level(c))
                         client_send(c, jsonrpc_notification("notifications/message", json_object_get(params)));

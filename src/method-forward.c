@@ -8,20 +8,17 @@
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
-#include "names.h"
-
-static const char *separator(const struct daemon *d) {
-        return d->config.tool_name_separator ? d->config.tool_name_separator : NAMES_DEFAULT_SEPARATOR;
-}
 
 /* The server whose prefix an exposed name carries, for a server that is not listed now. */
 static struct server *server_by_prefix(const struct daemon *d, const char *name) {
+        const char *sep = d->registry.separator;
+
         for (size_t i = 0; i < d->supervisor.n_servers; i++) {
                 struct server *s = d->supervisor.servers[i];
-                const char *prefix = s->config->prefix ? s->config->prefix : s->config->name;
-                size_t len = strlen(prefix), sep = strlen(separator(d));
+                const char *prefix = server_prefix(s);
+                size_t len = strlen(prefix);
 
-                if (len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, separator(d), sep) == 0)
+                if (len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, sep, strlen(sep)) == 0)
                         return s;
         }
         return NULL;
@@ -82,9 +79,7 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
                 return;
         }
-        params = json_object_new_object();
-        json_object_object_foreach(m->params, key, value)
-                json_object_object_add(params, key, strcmp(key, "name") == 0 ? json_object_new_string(e->name) : json_object_get(value));
+        params = jsonrpc_copy_with(m->params, "name", json_object_new_string(e->name));
         send_to(c, m, e->server, params);
 }
 
@@ -162,12 +157,8 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: no ready server has that prompt or resource", NULL);
                 return;
         }
-        newref = json_object_new_object();
-        json_object_object_foreach(ref, k, v)
-                json_object_object_add(newref, k, strcmp(k, "name") == 0 ? json_object_new_string(e->name) : json_object_get(v));
-        params = json_object_new_object();
-        json_object_object_foreach(m->params, k2, v2)
-                json_object_object_add(params, k2, strcmp(k2, "ref") == 0 ? newref : json_object_get(v2));
+        newref = jsonrpc_copy_with(ref, "name", json_object_new_string(e->name));
+        params = jsonrpc_copy_with(m->params, "ref", newref);
         send_to(c, m, e->server, params);
 }
 

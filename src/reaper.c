@@ -84,7 +84,6 @@ unsigned reaper_reap(struct reaper *r) {
                 if (waitpid(si.si_pid, NULL, WNOHANG) <= 0)
                         break;
                 n++;
-                r->reaped++;
                 l = find_leftover(r, si.si_pid);
                 if (l)
                         leftover_free(r, l);
@@ -106,8 +105,6 @@ int reaper_init(struct reaper *r, struct event_base *base, const struct logger *
         if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
                 log_warning(log, "cannot become a child subreaper (%s); processes that leave their server's "
                             "process group will not be cleaned up", strerror(errno));
-        else
-                r->subreaper = true;
         r->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
         if (!r->sigchld || event_add(r->sigchld, NULL) < 0)
                 return -ENOMEM;

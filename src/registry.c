@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonrpc.h"
 #include "log.h"
 #include "names.h"
 #include "server.h"
@@ -80,20 +81,11 @@ static const char *item_key(json_object *item, enum catalog_kind kind) {
         return json_object_get_string(v);
 }
 
-/* A shallow copy of a tool or prompt with "name" replaced; the rest is passed on verbatim. */
-static json_object *renamed(json_object *item, const char *name) {
-        json_object *copy = json_object_new_object();
-
-        json_object_object_foreach(item, key, value)
-                json_object_object_add(copy, key, strcmp(key, "name") == 0 ? json_object_new_string(name) : json_object_get(value));
-        return copy;
-}
-
 /* The exposed name of a tool or prompt, resolving collisions; false to skip it. */
 static bool exposed_name(struct registry *r, struct registry_list *l, const struct server *s, const char *name,
                          char out[NAME_MAX_LEN + 1]) {
         const struct server_config *c = s->config;
-        const char *prefix = c->prefix ? c->prefix : c->name;
+        const char *prefix = server_prefix(s);
         char first[NAME_MAX_LEN + 1], *alt = NULL;
         bool ok;
 
@@ -131,7 +123,8 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
         if (kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS) {
                 if (!exposed_name(r, l, s, key, exposed))
                         return;
-                shown = renamed(item, exposed);
+                /* Renamed; every other member is passed on verbatim. */
+                shown = jsonrpc_copy_with(item, "name", json_object_new_string(exposed));
         } else if (json_object_object_get_ex(l->index, key, NULL)) {
                 warn_once(r, s, "%s %s is also listed by another server, which serves it",
                           kind == CATALOG_RESOURCES ? "resource" : "resource template", key);

@@ -32,8 +32,6 @@ static void route_free(struct route *rt) {
         struct client *c = rt->client;
 
         TAILQ_REMOVE(list_of(r, rt), rt, by_router);
-        if (!rt->lost)
-                r->n_live--;
         if (c)
                 TAILQ_REMOVE(&c->routes, rt, by_client);
         if (rt->token)
@@ -97,7 +95,6 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 /* The connection ended with the process: answered once the server has decided
                  * what comes next (router_collect). */
                 TAILQ_REMOVE(&r->live, rt, by_router);
-                r->n_live--;
                 rt->lost = true;
                 TAILQ_INSERT_TAIL(&r->lost, rt, by_router);
                 return;
@@ -129,16 +126,6 @@ static void arm_timeout(struct route *rt) {
                 evtimer_add(rt->timer, &tv);
 }
 
-static json_object *shallow_copy(json_object *o) {
-        json_object *copy = json_object_new_object();
-
-        if (json_object_is_type(o, json_type_object)) {
-                json_object_object_foreach(o, key, value)
-                        json_object_object_add(copy, key, json_object_get(value));
-        }
-        return copy;
-}
-
 /* Replaces params._meta.progressToken (in copies, never in the client's objects). A token
  * must be a string or an integer; -EINVAL otherwise. */
 static int rewrite_token(struct router *r, struct route *rt, json_object *params) {
@@ -150,8 +137,7 @@ static int rewrite_token(struct router *r, struct route *rt, json_object *params
                 return -EINVAL;
         rt->client_token = json_object_get(token);
         rt->token = ++r->next_token;
-        copy = shallow_copy(meta);
-        json_object_object_add(copy, "progressToken", json_object_new_int64(rt->token));
+        copy = jsonrpc_copy_with(meta, "progressToken", json_object_new_int64(rt->token));
         json_object_object_add(params, "_meta", copy);
         return 0;
 }
@@ -159,7 +145,7 @@ static int rewrite_token(struct router *r, struct route *rt, json_object *params
 void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
                     json_object *params) {
         struct route *rt = calloc(1, sizeof *rt);
-        json_object *forwarded = shallow_copy(params);
+        json_object *forwarded = jsonrpc_copy_with(params, NULL, NULL);
 
         json_object_put(params);
         if (!rt || !server_serving(s)) {
@@ -183,7 +169,6 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
                 rt->timer = evtimer_new(r->base, on_timeout, rt);
         TAILQ_INSERT_TAIL(&r->live, rt, by_router);
         TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
-        r->n_live++;
         c->pending++;
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
@@ -235,8 +220,7 @@ static bool forward_progress(struct router *r, struct server *s, json_object *pa
                 return true;
         }
         arm_timeout(rt); /* progress shows the call is alive */
-        copy = shallow_copy(params);
-        json_object_object_add(copy, "progressToken", json_object_get(rt->client_token));
+        copy = jsonrpc_copy_with(params, "progressToken", json_object_get(rt->client_token));
         client_send(rt->client, jsonrpc_notification("notifications/progress", copy));
         return true;
 }
@@ -281,13 +265,4 @@ void router_collect(struct router *r) {
                 reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "server ended");
                 route_free(rt);
         }
-}
-
-unsigned router_client_routes(const struct router *r, const struct client *c) {
-        const struct route *rt;
-        unsigned n = 0;
-
-        TAILQ_FOREACH(rt, &c->routes, by_client)
-                n++;
-        return n;
 }

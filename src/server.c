@@ -34,6 +34,10 @@ bool server_running(const struct server *s) {
         return s->run != NULL;
 }
 
+const char *server_prefix(const struct server *s) {
+        return s->config->prefix ? s->config->prefix : s->config->name;
+}
+
 bool server_serving(const struct server *s) {
         return (s->state == SERVER_READY || s->state == SERVER_UNHEALTHY) && s->run && s->run->child;
 }
@@ -140,8 +144,7 @@ static void act_spawn(struct server *s, const char *detail) {
         int r;
 
         disarm_timer(s);
-        if (s->starts++ > 0)
-                s->restarts++;
+        s->starts++;
         backoff_started(&s->backoff, now_usec());
         s->last_stderr[0] = '\0';
         s->refresh_pending = 0;

@@ -29,10 +29,6 @@ static size_t index_of(const struct subscription *sub, const struct client *c) {
         return sub->n_clients;
 }
 
-static void on_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
-        /* Logged by the caller's server only when it refuses; nothing waits on it. */
-}
-
 /* Sends resources/subscribe or resources/unsubscribe for uri to the server. */
 static void tell_server(struct server *s, const char *method, const char *uri) {
         json_object *params;
@@ -41,7 +37,7 @@ static void tell_server(struct server *s, const char *method, const char *uri) {
                 return;
         params = json_object_new_object();
         json_object_object_add(params, "uri", json_object_new_string(uri));
-        (void)child_request(s->run->child, method, params, 0, on_reply, NULL);
+        (void)child_request(s->run->child, method, params, 0, NULL, NULL);
 }
 
 static void sub_free(struct daemon *d, struct subscription *sub) {

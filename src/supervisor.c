@@ -40,32 +40,29 @@ struct server *supervisor_find(const struct supervisor *sv, const char *name) {
         return NULL;
 }
 
+/* The server whose current process is pid, or NULL. */
+static struct server *server_of_pid(const struct supervisor *sv, pid_t pid) {
+        for (size_t i = 0; i < sv->n_servers; i++)
+                if (sv->servers[i]->run && sv->servers[i]->run->proc.pid == pid)
+                        return sv->servers[i];
+        return NULL;
+}
+
 /* reaper_ops: the pid of a server's own process? Then it is reaped through its pidfd. */
 static bool server_exited(pid_t pid, void *userdata) {
-        struct supervisor *sv = userdata;
+        struct server *s = server_of_pid(userdata, pid);
 
-        for (size_t i = 0; i < sv->n_servers; i++) {
-                struct server *s = sv->servers[i];
-                /* Reaped here only if its pidfd agrees; otherwise the reaper's waitpid takes it,
-                 * so the reaper's loop can never spin on one zombie. */
-                if (s->run && s->run->proc.pid == pid && !s->run->proc.reaped) {
-                        if (process_reap(&s->run->proc) <= 0)
-                                return false;
-                        server_handle(s, SERVER_EV_EXITED, NULL);
-                        return true;
-                }
-        }
-        return false;
+        /* Reaped here only if its pidfd agrees; otherwise the reaper's waitpid takes it, so
+         * the reaper's loop can never spin on one zombie. */
+        if (!s || s->run->proc.reaped || process_reap(&s->run->proc) <= 0)
+                return false;
+        server_handle(s, SERVER_EV_EXITED, NULL);
+        return true;
 }
 
 /* reaper_ops: a server's own process, reaped and closed by its server, not the reaper. */
 static bool is_server(pid_t pid, void *userdata) {
-        struct supervisor *sv = userdata;
-
-        for (size_t i = 0; i < sv->n_servers; i++)
-                if (sv->servers[i]->run && sv->servers[i]->run->proc.pid == pid)
-                        return true;
-        return false;
+        return server_of_pid(userdata, pid) != NULL;
 }
 
 /* reaper_ops: a process of an instance that no longer runs is left behind. */
