@@ -13,6 +13,7 @@
 #include "notify.h"
 #include "registry.h"
 #include "router.h"
+#include "server-request.h"
 #include "subscriptions.h"
 #include "supervisor.h"
 
@@ -38,6 +39,7 @@ struct daemon {
         struct supervisor supervisor;
         struct registry registry;          /* what clients see of the ready servers */
         struct router router;              /* requests in flight to servers */
+        struct server_requests server_requests; /* servers' requests waiting for a client */
         struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
         struct subscription_list subscriptions;   /* resources clients subscribed to */
         int server_log_level;              /* logging/setLevel last sent to servers; -1: none */

@@ -34,9 +34,10 @@ struct handshake {
 };
 
 void handshake_init(struct handshake *h);
-/* Starts on a fresh connection; done is called once, unless cancelled first. */
-int handshake_start(struct handshake *h, struct child *ch, const char *name, const struct logger *log,
-                    handshake_done_fn done, void *userdata);
+/* Starts on a fresh connection, offering the client capabilities given (consumed; NULL:
+ * none); done is called once, unless cancelled first. */
+int handshake_start(struct handshake *h, struct child *ch, const char *name, json_object *capabilities,
+                    const struct logger *log, handshake_done_fn done, void *userdata);
 /* Fetches the lists in kinds (1 << catalog_kind bits) again, after the server said they
  * changed; the rest of current is kept. done is called as for a start. */
 int handshake_refresh(struct handshake *h, struct child *ch, const struct catalog *current, unsigned kinds,

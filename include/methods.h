@@ -9,6 +9,7 @@
 #include "listen.h"
 
 struct client;
+struct server;
 struct jsonrpc_msg;
 
 enum method_flags {
@@ -43,10 +44,21 @@ extern const struct method method_resources_subscribe;
 extern const struct method method_resources_unsubscribe;
 extern const struct method notification_initialized;
 extern const struct method notification_cancelled;
+extern const struct method notification_progress;
+extern const struct method notification_roots_list_changed;
 
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */
 bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional);
+
+/* Forwards request m to server s with params (consumed; NULL for none), or answers at once
+ * why s cannot take it (method-forward.c). */
+void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, json_object *params);
+
+/* Methods the daemon does not know (method-passthrough.c): they go to the server when
+ * exactly one is configured, the only case where their route is clear. */
+void method_passthrough_request(struct client *c, struct jsonrpc_msg *m);
+void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m);
 
 /* Answers a list request from the registry (method-list.c); also used by list-wait.c. */
 void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind);

@@ -70,5 +70,11 @@ void router_client_gone(struct router *r, struct client *c);
  * the router does not handle this method. */
 bool router_child_notification(struct router *r, struct server *s, struct jsonrpc_msg *m);
 
+/* The client a request from server s's current process belongs to: the one client with
+ * requests in flight there. Returns how many distinct clients have (0, 1, or 2 meaning
+ * two or more); *ret is set when it is 1. Not on the hot path: a server's own requests
+ * (sampling, roots, elicitation) are rare. */
+unsigned router_owner(const struct router *r, const struct server *s, struct client **ret);
+
 /* After each loop iteration: answers lost routes with their server's outcome. */
 void router_collect(struct router *r);

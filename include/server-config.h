@@ -9,6 +9,20 @@ struct config_problems;
 
 enum restart_policy { RESTART_ON_FAILURE, RESTART_ALWAYS, RESTART_NEVER };
 
+/* What a server may ask of the client, each advertised to it in initialize only when
+ * configured ("clientCapabilities"); see server-request.h for how they are routed. */
+enum client_capability {
+        CLIENT_CAP_ROOTS,
+        CLIENT_CAP_SAMPLING,
+        CLIENT_CAP_ELICITATION,
+        CLIENT_CAP_COUNT,
+};
+
+#define CLIENT_CAPS_ALL ((1u << CLIENT_CAP_COUNT) - 1)
+
+/* "roots", "sampling", "elicitation": the capability's key in initialize. */
+extern const char *const client_capability_names[CLIENT_CAP_COUNT];
+
 struct env_var {
         char *name;
         char *value;       /* literal value, or NULL */
@@ -36,6 +50,7 @@ struct server_config {
         unsigned start_limit_burst;   /* more starts than this within ... */
         double start_limit_interval;  /* ... this many seconds: the server is failed */
         char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
+        unsigned client_capabilities; /* bits of enum client_capability */
 };
 
 #define SERVER_NAME_MAX 64

@@ -20,6 +20,8 @@ struct supervisor_ops {
         void (*changed)(void *userdata);   /* a server changed state (or its catalog) */
         /* A notification from a server's process (progress, list changes, log messages...). */
         void (*notification)(struct server *s, struct jsonrpc_msg *m, void *userdata);
+        /* A request from a server's process (other than ping), to be answered exactly once. */
+        void (*request)(struct server *s, struct jsonrpc_msg *m, void *userdata);
         /* A server finished its handshake (after a start or restart). */
         void (*ready)(struct server *s, void *userdata);
 };
@@ -66,3 +68,4 @@ uint64_t supervisor_next_instance(struct supervisor *sv);
 void supervisor_server_changed(struct supervisor *sv);
 void supervisor_server_ready(struct supervisor *sv, struct server *s);
 void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);
+void supervisor_server_request(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);

@@ -206,6 +206,7 @@ void client_free(struct client *c) {
         d = c->daemon;
         client_log(c, LOG_INFO, "client disconnected");
         router_client_gone(&d->router, c);
+        server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(d, c);
         subscriptions_client_gone(d, c);
         TAILQ_REMOVE(&d->clients[c->state], c, entry);

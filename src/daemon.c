@@ -68,6 +68,7 @@ static void on_servers_changed(void *userdata) {
                 if (changed & (1u << k))
                         daemon_broadcast(d, notifications[k], NULL);
         list_waiters_flush(d, false);
+        server_requests_sweep(&d->server_requests);
         daemon_clients_changed(d);
 }
 
@@ -84,7 +85,13 @@ static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void
                 subscriptions_updated(d, s, m);
                 return;
         }
-        server_log(s, LOG_DEBUG, "notification %s not forwarded yet", m->method);
+        server_requests_child_notification(&d->server_requests, s, m);
+}
+
+static void on_server_request(struct server *s, struct jsonrpc_msg *m, void *userdata) {
+        struct daemon *d = userdata;
+
+        server_requests_forward(&d->server_requests, s, m);
 }
 
 static void on_server_ready(struct server *s, void *userdata) {
@@ -95,6 +102,7 @@ static void on_server_ready(struct server *s, void *userdata) {
 static const struct supervisor_ops supervisor_ops = {
         .changed = on_servers_changed,
         .notification = on_server_notification,
+        .request = on_server_request,
         .ready = on_server_ready,
 };
 
@@ -290,6 +298,7 @@ int daemon_init(struct daemon *d, const struct config *config, int log_level) {
         TAILQ_INIT(&d->subscriptions);
         TAILQ_INIT(&d->router.live);
         TAILQ_INIT(&d->router.lost);
+        TAILQ_INIT(&d->server_requests.pending);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++)
                 TAILQ_INIT(&d->clients[s]);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++)
@@ -314,6 +323,7 @@ int daemon_init(struct daemon *d, const struct config *config, int log_level) {
                 return r;
         registry_init(&d->registry, &d->log, d->config.tool_name_separator);
         router_init(&d->router, d->base, &d->log);
+        server_requests_init(&d->server_requests, &d->router, &d->log);
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
@@ -365,6 +375,7 @@ void daemon_done(struct daemon *d) {
         }
         if (d->supervisor.base)
                 supervisor_done(&d->supervisor);
+        server_requests_done(&d->server_requests);
         router_done(&d->router);
         registry_done(&d->registry);
         list_waiters_done(d);

@@ -138,24 +138,24 @@ static void on_initialize(struct child *ch, int status, json_object *result, jso
         next_list(h, 0);
 }
 
-static json_object *initialize_params(void) {
+static json_object *initialize_params(json_object *capabilities) {
         json_object *params = json_object_new_object(), *info = json_object_new_object();
 
         json_object_object_add(info, "name", json_object_new_string("mcpvisor"));
         json_object_object_add(info, "version", json_object_new_string(MCPVISOR_VERSION));
         json_object_object_add(params, "protocolVersion", json_object_new_string(MCP_LATEST_VERSION));
-        json_object_object_add(params, "capabilities", json_object_new_object());
+        json_object_object_add(params, "capabilities", capabilities ? capabilities : json_object_new_object());
         json_object_object_add(params, "clientInfo", info);
         return params;
 }
 
-int handshake_start(struct handshake *h, struct child *ch, const char *name, const struct logger *log,
-                    handshake_done_fn done, void *userdata) {
+int handshake_start(struct handshake *h, struct child *ch, const char *name, json_object *capabilities,
+                    const struct logger *log, handshake_done_fn done, void *userdata) {
         handshake_done(h);
         handshake_init(h);
         *h = (struct handshake){ .child = ch, .log = log, .name = name, .kind = -1, .done = done,
                                  .userdata = userdata, .running = true, .kinds = (1u << CATALOG_KIND_COUNT) - 1 };
-        h->request = child_request(ch, "initialize", initialize_params(), 0, on_initialize, h);
+        h->request = child_request(ch, "initialize", initialize_params(capabilities), 0, on_initialize, h);
         if (h->request < 0) {
                 h->running = false;
                 return (int)h->request;

@@ -44,7 +44,7 @@ static const char *string_param(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
-static void send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, json_object *params) {
+void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, json_object *params) {
         if (!server_serving(s)) {
                 json_object_put(params);
                 reply_not_serving(c, m, s);
@@ -80,7 +80,7 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
                 return;
         }
         params = jsonrpc_copy_with(m->params, "name", json_object_new_string(e->name));
-        send_to(c, m, e->server, params);
+        method_send_to(c, m, e->server, params);
 }
 
 static void tools_call(struct client *c, struct jsonrpc_msg *m) {
@@ -125,7 +125,7 @@ static void resources_read(struct client *c, struct jsonrpc_msg *m) {
                 reply_no_resource(c, m, uri);
                 return;
         }
-        send_to(c, m, s, json_object_get(m->params));
+        method_send_to(c, m, s, json_object_get(m->params));
 }
 
 /* completion/complete: a prompt ref by its exposed name (renamed on the way), a resource
@@ -149,7 +149,7 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
         else if (strcmp(type, "ref/resource") == 0) {
                 struct server *s = server_of_uri(c->daemon, key);
                 if (s) {
-                        send_to(c, m, s, json_object_get(m->params));
+                        method_send_to(c, m, s, json_object_get(m->params));
                         return;
                 }
         }
@@ -159,7 +159,7 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
         }
         newref = jsonrpc_copy_with(ref, "name", json_object_new_string(e->name));
         params = jsonrpc_copy_with(m->params, "ref", newref);
-        send_to(c, m, e->server, params);
+        method_send_to(c, m, e->server, params);
 }
 
 const struct method method_tools_call = { .name = "tools/call", .flags = METHOD_MCP, .handle = tools_call };

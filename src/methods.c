@@ -27,6 +27,8 @@ static const struct method *const requests[] = {
 static const struct method *const notifications[] = {
         &notification_initialized,
         &notification_cancelled,
+        &notification_progress,
+        &notification_roots_list_changed,
 };
 
 static unsigned role_flag(enum listen_role role) {

@@ -145,7 +145,8 @@ static int rewrite_token(struct router *r, struct route *rt, json_object *params
 void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
                     json_object *params) {
         struct route *rt = calloc(1, sizeof *rt);
-        json_object *forwarded = jsonrpc_copy_with(params, NULL, NULL);
+        /* A copy: the token is rewritten in it. Absent params stay absent. */
+        json_object *forwarded = params ? jsonrpc_copy_with(params, NULL, NULL) : NULL;
 
         json_object_put(params);
         if (!rt || !server_serving(s)) {
@@ -229,6 +230,24 @@ bool router_child_notification(struct router *r, struct server *s, struct jsonrp
         if (strcmp(m->method, "notifications/progress") == 0)
                 return forward_progress(r, s, m->params);
         return false;
+}
+
+unsigned router_owner(const struct router *r, const struct server *s, struct client **ret) {
+        const struct route *rt;
+        struct client *owner = NULL;
+
+        *ret = NULL;
+        if (!s->run)
+                return 0;
+        TAILQ_FOREACH(rt, &r->live, by_router) {
+                if (rt->server != s || rt->instance != s->run->number || !rt->client || rt->client == owner)
+                        continue;
+                if (owner)
+                        return 2;
+                owner = rt->client;
+        }
+        *ret = owner;
+        return owner ? 1 : 0;
 }
 
 /* "server 'github' ended with exit status 1 during this call; restarting in 2.0 s" */

@@ -13,6 +13,12 @@
 
 static const char *const restart_choices[] = { "on-failure", "always", "never", NULL };
 
+const char *const client_capability_names[CLIENT_CAP_COUNT] = {
+        [CLIENT_CAP_ROOTS] = "roots",
+        [CLIENT_CAP_SAMPLING] = "sampling",
+        [CLIENT_CAP_ELICITATION] = "elicitation",
+};
+
 bool server_name_valid(const char *name) {
         size_t len = strlen(name);
 
@@ -75,6 +81,37 @@ static int parse_env(json_object *v, const char *path, void *dst, struct config_
         return r;
 }
 
+static int capability_bit(const char *name) {
+        for (int i = 0; i < CLIENT_CAP_COUNT; i++)
+                if (strcmp(name, client_capability_names[i]) == 0)
+                        return i;
+        return -1;
+}
+
+/* An array of capability names, each at most once. */
+static int parse_client_capabilities(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        unsigned *bits = dst;
+        size_t n;
+
+        if (!json_object_is_type(v, json_type_array)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an array of \"roots\", \"sampling\", \"elicitation\"");
+                return -EINVAL;
+        }
+        *bits = 0;
+        n = json_object_array_length(v);
+        for (size_t i = 0; i < n; i++) {
+                json_object *item = json_object_array_get_idx(v, i);
+                int bit = json_object_is_type(item, json_type_string) ? capability_bit(json_object_get_string(item)) : -1;
+
+                if (bit < 0) {
+                        problems_add(p, PROBLEM_ERROR, path, "item %zu: expected \"roots\", \"sampling\" or \"elicitation\"", i);
+                        return -EINVAL;
+                }
+                *bits |= 1u << bit;
+        }
+        return 0;
+}
+
 #define SECONDS(key, field, lo, hi) { key, SETTING_SECONDS, offsetof(struct server_config, field), lo, hi, NULL, NULL }
 
 static const struct setting server_settings[] = {
@@ -96,6 +133,8 @@ static const struct setting server_settings[] = {
         { "startLimitBurst", SETTING_COUNT, offsetof(struct server_config, start_limit_burst), 0, BACKOFF_BURST_MAX, NULL, NULL },
         SECONDS("startLimitInterval", start_limit_interval, 0, 86400),
         { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL },
+        { "clientCapabilities", SETTING_CUSTOM, offsetof(struct server_config, client_capabilities), 0, 0, NULL,
+          parse_client_capabilities },
         /* Written by other MCP clients' configs; accepted so those files load unchanged. */
         { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
 };
@@ -113,6 +152,7 @@ static void init_defaults(struct server_config *s) {
                 .restart_delay_max = 60,
                 .start_limit_burst = 5,
                 .start_limit_interval = 60,
+                .client_capabilities = CLIENT_CAPS_ALL,
         };
 }
 

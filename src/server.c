@@ -137,6 +137,16 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
 static void on_child_broken(struct child *ch, const char *why, void *userdata);
 static const struct child_ops child_ops = { .message = on_child_message, .broken = on_child_broken };
 
+/* What the daemon offers to ask of clients on this server's behalf (server-request.h). */
+static json_object *offered_capabilities(const struct server *s) {
+        json_object *caps = json_object_new_object();
+
+        for (int i = 0; i < CLIENT_CAP_COUNT; i++)
+                if (s->config->client_capabilities & (1u << i))
+                        json_object_object_add(caps, client_capability_names[i], json_object_new_object());
+        return caps;
+}
+
 static void act_spawn(struct server *s, const char *detail) {
         _cleanup_free_ char *error = NULL;
         char cause[SERVER_CAUSE_MAX];
@@ -163,7 +173,8 @@ static void act_spawn(struct server *s, const char *detail) {
                    (int)s->run->proc.pid, number);
         set_state(s, SERVER_STARTING, detail);
         arm_timer(s, usec_from_seconds(s->config->start_timeout));
-        if (s->run->child && handshake_start(&s->handshake, s->run->child, s->config->name, s->sv->log, on_handshake, s) < 0)
+        if (s->run->child && handshake_start(&s->handshake, s->run->child, s->config->name, offered_capabilities(s), s->sv->log,
+                                           on_handshake, s) < 0)
                 server_handle(s, SERVER_EV_BROKEN, "cannot send initialize");
 }
 
@@ -478,8 +489,10 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
         if (m->kind == JSONRPC_REQUEST) {
                 if (strcmp(m->method, "ping") == 0)
                         child_send(ch, jsonrpc_result(m->id, json_object_new_object()));
-                else
-                        child_send(ch, jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
+                else if (s->run && s->run->child == ch)
+                        supervisor_server_request(s->sv, s, m);
+                else /* a connection being retired: nobody will answer for it */
+                        child_send(ch, jsonrpc_error(m->id, JSONRPC_INTERNAL_ERROR, "the server is being stopped", NULL));
                 return;
         }
         if (!refresh_lists(s, m->method))

@@ -30,8 +30,7 @@ static void handle_request(struct client *c, struct jsonrpc_msg *m) {
                 return;
         }
         if (!method) {
-                snprintf(msg, sizeof msg, "Method not found: %.200s", m->method);
-                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+                method_passthrough_request(c, m);
                 return;
         }
         method->handle(c, m);
@@ -40,9 +39,8 @@ static void handle_request(struct client *c, struct jsonrpc_msg *m) {
 static void handle_notification(struct client *c, struct jsonrpc_msg *m) {
         const struct method *method = methods_find_notification(c->role, m->method);
 
-        /* Unknown notifications are ignored, as JSON-RPC asks: nothing may answer them. */
         if (!method) {
-                client_log(c, LOG_DEBUG, "ignoring notification %s", m->method);
+                method_passthrough_notification(c, m);
                 return;
         }
         method->handle(c, m);
@@ -57,8 +55,7 @@ void session_handle(struct client *c, struct jsonrpc_msg *m) {
                 handle_notification(c, m);
                 break;
         case JSONRPC_RESPONSE:
-                /* No request of ours is outstanding toward clients yet. */
-                client_log(c, LOG_DEBUG, "dropping a response to no request of ours");
+                server_requests_answer(&c->daemon->server_requests, c, m);
                 break;
         case JSONRPC_INVALID:
                 client_log(c, LOG_DEBUG, "invalid message: %s", m->error_message);

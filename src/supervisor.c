@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "config.h"
+#include "jsonrpc.h"
 #include "log.h"
 
 extern char **environ;
@@ -27,6 +29,13 @@ void supervisor_server_ready(struct supervisor *sv, struct server *s) {
 void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m) {
         if (sv->ops && sv->ops->notification)
                 sv->ops->notification(s, m, sv->userdata);
+}
+
+void supervisor_server_request(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m) {
+        if (sv->ops && sv->ops->request)
+                sv->ops->request(s, m, sv->userdata);
+        else /* Nobody to ask: the server must not wait for an answer that never comes. */
+                child_send(s->run->child, jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
 }
 
 uint64_t supervisor_next_instance(struct supervisor *sv) {

@@ -103,7 +103,7 @@ static void server_fails(int64_t id, const char *message) {
 }
 
 static void start(void) {
-        cr_assert_eq(handshake_start(&hs, ch, "srv", &lg, on_done, &done), 0);
+        cr_assert_eq(handshake_start(&hs, ch, "srv", NULL, &lg, on_done, &done), 0);
         cr_assert(hs.running);
 }
 

@@ -63,6 +63,35 @@ Test(server_config, defaults) {
         cr_assert_float_eq(s->request_timeout, 0, 1e-9);
         cr_assert_null(s->prefix);
         cr_assert_null(s->args);
+        cr_assert_eq(s->client_capabilities, CLIENT_CAPS_ALL, "roots, sampling and elicitation are offered by default");
+}
+
+Test(server_config, client_capabilities) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"none\":{\"command\":\"x\",\"clientCapabilities\":[]},"
+                           "\"two\":{\"command\":\"x\",\"clientCapabilities\":[\"sampling\",\"roots\",\"roots\"]}}}"),
+                     0);
+        cr_assert_eq(P.count, 0, "unexpected problem: %s", P.count ? P.items[0].message : "");
+        cr_assert_eq(config_find_server(&C, "none")->client_capabilities, 0u);
+        cr_assert_eq(config_find_server(&C, "two")->client_capabilities,
+                     (1u << CLIENT_CAP_SAMPLING) | (1u << CLIENT_CAP_ROOTS));
+}
+
+Test(server_config, client_capabilities_bad_values) {
+        static const char *const bad[] = { "\"sampling\"", "[\"tools\"]", "[1]", "{}", "[\"Sampling\"]", "null" };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char text[256];
+
+                done();
+                snprintf(text, sizeof text,
+                         "{\"mcpServers\":{\"s\":{\"command\":\"x\",\"clientCapabilities\":%s},\"ok\":{\"command\":\"y\"}}}",
+                         bad[i]);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 1, "%s: %zu errors", text, P.errors);
+                cr_assert_not_null(problem_at("mcpServers.s.clientCapabilities"), "%s: no problem at the key", text);
+                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
+                cr_assert_not_null(config_find_server(&C, "ok"));
+        }
 }
 
 Test(server_config, supervisor_keys) {

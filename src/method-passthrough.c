@@ -1,0 +1,49 @@
+/* Requests and notifications the daemon does not know (newer protocol features, or a
+ * server's own extensions). They pass through unchanged, ids and progress tokens mapped as
+ * for any call, where their route is clear: when exactly one server is configured. With
+ * several, nothing in an unknown message says which server it is for, so a request gets
+ * "Method not found" and a notification is ignored, as JSON-RPC asks. */
+#include <stdio.h>
+
+#include "child.h"
+#include "client.h"
+#include "daemon.h"
+#include "instance.h"
+#include "jsonrpc.h"
+#include "methods.h"
+
+/* The one enabled server, if exactly one is configured. */
+static struct server *sole_server(const struct daemon *d) {
+        struct server *found = NULL;
+
+        for (size_t i = 0; i < d->supervisor.n_servers; i++) {
+                if (d->supervisor.servers[i]->config->disabled)
+                        continue;
+                if (found)
+                        return NULL;
+                found = d->supervisor.servers[i];
+        }
+        return found;
+}
+
+void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
+        struct server *s = c->role == LISTEN_MCP ? sole_server(c->daemon) : NULL;
+        char msg[256];
+
+        if (!s) {
+                snprintf(msg, sizeof msg, "Method not found: %.200s", m->method);
+                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+                return;
+        }
+        method_send_to(c, m, s, json_object_get(m->params));
+}
+
+void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m) {
+        struct server *s = c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING ? sole_server(c->daemon) : NULL;
+
+        if (!s || !server_serving(s)) {
+                client_log(c, LOG_DEBUG, "ignoring notification %s (no single server to pass it to)", m->method);
+                return;
+        }
+        (void)child_send(s->run->child, json_object_get(m->root));
+}

@@ -1,0 +1,18 @@
+/* notifications/progress from a client: about a request a server made of it (sampling,
+ * elicitation...), which goes back to that server (server-request.h). Any other is
+ * ignored: the daemon asks clients nothing else. */
+#include "client.h"
+#include "daemon.h"
+#include "jsonrpc.h"
+#include "methods.h"
+
+static void progress(struct client *c, struct jsonrpc_msg *m) {
+        if (!server_requests_client_progress(&c->daemon->server_requests, c, m))
+                client_log(c, LOG_DEBUG, "ignoring progress for no request of a server's");
+}
+
+const struct method notification_progress = {
+        .name = "notifications/progress",
+        .flags = METHOD_MCP,
+        .handle = progress,
+};

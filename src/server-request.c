@@ -1,0 +1,253 @@
+/* A server's own requests, routed to the client whose call is in progress; see
+ * server-request.h. */
+#include "server-request.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "client.h"
+#include "instance.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "router.h"
+#include "server.h"
+
+/* The requests that need a client capability, by the capability's bit. */
+static const char *const capability_methods[CLIENT_CAP_COUNT] = {
+        [CLIENT_CAP_ROOTS] = "roots/list",
+        [CLIENT_CAP_SAMPLING] = "sampling/createMessage",
+        [CLIENT_CAP_ELICITATION] = "elicitation/create",
+};
+
+void server_requests_init(struct server_requests *q, const struct router *router, const struct logger *log) {
+        *q = (struct server_requests){ .router = router, .log = log };
+        TAILQ_INIT(&q->pending);
+        idmap_init(&q->by_id);
+}
+
+static void request_free(struct server_requests *q, struct server_request *rq) {
+        TAILQ_REMOVE(&q->pending, rq, entry);
+        idmap_remove(&q->by_id, rq->id);
+        json_object_put(rq->child_id);
+        json_object_put(rq->token);
+        free(rq);
+}
+
+void server_requests_done(struct server_requests *q) {
+        struct server_request *rq;
+
+        while ((rq = TAILQ_FIRST(&q->pending)))
+                request_free(q, rq);
+        idmap_done(&q->by_id);
+}
+
+/* The connection of the run that asked, if that run is still the server's. */
+static struct child *asking_child(const struct server_request *rq) {
+        const struct instance *in = rq->server->run;
+
+        return in && in->number == rq->instance ? in->child : NULL;
+}
+
+static void log_server(struct server_requests *q, const struct server *s, int priority, const char *text) {
+        log_emit(q->log, priority, &(struct log_subject){ .server = s->config->name }, "%s", text);
+}
+
+/* Answers the server's request with an error, and says so once in the log. */
+static void refuse(struct server_requests *q, struct server *s, struct jsonrpc_msg *m, int code, const char *why) {
+        json_object *data = json_object_new_object();
+        char text[512];
+
+        snprintf(text, sizeof text, "cannot pass %.48s to a client: %s", m->method, why);
+        log_server(q, s, LOG_INFO, text);
+        json_object_object_add(data, "server", json_object_new_string(s->config->name));
+        child_send(s->run->child, jsonrpc_error(m->id, code, text, data));
+}
+
+static int capability_needed(const char *method) {
+        for (int i = 0; i < CLIENT_CAP_COUNT; i++)
+                if (strcmp(method, capability_methods[i]) == 0)
+                        return i;
+        return -1;
+}
+
+/* The client to ask, or NULL with the server's request refused. */
+static struct client *owner_or_refuse(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
+        int cap = capability_needed(m->method);
+        struct client *c;
+        char why[300];
+
+        if (cap >= 0 && !(s->config->client_capabilities & (1u << cap))) {
+                snprintf(why, sizeof why, "mcpvisor did not offer '%s' to server '%s' (see its clientCapabilities)",
+                         client_capability_names[cap], s->config->name);
+                refuse(q, s, m, JSONRPC_METHOD_NOT_FOUND, why);
+                return NULL;
+        }
+        switch (router_owner(q->router, s, &c)) {
+        case 0:
+                snprintf(why, sizeof why, "no client has a request in flight to server '%s'", s->config->name);
+                refuse(q, s, m, JSONRPC_INTERNAL_ERROR, why);
+                return NULL;
+        case 1:
+                break;
+        default:
+                snprintf(why, sizeof why,
+                         "several clients have requests in flight to server '%s', and a request does not say which call it serves",
+                         s->config->name);
+                refuse(q, s, m, JSONRPC_INTERNAL_ERROR, why);
+                return NULL;
+        }
+        if (c->state != CLIENT_ACTIVE) {
+                snprintf(why, sizeof why, "the client with requests in flight to server '%s' has stopped sending", s->config->name);
+                refuse(q, s, m, JSONRPC_INTERNAL_ERROR, why);
+                return NULL;
+        }
+        if (cap >= 0 && !json_object_object_get_ex(c->session.client_capabilities, client_capability_names[cap], NULL)) {
+                snprintf(why, sizeof why, "the client with requests in flight to server '%s' did not declare the '%s' capability",
+                         s->config->name, client_capability_names[cap]);
+                refuse(q, s, m, JSONRPC_METHOD_NOT_FOUND, why);
+                return NULL;
+        }
+        return c;
+}
+
+static json_object *progress_token(json_object *params) {
+        json_object *meta, *token;
+
+        if (json_object_object_get_ex(params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", &token))
+                return token;
+        return NULL;
+}
+
+void server_requests_forward(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
+        struct client *c = owner_or_refuse(q, s, m);
+        struct server_request *rq;
+
+        if (!c)
+                return;
+        rq = calloc(1, sizeof *rq);
+        if (!rq || idmap_put(&q->by_id, q->next_id + 1, rq) < 0) {
+                free(rq);
+                child_send(s->run->child, jsonrpc_error(m->id, JSONRPC_INTERNAL_ERROR, "mcpvisor is out of memory", NULL));
+                return;
+        }
+        *rq = (struct server_request){ .client = c, .server = s, .instance = s->run->number, .id = ++q->next_id,
+                                       .child_id = json_object_get(m->id),
+                                       .token = json_object_get(progress_token(m->params)) };
+        snprintf(rq->method, sizeof rq->method, "%s", m->method);
+        TAILQ_INSERT_TAIL(&q->pending, rq, entry);
+        log_emit(q->log, LOG_DEBUG, &(struct log_subject){ .server = s->config->name, .client = c->id },
+                 "passing %s to the client as request %" PRId64, rq->method, rq->id);
+        client_send(c, jsonrpc_request(rq->id, m->method, json_object_get(m->params)));
+}
+
+static struct server_request *find_by_child_id(struct server_requests *q, const struct server *s, json_object *id) {
+        struct server_request *rq;
+
+        TAILQ_FOREACH(rq, &q->pending, entry)
+                if (rq->server == s && asking_child(rq) && json_object_equal(rq->child_id, id))
+                        return rq;
+        return NULL;
+}
+
+static void tell_client_cancelled(struct server_request *rq, const char *reason) {
+        json_object *params = json_object_new_object();
+
+        json_object_object_add(params, "requestId", json_object_new_int64(rq->id));
+        json_object_object_add(params, "reason", json_object_new_string(reason));
+        client_send(rq->client, jsonrpc_notification("notifications/cancelled", params));
+}
+
+static void child_cancelled(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
+        json_object *id, *reason;
+        struct server_request *rq;
+
+        if (!json_object_object_get_ex(m->params, "requestId", &id) || !(rq = find_by_child_id(q, s, id)))
+                return; /* not one of its requests to a client: nothing to pass on */
+        json_object_object_get_ex(m->params, "reason", &reason);
+        tell_client_cancelled(rq, json_object_is_type(reason, json_type_string) ? json_object_get_string(reason)
+                                                                                   : "cancelled by the server");
+        request_free(q, rq);
+}
+
+void server_requests_child_notification(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
+        struct client *c;
+
+        if (strcmp(m->method, "notifications/cancelled") == 0) {
+                child_cancelled(q, s, m);
+                return;
+        }
+        if (router_owner(q->router, s, &c) != 1 || c->state != CLIENT_ACTIVE) {
+                log_server(q, s, LOG_DEBUG, "dropped a notification with no single client to go to");
+                return;
+        }
+        client_send(c, json_object_get(m->root));
+}
+
+void server_requests_answer(struct server_requests *q, struct client *c, struct jsonrpc_msg *m) {
+        struct server_request *rq = NULL;
+        struct child *ch;
+
+        if (json_object_is_type(m->id, json_type_int))
+                rq = idmap_get(&q->by_id, json_object_get_int64(m->id));
+        if (!rq || rq->client != c) {
+                client_log(c, LOG_DEBUG, "dropping a response to no request of ours (answered, cancelled or unknown)");
+                return;
+        }
+        ch = asking_child(rq);
+        if (ch)
+                child_send(ch, m->error ? jsonrpc_error_object(rq->child_id, json_object_get(m->error))
+                                        : jsonrpc_result(rq->child_id, json_object_get(m->result)));
+        request_free(q, rq);
+}
+
+bool server_requests_client_progress(struct server_requests *q, struct client *c, struct jsonrpc_msg *m) {
+        struct server_request *rq;
+        json_object *token;
+        struct child *ch;
+
+        if (!json_object_object_get_ex(m->params, "progressToken", &token))
+                return false;
+        TAILQ_FOREACH(rq, &q->pending, entry)
+                if (rq->client == c && rq->token && json_object_equal(rq->token, token)) {
+                        ch = asking_child(rq);
+                        if (ch)
+                                child_send(ch, json_object_get(m->root));
+                        return true;
+                }
+        return false;
+}
+
+void server_requests_client_gone(struct server_requests *q, struct client *c) {
+        struct server_request *rq, *next;
+        struct child *ch;
+        char text[200];
+
+        for (rq = TAILQ_FIRST(&q->pending); rq; rq = next) {
+                next = TAILQ_NEXT(rq, entry);
+                if (rq->client != c)
+                        continue;
+                ch = asking_child(rq);
+                snprintf(text, sizeof text, "the client that was asked (client %" PRIu64 ") disconnected before answering",
+                         c->id);
+                if (ch)
+                        child_send(ch, jsonrpc_error(rq->child_id, JSONRPC_INTERNAL_ERROR, text, NULL));
+                request_free(q, rq);
+        }
+}
+
+void server_requests_sweep(struct server_requests *q) {
+        struct server_request *rq, *next;
+        char reason[160];
+
+        for (rq = TAILQ_FIRST(&q->pending); rq; rq = next) {
+                next = TAILQ_NEXT(rq, entry);
+                if (asking_child(rq))
+                        continue;
+                snprintf(reason, sizeof reason, "server '%s' ended", rq->server->config->name);
+                tell_client_cancelled(rq, reason);
+                request_free(q, rq);
+        }
+}
