@@ -5,10 +5,28 @@
  * is the fault-injection server of the integration tests: it crashes, hangs, floods stderr,
  * leaves grandchildren behind, ... on command.
  *
+ * It also plays the server side of requests to the client ("upcalls"), for the tests of a
+ * gateway that must route them back to the right client:
+ *   - tool "ask" {method, params?, cancelAfterMs?} sends request METHOD to the client with the
+ *     string id "ask-N" (N counting from 1) and answers the tools/call once the client
+ *     answers: the JSON text of its result, or an isError result "error CODE: MESSAGE". With
+ *     cancelAfterMs and no answer by then, it sends notifications/cancelled for "ask-N" and
+ *     answers "gave up". A cancelled tools/call forgets its ask.
+ *   - tool "notify" {method, params?} sends that notification to the client.
+ *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
+ *   - --ask-at-start METHOD sends request METHOD, id "start-1", right after initialized.
+ * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
+ * "unexpected answer RESPONSE" (an id we are not waiting for), "gave up on ID",
+ * "progress PARAMS" (notifications/progress from the client; " for no pending ask" is added
+ * when its token is none of a pending ask's params._meta.progressToken),
+ * "notification METHOD PARAMS" (any other notification we do not handle) and
+ * "unknown request METHOD" (before the -32601 answer).
+ *
  * Transport: one JSON-RPC 2.0 message per line on stdin, one per line on stdout, logs on
  * stderr. Single-threaded: one poll() loop serves stdin and the timers of pending work (sleep
- * calls, the late tool list change, resource updates, an endless stderr flood), so a long call
- * never keeps a cancellation from being read. */
+ * calls, asks that give up, the late tool list change, resource updates, an endless stderr
+ * flood), so a long call or an unanswered ask never keeps a cancellation or an answer from
+ * being read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,6 +49,7 @@
 #define DEFAULT_INSTRUCTIONS "A demo server for mcpvisor: try the echo, add and sleep tools."
 
 #define MAX_JOBS 64
+#define MAX_ASKS 64
 #define PROGRESS_INTERVAL_MS 100
 #define READ_CHUNK 65536
 #define FLOOD_BATCH 256
@@ -78,6 +97,7 @@ static unsigned arg_page_size;
 static const char *arg_instructions = DEFAULT_INSTRUCTIONS;
 static long arg_list_changed_after_ms = -1;
 static bool arg_subscribe;
+static const char *arg_ask_at_start;
 
 /* A tools/call of "sleep" in progress. id == NULL marks a free slot. */
 struct job {
@@ -89,6 +109,20 @@ struct job {
 };
 
 static struct job jobs[MAX_JOBS];
+
+/* A request of ours to the client, waiting for its answer: an "ask" tool call's, or the one
+ * of --ask-at-start. request_id == NULL marks a free slot. */
+struct ask {
+        char *request_id;            /* "ask-N", "start-1" */
+        json_object *call_id;        /* the tools/call to answer; NULL: none (--ask-at-start) */
+        json_object *progress_token; /* the request's params._meta.progressToken; NULL: none */
+        uint64_t give_up_at;         /* UINT64_MAX: waits for ever */
+};
+
+static struct ask asks[MAX_ASKS];
+static unsigned long n_asks; /* "ask" calls so far: the N of "ask-N" */
+static bool asked_at_start;
+static json_object *client_capabilities; /* initialize's params.capabilities; NULL: none seen */
 
 /* A resources/subscribe in force (--subscribe). uri == NULL marks a free slot. */
 struct subscription {
@@ -303,7 +337,24 @@ static void send_notification(const char *method, json_object *params) {
         send_message(m);
 }
 
+/* A request of ours to the client. Takes ownership of params, which may be NULL. */
+static void send_request(const char *id, const char *method, json_object *params) {
+        json_object *m = json_object_new_object();
+
+        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(m, "id", json_object_new_string(id));
+        json_object_object_add(m, "method", json_object_new_string(method));
+        if (params)
+                json_object_object_add(m, "params", params);
+        send_message(m);
+}
+
 /* ---- stderr ---- */
+
+/* Compact JSON text of o for a log line ("null" for NULL); valid until o changes. */
+static const char *log_json(json_object *o) {
+        return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
 
 static void flood_lines(uint64_t n) {
         char buf[FLOOD_BATCH * 40];
@@ -461,6 +512,134 @@ static void tool_env(json_object *id, json_object *params, json_object *args) {
         send_result(id, text_result(value, false));
 }
 
+static struct ask *ask_new(void) {
+        for (size_t i = 0; i < MAX_ASKS; i++)
+                if (!asks[i].request_id)
+                        return &asks[i];
+        return NULL;
+}
+
+static void ask_free(struct ask *a) {
+        free(a->request_id);
+        json_object_put(a->call_id);
+        json_object_put(a->progress_token);
+        *a = (struct ask){};
+}
+
+static struct ask *find_ask(json_object *id) {
+        if (!json_object_is_type(id, json_type_string))
+                return NULL;
+        for (size_t i = 0; i < MAX_ASKS; i++)
+                if (asks[i].request_id && strcmp(asks[i].request_id, json_object_get_string(id)) == 0)
+                        return &asks[i];
+        return NULL;
+}
+
+/* Sends request method (params may be NULL) as request_id and waits for its answer, which
+ * answers the tools/call call_id (may be NULL); gives up after cancel_after_ms (< 0: never).
+ * Returns false when too many asks are pending. Takes ownership of params. */
+static bool ask(const char *request_id, json_object *call_id, const char *method, json_object *params,
+                int64_t cancel_after_ms) {
+        struct ask *a = ask_new();
+        json_object *meta, *token;
+
+        if (!a) {
+                json_object_put(params);
+                return false;
+        }
+        *a = (struct ask){
+                .request_id = strdup(request_id),
+                .call_id = json_object_get(call_id),
+                .give_up_at = cancel_after_ms >= 0 ? now_ms() + (uint64_t)cancel_after_ms : UINT64_MAX,
+        };
+        if (!a->request_id) {
+                fprintf(stderr, "out of memory\n");
+                exit(EXIT_FAILURE);
+        }
+        if (json_object_object_get_ex(params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", &token))
+                a->progress_token = json_object_get(token);
+        fprintf(stderr, "asked %s as %s\n", method, request_id);
+        send_request(request_id, method, params);
+        return true;
+}
+
+/* Answers an ask's tools/call with the client's response m. */
+static void answer_ask(json_object *call_id, json_object *m) {
+        json_object *result, *error, *code = NULL;
+        const char *message = NULL;
+        char text[4096];
+
+        if (json_object_object_get_ex(m, "result", &result)) {
+                send_result(call_id, text_result(json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN), false));
+                return;
+        }
+        if (json_object_object_get_ex(m, "error", &error)) {
+                json_object_object_get_ex(error, "code", &code);
+                message = get_string(error, "message");
+        }
+        snprintf(text, sizeof(text), "error %" PRId64 ": %s", json_object_get_int64(code), message ? message : "");
+        send_result(call_id, text_result(text, true));
+}
+
+/* A response from the client: to one of our asks, or to nothing we wait for. */
+static void handle_answer(json_object *m, json_object *id) {
+        struct ask *a = find_ask(id);
+        json_object *call_id;
+
+        if (!a) {
+                fprintf(stderr, "unexpected answer %s\n", log_json(m));
+                return;
+        }
+        fprintf(stderr, "answer to %s: %s\n", a->request_id, log_json(m));
+        /* Free the slot first: answering may exit (--exit-after). */
+        call_id = json_object_get(a->call_id);
+        ask_free(a);
+        if (call_id)
+                answer_ask(call_id, m);
+        json_object_put(call_id);
+}
+
+/* Not a blocking wait: the answer comes through the main loop, which meanwhile serves
+ * everything else. */
+static void tool_ask(json_object *id, json_object *params, json_object *args) {
+        const char *method = get_string(args, "method");
+        json_object *request_params = NULL, *cancel_after = get_number(args, "cancelAfterMs");
+        char request_id[32];
+
+        json_object_object_get_ex(args, "params", &request_params);
+        if (!method || (request_params && !json_object_is_type(request_params, json_type_object)) ||
+            (cancel_after && json_object_get_double(cancel_after) < 0)) {
+                send_error(id, ERR_INVALID_PARAMS,
+                           "argument 'method' (string) is required; 'params' must be an object and "
+                           "'cancelAfterMs' a non-negative number");
+                return;
+        }
+        snprintf(request_id, sizeof(request_id), "ask-%lu", n_asks + 1);
+        if (!ask(request_id, id, method, json_object_get(request_params),
+                 cancel_after ? json_object_get_int64(cancel_after) : -1)) {
+                send_error(id, ERR_SERVER, "too many asks pending");
+                return;
+        }
+        n_asks++;
+}
+
+static void tool_notify(json_object *id, json_object *params, json_object *args) {
+        const char *method = get_string(args, "method");
+        json_object *notification_params = NULL;
+
+        json_object_object_get_ex(args, "params", &notification_params);
+        if (!method || (notification_params && !json_object_is_type(notification_params, json_type_object))) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'method' (string) is required; 'params' must be an object");
+                return;
+        }
+        send_notification(method, json_object_get(notification_params));
+        send_result(id, text_result("sent", false));
+}
+
+static void tool_client_capabilities(json_object *id, json_object *params, json_object *args) {
+        send_result(id, text_result(json_object_to_json_string_ext(client_capabilities, JSON_C_TO_STRING_PLAIN), false));
+}
+
 static const struct tool tools[] = {
         { "echo", "Returns its text argument.", SCHEMA_TEXT, tool_echo },
         { "add", "Adds two numbers a and b.",
@@ -477,6 +656,17 @@ static const struct tool tools[] = {
         { "env", "Returns the value of the environment variable given by name.",
           "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}",
           tool_env },
+        { "ask", "Sends request 'method' (with 'params') to the client and returns its answer; gives up "
+                 "after 'cancelAfterMs' if given.",
+          "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"},\"params\":{\"type\":\"object\"},"
+          "\"cancelAfterMs\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"method\"]}",
+          tool_ask },
+        { "notify", "Sends notification 'method' (with 'params') to the client.",
+          "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"},\"params\":{\"type\":\"object\"}},"
+          "\"required\":[\"method\"]}",
+          tool_notify },
+        { "client_capabilities", "Returns the capabilities the client declared in initialize.", SCHEMA_NONE,
+          tool_client_capabilities },
 };
 
 static json_object *tool_entry(const char *name, const char *description, const char *schema) {
@@ -635,7 +825,7 @@ static json_object *capability(bool resources) {
 }
 
 static void method_initialize(json_object *id, json_object *params) {
-        json_object *result, *caps, *info;
+        json_object *result, *caps, *info, *client_caps = NULL;
 
         if (arg_exit_during_init >= 0) {
                 fprintf(stderr, "exiting during initialize with %d\n", arg_exit_during_init);
@@ -643,6 +833,9 @@ static void method_initialize(json_object *id, json_object *params) {
         }
         if (arg_slow_start_ms > 0)
                 sleep_ms(arg_slow_start_ms);
+        json_object_object_get_ex(params, "capabilities", &client_caps);
+        json_object_put(client_capabilities);
+        client_capabilities = json_object_get(client_caps);
 
         caps = json_object_new_object();
         if (!arg_no_tools)
@@ -762,7 +955,8 @@ static void send_resource(json_object *id, const char *uri, const char *text) {
 
 static void method_resources_read(json_object *id, json_object *params) {
         static const char readme[] =
-                "This is mcpvisor's demo server. Its tools: echo, add, sleep, fail, crash, log and env.\n";
+                "This is mcpvisor's demo server. Its tools: echo, add, sleep, fail, crash, log, env, ask, notify and "
+                "client_capabilities.\n";
         static const char item_prefix[] = "demo://item/";
         const char *uri = get_string(params, "uri");
         json_object *data;
@@ -897,10 +1091,15 @@ static void handle_request(const char *method, json_object *id, json_object *par
                         methods[i].handler(id, params);
                         return;
                 }
+        fprintf(stderr, "unknown request %s\n", method);
         send_error(id, ERR_METHOD_NOT_FOUND, "Method not found");
 }
 
 static void notification_initialized(void) {
+        if (arg_ask_at_start && !asked_at_start) {
+                asked_at_start = true;
+                ask("start-1", NULL, arg_ask_at_start, json_object_new_object(), -1);
+        }
         if (arg_list_changed_after_ms < 0 || list_changed_armed)
                 return;
         list_changed_armed = true;
@@ -917,6 +1116,25 @@ static void notification_cancelled(json_object *params) {
                         fprintf(stderr, "cancelled request %s\n", json_object_to_json_string(request_id));
                         job_free(&jobs[i]);
                 }
+        /* An ask's call cancelled: its answer, should it still come, is unexpected. */
+        for (size_t i = 0; i < MAX_ASKS; i++)
+                if (asks[i].call_id && json_object_equal(asks[i].call_id, request_id)) {
+                        fprintf(stderr, "cancelled request %s, forgetting %s\n",
+                                json_object_to_json_string(request_id), asks[i].request_id);
+                        ask_free(&asks[i]);
+                }
+}
+
+/* Progress on one of our asks, from the client: logged, nothing more. */
+static void notification_progress(json_object *params) {
+        json_object *token = NULL;
+        bool pending = false;
+
+        json_object_object_get_ex(params, "progressToken", &token);
+        for (size_t i = 0; i < MAX_ASKS && token; i++)
+                if (asks[i].progress_token && json_object_equal(asks[i].progress_token, token))
+                        pending = true;
+        fprintf(stderr, "progress %s%s\n", log_json(params), pending ? "" : " for no pending ask");
 }
 
 static void handle_notification(const char *method, json_object *params) {
@@ -924,7 +1142,11 @@ static void handle_notification(const char *method, json_object *params) {
                 notification_initialized();
         else if (strcmp(method, "notifications/cancelled") == 0)
                 notification_cancelled(params);
-        /* Any other notification is none of our business. */
+        else if (strcmp(method, "notifications/progress") == 0)
+                notification_progress(params);
+        else
+                /* None of our business, but a test may want to know it came. */
+                fprintf(stderr, "notification %s %s\n", method, params ? log_json(params) : "{}");
 }
 
 /* ---- input ---- */
@@ -981,7 +1203,8 @@ static void handle_message(json_object *m) {
                 handle_request(method, id, params);
         else if (method || !has_id || !is_response(m))
                 send_error(valid_id(id) ? id : NULL, ERR_INVALID_REQUEST, "Invalid Request");
-        /* else an answer to a request of ours; we send none, so there is nothing to match */
+        else
+                handle_answer(m, id);
 }
 
 static void handle_line(const char *line, size_t len) {
@@ -1024,6 +1247,11 @@ static void cleanup(void) {
         for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
                 if (subscriptions[i].uri)
                         subscription_free(&subscriptions[i]);
+        for (size_t i = 0; i < MAX_ASKS; i++)
+                if (asks[i].request_id)
+                        ask_free(&asks[i]);
+        json_object_put(client_capabilities);
+        client_capabilities = NULL;
         free(input.data);
         input = (typeof(input)){};
         if (tokener)
@@ -1122,12 +1350,31 @@ static void send_update(struct subscription *sub, uint64_t now) {
         sub->next_update = now + UPDATE_INTERVAL_MS;
 }
 
+/* No answer in time: cancel the ask at the client and answer its call ourselves. */
+static void give_up(struct ask *a) {
+        json_object *p = json_object_new_object(), *call_id;
+
+        fprintf(stderr, "gave up on %s\n", a->request_id);
+        json_object_object_add(p, "requestId", json_object_new_string(a->request_id));
+        json_object_object_add(p, "reason", json_object_new_string("demo gave up"));
+        send_notification("notifications/cancelled", p);
+        /* Free the slot first: answering may exit (--exit-after). */
+        call_id = json_object_get(a->call_id);
+        ask_free(a);
+        if (call_id)
+                send_result(call_id, text_result("gave up", false));
+        json_object_put(call_id);
+}
+
 static void run_timers(void) {
         uint64_t now = now_ms();
 
         for (size_t i = 0; i < MAX_JOBS; i++)
                 if (jobs[i].id)
                         job_run(&jobs[i], now);
+        for (size_t i = 0; i < MAX_ASKS; i++)
+                if (asks[i].request_id && now >= asks[i].give_up_at)
+                        give_up(&asks[i]);
         for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
                 if (subscriptions[i].uri && now >= subscriptions[i].next_update)
                         send_update(&subscriptions[i], now);
@@ -1149,6 +1396,9 @@ static int next_timeout(void) {
         for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
                 if (subscriptions[i].uri && subscriptions[i].next_update < next)
                         next = subscriptions[i].next_update;
+        for (size_t i = 0; i < MAX_ASKS; i++)
+                if (asks[i].request_id && asks[i].give_up_at < next)
+                        next = asks[i].give_up_at;
         if (list_changed_at >= 0 && (uint64_t)list_changed_at < next)
                 next = (uint64_t)list_changed_at;
         if (next == UINT64_MAX)
@@ -1280,6 +1530,20 @@ static void help(void) {
                "  --subscribe                Support resources/subscribe: send\n"
                "                             notifications/resources/updated every 200 ms\n"
                "                             for each subscribed URI until unsubscribed\n\n"
+               "Requests to the client:\n"
+               "  tool ask {method, params?, cancelAfterMs?}\n"
+               "                             Send request METHOD to the client as \"ask-N\" and\n"
+               "                             return its answer's result as JSON text, or an\n"
+               "                             isError result \"error CODE: MESSAGE\"; past\n"
+               "                             cancelAfterMs, cancel it and return \"gave up\"\n"
+               "  tool notify {method, params?}\n"
+               "                             Send notification METHOD to the client\n"
+               "  tool client_capabilities   Return initialize's params.capabilities as JSON text\n"
+               "  --ask-at-start METHOD      Send request METHOD as \"start-1\" after initialized\n"
+               "  On stderr: \"asked METHOD as ID\", \"answer to ID: RESPONSE\",\n"
+               "  \"unexpected answer RESPONSE\", \"gave up on ID\", \"progress PARAMS\" (with\n"
+               "  \" for no pending ask\" if no ask has its token), \"notification METHOD PARAMS\"\n"
+               "  for other notifications, \"unknown request METHOD\" before each -32601\n\n"
                "Misbehaviour:\n"
                "  --exit-at-start CODE       Exit with CODE once the other start-up actions are done\n"
                "  --exit-during-init CODE    Exit with CODE on initialize, without answering\n"
@@ -1346,6 +1610,7 @@ enum {
         OPT_INSTRUCTIONS,
         OPT_LIST_CHANGED_AFTER_MS,
         OPT_SUBSCRIBE,
+        OPT_ASK_AT_START,
 };
 
 static const struct option options[] = {
@@ -1379,6 +1644,7 @@ static const struct option options[] = {
         { "instructions", required_argument, NULL, OPT_INSTRUCTIONS },
         { "list-changed-after-ms", required_argument, NULL, OPT_LIST_CHANGED_AFTER_MS },
         { "subscribe", no_argument, NULL, OPT_SUBSCRIBE },
+        { "ask-at-start", required_argument, NULL, OPT_ASK_AT_START },
         {}
 };
 
@@ -1423,6 +1689,7 @@ static void parse_argv(int argc, char *argv[]) {
                 case OPT_NO_RESOURCES: arg_no_resources = true; break;
                 case OPT_INSTRUCTIONS: arg_instructions = optarg; break;
                 case OPT_SUBSCRIBE: arg_subscribe = true; break;
+                case OPT_ASK_AT_START: arg_ask_at_start = optarg; break;
                 case '?': exit(2);
                 default: set_number_option(c, options[option_index].name, optarg); break;
                 }

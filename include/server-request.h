@@ -63,6 +63,8 @@ void server_requests_answer(struct server_requests *q, struct client *c, struct 
 bool server_requests_client_progress(struct server_requests *q, struct client *c, struct jsonrpc_msg *m);
 void server_requests_client_gone(struct server_requests *q, struct client *c);
 
+/* A server is about to be freed: its pending requests are cancelled toward their clients. */
+void server_requests_server_gone(struct server_requests *q, const struct server *s);
 /* After servers changed state: requests whose process has ended are cancelled toward
  * their clients. */
 void server_requests_sweep(struct server_requests *q);

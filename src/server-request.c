@@ -230,7 +230,7 @@ void server_requests_client_gone(struct server_requests *q, struct client *c) {
                 if (rq->client != c)
                         continue;
                 ch = asking_child(rq);
-                snprintf(text, sizeof text, "the client that was asked (client %" PRIu64 ") disconnected before answering",
+                snprintf(text, sizeof text, "the client that was asked (client %" PRIu64 ") disconnected or closed its input before answering",
                          c->id);
                 if (ch)
                         child_send(ch, jsonrpc_error(rq->child_id, JSONRPC_INTERNAL_ERROR, text, NULL));
@@ -238,16 +238,26 @@ void server_requests_client_gone(struct server_requests *q, struct client *c) {
         }
 }
 
-void server_requests_sweep(struct server_requests *q) {
+/* Cancels toward their clients the requests of server s (NULL: of every server whose
+ * asking process has ended). */
+static void cancel_ended(struct server_requests *q, const struct server *s) {
         struct server_request *rq, *next;
         char reason[160];
 
         for (rq = TAILQ_FIRST(&q->pending); rq; rq = next) {
                 next = TAILQ_NEXT(rq, entry);
-                if (asking_child(rq))
+                if (s ? rq->server != s : asking_child(rq) != NULL)
                         continue;
                 snprintf(reason, sizeof reason, "server '%s' ended", rq->server->config->name);
                 tell_client_cancelled(rq, reason);
                 request_free(q, rq);
         }
+}
+
+void server_requests_sweep(struct server_requests *q) {
+        cancel_ended(q, NULL);
+}
+
+void server_requests_server_gone(struct server_requests *q, const struct server *s) {
+        cancel_ended(q, s);
 }

@@ -687,25 +687,48 @@ char *h_recv_line_draining(struct h_daemon *d, struct h_conn *c, int timeout_ms)
 
 /* ---- Helpers for MCP clients; see harness.h ---- */
 
-struct h_client *h_client_open(struct h_daemon *d, bool raw, json_object **init_result) {
+static struct h_client *client_connect(struct h_daemon *d) {
         struct h_client *x = calloc(1, sizeof *x);
-        json_object *r;
 
         cr_assert_not_null(x);
         x->d = d;
         x->c = h_connect(d->sock, H_TIMEOUT_MS);
         x->inbox = json_object_new_array();
-        if (raw)
-                return x;
-        r = h_client_call(x, "0", "initialize",
-                          "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                          "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}");
+        return x;
+}
+
+/* initialize, declaring capabilities (JSON text), then notifications/initialized. */
+static void client_initialize(struct h_client *x, const char *capabilities, json_object **init_result) {
+        json_object *r;
+        char *params;
+
+        cr_assert_geq(asprintf(&params,
+                               "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":%s,"
+                               "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}",
+                               capabilities),
+                      0);
+        r = h_client_call(x, "0", "initialize", params);
+        free(params);
         cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25", "initialize: %s", h_json_text(r));
         if (init_result)
                 *init_result = r;
         else
                 json_object_put(r);
         h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+}
+
+struct h_client *h_client_open(struct h_daemon *d, bool raw, json_object **init_result) {
+        struct h_client *x = client_connect(d);
+
+        if (!raw)
+                client_initialize(x, "{}", init_result);
+        return x;
+}
+
+struct h_client *h_client_open_with(struct h_daemon *d, const char *capabilities, json_object **init_result) {
+        struct h_client *x = client_connect(d);
+
+        client_initialize(x, capabilities, init_result);
         return x;
 }
 

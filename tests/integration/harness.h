@@ -153,6 +153,9 @@ typedef bool (*h_matcher)(json_object *msg, const char *arg);
 /* Connects to d's MCP socket; unless raw, initialize (asserting the answer) and
  * notifications/initialized. *init_result, if not NULL, gets initialize's answer. */
 struct h_client *h_client_open(struct h_daemon *d, bool raw, json_object **init_result);
+/* h_client_open (not raw), declaring capabilities (JSON text of initialize's
+ * params.capabilities, "{}" for none): for the requests servers send to clients. */
+struct h_client *h_client_open_with(struct h_daemon *d, const char *capabilities, json_object **init_result);
 void h_client_close(struct h_client *x);
 /* Compact JSON text of o (valid until o changes). */
 const char *h_json_text(json_object *o);

@@ -166,7 +166,7 @@ static void ping_daemon(void) {
 Test(supervise, ready) {
         add_demo("demo", "", "");
         start(NULL);
-        expect_log("[demo] starting -> ready: 7 tools, 1 prompts, 1 resources, 1 templates");
+        expect_log("[demo] starting -> ready: 10 tools, 1 prompts, 1 resources, 1 templates");
         expect_notify("STATUS=1/1 servers ready; 0 clients connected");
 }
 
@@ -344,7 +344,7 @@ Test(supervise, crash_restarts_and_reinitializes) {
         first = ready_pid("crashy");
         expect_line("[crashy] ", "-> backoff: ", "exit status 1; restarting in 0.1 s", NULL);
         /* the restart did the whole handshake again: the catalogue is reported again */
-        cr_assert(h_log_count_wait(&D, "[crashy] starting -> ready: 7 tools, 1 prompts", 2, H_TIMEOUT_MS),
+        cr_assert(h_log_count_wait(&D, "[crashy] starting -> ready: 10 tools, 1 prompts", 2, H_TIMEOUT_MS),
                   "no second handshake");
         second = pidfile_wait(PIDFILE, first);
         cr_assert_neq(second, first);
@@ -410,7 +410,7 @@ Test(supervise, unhealthy_then_restart) {
         expect_line("[sick] ready -> unhealthy: ping timed out (1 of 2)", NULL);
         expect_line("[sick] unhealthy -> stopping: 2 health checks failed in a row", NULL);
         expect_line("[sick] stopping -> backoff: ", "restarting in", NULL);
-        cr_assert(h_log_count_wait(&D, "[sick] starting -> ready: 7 tools", 2, H_TIMEOUT_MS), "not restarted");
+        cr_assert(h_log_count_wait(&D, "[sick] starting -> ready: 10 tools", 2, H_TIMEOUT_MS), "not restarted");
 }
 
 Test(supervise, bad_protocol_version) {
@@ -432,7 +432,7 @@ Test(supervise, garbage_stdout) {
         add_demo("junk", "", "\"--garbage\"");
         start(NULL);
         expect_line("[junk] server wrote something that is not MCP on stdout", NULL);
-        expect_log("[junk] starting -> ready: 7 tools");
+        expect_log("[junk] starting -> ready: 10 tools");
         expect_notify("STATUS=1/1 servers ready");
 }
 
