@@ -47,6 +47,8 @@ struct config {
         char *tool_name_separator;   /* "toolNameSeparator": NULL = "__" */
         double list_wait;            /* "listWait": seconds a list waits for starting servers */
         unsigned list_page_size;     /* "listPageSize": items per page toward clients; 0 = all */
+        double idle_exit;            /* "idleExit": seconds without clients before exiting; 0 = never */
+        char *control_group;         /* "controlGroup": a group whose members may use the control socket */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
 };

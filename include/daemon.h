@@ -27,10 +27,18 @@ enum daemon_phase {
         DAEMON_EXIT,       /* leave the loop */
 };
 
+/* Where the configuration comes from, to read it again on reload. */
+struct config_source {
+        const char *path;                  /* the main file */
+        bool missing_ok;                   /* the default path: no file means no servers */
+        int log_level;                     /* --log-level, which wins over the file; -1: none */
+};
+
 struct daemon {
         struct event_base *base;
         struct logger log;
-        struct config config;              /* effective settings (file + command line) */
+        struct config config;              /* effective settings (file + command line); owned */
+        struct config_source source;
         struct notify notify;
         struct jsonrpc_parser parser;      /* one tokener reused for every line */
         struct listener listeners[LISTEN_ROLE_COUNT];
@@ -48,17 +56,28 @@ struct daemon {
         uint64_t next_client_id;
         struct event *signals[3];          /* SIGTERM, SIGINT, SIGHUP */
         struct event *stop_deadline;
+        struct event *idle_timer;          /* idleExit */
+        uint64_t started_at;               /* usec, monotonic */
         enum daemon_phase phase;
         int exit_code;
 };
 
-/* Startup in a fixed order: loop, signals, sockets, notify; READY=1 comes last. */
-int daemon_init(struct daemon *d, const struct config *config, int log_level);
+/* Startup in a fixed order: loop, signals, sockets, notify; READY=1 comes last. Takes
+ * over config (left empty). */
+int daemon_init(struct daemon *d, struct config *config, const struct config_source *source);
 int daemon_run(struct daemon *d);
 void daemon_done(struct daemon *d);
 
 /* Begins a clean stop (idempotent); a second call while stopping exits at once. */
 void daemon_stop(struct daemon *d, const char *why);
+
+/* The log level in force: --log-level, else the file's logLevel, else info. */
+int daemon_log_level(const struct daemon *d);
+
+/* Reads the configuration again and applies it (reload.c). On success *ret is the summary
+ * of what changed; when the new configuration is invalid nothing changes, the return is
+ * negative and *ret (may be NULL) holds {"problems": [...]}. */
+int daemon_reload(struct daemon *d, const char *why, json_object **ret);
 
 /* Sends a notification (params consumed, may be NULL) to every initialized MCP client. */
 void daemon_broadcast(struct daemon *d, const char *method, json_object *params);

@@ -43,6 +43,10 @@ struct registry {
 void registry_init(struct registry *r, const struct logger *log, const char *separator);
 void registry_done(struct registry *r);
 
+/* A reload's toolNameSeparator (NULL: the default); names change at the next rebuild.
+ * The string must live as long as the registry uses it. */
+void registry_set_separator(struct registry *r, const char *separator);
+
 /* Rebuilds from the servers that are ready (or unhealthy but running). Returns a bit per
  * catalog kind (1 << kind) whose client-visible list changed. */
 unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n);

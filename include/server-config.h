@@ -63,3 +63,9 @@ bool server_name_valid(const char *name);
 int server_config_parse(const char *name, json_object *entry, const char *path, struct server_config *ret,
                         struct config_problems *p);
 void server_config_done(struct server_config *s);
+
+/* Moves *src to the heap (src is left empty); NULL when out of memory (src untouched). */
+struct server_config *server_config_take(struct server_config *src);
+void server_config_free(struct server_config *s);
+/* Same settings: a reload keeps such a server running undisturbed. */
+bool server_config_equal(const struct server_config *a, const struct server_config *b);

@@ -57,7 +57,8 @@ enum stop_stage { STOP_STAGE_CLOSE, STOP_STAGE_TERM, STOP_STAGE_KILL };
 
 struct server {
         struct supervisor *sv;
-        const struct server_config *config;
+        struct server_config *config;  /* owned */
+        struct server_config *next_config; /* a reload's, taken at the next start; owned */
         enum server_state state;
         uint64_t state_since;          /* usec, monotonic */
         char cause[SERVER_CAUSE_MAX];  /* why it is in this state, short: "exit status 1" */
@@ -77,9 +78,12 @@ struct server {
         bool last_exit_clean;          /* it was exit status 0 */
         uint64_t restart_at;           /* backoff: when the next start is due (usec, monotonic) */
         char last_stderr[128];         /* the last line it wrote to stderr before that */
+        bool removed;                  /* a reload removed it: stopping, then freed */
+        unsigned in_flight;            /* clients' requests forwarded and not answered (router.c) */
 };
 
-struct server *server_new(struct supervisor *sv, const struct server_config *config);
+/* Takes ownership of config (heap, see server_config_take()). */
+struct server *server_new(struct supervisor *sv, struct server_config *config);
 void server_free(struct server *s);
 
 /* Feeds one event through the table; detail explains it ("ping timed out", ...). */
@@ -97,6 +101,13 @@ bool server_serving(const struct server *s);
 /* "backoff: exit status 1; restarting in 2 s" style text of where the server is, for the
  * errors of calls that cannot reach it. */
 void server_describe(const struct server *s, char *buf, size_t size);
+
+/* A reload changed its settings (next is taken over): a server without a process takes
+ * them at once and starts unless disabled; a running one restarts with them, or stops
+ * when they disable it. */
+void server_reconfigure(struct server *s, struct server_config *next);
+/* Between loop iterations: a stopped server takes settings still waiting for it. */
+void server_adopt_pending(struct server *s);
 
 /* Logging about this server: MCPVISOR_SERVER= set. */
 void server_log(const struct server *s, int priority, const char *fmt, ...) _printf_(3, 4);

@@ -23,6 +23,8 @@ TAILQ_HEAD(subscription_list, subscription);
 
 void subscriptions_done(struct daemon *d);
 void subscriptions_client_gone(struct daemon *d, struct client *c);
+/* A server is about to be freed: its subscriptions end (clients get no more updates). */
+void subscriptions_server_gone(struct daemon *d, const struct server *s);
 /* Resubscribes its URIs on a server that became ready. */
 void subscriptions_server_ready(struct daemon *d, struct server *s);
 /* A server's notifications/resources/updated. */

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <json-c/json.h>
 
 #include "instance.h"
 #include "reaper.h"
@@ -24,6 +25,8 @@ struct supervisor_ops {
         void (*request)(struct server *s, struct jsonrpc_msg *m, void *userdata);
         /* A server finished its handshake (after a start or restart). */
         void (*ready)(struct server *s, void *userdata);
+        /* A server removed by a reload is about to be freed: forget it. */
+        void (*removed)(struct server *s, void *userdata);
 };
 struct jsonrpc_parser;
 struct config;
@@ -35,8 +38,10 @@ struct supervisor {
         size_t max_message_size;
         const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
         char **daemon_env;                 /* the daemon's environ, read-only */
-        struct server **servers;
+        struct server **servers;           /* in config order; then removed ones until they stop */
         size_t n_servers;
+        struct server_config **retired_configs; /* replaced by a reload; freed after the iteration */
+        size_t n_retired_configs;
         struct instance_list retired;
         uint64_t next_instance;
         struct reaper reaper;
@@ -46,9 +51,17 @@ struct supervisor {
         void *userdata;
 };
 
+/* Takes the server entries out of config (it is left with none). */
 int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,
-                    struct jsonrpc_parser *parser, const struct config *config, const struct supervisor_ops *ops,
+                    struct jsonrpc_parser *parser, struct config *config, const struct supervisor_ops *ops,
                     void *userdata);
+/* Applies a reloaded config's servers (taken out of next): added ones start, removed ones
+ * close gracefully and are freed once stopped, changed ones restart with their new
+ * settings, unchanged ones are not touched. Fills summary with the names in arrays
+ * "added", "removed", "changed" and "unchanged". */
+int supervisor_reload(struct supervisor *sv, struct config *next, json_object *summary);
+/* Settings no server uses any more, freed after this loop iteration. */
+void supervisor_retire_config(struct supervisor *sv, struct server_config *c);
 /* Starts every enabled server. */
 void supervisor_start_all(struct supervisor *sv);
 /* Daemon shutdown: every server closes at once, in parallel. */
@@ -60,6 +73,7 @@ void supervisor_collect(struct supervisor *sv);
 /* Last resort before exit: SIGKILL and reap whatever is left. */
 void supervisor_done(struct supervisor *sv);
 
+/* The configured server called name (not one a reload removed), or NULL. */
 struct server *supervisor_find(const struct supervisor *sv, const char *name);
 /* "3/4 servers ready; github backoff (exit status 1)" */
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size);

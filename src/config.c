@@ -66,6 +66,7 @@ void config_done(struct config *c) {
         free(c->socket_path);
         free(c->control_socket_path);
         free(c->tool_name_separator);
+        free(c->control_group);
         for (size_t i = 0; i < c->n_servers; i++)
                 server_config_done(&c->servers[i]);
         free(c->servers);
@@ -102,6 +103,8 @@ static const struct setting daemon_settings[] = {
         { "toolNameSeparator", SETTING_CUSTOM, offsetof(struct config, tool_name_separator), 0, 0, NULL, parse_separator },
         FIELD("listWait", SETTING_SECONDS, list_wait, 0, 600),
         FIELD("listPageSize", SETTING_COUNT, list_page_size, 0, 1000000),
+        FIELD("idleExit", SETTING_SECONDS, idle_exit, 0, 86400 * 7),
+        FIELD("controlGroup", SETTING_STRING, control_group, 0, 0),
 };
 
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */

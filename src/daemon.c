@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include "control-access.h"
 #include "list-wait.h"
 #include "mcp-logging.h"
 #include "paths.h"
@@ -27,12 +28,36 @@ static void servers_status(struct daemon *d, char *buf, size_t size) {
                 supervisor_status(&d->supervisor, buf, size);
 }
 
+static void idle_exit(evutil_socket_t fd, short what, void *userdata) {
+        struct daemon *d = userdata;
+        char why[96];
+
+        snprintf(why, sizeof why, "no clients for %g s (idleExit)", d->config.idle_exit);
+        daemon_stop(d, why);
+}
+
+/* idleExit counts from the moment the last client left, only under socket activation:
+ * the next connection starts the daemon again. */
+static void update_idle_timer(struct daemon *d, unsigned open) {
+        struct timeval tv;
+
+        if (d->phase != DAEMON_RUNNING || !d->activated || d->config.idle_exit <= 0 || open > 0) {
+                event_del(d->idle_timer);
+                return;
+        }
+        if (evtimer_pending(d->idle_timer, NULL))
+                return;
+        tv = timeval_from_seconds(d->config.idle_exit);
+        evtimer_add(d->idle_timer, &tv);
+}
+
 void daemon_clients_changed(struct daemon *d) {
         unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
         char servers[512];
 
         if (d->phase != DAEMON_RUNNING && d->phase != DAEMON_STOPPING)
                 return;
+        update_idle_timer(d, open);
         servers_status(d, servers, sizeof servers);
         if (d->phase == DAEMON_RUNNING)
                 notify_status(&d->notify, "%s; %u client%s connected", servers, open, open == 1 ? "" : "s");
@@ -99,10 +124,20 @@ static void on_server_ready(struct server *s, void *userdata) {
         subscriptions_server_ready(userdata, s);
 }
 
+static void on_server_removed(struct server *s, void *userdata) {
+        struct daemon *d = userdata;
+
+        subscriptions_server_gone(d, s);
+        server_requests_server_gone(&d->server_requests, s);
+        if (s->in_flight > 0) /* its routes were answered when its process ended */
+                server_log(s, LOG_ERR, "freed with %u requests in flight", s->in_flight);
+}
+
 static const struct supervisor_ops supervisor_ops = {
         .changed = on_servers_changed,
         .notification = on_server_notification,
         .request = on_server_request,
+        .removed = on_server_removed,
         .ready = on_server_ready,
 };
 
@@ -162,9 +197,12 @@ static void on_signal(evutil_socket_t sig, short what, void *userdata) {
         case SIGINT:
                 daemon_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
                 break;
-        case SIGHUP:
-                log_notice(&d->log, "SIGHUP: nothing to reload yet; configuration unchanged");
+        case SIGHUP: {
+                json_object *outcome = NULL;
+                (void)daemon_reload(d, "SIGHUP", &outcome); /* the outcome is logged there */
+                json_object_put(outcome);
                 break;
+        }
         }
 }
 
@@ -268,15 +306,21 @@ static int setup_sockets(struct daemon *d) {
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata) {
         struct daemon *d = userdata;
         enum listen_role role = (enum listen_role)(l - d->listeners);
+        char why[256];
+        struct client *c;
 
-        if (role == LISTEN_CONTROL && peer->uid != 0 && peer->uid != geteuid()) {
-                log_notice(&d->log, "refused a control connection from uid %u (pid %d): only root and uid %u may control the daemon",
-                           (unsigned)peer->uid, (int)peer->pid, (unsigned)geteuid());
-                close(fd);
+        c = client_new(d, fd, peer, role);
+        if (!c) {
+                log_warning(&d->log, "out of memory accepting a client; connection closed");
                 return;
         }
-        if (!client_new(d, fd, peer, role))
-                log_warning(&d->log, "out of memory accepting a client; connection closed");
+        if (role == LISTEN_CONTROL && !control_access_allowed(d->config.control_group, fd, peer, why, sizeof why)) {
+                /* One answer saying why, then the connection closes. */
+                client_log(c, LOG_NOTICE, "refused control connection from uid %u (pid %d)", (unsigned)peer->uid,
+                           (int)peer->pid);
+                client_reply_error(c, NULL, CONTROL_PERMISSION_DENIED, why, NULL);
+                client_drain(c);
+        }
 }
 
 /* systemd's default soft limit of 1024 descriptors is far below the clients we serve. */
@@ -290,10 +334,19 @@ static void raise_fd_limit(struct daemon *d) {
                 log_debug(&d->log, "cannot raise the descriptor limit: %s", strerror(errno));
 }
 
-int daemon_init(struct daemon *d, const struct config *config, int log_level) {
+int daemon_log_level(const struct daemon *d) {
+        if (d->source.log_level >= 0)
+                return d->source.log_level;
+        return d->config.log_level >= 0 ? d->config.log_level : LOG_INFO;
+}
+
+int daemon_init(struct daemon *d, struct config *config, const struct config_source *source) {
         int r;
 
-        *d = (struct daemon){ .config = *config, .phase = DAEMON_STARTING, .exit_code = 0, .server_log_level = -1 };
+        *d = (struct daemon){ .config = *config, .source = *source, .phase = DAEMON_STARTING, .exit_code = 0,
+                              .server_log_level = -1, .started_at = now_usec() };
+        /* The daemon owns it now; the caller's copy must not free what it points to. */
+        config_init_defaults(config);
         TAILQ_INIT(&d->list_waiters);
         TAILQ_INIT(&d->subscriptions);
         TAILQ_INIT(&d->router.live);
@@ -303,14 +356,15 @@ int daemon_init(struct daemon *d, const struct config *config, int log_level) {
                 TAILQ_INIT(&d->clients[s]);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++)
                 d->bound[role] = (struct bound_socket){ .fd = -1, .lock_fd = -1 };
-        logger_init(&d->log, log_level);
+        logger_init(&d->log, daemon_log_level(d));
         raise_fd_limit(d);
 
         d->base = event_base_new();
         if (!d->base)
                 return -ENOMEM;
         d->stop_deadline = evtimer_new(d->base, stop_deadline_passed, d);
-        if (!d->stop_deadline || jsonrpc_parser_init(&d->parser) < 0)
+        d->idle_timer = evtimer_new(d->base, idle_exit, d);
+        if (!d->stop_deadline || !d->idle_timer || jsonrpc_parser_init(&d->parser) < 0)
                 return -ENOMEM;
         r = setup_signals(d);
         if (r < 0)
@@ -385,6 +439,9 @@ void daemon_done(struct daemon *d) {
                         event_free(d->signals[i]);
         if (d->stop_deadline)
                 event_free(d->stop_deadline);
+        if (d->idle_timer)
+                event_free(d->idle_timer);
+        config_done(&d->config);
         notify_done(&d->notify);
         jsonrpc_parser_done(&d->parser);
         if (d->base)

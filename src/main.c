@@ -62,11 +62,16 @@ static int check_config(const struct options *o) {
         return r;
 }
 
-static int run(struct config *config) {
+static int run(struct config *config, const struct options *o) {
+        struct config_source source = {
+                .path = o->config_path ? o->config_path : PATH_DEFAULT_CONFIG,
+                .missing_ok = !o->config_path,
+                .log_level = o->log_level,
+        };
         struct daemon d;
         int r;
 
-        r = daemon_init(&d, config, config->log_level >= 0 ? config->log_level : LOG_INFO);
+        r = daemon_init(&d, config, &source);
         if (r < 0) {
                 notify_failure(&d.notify, r, "failed to start; see the journal");
                 daemon_done(&d);
@@ -102,7 +107,7 @@ int main(int argc, char **argv) {
                 return 1;
         /* A peer that hangs up must cost us an EPIPE, not the process. */
         signal(SIGPIPE, SIG_IGN);
-        r = run(&config);
+        r = run(&config, &o);
         config_done(&config);
         return r;
 }

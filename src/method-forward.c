@@ -18,7 +18,7 @@ static struct server *server_by_prefix(const struct daemon *d, const char *name)
                 const char *prefix = server_prefix(s);
                 size_t len = strlen(prefix);
 
-                if (len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, sep, strlen(sep)) == 0)
+                if (!s->removed && len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, sep, strlen(sep)) == 0)
                         return s;
         }
         return NULL;

@@ -17,7 +17,7 @@ static struct server *sole_server(const struct daemon *d) {
         struct server *found = NULL;
 
         for (size_t i = 0; i < d->supervisor.n_servers; i++) {
-                if (d->supervisor.servers[i]->config->disabled)
+                if (d->supervisor.servers[i]->config->disabled || d->supervisor.servers[i]->removed)
                         continue;
                 if (found)
                         return NULL;

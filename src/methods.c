@@ -22,6 +22,11 @@ static const struct method *const requests[] = {
         &method_logging_set_level,
         &method_resources_subscribe,
         &method_resources_unsubscribe,
+        &control_status,
+        &control_start,
+        &control_stop,
+        &control_restart,
+        &control_reload,
 };
 
 static const struct method *const notifications[] = {

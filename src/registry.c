@@ -14,8 +14,13 @@
 
 static uint32_t signature(const struct registry_list *l);
 
+void registry_set_separator(struct registry *r, const char *separator) {
+        r->separator = separator ? separator : NAMES_DEFAULT_SEPARATOR;
+}
+
 void registry_init(struct registry *r, const struct logger *log, const char *separator) {
-        *r = (struct registry){ .log = log, .separator = separator ? separator : NAMES_DEFAULT_SEPARATOR };
+        *r = (struct registry){ .log = log };
+        registry_set_separator(r, separator);
         /* Empty lists, as clients have seen them so far: the first build reports real changes only. */
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
                 r->lists[k].signature = signature(&r->lists[k]);

@@ -38,6 +38,7 @@ static void route_free(struct route *rt) {
                 idmap_remove(&r->by_token, rt->token);
         if (rt->timer)
                 event_free(rt->timer);
+        rt->server->in_flight--;
         json_object_put(rt->client_id);
         json_object_put(rt->client_token);
         free(rt);
@@ -171,6 +172,7 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         TAILQ_INSERT_TAIL(&r->live, rt, by_router);
         TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
         c->pending++;
+        s->in_flight++;
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
         rt->child_id = child_request(s->run->child, method, forwarded, 0, on_reply, rt);

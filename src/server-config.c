@@ -219,3 +219,53 @@ int server_config_parse(const char *name, json_object *entry, const char *path, 
         *ret = s;
         return 0;
 }
+
+struct server_config *server_config_take(struct server_config *src) {
+        struct server_config *s = malloc(sizeof *s);
+
+        if (!s)
+                return NULL;
+        *s = *src;
+        init_defaults(src);
+        return s;
+}
+
+void server_config_free(struct server_config *s) {
+        if (!s)
+                return;
+        server_config_done(s);
+        free(s);
+}
+
+static bool str_equal(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool strv_equal(char *const *a, char *const *b) {
+        for (; a && b && *a && *b; a++, b++)
+                if (strcmp(*a, *b) != 0)
+                        return false;
+        return (!a || !*a) && (!b || !*b);
+}
+
+static bool env_equal(const struct server_config *a, const struct server_config *b) {
+        if (a->n_env != b->n_env)
+                return false;
+        for (size_t i = 0; i < a->n_env; i++)
+                if (!str_equal(a->env[i].name, b->env[i].name) || !str_equal(a->env[i].value, b->env[i].value) ||
+                    !str_equal(a->env[i].credential, b->env[i].credential))
+                        return false;
+        return true;
+}
+
+bool server_config_equal(const struct server_config *a, const struct server_config *b) {
+        return str_equal(a->name, b->name) && str_equal(a->command, b->command) && strv_equal(a->args, b->args) &&
+               env_equal(a, b) && str_equal(a->cwd, b->cwd) && str_equal(a->prefix, b->prefix) &&
+               a->disabled == b->disabled && a->restart == b->restart && a->start_timeout == b->start_timeout &&
+               a->stop_timeout == b->stop_timeout && a->kill_timeout == b->kill_timeout &&
+               a->health_interval == b->health_interval && a->health_timeout == b->health_timeout &&
+               a->health_failures == b->health_failures && a->request_timeout == b->request_timeout &&
+               a->restart_delay == b->restart_delay && a->restart_delay_max == b->restart_delay_max &&
+               a->start_limit_burst == b->start_limit_burst && a->start_limit_interval == b->start_limit_interval &&
+               a->client_capabilities == b->client_capabilities;
+}

@@ -147,12 +147,30 @@ static json_object *offered_capabilities(const struct server *s) {
         return caps;
 }
 
+static void init_backoff(struct server *s) {
+        const struct server_config *c = s->config;
+
+        backoff_init(&s->backoff, usec_from_seconds(c->restart_delay), usec_from_seconds(c->restart_delay_max),
+                     60 * USEC_PER_SEC, c->start_limit_burst, usec_from_seconds(c->start_limit_interval));
+}
+
+/* Takes the settings a reload left waiting. The old ones may still be named by the last
+ * run's connection and stderr reader, which are freed after this loop iteration: so are
+ * they (supervisor_retire_config). */
+static void adopt_next_config(struct server *s) {
+        supervisor_retire_config(s->sv, s->config);
+        s->config = TAKE_PTR(s->next_config);
+        init_backoff(s);
+}
+
 static void act_spawn(struct server *s, const char *detail) {
         _cleanup_free_ char *error = NULL;
         char cause[SERVER_CAUSE_MAX];
         uint64_t number = supervisor_next_instance(s->sv);
         int r;
 
+        if (s->next_config)
+                adopt_next_config(s);
         disarm_timer(s);
         s->starts++;
         backoff_started(&s->backoff, now_usec());
@@ -499,19 +517,46 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
                 supervisor_server_notification(s->sv, s, m);
 }
 
-struct server *server_new(struct supervisor *sv, const struct server_config *config) {
+void server_reconfigure(struct server *s, struct server_config *next) {
+        bool was_disabled = s->config->disabled;
+
+        server_config_free(s->next_config);
+        s->next_config = next;
+        if (server_running(s)) {
+                /* Taken at the restart, or once stopped (server_adopt_pending). */
+                if (next->disabled)
+                        server_handle(s, SERVER_EV_STOP, "disabled in the configuration");
+                else
+                        server_handle(s, SERVER_EV_RESTART, "configuration changed");
+                return;
+        }
+        adopt_next_config(s);
+        if (s->config->disabled) {
+                server_handle(s, SERVER_EV_STOP, "disabled in the configuration");
+                snprintf(s->cause, sizeof s->cause, "disabled in the configuration");
+        } else if (s->state != SERVER_STOPPED || was_disabled) /* an operator's stop stands */
+                server_handle(s, SERVER_EV_START, "configuration changed");
+}
+
+void server_adopt_pending(struct server *s) {
+        if (s->next_config && !server_running(s))
+                adopt_next_config(s);
+}
+
+struct server *server_new(struct supervisor *sv, struct server_config *config) {
         struct server *s = calloc(1, sizeof *s);
 
-        if (!s)
+        if (!s) {
+                server_config_free(config);
                 return NULL;
+        }
         s->sv = sv;
         s->config = config;
         s->state = SERVER_STOPPED;
         s->state_since = now_usec();
         handshake_init(&s->handshake);
         catalog_init(&s->catalog);
-        backoff_init(&s->backoff, usec_from_seconds(config->restart_delay), usec_from_seconds(config->restart_delay_max),
-                     60 * USEC_PER_SEC, config->start_limit_burst, usec_from_seconds(config->start_limit_interval));
+        init_backoff(s);
         s->timer = evtimer_new(sv->base, on_timer, s);
         if (!s->timer || health_init(&s->health, sv->base, on_health, s) < 0) {
                 server_free(s);
@@ -530,5 +575,7 @@ void server_free(struct server *s) {
         catalog_done(&s->catalog);
         if (s->timer)
                 event_free(s->timer);
+        server_config_free(s->config);
+        server_config_free(s->next_config);
         free(s);
 }

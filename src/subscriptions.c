@@ -181,3 +181,13 @@ void subscriptions_done(struct daemon *d) {
         while ((sub = TAILQ_FIRST(&d->subscriptions)))
                 sub_free(d, sub);
 }
+
+void subscriptions_server_gone(struct daemon *d, const struct server *s) {
+        struct subscription *sub, *next;
+
+        for (sub = TAILQ_FIRST(&d->subscriptions); sub; sub = next) {
+                next = TAILQ_NEXT(sub, entry);
+                if (sub->server == s)
+                        sub_free(d, sub);
+        }
+}

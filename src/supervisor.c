@@ -44,7 +44,7 @@ uint64_t supervisor_next_instance(struct supervisor *sv) {
 
 struct server *supervisor_find(const struct supervisor *sv, const char *name) {
         for (size_t i = 0; i < sv->n_servers; i++)
-                if (strcmp(sv->servers[i]->config->name, name) == 0)
+                if (!sv->servers[i]->removed && strcmp(sv->servers[i]->config->name, name) == 0)
                         return sv->servers[i];
         return NULL;
 }
@@ -93,8 +93,22 @@ static const struct reaper_ops reaper_ops = {
         .left_behind = left_behind,
 };
 
+/* Takes every server entry out of config into new servers, appended to sv->servers
+ * (which has room for them). */
+static int add_servers(struct supervisor *sv, struct config *config) {
+        for (size_t i = 0; i < config->n_servers; i++) {
+                struct server_config *c = server_config_take(&config->servers[i]);
+                struct server *s = c ? server_new(sv, c) : NULL;
+
+                if (!s)
+                        return -ENOMEM;
+                sv->servers[sv->n_servers++] = s;
+        }
+        return 0;
+}
+
 int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,
-                    struct jsonrpc_parser *parser, const struct config *config, const struct supervisor_ops *ops,
+                    struct jsonrpc_parser *parser, struct config *config, const struct supervisor_ops *ops,
                     void *userdata) {
         int r;
 
@@ -113,12 +127,9 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
         sv->servers = calloc(config->n_servers + 1, sizeof *sv->servers);
         if (!sv->servers)
                 return -ENOMEM;
-        for (size_t i = 0; i < config->n_servers; i++) {
-                sv->servers[i] = server_new(sv, &config->servers[i]);
-                if (!sv->servers[i])
-                        return -ENOMEM;
-                sv->n_servers++;
-        }
+        r = add_servers(sv, config);
+        if (r < 0)
+                return r;
         /* Set last, so building the servers does not report half a state. */
         sv->ops = ops;
         sv->userdata = userdata;
@@ -150,13 +161,70 @@ bool supervisor_idle(const struct supervisor *sv) {
         return TAILQ_EMPTY(&sv->retired) && sv->reaper.n_leftovers == 0 && !sv->scan_due;
 }
 
+void supervisor_retire_config(struct supervisor *sv, struct server_config *c) {
+        struct server_config **list = realloc(sv->retired_configs, (sv->n_retired_configs + 1) * sizeof *list);
+
+        if (!list) {
+                /* Rather a small leak than a use after free. */
+                log_warning(sv->log, "out of memory; keeping replaced settings of %s", c->name);
+                return;
+        }
+        sv->retired_configs = list;
+        sv->retired_configs[sv->n_retired_configs++] = c;
+}
+
+static bool has_retired_instance(const struct supervisor *sv, const struct server *s) {
+        const struct instance *in;
+
+        TAILQ_FOREACH(in, &sv->retired, entry)
+                if (in->server == s)
+                        return true;
+        return false;
+}
+
+/* Frees removed servers once nothing of theirs is left: no process, no run to free (its
+ * lost requests were answered before this point of the iteration). */
+static void free_removed(struct supervisor *sv) {
+        size_t kept = 0;
+        bool freed = false;
+
+        for (size_t i = 0; i < sv->n_servers; i++) {
+                struct server *s = sv->servers[i];
+
+                if (!s->removed || server_running(s) || has_retired_instance(sv, s)) {
+                        sv->servers[kept++] = s;
+                        continue;
+                }
+                server_log(s, LOG_DEBUG, "removed from the configuration and stopped; forgetting it");
+                if (sv->ops && sv->ops->removed)
+                        sv->ops->removed(s, sv->userdata);
+                server_free(s);
+                freed = true;
+        }
+        sv->n_servers = kept;
+        if (freed)
+                supervisor_server_changed(sv);
+}
+
+static void free_retired_configs(struct supervisor *sv) {
+        for (size_t i = 0; i < sv->n_retired_configs; i++)
+                server_config_free(sv->retired_configs[i]);
+        free(sv->retired_configs);
+        sv->retired_configs = NULL;
+        sv->n_retired_configs = 0;
+}
+
 void supervisor_collect(struct supervisor *sv) {
         struct instance *in;
 
+        free_removed(sv);
+        for (size_t i = 0; i < sv->n_servers; i++)
+                server_adopt_pending(sv->servers[i]);
         while ((in = TAILQ_FIRST(&sv->retired))) {
                 TAILQ_REMOVE(&sv->retired, in, entry);
                 instance_free(in);
         }
+        free_retired_configs(sv);
         if (sv->scan_due) {
                 sv->scan_due = false;
                 reaper_scan(&sv->reaper, sv->stopping);
@@ -179,9 +247,87 @@ void supervisor_done(struct supervisor *sv) {
         free(sv->servers);
         sv->servers = NULL;
         sv->n_servers = 0;
+        free_retired_configs(sv);
         reaper_scan(&sv->reaper, true);
         reaper_kill_all(&sv->reaper);
         reaper_done(&sv->reaper);
+}
+
+static void summary_add(json_object *summary, const char *key, const char *name) {
+        json_object *list;
+
+        if (!json_object_object_get_ex(summary, key, &list)) {
+                list = json_object_new_array();
+                json_object_object_add(summary, key, list);
+        }
+        json_object_array_add(list, json_object_new_string(name));
+}
+
+/* Servers no longer in next: closed gracefully, freed once stopped (free_removed). */
+static void remove_missing(struct supervisor *sv, const struct config *next, json_object *summary) {
+        for (size_t i = 0; i < sv->n_servers; i++) {
+                struct server *s = sv->servers[i];
+
+                if (s->removed || config_find_server(next, s->config->name))
+                        continue;
+                summary_add(summary, "removed", s->config->name);
+                s->removed = true;
+                server_handle(s, SERVER_EV_STOP, "removed from the configuration");
+        }
+}
+
+/* One entry of next, taken: kept, reconfigured or added. */
+static struct server *apply_entry(struct supervisor *sv, struct server_config *c, json_object *summary) {
+        struct server *s = supervisor_find(sv, c->name);
+        const struct server_config *current;
+
+        if (!s) {
+                summary_add(summary, "added", c->name);
+                s = server_new(sv, c);
+                if (s && !s->config->disabled)
+                        server_handle(s, SERVER_EV_START, "added to the configuration");
+                else if (s)
+                        snprintf(s->cause, sizeof s->cause, "disabled in the configuration");
+                return s;
+        }
+        current = s->next_config ? s->next_config : s->config;
+        if (server_config_equal(current, c)) {
+                summary_add(summary, "unchanged", c->name);
+                server_config_free(c);
+                return s;
+        }
+        summary_add(summary, "changed", c->name);
+        server_reconfigure(s, c);
+        return s;
+}
+
+int supervisor_reload(struct supervisor *sv, struct config *next, json_object *summary) {
+        size_t n_old = sv->n_servers, n = 0;
+        struct server **servers = calloc(n_old + next->n_servers + 1, sizeof *servers);
+
+        if (!servers)
+                return -ENOMEM;
+        for (const char *const *k = (const char *const[]){ "added", "removed", "changed", "unchanged", NULL }; *k; k++)
+                json_object_object_add(summary, *k, json_object_new_array());
+        remove_missing(sv, next, summary);
+        /* The new order is the config's, then what is still stopping after its removal. */
+        for (size_t i = 0; i < next->n_servers; i++) {
+                struct server_config *c = server_config_take(&next->servers[i]);
+                struct server *s = c ? apply_entry(sv, c, summary) : NULL;
+
+                if (s)
+                        servers[n++] = s;
+                else
+                        log_error(sv->log, "out of memory applying the configuration of %s", next->servers[i].name);
+        }
+        for (size_t i = 0; i < n_old; i++)
+                if (sv->servers[i]->removed)
+                        servers[n++] = sv->servers[i];
+        free(sv->servers);
+        sv->servers = servers;
+        sv->n_servers = n;
+        supervisor_server_changed(sv);
+        return 0;
 }
 
 /* What STATUS= says about a server that is not ready: its state, and for one that is not
@@ -200,7 +346,7 @@ void supervisor_status(const struct supervisor *sv, char *buf, size_t size) {
 
         for (size_t i = 0; i < sv->n_servers; i++) {
                 const struct server *s = sv->servers[i];
-                if (s->config->disabled)
+                if (s->config->disabled || s->removed)
                         continue;
                 enabled++;
                 ready += s->state == SERVER_READY;
@@ -208,7 +354,7 @@ void supervisor_status(const struct supervisor *sv, char *buf, size_t size) {
         used = (size_t)snprintf(buf, size, "%zu/%zu servers ready", ready, enabled);
         for (size_t i = 0; i < sv->n_servers && used < size; i++) {
                 const struct server *s = sv->servers[i];
-                if (!s->config->disabled && s->state != SERVER_READY)
+                if (!s->config->disabled && !s->removed && s->state != SERVER_READY)
                         used += (size_t)status_entry(s, buf + used, size - used);
         }
 }

@@ -1,0 +1,32 @@
+/* "reload" on the control socket: answered once the reload is done, so that
+ * ExecReload=mcpvisorctl reload reports (and fails on) an invalid configuration. */
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "daemon.h"
+#include "jsonrpc.h"
+#include "methods.h"
+
+#define CONTROL_RELOAD_FAILED (-32000)
+
+static void reload(struct client *c, struct jsonrpc_msg *m) {
+        json_object *outcome = NULL, *problems;
+        char why[64], message[256];
+        int r;
+
+        snprintf(why, sizeof why, "reload by uid %u", (unsigned)c->peer.uid);
+        r = daemon_reload(c->daemon, why, &outcome);
+        if (r >= 0) {
+                client_reply_result(c, m->id, outcome);
+                return;
+        }
+        if (outcome && json_object_object_get_ex(outcome, "problems", &problems))
+                snprintf(message, sizeof message, "configuration not reloaded: %zu problem%s; nothing changed",
+                         json_object_array_length(problems), json_object_array_length(problems) == 1 ? "" : "s");
+        else
+                snprintf(message, sizeof message, "configuration not reloaded: %s; nothing changed", strerror(-r));
+        client_reply_error(c, m->id, CONTROL_RELOAD_FAILED, message, outcome);
+}
+
+const struct method control_reload = { .name = "reload", .flags = METHOD_CONTROL | METHOD_BEFORE_INIT, .handle = reload };
