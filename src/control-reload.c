@@ -1,5 +1,6 @@
 /* "reload" on the control socket: answered once the reload is done, so that
  * ExecReload=mcpvisorctl reload reports (and fails on) an invalid configuration. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,18 @@
 #include "methods.h"
 
 #define CONTROL_RELOAD_FAILED (-32000)
+
+static size_t errors_in(json_object *problems) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < json_object_array_length(problems); i++) {
+                json_object *severity;
+                if (json_object_object_get_ex(json_object_array_get_idx(problems, i), "severity", &severity) &&
+                    strcmp(json_object_get_string(severity), "error") == 0)
+                        n++;
+        }
+        return n;
+}
 
 static void reload(struct client *c, struct jsonrpc_msg *m) {
         json_object *outcome = NULL, *problems;
@@ -22,8 +35,10 @@ static void reload(struct client *c, struct jsonrpc_msg *m) {
                 return;
         }
         if (outcome && json_object_object_get_ex(outcome, "problems", &problems))
-                snprintf(message, sizeof message, "configuration not reloaded: %zu problem%s; nothing changed",
-                         json_object_array_length(problems), json_object_array_length(problems) == 1 ? "" : "s");
+                snprintf(message, sizeof message, "configuration not reloaded: %zu error%s; nothing changed",
+                         errors_in(problems), errors_in(problems) == 1 ? "" : "s");
+        else if (r == -ESHUTDOWN)
+                snprintf(message, sizeof message, "configuration not reloaded: mcpvisord is stopping");
         else
                 snprintf(message, sizeof message, "configuration not reloaded: %s; nothing changed", strerror(-r));
         client_reply_error(c, m->id, CONTROL_RELOAD_FAILED, message, outcome);

@@ -14,12 +14,14 @@ static void reply_unknown(struct client *c, struct jsonrpc_msg *m, const char *n
         char message[1024];
         size_t used;
 
+        size_t listed = 0;
+
         used = (size_t)snprintf(message, sizeof message, "unknown server '%.64s'; configured:", name);
         for (size_t i = 0; i < sv->n_servers && used < sizeof message; i++)
                 if (!sv->servers[i]->removed)
-                        used += (size_t)snprintf(message + used, sizeof message - used, "%s %s", i ? "," : "",
+                        used += (size_t)snprintf(message + used, sizeof message - used, "%s %s", listed++ ? "," : "",
                                                  sv->servers[i]->config->name);
-        if (sv->n_servers == 0)
+        if (listed == 0)
                 snprintf(message + used, sizeof message - used, " none");
         client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
 }

@@ -1,5 +1,6 @@
 /* "status" on the control socket: the daemon and a row per server, for mcpvisorctl
  * status. Servers a reload removed are listed while they stop ("removed": true). */
+#include <stdio.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -10,8 +11,13 @@
 #include "time-util.h"
 #include "version.h"
 
+/* Seconds, to the millisecond: json-c would print 17 significant digits. */
 static json_object *seconds_since(uint64_t then, uint64_t now) {
-        return json_object_new_double((double)(now - then) / (double)USEC_PER_SEC);
+        double seconds = (double)((now - then) / 1000) / 1000.0;
+        char text[32];
+
+        snprintf(text, sizeof text, "%.3f", seconds);
+        return json_object_new_double_s(seconds, text);
 }
 
 static json_object *server_row(const struct server *s, uint64_t now) {

@@ -29,6 +29,14 @@ void options_usage(FILE *out) {
                 PATH_DEFAULT_CONFIG);
 }
 
+/* Relative socket paths would depend on the working directory systemd gives us. */
+static bool absolute_or_unset(const char *path, FILE *err) {
+        if (!path || path[0] == '/')
+                return true;
+        fprintf(err, "mcpvisord: socket path '%s' must be absolute\n", path);
+        return false;
+}
+
 int options_parse(int argc, char *const *argv, struct options *ret, FILE *err) {
         static const struct option longopts[] = {
                 { "config", required_argument, NULL, OPT_CONFIG },
@@ -76,6 +84,8 @@ int options_parse(int argc, char *const *argv, struct options *ret, FILE *err) {
                 fprintf(err, "mcpvisord: unexpected argument '%s'; see --help\n", argv[optind]);
                 return -EINVAL;
         }
+        if (!absolute_or_unset(o.socket_path, err) || !absolute_or_unset(o.control_socket_path, err))
+                return -EINVAL;
         *ret = o;
         return 0;
 }

@@ -2,21 +2,57 @@
 #include "paths.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-char *path_default_socket(const char *name) {
-        const char *runtime = getenv("XDG_RUNTIME_DIR");
+char *path_socket_in(const char *runtime_dir, const char *name) {
         char *p;
 
-        if (geteuid() == 0)
-                runtime = "/run";
-        if (!runtime || runtime[0] != '/') {
+        if (!runtime_dir || runtime_dir[0] != '/') {
                 errno = ENOENT; /* no per-user runtime directory: the caller must name a path */
                 return NULL;
         }
-        if (asprintf(&p, "%s/mcpvisor/%s", runtime, name) < 0)
+        if (asprintf(&p, "%s/mcpvisor/%s", runtime_dir, name) < 0)
                 return NULL;
         return p;
+}
+
+char *path_default_socket(const char *name) {
+        if (geteuid() == 0)
+                return path_socket_in(PATH_SYSTEM_RUNTIME_DIR, name);
+        return path_socket_in(getenv("XDG_RUNTIME_DIR"), name);
+}
+
+/* lstat, not access(): a socket we may not connect to still exists, and saying "permission
+ * denied" on it is more useful than falling back to a path where nothing listens. */
+static bool exists(const char *path) {
+        struct stat st;
+
+        return path && lstat(path, &st) == 0;
+}
+
+char *path_pick_socket(const char *name, enum path_scope scope, uid_t euid, const char *xdg_runtime_dir,
+                       const char *system_runtime_dir) {
+        char *user, *system;
+
+        if (scope == PATH_SCOPE_SYSTEM || (scope == PATH_SCOPE_AUTO && euid == 0))
+                return path_socket_in(system_runtime_dir, name);
+        user = path_socket_in(xdg_runtime_dir, name);
+        if (scope == PATH_SCOPE_USER || exists(user))
+                return user;
+        system = path_socket_in(system_runtime_dir, name);
+        if (exists(system) || !user) {
+                /* Without XDG_RUNTIME_DIR the system path is the only one left to name. */
+                free(user);
+                return system;
+        }
+        free(system);
+        return user;
+}
+
+char *path_client_socket(const char *name, enum path_scope scope) {
+        return path_pick_socket(name, scope, geteuid(), secure_getenv("XDG_RUNTIME_DIR"), PATH_SYSTEM_RUNTIME_DIR);
 }

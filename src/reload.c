@@ -120,8 +120,8 @@ int daemon_reload(struct daemon *d, const char *why, json_object **ret) {
         }
         log_problems(d, &problems);
         if (r < 0) {
-                log_warning(&d->log, "configuration not reloaded (%zu problem%s); nothing changed", problems.count,
-                            problems.count == 1 ? "" : "s");
+                log_warning(&d->log, "configuration not reloaded (%zu error%s); nothing changed", problems.errors,
+                            problems.errors == 1 ? "" : "s");
                 *ret = problems_json(&problems);
         } else {
                 summary = json_object_new_object();

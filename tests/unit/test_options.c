@@ -259,3 +259,9 @@ Test(options, usage) {
         cr_assert_null(strstr(out, "%s"));
         free(out);
 }
+
+Test(options, relative_socket_paths_refused) {
+        cr_assert_eq(PARSE("--socket", "mcp.sock"), -EINVAL);
+        cr_assert_eq(PARSE("-C", "ctl.sock"), -EINVAL);
+        cr_assert_eq(PARSE("-s", "/run/x/mcp.sock"), 0);
+}

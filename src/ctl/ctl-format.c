@@ -1,0 +1,105 @@
+/* mcpvisorctl's text; see ctl-format.h. */
+#include "ctl-format.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+#define SECONDS_PER_DAY 86400.0
+
+char *ctl_format_duration(double seconds, char *buf, size_t size) {
+        unsigned long long s;
+
+        if (!(seconds >= 0)) { /* also NaN */
+                snprintf(buf, size, "-");
+                return buf;
+        }
+        s = (unsigned long long)seconds; /* whole seconds: an uptime is read at a glance */
+        if (s < 60)
+                snprintf(buf, size, "%llus", s);
+        else if (s < 3600)
+                snprintf(buf, size, "%llum%02llus", s / 60, s % 60);
+        else if (s < 86400)
+                snprintf(buf, size, "%lluh%02llum", s / 3600, s % 3600 / 60);
+        else
+                snprintf(buf, size, "%llud%02lluh", s / 86400, s % 86400 / 3600);
+        return buf;
+}
+
+char *ctl_format_timeout(uint64_t usec, char *buf, size_t size) {
+        snprintf(buf, size, "%g s", (double)usec / (double)USEC_PER_SEC);
+        return buf;
+}
+
+int ctl_parse_seconds(const char *s, uint64_t *ret_usec) {
+        char *end;
+        double v;
+
+        if (!s || !*s || strchr(" \t\n", *s))
+                return -EINVAL;
+        errno = 0;
+        v = strtod(s, &end);
+        if (*end || errno == ERANGE || !isfinite(v))
+                return errno == ERANGE ? -ERANGE : -EINVAL;
+        if (v <= 0 || v > SECONDS_PER_DAY)
+                return -ERANGE;
+        *ret_usec = (uint64_t)(v * (double)USEC_PER_SEC + 0.5);
+        if (*ret_usec == 0)
+                *ret_usec = 1; /* a positive number never means "no time at all" */
+        return 0;
+}
+
+int ctl_table_init(struct ctl_table *t, const char *const *header, size_t n_columns) {
+        *t = (struct ctl_table){ .n_columns = n_columns };
+        for (size_t i = 0; i < n_columns; i++) {
+                int r = ctl_table_add(t, header[i]);
+                if (r < 0) {
+                        ctl_table_done(t);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+int ctl_table_add(struct ctl_table *t, const char *text) {
+        char **cells = realloc(t->cells, (t->n_cells + 1) * sizeof *cells);
+        char *copy;
+
+        if (!cells)
+                return -ENOMEM;
+        t->cells = cells;
+        copy = strdup(text ? text : "-");
+        if (!copy)
+                return -ENOMEM;
+        t->cells[t->n_cells++] = copy;
+        return 0;
+}
+
+void ctl_table_print(const struct ctl_table *t, FILE *out) {
+        size_t widths[32] = { 0 };
+        size_t n = t->n_columns < ARRAY_SIZE(widths) ? t->n_columns : ARRAY_SIZE(widths);
+
+        for (size_t i = 0; i < t->n_cells; i++)
+                if (i % t->n_columns < n && strlen(t->cells[i]) > widths[i % t->n_columns])
+                        widths[i % t->n_columns] = strlen(t->cells[i]);
+        for (size_t i = 0; i < t->n_cells; i++) {
+                size_t col = i % t->n_columns;
+                bool last = col == t->n_columns - 1 || i == t->n_cells - 1;
+
+                if (last || col >= n)
+                        fprintf(out, "%s%s", t->cells[i], last ? "\n" : "  ");
+                else
+                        fprintf(out, "%-*s  ", (int)widths[col], t->cells[i]);
+        }
+}
+
+void ctl_table_done(struct ctl_table *t) {
+        for (size_t i = 0; i < t->n_cells; i++)
+                free(t->cells[i]);
+        free(t->cells);
+        *t = (struct ctl_table){ 0 };
+}

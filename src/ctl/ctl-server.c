@@ -1,0 +1,144 @@
+/* mcpvisorctl start|stop|restart NAME: asks the daemon for the action, which only begins it,
+ * then (unless --no-wait) asks for the status every 100 ms until the server settles, and
+ * says where it ended up. The exit status says whether that is where it was sent. */
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl-connection.h"
+#include "ctl-format.h"
+#include "ctl-status.h"
+#include "ctl.h"
+#include "time-util.h"
+
+#define REQUEST_TIMEOUT_USEC (10 * USEC_PER_SEC)
+#define DEFAULT_WAIT_USEC (60 * USEC_PER_SEC)
+#define POLL_INTERVAL_USEC (100 * 1000)
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* The states a server stays in until something happens to it; the others pass by themselves
+ * (unhealthy ends in ready or in a restart). */
+static bool is_settled(const char *state) {
+        static const char *const settled[] = { "ready", "failed", "stopped", "backoff" };
+
+        for (size_t i = 0; state && i < ARRAY_SIZE(settled); i++)
+                if (strcmp(state, settled[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* "github: ready (12 tools)", "github: stopped", or on stderr where it went instead:
+ * "github: failed (exit status 1); see journalctl -t github". */
+static int report(const char *name, json_object *s, const char *goal) {
+        const char *state = ctl_json_str(s, "state") ?: "?";
+        const char *why = ctl_json_str(s, "lastExit") ?: ctl_json_str(s, "cause");
+        int64_t tools = ctl_json_int(s, "tools", 0);
+
+        if (strcmp(state, goal) != 0) {
+                fprintf(stderr, "%s: %s%s%s%s; see journalctl -t %s\n", name, state, why ? " (" : "", why ?: "",
+                        why ? ")" : "", name);
+                return CTL_EXIT_FAILURE;
+        }
+        if (strcmp(state, "ready") == 0)
+                printf("%s: ready (%lld tool%s)\n", name, (long long)tools, tools == 1 ? "" : "s");
+        else
+                printf("%s: %s\n", name, state);
+        return CTL_EXIT_OK;
+}
+
+static void pause_until_next_poll(uint64_t deadline) {
+        uint64_t now = now_usec();
+        uint64_t wait = now >= deadline ? 0 : MIN(POLL_INTERVAL_USEC, deadline - now);
+
+        /* a signal that interrupts the pause only makes the next poll come sooner */
+        (void)poll(NULL, 0, (int)((wait + 999) / 1000));
+}
+
+/* Polls until the server settles or the deadline passes; then reports. */
+static int wait_settled(struct ctl *ctl, struct ctl_conn *c, const char *name, const char *goal) {
+        uint64_t request_timeout = MIN(REQUEST_TIMEOUT_USEC, ctl->timeout_usec);
+        uint64_t deadline = now_usec() + ctl->timeout_usec;
+        char t[32];
+
+        for (;;) {
+                _cleanup_json_ json_object *status = NULL;
+                json_object *s;
+
+                if (ctl_status_fetch(c, request_timeout, &status) < 0)
+                        return CTL_EXIT_FAILURE;
+                s = ctl_status_server(status, name);
+                if (!s) {
+                        fprintf(stderr, CTL_NAME ": %s is no longer configured (a reload removed it?)\n", name);
+                        return CTL_EXIT_FAILURE;
+                }
+                if (is_settled(ctl_json_str(s, "state")))
+                        return report(name, s, goal);
+                if (now_usec() >= deadline) {
+                        const char *cause = ctl_json_str(s, "cause");
+                        fprintf(stderr, CTL_NAME ": %s did not settle within %s: still %s%s%s%s\n", name,
+                                ctl_format_timeout(ctl->timeout_usec, t, sizeof t), ctl_json_str(s, "state") ?: "?",
+                                cause ? " (" : "", cause ?: "", cause ? ")" : "");
+                        return CTL_EXIT_FAILURE;
+                }
+                pause_until_next_poll(deadline);
+        }
+}
+
+static int run_action(struct ctl *ctl, const char *verb, const char *name, const char *goal) {
+        _cleanup_json_ json_object *params = json_object_new_object(), *result = NULL, *error = NULL;
+        uint64_t request_timeout = ctl->no_wait ? ctl->timeout_usec : MIN(REQUEST_TIMEOUT_USEC, ctl->timeout_usec);
+        const char *path = ctl_control_path(ctl);
+        struct ctl_conn c;
+        int r;
+
+        if (!path)
+                return CTL_EXIT_FAILURE;
+        if (!params || json_object_object_add(params, "name", json_object_new_string(name)) < 0) {
+                fprintf(stderr, CTL_NAME ": out of memory\n");
+                return CTL_EXIT_FAILURE;
+        }
+        if (ctl_conn_open(&c, path, request_timeout) < 0)
+                return CTL_EXIT_FAILURE;
+        r = ctl_call(&c, verb, params, request_timeout, &result, &error);
+        if (r < 0)
+                r = CTL_EXIT_FAILURE;
+        else if (error)
+                r = ctl_print_daemon_error(error); /* an unknown name: the daemon lists the configured ones */
+        else if (ctl->no_wait)
+                r = CTL_EXIT_OK;
+        else
+                r = wait_settled(ctl, &c, name, goal);
+        ctl_conn_done(&c);
+        return r;
+}
+
+static int run_start(struct ctl *ctl, int argc, char **argv) {
+        return run_action(ctl, "start", argv[0], "ready");
+}
+
+static int run_stop(struct ctl *ctl, int argc, char **argv) {
+        return run_action(ctl, "stop", argv[0], "stopped");
+}
+
+static int run_restart(struct ctl *ctl, int argc, char **argv) {
+        return run_action(ctl, "restart", argv[0], "ready");
+}
+
+#define ACTION(verb, what)                                                      \
+        {                                                                       \
+                .name = #verb,                                                  \
+                .synopsis = "[--no-wait] NAME",                                 \
+                .summary = what,                                                \
+                .min_args = 1,                                                  \
+                .max_args = 1,                                                  \
+                .options = CTL_OPT_NO_WAIT | CTL_OPT_TIMEOUT,                   \
+                .default_timeout_usec = DEFAULT_WAIT_USEC,                      \
+                .run = run_##verb,                                              \
+        }
+
+const struct ctl_command ctl_cmd_start = ACTION(start, "start a server, wait until it is ready");
+const struct ctl_command ctl_cmd_stop = ACTION(stop, "stop a server, wait until it has stopped");
+const struct ctl_command ctl_cmd_restart = ACTION(restart, "restart a server, wait until it is ready");

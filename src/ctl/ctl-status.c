@@ -1,0 +1,260 @@
+/* mcpvisorctl status [--json] [NAME...]: the daemon and its servers, as a table or as the
+ * daemon's JSON. Exit status 3 when an enabled server shown is not ready, so that scripts can
+ * ask "is everything up?" the way they ask systemctl is-active. */
+#include "ctl-status.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl-format.h"
+#include "ctl.h"
+
+#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
+
+const char *ctl_json_str(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+int64_t ctl_json_int(json_object *o, const char *key, int64_t def) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) ||
+            !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+                return def;
+        return json_object_get_int64(v);
+}
+
+double ctl_json_double(json_object *o, const char *key, double def) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) ||
+            !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+                return def;
+        return json_object_get_double(v);
+}
+
+static json_object *servers_of(json_object *status) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(status, "servers", &v) || !json_object_is_type(v, json_type_array))
+                return NULL;
+        return v;
+}
+
+int ctl_status_fetch(struct ctl_conn *c, uint64_t timeout_usec, json_object **ret_status) {
+        _cleanup_json_ json_object *result = NULL, *error = NULL;
+        int r = ctl_call(c, "status", NULL, timeout_usec, &result, &error);
+
+        if (r < 0)
+                return r;
+        if (error) {
+                ctl_print_daemon_error(error);
+                return -EREMOTEIO;
+        }
+        if (!json_object_is_type(result, json_type_object) || !servers_of(result)) {
+                fprintf(stderr, CTL_NAME ": the daemon's status has no servers list: %.200s\n",
+                        json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN));
+                return -EBADMSG;
+        }
+        *ret_status = TAKE_PTR(result);
+        return 0;
+}
+
+json_object *ctl_status_server(json_object *status, const char *name) {
+        json_object *servers = servers_of(status);
+
+        for (size_t i = 0; servers && i < json_object_array_length(servers); i++) {
+                json_object *s = json_object_array_get_idx(servers, i);
+                const char *n = ctl_json_str(s, "name");
+
+                if (n && strcmp(n, name) == 0)
+                        return s;
+        }
+        return NULL;
+}
+
+void ctl_status_print_unknown(json_object *status, const char *name) {
+        json_object *servers = servers_of(status);
+        size_t n = servers ? json_object_array_length(servers) : 0;
+
+        fprintf(stderr, CTL_NAME ": unknown server '%s'; configured: ", name);
+        for (size_t i = 0; i < n; i++)
+                fprintf(stderr, "%s%s", i ? ", " : "", ctl_json_str(json_object_array_get_idx(servers, i), "name"));
+        fprintf(stderr, "%s\n", n ? "" : "none");
+}
+
+/* status.servers reduced to the names asked for (all of them when none is), in config
+ * order. NULL after printing the first unknown name. */
+static json_object *select_servers(json_object *status, int argc, char **argv) {
+        json_object *servers = servers_of(status), *picked = json_object_new_array();
+
+        if (!picked) {
+                fprintf(stderr, CTL_NAME ": out of memory\n");
+                return NULL;
+        }
+        for (int i = 0; i < argc; i++)
+                if (!ctl_status_server(status, argv[i])) {
+                        ctl_status_print_unknown(status, argv[i]);
+                        json_object_put(picked);
+                        return NULL;
+                }
+        for (size_t i = 0; i < json_object_array_length(servers); i++) {
+                json_object *s = json_object_array_get_idx(servers, i);
+                bool wanted = argc == 0;
+
+                for (int j = 0; j < argc && !wanted; j++)
+                        wanted = strcmp(ctl_json_str(s, "name") ?: "", argv[j]) == 0;
+                if (wanted)
+                        json_object_array_add(picked, json_object_get(s));
+        }
+        return picked;
+}
+
+static bool flag(json_object *s, const char *key) {
+        json_object *v;
+
+        return json_object_object_get_ex(s, key, &v) && json_object_get_boolean(v);
+}
+
+/* Ready, or not meant to run: disabled, or removed by a reload and on its way out. */
+static bool server_is_fine(json_object *s) {
+        const char *state = ctl_json_str(s, "state");
+
+        if (flag(s, "disabled") || flag(s, "removed"))
+                return true;
+        return state && strcmp(state, "ready") == 0;
+}
+
+static void print_daemon_line(json_object *status) {
+        json_object *d = NULL;
+        char up[16];
+        int64_t clients;
+
+        json_object_object_get_ex(status, "daemon", &d);
+        clients = ctl_json_int(d, "clients", -1);
+        printf("mcpvisord %s, pid %lld, up %s, %lld client%s, config %s\n", ctl_json_str(d, "version") ?: "?",
+               (long long)ctl_json_int(d, "pid", 0), ctl_format_duration(ctl_json_double(d, "uptime", -1), up, sizeof up),
+               (long long)clients, clients == 1 ? "" : "s", ctl_json_str(d, "config") ?: "-");
+}
+
+static const char *int_cell(json_object *s, const char *key, char *buf, size_t size) {
+        int64_t v = ctl_json_int(s, key, -1);
+
+        if (v < 0)
+                return "-";
+        snprintf(buf, size, "%lld", (long long)v);
+        return buf;
+}
+
+/* A disabled server's "stopped" says more as "disabled"; a server a reload removed says so
+ * while it stops. */
+static const char *state_cell(json_object *s, char *buf, size_t size) {
+        const char *state = ctl_json_str(s, "state") ?: "?";
+
+        if (strcmp(state, "stopped") == 0 && flag(s, "disabled"))
+                return "disabled";
+        if (flag(s, "removed")) {
+                snprintf(buf, size, "%s (removed)", state);
+                return buf;
+        }
+        return state;
+}
+
+static int add_row(struct ctl_table *t, json_object *s) {
+        char state[48], pid[24], up[16], restarts[24], tools[24], inflight[24];
+        const char *cells[] = {
+                ctl_json_str(s, "name") ?: "?",
+                state_cell(s, state, sizeof state),
+                int_cell(s, "pid", pid, sizeof pid),
+                ctl_format_duration(ctl_json_double(s, "uptime", -1), up, sizeof up),
+                int_cell(s, "restarts", restarts, sizeof restarts),
+                ctl_json_str(s, "lastExit") ?: "-",
+                int_cell(s, "tools", tools, sizeof tools),
+                int_cell(s, "inFlight", inflight, sizeof inflight),
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(cells); i++) {
+                int r = ctl_table_add(t, cells[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int print_table(json_object *status, json_object *servers) {
+        static const char *const header[] = { "NAME", "STATE", "PID", "UPTIME", "RESTARTS", "LAST EXIT", "TOOLS", "IN-FLIGHT" };
+        struct ctl_table t;
+        int r;
+
+        print_daemon_line(status);
+        if (json_object_array_length(servers) == 0) {
+                printf("no servers configured\n");
+                return 0;
+        }
+        r = ctl_table_init(&t, header, ARRAY_SIZE(header));
+        for (size_t i = 0; r >= 0 && i < json_object_array_length(servers); i++)
+                r = add_row(&t, json_object_array_get_idx(servers, i));
+        if (r >= 0)
+                ctl_table_print(&t, stdout);
+        ctl_table_done(&t);
+        return r;
+}
+
+static int print_json(json_object *status, json_object *servers, bool filtered) {
+        const char *text;
+
+        /* The daemon's answer as it is; with names, only their entries. */
+        if (filtered && json_object_object_add(status, "servers", json_object_get(servers)) < 0)
+                return -ENOMEM;
+        text = json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!text)
+                return -ENOMEM;
+        printf("%s\n", text);
+        return 0;
+}
+
+static int run_status(struct ctl *ctl, int argc, char **argv) {
+        _cleanup_json_ json_object *status = NULL, *servers = NULL;
+        uint64_t timeout = ctl->timeout_usec;
+        const char *path = ctl_control_path(ctl);
+        struct ctl_conn c;
+        int r;
+
+        if (!path)
+                return CTL_EXIT_FAILURE;
+        if (ctl_conn_open(&c, path, timeout) < 0)
+                return CTL_EXIT_FAILURE;
+        r = ctl_status_fetch(&c, timeout, &status);
+        ctl_conn_done(&c);
+        if (r < 0)
+                return CTL_EXIT_FAILURE;
+        servers = select_servers(status, argc, argv);
+        if (!servers)
+                return CTL_EXIT_FAILURE;
+        r = ctl->json ? print_json(status, servers, argc > 0) : print_table(status, servers);
+        if (r < 0 || fflush(stdout) != 0) {
+                fprintf(stderr, CTL_NAME ": cannot print the status: %s\n", strerror(r < 0 ? -r : errno));
+                return CTL_EXIT_FAILURE;
+        }
+        for (size_t i = 0; i < json_object_array_length(servers); i++)
+                if (!server_is_fine(json_object_array_get_idx(servers, i)))
+                        return CTL_EXIT_NOT_READY;
+        return CTL_EXIT_OK;
+}
+
+const struct ctl_command ctl_cmd_status = {
+        .name = "status",
+        .synopsis = "[--json] [NAME...]",
+        .summary = "the daemon and its servers (exit 3: one not ready)",
+        .min_args = 0,
+        .max_args = -1,
+        .options = CTL_OPT_JSON | CTL_OPT_TIMEOUT,
+        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
+        .run = run_status,
+};

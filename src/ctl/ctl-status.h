@@ -1,0 +1,24 @@
+/* The daemon's "status" answer: for the status command and for the commands that wait until
+ * a server settles. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "ctl-connection.h"
+
+/* Asks for the status. Returns 0 with *ret_status (owned), or a negative errno after
+ * printing why (the daemon's own error as "mcpvisorctl: MESSAGE"). */
+int ctl_status_fetch(struct ctl_conn *c, uint64_t timeout_usec, json_object **ret_status);
+
+/* The entry of status.servers named name (borrowed), or NULL. */
+json_object *ctl_status_server(json_object *status, const char *name);
+
+/* Prints "mcpvisorctl: unknown server 'NAME'; configured: a, b", as the daemon words it. */
+void ctl_status_print_unknown(json_object *status, const char *name);
+
+/* Member key of o as a string, an integer or a number; NULL/def when missing, null or of
+ * another type. */
+const char *ctl_json_str(json_object *o, const char *key);
+int64_t ctl_json_int(json_object *o, const char *key, int64_t def);
+double ctl_json_double(json_object *o, const char *key, double def);

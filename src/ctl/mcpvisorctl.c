@@ -1,0 +1,202 @@
+/* mcpvisorctl: the control client of mcpvisord. Global options, then one command from the
+ * table below; each command lives in a file of its own (ctl-*.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl-format.h"
+#include "ctl.h"
+#include "macro.h"
+#include "version.h"
+
+static const struct ctl_command *const commands[] = {
+        &ctl_cmd_status, &ctl_cmd_start, &ctl_cmd_stop, &ctl_cmd_restart, &ctl_cmd_reload, &ctl_cmd_connect,
+};
+
+enum { OPT_SOCKET = 's', OPT_CONTROL = 'C', OPT_HELP = 'h', OPT_VERSION = 'V',
+       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT };
+
+static void usage(FILE *out) {
+        fprintf(out,
+                "Usage: mcpvisorctl [OPTIONS] COMMAND [ARGS...]\n"
+                "Control mcpvisord, the MCP server supervisor, and connect MCP clients to it.\n"
+                "\n"
+                "Commands:\n");
+        for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+                char left[64];
+
+                snprintf(left, sizeof left, "%s %s", commands[i]->name, commands[i]->synopsis);
+                fprintf(out, "  %-27s %s\n", left, commands[i]->summary);
+        }
+        fprintf(out,
+                "\n"
+                "Options:\n"
+                "  -s, --socket PATH           MCP socket, for connect ($MCPVISOR_SOCKET)\n"
+                "  -C, --control-socket PATH   control socket ($MCPVISOR_CONTROL_SOCKET)\n"
+                "      --system                the system service's sockets in /run/mcpvisor/\n"
+                "      --user                  the user service's sockets in $XDG_RUNTIME_DIR/mcpvisor/\n"
+                "      --json                  status: print the daemon's answer as JSON\n"
+                "      --no-wait               start, stop, restart: return once the action began\n"
+                "      --timeout SECONDS       how long to wait for the daemon (status and connect: 10,\n"
+                "                              start, stop, restart and reload: 60)\n"
+                "  -h, --help                  show this help\n"
+                "  -V, --version               show the version\n"
+                "\n"
+                "Exit status: 0 done, 1 failed (the message says why), 2 usage error,\n"
+                "3 status found an enabled server that is not ready. See mcpvisorctl(1).\n");
+}
+
+static const struct ctl_command *find_command(const char *name) {
+        for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+                if (strcmp(commands[i]->name, name) == 0)
+                        return commands[i];
+        return NULL;
+}
+
+/* The options we saw, so that those a command does not take can be refused once the
+ * command is known. */
+struct seen {
+        unsigned options;
+        bool help, version;
+};
+
+static int parse_timeout(struct ctl *ctl, const char *arg) {
+        int r = ctl_parse_seconds(arg, &ctl->timeout_usec);
+
+        if (r < 0)
+                fprintf(stderr, CTL_NAME ": --timeout: expected seconds, more than 0 and at most 86400, got '%s'\n", arg);
+        return r;
+}
+
+static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *seen) {
+        static const struct option longopts[] = {
+                { "socket", required_argument, NULL, OPT_SOCKET },
+                { "control-socket", required_argument, NULL, OPT_CONTROL },
+                { "system", no_argument, NULL, OPT_SYSTEM },
+                { "user", no_argument, NULL, OPT_USER },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "no-wait", no_argument, NULL, OPT_NO_WAIT },
+                { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "help", no_argument, NULL, OPT_HELP },
+                { "version", no_argument, NULL, OPT_VERSION },
+                {},
+        };
+        int c;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":s:C:hV", longopts, NULL)) >= 0) {
+                switch (c) {
+                case OPT_SOCKET: ctl->socket_path = optarg; break;
+                case OPT_CONTROL: ctl->control_path = optarg; break;
+                case OPT_SYSTEM: ctl->scope = PATH_SCOPE_SYSTEM; break;
+                case OPT_USER: ctl->scope = PATH_SCOPE_USER; break;
+                case OPT_JSON: ctl->json = true; seen->options |= CTL_OPT_JSON; break;
+                case OPT_NO_WAIT: ctl->no_wait = true; seen->options |= CTL_OPT_NO_WAIT; break;
+                case OPT_TIMEOUT:
+                        if (parse_timeout(ctl, optarg) < 0)
+                                return -EINVAL;
+                        seen->options |= CTL_OPT_TIMEOUT;
+                        break;
+                case OPT_HELP: seen->help = true; break;
+                case OPT_VERSION: seen->version = true; break;
+                case ':':
+                        fprintf(stderr, CTL_NAME ": option '%s' needs an argument\n", argv[optind - 1]);
+                        return -EINVAL;
+                default:
+                        if (strncmp(argv[optind - 1], "--", 2) != 0 && optopt > ' ' && optopt < 127)
+                                fprintf(stderr, CTL_NAME ": unknown option '-%c'; see --help\n", optopt);
+                        else
+                                fprintf(stderr, CTL_NAME ": unknown option '%s'; see --help\n", argv[optind - 1]);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+static const char *const option_names[] = { "--json", "--no-wait", "--timeout" };
+
+/* The command, its arguments counted and its options checked. NULL after a usage error. */
+static const struct ctl_command *pick_command(int argc, char **argv, const struct seen *seen) {
+        const struct ctl_command *cmd;
+        int n;
+
+        if (argc < 1) {
+                fprintf(stderr, CTL_NAME ": no command given; see --help\n");
+                return NULL;
+        }
+        cmd = find_command(argv[0]);
+        if (!cmd) {
+                fprintf(stderr, CTL_NAME ": unknown command '%s'; see --help\n", argv[0]);
+                return NULL;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(option_names); i++)
+                if (seen->options & ~cmd->options & (1u << i)) {
+                        fprintf(stderr, CTL_NAME ": %s does not apply to %s\n", option_names[i], cmd->name);
+                        return NULL;
+                }
+        n = argc - 1;
+        if (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args)) {
+                fprintf(stderr, CTL_NAME ": usage: mcpvisorctl %s %s\n", cmd->name, cmd->synopsis);
+                return NULL;
+        }
+        return cmd;
+}
+
+/* Options first, then --system/--user, then the environment, then the default. */
+static const char *socket_path(struct ctl *ctl, const char *option, const char *env, const char *name, int slot) {
+        const char *e = secure_getenv(env);
+
+        if (option)
+                return option;
+        if (ctl->scope == PATH_SCOPE_AUTO && e && *e)
+                return e;
+        if (!ctl->defaults[slot])
+                ctl->defaults[slot] = path_client_socket(name, ctl->scope);
+        if (!ctl->defaults[slot] && errno == ENOENT)
+                fprintf(stderr, CTL_NAME ": XDG_RUNTIME_DIR is not set (or not absolute), so there is no user "
+                                         "service socket; pass %s PATH, or --system\n",
+                        slot == 0 ? "--socket" : "--control-socket");
+        else if (!ctl->defaults[slot])
+                fprintf(stderr, CTL_NAME ": %s\n", strerror(errno));
+        return ctl->defaults[slot];
+}
+
+const char *ctl_mcp_path(struct ctl *ctl) {
+        return socket_path(ctl, ctl->socket_path, "MCPVISOR_SOCKET", "mcp.sock", 0);
+}
+
+const char *ctl_control_path(struct ctl *ctl) {
+        return socket_path(ctl, ctl->control_path, "MCPVISOR_CONTROL_SOCKET", "control.sock", 1);
+}
+
+int main(int argc, char **argv) {
+        struct ctl ctl = { .scope = PATH_SCOPE_AUTO };
+        struct seen seen = { 0 };
+        const struct ctl_command *cmd;
+        int r;
+
+        /* A daemon or client that hangs up must cost us EPIPE, not the process. */
+        signal(SIGPIPE, SIG_IGN);
+        if (parse_options(argc, argv, &ctl, &seen) < 0)
+                return CTL_EXIT_USAGE;
+        if (seen.help) {
+                usage(stdout);
+                return CTL_EXIT_OK;
+        }
+        if (seen.version) {
+                printf("mcpvisorctl %s\n", MCPVISOR_VERSION);
+                return CTL_EXIT_OK;
+        }
+        cmd = pick_command(argc - optind, argv + optind, &seen);
+        if (!cmd)
+                return CTL_EXIT_USAGE;
+        if (!(seen.options & CTL_OPT_TIMEOUT))
+                ctl.timeout_usec = cmd->default_timeout_usec;
+        r = cmd->run(&ctl, argc - optind - 1, argv + optind + 1);
+        free(ctl.defaults[0]);
+        free(ctl.defaults[1]);
+        return r;
+}

@@ -1,0 +1,827 @@
+/* mcpvisorctl against the built daemon, run for real: status as a table and as JSON, with
+ * its exit statuses; start, stop and restart followed until the server settles; the
+ * daemon's errors; reload; connect bridging an MCP session through its stdin and stdout;
+ * and the errors that say what to do when a socket is missing, refuses us, or is silent.
+ *
+ * mcpvisorctl runs as a child with pipes on stdin, stdout and stderr (struct proc); every
+ * wait on it has a deadline and drains the daemon's NOTIFY datagrams meanwhile (see
+ * h_notify_drain), since a restart makes the daemon send several. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "servers.h"
+
+#define CTL_TIMEOUT_MS 20000 /* longer than mcpvisorctl's own waits, so that they fail first */
+
+static struct h_daemon D;
+static char T[64];        /* this test's own directory */
+static char PIDFILE[128]; /* the demo server's --pidfile */
+
+static void setup(void) {
+        /* D is zeroed per test (each runs in a process of its own); a daemon never started
+         * must not have fd 0 closed as its NOTIFY socket by the teardown */
+        D.notify_fd = -1;
+        strcpy(T, "/tmp/mcpvisor-ctl-XXXXXX");
+        cr_assert_not_null(mkdtemp(T));
+        snprintf(PIDFILE, sizeof PIDFILE, "%s/demo.pid", T);
+        servers_reset(&D);
+        /* mcpvisorctl may exit before it has read all we write to it */
+        signal(SIGPIPE, SIG_IGN);
+}
+
+static void teardown(void) {
+        servers_teardown();
+        h_remove_tree(T);
+}
+
+TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 60);
+
+/* ---- mcpvisorctl as a child process ---- */
+
+struct proc {
+        pid_t pid;
+        int pidfd;
+        int in, out, err;         /* our ends of its pipes; -1 once closed or at EOF */
+        char *outbuf, *errbuf;    /* all it wrote, '\0'-terminated */
+        size_t outlen, errlen;
+        size_t taken;             /* bytes of outbuf already returned by proc_line */
+        bool exited;
+        int status;               /* exit status, or 128 + signal */
+};
+
+static void append(char **buf, size_t *len, const char *data, size_t n) {
+        *buf = realloc(*buf, *len + n + 1);
+        cr_assert_not_null(*buf);
+        memcpy(*buf + *len, data, n);
+        *len += n;
+        (*buf)[*len] = '\0';
+}
+
+/* Starts mcpvisorctl with args (NULL-terminated, after argv[0]) and an environment of PATH
+ * and env (NULL-terminated, or NULL). */
+static void proc_start(struct proc *p, const char *const *args, const char *const *env) {
+        const char *argv[32] = { MCPVISORCTL_PATH }, *envp[16] = { "PATH=/usr/bin:/bin" };
+        int in[2], out[2], err[2], n = 1, e = 1, r;
+        posix_spawn_file_actions_t fa;
+
+        for (; args && *args; args++) {
+                cr_assert_lt(n, 31);
+                argv[n++] = *args;
+        }
+        for (; env && *env; env++) {
+                cr_assert_lt(e, 15);
+                envp[e++] = *env;
+        }
+        cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        r = posix_spawn(&p->pid, argv[0], &fa, NULL, (char **)argv, (char **)envp);
+        posix_spawn_file_actions_destroy(&fa);
+        cr_assert_eq(r, 0, "cannot start %s: %s", argv[0], strerror(r));
+        close(in[0]);
+        close(out[1]);
+        close(err[1]);
+        *p = (struct proc){ .pid = p->pid, .pidfd = pidfd_open(p->pid, 0), .in = in[1], .out = out[0], .err = err[0] };
+        cr_assert_geq(p->pidfd, 0);
+        append(&p->outbuf, &p->outlen, "", 0);
+        append(&p->errbuf, &p->errlen, "", 0);
+}
+
+static void proc_write(struct proc *p, const char *text) {
+        size_t len = strlen(text);
+
+        cr_assert_geq(p->in, 0, "stdin already closed");
+        while (len > 0) {
+                ssize_t n = write(p->in, text, len);
+                cr_assert_gt(n, 0, "write to mcpvisorctl's stdin: %s", strerror(errno));
+                text += n;
+                len -= (size_t)n;
+        }
+}
+
+static void proc_close_stdin(struct proc *p) {
+        if (p->in >= 0)
+                close(p->in);
+        p->in = -1;
+}
+
+static void read_into(int *fd, char **buf, size_t *len) {
+        char chunk[65536];
+        ssize_t n = read(*fd, chunk, sizeof chunk);
+
+        if (n > 0) {
+                append(buf, len, chunk, (size_t)n);
+        } else if (n == 0 || errno != EINTR) {
+                close(*fd);
+                *fd = -1;
+        }
+}
+
+/* One round: waits up to timeout_ms for output or the exit, reads what came. */
+static void proc_pump(struct proc *p, int timeout_ms) {
+        struct pollfd f[4] = {
+                { p->out, POLLIN, 0 }, { p->err, POLLIN, 0 }, { p->exited ? -1 : p->pidfd, POLLIN, 0 },
+                { D.notify_fd, POLLIN, 0 },
+        };
+        int status;
+
+        h_notify_drain(&D);
+        if (poll(f, 4, timeout_ms) <= 0)
+                return;
+        if (f[0].revents)
+                read_into(&p->out, &p->outbuf, &p->outlen);
+        if (f[1].revents)
+                read_into(&p->err, &p->errbuf, &p->errlen);
+        if (f[2].revents && waitpid(p->pid, &status, WNOHANG) == p->pid) {
+                p->exited = true;
+                p->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+}
+
+static int left_ms(long long deadline) {
+        long long left = deadline - h_now_ms();
+        return left > 0 ? (int)left : 0;
+}
+
+/* The next line it printed on stdout (without '\n'), malloc'd; NULL on EOF or timeout. */
+static char *proc_line(struct proc *p, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                char *start = p->outbuf + p->taken, *nl = strchr(start, '\n');
+
+                if (nl) {
+                        p->taken += (size_t)(nl - start) + 1;
+                        return strndup(start, (size_t)(nl - start));
+                }
+                if (p->out < 0 || left_ms(deadline) == 0)
+                        return NULL;
+                proc_pump(p, left_ms(deadline));
+        }
+}
+
+/* Waits until it has exited and closed its output; its exit status. Kills it and fails
+ * the test at the deadline. */
+static int proc_wait(struct proc *p, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+
+        while (!p->exited || p->out >= 0 || p->err >= 0) {
+                if (left_ms(deadline) == 0) {
+                        kill(p->pid, SIGKILL);
+                        waitpid(p->pid, NULL, 0);
+                        cr_assert_fail("mcpvisorctl did not exit within %d ms; stdout: %s; stderr: %s", timeout_ms,
+                                       p->outbuf, p->errbuf);
+                }
+                proc_pump(p, left_ms(deadline));
+        }
+        proc_close_stdin(p);
+        close(p->pidfd);
+        return p->status;
+}
+
+static void proc_free(struct proc *p) {
+        free(p->outbuf);
+        free(p->errbuf);
+}
+
+/* mcpvisorctl ARGS... with stdin empty: its exit status, stdout and stderr in *p. */
+static int run_env(struct proc *p, const char *const *args, const char *const *env) {
+        proc_start(p, args, env);
+        proc_close_stdin(p);
+        return proc_wait(p, CTL_TIMEOUT_MS);
+}
+
+/* mcpvisorctl against D's sockets; the result in a static proc (freed at the next call). */
+static struct proc R;
+
+#define CTL(...) ctl_run((const char *const[]){ "-C", D.control, "-s", D.sock, __VA_ARGS__, NULL })
+
+static int ctl_run(const char *const *args) {
+        proc_free(&R);
+        return run_env(&R, args, NULL);
+}
+
+/* ---- expectations ---- */
+
+static void expect_exit(int got, int want) {
+        cr_assert_eq(got, want, "mcpvisorctl exited %d, expected %d; stdout: %s; stderr: %s", got, want, R.outbuf,
+                     R.errbuf);
+}
+
+static void expect_contains(const char *text, const char *needle, const char *what) {
+        cr_assert_not_null(strstr(text, needle), "%s lacks \"%s\": %s", what, needle, text);
+}
+
+/* The line of the status table that starts with name, split at runs of spaces. */
+static unsigned row_fields(const char *table, const char *name, char fields[][64], unsigned max) {
+        char *copy = strdup(table), *save = NULL;
+        unsigned n = 0;
+
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *fsave = NULL, *f = strtok_r(line, " ", &fsave);
+
+                if (!f || strcmp(f, name) != 0)
+                        continue;
+                for (; f && n < max; f = strtok_r(NULL, " ", &fsave))
+                        snprintf(fields[n++], 64, "%s", f);
+                break;
+        }
+        free(copy);
+        return n;
+}
+
+/* status --json, parsed; asserts it worked (exit 0 or 3). */
+static json_object *status_json(void) {
+        int r = CTL("status", "--json");
+        json_object *o;
+
+        cr_assert(r == 0 || r == 3, "status --json exited %d: %s", r, R.errbuf);
+        o = json_tokener_parse(R.outbuf);
+        cr_assert_not_null(o, "status --json printed no JSON: %s", R.outbuf);
+        return o;
+}
+
+static json_object *server_entry(json_object *status, const char *name) {
+        json_object *servers = h_get(status, "servers");
+
+        for (size_t i = 0; servers && i < json_object_array_length(servers); i++)
+                if (strcmp(h_str(json_object_array_get_idx(servers, i), "name"), name) == 0)
+                        return json_object_array_get_idx(servers, i);
+        cr_assert_fail("no server %s in the status: %s", name, h_json_text(status));
+        return NULL;
+}
+
+/* Waits until status says server name is in state (by status --json, so through the CLI). */
+static void wait_state(const char *name, const char *state) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+
+        for (;;) {
+                json_object *st = status_json();
+                bool done = strcmp(h_str(server_entry(st, name), "state"), state) == 0;
+
+                json_object_put(st);
+                if (done)
+                        return;
+                cr_assert_gt(left_ms(deadline), 0, "%s did not reach %s within %d ms", name, state, H_TIMEOUT_MS);
+                h_notify_drain(&D);
+                poll(NULL, 0, 50); /* status is asked, not told: ask again shortly */
+        }
+}
+
+/* Waits until the daemon logs that server name is ready (the n-th time). */
+static void wait_ready_logged(const char *name, unsigned n) {
+        cr_assert(h_log_count_wait(&D, sf("[%s] starting -> ready", name), n, H_TIMEOUT_MS), "%s did not become ready",
+                  name);
+}
+
+/* Starts the daemon with the servers added so far; returns once its control socket is there. */
+static void start_daemon(void) {
+        start(NULL);
+        h_close(h_connect(D.control, H_TIMEOUT_MS));
+}
+
+/* The demo server "demo", writing its pid to PIDFILE, after the servers added before;
+ * started and ready. */
+static pid_t start_demo(void) {
+        pid_t pid;
+
+        add_demo("demo", "", sf("\"--pidfile\",\"%s\"", PIDFILE));
+        start_daemon();
+        wait_ready_logged("demo", 1);
+        pid = h_pidfile_wait(PIDFILE, 0, H_TIMEOUT_MS);
+        cr_assert_gt(pid, 0, "demo wrote no pidfile");
+        return pid;
+}
+
+/* ---- status ---- */
+
+Test(ctl, status_prints_the_daemon_and_a_row_per_server) {
+        char f[10][64];
+        pid_t pid;
+        const char *header;
+
+        add_demo("off", "\"disabled\":true", "");
+        pid = start_demo();
+        expect_exit(CTL("status"), 0);
+        cr_expect_str_empty(R.errbuf);
+        expect_contains(R.outbuf, sf("mcpvisord 0.1.0, pid %d, up ", (int)D.pid), "the daemon line");
+        expect_contains(R.outbuf, sf("config %s\n", D.config), "the daemon line");
+        header = strstr(R.outbuf, "NAME");
+        cr_assert_not_null(header, "no table header: %s", R.outbuf);
+        cr_expect(strncmp(header, "NAME ", 5) == 0 && strstr(header, "STATE") && strstr(header, "PID") &&
+                          strstr(header, "UPTIME") && strstr(header, "RESTARTS") && strstr(header, "LAST EXIT") &&
+                          strstr(header, "TOOLS") && strstr(header, "IN-FLIGHT"),
+                  "table header: %s", header);
+        /* NAME STATE PID UPTIME RESTARTS LAST-EXIT TOOLS IN-FLIGHT */
+        cr_assert_eq(row_fields(R.outbuf, "demo", f, 10), 8, "demo's row: %s", R.outbuf);
+        cr_expect_str_eq(f[1], "ready");
+        cr_expect_str_eq(f[2], sf("%d", (int)pid));
+        cr_expect(f[3][strlen(f[3]) - 1] == 's', "uptime as 12s or 3m12s: %s", f[3]);
+        cr_expect_str_eq(f[4], "0");
+        cr_expect_str_eq(f[5], "-");
+        cr_expect_str_eq(f[6], "10");
+        cr_expect_str_eq(f[7], "0");
+        cr_assert_eq(row_fields(R.outbuf, "off", f, 10), 8, "off's row: %s", R.outbuf);
+        cr_expect_str_eq(f[1], "disabled");
+        cr_expect_str_eq(f[2], "-");
+        /* the rows in config order: off before demo */
+        cr_expect_lt(strstr(R.outbuf, "\noff "), strstr(R.outbuf, "\ndemo "), "config order: %s", R.outbuf);
+}
+
+Test(ctl, status_json_is_the_daemons_answer) {
+        json_object *st, *s;
+        pid_t pid = start_demo();
+
+        expect_exit(CTL("status", "--json"), 0);
+        st = json_tokener_parse(R.outbuf);
+        cr_assert_not_null(st, "not JSON: %s", R.outbuf);
+        cr_expect(strchr(R.outbuf, '\n') < R.outbuf + R.outlen - 1, "pretty-printed on several lines");
+        cr_expect_eq(json_object_get_int(h_get(st, "daemon.pid")), D.pid);
+        cr_expect_str_eq(h_str(st, "daemon.version"), "0.1.0");
+        cr_expect_str_eq(h_str(st, "daemon.config"), D.config);
+        s = server_entry(st, "demo");
+        cr_expect_str_eq(h_str(s, "state"), "ready");
+        cr_expect_eq(json_object_get_int(h_get(s, "pid")), pid);
+        cr_expect_eq(json_object_get_int(h_get(s, "tools")), 10);
+        cr_expect(json_object_is_type(h_get(s, "lastExit"), json_type_null), "lastExit null: %s", h_json_text(s));
+        json_object_put(st);
+}
+
+Test(ctl, status_names_select_servers) {
+        json_object *st;
+
+        add_demo("other", "", "");
+        start_demo();
+        wait_state("other", "ready");
+        expect_exit(CTL("status", "--json", "other"), 0);
+        st = json_tokener_parse(R.outbuf);
+        cr_assert_not_null(st, "not JSON: %s", R.outbuf);
+        cr_expect_eq(json_object_array_length(h_get(st, "servers")), 1, "only other: %s", R.outbuf);
+        cr_expect_str_eq(h_str(st, "servers.0.name"), "other");
+        json_object_put(st);
+
+        expect_exit(CTL("status", "demo"), 0);
+        cr_expect_null(strstr(R.outbuf, "\nother "), "other is not asked for: %s", R.outbuf);
+        expect_contains(R.outbuf, "\ndemo ", "status demo");
+
+        expect_exit(CTL("status", "nosuch"), 1);
+        cr_expect_str_eq(R.errbuf, "mcpvisorctl: unknown server 'nosuch'; configured: other, demo\n");
+        cr_expect_str_empty(R.outbuf);
+}
+
+Test(ctl, status_exits_3_while_an_enabled_server_is_not_ready) {
+        char f[12][64];
+
+        add_demo("bad", "\"restart\":\"never\"", "\"--exit-at-start\",\"1\"");
+        start_demo();
+        wait_state("bad", "failed");
+        expect_exit(CTL("status"), 3);
+        /* bad failed - - 0 exit status 1 0 0 */
+        cr_assert_eq(row_fields(R.outbuf, "bad", f, 12), 10, "bad's row: %s", R.outbuf);
+        cr_expect_str_eq(f[1], "failed");
+        cr_expect(strcmp(f[5], "exit") == 0 && strcmp(f[6], "status") == 0 && strcmp(f[7], "1") == 0,
+                  "LAST EXIT: %s", R.outbuf);
+        expect_exit(CTL("status", "demo"), 0); /* only the servers shown count */
+        expect_exit(CTL("status", "--json"), 3);
+}
+
+/* ---- start, stop, restart ---- */
+
+Test(ctl, restart_waits_for_a_new_ready_process) {
+        pid_t before = start_demo(), after;
+        json_object *st, *s;
+
+        expect_exit(CTL("restart", "demo"), 0);
+        cr_expect_str_eq(R.outbuf, "demo: ready (10 tools)\n");
+        cr_expect_str_empty(R.errbuf);
+        after = h_pidfile_wait(PIDFILE, before, H_TIMEOUT_MS);
+        cr_assert_gt(after, 0, "no new process wrote its pid");
+        cr_expect(h_pid_gone_wait(before, H_TIMEOUT_MS), "the old process %d is still there", (int)before);
+        /* ready when mcpvisorctl returned: status says so at once, with the new pid */
+        st = status_json();
+        s = server_entry(st, "demo");
+        cr_expect_str_eq(h_str(s, "state"), "ready");
+        cr_expect_eq(json_object_get_int(h_get(s, "pid")), after);
+        cr_expect_eq(json_object_get_int(h_get(s, "restarts")), 1);
+        json_object_put(st);
+}
+
+Test(ctl, stop_then_start) {
+        pid_t before = start_demo(), after;
+
+        expect_exit(CTL("stop", "demo"), 0);
+        cr_expect_str_eq(R.outbuf, "demo: stopped\n");
+        cr_expect(h_pid_gone_wait(before, H_TIMEOUT_MS), "stopped, yet process %d is there", (int)before);
+        expect_exit(CTL("status"), 3); /* demo is enabled and not ready */
+        cr_expect_not_null(strstr(R.outbuf, "stopped"), "%s", R.outbuf);
+
+        expect_exit(CTL("start", "demo"), 0);
+        cr_expect_str_eq(R.outbuf, "demo: ready (10 tools)\n");
+        after = h_pidfile_wait(PIDFILE, before, H_TIMEOUT_MS);
+        cr_expect_gt(after, 0, "no new process after start");
+        expect_exit(CTL("status"), 0);
+}
+
+Test(ctl, start_of_a_ready_server_says_ready) {
+        pid_t pid = start_demo();
+
+        expect_exit(CTL("start", "demo"), 0);
+        cr_expect_str_eq(R.outbuf, "demo: ready (10 tools)\n");
+        cr_expect_not(h_pid_gone(pid), "start of a ready server must not restart it");
+}
+
+Test(ctl, no_wait_returns_once_the_action_began) {
+        start_demo();
+        expect_exit(CTL("stop", "--no-wait", "demo"), 0);
+        cr_expect_str_empty(R.outbuf);
+        wait_state("demo", "stopped");
+}
+
+Test(ctl, unknown_server_is_the_daemons_error) {
+        start_demo();
+        expect_exit(CTL("restart", "nosuch"), 1);
+        cr_expect_str_eq(R.errbuf, "mcpvisorctl: unknown server 'nosuch'; configured: demo\n");
+        cr_expect_str_empty(R.outbuf);
+}
+
+Test(ctl, start_that_fails_says_why) {
+        add_demo("bad", "\"restart\":\"never\"", "\"--exit-at-start\",\"3\"");
+        start_daemon();
+        wait_state("bad", "failed");
+        expect_exit(CTL("start", "bad"), 1);
+        cr_expect_str_eq(R.errbuf, "bad: failed (exit status 3); see journalctl -t bad\n");
+}
+
+Test(ctl, start_that_backs_off_is_a_failure) {
+        add_demo("flaky", "\"restartDelay\":30", "\"--exit-at-start\",\"1\"");
+        start_daemon();
+        wait_state("flaky", "backoff");
+        expect_exit(CTL("restart", "flaky"), 1);
+        cr_expect_str_eq(R.errbuf, "flaky: backoff (exit status 1); see journalctl -t flaky\n");
+}
+
+Test(ctl, wait_gives_up_at_the_timeout) {
+        long long t0;
+
+        add_demo("slow", "", "\"--slow-start\",\"4000\"");
+        start_daemon();
+        t0 = h_now_ms();
+        /* starting already: start only waits */
+        expect_exit(CTL("start", "--timeout", "0.5", "slow"), 1);
+        cr_expect_lt(h_now_ms() - t0, 3000, "gave up late");
+        expect_contains(R.errbuf, "mcpvisorctl: slow did not settle within 0.5 s: still starting", "stderr");
+}
+
+/* ---- reload ---- */
+
+static void write_config(const char *text) {
+        FILE *f = fopen(D.config, "we");
+
+        cr_assert_not_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+Test(ctl, reload_reports_what_changed) {
+        char *config;
+
+        start_demo();
+        add_demo("extra", "", "");
+        config = config_text();
+        write_config(config);
+        free(config);
+        expect_exit(CTL("reload"), 0);
+        cr_expect_str_eq(R.outbuf, "added: extra; removed: none; changed: none; unchanged: 1\n");
+        cr_expect_str_empty(R.errbuf);
+        wait_state("extra", "ready");
+}
+
+Test(ctl, reload_of_an_invalid_config_fails_and_changes_nothing) {
+        pid_t pid = start_demo();
+
+        write_config(sf("{\"mcpServers\":{\"demo\":{\"command\":\"%s\"},\"extra\":{\"command\":5}}}", h_demo_server_path()));
+        expect_exit(CTL("reload"), 1);
+        cr_expect_str_empty(R.outbuf);
+        expect_contains(R.errbuf, "mcpvisorctl: configuration not reloaded: 1 error; nothing changed\n", "stderr");
+        expect_contains(R.errbuf, "mcpServers.extra.command: expected a string\n", "stderr");
+        expect_exit(CTL("status", "--json"), 0);
+        cr_expect_null(strstr(R.outbuf, "extra"), "nothing changed: %s", R.outbuf);
+        cr_expect_not(h_pid_gone(pid), "nothing changed, yet demo was restarted");
+}
+
+Test(ctl, status_shows_a_removed_server_while_it_stops) {
+        char f[10][64];
+        char *config;
+
+        /* it ignores the end of its stdin: stopping takes its stopTimeout, then SIGTERM */
+        add_demo("gone", "\"stopTimeout\":2", "\"--ignore-stdin-eof\"");
+        start_daemon();
+        wait_ready_logged("gone", 1);
+        servers_reset(&D);
+        add_demo("demo", "", "");
+        config = config_text();
+        write_config(config);
+        free(config);
+        expect_exit(CTL("reload"), 0);
+        cr_expect_str_eq(R.outbuf, "added: demo; removed: gone; changed: none; unchanged: 0\n");
+        wait_ready_logged("demo", 1);
+        expect_exit(CTL("status"), 0); /* a removed server is not meant to be ready */
+        if (row_fields(R.outbuf, "gone", f, 10) == 0)
+                return; /* already stopped and gone: nothing more to see */
+        cr_expect_str_eq(f[1], "stopping");
+        cr_expect_str_eq(f[2], "(removed)");
+}
+
+/* ---- connect ---- */
+
+static json_object *proc_message(struct proc *p) {
+        char *line = proc_line(p, H_TIMEOUT_MS);
+        json_object *o;
+
+        cr_assert_not_null(line, "no line from connect; stderr: %s", p->errbuf);
+        o = json_tokener_parse(line);
+        cr_assert_not_null(o, "connect printed something that is not JSON: %s", line);
+        free(line);
+        return o;
+}
+
+static const char INITIALIZE[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+        "\"capabilities\":{},\"clientInfo\":{\"name\":\"ctl-test\",\"version\":\"1\"}}}\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+Test(ctl, connect_bridges_an_mcp_session) {
+        struct proc p;
+        json_object *m;
+
+        start_demo();
+        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
+        proc_write(&p, INITIALIZE);
+        m = proc_message(&p);
+        cr_expect_eq(json_object_get_int(h_get(m, "id")), 1);
+        cr_expect_str_eq(h_str(m, "result.protocolVersion"), "2025-11-25");
+        json_object_put(m);
+
+        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
+        m = proc_message(&p);
+        cr_expect_eq(json_object_get_int(h_get(m, "id")), 2);
+        cr_expect(h_has_item(h_tool_names(m), "demo__echo"), "tools: %s", h_tool_names(m));
+        json_object_put(m);
+
+        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":\"three\",\"method\":\"tools/call\","
+                       "\"params\":{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"h\\u00e9llo \\/ world\"}}}\n");
+        m = proc_message(&p);
+        cr_expect_str_eq(h_str(m, "id"), "three");
+        cr_expect_str_eq(h_result_text(m), "h\xc3\xa9llo / world");
+        json_object_put(m);
+
+        proc_close_stdin(&p);
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "connect after stdin EOF: stderr %s", p.errbuf);
+        cr_expect_eq(p.taken, p.outlen, "nothing more on stdout: %s", p.outbuf + p.taken);
+        cr_expect_str_empty(p.errbuf);
+        proc_free(&p);
+}
+
+Test(ctl, connect_delivers_answers_still_pending_at_stdin_eof) {
+        struct proc p;
+        json_object *m;
+
+        start_demo();
+        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
+        proc_write(&p, INITIALIZE);
+        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                       "\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":300}}}\n");
+        proc_close_stdin(&p);
+        json_object_put(proc_message(&p)); /* initialize's */
+        m = proc_message(&p);
+        cr_expect_eq(json_object_get_int(h_get(m, "id")), 2);
+        cr_expect_str_eq(h_result_text(m), "slept 300 ms");
+        json_object_put(m);
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "stderr: %s", p.errbuf);
+        cr_expect_str_empty(p.errbuf);
+        proc_free(&p);
+}
+
+/* The same bytes through connect as straight on the socket, both ways. */
+Test(ctl, connect_passes_bytes_unchanged) {
+        static const char call[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
+                                   "{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"caf\\u00e9 \\/ \\\"q\\\"\"}}}\n";
+        struct h_conn *direct;
+        char *via_socket, *via_connect;
+        struct proc p;
+
+        start_demo();
+        direct = h_connect(D.sock, H_TIMEOUT_MS);
+        h_send(direct, INITIALIZE);
+        free(h_recv_line_draining(&D, direct, H_TIMEOUT_MS));
+        h_send(direct, call);
+        via_socket = h_recv_line_draining(&D, direct, H_TIMEOUT_MS);
+        cr_assert_not_null(via_socket);
+        h_close(direct);
+
+        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
+        proc_write(&p, INITIALIZE);
+        proc_write(&p, call);
+        free(proc_line(&p, H_TIMEOUT_MS));
+        via_connect = proc_line(&p, H_TIMEOUT_MS);
+        cr_assert_not_null(via_connect, "no answer; stderr: %s", p.errbuf);
+        cr_expect_str_eq(via_connect, via_socket);
+        free(via_connect);
+        /* not JSON: the daemon's error comes back, nothing of ours */
+        proc_write(&p, "this is not json\n");
+        proc_close_stdin(&p);
+        via_connect = proc_line(&p, H_TIMEOUT_MS);
+        cr_assert_not_null(via_connect, "no answer to the garbage; stderr: %s", p.errbuf);
+        expect_contains(via_connect, "\"code\":-32700", "the daemon's parse error");
+        free(via_connect);
+        free(via_socket);
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0);
+        proc_free(&p);
+}
+
+Test(ctl, connect_says_when_the_daemon_goes_away) {
+        struct proc p;
+
+        start_demo();
+        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
+        proc_write(&p, INITIALIZE);
+        json_object_put(proc_message(&p));
+        cr_assert_eq(h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS), 0, "the daemon did not stop cleanly");
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 1);
+        cr_expect_str_eq(p.errbuf, "mcpvisorctl: the daemon closed the connection\n");
+        cr_expect_eq(p.taken, p.outlen, "nothing of ours on stdout: %s", p.outbuf + p.taken);
+        proc_free(&p);
+}
+
+Test(ctl, connect_to_a_missing_socket_says_what_to_do) {
+        char path[128];
+
+        snprintf(path, sizeof path, "%s/nothing.sock", T);
+        expect_exit(ctl_run((const char *const[]){ "-s", path, "connect", NULL }), 1);
+        cr_expect_str_empty(R.outbuf);
+        cr_expect_str_eq(R.errbuf, sf("mcpvisorctl: cannot connect to %s: No such file or directory; is mcpvisor "
+                                      "running? (systemctl start mcpvisor.socket, or systemctl --user start "
+                                      "mcpvisor.socket)\n",
+                                      path));
+}
+
+/* ---- errors, options and the environment ---- */
+
+Test(ctl, missing_control_socket_says_what_to_do) {
+        char path[128];
+
+        snprintf(path, sizeof path, "%s/control.sock", T);
+        expect_exit(ctl_run((const char *const[]){ "-C", path, "status", NULL }), 1);
+        cr_expect_str_empty(R.outbuf);
+        expect_contains(R.errbuf, sf("mcpvisorctl: cannot connect to %s: No such file or directory; is mcpvisor running?", path),
+                        "stderr");
+}
+
+Test(ctl, a_silent_socket_times_out_naming_it) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        long long t0;
+        int fd;
+
+        /* listening, never accepting: connect() succeeds, no answer ever comes */
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s/silent.sock", T);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 8) == 0);
+        t0 = h_now_ms();
+        expect_exit(ctl_run((const char *const[]){ "-C", sa.sun_path, "--timeout", "0.3", "status", NULL }), 1);
+        cr_expect_lt(h_now_ms() - t0, 3000, "gave up late");
+        cr_expect_str_eq(R.errbuf,
+                         sf("mcpvisorctl: the control socket %s did not answer 'status' within 0.3 s\n", sa.sun_path));
+        close(fd);
+}
+
+Test(ctl, environment_names_the_sockets_and_options_win) {
+        const char *env_ok[] = { NULL, NULL };
+        char bogus[128];
+
+        start_demo();
+        env_ok[0] = sf("MCPVISOR_CONTROL_SOCKET=%s", D.control);
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "status", NULL }, env_ok), 0);
+
+        snprintf(bogus, sizeof bogus, "MCPVISOR_CONTROL_SOCKET=%s/none.sock", T);
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "-C", D.control, "status", NULL }, (const char *const[]){ bogus, NULL }), 0);
+
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "connect", NULL }, (const char *const[]){ sf("MCPVISOR_SOCKET=%s", D.sock), NULL }), 0);
+        cr_expect_str_empty(R.errbuf, "connect with stdin empty: %s", R.errbuf);
+}
+
+Test(ctl, user_picks_the_user_managers_socket) {
+        const char *env[] = { sf("XDG_RUNTIME_DIR=%s", T), NULL };
+
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "--user", "status", NULL }, env), 1);
+        expect_contains(R.errbuf, sf("cannot connect to %s/mcpvisor/control.sock: No such file", T), "stderr");
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "--user", "status", NULL }, NULL), 1);
+        expect_contains(R.errbuf, "XDG_RUNTIME_DIR is not set", "stderr");
+        if (access("/run/mcpvisor/control.sock", F_OK) == 0)
+                return; /* a real system service is running here: --system would reach it */
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "--system", "status", NULL }, env), 1);
+        expect_contains(R.errbuf, "cannot connect to /run/mcpvisor/control.sock", "stderr");
+}
+
+Test(ctl, usage_errors_exit_2) {
+        expect_exit(ctl_run((const char *const[]){ NULL }), 2);
+        expect_contains(R.errbuf, "no command", "stderr");
+        expect_exit(ctl_run((const char *const[]){ "frobnicate", NULL }), 2);
+        expect_contains(R.errbuf, "unknown command 'frobnicate'", "stderr");
+        expect_exit(ctl_run((const char *const[]){ "restart", NULL }), 2);
+        expect_exit(ctl_run((const char *const[]){ "restart", "a", "b", NULL }), 2);
+        expect_exit(ctl_run((const char *const[]){ "--json", "restart", "a", NULL }), 2);
+        expect_contains(R.errbuf, "--json does not apply to restart", "stderr");
+        expect_exit(ctl_run((const char *const[]){ "--timeout", "soon", "status", NULL }), 2);
+        expect_exit(ctl_run((const char *const[]){ "--bogus", "status", NULL }), 2);
+        cr_expect_str_empty(R.outbuf);
+}
+
+Test(ctl, help_and_version) {
+        expect_exit(ctl_run((const char *const[]){ "--version", NULL }), 0);
+        cr_expect_str_eq(R.outbuf, "mcpvisorctl 0.1.0\n");
+        expect_exit(ctl_run((const char *const[]){ "-h", NULL }), 0);
+        expect_contains(R.outbuf, "Usage: mcpvisorctl", "--help");
+        expect_contains(R.outbuf, "connect", "--help");
+}
+
+/* ---- access: root only (another uid through setpriv) ---- */
+
+/* mcpvisorctl ARGS as uid/gid 65534 (nobody). */
+static int run_as_nobody(const char *const *args) {
+        const char *argv[24] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", MCPVISORCTL_PATH };
+        const char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+        posix_spawn_file_actions_t fa;
+        int n = 5, out[2], err[2], r;
+        pid_t pid;
+        struct proc *p = &R;
+
+        for (; *args; args++) {
+                cr_assert_lt(n, 23);
+                argv[n++] = *args;
+        }
+        proc_free(&R);
+        cr_assert(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        r = posix_spawnp(&pid, "setpriv", &fa, NULL, (char **)argv, (char **)envp);
+        posix_spawn_file_actions_destroy(&fa);
+        cr_assert_eq(r, 0, "setpriv: %s", strerror(r));
+        close(out[1]);
+        close(err[1]);
+        *p = (struct proc){ .pid = pid, .pidfd = pidfd_open(pid, 0), .in = -1, .out = out[0], .err = err[0] };
+        append(&p->outbuf, &p->outlen, "", 0);
+        append(&p->errbuf, &p->errlen, "", 0);
+        return proc_wait(p, CTL_TIMEOUT_MS);
+}
+
+static void skip_unless_root(void) {
+        if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+                cr_skip_test("needs root and setpriv to run mcpvisorctl as another user");
+}
+
+Test(ctl, a_socket_we_may_not_open_says_who_may) {
+        skip_unless_root();
+        start_demo();
+        cr_assert_eq(chmod(D.dir, 0711), 0); /* the socket's own mode (0660) is the gate */
+        expect_exit(run_as_nobody((const char *const[]){ "-C", D.control, "status", NULL }), 1);
+        cr_expect_str_eq(R.errbuf,
+                         sf("mcpvisorctl: permission denied on %s: the control socket is for root, the daemon's user "
+                            "and its controlGroup (see mcpvisor.json(5))\n",
+                            D.control));
+}
+
+Test(ctl, the_daemon_refusing_a_peer_is_an_error) {
+        skip_unless_root();
+        set_settings("\"socketMode\":\"0666\"");
+        start_demo();
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        expect_exit(run_as_nobody((const char *const[]){ "-C", D.control, "status", NULL }), 1);
+        expect_contains(R.errbuf, "mcpvisorctl: permission denied: the control socket is for root", "stderr");
+        cr_expect_str_empty(R.outbuf);
+}
