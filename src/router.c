@@ -252,27 +252,41 @@ unsigned router_owner(const struct router *r, const struct server *s, struct cli
         return owner ? 1 : 0;
 }
 
-/* "server 'github' ended with exit status 1 during this call; restarting in 2.0 s" */
-static void outcome(const struct server *s, char *buf, size_t size) {
-        const char *name = s->config->name, *how = s->last_exit[0] ? s->last_exit : "a lost connection";
-        uint64_t now = now_usec();
+/* How the process ended, as a verb phrase: "exited with status 1", "was killed by SIGKILL". */
+static void how_it_ended(const struct server *s, char *buf, size_t size) {
+        int status;
 
+        if (sscanf(s->last_exit, "exit status %d", &status) == 1)
+                snprintf(buf, size, "exited with status %d", status);
+        else if (s->last_exit[0])
+                snprintf(buf, size, "%s%s", strncmp(s->last_exit, "killed", 6) == 0 ? "was " : "", s->last_exit);
+        else
+                snprintf(buf, size, "lost its connection");
+}
+
+/* "server 'github' exited with status 1 during this call; restarting in 2.0 s; its log: ..." */
+static void outcome(const struct server *s, char *buf, size_t size) {
+        const char *name = s->config->name;
+        uint64_t now = now_usec();
+        char how[96];
+
+        how_it_ended(s, how, sizeof how);
         switch (s->state) {
         case SERVER_STOPPED:
         case SERVER_STOPPING:
                 snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, s->cause);
                 break;
         case SERVER_BACKOFF:
-                snprintf(buf, size, "server '%s' ended with %s during this call; restarting in %.1f s; its log: journalctl -t %s",
+                snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: journalctl -t %s",
                          name, how, s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, name);
                 break;
         case SERVER_FAILED:
-                snprintf(buf, size, "server '%s' ended with %s during this call; not restarting (%.200s); its log: journalctl -t %s",
+                snprintf(buf, size, "server '%s' %s during this call; not restarting (%.200s); its log: journalctl -t %s",
                          name, how, s->cause, name);
                 break;
         default:
-                snprintf(buf, size, "server '%s' ended with %s during this call; it was restarted; its log: journalctl -t %s",
-                         name, how, name);
+                snprintf(buf, size, "server '%s' %s during this call; it was restarted; its log: journalctl -t %s", name,
+                         how, name);
                 break;
         }
 }

@@ -449,7 +449,7 @@ Test(routing, crash_mid_call) {
         h_client_tool_request(x, "\"boom\"", "b__crash", "{}");
         r = h_client_answer(x, "\"boom\"");
         cr_assert_not_null(strstr(error_message(r), "'b'"), "%s", h_json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "ended with exit status 3 during this call"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "exited with status 3 during this call"), "%s", h_json_text(r));
         cr_assert_not_null(strstr(error_message(r), "restarting in"), "%s", h_json_text(r));
         cr_assert_str_eq(h_str(r, "error.data.server"), "b");
         json_object_put(r);
@@ -483,7 +483,7 @@ Test(routing, in_flight_failed_on_exit) {
         h_client_tool_request(y, ids[2], "b__crash", "{}");
         for (size_t i = 0; i < 3; i++) {
                 r = h_client_answer(i < 2 ? x : y, ids[i]);
-                cr_assert_not_null(strstr(error_message(r), "server 'b' ended with exit status 3"), "%s",
+                cr_assert_not_null(strstr(error_message(r), "server 'b' exited with status 3"), "%s",
                                    h_json_text(r));
                 json_object_put(r);
         }

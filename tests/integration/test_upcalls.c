@@ -629,7 +629,7 @@ Test(upcalls, server_ends) {
                   h_json_text(h_get(u, "id")));
         json_object_put(c);
         r = h_client_answer(x, "\"t\"");
-        cr_assert_not_null(strstr(error_message(r), "server 'a' ended"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "server 'a' was killed by SIGKILL during this call"), "%s", h_json_text(r));
         json_object_put(r);
 
         /* the restarted server gets nothing for its predecessor's request */
