@@ -4,6 +4,14 @@
 #include <sys/types.h>
 
 #define PATH_DEFAULT_CONFIG "/etc/mcpvisor/mcpvisor.json"
+
+/* The configuration file read without --config: PATH_DEFAULT_CONFIG as root (the system
+ * manager), $XDG_CONFIG_HOME/mcpvisor/mcpvisor.json (else ~/.config/...) for everyone
+ * else (the user manager). The environment is passed in for tests. Malloc'd, or NULL with
+ * errno (ENOENT: neither XDG_CONFIG_HOME nor HOME is an absolute path). */
+char *path_config_for(uid_t euid, const char *xdg_config_home, const char *home);
+/* path_config_for() with this process's euid and environment. */
+char *path_default_config(void);
 /* The system manager's runtime directory: the units' sockets live in its mcpvisor/. */
 #define PATH_SYSTEM_RUNTIME_DIR "/run"
 

@@ -91,7 +91,7 @@ static void journal_record(int priority, const char *identifier, const struct lo
 
 void log_emit(const struct logger *lg, int priority, const struct log_subject *subject,
               const char *fmt, ...) {
-        _cleanup_free_ char *message = NULL;
+        _cleanup_free_ char *message = NULL, *line = NULL;
         va_list ap;
 
         if (priority > lg->max_priority)
@@ -102,18 +102,19 @@ void log_emit(const struct logger *lg, int priority, const struct log_subject *s
         if (r < 0)
                 return;
 
-        if (lg->journal) {
-                journal_record(priority, lg->identifier, subject, message);
-                return;
-        }
+        /* The subject leads the text in the journal too: journalctl -u shows no fields. */
         if (subject && subject->server)
-                fprintf(stderr, "%s: %s: [%s] %s\n", lg->identifier, log_level_to_string(priority),
-                        subject->server, message);
+                r = asprintf(&line, "[%s] %s", subject->server, message);
         else if (subject && subject->client)
-                fprintf(stderr, "%s: %s: [client %" PRIu64 "] %s\n", lg->identifier,
-                        log_level_to_string(priority), subject->client, message);
+                r = asprintf(&line, "[client %" PRIu64 "] %s", subject->client, message);
         else
-                fprintf(stderr, "%s: %s: %s\n", lg->identifier, log_level_to_string(priority), message);
+                line = TAKE_PTR(message);
+        if (r < 0 || !line)
+                return;
+        if (lg->journal)
+                journal_record(priority, lg->identifier, subject, line);
+        else
+                fprintf(stderr, "%s: %s: %s\n", lg->identifier, log_level_to_string(priority), line);
 }
 
 void log_server_line(const struct logger *lg, int priority, const char *server, const char *line) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "macro.h"
 #include "daemon.h"
 #include "options.h"
 #include "paths.h"
@@ -30,9 +31,8 @@ static int apply_options(struct config *c, const struct options *o) {
         return 0;
 }
 
-static int load_config(const struct options *o, struct config *ret) {
+static int load_config(const char *path, const struct options *o, struct config *ret) {
         struct config_problems problems = { 0 };
-        const char *path = o->config_path ? o->config_path : PATH_DEFAULT_CONFIG;
         int r = config_load(path, !o->config_path, ret, &problems);
 
         print_problems(&problems, stderr);
@@ -44,9 +44,8 @@ static int load_config(const struct options *o, struct config *ret) {
 }
 
 /* --check-config: any error, even one that only skips a server, fails the check. */
-static int check_config(const struct options *o) {
+static int check_config(const char *path, const struct options *o) {
         struct config_problems problems = { 0 };
-        const char *path = o->config_path ? o->config_path : PATH_DEFAULT_CONFIG;
         struct config c;
         int r = config_load(path, !o->config_path, &c, &problems);
 
@@ -62,9 +61,9 @@ static int check_config(const struct options *o) {
         return r;
 }
 
-static int run(struct config *config, const struct options *o) {
+static int run(struct config *config, const char *path, const struct options *o) {
         struct config_source source = {
-                .path = o->config_path ? o->config_path : PATH_DEFAULT_CONFIG,
+                .path = path,
                 .missing_ok = !o->config_path,
                 .log_level = o->log_level,
         };
@@ -83,6 +82,8 @@ static int run(struct config *config, const struct options *o) {
 }
 
 int main(int argc, char **argv) {
+        _cleanup_free_ char *default_path = NULL;
+        const char *path;
         struct options o;
         struct config config;
         int r;
@@ -97,17 +98,24 @@ int main(int argc, char **argv) {
                 printf("mcpvisord %s\n", MCPVISOR_VERSION);
                 return 0;
         case ACTION_CHECK_CONFIG:
-                return check_config(&o);
         case ACTION_RUN:
                 break;
         }
-        if (load_config(&o, &config) < 0)
+        /* Without --config: the system's file as root, the user's own otherwise. */
+        path = o.config_path ? o.config_path : (default_path = path_default_config());
+        if (!path) {
+                fprintf(stderr, "mcpvisord: no configuration path: set HOME or XDG_CONFIG_HOME, or pass --config\n");
+                return 1;
+        }
+        if (o.action == ACTION_CHECK_CONFIG)
+                return check_config(path, &o);
+        if (load_config(path, &o, &config) < 0)
                 return 1;
         if (apply_options(&config, &o) < 0)
                 return 1;
         /* A peer that hangs up must cost us an EPIPE, not the process. */
         signal(SIGPIPE, SIG_IGN);
-        r = run(&config, &o);
+        r = run(&config, path, &o);
         config_done(&config);
         return r;
 }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,4 +56,25 @@ char *path_pick_socket(const char *name, enum path_scope scope, uid_t euid, cons
 
 char *path_client_socket(const char *name, enum path_scope scope) {
         return path_pick_socket(name, scope, geteuid(), secure_getenv("XDG_RUNTIME_DIR"), PATH_SYSTEM_RUNTIME_DIR);
+}
+
+char *path_config_for(uid_t euid, const char *xdg_config_home, const char *home) {
+        char *path = NULL;
+        int r;
+
+        if (euid == 0)
+                return strdup(PATH_DEFAULT_CONFIG);
+        if (xdg_config_home && xdg_config_home[0] == '/')
+                r = asprintf(&path, "%s/mcpvisor/mcpvisor.json", xdg_config_home);
+        else if (home && home[0] == '/')
+                r = asprintf(&path, "%s/.config/mcpvisor/mcpvisor.json", home);
+        else {
+                errno = ENOENT;
+                return NULL;
+        }
+        return r < 0 ? NULL : path;
+}
+
+char *path_default_config(void) {
+        return path_config_for(geteuid(), getenv("XDG_CONFIG_HOME"), getenv("HOME"));
 }

@@ -68,7 +68,7 @@ Test(journal, structured_records_with_client_field, .init = fake_journald, .fini
                                                 "MESSAGE=mcpvisord ready\n", NULL }, H_TIMEOUT_MS),
                   "no native record for the ready message");
         struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
-        cr_assert(record_with((const char *[]){ "MCPVISOR_CLIENT=1\n", "MESSAGE=MCP client connected (pid", NULL },
+        cr_assert(record_with((const char *[]){ "MCPVISOR_CLIENT=1\n", "MESSAGE=[client 1] MCP client connected (pid", NULL },
                               H_TIMEOUT_MS),
                   "no record carrying MCPVISOR_CLIENT=");
         h_close(c);
@@ -113,6 +113,6 @@ Test(journal, state_changes_carry_the_server, .init = fake_journald, .fini = sto
         snprintf(config, sizeof config, "{\"mcpServers\":{\"jstate\":{\"command\":\"%s\"}}}", h_demo_server_path());
         h_start(&D, &(struct h_opts){ .config = config, .journal_stream = true });
         cr_assert(record_with((const char *[]){ "SYSLOG_IDENTIFIER=mcpvisord\n", "MCPVISOR_SERVER=jstate\n",
-                                                "MESSAGE=starting -> ready", NULL }, H_TIMEOUT_MS),
+                                                "MESSAGE=[jstate] starting -> ready", NULL }, H_TIMEOUT_MS),
                   "no ready record with MCPVISOR_SERVER=");
 }

@@ -143,3 +143,19 @@ Test(paths, client_socket_reads_the_environment) {
         if (geteuid() == 0)
                 expect_path(path_client_socket("mcp.sock", PATH_SCOPE_AUTO), PATH_SYSTEM_RUNTIME_DIR, "mcp.sock");
 }
+
+Test(paths, default_config_by_manager) {
+        char *p = path_config_for(0, "/x", "/root");
+        cr_assert_str_eq(p, PATH_DEFAULT_CONFIG);
+        free(p);
+        p = path_config_for(1000, "/home/u/.cfg", "/home/u");
+        cr_assert_str_eq(p, "/home/u/.cfg/mcpvisor/mcpvisor.json");
+        free(p);
+        p = path_config_for(1000, NULL, "/home/u");
+        cr_assert_str_eq(p, "/home/u/.config/mcpvisor/mcpvisor.json");
+        free(p);
+        p = path_config_for(1000, "relative", "/home/u");
+        cr_assert_str_eq(p, "/home/u/.config/mcpvisor/mcpvisor.json", "a relative XDG_CONFIG_HOME is ignored");
+        free(p);
+        cr_assert_null(path_config_for(1000, NULL, NULL));
+}
