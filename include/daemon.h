@@ -32,6 +32,8 @@ struct config_source {
         const char *path;                  /* the main file */
         bool missing_ok;                   /* the default path: no file means no servers */
         int log_level;                     /* --log-level, which wins over the file; -1: none */
+        const char *socket_path;           /* --socket and --control-socket, or NULL */
+        const char *control_socket_path;
 };
 
 struct daemon {

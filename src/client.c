@@ -6,6 +6,7 @@
 #include <event2/event.h>
 #include <stdio.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,13 +151,28 @@ void client_drain(struct client *c) {
         maybe_finish(c);
 }
 
+/* A Unix socket polls POLLHUP once the peer has closed both directions; after a mere
+ * shutdown(SHUT_WR) it still reads answers. */
+static bool peer_closed(struct client *c) {
+        struct pollfd p = { .fd = bufferevent_getfd(c->bev), .events = POLLOUT };
+
+        return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
 static void on_event(struct bufferevent *bev, short what, void *userdata) {
         struct client *c = userdata;
 
         if (what & BEV_EVENT_EOF) {
+                process_input(c, true);
+                if (peer_closed(c)) {
+                        /* Nobody to answer: its calls are cancelled downstream now, not
+                         * when an answer finally fails to be written. */
+                        client_log(c, LOG_DEBUG, "connection closed by the client");
+                        client_set_state(c, CLIENT_JUSTFREE);
+                        return;
+                }
                 /* Half-close: the peer sent all it will; answer it, then close. */
                 client_log(c, LOG_DEBUG, "end of input");
-                process_input(c, true);
                 client_drain(c);
                 return;
         }

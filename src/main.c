@@ -66,6 +66,8 @@ static int run(struct config *config, const char *path, const struct options *o)
                 .path = path,
                 .missing_ok = !o->config_path,
                 .log_level = o->log_level,
+                .socket_path = o->socket_path,
+                .control_socket_path = o->control_socket_path,
         };
         struct daemon d;
         int r;

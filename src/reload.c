@@ -41,10 +41,13 @@ static void log_problems(struct daemon *d, const struct config_problems *p) {
         }
 }
 
-/* The sockets stay as bound; a changed path or mode is said once, here. */
+/* The sockets stay as bound; a changed path or mode is said once, here. The command
+ * line's paths win over the file's, as at startup. */
 static void keep_sockets(struct daemon *d, struct config *next) {
-        if (str_differs(d->config.socket_path, next->socket_path) ||
-            str_differs(d->config.control_socket_path, next->control_socket_path) ||
+        const char *socket = d->source.socket_path ? d->source.socket_path : next->socket_path,
+                   *control = d->source.control_socket_path ? d->source.control_socket_path : next->control_socket_path;
+
+        if (str_differs(d->config.socket_path, socket) || str_differs(d->config.control_socket_path, control) ||
             d->config.socket_mode != next->socket_mode)
                 log_notice(&d->log, "socket settings changed; they take effect when mcpvisord starts again");
         free(next->socket_path);

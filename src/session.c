@@ -23,7 +23,8 @@ static void handle_request(struct client *c, struct jsonrpc_msg *m) {
         const struct method *method = methods_find_request(c->role, m->method);
         char msg[256];
 
-        if (c->session.phase == SESSION_NEW && !(method && (method->flags & METHOD_BEFORE_INIT))) {
+        /* The control socket has no MCP session to initialize. */
+        if (c->role == LISTEN_MCP && c->session.phase == SESSION_NEW && !(method && (method->flags & METHOD_BEFORE_INIT))) {
                 snprintf(msg, sizeof msg, "Invalid Request: %.160s before initialize; send initialize first",
                          m->method);
                 client_reply_error(c, m->id, JSONRPC_INVALID_REQUEST, msg, NULL);

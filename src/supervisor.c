@@ -173,17 +173,7 @@ void supervisor_retire_config(struct supervisor *sv, struct server_config *c) {
         sv->retired_configs[sv->n_retired_configs++] = c;
 }
 
-static bool has_retired_instance(const struct supervisor *sv, const struct server *s) {
-        const struct instance *in;
-
-        TAILQ_FOREACH(in, &sv->retired, entry)
-                if (in->server == s)
-                        return true;
-        return false;
-}
-
-/* Frees removed servers once nothing of theirs is left: no process, no run to free (its
- * lost requests were answered before this point of the iteration). */
+/* Frees removed servers once nothing of theirs is left: no process, no run to free. */
 static void free_removed(struct supervisor *sv) {
         size_t kept = 0;
         bool freed = false;
@@ -191,7 +181,7 @@ static void free_removed(struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
 
-                if (!s->removed || server_running(s) || has_retired_instance(sv, s)) {
+                if (!s->removed || server_running(s)) {
                         sv->servers[kept++] = s;
                         continue;
                 }
@@ -217,13 +207,15 @@ static void free_retired_configs(struct supervisor *sv) {
 void supervisor_collect(struct supervisor *sv) {
         struct instance *in;
 
-        free_removed(sv);
-        for (size_t i = 0; i < sv->n_servers; i++)
-                server_adopt_pending(sv->servers[i]);
+        /* The requests lost with these runs were answered earlier in this iteration
+         * (router_collect), so nothing points into them or, next, their removed servers. */
         while ((in = TAILQ_FIRST(&sv->retired))) {
                 TAILQ_REMOVE(&sv->retired, in, entry);
                 instance_free(in);
         }
+        free_removed(sv);
+        for (size_t i = 0; i < sv->n_servers; i++)
+                server_adopt_pending(sv->servers[i]);
         free_retired_configs(sv);
         if (sv->scan_due) {
                 sv->scan_due = false;

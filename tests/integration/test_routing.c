@@ -404,6 +404,23 @@ Test(routing, client_disconnect_cancels) {
         h_client_close(y);
 }
 
+/* Without progress nothing is written to the closed connection, so only the close itself
+ * can tell the daemon: the call is cancelled at once, not when the server answers. */
+Test(routing, client_close_cancels_quiet_call) {
+        struct h_client *x;
+        long long t0;
+
+        add_demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        h_client_request(x, "1", "tools/call", "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":20000}}");
+        t0 = h_now_ms();
+        h_client_close(x);
+        expect_log("\na: cancelled request ");
+        cr_assert_lt(h_now_ms() - t0, 10000, "cancelled only when the call would have ended");
+}
+
 Test(routing, request_timeout) {
         long long t0, elapsed;
         json_object *r;
