@@ -860,3 +860,22 @@ bool h_has_item(const char *list, const char *name) {
                         return true;
         return false;
 }
+
+/* ---- Helpers for the control socket (test_reload.c); see harness.h ---- */
+
+json_object *h_control(struct h_daemon *d, const char *method, const char *params) {
+        struct h_conn *c = h_connect(d->control, H_TIMEOUT_MS);
+        json_object *o;
+        char *line;
+
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"%s%s}\n", method, params ? ",\"params\":" : "",
+                params ? params : "");
+        line = h_recv_line_draining(d, c, H_TIMEOUT_MS);
+        h_close(c);
+        cr_assert_not_null(line, "no answer to control request %s within %d ms", method, H_TIMEOUT_MS);
+        o = json_tokener_parse(line);
+        cr_assert_not_null(o, "the control socket sent a line that is not JSON: %.300s", line);
+        free(line);
+        return o;
+}
+/* ---- end of the control socket helpers ---- */

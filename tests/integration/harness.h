@@ -189,3 +189,12 @@ const char *h_names_of(json_object *msg, const char *key, const char *field);
 const char *h_tool_names(json_object *msg);
 /* True if name is an item of list, comma-separated as h_names_of makes it. */
 bool h_has_item(const char *list, const char *name);
+
+/* ---- Helpers for the control socket (test_reload.c) ---- */
+
+/* One request on a new connection to d's control socket (no initialize needed): method
+ * with params (JSON text of an object, or NULL for none), id 1. Returns its answer, asserting
+ * one comes within H_TIMEOUT_MS, draining d's NOTIFY datagrams meanwhile (a reload sends
+ * several before it answers). The caller owns the answer. */
+json_object *h_control(struct h_daemon *d, const char *method, const char *params);
+/* ---- end of the control socket helpers ---- */
