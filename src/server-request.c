@@ -51,17 +51,13 @@ static struct child *asking_child(const struct server_request *rq) {
         return in && in->number == rq->instance ? in->child : NULL;
 }
 
-static void log_server(struct server_requests *q, const struct server *s, int priority, const char *text) {
-        log_emit(q->log, priority, &(struct log_subject){ .server = s->config->name }, "%s", text);
-}
-
 /* Answers the server's request with an error, and says so once in the log. */
-static void refuse(struct server_requests *q, struct server *s, struct jsonrpc_msg *m, int code, const char *why) {
+static void refuse(struct server *s, struct jsonrpc_msg *m, int code, const char *why) {
         json_object *data = json_object_new_object();
         char text[512];
 
         snprintf(text, sizeof text, "cannot pass %.48s to a client: %s", m->method, why);
-        log_server(q, s, LOG_INFO, text);
+        server_log(s, LOG_INFO, "%s", text);
         json_object_object_add(data, "server", json_object_new_string(s->config->name));
         child_send(s->run->child, jsonrpc_error(m->id, code, text, data));
 }
@@ -82,13 +78,13 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
         if (cap >= 0 && !(s->config->client_capabilities & (1u << cap))) {
                 snprintf(why, sizeof why, "mcpvisor did not offer '%s' to server '%s' (see its clientCapabilities)",
                          client_capability_names[cap], s->config->name);
-                refuse(q, s, m, JSONRPC_METHOD_NOT_FOUND, why);
+                refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
                 return NULL;
         }
         switch (router_owner(q->router, s, &c)) {
         case 0:
                 snprintf(why, sizeof why, "no client has a request in flight to server '%s'", s->config->name);
-                refuse(q, s, m, JSONRPC_INTERNAL_ERROR, why);
+                refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
         case 1:
                 break;
@@ -96,18 +92,18 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 snprintf(why, sizeof why,
                          "several clients have requests in flight to server '%s', and a request does not say which call it serves",
                          s->config->name);
-                refuse(q, s, m, JSONRPC_INTERNAL_ERROR, why);
+                refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
         }
         if (c->state != CLIENT_ACTIVE) {
                 snprintf(why, sizeof why, "the client with requests in flight to server '%s' has stopped sending", s->config->name);
-                refuse(q, s, m, JSONRPC_INTERNAL_ERROR, why);
+                refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
         }
         if (cap >= 0 && !json_object_object_get_ex(c->session.client_capabilities, client_capability_names[cap], NULL)) {
                 snprintf(why, sizeof why, "the client with requests in flight to server '%s' did not declare the '%s' capability",
                          s->config->name, client_capability_names[cap]);
-                refuse(q, s, m, JSONRPC_METHOD_NOT_FOUND, why);
+                refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
                 return NULL;
         }
         return c;
@@ -180,7 +176,7 @@ void server_requests_child_notification(struct server_requests *q, struct server
                 return;
         }
         if (router_owner(q->router, s, &c) != 1 || c->state != CLIENT_ACTIVE) {
-                log_server(q, s, LOG_DEBUG, "dropped a notification with no single client to go to");
+                server_log(s, LOG_DEBUG, "dropped a notification with no single client to go to");
                 return;
         }
         client_send(c, json_object_get(m->root));

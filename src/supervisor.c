@@ -245,14 +245,12 @@ void supervisor_done(struct supervisor *sv) {
         reaper_done(&sv->reaper);
 }
 
+/* key is one of the arrays supervisor_reload() put in summary. */
 static void summary_add(json_object *summary, const char *key, const char *name) {
         json_object *list;
 
-        if (!json_object_object_get_ex(summary, key, &list)) {
-                list = json_object_new_array();
-                json_object_object_add(summary, key, list);
-        }
-        json_object_array_add(list, json_object_new_string(name));
+        if (json_object_object_get_ex(summary, key, &list))
+                json_object_array_add(list, json_object_new_string(name));
 }
 
 /* Servers no longer in next: closed gracefully, freed once stopped (free_removed). */
