@@ -44,7 +44,8 @@ struct child {
         const char *name;              /* the server's name, for logs */
         struct jsonrpc_parser *parser;
         struct bufferevent *to;        /* the server's stdin */
-        struct bufferevent *from;      /* the server's stdout */
+        struct event *from;            /* the server's stdout, read into the framer */
+        int from_fd;
         struct framer framer;
         int64_t next_id;
         TAILQ_HEAD(, child_request) pending;   /* in the order sent */

@@ -1,37 +1,54 @@
 /* MCP stdio framing: one JSON-RPC message per '\n'-terminated line, a trailing '\r'
- * accepted. Works in place on a libevent input buffer; lines longer than max_line are
- * reported once and discarded up to their newline, so the stream stays usable. */
+ * accepted. Takes the bytes of a libevent input buffer into one contiguous buffer of its
+ * own, so a line arriving in thousands of reads is scanned once, not once per read (the
+ * search in an evbuffer starts from its first chunk every time). Lines longer than
+ * max_line are reported once and discarded up to their newline, so the stream stays
+ * usable. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct evbuffer;
 
 struct framer {
         size_t max_line;   /* bytes, without the newline */
-        size_t scanned;    /* leading bytes of the buffer known to hold no '\n' */
+        char *buf;         /* bytes taken from the input; [start, len) not consumed yet */
+        size_t start, len, cap;
+        size_t scanned;    /* bytes from start known to hold no '\n' */
         bool discarding;   /* inside an over-long line: drop until its newline */
 };
 
 enum frame_kind {
         FRAME_NONE,      /* need more input */
         FRAME_LINE,      /* data/len hold one message; call framer_consume() after use */
-        FRAME_OVERSIZE,  /* a line exceeded max_line; its bytes are being discarded */
+        FRAME_OVERSIZE,  /* a line exceeded max_line (or memory ran out); it is discarded */
 };
 
 struct frame {
         enum frame_kind kind;
         const char *data;
         size_t len;      /* without the '\n' and the optional '\r' */
-        size_t consume;  /* bytes to drain from the buffer once the line is handled */
+        size_t consume;  /* bytes the line takes, with its newline */
 };
 
 void framer_init(struct framer *f, size_t max_line);
+void framer_done(struct framer *f);
 
-/* Returns the next frame in ret. at_eof: the peer will send nothing more, so an
- * unterminated tail is a final line. Empty lines are skipped. */
+/* Reads from fd straight into the framer's buffer, in reads that grow with an unfinished
+ * line (a libevent 2.1 evbuffer reads 4 KiB at a time, whatever its bufferevent asks).
+ * Returns the bytes read, 0 at EOF, or -errno (-EAGAIN: nothing to read now). While an
+ * over-long line is being discarded, what is read is dropped up to its end. */
+ssize_t framer_read(struct framer *f, int fd);
+
+/* Returns the next frame in ret, taking what in holds (in may be NULL). at_eof: the peer will send
+ * nothing more, so an unterminated tail is a final line. Empty lines are skipped. The
+ * frame's data stays valid until framer_consume() or the next framer_next(). */
 enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, struct frame *ret);
 
-/* Drops a FRAME_LINE's bytes from the buffer. */
-void framer_consume(struct framer *f, struct evbuffer *in, const struct frame *fr);
+/* Done with a FRAME_LINE: drops its bytes. */
+void framer_consume(struct framer *f, const struct frame *fr);
+
+/* Bytes taken but not framed yet: the start of an unfinished line. */
+size_t framer_buffered(const struct framer *f);

@@ -17,7 +17,8 @@
 
 /* Lines from a misbehaving server are logged up to this many, then only counted. */
 #define CHILD_GARBAGE_LOGGED 10
-#define CHILD_READ_CHUNK (256 * 1024)
+/* A large request goes out in few writes (bufferevent's default is 16 KiB a write). */
+#define CHILD_WRITE_CHUNK (256 * 1024)
 
 static void request_free(struct child *ch, struct child_request *rq) {
         TAILQ_REMOVE(&ch->pending, rq, entry);
@@ -53,7 +54,7 @@ static void mark_broken(struct child *ch, const char *why) {
         if (ch->broken)
                 return;
         ch->broken = true;
-        bufferevent_disable(ch->from, EV_READ);
+        event_del(ch->from);
         if (ch->ops->broken)
                 ch->ops->broken(ch, why, ch->userdata);
 }
@@ -98,32 +99,30 @@ static void process_line(struct child *ch, const char *line, size_t len) {
 }
 
 static void process_input(struct child *ch, bool at_eof) {
-        struct evbuffer *in = bufferevent_get_input(ch->from);
         struct frame fr;
         enum frame_kind kind;
 
-        while (!ch->broken && (kind = framer_next(&ch->framer, in, at_eof, &fr)) != FRAME_NONE) {
+        while (!ch->broken && (kind = framer_next(&ch->framer, NULL, at_eof, &fr)) != FRAME_NONE) {
                 if (kind == FRAME_OVERSIZE) {
                         handle_garbage(ch, "", 0, "a line over the size limit, discarded");
                         continue;
                 }
                 process_line(ch, fr.data, fr.len);
-                framer_consume(&ch->framer, in, &fr);
+                framer_consume(&ch->framer, &fr);
         }
 }
 
-static void on_from_read(struct bufferevent *bev, void *userdata) {
-        process_input(userdata, false);
-}
-
-static void on_from_event(struct bufferevent *bev, short what, void *userdata) {
+static void on_from_readable(evutil_socket_t fd, short what, void *userdata) {
         struct child *ch = userdata;
+        ssize_t n = framer_read(&ch->framer, fd);
 
-        if (what & BEV_EVENT_EOF) {
+        if (n > 0) {
+                process_input(ch, false);
+        } else if (n == 0) {
                 process_input(ch, true);
                 mark_broken(ch, "closed its stdout");
-        } else if (what & BEV_EVENT_ERROR) {
-                mark_broken(ch, "stdout read error");
+        } else if (n != -EAGAIN && n != -EINTR) {
+                mark_broken(ch, n == -ENOMEM ? "out of memory reading its stdout" : "stdout read error");
         }
 }
 
@@ -167,7 +166,7 @@ struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t 
 
         if (ch) {
                 ch->to = bufferevent_socket_new(base, to_fd, BEV_OPT_CLOSE_ON_FREE);
-                ch->from = bufferevent_socket_new(base, from_fd, BEV_OPT_CLOSE_ON_FREE);
+                ch->from = event_new(base, from_fd, EV_READ | EV_PERSIST, on_from_readable, ch);
         }
         if (!ch || !ch->to || !ch->from) {
                 if (ch && ch->to)
@@ -175,12 +174,12 @@ struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t 
                 else
                         close(to_fd);
                 if (ch && ch->from)
-                        bufferevent_free(ch->from);
-                else
-                        close(from_fd);
+                        event_free(ch->from);
+                close(from_fd);
                 free(ch);
                 return NULL;
         }
+        ch->from_fd = from_fd;
         ch->log = log;
         ch->name = name;
         ch->parser = parser;
@@ -190,10 +189,9 @@ struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t 
         TAILQ_INIT(&ch->pending);
         idmap_init(&ch->by_id);
         framer_init(&ch->framer, max_line);
-        bufferevent_set_max_single_read(ch->from, CHILD_READ_CHUNK);
-        bufferevent_setcb(ch->from, on_from_read, NULL, on_from_event, ch);
+        bufferevent_set_max_single_write(ch->to, CHILD_WRITE_CHUNK);
         bufferevent_setcb(ch->to, NULL, on_to_write, on_to_event, ch);
-        bufferevent_enable(ch->from, EV_READ);
+        event_add(ch->from, NULL);
         bufferevent_enable(ch->to, EV_WRITE);
         return ch;
 }
@@ -207,8 +205,10 @@ void child_free(struct child *ch) {
         while ((rq = TAILQ_FIRST(&ch->pending)))
                 complete(ch, rq, -ECONNRESET, NULL, NULL);
         bufferevent_free(ch->to);
-        bufferevent_free(ch->from);
+        event_free(ch->from);
+        close(ch->from_fd);
         idmap_done(&ch->by_id);
+        framer_done(&ch->framer);
         free(ch);
 }
 

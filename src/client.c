@@ -18,8 +18,10 @@
 #include "mcp-logging.h"
 #include "router.h"
 
-/* Bytes read per callback: large enough that a multi-MiB message is not read 4 KiB at a time. */
+/* Bytes read and written per callback, so a multi-MiB message takes few system calls
+ * (the defaults are 16 KiB; libevent 2.1 still reads at most 4 KiB a call). */
 #define CLIENT_READ_CHUNK (256 * 1024)
+#define CLIENT_WRITE_CHUNK (256 * 1024)
 
 static const char *const state_names[] = {
         [CLIENT_ACTIVE] = "active",
@@ -127,7 +129,7 @@ static void process_input(struct client *c, bool at_eof) {
                         continue;
                 }
                 jsonrpc_parse(&c->daemon->parser, fr.data, fr.len, &m);
-                framer_consume(&c->framer, in, &fr);
+                framer_consume(&c->framer, &fr);
                 session_handle(c, &m);
                 jsonrpc_msg_done(&m);
         }
@@ -207,6 +209,7 @@ struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, en
         d->client_count[CLIENT_ACTIVE]++;
 
         bufferevent_set_max_single_read(c->bev, CLIENT_READ_CHUNK);
+        bufferevent_set_max_single_write(c->bev, CLIENT_WRITE_CHUNK);
         bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
         client_log(c, LOG_INFO, "%s client connected (pid %d, uid %u, gid %u)",
@@ -231,6 +234,7 @@ void client_free(struct client *c) {
         d->client_count[c->state]--;
         mcp_logging_clients_changed(d);
         session_done(&c->session);
+        framer_done(&c->framer);
         bufferevent_free(c->bev);
         free(c);
 }

@@ -1,39 +1,138 @@
-/* Line framing over an evbuffer; see framing.h. */
+/* Line framing; see framing.h. */
 #include "framing.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A buffer larger than this is given back once empty, so an idle connection that once
+ * carried a large message does not keep its memory. */
+#define FRAMER_KEEP_BYTES 16384
+#define FRAMER_MIN_BYTES 1024
+#define FRAMER_READ_BYTES FRAMER_KEEP_BYTES
 
 void framer_init(struct framer *f, size_t max_line) {
         *f = (struct framer){ .max_line = max_line };
 }
 
-/* Offset of the first '\n' at or after from, or -1. */
-static ssize_t find_newline(struct evbuffer *in, size_t from) {
-        struct evbuffer_ptr start, found;
-
-        if (evbuffer_ptr_set(in, &start, from, EVBUFFER_PTR_SET) < 0)
-                return -1;
-        found = evbuffer_search(in, "\n", 1, &start);
-        return found.pos;
+void framer_done(struct framer *f) {
+        free(f->buf);
+        framer_init(f, f->max_line);
 }
 
-/* Drop bytes of an over-long line; true once its newline was reached. */
-static bool discard_line(struct framer *f, struct evbuffer *in, bool at_eof) {
-        ssize_t nl = find_newline(in, 0);
+size_t framer_buffered(const struct framer *f) {
+        return f->len - f->start;
+}
 
-        if (nl < 0) {
+static void forget(struct framer *f, size_t bytes) {
+        f->start += bytes;
+        f->scanned = 0;
+        if (f->start < f->len)
+                return;
+        f->start = f->len = 0;
+        if (f->cap > FRAMER_KEEP_BYTES) {
+                free(f->buf);
+                f->buf = NULL;
+                f->cap = 0;
+        }
+}
+
+/* Makes room for n more bytes at the end; what is left of earlier input (an unfinished
+ * line) moves to the front first. */
+static int reserve(struct framer *f, size_t n) {
+        size_t need, cap;
+        char *b;
+
+        if (f->start > 0) {
+                memmove(f->buf, f->buf + f->start, f->len - f->start);
+                f->len -= f->start;
+                f->start = 0;
+        }
+        need = f->len + n;
+        if (need <= f->cap)
+                return 0;
+        cap = f->cap * 2 > need ? f->cap * 2 : need;
+        if (cap < FRAMER_MIN_BYTES)
+                cap = FRAMER_MIN_BYTES;
+        b = realloc(f->buf, cap);
+        if (!b)
+                return -ENOMEM;
+        f->buf = b;
+        f->cap = cap;
+        return 0;
+}
+
+/* Moves what in holds to the end of our buffer. */
+static int take_input(struct framer *f, struct evbuffer *in) {
+        size_t n = in ? evbuffer_get_length(in) : 0;
+
+        if (n == 0)
+                return 0;
+        if (reserve(f, n) < 0)
+                return -ENOMEM;
+        evbuffer_remove(in, f->buf + f->len, n);
+        f->len += n;
+        return 0;
+}
+
+/* The end of an over-long line in bytes just read: keeps what follows it. */
+static void discard_read(struct framer *f, size_t from) {
+        const char *nl = memchr(f->buf + from, '\n', f->len - from);
+
+        if (!nl) {
+                f->len = from;
+                return;
+        }
+        f->discarding = false;
+        f->start = from;
+        forget(f, (size_t)(nl - (f->buf + from)) + 1);
+}
+
+ssize_t framer_read(struct framer *f, int fd) {
+        /* Reads grow with the unfinished line, so a large message takes few reads. */
+        size_t want = framer_buffered(f) > FRAMER_READ_BYTES ? framer_buffered(f) : FRAMER_READ_BYTES;
+        size_t from;
+        ssize_t n;
+
+        if (reserve(f, want) < 0)
+                return -ENOMEM;
+        from = f->len;
+        n = read(fd, f->buf + from, f->cap - from);
+        if (n < 0)
+                return -errno;
+        f->len += (size_t)n;
+        if (f->discarding && n > 0)
+                discard_read(f, from);
+        return n;
+}
+
+/* Drop input of an over-long line; true once its newline was reached. Our own buffer
+ * is empty meanwhile: the line's start was dropped when it was found too long. */
+static bool discard_line(struct framer *f, struct evbuffer *in, bool at_eof) {
+        struct evbuffer_ptr nl;
+
+        if (!in) { /* framer_read() did the discarding */
+                if (at_eof)
+                        f->discarding = false;
+                return !f->discarding;
+        }
+        nl = evbuffer_search(in, "\n", 1, NULL);
+
+        if (nl.pos < 0) {
                 evbuffer_drain(in, evbuffer_get_length(in));
                 if (at_eof)
                         f->discarding = false;
                 return false;
         }
-        evbuffer_drain(in, (size_t)nl + 1);
+        evbuffer_drain(in, (size_t)nl.pos + 1);
         f->discarding = false;
         return true;
 }
 
-static enum frame_kind make_line(struct evbuffer *in, size_t len, size_t consume, struct frame *ret) {
-        const char *data = (const char *)evbuffer_pullup(in, (ssize_t)consume);
+static enum frame_kind make_line(struct framer *f, size_t len, size_t consume, struct frame *ret) {
+        const char *data = f->buf + f->start;
 
         if (len > 0 && data[len - 1] == '\r')
                 len--;
@@ -41,7 +140,9 @@ static enum frame_kind make_line(struct evbuffer *in, size_t len, size_t consume
         return FRAME_LINE;
 }
 
-static enum frame_kind oversize(struct frame *ret) {
+static enum frame_kind oversize(struct framer *f, size_t drop, bool discard_rest, struct frame *ret) {
+        forget(f, drop);
+        f->discarding = discard_rest;
         *ret = (struct frame){ .kind = FRAME_OVERSIZE };
         return FRAME_OVERSIZE;
 }
@@ -49,44 +150,38 @@ static enum frame_kind oversize(struct frame *ret) {
 enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, struct frame *ret) {
         for (;;) {
                 size_t avail;
-                ssize_t nl;
+                const char *nl;
 
                 *ret = (struct frame){ .kind = FRAME_NONE };
                 if (f->discarding && !discard_line(f, in, at_eof))
                         return FRAME_NONE;
-                avail = evbuffer_get_length(in);
-
-                nl = find_newline(in, f->scanned);
-                if (nl < 0) {
+                if (take_input(f, in) < 0) /* out of memory: lose this line, keep the stream */
+                        return oversize(f, framer_buffered(f), !at_eof, ret);
+                avail = framer_buffered(f);
+                nl = avail > f->scanned ? memchr(f->buf + f->start + f->scanned, '\n', avail - f->scanned) : NULL;
+                if (!nl) {
                         f->scanned = avail;
-                        if (avail > f->max_line) {
+                        if (avail > f->max_line)
                                 /* Report now, not when the newline finally comes: the peer
                                  * hears about it at once and we stop buffering. */
-                                evbuffer_drain(in, avail);
-                                f->scanned = 0;
-                                f->discarding = !at_eof;
-                                return oversize(ret);
-                        }
+                                return oversize(f, avail, !at_eof, ret);
                         if (!at_eof || avail == 0)
                                 return FRAME_NONE;
-                        f->scanned = 0;
-                        make_line(in, avail, avail, ret);
+                        make_line(f, avail, avail, ret);
                 } else {
-                        f->scanned = 0;
-                        if ((size_t)nl > f->max_line) {
-                                evbuffer_drain(in, (size_t)nl + 1);
-                                return oversize(ret);
-                        }
-                        make_line(in, (size_t)nl, (size_t)nl + 1, ret);
+                        size_t len = (size_t)(nl - (f->buf + f->start));
+
+                        if (len > f->max_line)
+                                return oversize(f, len + 1, false, ret);
+                        make_line(f, len, len + 1, ret);
                 }
                 if (ret->len > 0)
                         return FRAME_LINE;
-                evbuffer_drain(in, ret->consume); /* blank line: nothing to answer */
+                forget(f, ret->consume); /* blank line: nothing to answer */
         }
 }
 
-void framer_consume(struct framer *f, struct evbuffer *in, const struct frame *fr) {
+void framer_consume(struct framer *f, const struct frame *fr) {
         if (fr->kind == FRAME_LINE)
-                evbuffer_drain(in, fr->consume);
-        f->scanned = 0;
+                forget(f, fr->consume);
 }

@@ -1,7 +1,11 @@
 /* Unit tests for framing.c: '\n'-delimited lines over an evbuffer. */
 #include <criterion/criterion.h>
 #include <event2/buffer.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "framing.h"
 
@@ -17,7 +21,13 @@ static void setup(void) {
 }
 
 static void teardown(void) {
+        framer_done(&fr);
         evbuffer_free(buf);
+}
+
+/* Bytes not framed yet, wherever they are: still in the input or taken by the framer. */
+static size_t pending(void) {
+        return evbuffer_get_length(buf) + framer_buffered(&fr);
 }
 
 TestSuite(framing, .init = setup, .fini = teardown);
@@ -43,7 +53,7 @@ static void expect_line(const char *want, bool at_eof) {
         cr_assert_eq(f.kind, FRAME_LINE);
         cr_assert_eq(f.len, strlen(want), "line length %zu, expected %zu", f.len, strlen(want));
         cr_assert_arr_eq(f.data, want, f.len, "line is \"%.*s\", expected \"%s\"", (int)f.len, f.data, want);
-        framer_consume(&fr, buf, &f);
+        framer_consume(&fr, &f);
 }
 
 static void expect_kind(enum frame_kind want, bool at_eof) {
@@ -72,7 +82,7 @@ Test(framing, single_line) {
         add("{\"a\":1}\n");
         expect_line("{\"a\":1}", false);
         expect_kind(FRAME_NONE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, several_lines) {
@@ -81,7 +91,7 @@ Test(framing, several_lines) {
         expect_line("two", false);
         expect_line("three", false);
         expect_kind(FRAME_NONE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, split_line) {
@@ -92,7 +102,7 @@ Test(framing, split_line) {
         add("ld\nnext");
         expect_line("hello world", false);
         expect_kind(FRAME_NONE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 4, "the partial \"next\" must stay buffered");
+        cr_assert_eq(pending(), 4, "the partial \"next\" must stay buffered");
         add("\n");
         expect_line("next", false);
         expect_kind(FRAME_NONE, false);
@@ -113,8 +123,8 @@ Test(framing, crlf) {
         cr_assert_eq(f.len, 3);
         cr_assert_eq(f.consume, 5);
         cr_assert_arr_eq(f.data, "abc", 3);
-        framer_consume(&fr, buf, &f);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        framer_consume(&fr, &f);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, inner_cr_kept) {
@@ -134,13 +144,13 @@ Test(framing, blank_lines_skipped) {
         add("\n\r\n\n\r\nx\n\n");
         expect_line("x", false);
         expect_kind(FRAME_NONE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 0, "blank lines must be drained");
+        cr_assert_eq(pending(), 0, "blank lines must be drained");
 }
 
 Test(framing, only_blank_lines) {
         add("\n\r\n");
         expect_kind(FRAME_NONE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, eof_tail_is_a_line) {
@@ -149,7 +159,7 @@ Test(framing, eof_tail_is_a_line) {
         expect_kind(FRAME_NONE, false);
         expect_line("abc", true);
         expect_kind(FRAME_NONE, true);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, eof_tail_cr_stripped) {
@@ -160,7 +170,7 @@ Test(framing, eof_tail_cr_stripped) {
 Test(framing, eof_blank_tail) {
         add("\r");
         expect_kind(FRAME_NONE, true);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, eof_after_partial) {
@@ -194,7 +204,7 @@ Test(framing, oversize_complete) {
         expect_kind(FRAME_OVERSIZE, false);
         expect_line("ok", false);
         expect_kind(FRAME_NONE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, oversize_complete_after_partial) {
@@ -211,12 +221,12 @@ Test(framing, oversize_in_pieces) {
         expect_kind(FRAME_NONE, false);
         add_repeated('x', 10);
         expect_kind(FRAME_OVERSIZE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 0, "an over-long line must not stay buffered");
+        cr_assert_eq(pending(), 0, "an over-long line must not stay buffered");
         cr_assert(fr.discarding);
 
         add_repeated('y', 40);
         expect_kind(FRAME_NONE, false); /* still the same line: no second OVERSIZE */
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
         add("yyy\nok\n");
         expect_line("ok", false);
         cr_assert_not(fr.discarding);
@@ -247,7 +257,7 @@ Test(framing, oversize_then_partial_line) {
         expect_kind(FRAME_OVERSIZE, false);
         add("tail\nok");
         expect_kind(FRAME_NONE, false);
-        cr_assert_eq(evbuffer_get_length(buf), 2);
+        cr_assert_eq(pending(), 2);
         add("\n");
         expect_line("ok", false);
 }
@@ -269,7 +279,7 @@ Test(framing, oversize_at_eof) {
         expect_kind(FRAME_OVERSIZE, true);
         cr_assert_not(fr.discarding, "nothing more will come, so nothing is left to discard");
         expect_kind(FRAME_NONE, true);
-        cr_assert_eq(evbuffer_get_length(buf), 0);
+        cr_assert_eq(pending(), 0);
 }
 
 Test(framing, two_oversize_lines) {
@@ -290,10 +300,11 @@ Test(framing, consume_drains_exactly_the_line) {
         cr_assert_eq(framer_next(&fr, buf, false, &f), FRAME_LINE);
         cr_assert_eq(f.len, 2);
         cr_assert_eq(f.consume, 4);
-        cr_assert_eq(evbuffer_get_length(buf), 7, "framer_next must not drain a line itself");
-        framer_consume(&fr, buf, &f);
-        cr_assert_eq(evbuffer_get_length(buf), 3);
-        cr_assert_eq(evbuffer_copyout(buf, rest, sizeof rest - 1), 3);
+        cr_assert_eq(pending(), 7, "framer_next must not drain a line itself");
+        framer_consume(&fr, &f);
+        cr_assert_eq(pending(), 3);
+        cr_assert_eq(framer_next(&fr, buf, false, &f), FRAME_LINE);
+        memcpy(rest, f.data, f.consume);
         cr_assert_str_eq(rest, "cd\n");
 }
 
@@ -311,8 +322,8 @@ Test(framing, consume_ignores_non_lines) {
         struct frame f = { .kind = FRAME_OVERSIZE, .consume = 3 };
 
         add("abc\n");
-        framer_consume(&fr, buf, &f);
-        cr_assert_eq(evbuffer_get_length(buf), 4);
+        framer_consume(&fr, &f);
+        cr_assert_eq(pending(), 4);
         expect_line("abc", false);
 }
 
@@ -343,4 +354,93 @@ Test(framing, large_limit_many_chunks) {
         cr_assert_eq(f.len, 1000);
         cr_assert_eq(f.data[0], 'z');
         cr_assert_eq(f.data[999], 'z');
+}
+
+/* A line that arrives a few bytes at a time is framed once its newline comes, however
+ * many pieces it took, and the framer's buffer is given back once it is consumed. */
+Test(framing, line_in_many_pieces_then_buffer_released) {
+        struct framer big;
+        struct frame f;
+        size_t pieces = 20000;
+
+        framer_init(&big, 1 << 20);
+        for (size_t i = 0; i < pieces; i++) {
+                cr_assert_eq(evbuffer_add(buf, "abcd", 4), 0);
+                cr_assert_eq(framer_next(&big, buf, false, &f), FRAME_NONE);
+        }
+        add("\n");
+        cr_assert_eq(framer_next(&big, buf, false, &f), FRAME_LINE);
+        cr_assert_eq(f.len, pieces * 4);
+        cr_assert_eq(memcmp(f.data + f.len - 4, "abcd", 4), 0);
+        framer_consume(&big, &f);
+        cr_assert_eq(framer_buffered(&big), 0);
+        cr_assert_null(big.buf, "an empty framer keeps no large buffer");
+        framer_done(&big);
+}
+
+/* Lines handed out one by one from a single read stay intact while earlier ones are
+ * consumed, and the partial tail survives for the next read. */
+Test(framing, many_lines_in_one_read) {
+        char line[32];
+
+        for (int i = 0; i < 100; i++) {
+                snprintf(line, sizeof line, "%d\n", i);
+                add(line);
+        }
+        add("par");
+        for (int i = 0; i < 100; i++) {
+                snprintf(line, sizeof line, "%d", i);
+                expect_line(line, false);
+        }
+        expect_kind(FRAME_NONE, false);
+        add("tial\n");
+        expect_line("partial", false);
+}
+
+/* ---- framer_read: the server side reads its pipe straight into the framer ---- */
+
+static void pipe_write(int fd, const char *s) {
+        cr_assert_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+}
+
+static void expect_read_line(struct framer *f, int fd, const char *want) {
+        struct frame fl;
+
+        cr_assert_gt(framer_read(f, fd), 0);
+        cr_assert_eq(framer_next(f, NULL, false, &fl), FRAME_LINE);
+        cr_assert_eq(fl.len, strlen(want));
+        cr_assert_arr_eq(fl.data, want, fl.len);
+        framer_consume(f, &fl);
+}
+
+Test(framing, read_lines_oversize_and_eof) {
+        struct framer f;
+        struct frame fl;
+        int p[2];
+
+        cr_assert_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+        framer_init(&f, MAX_LINE);
+        cr_assert_eq(framer_read(&f, p[0]), -EAGAIN);
+        pipe_write(p[1], "{\"a\":1}\n");
+        expect_read_line(&f, p[0], "{\"a\":1}");
+
+        pipe_write(p[1], "0123456789abcdefXYZ");          /* over MAX_LINE, no newline yet */
+        cr_assert_gt(framer_read(&f, p[0]), 0);
+        cr_assert_eq(framer_next(&f, NULL, false, &fl), FRAME_OVERSIZE);
+        pipe_write(p[1], "still the long one");           /* dropped as it is read */
+        cr_assert_gt(framer_read(&f, p[0]), 0);
+        cr_assert_eq(framer_next(&f, NULL, false, &fl), FRAME_NONE);
+        cr_assert_eq(framer_buffered(&f), 0);
+        pipe_write(p[1], " end\nok\n");                   /* its end, then a good line */
+        expect_read_line(&f, p[0], "ok");
+
+        pipe_write(p[1], "tail");
+        close(p[1]);
+        cr_assert_gt(framer_read(&f, p[0]), 0);
+        cr_assert_eq(framer_read(&f, p[0]), 0, "EOF");
+        cr_assert_eq(framer_next(&f, NULL, true, &fl), FRAME_LINE, "an unterminated tail is the last line");
+        cr_assert_arr_eq(fl.data, "tail", 4);
+        framer_consume(&f, &fl);
+        framer_done(&f);
+        close(p[0]);
 }
