@@ -47,7 +47,7 @@ struct listener {
         listener_accept_fn on_accept;
         void *userdata;
         const char *name;
-        bool paused;
+        bool accept_failing; /* accept failed since the last success: warned once */
 };
 
 /* Takes ownership of fd (a listening, bound stream socket). */

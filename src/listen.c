@@ -188,27 +188,30 @@ static void accepted(struct evconnlistener *evl, evutil_socket_t fd, struct sock
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 log_debug(l->log, "SO_PEERCRED failed on the %s socket: %s", l->name, strerror(errno));
+        if (l->accept_failing)
+                log_info(l->log, "accepting on the %s socket again", l->name);
+        l->accept_failing = false;
         l->on_accept(l, fd, &cred, l->userdata);
 }
 
 static void resume(evutil_socket_t fd, short what, void *userdata) {
         struct listener *l = userdata;
 
-        l->paused = false;
         evconnlistener_enable(l->evl);
 }
 
 /* accept() failed with an error that will repeat at once (EMFILE, ENFILE, ENOBUFS,
- * ENOMEM): the socket stays readable, so stop watching it for a moment. */
+ * ENOMEM): the socket stays readable, so stop watching it for a moment. Warned once per
+ * shortage, not at every retry, until a connection is accepted again. */
 static void accept_failed(struct evconnlistener *evl, void *userdata) {
         struct listener *l = userdata;
         struct timeval tv = { 0, LISTEN_RESUME_MS * 1000 };
         int err = EVUTIL_SOCKET_ERROR();
 
-        if (!l->paused)
+        if (!l->accept_failing)
                 log_warning(l->log, "cannot accept on the %s socket: %s; pausing new connections for %d ms",
                             l->name, strerror(err), LISTEN_RESUME_MS);
-        l->paused = true;
+        l->accept_failing = true;
         evconnlistener_disable(evl);
         event_add(l->resume_timer, &tv);
 }

@@ -69,10 +69,23 @@ static void add(const char **argv, int *n, const char *arg) {
         argv[*n] = NULL;
 }
 
+/* The daemon's program, after MCPVISOR_IT_WRAPPER's words (split in place in buf). */
+static void add_daemon(const char **argv, int *n, char *buf, size_t size) {
+        const char *wrapper = getenv("MCPVISOR_IT_WRAPPER");
+
+        if (wrapper) {
+                cr_assert_lt(strlen(wrapper), size, "MCPVISOR_IT_WRAPPER is too long");
+                strcpy(buf, wrapper);
+                for (char *save = NULL, *word = strtok_r(buf, " \t", &save); word; word = strtok_r(NULL, " \t", &save))
+                        add(argv, n, word);
+        }
+        add(argv, n, h_daemon_path());
+}
+
 void h_start(struct h_daemon *d, const struct h_opts *o) {
         static const struct h_opts defaults = { 0 };
         const char *argv[MAX_ARGS] = { 0 }, *envp[MAX_ARGS] = { 0 };
-        char notify_env[400], watchdog_env[64], fdname_arg[128], path_env[1024], journal_env[96];
+        char notify_env[400], watchdog_env[64], fdname_arg[128], path_env[1024], journal_env[96], wrapper[2048];
         posix_spawn_file_actions_t fa;
         int n = 0, e = 0, r;
 
@@ -124,12 +137,12 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
                         add(argv, &n, "-E");
                         add(argv, &n, watchdog_env);
                 }
-                add(argv, &n, h_daemon_path());
+                add_daemon(argv, &n, wrapper, sizeof wrapper);
         } else {
                 envp[e++] = notify_env;
                 if (o->watchdog_usec)
                         envp[e++] = watchdog_env;
-                add(argv, &n, h_daemon_path());
+                add_daemon(argv, &n, wrapper, sizeof wrapper);
                 add(argv, &n, "--socket");
                 add(argv, &n, d->sock);
                 add(argv, &n, "--control-socket");
@@ -879,3 +892,316 @@ json_object *h_control(struct h_daemon *d, const char *method, const char *param
         return o;
 }
 /* ---- end of the control socket helpers ---- */
+
+/* ---- Helpers for fault-injection tests; see harness.h ---- */
+
+#include <stdint.h>
+
+int h_proc_fd_count(pid_t pid) {
+        char path[64];
+        DIR *dir;
+        struct dirent *de;
+        int count = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+        dir = opendir(path);
+        if (!dir)
+                return -1;
+        while ((de = readdir(dir)))
+                if (de->d_name[0] != '.')
+                        count++;
+        closedir(dir);
+        return count;
+}
+
+long h_proc_rss_kb(pid_t pid) {
+        char path[64], line[256];
+        long kb = -1;
+        FILE *f;
+
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+                        break;
+        fclose(f);
+        return kb;
+}
+
+long long h_proc_cpu_ms(pid_t pid) {
+        char path[64], buf[1024], *p;
+        unsigned long long utime, stime;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        /* fields 14 and 15, counted after the command name, which may hold ')' */
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+                return -1;
+        return (long long)((utime + stime) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+unsigned h_count_processes_with_env(const char *entry) {
+        static char env[256 * 1024];
+        DIR *dir = opendir("/proc");
+        struct dirent *de;
+        unsigned count = 0;
+
+        cr_assert_not_null(dir);
+        while ((de = readdir(dir))) {
+                pid_t pid;
+                size_t len;
+
+                if (!isdigit((unsigned char)de->d_name[0]))
+                        continue;
+                pid = (pid_t)atoi(de->d_name);
+                len = h_read_environ(pid, env, sizeof env);
+                if (len && h_environ_has(env, len, entry, true) && !h_pid_gone(pid))
+                        count++;
+        }
+        closedir(dir);
+        return count;
+}
+
+/* One client of a load: its requests are numbered from 0, sent with id number + 1. */
+struct load_client {
+        struct h_client *x;
+        unsigned given, sent, answered, in_flight;
+        uint8_t *answers;            /* per request: answers received */
+        long long *sent_at;          /* per request, ms */
+        bool eof;
+};
+
+struct h_load {
+        struct h_daemon *d;
+        struct load_client *clients;
+        unsigned n, window;
+        const struct h_call_kind *kinds;
+        size_t n_kinds;
+        struct h_load_stats total, *per_kind;
+};
+
+struct h_load *h_load_new(struct h_daemon *d, unsigned clients, unsigned window, const struct h_call_kind *kinds,
+                          size_t n_kinds) {
+        struct h_load *l = calloc(1, sizeof *l);
+
+        cr_assert(l && clients > 0 && window > 0 && n_kinds > 0);
+        *l = (struct h_load){ .d = d, .n = clients, .window = window, .kinds = kinds, .n_kinds = n_kinds };
+        l->clients = calloc(clients, sizeof *l->clients);
+        l->per_kind = calloc(n_kinds, sizeof *l->per_kind);
+        cr_assert(l->clients && l->per_kind);
+        for (unsigned i = 0; i < clients; i++)
+                l->clients[i].x = h_client_open(d, false, NULL);
+        return l;
+}
+
+void h_load_add(struct h_load *l, unsigned n) {
+        for (unsigned i = 0; i < l->n; i++) {
+                struct load_client *c = &l->clients[i];
+                unsigned total = c->given + n;
+
+                c->answers = realloc(c->answers, total * sizeof *c->answers);
+                c->sent_at = realloc(c->sent_at, total * sizeof *c->sent_at);
+                cr_assert(c->answers && c->sent_at);
+                memset(c->answers + c->given, 0, n * sizeof *c->answers);
+                c->given = total;
+        }
+}
+
+static size_t load_kind(const struct h_load *l, unsigned client, unsigned seq) {
+        return (client + seq) % l->n_kinds;
+}
+
+static void load_unique_text(char *buf, size_t size, unsigned client, unsigned seq) {
+        snprintf(buf, size, "c%u-%u", client, seq);
+}
+
+static void load_send_one(struct h_load *l, unsigned client) {
+        struct load_client *c = &l->clients[client];
+        const struct h_call_kind *k = &l->kinds[load_kind(l, client, c->sent)];
+        char text[64], args[128];
+
+        if (!k->arguments) {
+                load_unique_text(text, sizeof text, client, c->sent);
+                snprintf(args, sizeof args, "{\"text\":\"%s\"}", text);
+        }
+        h_sendf(c->x->c, "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+                         "\"arguments\":%s}}\n", c->sent + 1, k->tool, k->arguments ? k->arguments : args);
+        c->sent_at[c->sent] = h_now_ms();
+        c->sent++;
+        c->in_flight++;
+        l->total.sent++;
+        l->per_kind[load_kind(l, client, c->sent - 1)].sent++;
+}
+
+static void load_send(struct h_load *l) {
+        for (unsigned i = 0; i < l->n; i++) {
+                struct load_client *c = &l->clients[i];
+
+                while (!c->eof && c->sent < c->given && c->in_flight < l->window)
+                        load_send_one(l, i);
+        }
+}
+
+static bool load_done(const struct h_load *l) {
+        for (unsigned i = 0; i < l->n; i++) {
+                const struct load_client *c = &l->clients[i];
+
+                if (!c->eof && (c->sent < c->given || c->in_flight > 0))
+                        return false;
+        }
+        return true;
+}
+
+/* Both the totals and the kind's counts take every event. */
+#define LOAD_COUNT(l, kind, field) ((l)->total.field++, (l)->per_kind[kind].field++)
+
+static void load_account(struct h_load *l, unsigned client, unsigned seq, json_object *msg) {
+        struct load_client *c = &l->clients[client];
+        size_t kind = load_kind(l, client, seq);
+        const struct h_call_kind *k = &l->kinds[kind];
+        long long latency = h_now_ms() - c->sent_at[seq];
+        bool wrong;
+        char text[64];
+
+        if (c->answers[seq]++ > 0) {
+                LOAD_COUNT(l, kind, duplicates);
+                return;
+        }
+        c->answered++;
+        c->in_flight--;
+        if (h_get(msg, "result")) {
+                LOAD_COUNT(l, kind, results);
+                load_unique_text(text, sizeof text, client, seq);
+                wrong = !k->arguments && strcmp(h_str(msg, "result.content.0.text"), text) != 0;
+        } else {
+                LOAD_COUNT(l, kind, errors);
+                wrong = !k->may_fail;
+        }
+        if (wrong) {
+                LOAD_COUNT(l, kind, wrong);
+                if (getenv("H_VERBOSE"))
+                        fprintf(stderr, "load: client %u, id %u: %s\n", client, seq + 1, h_json_text(msg));
+        }
+        if (!k->may_fail) {
+                if (latency > l->total.max_latency_ms)
+                        l->total.max_latency_ms = latency;
+                if (latency > l->per_kind[kind].max_latency_ms)
+                        l->per_kind[kind].max_latency_ms = latency;
+        }
+}
+
+/* An answer (no "method") is accounted for; anything else (notifications) is not ours. */
+static void load_take(struct h_load *l, unsigned client, const char *line) {
+        struct load_client *c = &l->clients[client];
+        json_object *msg = json_tokener_parse(line), *id;
+        int64_t n;
+
+        cr_assert_not_null(msg, "the daemon sent a line that is not JSON: %.300s", line);
+        if (!json_object_object_get_ex(msg, "method", NULL) && json_object_object_get_ex(msg, "id", &id)) {
+                n = json_object_is_type(id, json_type_int) ? json_object_get_int64(id) : 0;
+                if (n >= 1 && n <= (int64_t)c->sent)
+                        load_account(l, client, (unsigned)(n - 1), msg);
+                else
+                        l->total.strays++;
+        }
+        json_object_put(msg);
+}
+
+static void load_take_lines(struct h_load *l, unsigned client) {
+        char *line;
+
+        while ((line = take_line(l->clients[client].x->c))) {
+                load_take(l, client, line);
+                free(line);
+        }
+}
+
+bool h_load_pump(struct h_load *l, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+        struct pollfd *p = calloc(l->n + 1, sizeof *p);
+
+        cr_assert_not_null(p);
+        for (;;) {
+                for (unsigned i = 0; i < l->n; i++)
+                        load_take_lines(l, i);
+                load_send(l);
+                h_notify_drain(l->d);
+                if (load_done(l) || remaining(deadline) == 0)
+                        break;
+                for (unsigned i = 0; i < l->n; i++)
+                        p[i] = (struct pollfd){ l->clients[i].eof ? -1 : l->clients[i].x->c->fd, POLLIN, 0 };
+                p[l->n] = (struct pollfd){ l->d->notify_fd, POLLIN, 0 };
+                if (poll(p, l->n + 1, remaining(deadline)) <= 0)
+                        continue;
+                for (unsigned i = 0; i < l->n; i++)
+                        if (p[i].revents && fill(l->clients[i].x->c, h_now_ms()) == 0 && !l->clients[i].eof) {
+                                l->clients[i].eof = true;
+                                l->total.eofs++;
+                        }
+        }
+        free(p);
+        return load_done(l);
+}
+
+void h_load_finish(struct h_load *l, int timeout_ms) {
+        bool done = h_load_pump(l, timeout_ms);
+        struct h_load_stats s = l->total;
+
+        cr_assert(done, "the load did not finish within %d ms: %u sent, %u answered", timeout_ms, s.sent,
+                  s.results + s.errors);
+        cr_assert_eq(s.eofs, 0, "%u load clients were disconnected", s.eofs);
+        cr_assert_eq(s.duplicates, 0, "%u requests were answered more than once", s.duplicates);
+        cr_assert_eq(s.strays, 0, "%u answers to no request", s.strays);
+        cr_assert_eq(s.wrong, 0, "%u wrong answers (an error where a result was due, or another's echo)", s.wrong);
+        for (unsigned i = 0; i < l->n; i++) {
+                const struct load_client *c = &l->clients[i];
+
+                cr_assert_eq(c->answered, c->given, "client %u: %u of %u requests answered", i, c->answered,
+                             c->given);
+                for (unsigned seq = 0; seq < c->given; seq++)
+                        cr_assert_eq(c->answers[seq], 1, "client %u, id %u: %u answers", i, seq + 1,
+                                     c->answers[seq]);
+        }
+}
+
+struct h_load_stats h_load_stats(const struct h_load *l) {
+        return l->total;
+}
+
+struct h_load_stats h_load_kind_stats(const struct h_load *l, size_t kind) {
+        cr_assert_lt(kind, l->n_kinds);
+        return l->per_kind[kind];
+}
+
+void h_load_free(struct h_load *l) {
+        if (!l)
+                return;
+        for (unsigned i = 0; i < l->n; i++) {
+                h_client_close(l->clients[i].x);
+                free(l->clients[i].answers);
+                free(l->clients[i].sent_at);
+        }
+        free(l->clients);
+        free(l->per_kind);
+        free(l);
+}
+/* ---- end of the fault-injection helpers ---- */
+
+void h_teardown_expect(bool ok, const char *what) {
+        if (ok)
+                return;
+        fprintf(stderr, "teardown check failed: %s\n", what);
+        abort();
+}

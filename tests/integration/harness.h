@@ -37,7 +37,10 @@ struct h_daemon {
         int exit_status;             /* from h_stop/h_wait_exit */
 };
 
-/* Creates a private directory, writes the config, starts the daemon. Asserts on failure. */
+/* Creates a private directory, writes the config, starts the daemon. Asserts on failure.
+ * MCPVISOR_IT_WRAPPER, if set, is a command line (split at blanks, no quoting) put before the
+ * daemon's, after systemd-socket-activate if any: "valgrind --error-exitcode=99 ..." runs
+ * every daemon under memcheck with the same pid (scripts/valgrind). */
 void h_start(struct h_daemon *d, const struct h_opts *o);
 /* Sends sig and waits for exit; returns the wait status (or -1 on timeout, after SIGKILL). */
 int h_stop(struct h_daemon *d, int sig, int timeout_ms);
@@ -198,3 +201,62 @@ bool h_has_item(const char *list, const char *name);
  * several before it answers). The caller owns the answer. */
 json_object *h_control(struct h_daemon *d, const char *method, const char *params);
 /* ---- end of the control socket helpers ---- */
+
+/* ---- Helpers for fault-injection tests (test_faults.c, test_load.c): what a process holds,
+ * read from /proc, and a load of several clients that accounts for every answer ---- */
+
+/* Open descriptors of pid (the entries of /proc/PID/fd); -1 if unreadable. */
+int h_proc_fd_count(pid_t pid);
+/* VmRSS of pid in KiB; -1 if unreadable. */
+long h_proc_rss_kb(pid_t pid);
+/* CPU time pid has used, user plus system, in ms; -1 if unreadable. */
+long long h_proc_cpu_ms(pid_t pid);
+/* Live processes whose environment holds exactly the entry NAME=value: a tag a test gives its
+ * servers finds them, and everything they started, wherever they were re-parented. */
+unsigned h_count_processes_with_env(const char *entry);
+
+/* One kind of request a load sends: tools/call of tool. */
+struct h_call_kind {
+        const char *tool;            /* exposed name: "a__echo" */
+        const char *arguments;       /* JSON text; NULL: {"text": a text unique to the request},
+                                      * which a result must echo back */
+        bool may_fail;               /* its server is the one at fault: an error is an answer too;
+                                      * otherwise only a result is */
+};
+
+/* What a load saw, in all or for one kind. */
+struct h_load_stats {
+        unsigned sent, results, errors;
+        unsigned duplicates;         /* a second answer to an id */
+        unsigned strays;             /* an answer to an id never sent, or not a number */
+        unsigned wrong;              /* a result whose echo is not the request's text, or an
+                                      * error for a kind that may not fail */
+        unsigned eofs;               /* clients the daemon disconnected */
+        long long max_latency_ms;    /* of answers to kinds that may not fail */
+};
+
+struct h_load;
+
+/* n clients on d's MCP socket, initialized; each keeps up to window requests in flight,
+ * request i of client c of kind (c + i) % n_kinds. kinds must outlive the load. */
+struct h_load *h_load_new(struct h_daemon *d, unsigned clients, unsigned window, const struct h_call_kind *kinds,
+                          size_t n_kinds);
+/* Gives every client n more requests to send. */
+void h_load_add(struct h_load *l, unsigned n);
+/* Sends and reads (draining d's NOTIFY datagrams) for up to timeout_ms; true as soon as every
+ * request given has been sent and answered. */
+bool h_load_pump(struct h_load *l, int timeout_ms);
+/* h_load_pump until done, asserting it is within timeout_ms; then that every request got
+ * exactly one answer, none stray, none wrong, no client was disconnected. */
+void h_load_finish(struct h_load *l, int timeout_ms);
+/* Totals, or those of kinds[kind] (kind < n_kinds). */
+struct h_load_stats h_load_stats(const struct h_load *l);
+struct h_load_stats h_load_kind_stats(const struct h_load *l, size_t kind);
+/* Closes the clients. */
+void h_load_free(struct h_load *l);
+/* ---- end of the fault-injection helpers ---- */
+
+/* For a test's .fini: Criterion reports a failed assertion there but still counts the
+ * test as passed, so a check that must hold after every test (a clean stop, no process
+ * left) aborts instead, which fails the run. */
+void h_teardown_expect(bool ok, const char *what);

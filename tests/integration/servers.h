@@ -28,3 +28,38 @@ char *config_text(void);
 void start(const char *const *env);
 /* Waits until the daemon says all n servers are ready. */
 void wait_all_ready(unsigned n);
+
+/* ---- For fault-injection tests (test_faults.c, test_load.c) ---- */
+
+/* "MCPVISOR_IT_TAG=...", unique to this test process: add_tagged() puts it in its servers'
+ * environment, which everything they start inherits, so h_count_processes_with_env() finds
+ * them all, wherever they were re-parented. */
+const char *tag_entry(void);
+/* add_demo, the server's environment tagged (keys must not hold "env"). */
+void add_tagged(const char *name, const char *keys, const char *args);
+/* Writes the config as it is now into the daemon's config file, for a reload. */
+void config_rewrite(void);
+
+/* What the daemon holds once warmed up: compared after each fault. */
+struct baseline {
+        int fds;                     /* entries of /proc/PID/fd */
+        long rss_kb;                 /* VmRSS */
+        unsigned procs;              /* tagged processes: servers and what they left running */
+};
+
+/* Waits (draining NOTIFY datagrams) until procs tagged processes run and the daemon has no
+ * zombie child, then reads its descriptors and RSS. */
+struct baseline baseline_take(unsigned procs);
+/* Waits until the daemon holds exactly the baseline's descriptors, has no zombie child and
+ * the baseline's number of tagged processes runs; then that its RSS grew by no more than a
+ * slack (8 MiB; not checked under ASan, see servers.c). Returns the growth in KiB, for the
+ * record. */
+long baseline_expect(const struct baseline *b);
+/* For the end of a test's body: stops the daemon (SIGTERM, draining NOTIFY datagrams),
+ * asserts that it exited with status 0 (under ASan: without a leak) and that no tagged
+ * process is left. A suite's fini cannot check that: Criterion 2.4 prints a failed assertion
+ * of a fini but still counts the test as passed, and exits 0. */
+void stop_clean(void);
+/* For a suite's fini: servers_teardown() (a no-op after stop_clean(), else the cleanup of a
+ * test that failed early), then the same check for tagged processes, printed only. */
+void teardown_no_orphans(void);

@@ -36,7 +36,7 @@ static void fake_journald(void) {
 
 static void stop(void) {
         h_log_dump_if_verbose(&D);
-        cr_expect(h_cleanup(&D));
+        h_teardown_expect(h_cleanup(&D), "the daemon did not stop with exit status 0");
 }
 
 /* Waits for a record containing every needle (each a "FIELD=value" line). */

@@ -24,7 +24,7 @@ static void start_small_limits(void) {
 
 static void stop(void) {
         h_log_dump_if_verbose(&D);
-        cr_expect(h_cleanup(&D), "the daemon did not stop cleanly with exit 0");
+        h_teardown_expect(h_cleanup(&D), "the daemon did not stop with exit status 0");
 }
 
 #define Sess(name, ...) Test(session, name, .init = start_default, .fini = stop, .timeout = 30, ##__VA_ARGS__)

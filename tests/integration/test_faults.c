@@ -1,0 +1,343 @@
+/* Servers at fault under load: a server that crashes mid-call, hangs (SIGSTOP), exits during
+ * initialize, writes garbage, closes its stdout but stays alive, ignores SIGTERM, leaves
+ * setsid grandchildren or floods its stderr, while several clients keep calling.
+ *
+ * Each test runs two demo servers (demo/demo-server.c): "a", never at fault, whose calls
+ * must all succeed, and "b", the one at fault, whose calls may get errors. Every request of
+ * the load gets exactly one answer (h_load_finish), and afterwards the daemon is back at the
+ * baseline it had once warmed up: the same descriptors, its RSS within a slack, no zombie
+ * child, and the same number of processes carrying the test's tag in their environment
+ * (servers and what they leave behind); once it stopped, none (teardown_no_orphans).
+ *
+ * Every wait drains the daemon's NOTIFY datagrams (h_load_pump, h_log_count_wait, ...): once
+ * their queue is full, its sd_notify() blocks and the daemon stands still. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "servers.h"
+
+static struct h_daemon D;
+static char T[64];                       /* this test's own directory */
+static char PIDFILE[128], GPIDFILE[128]; /* b's --pidfile, --grandchild-pidfile */
+
+static void setup(void) {
+        strcpy(T, "/tmp/mcpvisor-faults-XXXXXX");
+        cr_assert_not_null(mkdtemp(T));
+        snprintf(PIDFILE, sizeof PIDFILE, "%s/b.pid", T);
+        snprintf(GPIDFILE, sizeof GPIDFILE, "%s/b-grandchild.pid", T);
+        servers_reset(&D);
+}
+
+static void teardown(void) {
+        teardown_no_orphans();
+        h_remove_tree(T);
+}
+
+TestSuite(faults, .init = setup, .fini = teardown, .timeout = 60);
+
+/* The load: a's calls must succeed, b's may fail (b is at fault). The echoes carry a text
+ * unique to the request, so an answer given to the wrong request or client shows. */
+static const struct h_call_kind KINDS[] = {
+        { "a__echo", NULL, false },
+        { "b__echo", NULL, true },
+        { "a__sleep", "{\"ms\":5}", false },
+        { "b__sleep", "{\"ms\":50}", true },
+};
+/* For faults that must not cost b a single call. */
+static const struct h_call_kind KINDS_ALL_OK[] = {
+        { "a__echo", NULL, false },
+        { "b__echo", NULL, false },
+        { "a__sleep", "{\"ms\":5}", false },
+        { "b__sleep", "{\"ms\":50}", false },
+};
+#define N_KINDS (sizeof KINDS / sizeof KINDS[0])
+#define CLIENTS 3
+#define WINDOW 4         /* requests in flight per client */
+#define WARMUP 40        /* requests per client before the baseline */
+#define AFTER 20         /* requests per client once the fault is over */
+#define LOAD_MS 30000    /* for a load to finish, on a loaded machine under ASan */
+#define FAULT_MS 20000   /* for a fault's effects to show */
+
+/* b restarts at once, and as often as it has to. */
+#define B_RESTART "\"restartDelay\":0.1,\"restartDelayMax\":0.2,\"startLimitBurst\":0"
+/* Both misbehaviours a close sequence has to get past, and a short one. */
+#define STUBBORN "\"--ignore-stdin-eof\",\"--ignore-sigterm\""
+#define SHORT_STOP "\"stopTimeout\":0.2,\"killTimeout\":0.2"
+
+/* ---- helpers ---- */
+
+/* Starts the daemon with the servers added, waits until all n are ready, and warms up a
+ * load, so that the baseline taken next counts what serving costs. */
+static struct h_load *start_loaded(unsigned n, const struct h_call_kind *kinds) {
+        struct h_load *l;
+
+        start(NULL);
+        wait_all_ready(n);
+        l = h_load_new(&D, CLIENTS, WINDOW, kinds, N_KINDS);
+        h_load_add(l, WARMUP);
+        h_load_finish(l, LOAD_MS);
+        return l;
+}
+
+/* Keeps the load going (more requests whenever every client has sent all it had) until
+ * needle occurs n times in the daemon's log. */
+static void load_until_log(struct h_load *l, const char *needle, unsigned n) {
+        long long deadline = h_now_ms() + FAULT_MS;
+
+        while (h_log_count(&D, needle) < n) {
+                cr_assert_lt(h_now_ms(), deadline, "not %u times in the log under load: %s", n, needle);
+                if (h_load_pump(l, 50))
+                        h_load_add(l, 4);
+        }
+}
+
+/* Keeps the load going until b answers a call again (after a fault, restarts may take a
+ * few rounds of its backoff). */
+static void load_until_b_serves(struct h_load *l) {
+        struct h_client *x = h_client_open(&D, false, NULL);
+        long long deadline = h_now_ms() + FAULT_MS;
+
+        for (unsigned i = 1;; i++) {
+                char id[16];
+                json_object *r;
+                bool ok;
+
+                snprintf(id, sizeof id, "%u", i);
+                h_client_tool_request(x, id, "b__echo", "{\"text\":\"back\"}");
+                while (!(r = h_take(x, h_is_answer, id, 10))) {
+                        cr_assert_lt(h_now_ms(), deadline, "b__echo was not answered");
+                        if (h_load_pump(l, 20))
+                                h_load_add(l, 4);
+                }
+                ok = h_get(r, "result") != NULL;
+                json_object_put(r);
+                if (ok)
+                        break;
+                cr_assert_lt(h_now_ms(), deadline, "b does not serve again");
+                h_load_pump(l, 50);
+        }
+        h_client_close(x);
+}
+
+/* Ends the test: more requests after the fault, all answered exactly once; the daemon back
+ * at its baseline (the load's clients still connected, as they were then); a clean stop. */
+static void finish(struct h_load *l, const struct baseline *b, const char *what) {
+        struct h_load_stats s, bs;
+        long grown;
+
+        h_load_add(l, AFTER);
+        h_load_finish(l, LOAD_MS);
+        cr_assert_eq(h_log_count(&D, "[a] starting -> ready"), 1, "a was restarted too");
+        s = h_load_stats(l);
+        bs = h_load_kind_stats(l, 1);
+        /* a's slowest: its echoes and its sleeps */
+        s.max_latency_ms = h_load_kind_stats(l, 0).max_latency_ms;
+        if (h_load_kind_stats(l, 2).max_latency_ms > s.max_latency_ms)
+                s.max_latency_ms = h_load_kind_stats(l, 2).max_latency_ms;
+        grown = baseline_expect(b); /* its clients still connected, as at the baseline */
+        h_load_free(l);
+        stop_clean();
+        if (getenv("H_VERBOSE"))
+                fprintf(stderr, "%s: %u requests (%u errors, b: %u of %u), a's slowest %lld ms, RSS +%ld KiB\n", what,
+                        s.sent, s.errors, bs.errors, bs.sent, s.max_latency_ms, grown);
+}
+
+static void expect_log(const char *needle) {
+        cr_assert(h_log_count_wait(&D, needle, 1, H_TIMEOUT_MS), "not in the log: %s", needle);
+}
+
+/* ---- faults ---- */
+
+/* b crashes three times while calls to a and to b are in flight from three clients. */
+Test(faults, crash_mid_call) {
+        struct h_client *crasher;
+        struct h_load *l;
+        struct baseline b;
+
+        add_tagged("a", "", "");
+        add_tagged("b", B_RESTART, "");
+        l = start_loaded(2, KINDS);
+        b = baseline_take(2);
+        crasher = h_client_open(&D, false, NULL);
+        for (unsigned i = 0; i < 3; i++) {
+                char id[16];
+                json_object *r;
+
+                snprintf(id, sizeof id, "%u", i + 1);
+                h_load_add(l, 8);
+                h_load_pump(l, 20); /* calls in flight, to b among others */
+                h_client_tool_request(crasher, id, "b__crash", "{}");
+                load_until_log(l, "[b] starting -> ready", i + 2);
+                r = h_client_answer(crasher, id);
+                cr_assert_not_null(strstr(h_str(r, "error.message"), "exited with status 3 during this call"), "%s",
+                                   h_json_text(r));
+                json_object_put(r);
+        }
+        h_client_close(crasher);
+        finish(l, &b, "crash_mid_call");
+}
+
+/* b stops dead (SIGSTOP) with calls in flight: they time out, its health check fails, the
+ * close sequence ends in SIGKILL, and a new b serves. */
+Test(faults, hang) {
+        struct h_load *l;
+        struct baseline b;
+        pid_t pid;
+
+        add_tagged("a", "", "");
+        add_tagged("b",
+                   "\"requestTimeout\":1,\"healthInterval\":0.2,\"healthTimeout\":0.3,\"healthFailures\":1," SHORT_STOP
+                   "," B_RESTART,
+                   sf("\"--pidfile\",\"%s\"", PIDFILE));
+        l = start_loaded(2, KINDS);
+        b = baseline_take(2);
+        pid = h_pidfile_wait(PIDFILE, 0, H_TIMEOUT_MS);
+        cr_assert_gt(pid, 0);
+        h_load_add(l, 8);
+        h_load_pump(l, 20);
+        cr_assert_eq(kill(pid, SIGSTOP), 0);
+        load_until_log(l, "[b] starting -> ready", 2);
+        /* a stopped process still dies of SIGTERM's default action */
+        expect_log("[b] ready -> stopping: 1 health checks failed in a row (ping timed out)");
+        expect_log("[b] stopping -> backoff: 1 health checks failed in a row (ping timed out), then killed by SIGTERM");
+        cr_assert(h_pid_gone_wait(pid, H_TIMEOUT_MS), "the hung b (pid %d) is still there", (int)pid);
+        finish(l, &b, "hang");
+}
+
+/* Rewrites b's entry to run with bad_args and reloads (SIGHUP), under load; waits for needle
+ * to show three times (b failing again and again), then puts b back as it was. */
+static void flap_by_reload(const char *b_keys, const char *bad_args, const char *needle, const char *what) {
+        struct h_load *l;
+        struct baseline b;
+
+        add_tagged("a", "", "");
+        add_tagged("b", b_keys, "");
+        l = start_loaded(2, KINDS);
+        b = baseline_take(2);
+
+        servers_reset(&D);
+        add_tagged("a", "", "");
+        add_tagged("b", b_keys, bad_args);
+        config_rewrite();
+        cr_assert_eq(kill(D.pid, SIGHUP), 0);
+        load_until_log(l, needle, 3);
+
+        servers_reset(&D);
+        add_tagged("a", "", "");
+        add_tagged("b", b_keys, "");
+        config_rewrite();
+        cr_assert_eq(kill(D.pid, SIGHUP), 0);
+        load_until_log(l, "reloaded: ", 2);
+        load_until_b_serves(l);
+        finish(l, &b, what);
+}
+
+Test(faults, exit_during_initialize) {
+        flap_by_reload(B_RESTART, "\"--exit-during-init\",\"4\"", "exit status 4; restarting in",
+                       "exit_during_initialize");
+}
+
+/* b closes its stdout after the handshake's tools/list, yet stays alive, deaf to its
+ * stdin's end and to SIGTERM: each of its runs ends in SIGKILL. */
+Test(faults, close_stdout_stays_alive) {
+        flap_by_reload(SHORT_STOP "," B_RESTART, "\"--close-stdout\"," STUBBORN,
+                       "[b] stopping -> backoff: closed its stdout", "close_stdout_stays_alive");
+        cr_assert_geq(h_log_count(&D, "[b] still running 0.2 s after SIGTERM; sending SIGKILL"), 3);
+}
+
+/* b ignores its stdin's end and SIGTERM; an operator restarts it three times while calls
+ * are in flight: each restart ends in SIGKILL, the old process is gone. */
+Test(faults, ignores_sigterm) {
+        struct h_load *l;
+        struct baseline b;
+        pid_t pid = 0;
+
+        add_tagged("a", "", "");
+        add_tagged("b", SHORT_STOP "," B_RESTART, sf(STUBBORN ",\"--pidfile\",\"%s\"", PIDFILE));
+        l = start_loaded(2, KINDS);
+        b = baseline_take(2);
+        for (unsigned i = 0; i < 3; i++) {
+                json_object *r;
+
+                pid = h_pidfile_wait(PIDFILE, pid, H_TIMEOUT_MS);
+                cr_assert_gt(pid, 0, "b wrote no new pidfile");
+                h_load_add(l, 8);
+                h_load_pump(l, 20);
+                r = h_control(&D, "restart", "{\"name\":\"b\"}");
+                cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
+                json_object_put(r);
+                load_until_log(l, "[b] starting -> ready", i + 2);
+                cr_assert(h_pid_gone_wait(pid, H_TIMEOUT_MS), "the old b (pid %d) is still there", (int)pid);
+        }
+        cr_assert_geq(h_log_count(&D, "[b] still running 0.2 s after SIGTERM; sending SIGKILL"), 3);
+        finish(l, &b, "ignores_sigterm");
+}
+
+/* b leaves a sleeping grandchild in a session of its own at each start, then crashes with
+ * calls in flight: each old grandchild is ended, the current one alone is left. */
+Test(faults, setsid_grandchildren) {
+        struct h_client *crasher;
+        struct h_load *l;
+        struct baseline b;
+        pid_t grandchild = 0;
+
+        add_tagged("a", "", "");
+        add_tagged("b", B_RESTART, sf("\"--grandchild-setsid\",\"--grandchild-pidfile\",\"%s\"", GPIDFILE));
+        l = start_loaded(2, KINDS);
+        b = baseline_take(3); /* a, b and b's grandchild */
+        crasher = h_client_open(&D, false, NULL);
+        for (unsigned i = 0; i < 3; i++) {
+                char id[16];
+
+                grandchild = h_pidfile_wait(GPIDFILE, grandchild, H_TIMEOUT_MS);
+                cr_assert_gt(grandchild, 0, "b left no new grandchild");
+                snprintf(id, sizeof id, "%u", i + 1);
+                h_load_add(l, 8);
+                h_load_pump(l, 20);
+                h_client_tool_request(crasher, id, "b__crash", "{}");
+                load_until_log(l, "[b] starting -> ready", i + 2);
+                json_object_put(h_client_answer(crasher, id));
+                cr_assert(h_pid_gone_wait(grandchild, H_TIMEOUT_MS), "the old grandchild (pid %d) is still there",
+                          (int)grandchild);
+        }
+        h_client_close(crasher);
+        finish(l, &b, "setsid_grandchildren");
+}
+
+/* b writes to its stderr without end: every call still succeeds, promptly, and the daemon
+ * holds no more memory for it. */
+Test(faults, stderr_flood) {
+        struct h_load *l;
+        struct baseline b;
+
+        add_tagged("a", "", "");
+        add_tagged("b", "", "\"--flood-stderr\",\"0\"");
+        l = start_loaded(2, KINDS_ALL_OK);
+        b = baseline_take(2);
+        cr_assert(h_log_count_wait(&D, "\nb: flood line ", 1000, H_TIMEOUT_MS), "the flood did not reach the log");
+        for (unsigned i = 0; i < 4; i++) {
+                h_load_add(l, 50);
+                h_load_finish(l, LOAD_MS);
+        }
+        cr_assert_lt(h_load_stats(l).max_latency_ms, 3000, "a call took %lld ms", h_load_stats(l).max_latency_ms);
+        finish(l, &b, "stderr_flood");
+}
+
+/* b writes a line that is not JSON before each of its answers: every call still succeeds. */
+Test(faults, garbage_stdout) {
+        struct h_load *l;
+        struct baseline b;
+
+        add_tagged("a", "", "");
+        add_tagged("b", "", "\"--garbage\"");
+        l = start_loaded(2, KINDS_ALL_OK);
+        b = baseline_take(2);
+        h_load_add(l, 100);
+        h_load_finish(l, LOAD_MS);
+        expect_log("[b] server wrote something that is not MCP on stdout");
+        finish(l, &b, "garbage_stdout");
+}
