@@ -127,29 +127,29 @@ static void arm_timeout(struct route *rt) {
                 evtimer_add(rt->timer, &tv);
 }
 
-/* Replaces params._meta.progressToken (in copies, never in the client's objects). A token
- * must be a string or an integer; -EINVAL otherwise. */
-static int rewrite_token(struct router *r, struct route *rt, json_object *params) {
+/* Gives *params our progress token in place of the client's, in copies made only then
+ * (never in the client's objects, which the caller may share). A token must be a string
+ * or an integer; -EINVAL otherwise. */
+static int rewrite_token(struct router *r, struct route *rt, json_object **params) {
         json_object *meta, *token, *copy;
 
-        if (!json_object_object_get_ex(params, "_meta", &meta) || !json_object_object_get_ex(meta, "progressToken", &token))
+        if (!json_object_object_get_ex(*params, "_meta", &meta) || !json_object_object_get_ex(meta, "progressToken", &token))
                 return 0;
         if (!jsonrpc_id_valid(token))
                 return -EINVAL;
         rt->client_token = json_object_get(token);
         rt->token = ++r->next_token;
-        copy = jsonrpc_copy_with(meta, "progressToken", json_object_new_int64(rt->token));
-        json_object_object_add(params, "_meta", copy);
+        copy = jsonrpc_copy_with(*params, "_meta", jsonrpc_copy_with(meta, "progressToken", json_object_new_int64(rt->token)));
+        json_object_put(*params);
+        *params = copy;
         return 0;
 }
 
 void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
                     json_object *params) {
         struct route *rt = calloc(1, sizeof *rt);
-        /* A copy: the token is rewritten in it. Absent params stay absent. */
-        json_object *forwarded = params ? jsonrpc_copy_with(params, NULL, NULL) : NULL;
+        json_object *forwarded = params; /* absent params stay absent */
 
-        json_object_put(params);
         if (!rt || !server_serving(s)) {
                 free(rt);
                 json_object_put(forwarded);
@@ -159,7 +159,7 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         *rt = (struct route){ .router = r, .client = c, .client_id = json_object_get(m->id), .server = s,
                               .instance = s->run->number };
         snprintf(rt->method, sizeof rt->method, "%s", method);
-        if (rewrite_token(r, rt, forwarded) < 0) {
+        if (rewrite_token(r, rt, &forwarded) < 0) {
                 json_object_put(rt->client_id);
                 free(rt);
                 json_object_put(forwarded);
