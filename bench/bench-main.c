@@ -1,0 +1,505 @@
+/* mcpvisor-bench: options, the order of the measurements, and the table. */
+#include "bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+
+/* The targets of issue 6 on the reference machine (2 cores). */
+#define TARGET_ADDED_P50_NS 30000
+#define TARGET_ADDED_P99_NS 150000
+#define TARGET_CPU_US 10.0
+#define TARGET_IDLE_RSS_KIB (8 * 1024)
+#define TARGET_CLIENT_KIB 32.0
+#define TARGET_HELD 10000
+#define TARGET_LARGE_MB_S 200.0
+#define TARGET_READY_NS 10000000
+
+enum placement { PLACED_FREE, PLACED_ONE_CPU };
+
+enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31 };
+
+struct options {
+        struct daemon_opts daemon;
+        bool quick;
+        unsigned parts;
+        unsigned calls;
+        double seconds;
+        unsigned levels[MAX_LEVELS], n_levels;
+        unsigned in_flight;
+        unsigned idle[MAX_LEVELS], n_idle;
+        size_t large_bytes;
+        unsigned large_runs;
+        unsigned startup_runs;
+        int pin_cpu;
+};
+
+struct results {
+        /* [PLACED_FREE]: where the scheduler puts each process; [PLACED_ONE_CPU]: all on one. */
+        struct latency direct[2], via[2];
+        struct load load[MAX_LEVELS];
+        struct large large_direct, large_via;
+        long idle_rss_kib;
+        struct idle idle[MAX_LEVELS];
+        struct startup startup;
+        bool failed;
+};
+
+static void usage(FILE *f, const char *argv0) {
+        fprintf(f,
+                "usage: %s [OPTIONS]\n"
+                "Measures mcpvisord: added latency per tools/call (vs the same server over pipes), throughput,\n"
+                "daemon CPU per call, idle RSS and RSS per idle client, a large result, and start to READY=1.\n"
+                "\n"
+                "  --daemon PATH        mcpvisord to measure (default: the one built with this bench)\n"
+                "  --server PATH        MCP server it runs (default: mcpvisor-bench-server)\n"
+                "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
+                "  --quick              a few seconds in all, small counts (figures only indicative)\n"
+                "  --only LIST          some of: latency,load,large,idle,startup\n"
+                "  --calls N            latency samples per path (default 20000)\n"
+                "  --seconds S          measured time per throughput level (default 3)\n"
+                "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
+                "  --in-flight N        calls each client keeps in flight (default 1)\n"
+                "  --idle LIST          idle clients held at each memory level (default 1000,10000)\n"
+                "  --large BYTES        size of the large tool result (default 10485760)\n"
+                "  --large-runs N       measured large results per path (default 5)\n"
+                "  --startup-runs N     daemon starts timed (default 20)\n"
+                "  --pin-cpu N          the CPU for the second latency run, all processes on it (default 0;\n"
+                "                       -1: no second run)\n"
+                "  --keep               keep each daemon's directory (config, log) under /tmp\n"
+                "\n"
+                "Holding 10000 clients needs RLIMIT_NOFILE above 10064: run as root, or raise ulimit -Hn first.\n",
+                argv0);
+}
+
+static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
+        unsigned n = 0;
+        char *end;
+
+        for (const char *p = text; *p && n < max; p = *end ? end + 1 : end) {
+                unsigned long v = strtoul(p, &end, 10);
+                if (end == p || v == 0 || (*end && *end != ','))
+                        return 0;
+                out[n++] = (unsigned)v;
+        }
+        return n;
+}
+
+static unsigned parse_parts(const char *text) {
+        static const char *const names[] = { "latency", "load", "large", "idle", "startup" };
+        unsigned parts = 0;
+        char *copy = strdup(text);
+
+        for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                unsigned bit = 0;
+                for (unsigned k = 0; k < 5; k++)
+                        if (strcmp(w, names[k]) == 0)
+                                bit = 1u << k;
+                if (!bit) {
+                        free(copy);
+                        return 0;
+                }
+                parts |= bit;
+        }
+        free(copy);
+        return parts;
+}
+
+static void quick_defaults(struct options *o) {
+        o->calls = 500;
+        o->seconds = 0.3;
+        o->idle[0] = 100;
+        o->idle[1] = 200;
+        o->large_bytes = 1024 * 1024;
+        o->large_runs = 2;
+        o->startup_runs = 3;
+}
+
+static int parse_options(int argc, char **argv, struct options *o) {
+        enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
+               O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_HELP };
+        static const struct option longopts[] = {
+                { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
+                { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
+                { "only", required_argument, NULL, O_ONLY }, { "calls", required_argument, NULL, O_CALLS },
+                { "seconds", required_argument, NULL, O_SECONDS }, { "clients", required_argument, NULL, O_CLIENTS },
+                { "in-flight", required_argument, NULL, O_IN_FLIGHT }, { "idle", required_argument, NULL, O_IDLE },
+                { "large", required_argument, NULL, O_LARGE }, { "large-runs", required_argument, NULL, O_LARGE_RUNS },
+                { "startup-runs", required_argument, NULL, O_STARTUP_RUNS }, { "keep", no_argument, NULL, O_KEEP },
+                { "pin-cpu", required_argument, NULL, O_PIN_CPU },
+                { "help", no_argument, NULL, O_HELP }, { 0 },
+        };
+        int opt;
+
+        /* --quick changes the defaults, not what is given beside it. */
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--quick") == 0)
+                        quick_defaults(o);
+        while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+                bool bad = false;
+                switch (opt) {
+                case O_DAEMON: o->daemon.daemon = optarg; break;
+                case O_SERVER: o->daemon.server = optarg; break;
+                case O_PREFIX: o->daemon.prefix = optarg; break;
+                case O_QUICK: o->quick = true; break;
+                case O_ONLY: bad = !(o->parts = parse_parts(optarg)); break;
+                case O_CALLS: bad = !(o->calls = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_SECONDS: bad = !((o->seconds = strtod(optarg, NULL)) > 0); break;
+                case O_CLIENTS: bad = !(o->n_levels = parse_list(optarg, o->levels, MAX_LEVELS)); break;
+                case O_IN_FLIGHT: bad = !(o->in_flight = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_IDLE: bad = !(o->n_idle = parse_list(optarg, o->idle, MAX_LEVELS)); break;
+                case O_LARGE: bad = !(o->large_bytes = strtoul(optarg, NULL, 10)); break;
+                case O_LARGE_RUNS: bad = !(o->large_runs = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_STARTUP_RUNS: bad = !(o->startup_runs = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_KEEP: o->daemon.keep = true; break;
+                case O_PIN_CPU: o->pin_cpu = (int)strtol(optarg, NULL, 10); break;
+                case O_HELP: usage(stdout, argv[0]); exit(0);
+                default: usage(stderr, argv[0]); return -EINVAL;
+                }
+                if (bad) {
+                        fprintf(stderr, "%s: bad value for %s: %s\n", argv[0], argv[optind - 1], optarg);
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                usage(stderr, argv[0]);
+                return -EINVAL;
+        }
+        if (o->daemon.keep)
+                setenv("BENCH_KEEP", "1", 1);
+        return 0;
+}
+
+/* ---- the measurements, in order ---- */
+
+static void failed(struct results *res, const char *what, int r) {
+        fprintf(stderr, "mcpvisor-bench: %s failed: %s\n", what, strerror(-r));
+        res->failed = true;
+}
+
+/* A daemon whose one server is ready. */
+static int start_ready(struct daemon_run *d, const struct options *o) {
+        int r = daemon_start(d, &o->daemon);
+
+        if (r >= 0)
+                r = daemon_wait_ready(d, 30000);
+        if (r >= 0)
+                r = daemon_wait_status(d, "1/1 servers ready", 30000);
+        if (r < 0)
+                fprintf(stderr, "mcpvisor-bench: the daemon did not become ready (%s); last status: %s; log: %s\n",
+                        strerror(-r), d->status, d->log);
+        return r;
+}
+
+/* Latency with each process where the scheduler puts it, then with all of them on one
+ * CPU: on a virtual machine a wake-up across CPUs can cost more than the daemon's work,
+ * and the second figure is the daemon's work (and its extra context switches) alone. */
+static int latency_both(const struct options *o, struct conn *c, const char *tool, struct daemon_run *d,
+                        const pid_t *pids, unsigned n, struct latency ret[2]) {
+        int r = measure_latency(c, tool, o->calls, d, &ret[PLACED_FREE]);
+
+        if (r >= 0 && o->pin_cpu >= 0) {
+                cpu_set_t one, before;
+                CPU_ZERO(&one);
+                CPU_SET(o->pin_cpu, &one);
+                /* Back to what we were given (taskset, say), which the others inherited. */
+                if (sched_getaffinity(0, sizeof before, &before) < 0)
+                        return -errno;
+                r = pin_processes(pids, n, &one);
+                if (r >= 0)
+                        r = measure_latency(c, tool, o->calls, d, &ret[PLACED_ONE_CPU]);
+                int q = pin_processes(pids, n, &before);
+                r = r < 0 ? r : q;
+        }
+        return r;
+}
+
+static void run_direct(const struct options *o, struct results *res) {
+        struct conn c;
+        int r = conn_spawn(&c, o->daemon.server);
+
+        if (r >= 0)
+                r = conn_initialize(&c, NULL, now_ns() + 10 * (int64_t)1000000000);
+        if (r >= 0 && (o->parts & PART_LATENCY)) {
+                pid_t pids[] = { getpid(), c.child };
+                if ((r = latency_both(o, &c, "echo", NULL, pids, 2, res->direct)) < 0)
+                        failed(res, "latency (direct)", r);
+        }
+        if (r >= 0 && (o->parts & PART_LARGE) &&
+            (r = measure_large(&c, "blob", o->large_bytes, o->large_runs, NULL, &res->large_direct)) < 0)
+                failed(res, "large result (direct)", r);
+        if (r < 0 && !res->failed)
+                failed(res, "starting the server directly", r);
+        conn_close(&c);
+}
+
+static void run_calls(const struct options *o, struct daemon_run *d, struct results *res) {
+        struct conn c;
+        int r = conn_unix(&c, d->sock);
+
+        if (r >= 0)
+                r = conn_initialize(&c, d, now_ns() + 10 * (int64_t)1000000000);
+        if (r < 0) {
+                failed(res, "connecting to the daemon", r);
+                conn_close(&c);
+                return;
+        }
+        if (o->parts & PART_LATENCY) {
+                pid_t pids[] = { getpid(), d->pid, proc_first_child(d->pid) };
+                if ((r = latency_both(o, &c, BENCH_TOOL_PREFIX "echo", d, pids, 3, res->via)) < 0)
+                        failed(res, "latency (through the daemon)", r);
+        }
+        for (unsigned k = 0; (o->parts & PART_LOAD) && k < o->n_levels; k++)
+                if ((r = measure_load(d, o->levels[k], o->in_flight, o->seconds, &res->load[k])) < 0)
+                        failed(res, "throughput", r);
+        if ((o->parts & PART_LARGE) &&
+            (r = measure_large(&c, BENCH_TOOL_PREFIX "blob", o->large_bytes, o->large_runs, d, &res->large_via)) < 0)
+                failed(res, "large result (through the daemon)", r);
+        conn_close(&c);
+}
+
+static void run_daemon(const struct options *o, struct results *res, bool memory) {
+        struct daemon_run d;
+        int r = start_ready(&d, o);
+
+        if (r < 0) {
+                res->failed = true;
+        } else if (memory) {
+                res->idle_rss_kib = proc_rss_kib(d.pid);
+                if ((r = measure_idle(&d, o->idle, o->n_idle, res->idle_rss_kib, res->idle)) < 0)
+                        failed(res, "idle clients", r);
+        } else {
+                run_calls(o, &d, res);
+        }
+        if (daemon_stop(&d, 30000) != 0 && !res->failed)
+                failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+}
+
+static int cmp_unsigned(const void *a, const void *b) {
+        unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+        return (x > y) - (x < y);
+}
+
+static unsigned most_descriptors(const struct options *o) {
+        unsigned most = 0;
+
+        for (unsigned k = 0; k < o->n_levels; k++)
+                most = o->levels[k] > most ? o->levels[k] : most;
+        for (unsigned k = 0; (o->parts & PART_IDLE) && k < o->n_idle; k++)
+                most = o->idle[k] > most ? o->idle[k] : most;
+        return most + 64;
+}
+
+/* ---- the table ---- */
+
+static const char *verdict(bool measured, bool met) {
+        return !measured ? "n/a" : met ? "ok" : "MISSED";
+}
+
+static void row(const char *what, const char *via, const char *direct, const char *figure, const char *target,
+                const char *judged) {
+        printf("%-40s %14s %14s %14s %12s  %s\n", what, via, direct, figure, target, judged);
+}
+
+static const char *us(char *buf, int64_t ns) {
+        snprintf(buf, 32, "%.1f us", (double)ns / 1000.0);
+        return buf;
+}
+
+static void latency_rows(const struct options *o, const struct results *res, enum placement where) {
+        const struct latency *v = &res->via[where], *dr = &res->direct[where];
+        const char *names[] = { "p50", "p90", "p99" };
+        int64_t via[] = { v->p50, v->p90, v->p99 }, direct[] = { dr->p50, dr->p90, dr->p99 };
+        int64_t target[] = { TARGET_ADDED_P50_NS, 0, TARGET_ADDED_P99_NS };
+        bool measured = v->ok && dr->ok;
+
+        for (int k = 0; k < 3; k++) {
+                char what[64], a[32], b[32], c[32], t[32];
+                if (where == PLACED_FREE)
+                        snprintf(what, sizeof what, "tools/call latency %s, any CPU", names[k]);
+                else
+                        snprintf(what, sizeof what, "tools/call latency %s, all on CPU %d", names[k], o->pin_cpu);
+                snprintf(c, sizeof c, "+%.1f us", (double)(via[k] - direct[k]) / 1000.0);
+                snprintf(t, sizeof t, "<= %.0f us", (double)target[k] / 1000.0);
+                row(what, us(a, via[k]), us(b, direct[k]), c, target[k] ? t : "-",
+                    target[k] ? verdict(measured, via[k] - direct[k] <= target[k]) : "-");
+        }
+}
+
+static void load_rows(const struct options *o, const struct results *res) {
+        for (unsigned k = 0; k < o->n_levels; k++) {
+                const struct load *l = &res->load[k];
+                char what[64], a[32];
+                snprintf(what, sizeof what, "throughput, %u client%s x %u in flight", l->clients,
+                         l->clients == 1 ? "" : "s", l->in_flight);
+                snprintf(a, sizeof a, "%.0f/s", l->calls_per_s);
+                row(what, a, "", "", "-", l->ok ? "-" : "n/a");
+        }
+        for (unsigned k = 0; k < o->n_levels; k++) {
+                const struct load *l = &res->load[k];
+                char what[64], c[32];
+                snprintf(what, sizeof what, "daemon CPU per call, %u client%s", l->clients, l->clients == 1 ? "" : "s");
+                snprintf(c, sizeof c, "%.2f us", l->daemon_cpu_us);
+                row(what, "", "", c, "<= 10 us", verdict(l->ok, l->daemon_cpu_us <= TARGET_CPU_US));
+        }
+}
+
+static void memory_rows(const struct options *o, const struct results *res) {
+        char c[32];
+        unsigned held_at = 0;
+
+        snprintf(c, sizeof c, "%.2f MiB", (double)res->idle_rss_kib / KIB);
+        row("idle RSS (1 server, after READY)", "", "", c, "<= 8 MiB",
+            verdict(res->idle_rss_kib > 0, res->idle_rss_kib <= TARGET_IDLE_RSS_KIB));
+        for (unsigned k = 0; k < o->n_idle; k++) {
+                const struct idle *i = &res->idle[k];
+                char what[64];
+                snprintf(what, sizeof what, "RSS per idle client, %u clients", i->wanted);
+                snprintf(c, sizeof c, "%.2f KiB", i->kib_per_client);
+                row(what, "", "", c, "<= 32 KiB", verdict(i->rss_kib > 0, i->kib_per_client <= TARGET_CLIENT_KIB));
+                held_at = k;
+        }
+        if (o->n_idle > 0) {
+                const struct idle *i = &res->idle[held_at];
+                char t[32];
+                snprintf(c, sizeof c, "%u/%u", i->held, i->wanted);
+                snprintf(t, sizeof t, "%u", TARGET_HELD);
+                /* Fewer clients than the target asked for (--quick): nothing to judge. */
+                row("idle clients held (each answers a ping)", "", "", c, t,
+                    verdict(i->wanted >= TARGET_HELD, i->held == i->wanted));
+        }
+}
+
+static void large_rows(const struct options *o, const struct results *res) {
+        char what[64], a[32], b[32];
+
+        snprintf(what, sizeof what, "%.1f MiB tool result (MB/s)", (double)o->large_bytes / MIB);
+        snprintf(a, sizeof a, "%.0f MB/s", res->large_via.mb_per_s);
+        snprintf(b, sizeof b, "%.0f MB/s", res->large_direct.mb_per_s);
+        row(what, a, b, "", ">= 200 MB/s",
+            verdict(res->large_via.ok, res->large_via.mb_per_s >= TARGET_LARGE_MB_S));
+}
+
+static void startup_rows(const struct results *res) {
+        char c[48];
+
+        snprintf(c, sizeof c, "%.2f ms", (double)res->startup.p50 / 1e6);
+        row("start to READY=1, p50", "", "", c, "<= 10 ms", verdict(res->startup.ok, res->startup.p50 <= TARGET_READY_NS));
+        snprintf(c, sizeof c, "%.2f ms", (double)res->startup.max / 1e6);
+        row("start to READY=1, max", "", "", c, "-", "-");
+}
+
+static void print_notes(const struct options *o, const struct results *res) {
+        for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
+                printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
+                       w == PLACED_FREE ? "any CPU" : "one CPU", res->via[w].calls_per_s, res->direct[w].calls_per_s,
+                       (double)res->via[w].max / 1000.0, (double)res->direct[w].max / 1000.0);
+        for (unsigned k = 0; (o->parts & PART_LOAD) && k < o->n_levels; k++) {
+                const struct load *l = &res->load[k];
+                printf("  %u client%s: CPU s/s: daemon %.2f, server %.2f, bench %.2f; daemon per call: user %.2f us, "
+                       "system %.2f us; %llu calls, %llu errors\n",
+                       l->clients, l->clients == 1 ? "" : "s", l->daemon_util, l->server_util, l->bench_util,
+                       l->daemon_user_us, l->daemon_sys_us, (unsigned long long)l->calls, (unsigned long long)l->errors);
+        }
+        if (o->parts & PART_LARGE)
+                printf("  large result: daemon CPU %.1f ms per result (user %.1f, system %.1f)\n", res->large_via.daemon_cpu_ms,
+                       res->large_via.daemon_user_ms, res->large_via.daemon_sys_ms);
+        if (o->parts & PART_STARTUP)
+                printf("  start-up: %u runs\n", res->startup.runs);
+        if (o->quick)
+                printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
+}
+
+static void print_machine(const struct options *o) {
+        char line[256], model[256] = "unknown";
+        struct utsname u;
+        FILE *f = fopen("/proc/cpuinfo", "re");
+
+        while (f && fgets(line, sizeof line, f))
+                if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+                        snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+                        model[strcspn(model, "\n")] = '\0';
+                        break;
+                }
+        if (f)
+                fclose(f);
+        uname(&u);
+        printf("mcpvisor-bench: %s, %ld CPUs, Linux %s; bench built %s\n", model, sysconf(_SC_NPROCESSORS_ONLN),
+               u.release, BENCH_BUILD_TYPE);
+        /* Anything else running skews every figure: say how busy the machine was. */
+        f = fopen("/proc/loadavg", "re");
+        if (f && fgets(line, sizeof line, f))
+                printf("load average at start: %s", line);
+        if (f)
+                fclose(f);
+        printf("daemon %s\nserver %s%s%s\n\n", o->daemon.daemon, o->daemon.server, o->daemon.prefix ? "\nprefix " : "",
+               o->daemon.prefix ? o->daemon.prefix : "");
+}
+
+static void print_table(const struct options *o, const struct results *res) {
+        row("measure", "via daemon", "direct", "figure", "target", "");
+        if (o->parts & PART_LATENCY) {
+                latency_rows(o, res, PLACED_FREE);
+                if (o->pin_cpu >= 0)
+                        latency_rows(o, res, PLACED_ONE_CPU);
+        }
+        if (o->parts & PART_LOAD)
+                load_rows(o, res);
+        if (o->parts & PART_IDLE)
+                memory_rows(o, res);
+        if (o->parts & PART_LARGE)
+                large_rows(o, res);
+        if (o->parts & PART_STARTUP)
+                startup_rows(res);
+        print_notes(o, res);
+}
+
+int main(int argc, char **argv) {
+        struct options o = {
+                .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH },
+                .parts = PART_ALL, .calls = 20000, .seconds = 3, .levels = { 1, 16, 64 }, .n_levels = 3,
+                .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
+                .large_runs = 5, .startup_runs = 20, .pin_cpu = 0,
+        };
+        struct results res = { 0 };
+        int r;
+
+        if (parse_options(argc, argv, &o) < 0)
+                return 2;
+        /* A peer that went away is an error to report, not a reason to die. */
+        signal(SIGPIPE, SIG_IGN);
+        qsort(o.idle, o.n_idle, sizeof o.idle[0], cmp_unsigned);
+        /* What each row is about, measured or not. */
+        for (unsigned k = 0; k < o.n_levels; k++)
+                res.load[k] = (struct load){ .clients = o.levels[k], .in_flight = o.in_flight };
+        for (unsigned k = 0; k < o.n_idle; k++)
+                res.idle[k] = (struct idle){ .wanted = o.idle[k] };
+        r = raise_nofile(most_descriptors(&o));
+        if (r < 0) {
+                fprintf(stderr, "mcpvisor-bench: cannot raise RLIMIT_NOFILE to %u: %s (run as root, or ulimit -Hn)\n",
+                        most_descriptors(&o), strerror(-r));
+                return 1;
+        }
+        print_machine(&o);
+        fflush(stdout);
+        if (o.parts & (PART_LATENCY | PART_LARGE))
+                run_direct(&o, &res);
+        if (o.parts & (PART_LATENCY | PART_LOAD | PART_LARGE))
+                run_daemon(&o, &res, false);
+        if (o.parts & PART_IDLE)
+                run_daemon(&o, &res, true);
+        if ((o.parts & PART_STARTUP) && (r = measure_startup(&o.daemon, o.startup_runs, &res.startup)) < 0)
+                failed(&res, "start-up", r);
+        print_table(&o, &res);
+        return res.failed ? 1 : 0;
+}

@@ -1,0 +1,164 @@
+/* mcpvisor-bench: what the daemon costs a tools/call, how much it carries, how much memory
+ * it holds per client and how fast it starts. See docs/performance.md.
+ *
+ * One process, single-threaded: the clients are plain sockets driven with poll/epoll, the
+ * daemon is the built mcpvisord with a NOTIFY_SOCKET of ours, and its one server is
+ * mcpvisor-bench-server (bench-server.c). The same client code talks to that server directly
+ * over pipes, which is the baseline the daemon's added latency is measured against. */
+#pragma once
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define BENCH_SERVER_NAME "bench"
+#define BENCH_TOOL_PREFIX BENCH_SERVER_NAME "__"
+#define MAX_LEVELS 8
+
+/* ---- time ---- */
+
+int64_t now_ns(void);
+/* Milliseconds left before deadline_ns, at least 0, for poll(). */
+int ms_left(int64_t deadline_ns);
+
+/* ---- the daemon, run for real (bench-daemon.c) ---- */
+
+struct daemon_run {
+        pid_t spawned;          /* what we started: the daemon, or a prefix such as valgrind */
+        pid_t pid;              /* the daemon itself: the sender of READY=1 */
+        char dir[64];
+        char sock[128];
+        char log[128];
+        int notify_fd;
+        bool ready;
+        int64_t spawned_ns, ready_ns;
+        char status[512];       /* the last STATUS= it sent */
+};
+
+struct daemon_opts {
+        const char *daemon;     /* mcpvisord */
+        const char *server;     /* the server it runs, as "bench" */
+        const char *prefix;     /* command words run before the daemon, or NULL */
+        bool keep;              /* keep the directory (config, log) */
+};
+
+int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
+/* Reads the notifications that arrived; the daemon blocks in sd_notify() once ten are
+ * queued, so whoever waits on the daemon for long must call this (or poll notify_fd). */
+void daemon_pump(struct daemon_run *d);
+int daemon_wait_ready(struct daemon_run *d, int timeout_ms);
+/* Waits until the last STATUS= contains needle. */
+int daemon_wait_status(struct daemon_run *d, const char *needle, int timeout_ms);
+/* SIGTERM, then waits for the exit (SIGKILL after timeout_ms); its exit status, or -1. */
+int daemon_stop(struct daemon_run *d, int timeout_ms);
+
+/* ---- /proc ---- */
+
+/* utime + stime in clock ticks (_SC_CLK_TCK), -1 if gone. */
+int64_t proc_cpu_ticks(pid_t pid);
+/* The two apart; false if gone. */
+bool proc_cpu_split(pid_t pid, int64_t *utime, int64_t *stime);
+/* VmRSS in KiB, -1 if gone. */
+long proc_rss_kib(pid_t pid);
+/* The first child of pid (the daemon's server), 0 if none. */
+pid_t proc_first_child(pid_t pid);
+/* Sets the CPU affinity of each process (single-threaded ones: the daemon, the servers, us). */
+int pin_processes(const pid_t *pids, unsigned n, const cpu_set_t *set);
+
+/* ---- connections: a socket to the daemon or pipes to a server (bench-conn.c) ---- */
+
+struct conn {
+        int rfd, wfd;
+        pid_t child;            /* a server we run directly, else 0 */
+        char *buf;
+        size_t len, cap, start; /* unread bytes are buf[start, len) */
+        size_t scanned;         /* bytes after start known to hold no newline */
+        uint64_t next_id;
+        uint64_t answers, errors;
+};
+
+struct line {
+        const char *p;
+        size_t len;
+};
+
+int conn_unix(struct conn *c, const char *path);
+/* Runs server with its stdin and stdout as our pipes, stderr to /dev/null. */
+int conn_spawn(struct conn *c, const char *server);
+void conn_close(struct conn *c);
+int conn_set_nonblocking(struct conn *c);
+int conn_write(struct conn *c, const char *p, size_t len);
+/* One read(); bytes read, 0 at EOF, -errno (-EAGAIN when nothing is there). */
+ssize_t conn_fill(struct conn *c);
+/* The next complete line in the buffer, without its '\n'; valid until the next fill. */
+bool conn_take_line(struct conn *c, struct line *ret);
+/* Waits for a line, pumping d's notifications if d is not NULL. */
+int conn_read_line(struct conn *c, struct daemon_run *d, int64_t deadline_ns, struct line *ret);
+/* Sends initialize and notifications/initialized together. */
+int conn_send_initialize(struct conn *c);
+/* conn_send_initialize, then its answer. */
+int conn_initialize(struct conn *c, struct daemon_run *d, int64_t deadline_ns);
+/* Formats a tools/call of tool (echo: arguments {"text":...}) with the next id. */
+int conn_send_call(struct conn *c, const char *tool, const char *arguments);
+/* An answer line is a result (not an error) for id. */
+bool line_is_result(struct line l, uint64_t id);
+/* Counts an answer: a result, or an error. */
+void conn_count_answer(struct conn *c, struct line l);
+
+/* ---- statistics (bench-stats.c) ---- */
+
+int cmp_i64(const void *a, const void *b);
+/* The p-th percentile (0 < p <= 100) of sorted values, nearest rank. */
+int64_t percentile(const int64_t *sorted, size_t n, double p);
+
+/* ---- the measurements (bench-measure.c, bench-memory.c) ---- */
+
+struct latency {
+        int64_t p50, p90, p99, max; /* ns */
+        double calls_per_s;         /* one call in flight */
+        bool ok;
+};
+
+struct load {
+        unsigned clients, in_flight;
+        double calls_per_s;
+        double daemon_cpu_us;       /* per call */
+        double daemon_user_us, daemon_sys_us; /* the same, apart */
+        double daemon_util, server_util, bench_util; /* CPU seconds per second */
+        uint64_t calls, errors;
+        bool ok;
+};
+
+struct large {
+        size_t bytes;
+        double mb_per_s;            /* 10^6 bytes of payload per second, median run */
+        double daemon_cpu_ms;       /* per result */
+        double daemon_user_ms, daemon_sys_ms; /* the same, apart */
+        bool ok;
+};
+
+struct idle {
+        unsigned wanted, held;
+        long rss_kib;               /* with them connected */
+        double kib_per_client;      /* over the RSS before any client */
+        bool ok;
+};
+
+struct startup {
+        int64_t p50, max;           /* ns from posix_spawn to READY=1 */
+        unsigned runs;
+        bool ok;
+};
+
+int measure_latency(struct conn *c, const char *tool, unsigned calls, struct daemon_run *d, struct latency *ret);
+int measure_load(struct daemon_run *d, unsigned clients, unsigned in_flight, double seconds, struct load *ret);
+int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
+                  struct large *ret);
+/* Connects clients (each initialized, then idle) up to each of the counts in turn. */
+int measure_idle(struct daemon_run *d, const unsigned *counts, unsigned n_counts, long rss_before, struct idle *ret);
+int measure_startup(const struct daemon_opts *o, unsigned runs, struct startup *ret);
+
+/* Raises RLIMIT_NOFILE so that n descriptors fit, the hard limit too when we may. */
+int raise_nofile(unsigned n);
