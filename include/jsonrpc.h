@@ -55,6 +55,8 @@ bool jsonrpc_id_valid(json_object *id);
 /* Builders. id is borrowed (a new reference is taken); result/data are consumed. */
 json_object *jsonrpc_result(json_object *id, json_object *result);
 json_object *jsonrpc_error(json_object *id, int code, const char *message, json_object *data);
+/* A JSON string of text the daemon made, mended to valid UTF-8 (utf8.h) if it is not. */
+json_object *jsonrpc_text(const char *s);
 /* An error response carrying an error object as it is (consumed): a server's, passed on. */
 json_object *jsonrpc_error_object(json_object *id, json_object *error);
 /* params is consumed and may be NULL. */

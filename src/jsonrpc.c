@@ -3,7 +3,10 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 /* MCP tool schemas nest deeply; json-c's default depth of 32 is too shallow. */
 #define JSONRPC_MAX_DEPTH 512
@@ -146,11 +149,26 @@ json_object *jsonrpc_result(json_object *id, json_object *result) {
         return msg;
 }
 
+json_object *jsonrpc_text(const char *s) {
+        size_t len = strlen(s);
+        json_object *o;
+        char *copy;
+
+        if (utf8_valid(s, len))
+                return json_object_new_string_len(s, (int)len);
+        copy = strdup(s);
+        if (!copy)
+                return json_object_new_string("(out of memory)");
+        o = json_object_new_string(utf8_mend(copy));
+        free(copy);
+        return o;
+}
+
 json_object *jsonrpc_error(json_object *id, int code, const char *message, json_object *data) {
         json_object *msg = envelope(id), *err = json_object_new_object();
 
         json_object_object_add(err, "code", json_object_new_int(code));
-        json_object_object_add(err, "message", json_object_new_string(message));
+        json_object_object_add(err, "message", jsonrpc_text(message));
         if (data)
                 json_object_object_add(err, "data", data);
         json_object_object_add(msg, "error", err);

@@ -72,7 +72,7 @@ static void cancel_downstream(struct route *rt, const char *reason) {
                 return;
         params = json_object_new_object();
         json_object_object_add(params, "requestId", json_object_new_int64(rt->child_id));
-        json_object_object_add(params, "reason", json_object_new_string(reason));
+        json_object_object_add(params, "reason", jsonrpc_text(reason));
         (void)child_notify(ch, "notifications/cancelled", params);
         child_cancel_request(ch, rt->child_id);
 }
