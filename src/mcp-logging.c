@@ -109,7 +109,7 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
         log_server_line(d->supervisor.log, level, name,
                         json_object_is_type(data, json_type_string) ? json_object_get_string(data)
                                                                      : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
-        params = jsonrpc_copy_with(m->params, "logger", json_object_new_string(who));
+        params = jsonrpc_copy_with(m->params, "logger", jsonrpc_text(who)); /* who may be cut mid-character */
         TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
                 if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && level <= client_level(c))
                         client_send(c, jsonrpc_notification("notifications/message", json_object_get(params)));

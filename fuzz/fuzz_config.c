@@ -1,0 +1,375 @@
+/* Fuzz target "config": the configuration loader (config.c, server-config.c, settings.c).
+ *
+ * The first byte picks a mode:
+ *   0  the rest is the text of one document, given to config_parse();
+ *   1  structural: the rest is a list of edits (set or delete a member, with a value of a
+ *      chosen JSON type) applied to a valid configuration that uses every setting, which
+ *      is then written out and parsed, so the validators see well-formed JSON with wrong
+ *      types, ranges and names far more often than random text would give;
+ *   2  files: the rest, split at 0xff bytes, is the main file and drop-ins in mcpvisor.d/,
+ *      read by config_load() (with a missing main file, a directory named like a drop-in,
+ *      or mcpvisor.d being a file, chosen by a flags byte).
+ *
+ * Invariants: nothing crashes or leaks (also on every error path); errors are reported,
+ * never aborted on: a failed load has at least one error; every problem has a path and a
+ * message and the error count matches; a configuration that loads holds only valid values
+ * (names, commands, ranges, NULL-terminated lists, unique servers); a server's settings
+ * equal themselves after server_config_take(). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fuzz-input.h"
+#include "names.h"
+#include "server-config.h"
+#include "settings.h"
+
+/* ---- invariants ---- */
+
+static void check_problems(const struct config_problems *p) {
+        size_t errors = 0;
+
+        for (size_t i = 0; i < p->count; i++) {
+                const struct config_problem *q = &p->items[i];
+                fuzz_check(q->path != NULL, "problem %zu has no path", i);
+                fuzz_check(q->message != NULL && *q->message, "problem %zu at '%s' has no message", i, q->path);
+                fuzz_check(q->severity == PROBLEM_ERROR || q->severity == PROBLEM_WARNING, "severity");
+                errors += q->severity == PROBLEM_ERROR;
+        }
+        fuzz_check(errors == p->errors, "%zu error items, errors says %zu", errors, p->errors);
+}
+
+static void check_in_range(double v, double lo, double hi, const char *what) {
+        fuzz_check(isfinite(v) && v >= lo && v <= hi, "%s = %g outside [%g, %g]", what, v, lo, hi);
+}
+
+static void check_server(const struct config *c, size_t i) {
+        const struct server_config *s = &c->servers[i];
+        struct server_config copy = *s;
+        struct server_config *taken;
+
+        fuzz_check(s->name && server_name_valid(s->name), "server %zu has an invalid name", i);
+        fuzz_check(config_find_server(c, s->name) == s, "server names are unique: %s", s->name);
+        fuzz_check(s->command && *s->command, "server %s has no command", s->name);
+        for (char **a = s->args; a && *a; a++)
+                fuzz_check(strlen(*a) < SIZE_MAX, "args are NULL-terminated");
+        for (size_t k = 0; k < s->n_env; k++) {
+                const struct env_var *e = &s->env[k];
+                fuzz_check(e->name && *e->name && !strchr(e->name, '='), "env name of %s", s->name);
+                fuzz_check(!e->value != !e->credential, "env %s: exactly one of value and credential", e->name);
+                fuzz_check(!e->credential || (*e->credential && !strchr(e->credential, '/')), "credential id");
+        }
+        fuzz_check(!s->cwd || s->cwd[0] == '/', "cwd is absolute");
+        fuzz_check(s->restart >= RESTART_ON_FAILURE && s->restart <= RESTART_NEVER, "restart policy %d", s->restart);
+        check_in_range(s->start_timeout, 0.1, 3600, "startTimeout");
+        check_in_range(s->stop_timeout, 0, 3600, "stopTimeout");
+        check_in_range(s->kill_timeout, 0, 3600, "killTimeout");
+        check_in_range(s->health_interval, 0, 86400, "healthInterval");
+        check_in_range(s->health_timeout, 0.1, 3600, "healthTimeout");
+        check_in_range(s->health_failures, 1, 100, "healthFailures");
+        check_in_range(s->request_timeout, 0, 86400, "requestTimeout");
+        check_in_range(s->restart_delay, 0, 3600, "restartDelay");
+        check_in_range(s->restart_delay_max, 0, 86400, "restartDelayMax");
+        check_in_range(s->start_limit_interval, 0, 86400, "startLimitInterval");
+        fuzz_check((s->client_capabilities & ~CLIENT_CAPS_ALL) == 0, "client capabilities");
+
+        /* Moving the settings to the heap keeps them equal, as a reload's comparison needs. */
+        taken = server_config_take(&copy);
+        fuzz_check(taken != NULL, "out of memory");
+        fuzz_check(server_config_equal(taken, s) && server_config_equal(s, taken), "settings equal themselves");
+        free(taken); /* a shallow copy: the config still owns the fields */
+}
+
+static void check_config(const struct config *c) {
+        fuzz_check(!c->socket_path || c->socket_path[0] == '/', "socket is absolute");
+        fuzz_check(!c->control_socket_path || c->control_socket_path[0] == '/', "controlSocket is absolute");
+        fuzz_check(c->socket_mode >= 0 && c->socket_mode <= 0777, "socketMode %o", c->socket_mode);
+        fuzz_check(c->log_level >= -1 && c->log_level <= 7, "logLevel %d", c->log_level);
+        check_in_range((double)c->max_message_size, 1024, 1u << 30, "maxMessageSize");
+        check_in_range((double)c->client_output_limit, 4096, 1u << 30, "clientOutputLimit");
+        check_in_range(c->shutdown_timeout, 0.1, 3600, "shutdownTimeout");
+        check_in_range(c->list_wait, 0, 600, "listWait");
+        check_in_range(c->idle_exit, 0, 86400 * 7, "idleExit");
+        fuzz_check(!c->tool_name_separator || name_separator_valid(c->tool_name_separator), "separator");
+        fuzz_check(c->n_servers == 0 || c->servers, "servers");
+        for (size_t i = 0; i < c->n_servers; i++)
+                check_server(c, i);
+}
+
+static void check_outcome(int r, struct config *c, struct config_problems *p) {
+        check_problems(p);
+        if (r < 0) {
+                fuzz_check(p->errors > 0, "a failed load (%d) reports at least one error", r);
+                return;
+        }
+        fuzz_check(r == 0, "config returned %d", r);
+        check_config(c);
+        config_done(c);
+}
+
+/* ---- mode 0: text ---- */
+
+static void parse_text(const char *text, size_t len) {
+        struct config_problems problems = { 0 };
+        struct config c;
+        int r = config_parse(text, len, &c, &problems);
+
+        check_outcome(r, &c, &problems);
+        problems_done(&problems);
+}
+
+/* ---- mode 1: structural edits of a valid configuration ---- */
+
+static const char base_config[] =
+        "{\"mcpvisor\": {\"socket\": \"/run/mcp.sock\", \"controlSocket\": \"/run/control.sock\", \"socketMode\": \"0660\","
+        " \"logLevel\": \"info\", \"maxMessageSize\": 1048576, \"clientOutputLimit\": 65536, \"shutdownTimeout\": 10,"
+        " \"toolNameSeparator\": \"__\", \"listWait\": 5, \"listPageSize\": 100, \"idleExit\": 0, \"controlGroup\": \"adm\"},"
+        " \"mcpServers\": {"
+        "  \"a\": {\"command\": \"/bin/a\", \"args\": [\"-v\", \"x\"], \"env\": {\"K\": \"v\", \"C\": {\"credential\": \"c\"}},"
+        "   \"cwd\": \"/\", \"disabled\": false, \"restart\": \"always\", \"startTimeout\": 5, \"stopTimeout\": 1,"
+        "   \"killTimeout\": 1, \"healthInterval\": 30, \"healthTimeout\": 5, \"healthFailures\": 3, \"requestTimeout\": 60,"
+        "   \"restartDelay\": 1, \"restartDelayMax\": 60, \"startLimitBurst\": 5, \"startLimitInterval\": 60,"
+        "   \"prefix\": \"p\", \"clientCapabilities\": [\"roots\", \"sampling\"], \"type\": \"stdio\"},"
+        "  \"b.c-d_e\": {\"command\": \"b\"}}}";
+
+static const char *const known_keys[] = {
+        "mcpvisor", "mcpServers", "socket", "controlSocket", "socketMode", "logLevel", "maxMessageSize",
+        "clientOutputLimit", "shutdownTimeout", "toolNameSeparator", "listWait", "listPageSize", "idleExit",
+        "controlGroup", "command", "args", "env", "cwd", "disabled", "restart", "startTimeout", "stopTimeout",
+        "killTimeout", "healthInterval", "healthTimeout", "healthFailures", "requestTimeout", "restartDelay",
+        "restartDelayMax", "startLimitBurst", "startLimitInterval", "prefix", "clientCapabilities", "type", "url",
+        "credential", "a", "b.c-d_e", "K", "", "1BAD", "A=B", "x y",
+};
+
+static const char *const some_strings[] = {
+        "", "0660", "0777", "0999", "777", "08", "debug", "err", "warn", "7", "8", "stdio", "sse", "/abs", "rel",
+        "a b", "__", ".", "123456789", "on-failure", "always", "never", "roots", "sampling", "elicitation", "x/y",
+        "-", "/", "a.b",
+};
+
+static const double some_numbers[] = {
+        0, -0.0, 0.05, 0.1, 1, 1.5, 3, 59.999, 100, 101, 1023, 1024, 4095, 4096, 3600, 3600.0001, 86400, 604800,
+        604801, 1073741824, 1073741825, 4294967295.0, 4294967296.0, 1e300, -1, -1e300, 9007199254740993.0,
+};
+
+static json_object *make_value(struct fuzz_input *in, int depth);
+
+static json_object *make_array(struct fuzz_input *in, int depth) {
+        json_object *a = json_object_new_array();
+        unsigned n = take_choice(in, 4);
+
+        for (unsigned i = 0; i < n; i++)
+                json_object_array_add(a, make_value(in, depth + 1));
+        return a;
+}
+
+static json_object *make_object(struct fuzz_input *in, int depth) {
+        json_object *o = json_object_new_object();
+        unsigned n = take_choice(in, 3);
+
+        for (unsigned i = 0; i < n; i++)
+                json_object_object_add(o, known_keys[take_choice(in, ARRAY_LEN(known_keys))], make_value(in, depth + 1));
+        return o;
+}
+
+static json_object *make_value(struct fuzz_input *in, int depth) {
+        unsigned type = take_choice(in, depth > 3 ? 7 : 9);
+        char *s;
+        json_object *v;
+
+        switch (type) {
+        case 0:
+                return NULL; /* JSON null */
+        case 1:
+                return json_object_new_boolean(take_u8(in) & 1);
+        case 2:
+                return json_object_new_int64((int64_t)(int32_t)take_u32(in) * (take_u8(in) & 1 ? 1 : 1000003));
+        case 3:
+                return json_object_new_double(some_numbers[take_choice(in, ARRAY_LEN(some_numbers))]);
+        case 4:
+                return json_object_new_string(some_strings[take_choice(in, ARRAY_LEN(some_strings))]);
+        case 5:
+        case 6:
+                s = take_string(in, 80);
+                v = json_object_new_string(s);
+                free(s);
+                return v;
+        case 7:
+                return make_array(in, depth);
+        default:
+                return make_object(in, depth);
+        }
+}
+
+/* The objects an edit can land in: the root, each section, each server, its env and args. */
+static size_t collect_containers(json_object *o, json_object **out, size_t n, size_t max) {
+        if (n >= max || !(json_object_is_type(o, json_type_object) || json_object_is_type(o, json_type_array)))
+                return n;
+        out[n++] = o;
+        if (json_object_is_type(o, json_type_object)) {
+                json_object_object_foreach(o, k, v) {
+                        (void)k;
+                        n = collect_containers(v, out, n, max);
+                }
+        } else {
+                for (size_t i = 0; i < json_object_array_length(o); i++)
+                        n = collect_containers(json_object_array_get_idx(o, i), out, n, max);
+        }
+        return n;
+}
+
+static void apply_edit(json_object *root, struct fuzz_input *in) {
+        json_object *containers[64];
+        size_t n = collect_containers(root, containers, 0, ARRAY_LEN(containers));
+        json_object *target = containers[take_choice(in, (unsigned)n)];
+        unsigned op = take_choice(in, 4);
+        char *key = NULL;
+        const char *k;
+
+        if (json_object_is_type(target, json_type_array)) {
+                size_t len = json_object_array_length(target);
+                if (op == 0 && len > 0)
+                        json_object_array_del_idx(target, take_choice(in, (unsigned)len), 1);
+                else if (op == 1 && len > 0)
+                        json_object_array_put_idx(target, take_choice(in, (unsigned)len), make_value(in, 0));
+                else
+                        json_object_array_add(target, make_value(in, 0));
+                return;
+        }
+        if (op == 3) {
+                key = take_string(in, 70);
+                k = key;
+        } else
+                k = known_keys[take_choice(in, ARRAY_LEN(known_keys))];
+        if (op == 0)
+                json_object_object_del(target, k);
+        else
+                json_object_object_add(target, k, make_value(in, 0));
+        free(key);
+}
+
+static void parse_edited(struct fuzz_input *in) {
+        json_object *root = json_tokener_parse(base_config);
+        const char *text;
+
+        fuzz_check(root != NULL, "the base configuration parses");
+        while (!input_empty(in))
+                apply_edit(root, in);
+        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+        parse_text(text, strlen(text));
+        json_object_put(root);
+}
+
+/* ---- mode 2: a main file and drop-ins ---- */
+
+struct config_dir {
+        char path[64];
+        char main_file[96];
+        char dropins[96];
+};
+
+static struct config_dir dir;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        return remove(path);
+}
+
+static void remove_dir(void) {
+        if (dir.path[0])
+                nftw(dir.path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* One scratch directory per process, emptied for every input. */
+static void reset_dir(void) {
+        if (!dir.path[0]) {
+                snprintf(dir.path, sizeof dir.path, "/tmp/mcpvisor-fuzz-config.XXXXXX");
+                fuzz_check(mkdtemp(dir.path) != NULL, "mkdtemp: %s", strerror(errno));
+                snprintf(dir.main_file, sizeof dir.main_file, "%s/mcpvisor.json", dir.path);
+                snprintf(dir.dropins, sizeof dir.dropins, "%s/mcpvisor.d", dir.path);
+                atexit(remove_dir);
+        }
+        remove(dir.main_file);
+        nftw(dir.dropins, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static void write_file(const char *path, const uint8_t *data, size_t len) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        fuzz_check(fd >= 0, "cannot write %s: %s", path, strerror(errno));
+        fuzz_check(write(fd, data, len) == (ssize_t)len, "short write");
+        close(fd);
+}
+
+enum {
+        FILES_NO_MAIN = 1 << 0,      /* the main file does not exist */
+        FILES_MISSING_OK = 1 << 1,   /* ... which is fine (the default path) */
+        FILES_DIR_DROPIN = 1 << 2,   /* mcpvisor.d/zz.json is a directory */
+        FILES_DROPINS_FILE = 1 << 3, /* mcpvisor.d is a file */
+};
+
+static void load_files(struct fuzz_input *in) {
+        uint8_t flags = take_u8(in);
+        struct config_problems problems = { 0 };
+        const uint8_t *part = in->data, *end = in->data + in->size;
+        unsigned index = 0;
+        struct config c;
+        int r;
+
+        reset_dir();
+        if (flags & FILES_DROPINS_FILE)
+                write_file(dir.dropins, (const uint8_t *)"{}", 2);
+        else
+                fuzz_check(mkdir(dir.dropins, 0700) == 0, "mkdir: %s", strerror(errno));
+        while (part <= end) {
+                const uint8_t *cut = memchr(part, 0xff, (size_t)(end - part));
+                size_t len = (size_t)((cut ? cut : end) - part);
+                char path[160];
+
+                if (index == 0) {
+                        if (!(flags & FILES_NO_MAIN))
+                                write_file(dir.main_file, part, len);
+                } else if (!(flags & FILES_DROPINS_FILE)) {
+                        /* Odd ones are not .json: they must be ignored. */
+                        snprintf(path, sizeof path, "%s/%02u-part%s", dir.dropins, index, index % 4 == 3 ? ".conf" : ".json");
+                        write_file(path, part, len);
+                }
+                index++;
+                if (!cut)
+                        break;
+                part = cut + 1;
+        }
+        if ((flags & FILES_DIR_DROPIN) && !(flags & FILES_DROPINS_FILE)) {
+                char path[160];
+                snprintf(path, sizeof path, "%s/zz.json", dir.dropins);
+                fuzz_check(mkdir(path, 0700) == 0, "mkdir: %s", strerror(errno));
+        }
+        r = config_load(dir.main_file, flags & FILES_MISSING_OK, &c, &problems);
+        check_outcome(r, &c, &problems);
+        problems_done(&problems);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        struct fuzz_input in = { data, size };
+
+        switch (take_u8(&in) % 3) {
+        case 0:
+                parse_text((const char *)in.data, in.size);
+                break;
+        case 1:
+                parse_edited(&in);
+                break;
+        default:
+                load_files(&in);
+                break;
+        }
+        return 0;
+}

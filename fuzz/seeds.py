@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of fuzz/corpus/<target>/ (run from anywhere; the files are
+committed, so this is only needed after changing a harness's input format).
+
+The router seeds are scripts in the harness's own encoding (fuzz_router.c): a config
+header, three server behaviours, then ops. Each seed is one scenario a fuzzer would take
+long to find by itself: a full call, progress, cancellation, a server's request to the
+client, a crash mid-call, reloads, the control socket, a stop with calls in flight."""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# ---- router: the op numbers of fuzz_router.c's enum op ----
+OPS = ["connect", "connect_control", "initialize", "list", "call", "call2", "cancel", "misc", "control",
+       "raw", "answer_upcall", "half_close", "close",
+       "child_answer", "child_answer2", "child_wrong", "child_progress", "child_notify", "child_upcall",
+       "child_garbage", "child_stderr", "child_close_stdout", "child_stop_reading", "child_exit",
+       "child_behaviour",
+       "expire", "iterate", "fail_spawn", "reload", "stop"]
+
+
+def op(name, target=0, *args):
+    """One op byte (target in the high 3 bits) and its argument bytes."""
+    return bytes([OPS.index(name) | (target << 5)] + list(args))
+
+
+def header(servers=2, names=0, zero_delay=False, health=False, separator=0, page_size=0, list_wait=False,
+           small=False, restart=0, e=0x07, behaviours=None):
+    a = (servers - 1) | (names << 2) | (0x40 if zero_delay else 0) | (0x80 if health else 0)
+    b = separator | (page_size << 2) | (0x10 if list_wait else 0) | (0xe0 if small else 0)
+    c = restart
+    beh = behaviours or [(0x00, 0x3f, 0x00)] * 3
+    return bytes([a, b, c, e]) + b"".join(bytes(x) for x in beh)
+
+
+# Client op arguments (see op_initialize, new_id, maybe_token, op_call).
+INIT = op("initialize", 0, 0x07, 0)              # all client capabilities, version 0, integer id
+def init(k):
+    return op("initialize", k, 0x07, 0)
+def tools_call(k, entry=0, token=0):
+    # what 0 (tools/call), pick_name: how 0 entry i; maybe_token: how (0 none, 4 token 1, 3 fresh int); id: int
+    return op("call", k, 0, 0, entry, token) + (b"" if token < 3 else b"") + bytes([0])
+
+
+ROUTER = {
+    "call": header() + op("connect", 0) + init(0) + op("iterate", 2) + op("list", 0, 0x00, 0)
+            + tools_call(0, 0, 4) + op("child_progress", 0, 1, 0, 50) + op("child_answer", 0, 1, 0),
+    "call-each-server": header(servers=3) + op("connect", 0) + init(0) + op("iterate", 3)
+            + tools_call(0, 0, 3) + tools_call(0, 1, 3) + tools_call(0, 2, 3) + tools_call(0, 3, 3)
+            + op("child_answer", 0, 0, 3) + op("child_answer", 1, 0, 0) + op("child_answer", 2, 0, 4),
+    "upcall": header() + op("connect", 0) + init(0) + op("iterate", 2) + tools_call(0, 0, 0)
+            + op("child_upcall", 0, 0, 2, 1, 0) + op("answer_upcall", 0, 0, 0) + op("child_answer", 0, 0, 0),
+    "cancel": header() + op("connect", 0) + init(0) + op("iterate", 2) + tools_call(0, 0, 4)
+            + op("cancel", 0, 0, 0, 1) + op("child_wrong", 0, 0, 0) + op("child_progress", 0, 0, 0, 10),
+    "crash-mid-call": header(zero_delay=True) + op("connect", 0) + init(0) + op("iterate", 2)
+            + tools_call(0, 0, 4) + op("child_exit", 0, 1) + op("iterate", 3) + tools_call(0, 0, 0),
+    "two-clients-same-token": header() + op("connect", 0) + op("connect", 1) + init(0) + init(1)
+            + op("iterate", 2) + tools_call(0, 0, 4) + tools_call(1, 0, 4)
+            + op("child_progress", 0, 0, 0, 1) + op("child_progress", 0, 1, 0, 2)
+            + op("child_answer", 0, 1, 0) + op("child_answer", 0, 0, 0),
+    "reload": header(servers=3) + op("connect", 0) + init(0) + op("iterate", 2) + tools_call(0, 0, 0)
+            + op("reload", 0, 0, 0) + op("reload", 0, 1, 1) + op("reload", 0, 3, 0) + op("reload", 0, 2, 4)
+            + op("reload", 0, 0, 5) + op("iterate", 4) + op("list", 0, 0, 0),
+    "control": header() + op("connect_control", 1) + op("control", 1, 0, 0) + op("control", 1, 3, 0, 0)
+            + op("control", 1, 2, 1, 0) + op("control", 1, 1, 1, 0) + op("control", 1, 4, 0)
+            + op("control", 1, 6, 0),
+    "list-changed": header() + op("connect", 0) + init(0) + op("iterate", 2)
+            + op("child_behaviour", 0, 4, 1) + op("child_notify", 0, 0, 0) + op("iterate", 2)
+            + op("list", 0, 0x0c | 0x10 | 0x20, 0) + op("misc", 0, 2, 0, 0, 0) + op("child_notify", 0, 3, 0),
+    "stop-with-calls": header() + op("connect", 0) + init(0) + op("iterate", 2) + tools_call(0, 0, 4)
+            + op("child_behaviour", 0, 3) + op("stop") + op("iterate", 3) + op("expire", 0, 0) + op("expire", 0, 0),
+    "half-close": header() + op("connect", 0) + init(0) + op("iterate", 2) + tools_call(0, 0, 0)
+            + tools_call(0, 1, 0) + op("half_close", 0) + op("iterate", 2) + op("child_answer", 0, 0, 0),
+    "passthrough": header(servers=1) + op("connect", 0) + init(0) + op("iterate", 2)
+            + op("misc", 0, 5, 4, 0) + op("misc", 0, 6) + op("child_notify", 0, 5) + op("child_answer", 0, 0, 0),
+    "request-timeout": header(e=0x37) + op("connect", 0) + init(0) + op("iterate", 2) + tools_call(0, 0, 4)
+            + op("expire", 0, 0) + op("expire", 0, 1) + op("child_answer", 0, 0, 0),
+    "slow-start-list-wait": header(list_wait=True, behaviours=[(0x03, 0x3f, 0x00), (0x00, 0x3f, 0x21), (0, 0x3f, 0)])
+            + op("connect", 0) + init(0) + op("list", 0, 0, 0) + op("child_answer", 0, 0, 0) + op("iterate", 3)
+            + op("child_answer", 1, 0, 0),
+    "broken-server": header(behaviours=[(0x00, 0x3f, 0x0f), (0x00, 0x3f, 0x0f), (0, 0x3f, 0)]) + op("connect", 0)
+            + init(0) + op("iterate", 2) + op("child_garbage", 0, 5) + b"nope\n" + op("child_close_stdout", 1)
+            + op("iterate", 2) + op("child_stop_reading", 0) + tools_call(0, 0, 0) + op("iterate", 2),
+    "subscribe-logging": header() + op("connect", 0) + init(0) + op("iterate", 2)
+            + op("misc", 0, 2, 0, 0, 0) + op("misc", 0, 1, 0, 0) + op("child_notify", 0, 2, 0, 1, 1)
+            + op("child_notify", 0, 3, 1) + op("misc", 0, 3, 0, 0, 0),
+    "paged-lists": header(page_size=1) + op("connect", 0) + init(0) + op("iterate", 2)
+            + op("list", 0, 0x04, 0) + op("list", 0, 0x0c | 0x10 | 0x20, 0) + op("list", 0, 0x0c, 0),
+}
+
+# ---- framing: [max_line] [4 bytes chunking] [stream] ----
+FRAMING = {
+    "lines": b"\x05\x01\x02\x03\x04" + b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n\r\n\n'
+             + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\r\n'
+             + b'{"jsonrpc":"2.0","id":"a","result":{}}\n{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"}}',
+    "oversize": b"\x08\xff\xff\xff\x7f" + b"x" * 40 + b"\n" + b'{"id":1}\n' + b"y" * 20,
+    "invalid": b"\x80\x11\x22\x33\x44" + b'[1,2]\n{"jsonrpc":"1.0","id":1,"method":"m"}\n{"jsonrpc":"2.0","id":1.5,"result":1}\n'
+               + b'{"jsonrpc":"2.0","id":1,"result":1,"error":{}}\n"str"\nnull\n123\n{"jsonrpc":"2.0"} trailing\n',
+}
+
+# ---- config: [mode] ... ----
+def config_seeds():
+    seeds = {}
+    for path in ("docs/examples/mcpvisor.json", "packaging/mcpvisor.json"):
+        full = os.path.join(HERE, "..", path)
+        if os.path.exists(full):
+            with open(full, "rb") as f:
+                seeds["text-" + os.path.basename(os.path.dirname(path))] = b"\x00" + f.read()
+    seeds["text-all-settings"] = b"\x00" + json.dumps({
+        "mcpvisor": {"socket": "/run/a.sock", "socketMode": "0600", "logLevel": "debug", "maxMessageSize": 4096,
+                     "toolNameSeparator": ".", "listPageSize": 0, "idleExit": 30},
+        "mcpServers": {"a": {"command": "x", "env": {"A": "1", "B": {"credential": "b"}}, "restart": "never",
+                             "clientCapabilities": ["roots"]},
+                       "bad name": {"command": "y"}, "u": {"url": "http://x"}, "t": {"type": "sse", "command": "z"}},
+        "other": 1}).encode()
+    seeds["edits"] = b"\x01" + bytes([3, 1, 5, 4, 6, 0, 2, 0, 5, 9, 3, 2, 7, 1, 2, 3, 8, 4, 1])
+    seeds["files"] = (b"\x02\x00" + b'{"mcpServers": {"a": {"command": "x"}}}' + b"\xff"
+                      + b'{"mcpServers": {"a": {"command": "y", "args": ["1"]}, "b": {"command": "z"}}}' + b"\xff"
+                      + b'{"mcpServers": {"b": {"command": ""}}}' + b"\xff" + b'not json')
+    return seeds
+
+
+def write(target, seeds):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    write("router", ROUTER)
+    write("framing", FRAMING)
+    write("config", config_seeds())
+    print("seeds written", file=sys.stderr)
