@@ -42,6 +42,11 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
 /* Collects the exit status if the process has ended. 1: reaped now or before; 0: running. */
 int process_reap(struct process *p);
 
+/* Signals a child of ours through its pidfd; where pidfd_send_signal() is missing (ENOSYS:
+ * a seccomp filter, valgrind), by pid, which is safe only because the caller has not reaped
+ * that child yet, so its pid cannot be reused. 0 or -errno. */
+int pidfd_signal(int pidfd, pid_t pid, int sig);
+
 /* Sends sig (and SIGCONT, so a stopped process can act on it) to the whole process group.
  * Only while the leader is unreaped, so the group id cannot belong to anyone else. */
 int process_signal_group(struct process *p, int sig);

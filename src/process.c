@@ -162,15 +162,23 @@ int process_reap(struct process *p) {
         return 1;
 }
 
+int pidfd_signal(int pidfd, pid_t pid, int sig) {
+        if (pidfd_send_signal(pidfd, sig, NULL, 0) == 0)
+                return 0;
+        if (errno != ENOSYS)
+                return -errno;
+        return kill(pid, sig) < 0 ? -errno : 0;
+}
+
 int process_signal_group(struct process *p, int sig) {
         if (p->reaped || p->pidfd < 0)
                 return -ESRCH;
         /* The pidfd reaches the leader even if it left its group; killpg reaches the rest. */
-        (void)pidfd_send_signal(p->pidfd, sig, NULL, 0);
+        (void)pidfd_signal(p->pidfd, p->pid, sig);
         if (killpg(p->pid, sig) < 0 && errno != ESRCH)
                 return -errno;
         if (sig != SIGKILL && sig != SIGCONT) {
-                (void)pidfd_send_signal(p->pidfd, SIGCONT, NULL, 0);
+                (void)pidfd_signal(p->pidfd, p->pid, SIGCONT);
                 (void)killpg(p->pid, SIGCONT);
         }
         return 0;

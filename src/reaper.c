@@ -19,6 +19,7 @@
 #include "environment.h"
 #include "log.h"
 #include "macro.h"
+#include "process.h"
 #include "time-util.h"
 
 /* Enough for the environment of any sane server; the markers are near its end. */
@@ -46,11 +47,11 @@ static struct leftover *find_leftover(struct reaper *r, pid_t pid) {
 
 /* Signals the process, and its group when it leads one (a setsid escapee's helpers). */
 static void signal_leftover(struct leftover *l, int sig) {
-        (void)pidfd_send_signal(l->pidfd, sig, NULL, 0);
+        (void)pidfd_signal(l->pidfd, l->pid, sig);
         if (getpgid(l->pid) == l->pid)
                 (void)killpg(l->pid, sig);
         if (sig == SIGTERM) {
-                (void)pidfd_send_signal(l->pidfd, SIGCONT, NULL, 0);
+                (void)pidfd_signal(l->pidfd, l->pid, SIGCONT);
                 if (getpgid(l->pid) == l->pid)
                         (void)killpg(l->pid, SIGCONT);
         }

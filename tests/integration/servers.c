@@ -175,7 +175,8 @@ long baseline_expect(const struct baseline *b) {
         cr_assert(wait_for(fds_are, &b->fds, 2 * H_TIMEOUT_MS), "the daemon holds %d descriptors, not %d as before",
                   h_proc_fd_count(test_daemon->pid), b->fds);
         rss = h_proc_rss_kb(test_daemon->pid);
-        if (BASELINE_RSS_SLACK_KB >= 0)
+        /* Not under valgrind (MCPVISOR_IT_WRAPPER), whose own memory moves RSS by tens of MiB. */
+        if (BASELINE_RSS_SLACK_KB >= 0 && !getenv("MCPVISOR_IT_WRAPPER"))
                 cr_assert_leq(rss - b->rss_kb, BASELINE_RSS_SLACK_KB, "the daemon's RSS grew from %ld to %ld KiB",
                               b->rss_kb, rss);
         if (getenv("H_VERBOSE"))
