@@ -154,6 +154,16 @@ static bool parse_duration(const char *text, double *out) {
         return true;
 }
 
+static bool parse_positive(const char *text, double *out) {
+        char *end;
+        double v = strtod(text, &end);
+
+        if (end == text || *end || !(v > 0))
+                return false;
+        *out = v;
+        return true;
+}
+
 static bool parse_unsigned(const char *text, unsigned *out) {
         char *end;
         unsigned long v = strtoul(text, &end, 10);
@@ -187,15 +197,15 @@ static int parse_options(int argc, char **argv, struct soak_options *o) {
                 { "help", no_argument, NULL, O_HELP },
                 {},
         };
-        int opt;
+        int opt, index = -1;
         bool ok = true;
 
-        while (ok && (opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        while (ok && (opt = getopt_long(argc, argv, "", options, &index)) != -1) {
                 switch (opt) {
                 case O_DURATION: ok = parse_duration(optarg, &o->duration_s); break;
                 case O_CLIENTS: ok = parse_unsigned(optarg, &o->clients); break;
                 case O_IN_FLIGHT: ok = parse_unsigned(optarg, &o->max_in_flight); break;
-                case O_THINK: ok = parse_duration(optarg, &o->think_ms) && o->think_ms > 0; break;
+                case O_THINK: ok = parse_positive(optarg, &o->think_ms); break;
                 case O_LIFE: ok = parse_duration(optarg, &o->client_life_s) && o->client_life_s >= 1; break;
                 case O_KILL: ok = parse_duration(optarg, &o->kill_interval_s); break;
                 case O_RELOAD: ok = parse_duration(optarg, &o->reload_interval_s); break;
@@ -212,9 +222,9 @@ static int parse_options(int argc, char **argv, struct soak_options *o) {
                 default: ok = false;
                 }
         }
+        if (!ok && opt != '?' && index >= 0)
+                fprintf(stderr, "mcpvisor-soak: bad value for --%s: %s\n", options[index].name, optarg);
         if (!ok || optind < argc) {
-                if (optind > 0 && optind <= argc && opt != '?')
-                        fprintf(stderr, "mcpvisor-soak: bad value for %s\n", argv[optind - 1]);
                 usage(stderr);
                 return -EINVAL;
         }
