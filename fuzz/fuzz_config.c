@@ -17,7 +17,6 @@
  * equal themselves after server_config_take(). */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "config.h"
 #include "fuzz-input.h"
 #include "names.h"
+#include "scratch.h"
 #include "server-config.h"
 #include "settings.h"
 
@@ -276,29 +276,22 @@ struct config_dir {
 
 static struct config_dir dir;
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        (void)st;
-        (void)flag;
-        (void)ftw;
-        return remove(path);
-}
-
 static void remove_dir(void) {
         if (dir.path[0])
-                nftw(dir.path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+                scratch_remove(dir.path);
 }
 
 /* One scratch directory per process, emptied for every input. */
 static void reset_dir(void) {
         if (!dir.path[0]) {
-                snprintf(dir.path, sizeof dir.path, "/tmp/mcpvisor-fuzz-config.XXXXXX");
-                fuzz_check(mkdtemp(dir.path) != NULL, "mkdtemp: %s", strerror(errno));
+                fuzz_check(scratch_make("mcpvisor-fuzz-config", dir.path, sizeof dir.path), "mkdtemp: %s",
+                           strerror(errno));
                 snprintf(dir.main_file, sizeof dir.main_file, "%s/mcpvisor.json", dir.path);
                 snprintf(dir.dropins, sizeof dir.dropins, "%s/mcpvisor.d", dir.path);
                 atexit(remove_dir);
         }
         remove(dir.main_file);
-        nftw(dir.dropins, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+        scratch_remove(dir.dropins);
 }
 
 static void write_file(const char *path, const uint8_t *data, size_t len) {

@@ -32,7 +32,6 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <string.h>
@@ -50,6 +49,7 @@
 #include "list-wait.h"
 #include "log.h"
 #include "router.h"
+#include "scratch.h"
 #include "server.h"
 
 #define MAX_CLIENTS 4
@@ -1594,13 +1594,9 @@ static bool run_op(struct fuzz_input *in) {
 
 /* ---- setup and teardown ---- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static void remove_dir(void) {
         if (H.dir[0])
-                nftw(H.dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+                scratch_remove(H.dir);
 }
 
 static void setup_once(void) {
@@ -1617,8 +1613,7 @@ static void setup_once(void) {
         unsetenv("WATCHDOG_USEC");
         unsetenv("JOURNAL_STREAM");
         signal(SIGPIPE, SIG_IGN); /* as main.c does */
-        snprintf(H.dir, sizeof H.dir, "/tmp/mcpvisor-fuzz.XXXXXX");
-        fuzz_check(mkdtemp(H.dir) != NULL, "mkdtemp: %s", strerror(errno));
+        fuzz_check(scratch_make("mcpvisor-fuzz", H.dir, sizeof H.dir), "mkdtemp: %s", strerror(errno));
         snprintf(H.config_path, sizeof H.config_path, "%s/mcpvisor.json", H.dir);
         snprintf(H.socket_path, sizeof H.socket_path, "%s/mcp.sock", H.dir);
         snprintf(H.control_path, sizeof H.control_path, "%s/control.sock", H.dir);
