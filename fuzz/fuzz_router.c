@@ -769,17 +769,9 @@ static void client_reset(struct fclient *c) {
 
 /* ---- the loop ---- */
 
-/* One iteration of daemon_run() without blocking: the loop, then what daemon_run() does
- * after each iteration (router_collect, freeing closed clients, supervisor_collect). */
+/* One iteration of daemon_run() without blocking, then the harness's servers answer. */
 static void iterate(void) {
-        struct daemon *d = &H.d;
-        struct client *c;
-
-        fuzz_check(event_base_loop(d->base, EVLOOP_NONBLOCK) >= 0, "event loop failed");
-        router_collect(&d->router);
-        while ((c = TAILQ_FIRST(&d->clients[CLIENT_JUSTFREE])))
-                client_free(c);
-        supervisor_collect(&d->supervisor);
+        fuzz_check(daemon_iterate(&H.d, EVLOOP_NONBLOCK) == 0, "event loop failed");
         service_all();
 }
 

@@ -68,6 +68,10 @@ struct daemon {
  * over config (left empty). */
 int daemon_init(struct daemon *d, struct config *config, const struct config_source *source);
 int daemon_run(struct daemon *d);
+/* One loop iteration (event_base_loop flags), then what is done between iterations:
+ * answering lost routes, freeing closed clients and stopped servers, noticing the end of
+ * a stop. daemon_run() repeats it; the fuzz harness calls it with EVLOOP_NONBLOCK. */
+int daemon_iterate(struct daemon *d, int loop_flags);
 void daemon_done(struct daemon *d);
 
 /* Begins a clean stop (idempotent); a second call while stopping exits at once. */

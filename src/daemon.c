@@ -401,16 +401,24 @@ static void free_closed_clients(struct daemon *d) {
                 client_free(c);
 }
 
+int daemon_iterate(struct daemon *d, int loop_flags) {
+        if (event_base_loop(d->base, loop_flags) < 0) {
+                log_error(&d->log, "event loop failed");
+                return -EIO;
+        }
+        router_collect(&d->router);
+        free_closed_clients(d);
+        supervisor_collect(&d->supervisor);
+        check_stopped(d);
+        return 0;
+}
+
 int daemon_run(struct daemon *d) {
         while (d->phase != DAEMON_EXIT) {
-                if (event_base_loop(d->base, EVLOOP_ONCE) < 0) {
-                        log_error(&d->log, "event loop failed");
-                        return -EIO;
-                }
-                router_collect(&d->router);
-                free_closed_clients(d);
-                supervisor_collect(&d->supervisor);
-                check_stopped(d);
+                int r = daemon_iterate(d, EVLOOP_ONCE);
+
+                if (r < 0)
+                        return r;
         }
         log_info(&d->log, "stopped");
         return 0;

@@ -192,21 +192,3 @@ void process_done(struct process *p) {
                 close(p->pidfd);
         p->pidfd = -1;
 }
-
-const char *process_describe_exit(const struct process *p, char *buf, size_t size) {
-        const char *name = sigabbrev_np(p->status);
-
-        if (!p->reaped)
-                snprintf(buf, size, "running");
-        else if (p->code == CLD_EXITED)
-                snprintf(buf, size, "exit status %d", p->status);
-        else if (p->code == CLD_DUMPED)
-                snprintf(buf, size, "dumped core on SIG%s", name ? name : "?");
-        else
-                snprintf(buf, size, "killed by SIG%s", name ? name : "?");
-        return buf;
-}
-
-bool process_exited_cleanly(const struct process *p) {
-        return p->reaped && p->code == CLD_EXITED && p->status == 0;
-}
