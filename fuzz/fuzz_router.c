@@ -1134,11 +1134,8 @@ static void op_answer_upcall(struct fclient *c, struct fuzz_input *in) {
         case 3:
                 client_sends(c, response(jint(json_object_get_int64(id) + 1000), jobj(), NULL));
                 break;
-        case 4:
-                /* The daemon answers an invalid message with an error under its id, even a
-                 * response's (session.c), and that id may be one of the client's own. */
+        case 4: /* broken: the server gets an error, the client one under id null */
                 client_sends(c, response(json_object_get(id), NULL, jstr("not an object")));
-                c->unreliable = true;
                 break;
         default:
                 client_sends(c, response(jstr(json_object_get_string(id)), jobj(), NULL)); /* "5" for 5 */
@@ -1199,10 +1196,10 @@ static void op_child_answer(struct fchild *ch, struct fuzz_input *in) {
                 break;
         }
         }
-        /* A malformed response (both or neither of result and error), or one glued to
-         * garbage before it, is dropped by the daemon: the request is still the server's
-         * to answer. */
-        if (child_says(ch, answer) && how != 5 && how != 6)
+        /* A malformed response (both or neither of result and error) ends the request
+         * with an error; one glued to garbage before it is dropped by the daemon, and the
+         * request is still the server's to answer. */
+        if (child_says(ch, answer))
                 forget_pending(ch, id);
         json_object_put(id);
 }

@@ -49,8 +49,12 @@ enum jsonrpc_kind jsonrpc_parse(struct jsonrpc_parser *p, const char *line, size
                                 struct jsonrpc_msg *ret);
 void jsonrpc_msg_done(struct jsonrpc_msg *m);
 
-/* True for ids the spec allows: a string or an integer. */
+/* True for ids the spec allows: a string or an integer that fits in 64 bits. */
 bool jsonrpc_id_valid(json_object *id);
+
+/* An invalid message meant as an answer: it has a valid id and no "method". Its id is of
+ * the receiver's own numbering, so it is never answered under that id. */
+bool jsonrpc_is_broken_response(const struct jsonrpc_msg *m);
 
 /* Builders. id is borrowed (a new reference is taken); result/data are consumed. */
 json_object *jsonrpc_result(json_object *id, json_object *result);

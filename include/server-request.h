@@ -57,7 +57,8 @@ void server_requests_forward(struct server_requests *q, struct server *s, struct
  * of its requests, or one the daemon does not know, which goes to the owning client. */
 void server_requests_child_notification(struct server_requests *q, struct server *s, struct jsonrpc_msg *m);
 
-/* A response from client c: to one of our requests, or dropped. */
+/* A response from client c, or a broken one (jsonrpc_is_broken_response): to one of our
+ * requests, whose server gets it (a broken one as an error), or dropped. */
 void server_requests_answer(struct server_requests *q, struct client *c, struct jsonrpc_msg *m);
 /* A client's notifications/progress; true if it was about a pending server request. */
 bool server_requests_client_progress(struct server_requests *q, struct client *c, struct jsonrpc_msg *m);

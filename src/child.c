@@ -85,15 +85,40 @@ static void handle_garbage(struct child *ch, const char *line, size_t len, const
                          "further non-MCP output from this server is only counted");
 }
 
+/* A broken answer to a pending request still ends it, with an error: left pending, the
+ * call would wait for an answer that has already come. */
+static void handle_broken_response(struct child *ch, struct jsonrpc_msg *m) {
+        struct child_request *rq = NULL;
+        json_object *error, *data;
+        char message[256];
+
+        if (json_object_is_type(m->id, json_type_int))
+                rq = find_request(ch, json_object_get_int64(m->id));
+        if (!rq)
+                return;
+        snprintf(message, sizeof message, "server '%s' answered with an invalid response: %s", ch->name,
+                 m->error_message);
+        error = json_object_new_object();
+        data = json_object_new_object();
+        json_object_object_add(error, "code", json_object_new_int(JSONRPC_INTERNAL_ERROR));
+        json_object_object_add(error, "message", jsonrpc_text(message));
+        json_object_object_add(data, "server", jsonrpc_text(ch->name));
+        json_object_object_add(error, "data", data);
+        complete(ch, rq, 0, NULL, error);
+        json_object_put(error);
+}
+
 static void process_line(struct child *ch, const char *line, size_t len) {
         struct jsonrpc_msg m;
 
         jsonrpc_parse(ch->parser, line, len, &m);
-        if (m.kind == JSONRPC_RESPONSE)
+        if (m.kind == JSONRPC_RESPONSE) {
                 handle_response(ch, &m);
-        else if (m.kind == JSONRPC_INVALID)
+        } else if (m.kind == JSONRPC_INVALID) {
                 handle_garbage(ch, line, len, m.error_message);
-        else if (ch->ops->message)
+                if (jsonrpc_is_broken_response(&m))
+                        handle_broken_response(ch, &m);
+        } else if (ch->ops->message)
                 ch->ops->message(ch, &m, ch->userdata);
         jsonrpc_msg_done(&m);
 }

@@ -31,7 +31,17 @@ void jsonrpc_msg_done(struct jsonrpc_msg *m) {
 }
 
 bool jsonrpc_id_valid(json_object *id) {
-        return json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int);
+        if (json_object_is_type(id, json_type_string))
+                return true;
+        if (!json_object_is_type(id, json_type_int))
+                return false;
+        /* json-c parses an integer beyond 64 bits as the nearest bound, so an answer under it
+         * would carry another id: the bounds are refused, as they cannot be told apart. */
+        return json_object_get_int64(id) != INT64_MIN && json_object_get_uint64(id) != UINT64_MAX;
+}
+
+bool jsonrpc_is_broken_response(const struct jsonrpc_msg *m) {
+        return m->kind == JSONRPC_INVALID && m->id && !json_object_object_get_ex(m->root, "method", NULL);
 }
 
 static bool only_whitespace(const char *s, size_t len) {
@@ -107,7 +117,7 @@ static enum jsonrpc_kind classify(struct jsonrpc_msg *m) {
 
         has_id = json_object_object_get_ex(root, "id", &id);
         if (has_id && !jsonrpc_id_valid(id))
-                return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: \"id\" must be a string or an integer");
+                return invalid(m, JSONRPC_INVALID_REQUEST, "Invalid Request: \"id\" must be a string or an integer that fits in 64 bits");
         m->id = has_id ? id : NULL;
 
         if (!json_object_object_get_ex(root, "jsonrpc", &version) ||

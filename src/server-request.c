@@ -182,6 +182,18 @@ void server_requests_child_notification(struct server_requests *q, struct server
         client_send(c, json_object_get(m->root));
 }
 
+/* The client's answer, under the child's id; a broken one becomes an error. */
+static json_object *answer_for_child(const struct server_request *rq, const struct jsonrpc_msg *m) {
+        char text[256];
+
+        if (m->kind == JSONRPC_INVALID) {
+                snprintf(text, sizeof text, "the client answered with an invalid response: %s", m->error_message);
+                return jsonrpc_error(rq->child_id, JSONRPC_INTERNAL_ERROR, text, NULL);
+        }
+        return m->error ? jsonrpc_error_object(rq->child_id, json_object_get(m->error))
+                        : jsonrpc_result(rq->child_id, json_object_get(m->result));
+}
+
 void server_requests_answer(struct server_requests *q, struct client *c, struct jsonrpc_msg *m) {
         struct server_request *rq = NULL;
         struct child *ch;
@@ -194,8 +206,7 @@ void server_requests_answer(struct server_requests *q, struct client *c, struct 
         }
         ch = asking_child(rq);
         if (ch)
-                child_send(ch, m->error ? jsonrpc_error_object(rq->child_id, json_object_get(m->error))
-                                        : jsonrpc_result(rq->child_id, json_object_get(m->result)));
+                child_send(ch, answer_for_child(rq, m));
         request_free(q, rq);
 }
 

@@ -124,6 +124,7 @@ Sess(invalid_json_then_next_line_works) {
 
 Sess(valid_json_that_is_not_jsonrpc) {
         struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
+        json_object *r;
         expect_error(h_call(c, "{\"foo\":1}\n"), -32600, "null");
         expect_error(h_call(c, "42\n"), -32600, "null");
         expect_error(h_call(c, "\"ping\"\n"), -32600, "null");
@@ -134,7 +135,14 @@ Sess(valid_json_that_is_not_jsonrpc) {
         expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}\n"), -32600, "null");
         expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}\n"), -32600, "null");
         expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}\n"), -32600, "null");
-        expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{},\"error\":{}}\n"), -32600, "8");
+        /* a broken response: its id is of the daemon's numbering, never answered under it */
+        expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{},\"error\":{}}\n"), -32600, "null");
+        expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":9}\n"), -32600, "null");
+        expect_error(h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"ping\"}\n"), -32600,
+                     "null");
+        r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":18446744073709551614,\"method\":\"ping\"}\n");
+        cr_assert_str_eq(json_object_to_json_string_ext(h_get(r, "id"), JSON_C_TO_STRING_PLAIN), "18446744073709551614");
+        json_object_put(r);
         h_close(c);
 }
 

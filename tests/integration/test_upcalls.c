@@ -584,6 +584,43 @@ Test(upcalls, client_disconnects) {
         json_object_put(answer);
 }
 
+/* A client's broken answer to an upcall fails the server's request with an error. Its id
+ * is of the daemon's numbering, so the client's error comes under id null: under that id
+ * it could pass for an answer to one of the client's own requests. */
+Test(upcalls, broken_answer) {
+        struct h_client *x;
+        json_object *u, *r;
+        char id[32];
+
+        add_demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open(ALL_CAPS);
+        ask(x, "\"t\"", "a", "x-custom/ask", "{}", "");
+        u = take_upcall(x, "x-custom/ask");
+        snprintf(id, sizeof id, "%s", h_json_text(h_get(u, "id")));
+        json_object_put(u);
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":\"not an object\"}\n", id);
+
+        r = h_take(x, h_is_answer, "null", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "the client was not told of its invalid message");
+        cr_assert_eq(h_error_code(r), -32600, "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_answer(x, "\"t\"");
+        cr_assert_not_null(strstr(ask_text(r, true), "error -32603: the client answered with an invalid response: "),
+                           "%s", h_json_text(r));
+        cr_assert_not_null(strstr(ask_text(r, true), "\"error\" must be an object"), "%s", h_json_text(r));
+        json_object_put(r);
+
+        /* a later answer under that id is no one's */
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n", id);
+        flush(x);
+        r = h_take(x, h_is_answer, id, 0);
+        cr_assert_null(r, "answered under the upcall's id: %s", r ? h_json_text(r) : "");
+        cr_assert_eq(h_log_count(&D, "a: unexpected answer"), 0);
+        h_client_close(x);
+}
+
 /* A client that closes its sending side can answer nothing more: its upcalls fail at once,
  * and the call it is still owed brings it the server's view of that. */
 Test(upcalls, client_half_closes) {

@@ -354,9 +354,9 @@ Test(child, broken_when_stdin_not_read) {
 
 Test(child, garbage_counted) {
         server_says("hello, I am starting up\n");
-        server_says("{\"jsonrpc\":\"1.0\",\"id\":1,\"result\":{}}\n");
+        server_says("{\"jsonrpc\":\"1.0\",\"id\":91,\"result\":{}}\n");
         server_says("[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n");
-        server_says("{\"jsonrpc\":\"2.0\",\"id\":1}\n");
+        server_says("{\"jsonrpc\":\"2.0\",\"id\":92}\n");
         server_says("\n\r\n"); /* empty lines are no messages, and no garbage */
         int64_t a = request("ping", 0, &replies[0]);
         server_answers(a, "{}");
@@ -365,6 +365,43 @@ Test(child, garbage_counted) {
         cr_assert_eq(occurrences(logged(), "not MCP on stdout"), 4);
         cr_assert(strstr(logged(), "hello, I am starting up"));
         cr_assert_eq(broken.calls, 0, "garbage does not end the connection");
+}
+
+/* A broken answer to a pending request ends that request with an error, exactly once;
+ * the others stay pending. */
+Test(child, broken_response_ends_its_request_with_an_error) {
+        int64_t a = request("tools/call", 0, &replies[0]);
+        int64_t b = request("tools/call", 0, &replies[1]);
+        int64_t c = request("tools/call", 0, &replies[2]);
+        int64_t d = request("tools/call", 0, &replies[3]);
+        char line[256];
+
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}\n",
+                 (long long)a);
+        server_says(line);
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld}\n", (long long)b);
+        server_says(line);
+        /* a malformed request of the server's, under its own numbering: not an answer */
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":5}\n", (long long)c);
+        server_says(line);
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":\"no\"}\n", (long long)a);
+        server_says(line); /* a second broken answer to a: no longer pending */
+        server_answers(d, "{}");
+        WAIT_UNTIL(replies[3].calls == 1);
+        for (int i = 0; i < 2; i++) {
+                cr_assert_eq(replies[i].calls, 1, "request %d", i);
+                cr_assert_eq(replies[i].status, 0, "an error answer, not a lost connection");
+                cr_assert_str_eq(replies[i].result, "");
+                cr_assert(strstr(replies[i].error, "\"code\":-32603"), "%s", replies[i].error);
+                cr_assert(strstr(replies[i].error, "server 'srv' answered with an invalid response"), "%s",
+                          replies[i].error);
+        }
+        cr_assert(strstr(replies[0].error, "exactly one"), "%s", replies[0].error);
+        cr_assert(strstr(replies[1].error, "neither"), "%s", replies[1].error);
+        cr_assert_eq(replies[2].calls, 0, "the server's own request id was taken for an answer");
+        cr_assert_eq(ch->n_pending, 1);
+        cr_assert_eq(ch->garbage_lines, 4, "each broken line is still logged");
+        cr_assert_eq(broken.calls, 0);
 }
 
 Test(child, garbage_logged_up_to_ten_then_counted) {

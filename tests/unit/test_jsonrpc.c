@@ -109,8 +109,35 @@ Test(jsonrpc, request_int64_id) {
         expect_id_int(9007199254740993LL);
         cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}"), JSONRPC_REQUEST);
         expect_id_int(INT64_MAX);
-        cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775808,\"method\":\"ping\"}"), JSONRPC_REQUEST);
-        expect_id_int(INT64_MIN);
+        cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775807,\"method\":\"ping\"}"), JSONRPC_REQUEST);
+        expect_id_int(INT64_MIN + 1);
+}
+
+Test(jsonrpc, request_uint64_id_echoed_exactly) {
+        json_object *answer;
+
+        cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"id\":18446744073709551614,\"method\":\"ping\"}"), JSONRPC_REQUEST);
+        answer = jsonrpc_result(msg.id, NULL);
+        cr_assert_str_eq(text(answer), "{\"jsonrpc\":\"2.0\",\"id\":18446744073709551614,\"result\":{}}");
+        json_object_put(answer);
+}
+
+/* json-c clamps an integer beyond 64 bits to the nearest bound, so an answer would carry
+ * another id than the one sent. The bounds themselves are refused too: a clamped value
+ * cannot be told from them. */
+Test(jsonrpc, ids_beyond_64_bits_refused) {
+        static const char *const ids[] = {
+                "18446744073709551616", "99999999999999999999999", "18446744073709551615",
+                "-9223372036854775809", "-99999999999999999999999", "-9223372036854775808",
+        };
+        char line[160];
+
+        for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+                snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", ids[i]);
+                expect_invalid(line, JSONRPC_INVALID_REQUEST);
+                cr_assert_null(msg.id, "%s: an id that is not the one sent must not be echoed", line);
+                cr_assert_not_null(strstr(msg.error_message, "64"), "%s: %s", line, msg.error_message);
+        }
 }
 
 Test(jsonrpc, request_field_order) {
@@ -195,6 +222,37 @@ Test(jsonrpc, neither_call_nor_response) {
         expect_id_int(6);
         expect_invalid("{\"jsonrpc\":\"2.0\"}", JSONRPC_INVALID_REQUEST);
         cr_assert_null(msg.id);
+}
+
+/* An invalid message with an id and no method was meant as an answer: its id is of the
+ * receiver's numbering, so it is never answered under it. */
+Test(jsonrpc, broken_responses_told_apart) {
+        static const char *const broken[] = {
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":5}",
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":\"not an object\"}",
+                "{\"jsonrpc\":\"1.0\",\"id\":5,\"result\":{}}",
+                "{\"id\":\"5\",\"result\":{}}",
+        };
+        static const char *const others[] = {
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":7}",        /* a request */
+                "{\"jsonrpc\":\"1.0\",\"id\":5,\"method\":\"ping\"}", /* a request */
+                "{\"jsonrpc\":\"2.0\",\"result\":{}}",                   /* no id */
+                "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"result\":{}}",      /* no valid id */
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}",         /* not JSON */
+                "[{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}]",
+        };
+
+        for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+                expect_invalid(broken[i], JSONRPC_INVALID_REQUEST);
+                cr_assert(jsonrpc_is_broken_response(&msg), "%s", broken[i]);
+        }
+        for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+                cr_assert_eq(parse(others[i]), JSONRPC_INVALID, "%s", others[i]);
+                cr_assert_not(jsonrpc_is_broken_response(&msg), "%s", others[i]);
+        }
+        cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}"), JSONRPC_RESPONSE);
+        cr_assert_not(jsonrpc_is_broken_response(&msg), "a valid response is not broken");
 }
 
 Test(jsonrpc, result_without_id) {
@@ -405,6 +463,12 @@ Test(jsonrpc, id_valid) {
         cr_assert_not(jsonrpc_id_valid(o = json_object_new_object()));
         json_object_put(o);
         cr_assert_not(jsonrpc_id_valid(NULL));
+        cr_assert(jsonrpc_id_valid(o = json_object_new_uint64(UINT64_MAX - 1)));
+        json_object_put(o);
+        cr_assert_not(jsonrpc_id_valid(o = json_object_new_uint64(UINT64_MAX)), "a clamped value");
+        json_object_put(o);
+        cr_assert_not(jsonrpc_id_valid(o = json_object_new_int64(INT64_MIN)), "a clamped value");
+        json_object_put(o);
 }
 
 /* Builders. */
