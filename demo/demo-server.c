@@ -14,6 +14,8 @@
  *     answers "gave up". A cancelled tools/call forgets its ask.
  *   - tool "notify" {method, params?} sends that notification to the client.
  *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
+ *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
+ *     response after "jsonrpc" and "id", byte for byte: what the daemon passes on as written.
  *   - --ask-at-start METHOD sends request METHOD, id "start-1", right after initialized.
  * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
  * "unexpected answer RESPONSE" (an id we are not waiting for), "gave up on ID",
@@ -399,9 +401,27 @@ struct tool {
         "\"description\":\"The text\"}},\"required\":[\"text\"]}"
 #define SCHEMA_NONE "{\"type\":\"object\",\"properties\":{}}"
 
+static void answer_raw(json_object *id, const char *raw) {
+        char *line;
+        int n = asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,%s}", json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN),
+                         raw);
+
+        if (n < 0) {
+                fprintf(stderr, "out of memory\n");
+                exit(EXIT_FAILURE);
+        }
+        write_line(line, (size_t)n);
+        free(line);
+        answered(id);
+}
+
 static void tool_echo(json_object *id, json_object *params, json_object *args) {
         const char *text = get_string(args, "text");
 
+        if (get_string(args, "raw")) {
+                answer_raw(id, get_string(args, "raw"));
+                return;
+        }
         if (!text) {
                 send_error(id, ERR_INVALID_PARAMS, "argument 'text' (string) is required");
                 return;

@@ -100,6 +100,16 @@ FRAMING = {
                + b'{"jsonrpc":"2.0","id":1,"result":1,"error":{}}\n"str"\nnull\n123\n{"jsonrpc":"2.0"} trailing\n',
 }
 
+# ---- scan: one line ----
+SCAN = {
+    "result": b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"caf\\u00e9 \\ud83d\\ude00"}],"n":-1.5e3}}',
+    "spaced": b' { "result" : [ 1 , true , null , "x" ] , "id" : 0 , "jsonrpc" : "2.0" } ',
+    "utf8": '{"jsonrpc":"2.0","id":1,"result":"caf\u00e9 \u20ac \U0001f600"}'.encode(),
+    "error": b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}',
+    "escaped-key": b'{"jsonrpc":"2.0","id":1,"res\\u0075lt":{},"\\u0065rror":{}}',
+    "deep": b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 40 + b"]" * 40 + b"}",
+}
+
 # ---- config: [mode] ... ----
 def config_seeds():
     seeds = {}
@@ -133,5 +143,6 @@ def write(target, seeds):
 if __name__ == "__main__":
     write("router", ROUTER)
     write("framing", FRAMING)
+    write("scan", SCAN)
     write("config", config_seeds())
     print("seeds written", file=sys.stderr)

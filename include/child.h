@@ -23,6 +23,10 @@ struct child;
 typedef void (*child_reply_fn)(struct child *ch, int status, json_object *result, json_object *error,
                                void *userdata);
 
+/* A plain result as the JSON text the server wrote, checked but not parsed; text is valid
+ * during the call only. */
+typedef void (*child_result_text_fn)(struct child *ch, const char *text, size_t len, void *userdata);
+
 struct child_ops {
         /* A request or notification from the server (responses are matched here). */
         void (*message)(struct child *ch, struct jsonrpc_msg *m, void *userdata);
@@ -35,6 +39,7 @@ struct child_request {
         struct child *child;
         int64_t id;
         child_reply_fn reply;
+        child_result_text_fn result_text;       /* NULL: results parsed, to reply */
         void *userdata;
         struct event *timer;
 };
@@ -70,6 +75,11 @@ void child_free(struct child *ch);
  * timeout_usec 0: none. params is consumed. Returns the request's id, or a negative errno. */
 int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
                       child_reply_fn reply, void *userdata);
+/* child_request() without a timeout, whose plain result (jsonrpc_scan_result) goes to
+ * result_text unparsed; errors, failures and results json-c must read go to reply. Either
+ * is called exactly once. */
+int64_t child_request_result_text(struct child *ch, const char *method, json_object *params, child_reply_fn reply,
+                                  child_result_text_fn result_text, void *userdata);
 /* Forget a request: its reply will not be called and a late response is dropped. */
 void child_cancel_request(struct child *ch, int64_t id);
 /* Sends a notification (params consumed). */

@@ -48,6 +48,9 @@ const char *client_state_name(enum client_state state);
 
 /* Queues one message (consumed). Drops the client if its unsent output passes the limit. */
 void client_send(struct client *c, json_object *msg);
+/* Sends a result response under id (borrowed) whose result is JSON text already checked
+ * (a server's, passed on as it wrote it). */
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len);
 void client_reply_result(struct client *c, json_object *id, json_object *result);
 void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data);
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 struct evbuffer;
 
@@ -72,5 +73,25 @@ json_object *jsonrpc_notification(const char *method, json_object *params);
  * touching the message it came from. A non-object o gives an empty object. */
 json_object *jsonrpc_copy_with(json_object *o, const char *key, json_object *value);
 
+/* msg as one line in two parts: its compact JSON (owned by msg, valid while it is
+ * unchanged) and '\n'. Returns the line's length or -ENOMEM. */
+int jsonrpc_line(json_object *msg, struct iovec parts[2]);
 /* Appends msg as one line (compact JSON + '\n'). Returns bytes appended or -ENOMEM. */
 int jsonrpc_write(struct evbuffer *out, json_object *msg);
+
+/* A server's plain result, {"jsonrpc":"2.0","id":N,"result":VALUE} with N a non-negative
+ * integer and members in any order, checked (json-scan.h) but not parsed: VALUE can then
+ * be passed on as the bytes the server wrote. */
+struct jsonrpc_result_text {
+        int64_t id;
+        const char *text;       /* VALUE, within the line */
+        size_t len;
+};
+
+/* True if line is such a result; anything else (errors, requests, escaped or repeated
+ * members, text json-c might read otherwise) is false, and goes to jsonrpc_parse(). */
+bool jsonrpc_scan_result(const char *line, size_t len, struct jsonrpc_result_text *ret);
+/* A result response under id whose result is the JSON text result (valid, without
+ * newlines), as one line in five parts that point into id's text and result. Returns the
+ * line's length or -ENOMEM. */
+int jsonrpc_result_text_line(json_object *id, const char *result, size_t len, struct iovec parts[5]);

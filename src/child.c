@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "time-util.h"
+#include "write-now.h"
 
 /* Lines from a misbehaving server are logged up to this many, then only counted. */
 #define CHILD_GARBAGE_LOGGED 10
@@ -108,9 +109,28 @@ static void handle_broken_response(struct child *ch, struct jsonrpc_msg *m) {
         json_object_put(error);
 }
 
+/* A plain result for a request that takes its result as text goes on unparsed: parsing
+ * it into a tree and writing it out again was most of the daemon's work per call. */
+static bool handle_result_text(struct child *ch, const char *line, size_t len) {
+        struct jsonrpc_result_text r;
+        struct child_request *rq;
+        child_result_text_fn result_text;
+        void *userdata;
+
+        if (!jsonrpc_scan_result(line, len, &r) || !(rq = find_request(ch, r.id)) || !rq->result_text)
+                return false;
+        result_text = rq->result_text;
+        userdata = rq->userdata;
+        request_free(ch, rq);
+        result_text(ch, r.text, r.len, userdata);
+        return true;
+}
+
 static void process_line(struct child *ch, const char *line, size_t len) {
         struct jsonrpc_msg m;
 
+        if (handle_result_text(ch, line, len))
+                return;
         jsonrpc_parse(ch->parser, line, len, &m);
         if (m.kind == JSONRPC_RESPONSE) {
                 handle_response(ch, &m);
@@ -238,18 +258,19 @@ void child_free(struct child *ch) {
 }
 
 int child_send(struct child *ch, json_object *msg) {
+        struct iovec parts[2];
         int r = 0;
 
         if (ch->input_closed || ch->broken)
                 r = -EPIPE;
-        else if (jsonrpc_write(bufferevent_get_output(ch->to), msg) < 0)
+        else if (jsonrpc_line(msg, parts) < 0 || write_now(ch->to, parts, 2) < 0)
                 r = -ENOMEM;
         json_object_put(msg);
         return r;
 }
 
-int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
-                      child_reply_fn reply, void *userdata) {
+static int64_t send_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
+                            child_reply_fn reply, child_result_text_fn result_text, void *userdata) {
         struct child_request *rq = calloc(1, sizeof *rq);
         int r;
 
@@ -257,7 +278,8 @@ int64_t child_request(struct child *ch, const char *method, json_object *params,
                 json_object_put(params);
                 return -ENOMEM;
         }
-        *rq = (struct child_request){ .child = ch, .id = ch->next_id++, .reply = reply, .userdata = userdata };
+        *rq = (struct child_request){ .child = ch, .id = ch->next_id++, .reply = reply, .result_text = result_text,
+                                      .userdata = userdata };
         r = child_send(ch, jsonrpc_request(rq->id, method, params));
         if (r == 0 && timeout_usec > 0) {
                 struct timeval tv = timeval_from_usec(timeout_usec);
@@ -276,6 +298,16 @@ int64_t child_request(struct child *ch, const char *method, json_object *params,
         TAILQ_INSERT_TAIL(&ch->pending, rq, entry);
         ch->n_pending++;
         return rq->id;
+}
+
+int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
+                      child_reply_fn reply, void *userdata) {
+        return send_request(ch, method, params, timeout_usec, reply, NULL, userdata);
+}
+
+int64_t child_request_result_text(struct child *ch, const char *method, json_object *params, child_reply_fn reply,
+                                  child_result_text_fn result_text, void *userdata) {
+        return send_request(ch, method, params, 0, reply, result_text, userdata);
 }
 
 void child_cancel_request(struct child *ch, int64_t id) {

@@ -17,6 +17,7 @@
 #include "list-wait.h"
 #include "mcp-logging.h"
 #include "router.h"
+#include "write-now.h"
 
 /* Bytes read and written per callback, so a multi-MiB message takes few system calls
  * (the defaults are 16 KiB; libevent 2.1 still reads at most 4 KiB a call). */
@@ -78,22 +79,46 @@ void client_request_done(struct client *c) {
         maybe_finish(c);
 }
 
-void client_send(struct client *c, json_object *msg) {
-        struct evbuffer *out = bufferevent_get_output(c->bev);
+/* After a message: a client that does not read is dropped; a draining one whose last
+ * answer went out at once is done. */
+static void after_send(struct client *c, int r) {
         size_t limit = c->daemon->config.client_output_limit;
 
-        if (c->state == CLIENT_JUSTFREE) {
-                json_object_put(msg);
-                return;
-        }
-        if (jsonrpc_write(out, msg) < 0)
+        if (r < 0)
                 client_log(c, LOG_ERR, "out of memory queueing a message");
-        json_object_put(msg);
         if (unsent(c) > limit) {
                 client_log(c, LOG_WARNING, "client is not reading its replies (%zu bytes unsent, limit %zu); disconnecting",
                            unsent(c), limit);
                 client_set_state(c, CLIENT_JUSTFREE);
         }
+        maybe_finish(c);
+}
+
+void client_send(struct client *c, json_object *msg) {
+        struct iovec parts[2];
+        int r;
+
+        if (c->state == CLIENT_JUSTFREE) {
+                json_object_put(msg);
+                return;
+        }
+        r = jsonrpc_line(msg, parts);
+        if (r >= 0)
+                r = write_now(c->bev, parts, 2);
+        json_object_put(msg);
+        after_send(c, r);
+}
+
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len) {
+        struct iovec parts[5];
+        int r;
+
+        if (c->state == CLIENT_JUSTFREE)
+                return;
+        r = jsonrpc_result_text_line(id, result, len, parts);
+        if (r >= 0)
+                r = write_now(c->bev, parts, 5);
+        after_send(c, r);
 }
 
 void client_reply_result(struct client *c, json_object *id, json_object *result) {

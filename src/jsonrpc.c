@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-scan.h"
 #include "utf8.h"
 
 /* MCP tool schemas nest deeply; json-c's default depth of 32 is too shallow. */
@@ -231,15 +232,122 @@ json_object *jsonrpc_copy_with(json_object *o, const char *key, json_object *val
         return copy;
 }
 
-int jsonrpc_write(struct evbuffer *out, json_object *msg) {
+int jsonrpc_line(json_object *msg, struct iovec parts[2]) {
         size_t len;
         const char *s = json_object_to_json_string_length(
                 msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
 
         if (!s)
                 return -ENOMEM;
-        if (evbuffer_expand(out, len + 1) < 0 || evbuffer_add(out, s, len) < 0 ||
-            evbuffer_add(out, "\n", 1) < 0)
-                return -ENOMEM;
+        parts[0] = (struct iovec){ (void *)s, len };
+        parts[1] = (struct iovec){ (void *)"\n", 1 };
         return (int)(len + 1);
+}
+
+int jsonrpc_write(struct evbuffer *out, json_object *msg) {
+        struct iovec parts[2];
+        int n = jsonrpc_line(msg, parts);
+
+        if (n < 0 || evbuffer_expand(out, (size_t)n) < 0 || evbuffer_add(out, parts[0].iov_base, parts[0].iov_len) < 0 ||
+            evbuffer_add(out, parts[1].iov_base, parts[1].iov_len) < 0)
+                return -ENOMEM;
+        return n;
+}
+
+/* A key at p with no escapes in it: one with escapes could spell a member the checks
+ * below would miss, so such lines take json-c's path. */
+static bool take_plain_key(struct json_scan *s, const char **key, size_t *len) {
+        const char *start = s->p + 1;
+
+        if (!json_scan_string(s) || memchr(start, '\\', (size_t)(s->p - 1 - start)))
+                return false;
+        *key = start;
+        *len = (size_t)(s->p - 1 - start);
+        return true;
+}
+
+static bool key_is(const char *key, size_t len, const char *want) {
+        return len == strlen(want) && memcmp(key, want, len) == 0;
+}
+
+/* A non-negative integer id that fits in 63 bits: the daemon's own ids toward a server. */
+static bool parse_our_id(const char *text, size_t len, int64_t *id) {
+        int64_t v = 0;
+
+        if (len == 0 || (text[0] == '0' && len > 1))
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                if (text[i] < '0' || text[i] > '9' || v > (INT64_MAX - (text[i] - '0')) / 10)
+                        return false;
+                v = v * 10 + (text[i] - '0');
+        }
+        *id = v;
+        return true;
+}
+
+/* One top-level member; a second "jsonrpc", "id" or "result", or any "error" or
+ * "method", is not the plain result this looks for. */
+static bool take_result_member(struct json_scan *s, struct jsonrpc_result_text *r, unsigned *seen) {
+        const char *key, *value;
+        size_t key_len;
+        unsigned bit;
+
+        if (!take_plain_key(s, &key, &key_len))
+                return false;
+        json_scan_ws(s);
+        if (!json_scan_take(s, ':'))
+                return false;
+        json_scan_ws(s);
+        value = s->p;
+        if (!json_scan_value(s))
+                return false;
+        if (key_is(key, key_len, "error") || key_is(key, key_len, "method"))
+                return false;
+        bit = key_is(key, key_len, "jsonrpc") ? 1 : key_is(key, key_len, "id") ? 2 : key_is(key, key_len, "result") ? 4 : 0;
+        if (*seen & bit)
+                return false;
+        *seen |= bit;
+        if (bit == 1)
+                return s->p - value == 5 && memcmp(value, "\"2.0\"", 5) == 0;
+        if (bit == 2)
+                return parse_our_id(value, (size_t)(s->p - value), &r->id);
+        if (bit == 4)
+                *r = (struct jsonrpc_result_text){ .id = r->id, .text = value, .len = (size_t)(s->p - value) };
+        return true;
+}
+
+bool jsonrpc_scan_result(const char *line, size_t len, struct jsonrpc_result_text *ret) {
+        struct json_scan s;
+        unsigned seen = 0;
+
+        json_scan_init(&s, line, len, JSONRPC_MAX_DEPTH);
+        json_scan_ws(&s);
+        if (!json_scan_take(&s, '{'))
+                return false;
+        do {
+                json_scan_ws(&s);
+                if (!take_result_member(&s, ret, &seen))
+                        return false;
+                json_scan_ws(&s);
+        } while (json_scan_take(&s, ','));
+        if (!json_scan_take(&s, '}'))
+                return false;
+        json_scan_ws(&s);
+        return s.p == s.end && seen == 7;
+}
+
+int jsonrpc_result_text_line(json_object *id, const char *result, size_t len, struct iovec parts[5]) {
+        static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", middle[] = ",\"result\":", tail[] = "}\n";
+        size_t id_len;
+        const char *id_text = json_object_to_json_string_length(id, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                                &id_len);
+
+        if (!id_text)
+                return -ENOMEM;
+        parts[0] = (struct iovec){ (void *)head, sizeof head - 1 };
+        parts[1] = (struct iovec){ (void *)id_text, id_len };
+        parts[2] = (struct iovec){ (void *)middle, sizeof middle - 1 };
+        parts[3] = (struct iovec){ (void *)result, len };
+        parts[4] = (struct iovec){ (void *)tail, sizeof tail - 1 };
+        return (int)(sizeof head - 1 + id_len + sizeof middle - 1 + len + sizeof tail - 1);
 }

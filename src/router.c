@@ -106,6 +106,14 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
         route_free(rt);
 }
 
+static void on_result_text(struct child *ch, const char *text, size_t len, void *userdata) {
+        struct route *rt = userdata;
+
+        if (rt->client)
+                client_send_result_text(rt->client, rt->client_id, text, len);
+        route_free(rt);
+}
+
 static void on_timeout(evutil_socket_t fd, short what, void *userdata) {
         struct route *rt = userdata;
         const struct server_config *c = rt->server->config;
@@ -175,7 +183,7 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         s->in_flight++;
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
-        rt->child_id = child_request(s->run->child, method, forwarded, 0, on_reply, rt);
+        rt->child_id = child_request_result_text(s->run->child, method, forwarded, on_reply, on_result_text, rt);
         if (rt->child_id < 0) {
                 reply_error(rt, JSONRPC_INTERNAL_ERROR, "cannot send the request to the server (its connection is closing)",
                             "send failed");

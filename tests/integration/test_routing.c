@@ -819,6 +819,56 @@ Test(routing, fail_passthrough) {
         h_client_close(x);
 }
 
+/* A server's result reaches the client as the server wrote it: numbers, escapes and
+ * spacing unchanged, under the client's id. */
+Test(routing, result_passed_as_written) {
+        static const char result[] = "{ \"content\" : [{\"type\":\"text\",\"text\":\"caf\\u00e9 \\ud83d\\ude00 \\/\"}],"
+                                     " \"n\":1.50, \"big\":12345678901234567890123, \"e\":1E+2 }";
+        struct h_client *x;
+        json_object *raw = json_object_new_string(sf("\"result\":%s", result));
+        char *line;
+
+        add_demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        h_client_tool_request(x, "\"r-1\"", "a__echo", sf("{\"raw\":%s}", h_json_text(raw)));
+        line = h_recv_line(x->c, H_TIMEOUT_MS);
+        cr_assert_not_null(line, "no answer");
+        cr_assert_str_eq(line, sf("{\"jsonrpc\":\"2.0\",\"id\":\"r-1\",\"result\":%s}", result));
+        free(line);
+        json_object_put(raw);
+        h_client_close(x);
+}
+
+/* A server's broken answer still ends the call, with an error that says so. */
+Test(routing, broken_answer_from_server) {
+        static const char *const broken[] = {
+                "\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}",
+                "\"error\":\"not an object\"",
+                "\"x\":1",
+        };
+        struct h_client *x;
+        json_object *r;
+
+        add_demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        for (size_t i = 0; i < 3; i++) {
+                json_object *raw = json_object_new_string(broken[i]);
+                r = h_client_tool_call(x, sf("%zu", i), "a__echo", sf("{\"raw\":%s}", h_json_text(raw)));
+                cr_assert_eq(h_error_code(r), -32603, "%s", h_json_text(r));
+                cr_assert(strstr(error_message(r), "server 'a' answered with an invalid response"), "%s", h_json_text(r));
+                json_object_put(r);
+                json_object_put(raw);
+        }
+        r = h_client_tool_call(x, "9", "a__echo", "{\"text\":\"still serving\"}");
+        cr_assert_str_eq(h_result_text(r), "still serving");
+        json_object_put(r);
+        h_client_close(x);
+}
+
 Test(routing, large_result) {
         const size_t size = 2u << 20;
         char *text = malloc(size + 1);

@@ -404,6 +404,74 @@ Test(child, broken_response_ends_its_request_with_an_error) {
         cr_assert_eq(broken.calls, 0);
 }
 
+/* Results taken as text: exactly the bytes the server wrote, or to reply when json-c must
+ * read them. */
+static struct {
+        unsigned calls;
+        char text[256];
+} texts[4];
+
+static void on_result_text(struct child *c, const char *text, size_t len, void *userdata) {
+        unsigned *i = userdata;
+
+        cr_assert_eq(c, ch);
+        texts[*i].calls++;
+        snprintf(texts[*i].text, sizeof texts[*i].text, "%.*s", (int)len, text);
+}
+
+static void on_reply_indexed(struct child *c, int status, json_object *result, json_object *error, void *userdata) {
+        unsigned *i = userdata;
+
+        record(&replies[*i], status, result, error);
+}
+
+Test(child, result_text_passed_as_written) {
+        static unsigned index[4] = { 0, 1, 2, 3 };
+        int64_t id[4];
+        char line[256];
+
+        for (int i = 0; i < 4; i++) {
+                id[i] = child_request_result_text(ch, "tools/call", NULL, on_reply_indexed, on_result_text, &index[i]);
+                cr_assert_gt(id[i], 0);
+        }
+        snprintf(line, sizeof line, "{ \"result\" : {\"b\":2.50, \"a\":[\"\\u00e9\"]} ,\"id\":%lld,\"jsonrpc\":\"2.0\"}\n",
+                 (long long)id[0]);
+        server_says(line);
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-1,\"message\":\"no\"}}\n",
+                 (long long)id[1]);
+        server_says(line);
+        /* an escaped member name: json-c reads it, and the result is parsed */
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"res\\u0075lt\":{\"x\":1}}\n", (long long)id[2]);
+        server_says(line);
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"late\":1}}\n", (long long)id[0]);
+        server_says(line); /* no longer pending */
+        WAIT_UNTIL(replies[2].calls == 1);
+        cr_assert_eq(texts[0].calls, 1);
+        cr_assert_str_eq(texts[0].text, "{\"b\":2.50, \"a\":[\"\\u00e9\"]}");
+        cr_assert_eq(replies[0].calls, 0);
+        cr_assert_eq(texts[1].calls, 0);
+        cr_assert_eq(replies[1].calls, 1);
+        cr_assert_str_eq(replies[1].error, "{\"code\":-1,\"message\":\"no\"}");
+        cr_assert_eq(texts[2].calls, 0);
+        cr_assert_str_eq(replies[2].result, "{\"x\":1}");
+        cr_assert_eq(ch->n_pending, 1);
+        cr_assert_eq(ch->garbage_lines, 0);
+        child_free(ch);
+        ch = NULL;
+        cr_assert_eq(replies[3].calls, 1, "a lost connection goes to reply");
+        cr_assert_eq(replies[3].status, -ECONNRESET);
+        cr_assert_eq(texts[3].calls, 0);
+}
+
+/* A request that takes no text gets its plain result parsed. */
+Test(child, plain_result_parsed_for_other_requests) {
+        int64_t a = request("tools/list", 0, &replies[0]);
+
+        server_answers(a, "{ \"tools\" : [] }");
+        WAIT_UNTIL(replies[0].calls == 1);
+        cr_assert_str_eq(replies[0].result, "{\"tools\":[]}");
+}
+
 Test(child, garbage_logged_up_to_ten_then_counted) {
         for (int i = 0; i < 25; i++)
                 server_says("junk\n");

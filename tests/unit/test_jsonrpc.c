@@ -635,3 +635,74 @@ Test(jsonrpc, answer_parses_back) {
         expect_id_string("1");
         free(s);
 }
+
+/* A server's plain result, recognised without parsing it. */
+
+static bool scan(const char *line, struct jsonrpc_result_text *r) {
+        return jsonrpc_scan_result(line, strlen(line), r);
+}
+
+Test(jsonrpc, scan_result_finds_the_value) {
+        struct jsonrpc_result_text r;
+
+        cr_assert(scan("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}}", &r));
+        cr_assert_eq(r.id, 7);
+        cr_assert_eq(r.len, strlen("{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}"));
+        cr_assert(memcmp(r.text, "{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}", r.len) == 0);
+        /* any order, spacing, and members the envelope does not need */
+        cr_assert(scan(" { \"result\" : [ 1 , 2 ] , \"x\":{\"error\":1}, \"id\" : 9223372036854775807 ,\"jsonrpc\":\"2.0\" } ", &r));
+        cr_assert_eq(r.id, INT64_MAX);
+        cr_assert_eq(r.len, strlen("[ 1 , 2 ]"));
+        cr_assert(memcmp(r.text, "[ 1 , 2 ]", r.len) == 0);
+        cr_assert(scan("{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":null}", &r));
+        cr_assert_eq(r.id, 0);
+        cr_assert(memcmp(r.text, "null", r.len) == 0);
+}
+
+/* Everything else takes json-c's path, which classifies it (or calls it garbage). */
+Test(jsonrpc, scan_result_leaves_the_rest_to_json_c) {
+        static const char *const lines[] = {
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"m\"}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"method\":\"x\"}",
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":-1,\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1.0,\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":01,\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775808,\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"result\":[]}",
+                "{\"jsonrpc\":\"2.0\",\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+                "{\"jsonrpc\":\"1.0\",\"id\":1,\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1}",
+                "{\"id\":1,\"result\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"\\u0065rror\":{\"code\":1,\"message\":\"m\"}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"res\\u0075lt\":{}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}} x",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},}",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xff\"}",
+                "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}]",
+                "{}", "", "null",
+        };
+        struct jsonrpc_result_text r;
+
+        for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+                cr_assert_not(scan(lines[i], &r), "taken for a plain result: %s", lines[i]);
+}
+
+Test(jsonrpc, result_text_line) {
+        json_object *id = json_object_new_string("a\"b");
+        const char *raw = "{ \"x\" : [1, 2.50] }";
+        struct iovec parts[5];
+        char line[128] = "";
+        int n = jsonrpc_result_text_line(id, raw, strlen(raw), parts);
+
+        cr_assert_gt(n, 0);
+        for (int i = 0; i < 5; i++)
+                strncat(line, parts[i].iov_base, parts[i].iov_len);
+        cr_assert_eq((size_t)n, strlen(line));
+        cr_assert_str_eq(line, "{\"jsonrpc\":\"2.0\",\"id\":\"a\\\"b\",\"result\":{ \"x\" : [1, 2.50] }}\n");
+        json_object_put(id);
+}

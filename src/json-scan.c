@@ -1,0 +1,214 @@
+/* JSON text checked without building anything; see json-scan.h. */
+#include "json-scan.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "utf8.h"
+
+void json_scan_init(struct json_scan *s, const char *text, size_t len, unsigned max_depth) {
+        *s = (struct json_scan){ .p = text, .end = text + len, .max_depth = max_depth };
+}
+
+static size_t left(const struct json_scan *s) {
+        return (size_t)(s->end - s->p);
+}
+
+void json_scan_ws(struct json_scan *s) {
+        while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n'))
+                s->p++;
+}
+
+bool json_scan_take(struct json_scan *s, char c) {
+        if (s->p >= s->end || *s->p != c)
+                return false;
+        s->p++;
+        return true;
+}
+
+/* Eight bytes at a time while none of them is '"', '\\', a control character or
+ * non-ASCII: most of a large result is such text. */
+static void skip_plain_words(struct json_scan *s) {
+        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+        uint64_t v, quote, backslash;
+
+        while (left(s) >= 8) {
+                memcpy(&v, s->p, 8);
+                quote = v ^ (ones * '"');
+                backslash = v ^ (ones * '\\');
+                /* A byte's high bit ends up set if it is zero (in quote or backslash), below
+                 * 0x20 (v - 0x20 borrows), or 0x80 and above (v itself). */
+                if ((((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | (v - ones * 0x20) | v) & highs)
+                        return;
+                s->p += 8;
+        }
+}
+
+static int hex_value(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* \uXXXX at p: its code unit, or -1. */
+static long take_u_escape(struct json_scan *s) {
+        long unit = 0;
+
+        if (left(s) < 6 || s->p[0] != '\\' || s->p[1] != 'u')
+                return -1;
+        for (int i = 2; i < 6; i++) {
+                int h = hex_value(s->p[i]);
+                if (h < 0)
+                        return -1;
+                unit = unit * 16 + h;
+        }
+        s->p += 6;
+        return unit;
+}
+
+/* A backslash escape at p. A high surrogate must be followed by a low one. */
+static bool take_escape(struct json_scan *s) {
+        long unit;
+
+        if (left(s) >= 2 && s->p[1] != 'u' && s->p[1] && strchr("\"\\/bfnrt", s->p[1])) {
+                s->p += 2;
+                return true;
+        }
+        unit = take_u_escape(s);
+        if (unit >= 0xdc00 && unit <= 0xdfff)
+                return false;
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+                unit = take_u_escape(s);
+                return unit >= 0xdc00 && unit <= 0xdfff;
+        }
+        return unit >= 0;
+}
+
+bool json_scan_string(struct json_scan *s) {
+        size_t n;
+
+        if (!json_scan_take(s, '"'))
+                return false;
+        for (;;) {
+                skip_plain_words(s);
+                while (s->p < s->end && (unsigned char)*s->p >= 0x20 && (unsigned char)*s->p < 0x80 && *s->p != '"' &&
+                       *s->p != '\\')
+                        s->p++;
+                if (s->p >= s->end || (unsigned char)*s->p < 0x20)
+                        return false;
+                if (*s->p == '"') {
+                        s->p++;
+                        return true;
+                }
+                if (*s->p == '\\') {
+                        if (!take_escape(s))
+                                return false;
+                        continue;
+                }
+                n = utf8_sequence((const unsigned char *)s->p, left(s));
+                if (n == 0)
+                        return false;
+                s->p += n;
+        }
+}
+
+static bool take_digits(struct json_scan *s) {
+        const char *start = s->p;
+
+        while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+                s->p++;
+        return s->p > start;
+}
+
+static bool take_number(struct json_scan *s) {
+        json_scan_take(s, '-');
+        if (!json_scan_take(s, '0') && !take_digits(s))
+                return false;
+        if (json_scan_take(s, '.') && !take_digits(s))
+                return false;
+        if (json_scan_take(s, 'e') || json_scan_take(s, 'E')) {
+                if (!json_scan_take(s, '+'))
+                        json_scan_take(s, '-');
+                if (!take_digits(s))
+                        return false;
+        }
+        return true;
+}
+
+static bool take_word(struct json_scan *s, const char *word) {
+        size_t n = strlen(word);
+
+        if (left(s) < n || memcmp(s->p, word, n) != 0)
+                return false;
+        s->p += n;
+        return true;
+}
+
+static bool take_member_or_element(struct json_scan *s, bool object) {
+        if (object) {
+                if (!json_scan_string(s))
+                        return false;
+                json_scan_ws(s);
+                if (!json_scan_take(s, ':'))
+                        return false;
+                json_scan_ws(s);
+        }
+        return json_scan_value(s);
+}
+
+static bool take_container(struct json_scan *s, char close) {
+        bool object = close == '}';
+
+        if (++s->depth > s->max_depth)
+                return false;
+        s->p++;
+        json_scan_ws(s);
+        if (!json_scan_take(s, close)) {
+                do {
+                        json_scan_ws(s);
+                        if (!take_member_or_element(s, object))
+                                return false;
+                        json_scan_ws(s);
+                } while (json_scan_take(s, ','));
+                if (!json_scan_take(s, close))
+                        return false;
+        }
+        s->depth--;
+        return true;
+}
+
+bool json_scan_value(struct json_scan *s) {
+        if (s->p >= s->end)
+                return false;
+        switch (*s->p) {
+        case '"':
+                return json_scan_string(s);
+        case '{':
+                return take_container(s, '}');
+        case '[':
+                return take_container(s, ']');
+        case 't':
+                return take_word(s, "true");
+        case 'f':
+                return take_word(s, "false");
+        case 'n':
+                return take_word(s, "null");
+        default:
+                return take_number(s);
+        }
+}
+
+bool json_scan_valid(const char *text, size_t len, unsigned max_depth) {
+        struct json_scan s;
+
+        json_scan_init(&s, text, len, max_depth);
+        json_scan_ws(&s);
+        if (!json_scan_value(&s))
+                return false;
+        json_scan_ws(&s);
+        return s.p == s.end;
+}

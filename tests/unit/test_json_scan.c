@@ -1,0 +1,128 @@
+/* Unit tests for json-scan.c: JSON text checked without building it. Each text it accepts
+ * is also checked against json-c's strict parser, which must accept it too. */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <string.h>
+
+#include "json-scan.h"
+
+#define DEPTH 512
+
+static bool json_c_accepts(const char *text, size_t len) {
+        json_tokener *tok = json_tokener_new_ex(DEPTH);
+        json_object *o;
+        bool ok;
+
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, text, (int)len);
+        if (!o && json_tokener_get_error(tok) == json_tokener_continue)
+                o = json_tokener_parse_ex(tok, " ", 1);
+        ok = json_tokener_get_error(tok) == json_tokener_success;
+        json_object_put(o);
+        json_tokener_free(tok);
+        return ok;
+}
+
+static void accepts(const char *text) {
+        cr_assert(json_scan_valid(text, strlen(text), DEPTH), "refused: %s", text);
+        cr_assert(json_c_accepts(text, strlen(text)), "json-c refuses what the scanner accepts: %s", text);
+}
+
+static void refuses(const char *text) {
+        cr_assert_not(json_scan_valid(text, strlen(text), DEPTH), "accepted: %s", text);
+}
+
+Test(json_scan, values) {
+        static const char *const ok[] = {
+                "{}", "[]", "0", "-0", "1", "-12", "1.5", "1e5", "1E+5", "-1.25e-7", "1e400", "123456789012345678901234567890",
+                "true", "false", "null", "\"\"", "\"text\"", "{\"a\":1}", "[1,\"two\",null,true,{\"x\":[]}]",
+                " \t\r\n{ \"a\" : [ 1 , 2 ] , \"b\" : { } } \r\n", "{\"a\":1,\"a\":2}", "{\"\":0}",
+        };
+
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+                accepts(ok[i]);
+}
+
+Test(json_scan, grammar_errors) {
+        static const char *const bad[] = {
+                "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "{'a':1}", "[1 2]", "01", "-", "1.", ".5",
+                "1e", "1e+", "+1", "0x10", "NaN", "Infinity", "tru", "nul", "True", "{} {}", "[] x", "\"open",
+                "{\"a\":1}}", "[/* c */1]", "{\"a\":1 // c\n}", "\v1", "\f1",
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+                refuses(bad[i]);
+}
+
+Test(json_scan, strings) {
+        accepts("\"escapes \\\" \\\\ \\/ \\b \\f \\n \\r \\t\"");
+        accepts("\"\\u0041\\u00e9\\u20AC\"");
+        accepts("\"\\ud83d\\ude00\"");                  /* a surrogate pair */
+        accepts("\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+        accepts("\"a long plain run of text, longer than eight bytes at a time, twice over\"");
+        refuses("\"\\x41\"");
+        refuses("\"\\u12\"");
+        refuses("\"\\u12g4\"");
+        refuses("\"\\ud83d\"");                         /* a high surrogate alone */
+        refuses("\"\\ud83d\\u0041\"");                  /* followed by no low one */
+        refuses("\"\\ude00\"");                         /* a low surrogate alone */
+        refuses("\"tab\there\"");
+        refuses("\"new\nline\"");
+        refuses("\"a\\\"");
+}
+
+Test(json_scan, bytes_that_are_not_utf8) {
+        static const char *const bad[] = {
+                "\"\x80\"", "\"\xc0\xaf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"caf\xc3\"",
+                "\"\xff\"",
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+                refuses(bad[i]);
+}
+
+/* Eight bytes at a time, with the byte that stops it at every position. */
+Test(json_scan, special_byte_at_every_offset) {
+        static const char stoppers[] = { '"', '\\', '\x01', '\x1f', '\x7f' };
+        char text[40];
+
+        for (size_t k = 0; k < sizeof stoppers; k++)
+                for (size_t at = 1; at < 30; at++) {
+                        memset(text, 'a', sizeof text);
+                        text[0] = '"';
+                        text[at] = stoppers[k];
+                        text[31] = '"';
+                        text[32] = '\0';
+                        if (stoppers[k] == '\x7f')
+                                cr_assert(json_scan_valid(text, 32, DEPTH), "DEL at %zu", at);
+                        else
+                                cr_assert_not(json_scan_valid(text, 32, DEPTH), "byte %#x at %zu accepted", stoppers[k], at);
+                }
+}
+
+Test(json_scan, embedded_nul) {
+        cr_assert_not(json_scan_valid("\"a\0b\"", 5, DEPTH));
+        cr_assert_not(json_scan_valid("1\0", 2, DEPTH));
+        cr_assert_not(json_scan_valid("[1,\0 2]", 7, DEPTH));
+}
+
+Test(json_scan, depth_bounded) {
+        char text[2 * 600 + 1];
+
+        for (unsigned depth = 510; depth <= 514; depth++) {
+                memset(text, '[', depth);
+                memset(text + depth, ']', depth);
+                cr_assert_eq(json_scan_valid(text, 2 * depth, DEPTH), depth <= DEPTH, "depth %u", depth);
+        }
+        cr_assert(json_scan_valid("[[1]]", 5, 2));
+        cr_assert_not(json_scan_valid("[[1]]", 5, 1));
+}
+
+/* Only the bytes given are read: a value cut anywhere is refused. */
+Test(json_scan, every_prefix_of_a_value_refused) {
+        static const char text[] = "{\"a\":[1,-2.5e3,\"x\\u00e9\\ud83d\\ude00\xc3\xa9\",true,false,null,{}]}";
+
+        for (size_t n = 0; n < sizeof text - 1; n++)
+                cr_assert_not(json_scan_valid(text, n, DEPTH), "a prefix of %zu bytes accepted", n);
+        cr_assert(json_scan_valid(text, sizeof text - 1, DEPTH));
+}
