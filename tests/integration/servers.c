@@ -84,6 +84,13 @@ void wait_all_ready(unsigned n) {
                   "not all %u servers became ready; got %s", n, test_daemon->notices);
 }
 
+struct h_client *start_one_demo(const char *name, const char *capabilities) {
+        add_demo(name, "", "");
+        start(NULL);
+        wait_all_ready(1);
+        return capabilities ? h_client_open_with(test_daemon, capabilities, NULL) : h_client_open(test_daemon, false, NULL);
+}
+
 /* ---- For fault-injection tests; see servers.h ---- */
 
 #include <poll.h>

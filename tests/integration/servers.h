@@ -28,6 +28,9 @@ char *config_text(void);
 void start(const char *const *env);
 /* Waits until the daemon says all n servers are ready. */
 void wait_all_ready(unsigned n);
+/* The commonest start: one demo server called name, ready, and one client connected and
+ * initialized, declaring capabilities (JSON text, or NULL for none). */
+struct h_client *start_one_demo(const char *name, const char *capabilities);
 
 /* ---- For fault-injection tests (test_faults.c, test_load.c) ---- */
 

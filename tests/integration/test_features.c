@@ -79,10 +79,7 @@ Test(features, logging_forwarded) {
         json_object *r, *msg;
         struct h_client *x;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         r = h_client_tool_call(x, "1", "a__log", "{\"text\":\"hello\"}");
         cr_assert_str_eq(h_result_text(r), "logged", "%s", h_json_text(r));
         json_object_put(r);
@@ -104,10 +101,7 @@ Test(features, logging_levels_per_client) {
         struct h_client *x, *y;
         json_object *r, *msg;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         y = cl_open();
         expect_ok(x, "1", "logging/setLevel", "{\"level\":\"error\"}");
         r = h_client_tool_call(x, "2", "a__log", "{\"text\":\"for y only\"}");
@@ -135,10 +129,7 @@ Test(features, server_set_to_most_verbose_level) {
         unsigned told;
         char *log;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         expect_ok(x, "1", "logging/setLevel", "{\"level\":\"error\"}");
         cr_assert(h_log_count_wait(&D, "a: log level error\n", 1, H_TIMEOUT_MS), "the server was not set to error");
         y = cl_open();
@@ -250,10 +241,7 @@ Test(features, subscribe_unsupported) {
         struct h_client *x;
         json_object *r;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         r = h_client_call(x, "1", "resources/subscribe", "{\"uri\":\"" README "\"}");
         cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         cr_assert_not_null(strstr(h_str(r, "error.message"), "subscriptions"), "%s", h_json_text(r));

@@ -115,10 +115,7 @@ Test(routing, names_prefixed) {
 
         /* one server: prefixed all the same, so adding a second renames nothing */
         next_daemon();
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         r = h_client_call(x, "1", "tools/list", NULL);
         cr_assert_str_eq(h_tool_names(r), prefixed_tools("a", "__"));
         json_object_put(r);
@@ -173,10 +170,7 @@ Test(routing, prefix_config) {
 
         next_daemon();
         set_settings("\"toolNameSeparator\":\".\"");
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         r = h_client_call(x, "1", "tools/list", NULL);
         cr_assert_str_eq(h_tool_names(r), prefixed_tools("a", "."));
         json_object_put(r);
@@ -280,10 +274,7 @@ Test(routing, call_routes_and_keeps_id_types) {
                                            json_type_string };
         struct h_client *x;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         /* all in flight at once, answered in any order */
         for (size_t i = 0; i < 5; i++)
                 h_client_tool_request(x, ids[i], "a__echo", sf("{\"text\":\"call %zu\"}", i));
@@ -321,10 +312,7 @@ Test(routing, progress_tokens_rewritten_and_restored) {
         unsigned n1, n2, n3;
         json_object *late;
 
-        add_demo("b", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        c1 = cl_open();
+        c1 = start_one_demo("b", NULL);
         c2 = cl_open();
         c3 = cl_open();
         /* same request id and same token value on every client; totals tell the calls apart */
@@ -353,10 +341,7 @@ Test(routing, cancel_reaches_child) {
         char *log;
         struct h_client *x;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         h_client_request(x, "\"slow-1\"", "tools/call",
                 "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":5000},\"_meta\":{\"progressToken\":\"tok\"}}");
         msg = h_take(x, h_is_method, "notifications/progress", H_TIMEOUT_MS);
@@ -386,10 +371,7 @@ Test(routing, client_disconnect_cancels) {
         struct h_client *x, *y;
         json_object *msg;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         h_client_request(x, "1", "tools/call",
                          "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":5000},\"_meta\":{\"progressToken\":1}}");
         msg = h_take(x, h_is_method, "notifications/progress", H_TIMEOUT_MS);
@@ -410,10 +392,7 @@ Test(routing, client_close_cancels_quiet_call) {
         struct h_client *x;
         long long t0;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         h_client_request(x, "1", "tools/call", "{\"name\":\"a__sleep\",\"arguments\":{\"ms\":20000}}");
         t0 = h_now_ms();
         h_client_close(x);
@@ -546,10 +525,7 @@ Test(routing, unknown_tool) {
         json_object *r;
         struct h_client *x;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         r = h_client_tool_call(x, "1", "nosuch", "{}");
         cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
         cr_assert_not_null(strstr(error_message(r), "Unknown tool"), "%s", h_json_text(r));
@@ -571,10 +547,7 @@ Test(routing, bad_progress_token) {
         json_object *r;
         struct h_client *x;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         r = h_client_call(x, "1", "tools/call",
                           "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"progressToken\":null}}");
         cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
@@ -750,10 +723,7 @@ Test(routing, prompts) {
         json_object *r;
         struct h_client *x;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         r = h_client_call(x, "1", "prompts/list", NULL);
         cr_assert_str_eq(h_names_of(r, "prompts", "name"), "a__greeting", "%s", h_json_text(r));
         json_object_put(r);
@@ -807,10 +777,7 @@ Test(routing, fail_passthrough) {
         json_object *r;
         struct h_client *x;
 
-        add_demo("b", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("b", NULL);
         r = h_client_tool_call(x, "\"f-1\"", "b__fail", "{}");
         cr_assert_eq(h_error_code(r), -32000, "%s", h_json_text(r));
         cr_assert_str_eq(error_message(r), "failed on purpose");
@@ -828,10 +795,7 @@ Test(routing, result_passed_as_written) {
         json_object *raw = json_object_new_string(sf("\"result\":%s", result));
         char *line;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         h_client_tool_request(x, "\"r-1\"", "a__echo", sf("{\"raw\":%s}", h_json_text(raw)));
         line = h_recv_line(x->c, H_TIMEOUT_MS);
         cr_assert_not_null(line, "no answer");
@@ -851,10 +815,7 @@ Test(routing, broken_answer_from_server) {
         struct h_client *x;
         json_object *r;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         for (size_t i = 0; i < 3; i++) {
                 json_object *raw = json_object_new_string(broken[i]);
                 r = h_client_tool_call(x, sf("%zu", i), "a__echo", sf("{\"raw\":%s}", h_json_text(raw)));
@@ -879,10 +840,7 @@ Test(routing, large_result) {
         for (size_t i = 0; i < size; i++)
                 text[i] = (char)('a' + (i * 7 + i / 26) % 26);
         text[size] = '\0';
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open();
+        x = start_one_demo("a", NULL);
         h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a__echo\","
                       "\"arguments\":{\"text\":\"%s\"}}}\n", text);
         r = h_client_answer(x, "1");

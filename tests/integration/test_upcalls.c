@@ -334,10 +334,7 @@ Test(upcalls, roundtrip) {
         json_object *u, *u2, *u3, *u4, *r, *logged;
         struct h_client *x;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
 
         /* one upcall: to the client under the daemon's id, its answer to the server under ask-1 */
         ask(x, "\"t1\"", "a", "roots/list", "{}", "");
@@ -396,10 +393,7 @@ Test(upcalls, ping_not_forwarded) {
         struct h_client *x;
         json_object *r;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
         ask(x, "\"t\"", "a", "ping", NULL, "");
         r = h_client_answer(x, "\"t\"");
         expect_same_json(ask_text(r, false), "{}", "ping's result");
@@ -432,10 +426,7 @@ Test(upcalls, two_owners) {
         const char *text;
         json_object *r, *u;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
         y = cl_open(ALL_CAPS);
         sleep_in_flight(y, "\"s\"", "a");
         ask(x, "\"t\"", "a", "roots/list", "{}", "");
@@ -473,10 +464,7 @@ Test(upcalls, capability_missing) {
         const char *text;
         json_object *r, *u;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open("{}");
+        x = start_one_demo("a", "{}");
         for (size_t i = 0; i < 3; i++) {
                 ask(x, "\"t\"", "a", methods[i][0], "{}", "");
                 r = h_client_answer(x, "\"t\"");
@@ -521,10 +509,7 @@ Test(upcalls, server_cancels) {
         struct h_client *x;
         json_object *r, *u, *c;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
         ask(x, "\"t\"", "a", "x-custom/slow", "{}", "\"cancelAfterMs\":300");
         u = take_upcall(x, "x-custom/slow");
         c = h_take(x, h_is_method, "notifications/cancelled", H_TIMEOUT_MS);
@@ -554,10 +539,7 @@ Test(upcalls, client_disconnects) {
         json_object *u, *answer;
         char *log;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
         ask(x, "\"t\"", "a", "x-custom/wait", "{}", "");
         u = take_upcall(x, "x-custom/wait");
         json_object_put(u);
@@ -592,10 +574,7 @@ Test(upcalls, broken_answer) {
         json_object *u, *r;
         char id[32];
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
         ask(x, "\"t\"", "a", "x-custom/ask", "{}", "");
         u = take_upcall(x, "x-custom/ask");
         snprintf(id, sizeof id, "%s", h_json_text(h_get(u, "id")));
@@ -628,10 +607,7 @@ Test(upcalls, client_half_closes) {
         json_object *u, *r;
         const char *text;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
         ask(x, "\"t\"", "a", "x-custom/wait", "{}", "");
         u = take_upcall(x, "x-custom/wait");
         json_object_put(u);
@@ -685,10 +661,7 @@ Test(upcalls, notifications_to_owner) {
         struct h_client *x, *y;
         json_object *r, *msg;
 
-        add_demo("a", "", "");
-        start(NULL);
-        wait_all_ready(1);
-        x = cl_open(ALL_CAPS);
+        x = start_one_demo("a", ALL_CAPS);
         y = cl_open(ALL_CAPS);
         r = h_client_tool_call(x, "\"n1\"", "a__notify", sf("{\"method\":\"notifications/x-custom\",\"params\":%s}", params));
         cr_assert_str_eq(h_result_text(r), "sent", "%s", h_json_text(r));
