@@ -329,7 +329,7 @@ static void latency_rows(const struct options *o, const struct results *res, enu
                         snprintf(what, sizeof what, "tools/call latency %s, any CPU", names[k]);
                 else
                         snprintf(what, sizeof what, "tools/call latency %s, all on CPU %d", names[k], o->pin_cpu);
-                snprintf(c, sizeof c, "+%.1f us", (double)(via[k] - direct[k]) / 1000.0);
+                snprintf(c, sizeof c, "%+.1f us", (double)(via[k] - direct[k]) / 1000.0);
                 snprintf(t, sizeof t, "<= %.0f us", (double)target[k] / 1000.0);
                 row(what, us(a, via[k]), us(b, direct[k]), c, target[k] ? t : "-",
                     target[k] ? verdict(measured, via[k] - direct[k] <= target[k]) : "-");
