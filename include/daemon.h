@@ -85,8 +85,11 @@ int daemon_log_level(const struct daemon *d);
  * negative and *ret (may be NULL) holds {"problems": [...]}. */
 int daemon_reload(struct daemon *d, const char *why, json_object **ret);
 
-/* Sends a notification (params consumed, may be NULL) to every initialized MCP client. */
+/* Sends a notification (params consumed, may be NULL) to every initialized MCP client, or
+ * to those of them wants (may be NULL) says yes to. */
 void daemon_broadcast(struct daemon *d, const char *method, json_object *params);
+void daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
+                         bool (*wants)(const struct client *c, void *arg), void *arg);
 
 /* Called when client counts or server states change, to refresh STATUS=. */
 void daemon_clients_changed(struct daemon *d);

@@ -66,13 +66,22 @@ void daemon_clients_changed(struct daemon *d) {
                               open == 1 ? "" : "s");
 }
 
-void daemon_broadcast(struct daemon *d, const char *method, json_object *params) {
-        struct client *c;
+void daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
+                         bool (*wants)(const struct client *c, void *arg), void *arg) {
+        struct client *c, *next;
 
-        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
-                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING)
+        /* A client that does not read is dropped by client_send(), which moves it to the
+         * list of clients to free: the next one is taken before. */
+        for (c = TAILQ_FIRST(&d->clients[CLIENT_ACTIVE]); c; c = next) {
+                next = TAILQ_NEXT(c, entry);
+                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && (!wants || wants(c, arg)))
                         client_send(c, jsonrpc_notification(method, json_object_get(params)));
+        }
         json_object_put(params);
+}
+
+void daemon_broadcast(struct daemon *d, const char *method, json_object *params) {
+        daemon_broadcast_to(d, method, params, NULL, NULL);
 }
 
 /* A server changed state: what clients see may have changed with it. */

@@ -92,11 +92,14 @@ const struct method method_logging_set_level = {
         .name = "logging/setLevel", .flags = METHOD_MCP, .handle = set_level,
 };
 
+static bool level_admits(const struct client *c, void *arg) {
+        return *(const int *)arg <= client_level(c);
+}
+
 void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
         json_object *v, *logger = NULL, *data = NULL, *params;
         const char *name = s->config->name;
         char who[256];
-        struct client *c;
         int level;
 
         if (!json_object_is_type(m->params, json_type_object) || !json_object_object_get_ex(m->params, "level", &v) ||
@@ -110,8 +113,5 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
                         json_object_is_type(data, json_type_string) ? json_object_get_string(data)
                                                                      : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
         params = jsonrpc_copy_with(m->params, "logger", jsonrpc_text(who)); /* who may be cut mid-character */
-        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
-                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && level <= client_level(c))
-                        client_send(c, jsonrpc_notification("notifications/message", json_object_get(params)));
-        json_object_put(params);
+        daemon_broadcast_to(d, "notifications/message", params, level_admits, &level);
 }

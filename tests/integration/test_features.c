@@ -124,6 +124,39 @@ Test(features, logging_levels_per_client) {
         h_client_close(y);
 }
 
+/* A client dropped for not reading while a log message goes to every client must not cost
+ * the clients after it that message. The slow client comes first in the daemon's list; two
+ * 900 KB messages put it over its 1 MiB limit, wherever its socket's buffers end: the first
+ * leaves at least 900 KB less what the socket takes unsent, the second adds 900 KB. */
+Test(features, broadcast_goes_on_past_a_dropped_client) {
+        const size_t size = 900 * 1000;
+        struct h_client *slow, *fast;
+        char *text = malloc(size + 1);
+        json_object *r, *msg;
+
+        memset(text, 'x', size);
+        text[size] = '\0';
+        set_settings("\"clientOutputLimit\":1048576");
+        slow = start_one_demo("a", NULL);
+        fast = cl_open();
+        for (int i = 0; i < 2; i++) {
+                h_sendf(fast->c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"a__log\","
+                                 "\"arguments\":{\"text\":\"%s\"}}}\n", i, text);
+                r = h_client_answer(fast, sf("%d", i));
+                cr_assert_str_eq(h_result_text(r), "logged", "%s", h_json_text(r));
+                json_object_put(r);
+                msg = h_take(fast, h_is_method, "notifications/message", 0);
+                cr_assert_not_null(msg, "message %d did not reach the client that reads (the slow one %s dropped)", i,
+                                   h_log_count(&D, "not reading") ? "was" : "was not");
+                cr_assert_eq(strlen(h_str(msg, "params.data")), size);
+                json_object_put(msg);
+        }
+        cr_assert(h_log_wait(&D, "not reading", H_TIMEOUT_MS), "the slow client was not dropped");
+        free(text);
+        h_client_close(fast);
+        h_client_close(slow);
+}
+
 Test(features, server_set_to_most_verbose_level) {
         struct h_client *x, *y;
         unsigned told;
