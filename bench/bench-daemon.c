@@ -243,60 +243,6 @@ int daemon_stop(struct daemon_run *d, int timeout_ms) {
         return status;
 }
 
-/* ---- /proc ---- */
-
-static int read_text(const char *path, char *buf, size_t size) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, size - 1);
-        close(fd);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        return (int)n;
-}
-
-bool proc_cpu_split(pid_t pid, int64_t *utime, int64_t *stime) {
-        char path[64], buf[1024], *p;
-        unsigned long long user, sys;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        if (read_text(path, buf, sizeof buf) < 0 || !(p = strrchr(buf, ')')))
-                return false;
-        /* After the command: state, then fields 4..13, then utime (14) and stime (15). */
-        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &user, &sys) != 2)
-                return false;
-        *utime = (int64_t)user;
-        *stime = (int64_t)sys;
-        return true;
-}
-
-int64_t proc_cpu_ticks(pid_t pid) {
-        int64_t user, sys;
-
-        return proc_cpu_split(pid, &user, &sys) ? user + sys : -1;
-}
-
-long proc_rss_kib(pid_t pid) {
-        char path[64], buf[4096], *p;
-
-        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-        if (read_text(path, buf, sizeof buf) < 0 || !(p = strstr(buf, "\nVmRSS:")))
-                return -1;
-        return strtol(p + 7, NULL, 10);
-}
-
-pid_t proc_first_child(pid_t pid) {
-        char path[64], buf[256];
-
-        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-        if (read_text(path, buf, sizeof buf) <= 0)
-                return 0;
-        return (pid_t)strtol(buf, NULL, 10);
-}
 
 int pin_processes(const pid_t *pids, unsigned n, const cpu_set_t *set) {
         for (unsigned i = 0; i < n; i++)

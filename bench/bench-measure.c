@@ -70,10 +70,12 @@ struct snapshot {
 };
 
 static void snap(const struct load_run *lr, pid_t server, struct snapshot *s) {
+        struct proc_stat st = { 0 };
+
+        (void)proc_stat(lr->d->pid, &st);
         *s = (struct snapshot){ .at = now_ns(), .server = proc_cpu_ticks(server), .bench = proc_cpu_ticks(getpid()),
+                                .daemon_user = st.utime, .daemon_sys = st.stime, .daemon = st.utime + st.stime,
                                 .done = lr->done };
-        proc_cpu_split(lr->d->pid, &s->daemon_user, &s->daemon_sys);
-        s->daemon = s->daemon_user + s->daemon_sys;
 }
 
 static int connect_all(struct load_run *lr) {
@@ -239,7 +241,8 @@ static int large_call(struct conn *c, const char *tool, size_t bytes, struct dae
 
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
                   struct large *ret) {
-        int64_t *took = calloc(runs, sizeof *took), warm, user0 = 0, sys0 = 0, user1 = 0, sys1 = 0;
+        int64_t *took = calloc(runs, sizeof *took), warm;
+        struct proc_stat st0 = { 0 }, st1;
         double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
         int r;
 
@@ -249,15 +252,15 @@ int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs,
         /* One unmeasured call first: both ends grow their buffers once. */
         r = large_call(c, tool, bytes, d, &warm);
         if (d)
-                proc_cpu_split(d->pid, &user0, &sys0);
+                (void)proc_stat(d->pid, &st0);
         for (unsigned i = 0; i < runs && r >= 0; i++)
                 r = large_call(c, tool, bytes, d, &took[i]);
         if (r >= 0) {
                 qsort(took, runs, sizeof *took, cmp_i64);
                 ret->mb_per_s = (double)bytes / 1e6 / ((double)percentile(took, runs, 50) / 1e9);
-                if (d && proc_cpu_split(d->pid, &user1, &sys1)) {
-                        ret->daemon_user_ms = (double)(user1 - user0) * tick_ms / (double)runs;
-                        ret->daemon_sys_ms = (double)(sys1 - sys0) * tick_ms / (double)runs;
+                if (d && proc_stat(d->pid, &st1)) {
+                        ret->daemon_user_ms = (double)(st1.utime - st0.utime) * tick_ms / (double)runs;
+                        ret->daemon_sys_ms = (double)(st1.stime - st0.stime) * tick_ms / (double)runs;
                         ret->daemon_cpu_ms = ret->daemon_user_ms + ret->daemon_sys_ms;
                 }
                 ret->ok = true;

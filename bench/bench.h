@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc-stats.h"
+
 #define BENCH_SERVER_NAME "bench"
 #define BENCH_TOOL_PREFIX BENCH_SERVER_NAME "__"
 #define MAX_LEVELS 8
@@ -54,16 +56,8 @@ int daemon_wait_status(struct daemon_run *d, const char *needle, int timeout_ms)
 /* SIGTERM, then waits for the exit (SIGKILL after timeout_ms); its exit status, or -1. */
 int daemon_stop(struct daemon_run *d, int timeout_ms);
 
-/* ---- /proc ---- */
+/* ---- /proc (tests/common/proc-stats.h) ---- */
 
-/* utime + stime in clock ticks (_SC_CLK_TCK), -1 if gone. */
-int64_t proc_cpu_ticks(pid_t pid);
-/* The two apart; false if gone. */
-bool proc_cpu_split(pid_t pid, int64_t *utime, int64_t *stime);
-/* VmRSS in KiB, -1 if gone. */
-long proc_rss_kib(pid_t pid);
-/* The first child of pid (the daemon's server), 0 if none. */
-pid_t proc_first_child(pid_t pid);
 /* Sets the CPU affinity of each process (single-threaded ones: the daemon, the servers, us). */
 int pin_processes(const pid_t *pids, unsigned n, const cpu_set_t *set);
 

@@ -537,27 +537,15 @@ pid_t h_pidfile_wait(const char *path, pid_t not_this, int timeout_ms) {
 }
 
 bool h_proc_stat(pid_t pid, char *state, pid_t *ppid, pid_t *pgid) {
-        char path[64], buf[1024], *p;
-        int fd, pp, pg;
-        ssize_t n;
+        struct proc_stat st;
 
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        if (!proc_stat(pid, &st))
                 return false;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        /* the command name (field 2) may hold spaces and ')': parse after the last ')' */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %c %d %d", state, &pp, &pg) != 3)
-                return false;
+        *state = st.state;
         if (ppid)
-                *ppid = pp;
+                *ppid = st.ppid;
         if (pgid)
-                *pgid = pg;
+                *pgid = st.pgid;
         return true;
 }
 
@@ -896,61 +884,6 @@ json_object *h_control(struct h_daemon *d, const char *method, const char *param
 /* ---- Helpers for fault-injection tests; see harness.h ---- */
 
 #include <stdint.h>
-
-int h_proc_fd_count(pid_t pid) {
-        char path[64];
-        DIR *dir;
-        struct dirent *de;
-        int count = 0;
-
-        snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-        dir = opendir(path);
-        if (!dir)
-                return -1;
-        while ((de = readdir(dir)))
-                if (de->d_name[0] != '.')
-                        count++;
-        closedir(dir);
-        return count;
-}
-
-long h_proc_rss_kb(pid_t pid) {
-        char path[64], line[256];
-        long kb = -1;
-        FILE *f;
-
-        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-                        break;
-        fclose(f);
-        return kb;
-}
-
-long long h_proc_cpu_ms(pid_t pid) {
-        char path[64], buf[1024], *p;
-        unsigned long long utime, stime;
-        ssize_t n;
-        int fd;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        /* fields 14 and 15, counted after the command name, which may hold ')' */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
-                return -1;
-        return (long long)((utime + stime) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
-}
 
 unsigned h_count_processes_with_env(const char *entry) {
         static char env[256 * 1024];

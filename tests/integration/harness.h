@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "proc-stats.h"
+
 #define H_TIMEOUT_MS 5000
 
 struct h_opts {
@@ -205,12 +207,7 @@ json_object *h_control(struct h_daemon *d, const char *method, const char *param
 /* ---- Helpers for fault-injection tests (test_faults.c, test_load.c): what a process holds,
  * read from /proc, and a load of several clients that accounts for every answer ---- */
 
-/* Open descriptors of pid (the entries of /proc/PID/fd); -1 if unreadable. */
-int h_proc_fd_count(pid_t pid);
-/* VmRSS of pid in KiB; -1 if unreadable. */
-long h_proc_rss_kb(pid_t pid);
-/* CPU time pid has used, user plus system, in ms; -1 if unreadable. */
-long long h_proc_cpu_ms(pid_t pid);
+/* What a process holds: proc_fd_count(), proc_rss_kib(), proc_cpu_ms() (proc-stats.h). */
 /* Live processes whose environment holds exactly the entry NAME=value: a tag a test gives its
  * servers finds them, and everything they started, wherever they were re-parented. */
 unsigned h_count_processes_with_env(const char *entry);

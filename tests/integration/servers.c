@@ -158,7 +158,7 @@ static bool no_zombie(const void *arg) {
 }
 
 static bool fds_are(const void *arg) {
-        return h_proc_fd_count(test_daemon->pid) == *(const int *)arg;
+        return proc_fd_count(test_daemon->pid) == *(const int *)arg;
 }
 
 struct baseline baseline_take(unsigned procs) {
@@ -167,8 +167,8 @@ struct baseline baseline_take(unsigned procs) {
         cr_assert(wait_for(procs_are, &procs, H_TIMEOUT_MS), "%u tagged processes run, not %u",
                   h_count_processes_with_env(tag_entry()), procs);
         cr_assert(wait_for(no_zombie, NULL, H_TIMEOUT_MS), "the daemon has a zombie child");
-        b.fds = h_proc_fd_count(test_daemon->pid);
-        b.rss_kb = h_proc_rss_kb(test_daemon->pid);
+        b.fds = proc_fd_count(test_daemon->pid);
+        b.rss_kb = proc_rss_kib(test_daemon->pid);
         cr_assert(b.fds > 0 && b.rss_kb > 0, "cannot read the daemon's /proc entries");
         return b;
 }
@@ -180,8 +180,8 @@ long baseline_expect(const struct baseline *b) {
                   h_count_processes_with_env(tag_entry()), b->procs);
         cr_assert(wait_for(no_zombie, NULL, H_TIMEOUT_MS), "the daemon has a zombie child");
         cr_assert(wait_for(fds_are, &b->fds, 2 * H_TIMEOUT_MS), "the daemon holds %d descriptors, not %d as before",
-                  h_proc_fd_count(test_daemon->pid), b->fds);
-        rss = h_proc_rss_kb(test_daemon->pid);
+                  proc_fd_count(test_daemon->pid), b->fds);
+        rss = proc_rss_kib(test_daemon->pid);
         /* Not under valgrind (MCPVISOR_IT_WRAPPER), whose own memory moves RSS by tens of MiB. */
         if (BASELINE_RSS_SLACK_KB >= 0 && !getenv("MCPVISOR_IT_WRAPPER"))
                 cr_assert_leq(rss - b->rss_kb, BASELINE_RSS_SLACK_KB, "the daemon's RSS grew from %ld to %ld KiB",

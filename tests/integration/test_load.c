@@ -364,9 +364,9 @@ static void connect_disconnect(struct h_load *l, unsigned total, int fds_at_rest
                 }
                 for (unsigned i = 0; i < BATCH; i++)
                         close(fds[i]);
-                while (log_counter_update(&accepted) < before + done + BATCH || h_proc_fd_count(D.pid) != fds_at_rest) {
+                while (log_counter_update(&accepted) < before + done + BATCH || proc_fd_count(D.pid) != fds_at_rest) {
                         cr_assert_lt(h_now_ms(), deadline, "%u of %u connections accepted; %d descriptors, not %d",
-                                     accepted.count - before, done + BATCH, h_proc_fd_count(D.pid), fds_at_rest);
+                                     accepted.count - before, done + BATCH, proc_fd_count(D.pid), fds_at_rest);
                         if (h_load_pump(l, 5))
                                 h_load_add(l, 4);
                 }
@@ -382,7 +382,7 @@ Test(load, connect_disconnect_thousands) {
         struct baseline b;
         long long t0;
 
-        connect_disconnect(l, WARM, h_proc_fd_count(D.pid));
+        connect_disconnect(l, WARM, proc_fd_count(D.pid));
         b = baseline_take(2);
         t0 = h_now_ms();
         connect_disconnect(l, TOTAL, b.fds);
@@ -417,7 +417,7 @@ static bool accepted_or_emfile(int want) {
 
         for (;;) {
                 h_notify_drain(&D);
-                if (h_proc_fd_count(D.pid) == want)
+                if (proc_fd_count(D.pid) == want)
                         return true;
                 if (h_log_count(&D, EMFILE_LOG) > 0)
                         return false;
@@ -462,12 +462,12 @@ Test(load, emfile) {
         /* at the limit: a second of the daemon's CPU time, the load idle (not a wait on a
          * condition: the length of the measurement) */
         warnings = h_log_count(&D, EMFILE_LOG);
-        cpu = h_proc_cpu_ms(D.pid);
+        cpu = proc_cpu_ms(D.pid);
         for (long long end = h_now_ms() + WINDOW_MS; h_now_ms() < end;) {
                 h_notify_drain(&D);
                 poll(NULL, 0, 50);
         }
-        cpu = h_proc_cpu_ms(D.pid) - cpu;
+        cpu = proc_cpu_ms(D.pid) - cpu;
         warnings = h_log_count(&D, EMFILE_LOG) - warnings;
         if (getenv("H_VERBOSE"))
                 fprintf(stderr, "at the limit: %lld ms of CPU and %u warnings in %d ms\n", cpu, warnings, WINDOW_MS);

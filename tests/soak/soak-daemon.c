@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc-stats.h"
 #include "soak.h"
 
 /* Two configs, A (the start and the end) and B, that the reloads alternate between: alpha
@@ -316,41 +317,9 @@ bool soak_daemon_settled(struct soak *s, unsigned v, int timeout_ms, char *why, 
         }
 }
 
-static long read_rss_kb(pid_t pid) {
-        char path[64], line[256];
-        long kb = -1;
-        FILE *f;
-
-        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-                        break;
-        fclose(f);
-        return kb;
-}
-
-static int count_fds(pid_t pid) {
-        char path[64];
-        struct dirent *e;
-        int n = 0;
-        DIR *dir;
-
-        snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-        dir = opendir(path);
-        if (!dir)
-                return -errno;
-        while ((e = readdir(dir)))
-                n += e->d_name[0] != '.';
-        closedir(dir);
-        return n;
-}
-
 int soak_daemon_sample(struct soak *s, struct soak_sample *out) {
-        out->rss_kb = read_rss_kb(s->d.pid);
-        out->fds = count_fds(s->d.pid);
+        out->rss_kb = proc_rss_kib(s->d.pid);
+        out->fds = proc_fd_count(s->d.pid);
         return out->rss_kb < 0 || out->fds < 0 ? -ESRCH : 0;
 }
 
@@ -436,29 +405,6 @@ bool soak_daemon_stop(struct soak *s, int timeout_ms) {
         return WIFEXITED(s->d.wait_status) && WEXITSTATUS(s->d.wait_status) == 0;
 }
 
-static bool read_stat(pid_t pid, pid_t *ppid, char *comm, size_t size) {
-        char path[64], line[512], *close_paren;
-        FILE *f;
-        int parent;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        f = fopen(path, "re");
-        if (!f)
-                return false;
-        if (!fgets(line, sizeof line, f)) {
-                fclose(f);
-                return false;
-        }
-        fclose(f);
-        /* comm may hold spaces and parentheses: the last ')' ends it. */
-        close_paren = strrchr(line, ')');
-        if (!close_paren || sscanf(close_paren + 2, "%*c %d", &parent) != 1)
-                return false;
-        *ppid = parent;
-        snprintf(comm, size, "%.*s", (int)(close_paren - strchr(line, '(') - 1), strchr(line, '(') + 1);
-        return true;
-}
-
 unsigned soak_leftovers(struct soak *s, FILE *report) {
         unsigned count = 0;
         struct dirent *e;
@@ -468,12 +414,11 @@ unsigned soak_leftovers(struct soak *s, FILE *report) {
 
         /* The daemon is gone: anything it started and did not end is now ours. */
         while (proc && (e = readdir(proc))) {
-                pid_t ppid;
-                char comm[64];
+                struct proc_stat st;
                 pid = (pid_t)atoi(e->d_name);
-                if (pid <= 0 || !read_stat(pid, &ppid, comm, sizeof comm) || ppid != self)
+                if (pid <= 0 || !proc_stat(pid, &st) || st.ppid != self)
                         continue;
-                fprintf(report, "soak: left behind by the daemon: pid %d (%s)\n", (int)pid, comm);
+                fprintf(report, "soak: left behind by the daemon: pid %d (%s)\n", (int)pid, st.comm);
                 kill(pid, SIGKILL);
                 count++;
         }
