@@ -9,7 +9,8 @@
 
 struct json_scan {
         const char *p, *end;    /* the next byte, and the end of the text */
-        unsigned depth, max_depth;
+        unsigned depth;         /* containers open around p */
+        unsigned max_depth;     /* values this many containers down are refused, as json-c does */
 };
 
 void json_scan_init(struct json_scan *s, const char *text, size_t len, unsigned max_depth);

@@ -163,8 +163,7 @@ static bool take_member_or_element(struct json_scan *s, bool object) {
 static bool take_container(struct json_scan *s, char close) {
         bool object = close == '}';
 
-        if (++s->depth > s->max_depth)
-                return false;
+        s->depth++;
         s->p++;
         json_scan_ws(s);
         if (!json_scan_take(s, close)) {
@@ -182,7 +181,9 @@ static bool take_container(struct json_scan *s, char close) {
 }
 
 bool json_scan_value(struct json_scan *s) {
-        if (s->p >= s->end)
+        /* As json-c counts: every value inside a container is one level deeper, scalars
+         * included, and a value max_depth levels down is refused. */
+        if (s->p >= s->end || s->depth >= s->max_depth)
                 return false;
         switch (*s->p) {
         case '"':

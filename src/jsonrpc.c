@@ -324,6 +324,7 @@ bool jsonrpc_scan_result(const char *line, size_t len, struct jsonrpc_result_tex
         json_scan_ws(&s);
         if (!json_scan_take(&s, '{'))
                 return false;
+        s.depth = 1; /* the members are inside the envelope */
         do {
                 json_scan_ws(&s);
                 if (!take_result_member(&s, ret, &seen))

@@ -106,16 +106,42 @@ Test(json_scan, embedded_nul) {
         cr_assert_not(json_scan_valid("[1,\0 2]", 7, DEPTH));
 }
 
+/* Depth as json-c counts it: a value inside n containers is at depth n, scalars included,
+ * and depth max_depth is refused. Each verdict is json-c's too. */
+static void expect_depth(const char *text, size_t len, unsigned max_depth, bool valid) {
+        json_tokener *tok = json_tokener_new_ex((int)max_depth);
+        json_object *o;
+
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, text, (int)len);
+        cr_assert_eq(json_tokener_get_error(tok) == json_tokener_success, valid, "json-c at depth %u: %.*s", max_depth,
+                     (int)len, text);
+        json_object_put(o);
+        json_tokener_free(tok);
+        cr_assert_eq(json_scan_valid(text, len, max_depth), valid, "the scanner at depth %u: %.*s", max_depth, (int)len,
+                     text);
+}
+
 Test(json_scan, depth_bounded) {
-        char text[2 * 600 + 1];
+        char text[2 * 600 + 2];
 
         for (unsigned depth = 510; depth <= 514; depth++) {
                 memset(text, '[', depth);
                 memset(text + depth, ']', depth);
-                cr_assert_eq(json_scan_valid(text, 2 * depth, DEPTH), depth <= DEPTH, "depth %u", depth);
+                expect_depth(text, 2 * depth, DEPTH, depth <= DEPTH);
+                /* a scalar in the innermost array is one level deeper */
+                memset(text, '[', depth);
+                text[depth] = '1';
+                memset(text + depth + 1, ']', depth);
+                expect_depth(text, 2 * depth + 1, DEPTH, depth < DEPTH);
         }
-        cr_assert(json_scan_valid("[[1]]", 5, 2));
-        cr_assert_not(json_scan_valid("[[1]]", 5, 1));
+        expect_depth("[[]]", 4, 2, true);
+        expect_depth("[[1]]", 5, 2, false);
+        expect_depth("[[1]]", 5, 3, true);
+        expect_depth("{\"a\":{\"b\":1}}", 13, 2, false);
+        expect_depth("{\"a\":{\"b\":1}}", 13, 3, true);
+        expect_depth("[]", 2, 1, true);
+        expect_depth("[1]", 3, 1, false);
 }
 
 /* Only the bytes given are read: a value cut anywhere is refused. */

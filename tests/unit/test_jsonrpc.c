@@ -3,6 +3,7 @@
 #include <event2/buffer.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonrpc.h"
@@ -705,4 +706,29 @@ Test(jsonrpc, result_text_line) {
         cr_assert_eq((size_t)n, strlen(line));
         cr_assert_str_eq(line, "{\"jsonrpc\":\"2.0\",\"id\":\"a\\\"b\",\"result\":{ \"x\" : [1, 2.50] }}\n");
         json_object_put(id);
+}
+
+/* Nesting as json-c counts it, the envelope included: a result json-c refuses as too deep
+ * is not taken for a plain result either. */
+Test(jsonrpc, scan_result_depth_as_json_c) {
+        static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":";
+        char *line = malloc(2048);
+        struct jsonrpc_result_text r;
+
+        for (size_t n = 509; n <= 512; n++)
+                for (int scalar = 0; scalar < 2; scalar++) {
+                        size_t len = strlen(head);
+                        memcpy(line, head, len);
+                        memset(line + len, '[', n);
+                        len += n;
+                        if (scalar)
+                                line[len++] = '1';
+                        memset(line + len, ']', n);
+                        len += n;
+                        line[len++] = '}';
+                        bool json_c = parse_len(line, len) == JSONRPC_RESPONSE;
+                        cr_assert_eq(jsonrpc_scan_result(line, len, &r), json_c, "%zu arrays%s: json-c %s it", n,
+                                     scalar ? " around 1" : "", json_c ? "takes" : "refuses");
+                }
+        free(line);
 }
