@@ -11,5 +11,6 @@
 struct bufferevent;
 
 /* Writes the parts of one message to bev's descriptor, or queues them after what is
- * queued already. Returns 0, or -ENOMEM if the rest could not be queued. */
+ * queued already. Returns 0, or -ENOMEM if the rest could not be queued: the peer may then
+ * have part of a line, so the caller must end the connection. */
 int write_now(struct bufferevent *bev, const struct iovec *parts, size_t n_parts);

@@ -263,8 +263,17 @@ int child_send(struct child *ch, json_object *msg) {
 
         if (ch->input_closed || ch->broken)
                 r = -EPIPE;
-        else if (jsonrpc_line(msg, parts) < 0 || write_now(ch->to, parts, 2) < 0)
+        else if (jsonrpc_line(msg, parts) < 0)
                 r = -ENOMEM;
+        else if (write_now(ch->to, parts, 2) < 0) {
+                /* Part of the line may have gone out, and what follows would corrupt it. Its
+                 * stdin is closed instead: the server ends, and is seen to, as any that exits. */
+                log_emit(ch->log, LOG_ERR, &(struct log_subject){ .server = ch->name },
+                         "out of memory writing to the server's stdin; closing it");
+                ch->input_closed = true;
+                shut_input(ch);
+                r = -ENOMEM;
+        }
         json_object_put(msg);
         return r;
 }

@@ -84,8 +84,12 @@ void client_request_done(struct client *c) {
 static void after_send(struct client *c, int r) {
         size_t limit = c->daemon->config.client_output_limit;
 
-        if (r < 0)
-                client_log(c, LOG_ERR, "out of memory queueing a message");
+        if (r < 0) {
+                /* Part of the line may have gone out: what follows would corrupt it. */
+                client_log(c, LOG_ERR, "out of memory queueing a message; disconnecting");
+                client_set_state(c, CLIENT_JUSTFREE);
+                return;
+        }
         if (unsent(c) > limit) {
                 client_log(c, LOG_WARNING, "client is not reading its replies (%zu bytes unsent, limit %zu); disconnecting",
                            unsent(c), limit);

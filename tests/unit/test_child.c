@@ -472,6 +472,30 @@ Test(child, plain_result_parsed_for_other_requests) {
         cr_assert_str_eq(replies[0].result, "{\"tools\":[]}");
 }
 
+/* Out of memory with part of a line written: the server's stdin is closed, so nothing more
+ * lands after that part, and the server ends as any that exits. */
+static void setup_failing_allocator(void) {
+        failing_allocator_install();
+        setup();
+}
+
+Test(child, out_of_memory_mid_line_closes_stdin, .init = setup_failing_allocator) {
+        const size_t size = 1 << 20;
+        char *big = malloc(size + 1);
+        json_object *params = json_object_new_object();
+
+        memset(big, 'x', size);
+        big[size] = '\0';
+        json_object_object_add(params, "text", json_object_new_string(big));
+        failing_allocations(true);
+        cr_assert_eq(child_notify(ch, "x/big", params), -ENOMEM);
+        failing_allocations(false);
+        cr_assert(ch->input_closed);
+        cr_assert_eq(child_notify(ch, "x/after", NULL), -EPIPE);
+        cr_assert(strstr(logged(), "out of memory writing to the server's stdin"), "log: %s", logged());
+        free(big);
+}
+
 Test(child, garbage_logged_up_to_ten_then_counted) {
         for (int i = 0; i < 25; i++)
                 server_says("junk\n");

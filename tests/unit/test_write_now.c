@@ -107,3 +107,23 @@ Test(write_now, a_closed_peer_leaves_it_to_the_bufferevent) {
         send_text("lost", "\n");
         cr_assert_eq(queued(), 5);
 }
+
+/* Out of memory after part of a message went out is reported: the peer then holds part
+ * of a line. */
+static void setup_failing_allocator(void) {
+        failing_allocator_install();
+        setup();
+}
+
+Test(write_now, out_of_memory_after_a_partial_write_reported, .init = setup_failing_allocator) {
+        const size_t size = 4 << 20;
+        char *big = malloc(size + 1), buf[4096];
+        struct iovec parts[1] = { { big, size } };
+
+        memset(big, 'a', size);
+        failing_allocations(true);
+        cr_assert_eq(write_now(bev, parts, 1), -ENOMEM);
+        failing_allocations(false);
+        cr_assert_gt(peer_reads(buf, sizeof buf), 0, "nothing went out: not the case this tests");
+        free(big);
+}

@@ -137,3 +137,21 @@ void tmpdir_remove(void) {
                 nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         tmpdir[0] = '\0';
 }
+
+static bool allocations_fail;
+
+static void *failing_malloc(size_t size) {
+        return allocations_fail ? NULL : malloc(size);
+}
+
+static void *failing_realloc(void *p, size_t size) {
+        return allocations_fail ? NULL : realloc(p, size);
+}
+
+void failing_allocator_install(void) {
+        event_set_mem_functions(failing_malloc, failing_realloc, free);
+}
+
+void failing_allocations(bool fail) {
+        allocations_fail = fail;
+}

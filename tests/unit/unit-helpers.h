@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <event2/event.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,3 +62,10 @@ const char *tmpdir_make(void);
 const char *tmp_path(const char *name);
 /* Removes it with all it holds, if it was made. */
 void tmpdir_remove(void);
+
+/* libevent's allocations, failing on demand */
+
+/* Routes libevent's allocations through functions that fail while failing_allocations()
+ * says so. Call before anything of libevent's is made (first in a test's .init). */
+void failing_allocator_install(void);
+void failing_allocations(bool fail);
