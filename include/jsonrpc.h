@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-struct evbuffer;
 
 enum {
         JSONRPC_PARSE_ERROR = -32700,
@@ -76,8 +75,6 @@ json_object *jsonrpc_copy_with(json_object *o, const char *key, json_object *val
 /* msg as one line in two parts: its compact JSON (owned by msg, valid while it is
  * unchanged) and '\n'. Returns the line's length or -ENOMEM. */
 int jsonrpc_line(json_object *msg, struct iovec parts[2]);
-/* Appends msg as one line (compact JSON + '\n'). Returns bytes appended or -ENOMEM. */
-int jsonrpc_write(struct evbuffer *out, json_object *msg);
 
 /* A server's plain result, {"jsonrpc":"2.0","id":N,"result":VALUE} with N a non-negative
  * integer and members in any order, checked (json-scan.h) but not parsed: VALUE can then

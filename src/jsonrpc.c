@@ -2,7 +2,6 @@
 #include "jsonrpc.h"
 
 #include <errno.h>
-#include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,16 +241,6 @@ int jsonrpc_line(json_object *msg, struct iovec parts[2]) {
         parts[0] = (struct iovec){ (void *)s, len };
         parts[1] = (struct iovec){ (void *)"\n", 1 };
         return (int)(len + 1);
-}
-
-int jsonrpc_write(struct evbuffer *out, json_object *msg) {
-        struct iovec parts[2];
-        int n = jsonrpc_line(msg, parts);
-
-        if (n < 0 || evbuffer_expand(out, (size_t)n) < 0 || evbuffer_add(out, parts[0].iov_base, parts[0].iov_len) < 0 ||
-            evbuffer_add(out, parts[1].iov_base, parts[1].iov_len) < 0)
-                return -ENOMEM;
-        return n;
 }
 
 /* A key at p with no escapes in it: one with escapes could spell a member the checks

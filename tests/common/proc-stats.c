@@ -91,3 +91,18 @@ pid_t proc_first_child(pid_t pid) {
                 return 0;
         return (pid_t)strtol(buf, NULL, 10);
 }
+
+int proc_count(bool (*match)(pid_t pid, void *arg), void *arg) {
+        DIR *dir = opendir("/proc");
+        struct dirent *e;
+        int count = 0;
+        pid_t pid;
+
+        if (!dir)
+                return -1;
+        while ((e = readdir(dir)))
+                if ((pid = (pid_t)atoi(e->d_name)) > 0 && match(pid, arg))
+                        count++;
+        closedir(dir);
+        return count;
+}

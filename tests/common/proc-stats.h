@@ -25,3 +25,7 @@ int64_t proc_cpu_ticks(pid_t pid);
 long long proc_cpu_ms(pid_t pid);
 /* The first child in /proc/PID/task/PID/children, or 0. */
 pid_t proc_first_child(pid_t pid);
+
+/* Calls match for every process in /proc; returns how many it said yes to. -1 if /proc
+ * cannot be read. */
+int proc_count(bool (*match)(pid_t pid, void *arg), void *arg);

@@ -569,24 +569,24 @@ bool h_pid_gone_wait(pid_t pid, int timeout_ms) {
         }
 }
 
+struct child_match {
+        pid_t ppid;
+        bool zombies_only;
+};
+
+static bool is_child(pid_t pid, void *arg) {
+        const struct child_match *m = arg;
+        pid_t parent;
+        char state;
+
+        return h_proc_stat(pid, &state, &parent, NULL) && parent == m->ppid && (!m->zombies_only || state == 'Z');
+}
+
 unsigned h_count_children(pid_t ppid, bool zombies_only) {
-        DIR *dir = opendir("/proc");
-        struct dirent *de;
-        unsigned count = 0;
+        int count = proc_count(is_child, &(struct child_match){ .ppid = ppid, .zombies_only = zombies_only });
 
-        cr_assert_not_null(dir);
-        while ((de = readdir(dir))) {
-                pid_t parent;
-                char state;
-
-                if (!isdigit((unsigned char)de->d_name[0]))
-                        continue;
-                if (h_proc_stat((pid_t)atoi(de->d_name), &state, &parent, NULL) && parent == ppid &&
-                    (!zombies_only || state == 'Z'))
-                        count++;
-        }
-        closedir(dir);
-        return count;
+        cr_assert_geq(count, 0, "cannot read /proc");
+        return (unsigned)count;
 }
 
 size_t h_read_environ(pid_t pid, char *buf, size_t size) {
@@ -885,26 +885,18 @@ json_object *h_control(struct h_daemon *d, const char *method, const char *param
 
 #include <stdint.h>
 
-unsigned h_count_processes_with_env(const char *entry) {
+static bool has_env_entry(pid_t pid, void *arg) {
         static char env[256 * 1024];
-        DIR *dir = opendir("/proc");
-        struct dirent *de;
-        unsigned count = 0;
+        size_t len = h_read_environ(pid, env, sizeof env);
 
-        cr_assert_not_null(dir);
-        while ((de = readdir(dir))) {
-                pid_t pid;
-                size_t len;
+        return len && h_environ_has(env, len, arg, true) && !h_pid_gone(pid);
+}
 
-                if (!isdigit((unsigned char)de->d_name[0]))
-                        continue;
-                pid = (pid_t)atoi(de->d_name);
-                len = h_read_environ(pid, env, sizeof env);
-                if (len && h_environ_has(env, len, entry, true) && !h_pid_gone(pid))
-                        count++;
-        }
-        closedir(dir);
-        return count;
+unsigned h_count_processes_with_env(const char *entry) {
+        int count = proc_count(has_env_entry, (void *)entry);
+
+        cr_assert_geq(count, 0, "cannot read /proc");
+        return (unsigned)count;
 }
 
 /* One client of a load: its requests are numbered from 0, sent with id number + 1. */

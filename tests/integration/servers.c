@@ -84,11 +84,19 @@ void wait_all_ready(unsigned n) {
                   "not all %u servers became ready; got %s", n, test_daemon->notices);
 }
 
+struct h_client *cl_open(void) {
+        return h_client_open(test_daemon, false, NULL);
+}
+
+struct h_client *cl_open_with(const char *capabilities) {
+        return h_client_open_with(test_daemon, capabilities, NULL);
+}
+
 struct h_client *start_one_demo(const char *name, const char *capabilities) {
         add_demo(name, "", "");
         start(NULL);
         wait_all_ready(1);
-        return capabilities ? h_client_open_with(test_daemon, capabilities, NULL) : h_client_open(test_daemon, false, NULL);
+        return capabilities ? cl_open_with(capabilities) : cl_open();
 }
 
 /* ---- For fault-injection tests; see servers.h ---- */

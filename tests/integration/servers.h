@@ -28,6 +28,10 @@ char *config_text(void);
 void start(const char *const *env);
 /* Waits until the daemon says all n servers are ready. */
 void wait_all_ready(unsigned n);
+/* A client of the test's daemon, connected and initialized, declaring no capabilities, or
+ * capabilities (JSON text of initialize's params.capabilities). */
+struct h_client *cl_open(void);
+struct h_client *cl_open_with(const char *capabilities);
 /* The commonest start: one demo server called name, ready, and one client connected and
  * initialized, declaring capabilities (JSON text, or NULL for none). */
 struct h_client *start_one_demo(const char *name, const char *capabilities);

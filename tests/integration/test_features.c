@@ -25,10 +25,6 @@ TestSuite(features, .init = setup, .fini = servers_teardown, .timeout = 30);
 
 /* ---- helpers ---- */
 
-static struct h_client *cl_open(void) {
-        return h_client_open(&D, false, NULL);
-}
-
 /* Calls and asserts the answer is a result; drops it. */
 static void expect_ok(struct h_client *x, const char *id, const char *method, const char *params) {
         json_object *r = h_client_call(x, id, method, params);

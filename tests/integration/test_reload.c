@@ -295,10 +295,6 @@ static void wait_no_removed_rows(void) {
 
 /* ---- helpers: MCP clients ---- */
 
-static struct h_client *cl_open(void) {
-        return h_client_open(&D, false, NULL);
-}
-
 static const char *tools_of(struct h_client *x, const char *id) {
         json_object *r = h_client_call(x, id, "tools/list", NULL);
         static char buf[8192];

@@ -86,10 +86,6 @@ static const char *prefixed_tools(const char *prefix, const char *sep) {
 
 /* ---- helpers: clients (see h_client_open) ---- */
 
-static struct h_client *cl_open(void) {
-        return h_client_open(&D, false, NULL);
-}
-
 static const char *error_message(json_object *msg) {
         cr_assert_not_null(h_get(msg, "error.message"), "expected an error, got %s", h_json_text(msg));
         return h_str(msg, "error.message");

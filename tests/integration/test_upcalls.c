@@ -103,10 +103,6 @@ static json_object *log_json(const char *needle) {
 
 /* ---- helpers: clients ---- */
 
-static struct h_client *cl_open(const char *capabilities) {
-        return h_client_open_with(&D, capabilities, NULL);
-}
-
 /* A request (method and id) whose method is arg. */
 static bool is_request(json_object *msg, const char *arg) {
         return h_get(msg, "id") && h_get(msg, "method") && strcmp(h_str(msg, "method"), arg) == 0;
@@ -243,7 +239,7 @@ Test(upcalls, client_capabilities) {
         add_demo("one", "\"clientCapabilities\":[\"elicitation\"]", "");
         start(NULL);
         wait_all_ready(4);
-        x = cl_open("{}");
+        x = cl_open_with("{}");
 
         caps = server_sees(x, "all");
         for (size_t i = 0; i < 3; i++)
@@ -309,7 +305,7 @@ Test(upcalls, client_capabilities_config_errors) {
         start(NULL);
         wait_all_ready(1);
         expect_log("mcpServers.bogus.clientCapabilities");
-        x = cl_open("{}");
+        x = cl_open_with("{}");
         r = h_client_call(x, "1", "tools/list", NULL);
         names = h_tool_names(r);
         cr_assert(h_has_item(names, "ok__ask"), "%s", names);
@@ -410,7 +406,7 @@ Test(upcalls, no_owner) {
         add_demo("a", "", "\"--slow-start\",\"500\",\"--ask-at-start\",\"roots/list\"");
         start(NULL);
         cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
-        x = cl_open(ALL_CAPS);
+        x = cl_open_with(ALL_CAPS);
         answer = log_json("a: answer to start-1: ");
         cr_assert_str_eq(h_str(answer, "id"), "start-1", "%s", h_json_text(answer));
         cr_assert_eq(h_error_code(answer), -32603, "%s", h_json_text(answer));
@@ -427,7 +423,7 @@ Test(upcalls, two_owners) {
         json_object *r, *u;
 
         x = start_one_demo("a", ALL_CAPS);
-        y = cl_open(ALL_CAPS);
+        y = cl_open_with(ALL_CAPS);
         sleep_in_flight(y, "\"s\"", "a");
         ask(x, "\"t\"", "a", "roots/list", "{}", "");
         r = h_client_answer(x, "\"t\"");
@@ -485,7 +481,7 @@ Test(upcalls, capability_missing) {
         h_client_close(x);
 
         /* sampling only */
-        y = cl_open("{\"sampling\":{}}");
+        y = cl_open_with("{\"sampling\":{}}");
         ask(y, "\"s\"", "a", "sampling/createMessage", "{\"messages\":[],\"maxTokens\":1}", "");
         u = take_upcall(y, "sampling/createMessage");
         reply(y, u, "result", "{\"role\":\"assistant\",\"content\":{\"type\":\"text\",\"text\":\"x\"},\"model\":\"m\"}");
@@ -630,7 +626,7 @@ Test(upcalls, server_ends) {
         wait_all_ready(1);
         pid = h_pidfile_wait(PIDFILE, 0, H_TIMEOUT_MS);
         cr_assert_gt(pid, 0, "no pid in %s", PIDFILE);
-        x = cl_open(ALL_CAPS);
+        x = cl_open_with(ALL_CAPS);
         ask(x, "\"t\"", "a", "x-custom/wait", "{}", "");
         u = take_upcall(x, "x-custom/wait");
         cr_assert_eq(kill(pid, SIGKILL), 0);
@@ -662,7 +658,7 @@ Test(upcalls, notifications_to_owner) {
         json_object *r, *msg;
 
         x = start_one_demo("a", ALL_CAPS);
-        y = cl_open(ALL_CAPS);
+        y = cl_open_with(ALL_CAPS);
         r = h_client_tool_call(x, "\"n1\"", "a__notify", sf("{\"method\":\"notifications/x-custom\",\"params\":%s}", params));
         cr_assert_str_eq(h_result_text(r), "sent", "%s", h_json_text(r));
         json_object_put(r);
@@ -697,7 +693,7 @@ Test(upcalls, progress_to_server) {
         add_demo("b", "", "");
         start(NULL);
         wait_all_ready(2);
-        x = cl_open(ALL_CAPS);
+        x = cl_open_with(ALL_CAPS);
         ask(x, "\"t\"", "a", "sampling/createMessage",
             "{\"_meta\":{\"progressToken\":\"up-7\"},\"messages\":[],\"maxTokens\":1}", "");
         u = take_upcall(x, "sampling/createMessage");
@@ -733,7 +729,7 @@ Test(upcalls, unknown_client_methods_one_server) {
         add_demo("off", "\"disabled\":true", "");
         start(NULL);
         expect_log("[a] starting -> ready");
-        x = cl_open("{}");
+        x = cl_open_with("{}");
         r = h_client_call(x, "\"u-1\"", "x-custom/hello", "{\"p\":1}");
         cr_assert_eq(h_error_code(r), -32601, "%s", h_json_text(r));
         cr_assert(json_object_is_type(h_get(r, "id"), json_type_string), "%s", h_json_text(r));
@@ -752,7 +748,7 @@ Test(upcalls, unknown_client_methods_two_servers) {
         add_demo("b", "", "");
         start(NULL);
         wait_all_ready(2);
-        x = cl_open("{}");
+        x = cl_open_with("{}");
         r = h_client_call(x, "\"u-1\"", "x-custom/hello", "{\"p\":1}");
         cr_assert_eq(h_error_code(r), -32601, "%s", h_json_text(r));
         cr_assert_str_eq(error_message(r), "Method not found: x-custom/hello");
@@ -775,8 +771,8 @@ Test(upcalls, owner_per_server) {
         add_demo("b", "", "");
         start(NULL);
         wait_all_ready(2);
-        x = cl_open(ALL_CAPS);
-        y = cl_open(ALL_CAPS);
+        x = cl_open_with(ALL_CAPS);
+        y = cl_open_with(ALL_CAPS);
         /* x has a call in flight to a only: b's requests are y's */
         sleep_in_flight(x, "\"s\"", "a");
         ask(y, "\"t\"", "b", "roots/list", "{}", "");

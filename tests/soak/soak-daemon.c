@@ -405,28 +405,24 @@ bool soak_daemon_stop(struct soak *s, int timeout_ms) {
         return WIFEXITED(s->d.wait_status) && WEXITSTATUS(s->d.wait_status) == 0;
 }
 
+/* A process the daemon left behind, now ours (the soak is a subreaper): reported, ended. */
+static bool left_behind(pid_t pid, void *arg) {
+        struct proc_stat st;
+
+        if (!proc_stat(pid, &st) || st.ppid != getpid())
+                return false;
+        fprintf(arg, "soak: left behind by the daemon: pid %d (%s)\n", (int)pid, st.comm);
+        kill(pid, SIGKILL);
+        return true;
+}
+
 unsigned soak_leftovers(struct soak *s, FILE *report) {
-        unsigned count = 0;
-        struct dirent *e;
-        DIR *proc = opendir("/proc");
-        pid_t self = getpid(), pid;
+        int count = proc_count(left_behind, report);
         int status;
 
-        /* The daemon is gone: anything it started and did not end is now ours. */
-        while (proc && (e = readdir(proc))) {
-                struct proc_stat st;
-                pid = (pid_t)atoi(e->d_name);
-                if (pid <= 0 || !proc_stat(pid, &st) || st.ppid != self)
-                        continue;
-                fprintf(report, "soak: left behind by the daemon: pid %d (%s)\n", (int)pid, st.comm);
-                kill(pid, SIGKILL);
-                count++;
-        }
-        if (proc)
-                closedir(proc);
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        while (waitpid(-1, &status, WNOHANG) > 0)
                 ; /* counted above, alive or zombie */
-        return count;
+        return count > 0 ? (unsigned)count : 0;
 }
 
 void soak_daemon_log_tail(struct soak *s, unsigned lines) {
