@@ -64,20 +64,9 @@ static int reserve(struct framer *f, size_t n) {
         return 0;
 }
 
-/* Moves what in holds to the end of our buffer. */
-static int take_input(struct framer *f, struct evbuffer *in) {
-        size_t n = in ? evbuffer_get_length(in) : 0;
-
-        if (n == 0)
-                return 0;
-        if (reserve(f, n) < 0)
-                return -ENOMEM;
-        evbuffer_remove(in, f->buf + f->len, n);
-        f->len += n;
-        return 0;
-}
-
-/* The end of an over-long line in bytes just read: keeps what follows it. */
+/* The end of an over-long line in bytes just taken in, from offset from: keeps what
+ * follows it. Our buffer holds nothing else meanwhile: the line's start was dropped when it
+ * was found too long. */
 static void discard_read(struct framer *f, size_t from) {
         const char *nl = memchr(f->buf + from, '\n', f->len - from);
 
@@ -88,6 +77,22 @@ static void discard_read(struct framer *f, size_t from) {
         f->discarding = false;
         f->start = from;
         forget(f, (size_t)(nl - (f->buf + from)) + 1);
+}
+
+/* Moves what in holds to the end of our buffer, as framer_read() does with a read. */
+static int take_input(struct framer *f, struct evbuffer *in) {
+        size_t n = in ? evbuffer_get_length(in) : 0, from;
+
+        if (n == 0)
+                return 0;
+        if (reserve(f, n) < 0)
+                return -ENOMEM;
+        from = f->len;
+        evbuffer_remove(in, f->buf + from, n);
+        f->len += n;
+        if (f->discarding)
+                discard_read(f, from);
+        return 0;
 }
 
 ssize_t framer_read(struct framer *f, int fd) {
@@ -106,29 +111,6 @@ ssize_t framer_read(struct framer *f, int fd) {
         if (f->discarding && n > 0)
                 discard_read(f, from);
         return n;
-}
-
-/* Drop input of an over-long line; true once its newline was reached. Our own buffer
- * is empty meanwhile: the line's start was dropped when it was found too long. */
-static bool discard_line(struct framer *f, struct evbuffer *in, bool at_eof) {
-        struct evbuffer_ptr nl;
-
-        if (!in) { /* framer_read() did the discarding */
-                if (at_eof)
-                        f->discarding = false;
-                return !f->discarding;
-        }
-        nl = evbuffer_search(in, "\n", 1, NULL);
-
-        if (nl.pos < 0) {
-                evbuffer_drain(in, evbuffer_get_length(in));
-                if (at_eof)
-                        f->discarding = false;
-                return false;
-        }
-        evbuffer_drain(in, (size_t)nl.pos + 1);
-        f->discarding = false;
-        return true;
 }
 
 static enum frame_kind make_line(struct framer *f, size_t len, size_t consume, struct frame *ret) {
@@ -153,10 +135,12 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
                 const char *nl;
 
                 *ret = (struct frame){ .kind = FRAME_NONE };
-                if (f->discarding && !discard_line(f, in, at_eof))
-                        return FRAME_NONE;
                 if (take_input(f, in) < 0) /* out of memory: lose this line, keep the stream */
                         return oversize(f, framer_buffered(f), !at_eof, ret);
+                if (f->discarding && at_eof)
+                        f->discarding = false; /* the over-long line ended with the stream */
+                if (f->discarding)
+                        return FRAME_NONE;
                 avail = framer_buffered(f);
                 nl = avail > f->scanned ? memchr(f->buf + f->start + f->scanned, '\n', avail - f->scanned) : NULL;
                 if (!nl) {
