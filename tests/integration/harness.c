@@ -834,7 +834,9 @@ const char *h_result_text(json_object *msg) {
 }
 
 const char *h_names_of(json_object *msg, const char *key, const char *field) {
-        static char buf[8192];
+        /* grown as needed, kept for the next call: lists of thousands of names */
+        static char *buf;
+        static size_t cap;
         char path[64];
         json_object *items;
         size_t used = 0;
@@ -842,11 +844,18 @@ const char *h_names_of(json_object *msg, const char *key, const char *field) {
         snprintf(path, sizeof path, "result.%s", key);
         items = h_get(msg, path);
         cr_assert(json_object_is_type(items, json_type_array), "no %s array in %s", key, h_json_text(msg));
-        buf[0] = '\0';
-        for (size_t i = 0; i < json_object_array_length(items); i++)
-                used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "",
-                                         h_str(json_object_array_get_idx(items, i), field));
-        return buf;
+        for (size_t i = 0; i < json_object_array_length(items); i++) {
+                const char *name = h_str(json_object_array_get_idx(items, i), field);
+                size_t n = strlen(name) + 1;
+
+                if (used + n + 1 > cap) {
+                        cap = (used + n + 1) * 2;
+                        buf = realloc(buf, cap);
+                        cr_assert_not_null(buf);
+                }
+                used += (size_t)sprintf(buf + used, "%s%s", i ? "," : "", name);
+        }
+        return used ? buf : "";
 }
 
 const char *h_tool_names(json_object *msg) {

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctl-proc.h"
 #include "harness.h"
 #include "servers.h"
 
@@ -50,160 +51,9 @@ static void teardown(void) {
 
 TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 60);
 
-/* ---- mcpvisorctl as a child process ---- */
-
-struct proc {
-        pid_t pid;
-        int pidfd;
-        int in, out, err;         /* our ends of its pipes; -1 once closed or at EOF */
-        char *outbuf, *errbuf;    /* all it wrote, '\0'-terminated */
-        size_t outlen, errlen;
-        size_t taken;             /* bytes of outbuf already returned by proc_line */
-        bool exited;
-        int status;               /* exit status, or 128 + signal */
-};
-
-static void append(char **buf, size_t *len, const char *data, size_t n) {
-        *buf = realloc(*buf, *len + n + 1);
-        cr_assert_not_null(*buf);
-        memcpy(*buf + *len, data, n);
-        *len += n;
-        (*buf)[*len] = '\0';
-}
-
-/* Starts mcpvisorctl with args (NULL-terminated, after argv[0]) and an environment of PATH
- * and env (NULL-terminated, or NULL). */
-static void proc_start(struct proc *p, const char *const *args, const char *const *env) {
-        const char *argv[32] = { MCPVISORCTL_PATH }, *envp[16] = { "PATH=/usr/bin:/bin" };
-        int in[2], out[2], err[2], n = 1, e = 1, r;
-        posix_spawn_file_actions_t fa;
-
-        for (; args && *args; args++) {
-                cr_assert_lt(n, 31);
-                argv[n++] = *args;
-        }
-        for (; env && *env; env++) {
-                cr_assert_lt(e, 15);
-                envp[e++] = *env;
-        }
-        cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0);
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-        r = posix_spawn(&p->pid, argv[0], &fa, NULL, (char **)argv, (char **)envp);
-        posix_spawn_file_actions_destroy(&fa);
-        cr_assert_eq(r, 0, "cannot start %s: %s", argv[0], strerror(r));
-        close(in[0]);
-        close(out[1]);
-        close(err[1]);
-        *p = (struct proc){ .pid = p->pid, .pidfd = pidfd_open(p->pid, 0), .in = in[1], .out = out[0], .err = err[0] };
-        cr_assert_geq(p->pidfd, 0);
-        append(&p->outbuf, &p->outlen, "", 0);
-        append(&p->errbuf, &p->errlen, "", 0);
-}
-
-static void proc_write(struct proc *p, const char *text) {
-        size_t len = strlen(text);
-
-        cr_assert_geq(p->in, 0, "stdin already closed");
-        while (len > 0) {
-                ssize_t n = write(p->in, text, len);
-                cr_assert_gt(n, 0, "write to mcpvisorctl's stdin: %s", strerror(errno));
-                text += n;
-                len -= (size_t)n;
-        }
-}
-
-static void proc_close_stdin(struct proc *p) {
-        if (p->in >= 0)
-                close(p->in);
-        p->in = -1;
-}
-
-static void read_into(int *fd, char **buf, size_t *len) {
-        char chunk[65536];
-        ssize_t n = read(*fd, chunk, sizeof chunk);
-
-        if (n > 0) {
-                append(buf, len, chunk, (size_t)n);
-        } else if (n == 0 || errno != EINTR) {
-                close(*fd);
-                *fd = -1;
-        }
-}
-
-/* One round: waits up to timeout_ms for output or the exit, reads what came. */
-static void proc_pump(struct proc *p, int timeout_ms) {
-        struct pollfd f[4] = {
-                { p->out, POLLIN, 0 }, { p->err, POLLIN, 0 }, { p->exited ? -1 : p->pidfd, POLLIN, 0 },
-                { D.notify_fd, POLLIN, 0 },
-        };
-        int status;
-
-        h_notify_drain(&D);
-        if (poll(f, 4, timeout_ms) <= 0)
-                return;
-        if (f[0].revents)
-                read_into(&p->out, &p->outbuf, &p->outlen);
-        if (f[1].revents)
-                read_into(&p->err, &p->errbuf, &p->errlen);
-        if (f[2].revents && waitpid(p->pid, &status, WNOHANG) == p->pid) {
-                p->exited = true;
-                p->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        }
-}
-
-static int left_ms(long long deadline) {
-        long long left = deadline - h_now_ms();
-        return left > 0 ? (int)left : 0;
-}
-
-/* The next line it printed on stdout (without '\n'), malloc'd; NULL on EOF or timeout. */
-static char *proc_line(struct proc *p, int timeout_ms) {
-        long long deadline = h_now_ms() + timeout_ms;
-
-        for (;;) {
-                char *start = p->outbuf + p->taken, *nl = strchr(start, '\n');
-
-                if (nl) {
-                        p->taken += (size_t)(nl - start) + 1;
-                        return strndup(start, (size_t)(nl - start));
-                }
-                if (p->out < 0 || left_ms(deadline) == 0)
-                        return NULL;
-                proc_pump(p, left_ms(deadline));
-        }
-}
-
-/* Waits until it has exited and closed its output; its exit status. Kills it and fails
- * the test at the deadline. */
-static int proc_wait(struct proc *p, int timeout_ms) {
-        long long deadline = h_now_ms() + timeout_ms;
-
-        while (!p->exited || p->out >= 0 || p->err >= 0) {
-                if (left_ms(deadline) == 0) {
-                        kill(p->pid, SIGKILL);
-                        waitpid(p->pid, NULL, 0);
-                        cr_assert_fail("mcpvisorctl did not exit within %d ms; stdout: %s; stderr: %s", timeout_ms,
-                                       p->outbuf, p->errbuf);
-                }
-                proc_pump(p, left_ms(deadline));
-        }
-        proc_close_stdin(p);
-        close(p->pidfd);
-        return p->status;
-}
-
-static void proc_free(struct proc *p) {
-        free(p->outbuf);
-        free(p->errbuf);
-}
-
 /* mcpvisorctl ARGS... with stdin empty: its exit status, stdout and stderr in *p. */
 static int run_env(struct proc *p, const char *const *args, const char *const *env) {
-        proc_start(p, args, env);
+        proc_start(p, &D, args, env);
         proc_close_stdin(p);
         return proc_wait(p, CTL_TIMEOUT_MS);
 }
@@ -549,126 +399,7 @@ Test(ctl, status_shows_a_removed_server_while_it_stops) {
         cr_expect_str_eq(f[2], "(removed)");
 }
 
-/* ---- connect ---- */
-
-static json_object *proc_message(struct proc *p) {
-        char *line = proc_line(p, H_TIMEOUT_MS);
-        json_object *o;
-
-        cr_assert_not_null(line, "no line from connect; stderr: %s", p->errbuf);
-        o = json_tokener_parse(line);
-        cr_assert_not_null(o, "connect printed something that is not JSON: %s", line);
-        free(line);
-        return o;
-}
-
-static const char INITIALIZE[] =
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
-        "\"capabilities\":{},\"clientInfo\":{\"name\":\"ctl-test\",\"version\":\"1\"}}}\n"
-        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
-
-Test(ctl, connect_bridges_an_mcp_session) {
-        struct proc p;
-        json_object *m;
-
-        start_demo();
-        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
-        proc_write(&p, INITIALIZE);
-        m = proc_message(&p);
-        cr_expect_eq(json_object_get_int(h_get(m, "id")), 1);
-        cr_expect_str_eq(h_str(m, "result.protocolVersion"), "2025-11-25");
-        json_object_put(m);
-
-        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
-        m = proc_message(&p);
-        cr_expect_eq(json_object_get_int(h_get(m, "id")), 2);
-        cr_expect(h_has_item(h_tool_names(m), "demo__echo"), "tools: %s", h_tool_names(m));
-        json_object_put(m);
-
-        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":\"three\",\"method\":\"tools/call\","
-                       "\"params\":{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"h\\u00e9llo \\/ world\"}}}\n");
-        m = proc_message(&p);
-        cr_expect_str_eq(h_str(m, "id"), "three");
-        cr_expect_str_eq(h_result_text(m), "h\xc3\xa9llo / world");
-        json_object_put(m);
-
-        proc_close_stdin(&p);
-        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "connect after stdin EOF: stderr %s", p.errbuf);
-        cr_expect_eq(p.taken, p.outlen, "nothing more on stdout: %s", p.outbuf + p.taken);
-        cr_expect_str_empty(p.errbuf);
-        proc_free(&p);
-}
-
-Test(ctl, connect_delivers_answers_still_pending_at_stdin_eof) {
-        struct proc p;
-        json_object *m;
-
-        start_demo();
-        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
-        proc_write(&p, INITIALIZE);
-        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
-                       "\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":300}}}\n");
-        proc_close_stdin(&p);
-        json_object_put(proc_message(&p)); /* initialize's */
-        m = proc_message(&p);
-        cr_expect_eq(json_object_get_int(h_get(m, "id")), 2);
-        cr_expect_str_eq(h_result_text(m), "slept 300 ms");
-        json_object_put(m);
-        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "stderr: %s", p.errbuf);
-        cr_expect_str_empty(p.errbuf);
-        proc_free(&p);
-}
-
-/* The same bytes through connect as straight on the socket, both ways. */
-Test(ctl, connect_passes_bytes_unchanged) {
-        static const char call[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
-                                   "{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"caf\\u00e9 \\/ \\\"q\\\"\"}}}\n";
-        struct h_conn *direct;
-        char *via_socket, *via_connect;
-        struct proc p;
-
-        start_demo();
-        direct = h_connect(D.sock, H_TIMEOUT_MS);
-        h_send(direct, INITIALIZE);
-        free(h_recv_line_draining(&D, direct, H_TIMEOUT_MS));
-        h_send(direct, call);
-        via_socket = h_recv_line_draining(&D, direct, H_TIMEOUT_MS);
-        cr_assert_not_null(via_socket);
-        h_close(direct);
-
-        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
-        proc_write(&p, INITIALIZE);
-        proc_write(&p, call);
-        free(proc_line(&p, H_TIMEOUT_MS));
-        via_connect = proc_line(&p, H_TIMEOUT_MS);
-        cr_assert_not_null(via_connect, "no answer; stderr: %s", p.errbuf);
-        cr_expect_str_eq(via_connect, via_socket);
-        free(via_connect);
-        /* not JSON: the daemon's error comes back, nothing of ours */
-        proc_write(&p, "this is not json\n");
-        proc_close_stdin(&p);
-        via_connect = proc_line(&p, H_TIMEOUT_MS);
-        cr_assert_not_null(via_connect, "no answer to the garbage; stderr: %s", p.errbuf);
-        expect_contains(via_connect, "\"code\":-32700", "the daemon's parse error");
-        free(via_connect);
-        free(via_socket);
-        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0);
-        proc_free(&p);
-}
-
-Test(ctl, connect_says_when_the_daemon_goes_away) {
-        struct proc p;
-
-        start_demo();
-        proc_start(&p, (const char *const[]){ "-s", D.sock, "connect", NULL }, NULL);
-        proc_write(&p, INITIALIZE);
-        json_object_put(proc_message(&p));
-        cr_assert_eq(h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS), 0, "the daemon did not stop cleanly");
-        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 1);
-        cr_expect_str_eq(p.errbuf, "mcpvisorctl: the daemon closed the connection\n");
-        cr_expect_eq(p.taken, p.outlen, "nothing of ours on stdout: %s", p.outbuf + p.taken);
-        proc_free(&p);
-}
+/* ---- connect (more in test_bridge.c) ---- */
 
 Test(ctl, connect_to_a_missing_socket_says_what_to_do) {
         char path[128];
@@ -794,9 +525,7 @@ static int run_as_nobody(const char *const *args) {
         cr_assert_eq(r, 0, "setpriv: %s", strerror(r));
         close(out[1]);
         close(err[1]);
-        *p = (struct proc){ .pid = pid, .pidfd = pidfd_open(pid, 0), .in = -1, .out = out[0], .err = err[0] };
-        append(&p->outbuf, &p->outlen, "", 0);
-        append(&p->errbuf, &p->errlen, "", 0);
+        proc_adopt(p, &D, pid, -1, out[0], err[0]);
         return proc_wait(p, CTL_TIMEOUT_MS);
 }
 
