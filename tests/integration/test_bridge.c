@@ -1,11 +1,14 @@
 /* mcpvisorctl connect, the stdio bridge every agent launches, against the built daemon run
  * for real: an MCP session through it, bytes unchanged, answers still owed at stdin's EOF,
- * the daemon going away. */
+ * the daemon going away; real sizes both ways (requests and results of 1 KiB to 16 MiB, a
+ * tools/list of a thousand tools); and a client that goes away mid-stream leaves no bridge
+ * behind. The bridge's byte pump alone is tested in tests/unit/test_ctl_bridge.c. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl-proc.h"
 #include "harness.h"
@@ -160,4 +163,138 @@ Test(bridge, says_when_the_daemon_goes_away) {
         cr_expect_str_eq(p.errbuf, "mcpvisorctl: the daemon closed the connection\n");
         cr_expect_eq(p.taken, p.outlen, "nothing of ours on stdout: %s", p.outbuf + p.taken);
         proc_free(&p);
+}
+
+/* ---- real sizes ---- */
+
+/* A tools/call of demo__echo whose text is len bytes: the request is that large, and so is
+ * the result, which the server writes back. */
+static char *echo_call(int id, size_t len) {
+        static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+                                   "{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"";
+        char *text = malloc(len + 256);
+        int n;
+
+        cr_assert_not_null(text);
+        n = snprintf(text, 256, head, id);
+        for (size_t i = 0; i < len; i++)
+                text[n + i] = "abcdefghijklmnopqrstuvwxyz0123456789 ,.-"[(i * 7 + i / 41) % 40];
+        strcpy(text + n + len, "\"}}}\n");
+        return text;
+}
+
+static char *answer_on_the_socket(const char *call) {
+        struct h_conn *direct = h_connect(D.sock, H_TIMEOUT_MS);
+        char *line;
+
+        h_send(direct, INITIALIZE);
+        free(h_recv_line_draining(&D, direct, H_TIMEOUT_MS));
+        h_send(direct, call);
+        line = h_recv_line_draining(&D, direct, H_TIMEOUT_MS);
+        cr_assert_not_null(line, "no answer on the socket");
+        h_close(direct);
+        return line;
+}
+
+/* Requests and results of 1 KiB, 64 KiB, 1 MiB and 16 MiB through the bridge, each answer
+ * byte for byte the one the socket gives, the echoed text whole. */
+Test(bridge, carries_requests_and_results_of_any_size) {
+        static const size_t sizes[] = { 1024, 65536, 1 << 20, 16 << 20 };
+        struct proc p;
+
+        start_demo("\"maxMessageSize\": 41943040", "");
+        connect_initialized(&p);
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+                char *call = echo_call((int)i + 10, sizes[i]), *via_socket = answer_on_the_socket(call), *via_connect;
+                json_object *m;
+
+                proc_send(&p, call, strlen(call));
+                via_connect = proc_line(&p, H_TIMEOUT_MS);
+                cr_assert_not_null(via_connect, "no answer of %zu bytes; stderr: %s", sizes[i], p.errbuf);
+                cr_expect_eq(strlen(via_connect), strlen(via_socket), "%zu bytes", sizes[i]);
+                cr_expect(strcmp(via_connect, via_socket) == 0, "the %zu-byte answer differs from the socket's",
+                          sizes[i]);
+                m = json_tokener_parse(via_connect);
+                cr_assert_not_null(m, "the %zu-byte answer is not JSON", sizes[i]);
+                cr_expect_eq(strlen(h_result_text(m)), sizes[i]);
+                json_object_put(m);
+                free(via_connect);
+                free(via_socket);
+                free(call);
+        }
+        proc_close_stdin(&p);
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "stderr: %s", p.errbuf);
+        proc_free(&p);
+}
+
+/* A thousand tools in one page: a line of about 150 kB, more than the 64 KiB that once
+ * stopped the bridge for good. */
+Test(bridge, lists_a_thousand_tools) {
+        struct proc p;
+        json_object *m, *tools;
+
+        start_demo("\"listPageSize\": 0", "\"--tools\",\"1000\"");
+        connect_initialized(&p);
+        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
+        m = proc_message(&p);
+        tools = h_get(m, "result.tools");
+        cr_assert_not_null(tools, "no tools: %.300s", h_json_text(m));
+        cr_expect_geq(json_object_array_length(tools), 1000);
+        cr_expect(h_has_item(h_tool_names(m), "demo__tool_1000"), "the last synthetic tool is missing");
+        json_object_put(m);
+        /* and the bridge still works after it */
+        proc_write(&p, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n");
+        m = proc_message(&p);
+        cr_expect_eq(json_object_get_int(h_get(m, "id")), 3);
+        json_object_put(m);
+        proc_close_stdin(&p);
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "stderr: %s", p.errbuf);
+        proc_free(&p);
+}
+
+/* ---- a client that goes away ---- */
+
+/* The client gives up while nothing flows: it stops reading (closes its end of our
+ * stdout) but keeps our stdin open. The bridge must notice on its own and exit. */
+Test(bridge, exits_when_its_client_stops_reading) {
+        struct proc p;
+        long long t0;
+
+        start_demo("", "");
+        connect_initialized(&p);
+        t0 = h_now_ms();
+        close(p.out);
+        p.out = -1;
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 1);
+        cr_expect_lt(h_now_ms() - t0, 2000, "the bridge took %lld ms to go", h_now_ms() - t0);
+        proc_free(&p);
+}
+
+/* The client dies while a 16 MiB result is coming: all its ends close at once. No bridge
+ * process is left, and the daemon serves the next client. */
+Test(bridge, a_client_that_dies_mid_stream_leaves_no_bridge) {
+        char *call = echo_call(2, 16 << 20);
+        struct proc p;
+        json_object *m;
+        char *line;
+
+        start_demo("\"maxMessageSize\": 41943040", "");
+        connect_initialized(&p);
+        proc_send(&p, call, strlen(call));
+        /* our pipe holds 64 KiB: the bridge cannot have written all of it yet */
+        cr_assert(proc_wait_output(&p, p.outlen + 100000, H_TIMEOUT_MS), "no part of the answer came; stderr: %s",
+                  p.errbuf);
+        close(p.out);
+        p.out = -1;
+        proc_close_stdin(&p);
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 1);
+        cr_expect(h_pid_gone_wait(p.pid, H_TIMEOUT_MS), "the bridge %d is still there", (int)p.pid);
+        proc_free(&p);
+        free(call);
+
+        line = answer_on_the_socket("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n");
+        m = json_tokener_parse(line);
+        cr_expect_eq(json_object_get_int(h_get(m, "id")), 3);
+        json_object_put(m);
+        free(line);
 }
