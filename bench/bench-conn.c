@@ -50,8 +50,20 @@ int conn_unix(struct conn *c, const char *path) {
 }
 
 int conn_spawn(struct conn *c, const char *server) {
+        const char *argv[] = { server, NULL };
+
+        return conn_spawn_argv(c, argv);
+}
+
+int conn_bridge(struct conn *c, const char *ctl, const char *sock) {
+        const char *argv[] = { ctl, "-s", sock, "connect", NULL };
+
+        return conn_spawn_argv(c, argv);
+}
+
+int conn_spawn_argv(struct conn *c, const char *const *argv) {
         int in[2], out[2], r;
-        char *argv[] = { (char *)server, NULL }, *envp[] = { NULL };
+        char *envp[] = { NULL };
         posix_spawn_file_actions_t fa;
 
         conn_init(c);
@@ -67,7 +79,7 @@ int conn_spawn(struct conn *c, const char *server) {
         posix_spawn_file_actions_adddup2(&fa, in[0], 0);
         posix_spawn_file_actions_adddup2(&fa, out[1], 1);
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-        r = posix_spawn(&c->child, server, &fa, NULL, argv, envp);
+        r = posix_spawn(&c->child, argv[0], &fa, NULL, (char *const *)argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         close(in[0]);
         close(out[1]);

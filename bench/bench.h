@@ -79,8 +79,12 @@ struct line {
 };
 
 int conn_unix(struct conn *c, const char *path);
-/* Runs server with its stdin and stdout as our pipes, stderr to /dev/null. */
+/* Runs argv (argv[0] a path) with its stdin and stdout as our pipes, stderr to /dev/null. */
+int conn_spawn_argv(struct conn *c, const char *const *argv);
+/* conn_spawn_argv of a server, or of `mcpvisorctl -s SOCK connect` (ctl its path): the
+ * stdio bridge agents use. */
 int conn_spawn(struct conn *c, const char *server);
+int conn_bridge(struct conn *c, const char *ctl, const char *sock);
 void conn_close(struct conn *c);
 int conn_set_nonblocking(struct conn *c);
 int conn_write(struct conn *c, const char *p, size_t len);
