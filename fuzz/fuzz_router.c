@@ -1361,8 +1361,8 @@ static void op_child_behaviour(struct fchild *ch, struct fuzz_input *in) {
 }
 
 /* The pending timers that stand for time passing: the deadline of a server's state, a
- * health check, a request's requestTimeout or child-side timeout, a list wait, and (with
- * with_stop) the shutdown deadline. */
+ * health check, a request's requestTimeout or child-side timeout, a list wait, the window
+ * of list_changed notifications, and (with with_stop) the shutdown deadline. */
 static unsigned pending_timers(struct event **timers, unsigned max, bool with_stop) {
         struct daemon *d = &H.d;
         const struct route *rt;
@@ -1387,6 +1387,7 @@ static unsigned pending_timers(struct event **timers, unsigned max, bool with_st
                 ADD_TIMER(rt->timer);
         TAILQ_FOREACH(w, &d->list_waiters, entry)
                 ADD_TIMER(w->timer);
+        ADD_TIMER(d->list_changes.timer);
         if (with_stop)
                 ADD_TIMER(d->stop_deadline);
 #undef ADD_TIMER
@@ -1650,6 +1651,8 @@ static bool start_daemon(void) {
         config_done(&config);
         H.daemon_up = true;
         fuzz_check(r == 0, "daemon_init: %s", strerror(-r));
+        /* Its 100 ms would pass on its own in a slow run; an op expires it instead. */
+        list_changes_set_window(&H.d.list_changes, 3600 * USEC_PER_SEC);
         return true;
 }
 
