@@ -16,6 +16,7 @@
  *   - a client gets responses only for ids it sent, each at most once (ids it sent once);
  *     progress only under tokens it sent;
  *   - a server gets requests with strictly increasing integer ids on each connection;
+ *   - a client gets a list_changed only for a list it asked for, and once per asking;
  *   - between iterations: a client's pending count is its routes plus its list waits; a
  *     server's in_flight is the routes to it; registry entries name listed servers;
  * and at the end, where every client half-closes, every server answers all it is asked, and
@@ -78,6 +79,16 @@ struct fclient {
         size_t n_tokens;
         json_object *upcalls; /* requests the daemon sent it (from servers) */
         int64_t next_id;
+        unsigned lists_asked; /* bit per list_changed (list_notices): asked for since told */
+};
+
+/* The list_changed notifications, and the list methods each one is about. */
+static const struct {
+        const char *notification, *methods[2];
+} list_notices[] = {
+        { "notifications/tools/list_changed", { "tools/list" } },
+        { "notifications/prompts/list_changed", { "prompts/list" } },
+        { "notifications/resources/list_changed", { "resources/list", "resources/templates/list" } },
 };
 
 struct behaviour {
@@ -696,6 +707,24 @@ static void remember_token(struct fclient *c, json_object *token) {
         c->tokens[c->n_tokens++] = json_text(token);
 }
 
+/* A list_changed must follow a request for that list (list-changes.c tells a client only of
+ * a list it was given, once per first page). Raw bytes may have asked for anything. */
+static void check_list_changed(struct fclient *c, const char *method) {
+        for (unsigned i = 0; i < ARRAY_LEN(list_notices); i++)
+                if (strcmp(method, list_notices[i].notification) == 0) {
+                        fuzz_check(c->unreliable || (c->lists_asked & 1u << i), "%s without a list asked for since",
+                                   method);
+                        c->lists_asked &= ~(1u << i);
+                }
+}
+
+static void asked_for_list(struct fclient *c, const char *method) {
+        for (unsigned i = 0; i < ARRAY_LEN(list_notices); i++)
+                for (unsigned j = 0; j < ARRAY_LEN(list_notices[i].methods); j++)
+                        if (list_notices[i].methods[j] && strcmp(method, list_notices[i].methods[j]) == 0)
+                                c->lists_asked |= 1u << i;
+}
+
 static void client_got(json_object *msg, void *userdata) {
         struct fclient *c = userdata;
         json_object *id = NULL, *params, *token;
@@ -707,6 +736,7 @@ static void client_got(json_object *msg, void *userdata) {
                 return;
         }
         if (method) {
+                check_list_changed(c, method);
                 if (strcmp(method, "notifications/progress") == 0 && !c->unreliable) {
                         char *text;
                         fuzz_check(json_object_object_get_ex(msg, "params", &params) &&
@@ -947,6 +977,7 @@ static void op_list(struct fclient *c, struct fuzz_input *in) {
                         jset(params, "cursor", jstr(f & 0x10 ? cursor : "bogus"));
                 }
         }
+        asked_for_list(c, methods[f & 3]);
         send_request(c, in, methods[f & 3], params);
 }
 
