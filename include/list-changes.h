@@ -1,6 +1,8 @@
 /* notifications/{tools,prompts,resources}/list_changed to clients, coalesced and only where
  * needed. A registry change only arms one timer; when it fires, each initialized client
- * that holds a list the registry no longer matches gets one notification for it. So:
+ * that holds a list the registry no longer matches gets one notification for it. One timer
+ * serves every kind: a firing compares every list of every client by content, whatever
+ * changed, and two firings are at least a window apart. So:
  *
  *   - changes within LIST_CHANGES_WINDOW_USEC of the first one make one notification per
  *     list, and a client hears of a list at most once per window;
