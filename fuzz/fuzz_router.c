@@ -16,6 +16,7 @@
  *   - a client gets responses only for ids it sent, each at most once (ids it sent once);
  *     progress only under tokens it sent;
  *   - a server gets requests with strictly increasing integer ids on each connection;
+ *   - a client gets a list_changed only for a list it asked for, and once per asking;
  *   - between iterations: a client's pending count is its routes plus its list waits; a
  *     server's in_flight is the routes to it; registry entries name listed servers;
  * and at the end, where every client half-closes, every server answers all it is asked, and
@@ -78,6 +79,16 @@ struct fclient {
         size_t n_tokens;
         json_object *upcalls; /* requests the daemon sent it (from servers) */
         int64_t next_id;
+        unsigned lists_asked; /* bit per list_changed (list_notices): asked for since told */
+};
+
+/* The list_changed notifications, and the list methods each one is about. */
+static const struct {
+        const char *notification, *methods[2];
+} list_notices[] = {
+        { "notifications/tools/list_changed", { "tools/list" } },
+        { "notifications/prompts/list_changed", { "prompts/list" } },
+        { "notifications/resources/list_changed", { "resources/list", "resources/templates/list" } },
 };
 
 struct behaviour {
@@ -696,6 +707,24 @@ static void remember_token(struct fclient *c, json_object *token) {
         c->tokens[c->n_tokens++] = json_text(token);
 }
 
+/* A list_changed must follow a request for that list (list-changes.c tells a client only of
+ * a list it was given, once per first page). Raw bytes may have asked for anything. */
+static void check_list_changed(struct fclient *c, const char *method) {
+        for (unsigned i = 0; i < ARRAY_LEN(list_notices); i++)
+                if (strcmp(method, list_notices[i].notification) == 0) {
+                        fuzz_check(c->unreliable || (c->lists_asked & 1u << i), "%s without a list asked for since",
+                                   method);
+                        c->lists_asked &= ~(1u << i);
+                }
+}
+
+static void asked_for_list(struct fclient *c, const char *method) {
+        for (unsigned i = 0; i < ARRAY_LEN(list_notices); i++)
+                for (unsigned j = 0; j < ARRAY_LEN(list_notices[i].methods); j++)
+                        if (list_notices[i].methods[j] && strcmp(method, list_notices[i].methods[j]) == 0)
+                                c->lists_asked |= 1u << i;
+}
+
 static void client_got(json_object *msg, void *userdata) {
         struct fclient *c = userdata;
         json_object *id = NULL, *params, *token;
@@ -707,6 +736,7 @@ static void client_got(json_object *msg, void *userdata) {
                 return;
         }
         if (method) {
+                check_list_changed(c, method);
                 if (strcmp(method, "notifications/progress") == 0 && !c->unreliable) {
                         char *text;
                         fuzz_check(json_object_object_get_ex(msg, "params", &params) &&
@@ -947,6 +977,7 @@ static void op_list(struct fclient *c, struct fuzz_input *in) {
                         jset(params, "cursor", jstr(f & 0x10 ? cursor : "bogus"));
                 }
         }
+        asked_for_list(c, methods[f & 3]);
         send_request(c, in, methods[f & 3], params);
 }
 
@@ -1361,8 +1392,8 @@ static void op_child_behaviour(struct fchild *ch, struct fuzz_input *in) {
 }
 
 /* The pending timers that stand for time passing: the deadline of a server's state, a
- * health check, a request's requestTimeout or child-side timeout, a list wait, and (with
- * with_stop) the shutdown deadline. */
+ * health check, a request's requestTimeout or child-side timeout, a list wait, the window
+ * of list_changed notifications, and (with with_stop) the shutdown deadline. */
 static unsigned pending_timers(struct event **timers, unsigned max, bool with_stop) {
         struct daemon *d = &H.d;
         const struct route *rt;
@@ -1387,6 +1418,7 @@ static unsigned pending_timers(struct event **timers, unsigned max, bool with_st
                 ADD_TIMER(rt->timer);
         TAILQ_FOREACH(w, &d->list_waiters, entry)
                 ADD_TIMER(w->timer);
+        ADD_TIMER(d->list_changes.timer);
         if (with_stop)
                 ADD_TIMER(d->stop_deadline);
 #undef ADD_TIMER
@@ -1650,6 +1682,8 @@ static bool start_daemon(void) {
         config_done(&config);
         H.daemon_up = true;
         fuzz_check(r == 0, "daemon_init: %s", strerror(-r));
+        /* Its 100 ms would pass on its own in a slow run; an op expires it instead. */
+        list_changes_set_window(&H.d.list_changes, 3600 * USEC_PER_SEC);
         return true;
 }
 

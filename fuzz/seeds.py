@@ -86,6 +86,12 @@ ROUTER = {
     "subscribe-logging": header() + op("connect", 0) + init(0) + op("iterate", 2)
             + op("misc", 0, 2, 0, 0, 0) + op("misc", 0, 1, 0, 0) + op("child_notify", 0, 2, 0, 1, 1)
             + op("child_notify", 0, 3, 1) + op("misc", 0, 3, 0, 0, 0),
+    # the client holds the tools; the server's tools change twice, the window is expired
+    # after each (the client is told once, then again after it lists anew)
+    "list-changed-told": header() + op("connect", 0) + init(0) + op("iterate", 2) + op("list", 0, 0x00, 0)
+            + op("child_behaviour", 0, 4, 1) + op("child_notify", 0, 0, 0) + op("iterate", 3) + op("expire", 0, 0)
+            + op("iterate", 2) + op("child_behaviour", 0, 4, 2) + op("child_notify", 0, 0, 0) + op("iterate", 3)
+            + op("expire", 0, 0) + op("list", 0, 0x00, 0) + op("iterate", 2),
     "paged-lists": header(page_size=1) + op("connect", 0) + init(0) + op("iterate", 2)
             + op("list", 0, 0x04, 0) + op("list", 0, 0x0c | 0x10 | 0x20, 0) + op("list", 0, 0x0c, 0),
 }

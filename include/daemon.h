@@ -7,6 +7,7 @@
 #include "client.h"
 #include "config.h"
 #include "jsonrpc.h"
+#include "list-changes.h"
 #include "list-wait.h"
 #include "listen.h"
 #include "log.h"
@@ -51,6 +52,7 @@ struct daemon {
         struct router router;              /* requests in flight to servers */
         struct server_requests server_requests; /* servers' requests waiting for a client */
         struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
+        struct list_changes list_changes;  /* list_changed notifications waiting for their window */
         struct subscription_list subscriptions;   /* resources clients subscribed to */
         int server_log_level;              /* logging/setLevel last sent to servers; -1: none */
         struct client_list clients[CLIENT_STATE_COUNT];
@@ -86,10 +88,10 @@ int daemon_log_level(const struct daemon *d);
 int daemon_reload(struct daemon *d, const char *why, json_object **ret);
 
 /* Sends a notification (params consumed, may be NULL) to every initialized MCP client, or
- * to those of them wants (may be NULL) says yes to. */
-void daemon_broadcast(struct daemon *d, const char *method, json_object *params);
-void daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
-                         bool (*wants)(const struct client *c, void *arg), void *arg);
+ * to those of them wants (may be NULL) says yes to; returns to how many. A yes is sent at
+ * once: wants may record that in the client. */
+unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
+                             bool (*wants)(struct client *c, void *arg), void *arg);
 
 /* Called when client counts or server states change, to refresh STATUS=. */
 void daemon_clients_changed(struct daemon *d);

@@ -31,5 +31,7 @@ bool list_wait_needed(const struct daemon *d);
 void list_waiters_add(struct daemon *d, struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind);
 /* Answers the waiting requests once nothing is worth waiting for (or all, if all). */
 void list_waiters_flush(struct daemon *d, bool all);
+/* True if a request of c's for kind is waiting. */
+bool list_waiters_has(const struct daemon *d, const struct client *c, enum catalog_kind kind);
 void list_waiters_client_gone(struct daemon *d, struct client *c);
 void list_waiters_done(struct daemon *d);

@@ -30,7 +30,8 @@ struct registry_list {
         struct registry_entry *entries;
         size_t n;
         json_object *index;      /* exposed name, URI or URI template -> entry number */
-        uint32_t signature;      /* hash of what clients see, to tell whether it changed */
+        uint64_t signature;      /* hash of what clients see, to tell whether it changed (and
+                                  * whether a client's copy is current: list-changes.h) */
 };
 
 struct registry {

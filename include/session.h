@@ -4,6 +4,8 @@
 
 #include <json-c/json.h>
 
+#include "list-changes.h"
+
 struct client;
 struct jsonrpc_msg;
 
@@ -19,6 +21,7 @@ struct session {
         json_object *client_info;         /* owned */
         json_object *client_capabilities; /* owned */
         int log_level;                    /* logging/setLevel, as a syslog level; -1: not set */
+        struct list_seen lists_seen;      /* the lists it was given (list-changes.c writes it) */
 };
 
 void session_init(struct session *s);

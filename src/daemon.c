@@ -66,41 +66,31 @@ void daemon_clients_changed(struct daemon *d) {
                               open == 1 ? "" : "s");
 }
 
-void daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
-                         bool (*wants)(const struct client *c, void *arg), void *arg) {
+unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
+                             bool (*wants)(struct client *c, void *arg), void *arg) {
         struct client *c, *next;
+        unsigned sent = 0;
 
         /* A client that does not read is dropped by client_send(), which moves it to the
          * list of clients to free: the next one is taken before. */
         for (c = TAILQ_FIRST(&d->clients[CLIENT_ACTIVE]); c; c = next) {
                 next = TAILQ_NEXT(c, entry);
-                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && (!wants || wants(c, arg)))
+                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && (!wants || wants(c, arg))) {
                         client_send(c, jsonrpc_notification(method, json_object_get(params)));
+                        sent++;
+                }
         }
         json_object_put(params);
+        return sent;
 }
 
-void daemon_broadcast(struct daemon *d, const char *method, json_object *params) {
-        daemon_broadcast_to(d, method, params, NULL, NULL);
-}
-
-/* A server changed state: what clients see may have changed with it. */
+/* A server changed state: what clients see may have changed with it. Clients hear of it
+ * from list-changes.c at the end of its window; waiting lists are answered now. */
 static void on_servers_changed(void *userdata) {
-        static const char *const notifications[CATALOG_KIND_COUNT] = {
-                [CATALOG_TOOLS] = "notifications/tools/list_changed",
-                [CATALOG_PROMPTS] = "notifications/prompts/list_changed",
-                [CATALOG_RESOURCES] = "notifications/resources/list_changed",
-                [CATALOG_TEMPLATES] = "notifications/resources/list_changed",
-        };
         struct daemon *d = userdata;
         unsigned changed = registry_rebuild(&d->registry, d->supervisor.servers, d->supervisor.n_servers);
 
-        /* Resources and templates share one notification. */
-        if (changed & (1u << CATALOG_TEMPLATES))
-                changed = (changed | (1u << CATALOG_RESOURCES)) & ~(1u << CATALOG_TEMPLATES);
-        for (int k = 0; k < CATALOG_KIND_COUNT; k++)
-                if (changed & (1u << k))
-                        daemon_broadcast(d, notifications[k], NULL);
+        list_changes_registry_changed(&d->list_changes, changed);
         list_waiters_flush(d, false);
         server_requests_sweep(&d->server_requests);
         daemon_clients_changed(d);
@@ -373,7 +363,8 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
                 return -ENOMEM;
         d->stop_deadline = evtimer_new(d->base, stop_deadline_passed, d);
         d->idle_timer = evtimer_new(d->base, idle_exit, d);
-        if (!d->stop_deadline || !d->idle_timer || jsonrpc_parser_init(&d->parser) < 0)
+        if (!d->stop_deadline || !d->idle_timer || jsonrpc_parser_init(&d->parser) < 0 ||
+            list_changes_init(&d->list_changes, d->base, d) < 0)
                 return -ENOMEM;
         r = setup_signals(d);
         if (r < 0)
@@ -450,6 +441,7 @@ void daemon_done(struct daemon *d) {
         router_done(&d->router);
         registry_done(&d->registry);
         list_waiters_done(d);
+        list_changes_done(&d->list_changes);
         subscriptions_done(d);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
                 if (d->signals[i])

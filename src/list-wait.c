@@ -21,6 +21,15 @@ bool list_wait_needed(const struct daemon *d) {
         return false;
 }
 
+bool list_waiters_has(const struct daemon *d, const struct client *c, enum catalog_kind kind) {
+        const struct list_waiter *w;
+
+        TAILQ_FOREACH(w, &d->list_waiters, entry)
+                if (w->client == c && w->kind == kind)
+                        return true;
+        return false;
+}
+
 static void waiter_free(struct list_waiter *w) {
         TAILQ_REMOVE(&w->daemon->list_waiters, w, entry);
         if (w->timer)

@@ -92,7 +92,7 @@ const struct method method_logging_set_level = {
         .name = "logging/setLevel", .flags = METHOD_MCP, .handle = set_level,
 };
 
-static bool level_admits(const struct client *c, void *arg) {
+static bool level_admits(struct client *c, void *arg) {
         return *(const int *)arg <= client_level(c);
 }
 

@@ -130,6 +130,7 @@ static void initialized(struct client *c, struct jsonrpc_msg *m) {
                 return;
         c->session.phase = SESSION_OPERATING;
         mcp_logging_clients_changed(c->daemon);
+        list_changes_client_operating(c);
 }
 
 const struct method notification_initialized = {

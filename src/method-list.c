@@ -60,6 +60,7 @@ void method_list_answer(struct client *c, json_object *id, json_object *params, 
                 snprintf(next, sizeof next, CURSOR_PREFIX "%zu", end);
                 json_object_object_add(result, "nextCursor", json_object_new_string(next));
         }
+        list_changes_answered(c, kind, start == 0);
         client_reply_result(c, id, result);
 }
 

@@ -12,7 +12,7 @@
 #include "names.h"
 #include "server.h"
 
-static uint32_t signature(const struct registry_list *l);
+static uint64_t signature(const struct registry_list *l);
 
 void registry_set_separator(struct registry *r, const char *separator) {
         r->separator = separator ? separator : NAMES_DEFAULT_SEPARATOR;
@@ -145,12 +145,20 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
         l->n++;
 }
 
-static uint32_t signature(const struct registry_list *l) {
-        uint32_t h = 2166136261u;
+/* 64-bit FNV-1a over each exposed item's JSON text, a NUL after each: clients are told of
+ * a change only when their list's signature differs from the current one, so a collision
+ * would hide a change; at 64 bits that chance is negligible. */
+static uint64_t signature(const struct registry_list *l) {
+        uint64_t h = 14695981039346656037u;
 
-        for (size_t i = 0; i < l->n; i++)
-                h = (h ^ name_hash(json_object_to_json_string_ext(l->entries[i].exposed, JSON_C_TO_STRING_PLAIN))) * 16777619u;
-        return h ^ (uint32_t)l->n;
+        for (size_t i = 0; i < l->n; i++) {
+                const char *s = json_object_to_json_string_ext(l->entries[i].exposed, JSON_C_TO_STRING_PLAIN);
+
+                for (; *s; s++)
+                        h = (h ^ (uint8_t)*s) * 1099511628211u;
+                h *= 1099511628211u; /* the NUL: "ab","c" is not "a","bc" */
+        }
+        return h ^ (uint64_t)l->n;
 }
 
 static void build_list(struct registry *r, enum catalog_kind kind, struct server **sorted, size_t n) {
@@ -180,7 +188,7 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
                         sorted[m++] = servers[i];
         qsort(sorted, m, sizeof *sorted, by_name);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
-                uint32_t before = r->lists[k].signature;
+                uint64_t before = r->lists[k].signature;
 
                 list_clear(&r->lists[k]);
                 build_list(r, k, sorted, m);

@@ -369,6 +369,7 @@ Test(reload, removed_server_closes_and_is_forgotten) {
         wait_all_ready(2);
         b = pid_of("b", 0);
         x = cl_open();
+        cr_assert(h_has_item(tools_of(x, "6"), "b__echo")); /* a client is told of lists it holds */
         h_client_tool_request(x, "7", "b__sleep", "{\"ms\":20000}");
         h_client_tool_request(x, "8", "b__sleep", "{\"ms\":20000}");
         wait_in_flight("b", 2);
@@ -509,6 +510,7 @@ Test(reload, same_config_disturbs_nothing) {
         a = pid_of("a", 0);
         b = pid_of("b", 0);
         x = cl_open();
+        tools_of(x, "0"); /* a client is told of lists it holds */
 
         /* the same file, then the same servers in another order */
         r = reload_ok();
@@ -762,6 +764,8 @@ Test(reload, separator_renames_tools) {
         a = pid_of("a", 0);
         x = cl_open();
         cr_assert(h_has_item(tools_of(x, "1"), "a__echo"));
+        r = h_client_call(x, "10", "prompts/list", NULL); /* a client is told of lists it holds */
+        json_object_put(r);
 
         servers_reset(&D);
         demo("a", "", "");
@@ -802,6 +806,7 @@ Test(reload, disabled_stops_enabled_starts) {
         wait_all_ready(2);
         a = pid_of("a", 0);
         x = cl_open();
+        cr_assert(h_has_item(tools_of(x, "0"), "a__echo")); /* a client is told of lists it holds */
 
         servers_reset(&D);
         demo("a", "\"disabled\":true", "");

@@ -664,6 +664,9 @@ Test(routing, list_changed_on_restart) {
         wait_all_ready(2);
         x = cl_open();
         y = cl_open();
+        r = h_client_call(x, "0", "tools/list", NULL); /* a client is told of lists it holds */
+        cr_assert(h_has_item(h_tool_names(r), "b__echo"));
+        json_object_put(r);
         h_client_tool_request(y, "1", "b__crash", "{}");
         msg = h_take(x, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
         cr_assert_not_null(msg, "no list_changed when b went away");

@@ -605,6 +605,31 @@ Test(registry, rebuild_prefix_only_change_is_a_change) {
         cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS));
 }
 
+/* The signature is the content's: a server that leaves and comes back with the same items
+ * gives the list its old signature again (list-changes.c tells clients nothing then), and a
+ * list with other items gets another one. */
+Test(registry, signature_follows_content) {
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *b = fake("b", NULL, SERVER_READY, "[{\"name\":\"t\"},{\"name\":\"u\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { a, b };
+        uint64_t both, without_b;
+
+        registry_rebuild(&reg, servers, 2);
+        both = list(CATALOG_TOOLS)->signature;
+        b->state = SERVER_BACKOFF;
+        registry_rebuild(&reg, servers, 2);
+        without_b = list(CATALOG_TOOLS)->signature;
+        cr_assert_neq(without_b, both);
+        b->state = SERVER_READY;
+        set_items(b, CATALOG_TOOLS, "[{\"name\":\"t\"},{\"name\":\"u\"}]"); /* a new catalog, equal */
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_eq(list(CATALOG_TOOLS)->signature, both);
+        set_items(b, CATALOG_TOOLS, "[{\"name\":\"t\"}]");
+        registry_rebuild(&reg, servers, 2);
+        cr_assert_neq(list(CATALOG_TOOLS)->signature, both);
+        cr_assert_neq(list(CATALOG_TOOLS)->signature, without_b);
+}
+
 /* The header: a bit per kind "whose client-visible list changed". An empty list before
  * and after is no change, also on the first build. */
 Test(registry, first_build_of_empty_lists_changes_nothing) {

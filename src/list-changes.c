@@ -1,0 +1,121 @@
+/* Coalesced list_changed notifications; see list-changes.h. */
+#include "list-changes.h"
+
+#include <event2/event.h>
+
+#include "client.h"
+#include "daemon.h"
+#include "list-wait.h"
+#include "log.h"
+#include "time-util.h"
+
+#define BIT(k) (1u << (k))
+
+/* One notification per list a client can be told about; resources and templates share one. */
+static const struct notice {
+        const char *method;
+        unsigned kinds;
+} notices[] = {
+        { "notifications/tools/list_changed", BIT(CATALOG_TOOLS) },
+        { "notifications/prompts/list_changed", BIT(CATALOG_PROMPTS) },
+        { "notifications/resources/list_changed", BIT(CATALOG_RESOURCES) | BIT(CATALOG_TEMPLATES) },
+};
+
+void list_seen_record(struct list_seen *seen, enum catalog_kind kind, uint64_t signature, bool first_page) {
+        if (first_page) {
+                seen->signature[kind] = signature;
+                seen->listed |= BIT(kind);
+                seen->mixed &= ~BIT(kind);
+                seen->told &= ~BIT(kind);
+        } else if ((seen->listed & BIT(kind)) && seen->signature[kind] != signature) {
+                seen->mixed |= BIT(kind);
+        }
+}
+
+bool list_seen_should_tell(const struct list_seen *seen, enum catalog_kind kind, uint64_t current) {
+        if (!(seen->listed & BIT(kind)) || (seen->told & BIT(kind)))
+                return false;
+        return (seen->mixed & BIT(kind)) || seen->signature[kind] != current;
+}
+
+void list_seen_told(struct list_seen *seen, unsigned kinds) {
+        seen->told |= kinds & seen->listed;
+}
+
+/* The kinds of n that c should be told about. A request of c's for a list that is waiting
+ * to be answered (list-wait.h) will bring it the list as it is then: nothing to tell. */
+static unsigned kinds_to_tell(const struct client *c, const struct notice *n) {
+        const struct daemon *d = c->daemon;
+        unsigned kinds = 0;
+
+        for (int k = 0; k < CATALOG_KIND_COUNT; k++)
+                if ((n->kinds & BIT(k)) &&
+                    list_seen_should_tell(&c->session.lists_seen, k, d->registry.lists[k].signature) &&
+                    !list_waiters_has(d, c, k))
+                        kinds |= BIT(k);
+        return kinds;
+}
+
+/* For daemon_broadcast_to(): a yes is sent at once, so it is recorded as told here. */
+static bool tell_if_stale(struct client *c, void *arg) {
+        unsigned kinds = kinds_to_tell(c, arg);
+
+        if (kinds == 0)
+                return false;
+        list_seen_told(&c->session.lists_seen, kinds);
+        return true;
+}
+
+static void on_window_end(evutil_socket_t fd, short what, void *userdata) {
+        struct daemon *d = userdata;
+
+        for (size_t i = 0; i < ARRAY_SIZE(notices); i++) {
+                unsigned count = daemon_broadcast_to(d, notices[i].method, NULL, tell_if_stale, (void *)&notices[i]);
+
+                if (count > 0)
+                        log_debug(&d->log, "%s sent to %u client%s holding an out-of-date list", notices[i].method,
+                                  count, count == 1 ? "" : "s");
+        }
+}
+
+int list_changes_init(struct list_changes *lc, struct event_base *base, struct daemon *d) {
+        *lc = (struct list_changes){ .window = LIST_CHANGES_WINDOW_USEC };
+        lc->timer = evtimer_new(base, on_window_end, d);
+        return lc->timer ? 0 : -ENOMEM;
+}
+
+void list_changes_done(struct list_changes *lc) {
+        if (lc->timer)
+                event_free(lc->timer);
+        lc->timer = NULL;
+}
+
+void list_changes_set_window(struct list_changes *lc, uint64_t usec) {
+        lc->window = usec;
+}
+
+/* The window starts at the first change and is not pushed back by later ones, so a server
+ * whose lists change all the time still has them announced once per window. */
+static void arm(struct list_changes *lc) {
+        struct timeval tv = timeval_from_usec(lc->window);
+
+        if (!evtimer_pending(lc->timer, NULL))
+                evtimer_add(lc->timer, &tv);
+}
+
+void list_changes_registry_changed(struct list_changes *lc, unsigned kinds) {
+        if (kinds != 0)
+                arm(lc);
+}
+
+void list_changes_answered(struct client *c, enum catalog_kind kind, bool first_page) {
+        list_seen_record(&c->session.lists_seen, kind, c->daemon->registry.lists[kind].signature, first_page);
+}
+
+void list_changes_client_operating(struct client *c) {
+        for (size_t i = 0; i < ARRAY_SIZE(notices); i++)
+                if (kinds_to_tell(c, &notices[i]) != 0) {
+                        arm(&c->daemon->list_changes);
+                        return;
+                }
+}
