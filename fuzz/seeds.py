@@ -122,7 +122,9 @@ def config_seeds():
         "mcpvisor": {"socket": "/run/a.sock", "socketMode": "0600", "logLevel": "debug", "maxMessageSize": 4096,
                      "toolNameSeparator": ".", "listPageSize": 0, "idleExit": 30},
         "mcpServers": {"a": {"command": "x", "env": {"A": "1", "B": {"credential": "b"}}, "restart": "never",
-                             "clientCapabilities": ["roots"]},
+                             "clientCapabilities": ["roots"],
+                             "roots": [{"uri": "file:///srv/a", "name": "a"}, "/srv/b c"]},
+                       "r": {"command": "r", "roots": ["file:///x", "/x", "rel", {"uri": "file://h/y", "k": 1}]},
                        "bad name": {"command": "y"}, "u": {"url": "http://x"}, "t": {"type": "sse", "command": "z"}},
         "other": 1}).encode()
     seeds["edits"] = b"\x01" + bytes([3, 1, 5, 4, 6, 0, 2, 0, 5, 9, 3, 2, 7, 1, 2, 3, 8, 4, 1])
