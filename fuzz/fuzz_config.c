@@ -56,7 +56,10 @@ static void check_roots(const struct server_config *s) {
         fuzz_check(s->roots.n == 0 || (s->client_capabilities & (1u << CLIENT_CAP_ROOTS)), "%s has roots but is not offered them",
                    s->name);
         for (size_t k = 0; k < s->roots.n; k++) {
-                fuzz_check(s->roots.items[k].uri && !root_uri_problem(s->roots.items[k].uri), "root %zu of %s", k, s->name);
+                char why[160];
+
+                fuzz_check(s->roots.items[k].uri && !root_uri_problem(s->roots.items[k].uri, why, sizeof why), "root %zu of %s",
+                           k, s->name);
                 for (size_t j = 0; j < k; j++)
                         fuzz_check(strcmp(s->roots.items[j].uri, s->roots.items[k].uri) != 0, "root %s twice",
                                    s->roots.items[k].uri);

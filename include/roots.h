@@ -29,8 +29,9 @@ bool roots_equal(const struct roots *a, const struct roots *b);
 /* dst's roots are replaced by src's; src is left empty. */
 void roots_move(struct roots *dst, struct roots *src);
 
-/* Why uri is not a local file:// URI ("expected ..."), or NULL when it is one. */
-const char *root_uri_problem(const char *uri);
+/* Why uri is not a local file:// URI ("expected ...", static or written to buf), or NULL
+ * when it is one. */
+const char *root_uri_problem(const char *uri, char *buf, size_t size);
 /* The file:// URI of an absolute path, malloc'd; NULL when out of memory. */
 char *root_uri_from_path(const char *path);
 

@@ -17,11 +17,24 @@ static bool path_char(unsigned char c) {
         return isascii(c) && (isalnum(c) || (c && strchr("-._~!$&'()*+,;=:@/", c)));
 }
 
-const char *root_uri_problem(const char *uri) {
-        const char *authority = uri + 7, *path;
+#define ENCODE_HINT " (or write the absolute path, which is encoded for you)"
+
+static const char *bad_char(unsigned char c, char *buf, size_t size) {
+        if (c == '%')
+                return "'%' must start a percent-encoding such as %20 (%25 for '%' itself)";
+        if (c >= ' ' && c < 0x7f)
+                snprintf(buf, size, "'%c' must be percent-encoded as %%%02X" ENCODE_HINT, c, c);
+        else
+                snprintf(buf, size, "byte 0x%02X must be percent-encoded as %%%02X" ENCODE_HINT, c, c);
+        return buf;
+}
+
+const char *root_uri_problem(const char *uri, char *buf, size_t size) {
+        const char *authority, *path;
 
         if (strncmp(uri, "file://", 7) != 0)
                 return "expected " ROOT_FORMS;
+        authority = uri + 7;
         path = strchr(authority, '/');
         if (!path)
                 return "expected file:///PATH";
@@ -34,8 +47,7 @@ const char *root_uri_problem(const char *uri) {
                 if (*c == '%' && isxdigit((unsigned char)c[1]) && isxdigit((unsigned char)c[2]))
                         c += 2;
                 else if (!path_char((unsigned char)*c))
-                        return "not a URI: spaces, '%' not followed by two hex digits, non-ASCII and characters such as "
-                               "\"<>\\^`{|} must be percent-encoded (or write the absolute path, which is encoded for you)";
+                        return bad_char((unsigned char)*c, buf, size);
         }
         return NULL;
 }
@@ -77,6 +89,7 @@ void roots_move(struct roots *dst, struct roots *src) {
 /* The URI that v (a string at path) stands for, into *ret. */
 static int parse_uri(json_object *v, const char *path, char **ret, struct config_problems *p) {
         const char *text = json_object_get_string(v), *why;
+        char buf[160];
 
         if (!json_object_is_type(v, json_type_string)) {
                 problems_add(p, PROBLEM_ERROR, path, "expected %s", ROOT_FORMS);
@@ -86,7 +99,7 @@ static int parse_uri(json_object *v, const char *path, char **ret, struct config
                 problems_add(p, PROBLEM_ERROR, path, "contains a NUL character");
                 return -EINVAL;
         }
-        why = text[0] == '/' ? NULL : root_uri_problem(text);
+        why = text[0] == '/' ? NULL : root_uri_problem(text, buf, sizeof buf);
         if (why) {
                 problems_add(p, PROBLEM_ERROR, path, "%s", why);
                 return -EINVAL;
