@@ -828,6 +828,19 @@ static void expect_offered(struct h_client *x, const char *id, const char *want)
         json_object_put(r);
 }
 
+/* Rewrites the config with demo server a alone (keys and args as for demo()) and reloads
+ * it, expecting a to be listed as changed. */
+static void reload_a_changed(const char *keys, const char *args) {
+        json_object *r;
+
+        servers_reset(&D);
+        demo("a", keys, args);
+        write_config();
+        r = reload_ok();
+        expect_summary(r, "", "", "a", "");
+        json_object_put(r);
+}
+
 /* Roots changed, from some to others: the server keeps running and is told, then asks
  * (--follow-roots) with no client to ask, and gets the new ones; no client is asked. */
 Test(reload, roots_change_without_restart) {
@@ -842,13 +855,8 @@ Test(reload, roots_change_without_restart) {
         expect_roots(roots_a_got("start-1"), "{\"roots\":[{\"uri\":\"file:///srv/one\"}]}");
         x = cl_open_with("{\"roots\":{\"listChanged\":true}}");
 
-        servers_reset(&D);
-        demo("a", "\"roots\":[{\"uri\":\"file:///srv/two\",\"name\":\"two\"},\"/srv/three\"]",
-             "\"--follow-roots\",\"--ask-at-start\",\"roots/list\"");
-        write_config();
-        r = reload_ok();
-        expect_summary(r, "", "", "a", "");
-        json_object_put(r);
+        reload_a_changed("\"roots\":[{\"uri\":\"file:///srv/two\",\"name\":\"two\"},\"/srv/three\"]",
+                         "\"--follow-roots\",\"--ask-at-start\",\"roots/list\"");
         expect_log("[a] roots changed; sent notifications/roots/list_changed instead of restarting it");
         expect_log("a: notification notifications/roots/list_changed {}");
         expect_roots(roots_a_got("roots-1"),
@@ -881,7 +889,6 @@ Test(reload, roots_change_without_restart) {
 /* The first roots, or the removal of the last, change what initialize offered: a restart. */
 Test(reload, roots_added_or_removed_restart) {
         struct h_client *x;
-        json_object *r;
         pid_t a, a2, a3;
 
         demo("a", "", "");
@@ -891,24 +898,14 @@ Test(reload, roots_added_or_removed_restart) {
         x = cl_open();
         expect_offered(x, "1", "{\"roots\":{},\"sampling\":{},\"elicitation\":{}}");
 
-        servers_reset(&D);
-        demo("a", "\"roots\":[\"/srv/one\"]", "");
-        write_config();
-        r = reload_ok();
-        expect_summary(r, "", "", "a", "");
-        json_object_put(r);
+        reload_a_changed("\"roots\":[\"/srv/one\"]", "");
         expect_log("[a] ready -> stopping: configuration changed");
         a2 = pid_of("a", a);
         expect_gone(a, "a's first process");
         expect_log_n("[a] starting -> ready", 2);
         expect_offered(x, "2", "{\"roots\":{\"listChanged\":true},\"sampling\":{},\"elicitation\":{}}");
 
-        servers_reset(&D);
-        demo("a", "\"roots\":[]", "");
-        write_config();
-        r = reload_ok();
-        expect_summary(r, "", "", "a", "");
-        json_object_put(r);
+        reload_a_changed("\"roots\":[]", "");
         a3 = pid_of("a", a2);
         expect_gone(a2, "a's second process");
         expect_log_n("[a] starting -> ready", 3);
