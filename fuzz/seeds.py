@@ -5,7 +5,8 @@ committed, so this is only needed after changing a harness's input format).
 The router seeds are scripts in the harness's own encoding (fuzz_router.c): a config
 header, three server behaviours, then ops. Each seed is one scenario a fuzzer would take
 long to find by itself: a full call, progress, cancellation, a server's request to the
-client, a crash mid-call, reloads, the control socket, a stop with calls in flight."""
+client, a crash mid-call, reloads, roots changed by reloads, the control socket, a stop with
+calls in flight."""
 import json
 import os
 import sys
@@ -86,6 +87,11 @@ ROUTER = {
     "subscribe-logging": header() + op("connect", 0) + init(0) + op("iterate", 2)
             + op("misc", 0, 2, 0, 0, 0) + op("misc", 0, 1, 0, 0) + op("child_notify", 0, 2, 0, 1, 1)
             + op("child_notify", 0, 3, 1) + op("misc", 0, 3, 0, 0, 0),
+    # one server offered roots only, with the first of the harness's two root lists
+    "roots": header(servers=1, restart=0x09, e=0x01) + op("connect", 0) + init(0) + op("iterate", 2)
+            + op("child_upcall", 0, 1, 2, 0) + op("reload", 0, 0, 7) + op("iterate", 2)
+            + op("child_upcall", 0, 1, 2, 0) + op("reload", 0, 0, 7) + op("iterate", 3)
+            + op("reload", 0, 0, 7) + op("iterate", 3) + op("child_upcall", 0, 1, 2, 0) + tools_call(0, 0, 0),
     "paged-lists": header(page_size=1) + op("connect", 0) + init(0) + op("iterate", 2)
             + op("list", 0, 0x04, 0) + op("list", 0, 0x0c | 0x10 | 0x20, 0) + op("list", 0, 0x0c, 0),
 }
