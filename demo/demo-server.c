@@ -17,6 +17,8 @@
  *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
  *     response after "jsonrpc" and "id", byte for byte: what the daemon passes on as written.
  *   - --ask-at-start METHOD sends request METHOD, id "start-1", right after initialized.
+ *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
+ *     as servers that keep their client's roots do (server-filesystem).
  * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
  * "unexpected answer RESPONSE" (an id we are not waiting for), "gave up on ID",
  * "progress PARAMS" (notifications/progress from the client; " for no pending ask" is added
@@ -100,6 +102,7 @@ static const char *arg_instructions = DEFAULT_INSTRUCTIONS;
 static long arg_list_changed_after_ms = -1;
 static bool arg_subscribe;
 static const char *arg_ask_at_start;
+static bool arg_follow_roots;
 
 /* A tools/call of "sleep" in progress. id == NULL marks a free slot. */
 struct job {
@@ -124,6 +127,7 @@ struct ask {
 static struct ask asks[MAX_ASKS];
 static unsigned long n_asks; /* "ask" calls so far: the N of "ask-N" */
 static bool asked_at_start;
+static unsigned long n_roots_asks; /* --follow-roots: the N of "roots-N" */
 static json_object *client_capabilities; /* initialize's params.capabilities; NULL: none seen */
 
 /* A resources/subscribe in force (--subscribe). uri == NULL marks a free slot. */
@@ -1157,6 +1161,17 @@ static void notification_progress(json_object *params) {
         fprintf(stderr, "progress %s%s\n", log_json(params), pending ? "" : " for no pending ask");
 }
 
+/* --follow-roots: the client says its roots changed; ask for them again. */
+static void notification_roots_changed(void) {
+        char request_id[32];
+
+        if (!arg_follow_roots)
+                return;
+        snprintf(request_id, sizeof(request_id), "roots-%lu", ++n_roots_asks);
+        if (!ask(request_id, NULL, "roots/list", json_object_new_object(), -1))
+                fprintf(stderr, "too many asks pending\n");
+}
+
 static void handle_notification(const char *method, json_object *params) {
         if (strcmp(method, "notifications/initialized") == 0)
                 notification_initialized();
@@ -1167,6 +1182,8 @@ static void handle_notification(const char *method, json_object *params) {
         else
                 /* None of our business, but a test may want to know it came. */
                 fprintf(stderr, "notification %s %s\n", method, params ? log_json(params) : "{}");
+        if (strcmp(method, "notifications/roots/list_changed") == 0)
+                notification_roots_changed();
 }
 
 /* ---- input ---- */
@@ -1560,6 +1577,8 @@ static void help(void) {
                "                             Send notification METHOD to the client\n"
                "  tool client_capabilities   Return initialize's params.capabilities as JSON text\n"
                "  --ask-at-start METHOD      Send request METHOD as \"start-1\" after initialized\n"
+               "  --follow-roots             Send roots/list as \"roots-N\" on each\n"
+               "                             notifications/roots/list_changed\n"
                "  On stderr: \"asked METHOD as ID\", \"answer to ID: RESPONSE\",\n"
                "  \"unexpected answer RESPONSE\", \"gave up on ID\", \"progress PARAMS\" (with\n"
                "  \" for no pending ask\" if no ask has its token), \"notification METHOD PARAMS\"\n"
@@ -1631,6 +1650,7 @@ enum {
         OPT_LIST_CHANGED_AFTER_MS,
         OPT_SUBSCRIBE,
         OPT_ASK_AT_START,
+        OPT_FOLLOW_ROOTS,
 };
 
 static const struct option options[] = {
@@ -1665,6 +1685,7 @@ static const struct option options[] = {
         { "list-changed-after-ms", required_argument, NULL, OPT_LIST_CHANGED_AFTER_MS },
         { "subscribe", no_argument, NULL, OPT_SUBSCRIBE },
         { "ask-at-start", required_argument, NULL, OPT_ASK_AT_START },
+        { "follow-roots", no_argument, NULL, OPT_FOLLOW_ROOTS },
         {}
 };
 
@@ -1710,6 +1731,7 @@ static void parse_argv(int argc, char *argv[]) {
                 case OPT_INSTRUCTIONS: arg_instructions = optarg; break;
                 case OPT_SUBSCRIBE: arg_subscribe = true; break;
                 case OPT_ASK_AT_START: arg_ask_at_start = optarg; break;
+                case OPT_FOLLOW_ROOTS: arg_follow_roots = true; break;
                 case '?': exit(2);
                 default: set_number_option(c, options[option_index].name, optarg); break;
                 }

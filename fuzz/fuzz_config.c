@@ -13,7 +13,8 @@
  * Invariants: nothing crashes or leaks (also on every error path); errors are reported,
  * never aborted on: a failed load has at least one error; every problem has a path and a
  * message and the error count matches; a configuration that loads holds only valid values
- * (names, commands, ranges, NULL-terminated lists, unique servers); a server's settings
+ * (names, commands, ranges, NULL-terminated lists, unique servers, roots that are local
+ * file:// URIs, each once, of a server offered roots); a server's settings
  * equal themselves after server_config_take(). */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +50,22 @@ static void check_in_range(double v, double lo, double hi, const char *what) {
         fuzz_check(isfinite(v) && v >= lo && v <= hi, "%s = %g outside [%g, %g]", what, v, lo, hi);
 }
 
+/* Local file:// URIs, each once, and only for a server offered roots. */
+static void check_roots(const struct server_config *s) {
+        fuzz_check(s->roots.n == 0 || s->roots.items, "roots of %s", s->name);
+        fuzz_check(s->roots.n == 0 || (s->client_capabilities & (1u << CLIENT_CAP_ROOTS)), "%s has roots but is not offered them",
+                   s->name);
+        for (size_t k = 0; k < s->roots.n; k++) {
+                char why[160];
+
+                fuzz_check(s->roots.items[k].uri && !root_uri_problem(s->roots.items[k].uri, why, sizeof why), "root %zu of %s",
+                           k, s->name);
+                for (size_t j = 0; j < k; j++)
+                        fuzz_check(strcmp(s->roots.items[j].uri, s->roots.items[k].uri) != 0, "root %s twice",
+                                   s->roots.items[k].uri);
+        }
+}
+
 static void check_server(const struct config *c, size_t i) {
         const struct server_config *s = &c->servers[i];
         struct server_config copy = *s;
@@ -78,6 +95,7 @@ static void check_server(const struct config *c, size_t i) {
         check_in_range(s->restart_delay_max, 0, 86400, "restartDelayMax");
         check_in_range(s->start_limit_interval, 0, 86400, "startLimitInterval");
         fuzz_check((s->client_capabilities & ~CLIENT_CAPS_ALL) == 0, "client capabilities");
+        check_roots(s);
 
         /* Moving the settings to the heap keeps them equal, as a reload's comparison needs. */
         taken = server_config_take(&copy);
@@ -135,7 +153,8 @@ static const char base_config[] =
         "   \"cwd\": \"/\", \"disabled\": false, \"restart\": \"always\", \"startTimeout\": 5, \"stopTimeout\": 1,"
         "   \"killTimeout\": 1, \"healthInterval\": 30, \"healthTimeout\": 5, \"healthFailures\": 3, \"requestTimeout\": 60,"
         "   \"restartDelay\": 1, \"restartDelayMax\": 60, \"startLimitBurst\": 5, \"startLimitInterval\": 60,"
-        "   \"prefix\": \"p\", \"clientCapabilities\": [\"roots\", \"sampling\"], \"type\": \"stdio\"},"
+        "   \"prefix\": \"p\", \"clientCapabilities\": [\"roots\", \"sampling\"], \"type\": \"stdio\","
+        "   \"roots\": [{\"uri\": \"file:///srv/a\", \"name\": \"a\"}, \"file://localhost/b%20c\", \"/srv/d e\"]},"
         "  \"b.c-d_e\": {\"command\": \"b\"}}}";
 
 static const char *const known_keys[] = {
@@ -144,13 +163,14 @@ static const char *const known_keys[] = {
         "controlGroup", "command", "args", "env", "cwd", "disabled", "restart", "startTimeout", "stopTimeout",
         "killTimeout", "healthInterval", "healthTimeout", "healthFailures", "requestTimeout", "restartDelay",
         "restartDelayMax", "startLimitBurst", "startLimitInterval", "prefix", "clientCapabilities", "type", "url",
-        "credential", "a", "b.c-d_e", "K", "", "1BAD", "A=B", "x y",
+        "credential", "roots", "uri", "name", "a", "b.c-d_e", "K", "", "1BAD", "A=B", "x y",
 };
 
 static const char *const some_strings[] = {
         "", "0660", "0777", "0999", "777", "08", "debug", "err", "warn", "7", "8", "stdio", "sse", "/abs", "rel",
         "a b", "__", ".", "123456789", "on-failure", "always", "never", "roots", "sampling", "elicitation", "x/y",
-        "-", "/", "a.b",
+        "-", "/", "a.b", "file:///srv/a", "file://localhost/b%20c", "file://host/x", "file:///x?y", "/srv/d e",
+        "file:///%zz", "file:/x",
 };
 
 static const double some_numbers[] = {

@@ -121,6 +121,7 @@ struct server_spec {
         unsigned prefix;
         unsigned caps;
         unsigned generation;      /* changes its args: a changed server */
+        unsigned roots;           /* 0 none, 1 or 2: one of two lists (when offered roots) */
         bool request_timeout, zero_delay, health;
 };
 
@@ -336,6 +337,9 @@ static json_object *server_entry(const struct server_spec *s) {
                 if (s->caps & (1u << i))
                         json_object_array_add(cc, jstr(caps[i]));
         jset(e, "clientCapabilities", cc);
+        if (s->roots % 3 && (s->caps & 1)) /* 1 -> 2 and back: told without a restart */
+                jset(e, "roots", json_tokener_parse(s->roots % 3 == 1 ? "[\"/srv/one\"]"
+                                                                      : "[\"/srv/one\",{\"uri\":\"file:///srv/two\",\"name\":\"two\"}]"));
         if (s->disabled)
                 jset(e, "disabled", json_object_new_boolean(1));
         return e;
@@ -1451,7 +1455,7 @@ static void op_reload(struct fuzz_input *in) {
         struct server_spec *s = &H.spec.servers[take_choice(in, MAX_SPECS)];
         json_object *outcome = NULL;
 
-        switch (take_choice(in, 8)) {
+        switch (take_choice(in, 9)) {
         case 0:
                 s->present = !s->present; /* removed, or added */
                 break;
@@ -1472,6 +1476,9 @@ static void op_reload(struct fuzz_input *in) {
                 break;
         case 6:
                 s->prefix = (s->prefix + 1) % 3;
+                break;
+        case 7:
+                s->roots = (s->roots + 1) % 3;
                 break;
         default:
                 break; /* the same file: nothing changes */
@@ -1659,7 +1666,7 @@ static void decode_config(struct fuzz_input *in) {
                 uint8_t f = (uint8_t)(c >> (2 * (i % 4)) ^ e >> i);
                 *s = (struct server_spec){ .present = i < n, .slot = i % MAX_SLOTS,
                                            .name = i < MAX_SLOTS ? name_sets[names][i] : 7, .restart = f & 3,
-                                           .prefix = (e >> 4) % 3, .caps = e >> (i % 3), .request_timeout = f & 4,
+                                           .prefix = (e >> 4) % 3, .caps = e >> (i % 3), .roots = (f >> 3) % 3, .request_timeout = f & 4,
                                            .zero_delay = (a & 0x40) && i == 0, .health = a & 0x80 };
         }
         for (unsigned i = 0; i < MAX_SLOTS; i++)

@@ -5,7 +5,8 @@ committed, so this is only needed after changing a harness's input format).
 The router seeds are scripts in the harness's own encoding (fuzz_router.c): a config
 header, three server behaviours, then ops. Each seed is one scenario a fuzzer would take
 long to find by itself: a full call, progress, cancellation, a server's request to the
-client, a crash mid-call, reloads, the control socket, a stop with calls in flight."""
+client, a crash mid-call, reloads, roots changed by reloads, the control socket, a stop with
+calls in flight."""
 import json
 import os
 import sys
@@ -92,6 +93,11 @@ ROUTER = {
             + op("child_behaviour", 0, 4, 1) + op("child_notify", 0, 0, 0) + op("iterate", 3) + op("expire", 0, 0)
             + op("iterate", 2) + op("child_behaviour", 0, 4, 2) + op("child_notify", 0, 0, 0) + op("iterate", 3)
             + op("expire", 0, 0) + op("list", 0, 0x00, 0) + op("iterate", 2),
+    # one server offered roots only, with the first of the harness's two root lists
+    "roots": header(servers=1, restart=0x09, e=0x01) + op("connect", 0) + init(0) + op("iterate", 2)
+            + op("child_upcall", 0, 1, 2, 0) + op("reload", 0, 0, 7) + op("iterate", 2)
+            + op("child_upcall", 0, 1, 2, 0) + op("reload", 0, 0, 7) + op("iterate", 3)
+            + op("reload", 0, 0, 7) + op("iterate", 3) + op("child_upcall", 0, 1, 2, 0) + tools_call(0, 0, 0),
     "paged-lists": header(page_size=1) + op("connect", 0) + init(0) + op("iterate", 2)
             + op("list", 0, 0x04, 0) + op("list", 0, 0x0c | 0x10 | 0x20, 0) + op("list", 0, 0x0c, 0),
 }
@@ -128,7 +134,9 @@ def config_seeds():
         "mcpvisor": {"socket": "/run/a.sock", "socketMode": "0600", "logLevel": "debug", "maxMessageSize": 4096,
                      "toolNameSeparator": ".", "listPageSize": 0, "idleExit": 30},
         "mcpServers": {"a": {"command": "x", "env": {"A": "1", "B": {"credential": "b"}}, "restart": "never",
-                             "clientCapabilities": ["roots"]},
+                             "clientCapabilities": ["roots"],
+                             "roots": [{"uri": "file:///srv/a", "name": "a"}, "/srv/b c"]},
+                       "r": {"command": "r", "roots": ["file:///x", "/x", "rel", {"uri": "file://h/y", "k": 1}]},
                        "bad name": {"command": "y"}, "u": {"url": "http://x"}, "t": {"type": "sse", "command": "z"}},
         "other": 1}).encode()
     seeds["edits"] = b"\x01" + bytes([3, 1, 5, 4, 6, 0, 2, 0, 5, 9, 3, 2, 7, 1, 2, 3, 8, 4, 1])

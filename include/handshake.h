@@ -42,6 +42,9 @@ int handshake_start(struct handshake *h, struct child *ch, const char *name, jso
  * changed; the rest of current is kept. done is called as for a start. */
 int handshake_refresh(struct handshake *h, struct child *ch, const struct catalog *current, unsigned kinds,
                       const char *name, const struct logger *log, handshake_done_fn done, void *userdata);
+/* The server has been sent notifications/initialized and is fetched its lists: from here
+ * on it may be sent notifications. */
+bool handshake_initialized(const struct handshake *h);
 /* Stops waiting; a late answer is dropped. */
 void handshake_cancel(struct handshake *h);
 /* Moves the finished catalog out. */

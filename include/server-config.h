@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "roots.h"
+
 struct config_problems;
 
 enum restart_policy { RESTART_ON_FAILURE, RESTART_ALWAYS, RESTART_NEVER };
@@ -51,6 +53,7 @@ struct server_config {
         double start_limit_interval;  /* ... this many seconds: the server is failed */
         char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
         unsigned client_capabilities; /* bits of enum client_capability */
+        struct roots roots;     /* answered to its roots/list; none: its caller's (server-request.h) */
 };
 
 #define SERVER_NAME_MAX 64
@@ -69,3 +72,7 @@ struct server_config *server_config_take(struct server_config *src);
 void server_config_free(struct server_config *s);
 /* Same settings: a reload keeps such a server running undisturbed. */
 bool server_config_equal(const struct server_config *a, const struct server_config *b);
+/* next differs from current only in its roots, and both have some: the server was offered
+ * roots.listChanged at its initialize, so a reload can tell it instead of restarting it.
+ * The first roots, or the removal of the last, change what it was offered: a restart. */
+bool server_config_roots_change_live(const struct server_config *current, const struct server_config *next);

@@ -1,7 +1,8 @@
 /* Requests a server's process makes of its client: sampling/createMessage, roots/list,
- * elicitation/create, and any method the daemon does not know. A shared child cannot say
- * which client's call caused such a request (stdio carries no correlation), so it goes to
- * the one client with requests in flight to that server:
+ * elicitation/create, and any method the daemon does not know. A server with "roots"
+ * configured has its roots/list answered with them by the daemon, always. Otherwise, a
+ * shared child cannot say which client's call caused such a request (stdio carries no
+ * correlation), so it goes to the one client with requests in flight to that server:
  *   - toward the client it gets a daemon-unique integer id; the client's answer returns
  *     to the child under the child's own id (its exact value);
  *   - with no such client, or several, the child gets an error saying so: never a guess;

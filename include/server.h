@@ -104,7 +104,9 @@ void server_describe(const struct server *s, char *buf, size_t size);
 
 /* A reload changed its settings (next is taken over): a server without a process takes
  * them at once and starts unless disabled; a running one restarts with them, or stops
- * when they disable it. */
+ * when they disable it. A change of its roots alone, from some to others, is taken at
+ * once and nothing else changes: a running process is sent
+ * notifications/roots/list_changed. */
 void server_reconfigure(struct server *s, struct server_config *next);
 /* Between loop iterations: a stopped server takes settings still waiting for it. */
 void server_adopt_pending(struct server *s);

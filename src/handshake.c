@@ -178,6 +178,10 @@ int handshake_refresh(struct handshake *h, struct child *ch, const struct catalo
         return h->running || h->catalog.initialize ? 0 : -EIO;
 }
 
+bool handshake_initialized(const struct handshake *h) {
+        return h->running && h->kind >= 0;
+}
+
 void handshake_cancel(struct handshake *h) {
         if (h->running && h->request > 0)
                 child_cancel_request(h->child, h->request);

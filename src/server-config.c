@@ -135,6 +135,7 @@ static const struct setting server_settings[] = {
         { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL },
         { "clientCapabilities", SETTING_CUSTOM, offsetof(struct server_config, client_capabilities), 0, 0, NULL,
           parse_client_capabilities },
+        { "roots", SETTING_CUSTOM, offsetof(struct server_config, roots), 0, 0, NULL, roots_parse },
         /* Written by other MCP clients' configs; accepted so those files load unchanged. */
         { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
 };
@@ -168,6 +169,7 @@ void server_config_done(struct server_config *s) {
         free(s->env);
         free(s->cwd);
         free(s->prefix);
+        roots_done(&s->roots);
         init_defaults(s);
 }
 
@@ -190,6 +192,24 @@ static int check_transport(json_object *entry, const char *path, struct config_p
         return 0;
 }
 
+/* What the settings of an entry must be together. */
+static size_t check_entry(const struct server_config *s, const char *path, struct config_problems *p) {
+        char item[512];
+
+        if (!s->command || !*s->command) {
+                snprintf(item, sizeof item, "%s.command", path);
+                problems_add(p, PROBLEM_ERROR, item, "missing: the program to run");
+                return 1;
+        }
+        if (s->roots.n > 0 && !(s->client_capabilities & (1u << CLIENT_CAP_ROOTS))) {
+                snprintf(item, sizeof item, "%s.roots", path);
+                problems_add(p, PROBLEM_ERROR, item,
+                             "the server is not offered roots: add \"roots\" to its clientCapabilities, or remove its roots");
+                return 1;
+        }
+        return 0;
+}
+
 int server_config_parse(const char *name, json_object *entry, const char *path, struct server_config *ret,
                         struct config_problems *p) {
         struct server_config s;
@@ -205,12 +225,8 @@ int server_config_parse(const char *name, json_object *entry, const char *path, 
         if (json_object_is_type(entry, json_type_object) && check_transport(entry, path, p) < 0)
                 return -EINVAL;
         errors = settings_apply(server_settings, ARRAY_SIZE(server_settings), entry, path, &s, p);
-        if (errors == 0 && (!s.command || !*s.command)) {
-                char item[512];
-                snprintf(item, sizeof item, "%s.command", path);
-                problems_add(p, PROBLEM_ERROR, item, "missing: the program to run");
-                errors++;
-        }
+        if (errors == 0)
+                errors += check_entry(&s, path, p);
         if (errors > 0) {
                 server_config_done(&s);
                 return -EINVAL;
@@ -258,7 +274,8 @@ static bool env_equal(const struct server_config *a, const struct server_config 
         return true;
 }
 
-bool server_config_equal(const struct server_config *a, const struct server_config *b) {
+/* Everything but the roots. */
+static bool settings_equal(const struct server_config *a, const struct server_config *b) {
         return str_equal(a->name, b->name) && str_equal(a->command, b->command) && strv_equal(a->args, b->args) &&
                env_equal(a, b) && str_equal(a->cwd, b->cwd) && str_equal(a->prefix, b->prefix) &&
                a->disabled == b->disabled && a->restart == b->restart && a->start_timeout == b->start_timeout &&
@@ -268,4 +285,13 @@ bool server_config_equal(const struct server_config *a, const struct server_conf
                a->restart_delay == b->restart_delay && a->restart_delay_max == b->restart_delay_max &&
                a->start_limit_burst == b->start_limit_burst && a->start_limit_interval == b->start_limit_interval &&
                a->client_capabilities == b->client_capabilities;
+}
+
+bool server_config_equal(const struct server_config *a, const struct server_config *b) {
+        return settings_equal(a, b) && roots_equal(&a->roots, &b->roots);
+}
+
+bool server_config_roots_change_live(const struct server_config *current, const struct server_config *next) {
+        return current->roots.n > 0 && next->roots.n > 0 && !roots_equal(&current->roots, &next->roots) &&
+               settings_equal(current, next);
 }

@@ -117,10 +117,23 @@ static json_object *progress_token(json_object *params) {
         return NULL;
 }
 
+/* A server with roots configured gets those, whoever is calling: one client's roots must
+ * not become what every client of a shared process works in. */
+static bool answer_configured_roots(struct server *s, struct jsonrpc_msg *m) {
+        if (strcmp(m->method, capability_methods[CLIENT_CAP_ROOTS]) != 0 || s->config->roots.n == 0)
+                return false;
+        server_log(s, LOG_DEBUG, "answered roots/list with its %zu configured roots", s->config->roots.n);
+        child_send(s->run->child, jsonrpc_result(m->id, roots_result(&s->config->roots)));
+        return true;
+}
+
 void server_requests_forward(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
-        struct client *c = owner_or_refuse(q, s, m);
+        struct client *c;
         struct server_request *rq;
 
+        if (answer_configured_roots(s, m))
+                return;
+        c = owner_or_refuse(q, s, m);
         if (!c)
                 return;
         rq = calloc(1, sizeof *rq);

@@ -137,13 +137,21 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
 static void on_child_broken(struct child *ch, const char *why, void *userdata);
 static const struct child_ops child_ops = { .message = on_child_message, .broken = on_child_broken };
 
-/* What the daemon offers to ask of clients on this server's behalf (server-request.h). */
+/* What the daemon offers to ask of clients on this server's behalf (server-request.h).
+ * Configured roots are the daemon's to answer, and a reload that changes them says so. */
 static json_object *offered_capabilities(const struct server *s) {
         json_object *caps = json_object_new_object();
 
-        for (int i = 0; i < CLIENT_CAP_COUNT; i++)
-                if (s->config->client_capabilities & (1u << i))
-                        json_object_object_add(caps, client_capability_names[i], json_object_new_object());
+        for (int i = 0; i < CLIENT_CAP_COUNT; i++) {
+                json_object *cap;
+
+                if (!(s->config->client_capabilities & (1u << i)))
+                        continue;
+                cap = json_object_new_object();
+                if (i == CLIENT_CAP_ROOTS && s->config->roots.n > 0)
+                        json_object_object_add(cap, "listChanged", json_object_new_boolean(true));
+                json_object_object_add(caps, client_capability_names[i], cap);
+        }
         return caps;
 }
 
@@ -517,9 +525,31 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
                 supervisor_server_notification(s->sv, s, m);
 }
 
+/* Its process was sent notifications/initialized, after which it may be notified. */
+static bool initialized(const struct server *s) {
+        return server_serving(s) || (s->state == SERVER_STARTING && handshake_initialized(&s->handshake));
+}
+
+/* Only its roots changed (server_config_roots_change_live): a process keeps running and is
+ * told to ask for them again; one that has not started yet asks when it does. */
+static void change_roots(struct server *s, struct server_config *next) {
+        roots_move(&s->config->roots, &next->roots);
+        server_config_free(next);
+        if (!initialized(s)) {
+                server_log(s, LOG_INFO, "roots changed; it gets them at its next roots/list");
+                return;
+        }
+        server_log(s, LOG_INFO, "roots changed; sent notifications/roots/list_changed instead of restarting it");
+        (void)child_notify(s->run->child, "notifications/roots/list_changed", NULL);
+}
+
 void server_reconfigure(struct server *s, struct server_config *next) {
         bool was_disabled = s->config->disabled;
 
+        if (!s->next_config && server_config_roots_change_live(s->config, next)) {
+                change_roots(s, next);
+                return;
+        }
         server_config_free(s->next_config);
         s->next_config = next;
         if (server_running(s)) {

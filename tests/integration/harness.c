@@ -511,6 +511,19 @@ bool h_log_count_wait(struct h_daemon *d, const char *needle, unsigned n, int ti
         }
 }
 
+char *h_log_rest_wait(struct h_daemon *d, const char *needle, int timeout_ms) {
+        char *text, *p, *end, *rest;
+
+        if (!h_log_count_wait(d, needle, 1, timeout_ms))
+                return NULL;
+        text = h_log_text(d);
+        p = strstr(text, needle) + strlen(needle);
+        end = strchr(p, '\n');
+        rest = strndup(p, end ? (size_t)(end - p) : strlen(p));
+        free(text);
+        return rest;
+}
+
 static pid_t read_pidfile(const char *path) {
         FILE *f = fopen(path, "re");
         int pid = 0;

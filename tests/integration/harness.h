@@ -110,6 +110,9 @@ char *h_log_text(struct h_daemon *d);
 unsigned h_log_count(struct h_daemon *d, const char *needle);
 /* Waits until needle occurs at least n times in the log, draining NOTIFY datagrams meanwhile. */
 bool h_log_count_wait(struct h_daemon *d, const char *needle, unsigned n, int timeout_ms);
+/* The rest of the first log line that holds needle, malloc'd, waiting for one as
+ * h_log_count_wait does; NULL at the deadline. */
+char *h_log_rest_wait(struct h_daemon *d, const char *needle, int timeout_ms);
 /* Waits until PATH holds a pid other than not_this (0: any); returns it, or 0 on timeout.
  * The demo server writes pidfiles by rename, so a read never sees half a pid. */
 pid_t h_pidfile_wait(const char *path, pid_t not_this, int timeout_ms);

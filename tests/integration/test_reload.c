@@ -4,8 +4,9 @@
  * close (their calls in flight get one error each) and are forgotten once stopped, changed
  * ones restart with their new settings, unchanged ones are not touched (same pid, no state
  * change logged), clients stay connected and hear list_changed, toolNameSeparator renames,
- * "disabled" stops and starts, an operator's stop stands; an invalid configuration changes
- * nothing and says why. systemd hears RELOADING=1 with MONOTONIC_USEC, then READY=1.
+ * "disabled" stops and starts, an operator's stop stands; a change of roots alone is told to
+ * the running server (notifications/roots/list_changed), while the first roots or the
+ * removal of the last restart it; an invalid configuration changes nothing and says why. systemd hears RELOADING=1 with MONOTONIC_USEC, then READY=1.
  *
  * The control socket: "status" rows, "start"/"stop"/"restart", unknown names and bad
  * params, "ping"; who may connect (root, the daemon's user, controlGroup), checked with a
@@ -792,6 +793,129 @@ Test(reload, separator_renames_tools) {
         json_object_put(r);
         cr_assert_eq(pid_of("a", 0), a, "the server restarted for a rename");
         expect_alive(a, "a");
+        h_client_close(x);
+}
+
+/* ---- roots ---- */
+
+/* The result the demo server a got for its request id (from its stderr in the log). */
+static json_object *roots_a_got(const char *id) {
+        char *rest = h_log_rest_wait(&D, sf("a: answer to %s: ", id), H_TIMEOUT_MS);
+        json_object *answer, *result;
+
+        cr_assert_not_null(rest, "a got no answer to %s", id);
+        answer = json_tokener_parse(rest);
+        cr_assert_not_null(answer, "not JSON: %s", rest);
+        free(rest);
+        result = json_object_get(h_get(answer, "result"));
+        cr_assert_not_null(result, "a's %s was refused: %s", id, h_json_text(answer));
+        json_object_put(answer);
+        return result;
+}
+
+static void expect_roots(json_object *result, const char *want) {
+        json_object *w = json_tokener_parse(want);
+
+        cr_assert(json_object_equal(result, w), "roots: got %s, want %s", h_json_text(result), want);
+        json_object_put(w);
+        json_object_put(result);
+}
+
+/* The capabilities a was initialized with, as its client_capabilities tool returns them. */
+static void expect_offered(struct h_client *x, const char *id, const char *want) {
+        json_object *r = h_client_tool_call(x, id, "a__client_capabilities", "{}"), *got = json_tokener_parse(h_result_text(r)),
+                    *w = json_tokener_parse(want);
+
+        cr_assert(json_object_equal(got, w), "a was offered %s, not %s", h_json_text(got), want);
+        json_object_put(w);
+        json_object_put(got);
+        json_object_put(r);
+}
+
+/* Rewrites the config with demo server a alone (keys and args as for demo()) and reloads
+ * it, expecting a to be listed as changed. */
+static void reload_a_changed(const char *keys, const char *args) {
+        json_object *r;
+
+        servers_reset(&D);
+        demo("a", keys, args);
+        write_config();
+        r = reload_ok();
+        expect_summary(r, "", "", "a", "");
+        json_object_put(r);
+}
+
+/* Roots changed, from some to others: the server keeps running and is told, then asks
+ * (--follow-roots) with no client to ask, and gets the new ones; no client is asked. */
+Test(reload, roots_change_without_restart) {
+        struct h_client *x;
+        json_object *r, *st;
+        pid_t a;
+
+        demo("a", "\"roots\":[\"/srv/one\"]", "\"--follow-roots\",\"--ask-at-start\",\"roots/list\"");
+        start(NULL);
+        wait_all_ready(1);
+        a = pid_of("a", 0);
+        expect_roots(roots_a_got("start-1"), "{\"roots\":[{\"uri\":\"file:///srv/one\"}]}");
+        x = cl_open_with("{\"roots\":{\"listChanged\":true}}");
+
+        reload_a_changed("\"roots\":[{\"uri\":\"file:///srv/two\",\"name\":\"two\"},\"/srv/three\"]",
+                         "\"--follow-roots\",\"--ask-at-start\",\"roots/list\"");
+        expect_log("[a] roots changed; sent notifications/roots/list_changed instead of restarting it");
+        expect_log("a: notification notifications/roots/list_changed {}");
+        expect_roots(roots_a_got("roots-1"),
+                     "{\"roots\":[{\"uri\":\"file:///srv/two\",\"name\":\"two\"},{\"uri\":\"file:///srv/three\"}]}");
+
+        /* the same process, never stopped; a call to it meets the new roots too */
+        cr_assert_eq(pid_of("a", 0), a);
+        expect_alive(a, "a");
+        cr_assert_eq(h_log_count(&D, "[a] ready -> "), 0, "a changed state");
+        st = status();
+        cr_assert_eq(int_member(row_of(st, "a", false), "pid"), a);
+        cr_assert_eq(int_member(row_of(st, "a", false), "restarts"), 0, "%s", h_json_text(st));
+        json_object_put(st);
+        r = h_client_tool_call(x, "1", "a__ask", "{\"method\":\"roots/list\"}");
+        expect_roots(json_tokener_parse(h_result_text(r)),
+                     "{\"roots\":[{\"uri\":\"file:///srv/two\",\"name\":\"two\"},{\"uri\":\"file:///srv/three\"}]}");
+        json_object_put(r);
+        ping_through(x, "2");
+        cr_assert_eq(h_inbox_drop(x, h_is_method, "roots/list"), 0, "the client was asked for its roots");
+
+        /* the same roots again: nothing to tell */
+        r = reload_ok();
+        expect_summary(r, "", "", "", "a");
+        json_object_put(r);
+        ping_through(x, "3");
+        cr_assert_eq(h_log_count(&D, "a: notification notifications/roots/list_changed"), 1);
+        h_client_close(x);
+}
+
+/* The first roots, or the removal of the last, change what initialize offered: a restart. */
+Test(reload, roots_added_or_removed_restart) {
+        struct h_client *x;
+        pid_t a, a2, a3;
+
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        a = pid_of("a", 0);
+        x = cl_open();
+        expect_offered(x, "1", "{\"roots\":{},\"sampling\":{},\"elicitation\":{}}");
+
+        reload_a_changed("\"roots\":[\"/srv/one\"]", "");
+        expect_log("[a] ready -> stopping: configuration changed");
+        a2 = pid_of("a", a);
+        expect_gone(a, "a's first process");
+        expect_log_n("[a] starting -> ready", 2);
+        expect_offered(x, "2", "{\"roots\":{\"listChanged\":true},\"sampling\":{},\"elicitation\":{}}");
+
+        reload_a_changed("\"roots\":[]", "");
+        a3 = pid_of("a", a2);
+        expect_gone(a2, "a's second process");
+        expect_log_n("[a] starting -> ready", 3);
+        expect_offered(x, "3", "{\"roots\":{},\"sampling\":{},\"elicitation\":{}}");
+        expect_alive(a3, "a");
+        cr_assert_eq(h_log_count(&D, "notifications/roots/list_changed"), 0, "a was told instead of restarted");
         h_client_close(x);
 }
 

@@ -1,6 +1,7 @@
 /* Requests from servers to clients ("upcalls"), run for real with demo servers (see
  * demo/demo-server.c: its ask, notify and client_capabilities tools and --ask-at-start):
- * the client capabilities a server is offered, an upcall routed to the one client with
+ * the client capabilities a server is offered, roots/list answered with a server's
+ * configured roots whoever calls, an upcall routed to the one client with
  * requests in flight to its server (under an id of the daemon's, answered under the
  * server's own), refused when no client or several could own it or when the client lacks
  * the capability, cancelled by the server, by the client's leaving or by the server's end;
@@ -78,16 +79,9 @@ static void expect_log(const char *needle) {
 
 /* What follows needle on the first log line that holds it (waiting for one), malloc'd. */
 static char *log_rest(const char *needle) {
-        char *text, *p, *end, *rest;
+        char *rest = h_log_rest_wait(&D, needle, H_TIMEOUT_MS);
 
-        expect_log(needle);
-        text = h_log_text(&D);
-        p = strstr(text, needle);
-        cr_assert_not_null(p);
-        p += strlen(needle);
-        end = strchr(p, '\n');
-        rest = strndup(p, end ? (size_t)(end - p) : strlen(p));
-        free(text);
+        cr_assert_not_null(rest, "not in the log: %s", needle);
         return rest;
 }
 
@@ -497,6 +491,84 @@ Test(upcalls, capability_missing) {
         json_object_put(r);
         expect_no_request(y, "a client with sampling only");
         h_client_close(y);
+}
+
+/* ---- roots configured for a server: the daemon answers ---- */
+
+/* The entry's roots (a Root object, a URI, a path), and the roots/list result they make. */
+#define ROOTS_KEY "\"roots\":[{\"uri\":\"file:///srv/project\",\"name\":\"project\"},\"file:///srv/b\",\"/srv/other dir\"]"
+#define ROOTS_RESULT                                                                                                   \
+        "{\"roots\":[{\"uri\":\"file:///srv/project\",\"name\":\"project\"},{\"uri\":\"file:///srv/b\"},"          \
+        "{\"uri\":\"file:///srv/other%20dir\"}]}"
+
+/* A server that asks as soon as it is initialized, with no client anywhere, gets them. */
+Test(upcalls, configured_roots_with_no_client) {
+        json_object *answer;
+
+        add_demo("a", ROOTS_KEY, "\"--ask-at-start\",\"roots/list\"");
+        start(NULL);
+        wait_all_ready(1);
+        answer = log_json("a: answer to start-1: ");
+        cr_assert_str_eq(h_str(answer, "id"), "start-1", "%s", h_json_text(answer));
+        cr_assert_null(h_get(answer, "error"), "%s", h_json_text(answer));
+        expect_same_json(h_json_text(h_get(answer, "result")), ROOTS_RESULT, "the configured roots");
+        json_object_put(answer);
+}
+
+/* The server is offered roots.listChanged (a reload may change its roots); the others'
+ * capabilities stay as clientCapabilities says. */
+Test(upcalls, configured_roots_offer_list_changed) {
+        struct h_client *x;
+        json_object *caps;
+
+        add_demo("a", ROOTS_KEY, "");
+        add_demo("b", "", "");
+        start(NULL);
+        wait_all_ready(2);
+        x = cl_open();
+        caps = server_sees(x, "a");
+        expect_same_json(h_json_text(caps), "{\"roots\":{\"listChanged\":true},\"sampling\":{},\"elicitation\":{}}",
+                         "a's capabilities");
+        json_object_put(caps);
+        caps = server_sees(x, "b");
+        expect_same_json(h_json_text(caps), "{\"roots\":{},\"sampling\":{},\"elicitation\":{}}", "b's capabilities");
+        json_object_put(caps);
+        h_client_close(x);
+}
+
+/* x's ask for roots/list at a is answered with the configured roots. */
+static void expect_configured_roots(struct h_client *x, const char *id, const char *what) {
+        json_object *r;
+
+        ask(x, id, "a", "roots/list", "{}", "");
+        r = h_client_answer(x, id);
+        expect_same_json(ask_text(r, false), ROOTS_RESULT, what);
+        json_object_put(r);
+}
+
+/* Whoever calls, with roots of its own, without the capability, or beside another caller:
+ * the server gets its configured roots and no client is asked. */
+Test(upcalls, configured_roots_whoever_calls) {
+        struct h_client *x, *y, *z;
+
+        add_demo("a", ROOTS_KEY, "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open_with(ALL_CAPS);
+        y = cl_open_with(ALL_CAPS);
+        z = cl_open_with("{}");
+
+        expect_configured_roots(x, "\"t1\"", "x's call");
+        expect_no_request(x, "a caller with roots of its own");
+        expect_configured_roots(z, "\"t2\"", "z's call");
+        sleep_in_flight(y, "\"s\"", "a");
+        expect_configured_roots(x, "\"t3\"", "x's call beside y's");
+        expect_no_request(x, "x");
+        expect_no_request(y, "y");
+        cancel(y, "\"s\"", "a", 1);
+        h_client_close(x);
+        h_client_close(y);
+        h_client_close(z);
 }
 
 /* ---- cancellation and endings ---- */

@@ -8,6 +8,10 @@
  * <dir>/everything.pid and everything the server reads on stdin to <dir>/everything.wire,
  * so a test can check what the server got (ids, tokens, cancellations) and kill it.
  *
+ * The filesystem server also runs alone, without directory arguments, on the roots of its
+ * entry, which it must take from the daemon's answer to its roots/list and, after a reload,
+ * from notifications/roots/list_changed.
+ *
  * Every wait has a deadline and drains the daemon's NOTIFY datagrams (see h_notify_drain). */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -534,6 +538,94 @@ Test(interop, sdk_server_killed_mid_call) {
         cr_assert_eq(h_log_count(&D, "[filesystem] starting -> ready"), 1);
         cr_assert_eq(h_log_count(&D, "[memory] starting -> ready"), 1);
         json_object_put(facts);
+}
+
+/* ---- roots from the configuration ---- */
+
+/* filesystem started without directories, its roots in its entry. */
+static void start_filesystem_with_roots(const char *root) {
+        json_object *entry = server_entry("mcp-server-filesystem", json_object_new_array(), json_object_new_object()),
+                    *roots = json_object_new_array();
+
+        cr_assert(access(sf("%s/mcp-server-filesystem", bin), X_OK) == 0,
+                  "the interop peers are not installed in %s/node_modules: run scripts/install-test-peers", INTEROP_DIR);
+        json_object_array_add(roots, json_object_new_string(root));
+        json_object_object_add(entry, "roots", roots);
+        add_json_entry("filesystem", entry);
+}
+
+/* Calls filesystem__list_allowed_directories until its text is "Allowed directories:\n" then
+ * want (the server takes roots asynchronously, after it asked for them); returns the last. */
+static char *allowed_directories(struct h_client *x, const char *want) {
+        static unsigned id;
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+        char *text;
+
+        for (;;) {
+                json_object *r = h_client_tool_call(x, sf("%u", ++id), "filesystem__list_allowed_directories", "{}");
+
+                text = strdup(h_result_text(r) ? h_result_text(r) : h_json_text(r));
+                json_object_put(r);
+                if (!strcmp(text, sf("Allowed directories:\n%s", want)) || h_now_ms() > deadline)
+                        return text;
+                free(text);
+                h_notify_drain(&D);
+                poll(NULL, 0, 50); /* the server's own work: nothing to wait on */
+        }
+}
+
+static long long status_of_filesystem(const char *key) {
+        json_object *st = h_control(&D, "status", NULL), *row = json_object_array_get_idx(h_get(st, "result.servers"), 0);
+        long long v;
+
+        cr_assert_str_eq(h_str(row, "name"), "filesystem", "%s", h_json_text(st));
+        v = json_object_get_int64(h_get(row, key));
+        json_object_put(st);
+        return v;
+}
+
+/* The real filesystem server, given no directory: the daemon's answer to its roots/list at
+ * start is its configured root, which it then serves; a reload that changes the root tells
+ * it (notifications/roots/list_changed), and it moves to the new one without a restart. */
+Test(interop, filesystem_takes_its_roots_from_the_config) {
+        struct h_client *x;
+        char other[128];
+        json_object *r;
+        char *text;
+        long long pid;
+        FILE *f;
+
+        snprintf(other, sizeof other, "%s/other", dir);
+        cr_assert(mkdir(other, 0700) == 0);
+        f = fopen(sf("%s/moved.txt", other), "we");
+        cr_assert_not_null(f);
+        fputs("in the new root\n", f);
+        fclose(f);
+        start_filesystem_with_roots(sf("file://%s", fsroot));
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "filesystem did not become ready; got %s",
+                  D.notices);
+        x = cl_open();
+        text = allowed_directories(x, fsroot);
+        cr_assert_str_eq(text, sf("Allowed directories:\n%s", fsroot));
+        free(text);
+        pid = status_of_filesystem("pid");
+
+        servers_reset(&D);
+        start_filesystem_with_roots(other);
+        config_rewrite();
+        r = h_control(&D, "reload", NULL);
+        cr_assert_str_eq(h_json_text(h_get(r, "result.changed")), "[\"filesystem\"]", "%s", h_json_text(r));
+        json_object_put(r);
+        text = allowed_directories(x, other);
+        cr_assert_str_eq(text, sf("Allowed directories:\n%s", other));
+        free(text);
+        r = h_client_tool_call(x, "\"read\"", "filesystem__read_text_file", sf("{\"path\":\"%s/moved.txt\"}", other));
+        cr_assert_str_eq(h_result_text(r), "in the new root\n", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(status_of_filesystem("pid"), pid, "filesystem was restarted");
+        cr_assert_eq(status_of_filesystem("restarts"), 0);
+        h_client_close(x);
 }
 
 /* ---- the Inspector's CLI ---- */

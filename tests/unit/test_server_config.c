@@ -280,3 +280,166 @@ Test(server_config, dropins_without_main_file_at_default_path) {
         cr_assert_eq(config_load(path, true, &C, &P), 0);
         cr_assert_not_null(config_find_server(&C, "p"));
 }
+
+/* ---- roots ---- */
+
+static const struct server_config *parse_one(const char *entry) {
+        char text[2048];
+
+        done();
+        snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\"%s%s}}}", entry[0] ? "," : "", entry);
+        cr_assert_eq(parse(text), 0, "%s", text);
+        cr_assert_eq(P.count, 0, "%s: unexpected problem at %s: %s", text, P.count ? P.items[0].path : "",
+                     P.count ? P.items[0].message : "");
+        return config_find_server(&C, "s");
+}
+
+static void expect_root(const struct server_config *s, size_t i, const char *uri, const char *name) {
+        cr_assert_lt(i, s->roots.n);
+        cr_assert_str_eq(s->roots.items[i].uri, uri);
+        if (name)
+                cr_assert_str_eq(s->roots.items[i].name, name);
+        else
+                cr_assert_null(s->roots.items[i].name, "root %zu has a name: %s", i, s->roots.items[i].name);
+}
+
+Test(server_config, roots_forms) {
+        const struct server_config *s;
+
+        s = parse_one("\"roots\":[{\"uri\":\"file:///srv/project\",\"name\":\"project\"},\"file://localhost/srv/b\","
+                      "{\"uri\":\"/srv/c\"},\"/srv/my dir/100%/caf\xc3\xa9#1?\",\"file:///srv/x%20y/a:b@c!$&'()*+,;=~\"]");
+        cr_assert_eq(s->roots.n, 5);
+        expect_root(s, 0, "file:///srv/project", "project");
+        expect_root(s, 1, "file://localhost/srv/b", NULL);
+        expect_root(s, 2, "file:///srv/c", NULL);
+        /* a path is percent-encoded: what a URI path cannot hold as it is */
+        expect_root(s, 3, "file:///srv/my%20dir/100%25/caf%C3%A9%231%3F", NULL);
+        expect_root(s, 4, "file:///srv/x%20y/a:b@c!$&'()*+,;=~", NULL);
+
+        s = parse_one("\"roots\":[]");
+        cr_assert_eq(s->roots.n, 0, "an empty list is no roots");
+        s = parse_one("");
+        cr_assert_eq(s->roots.n, 0, "no roots by default");
+        s = parse_one("\"clientCapabilities\":[],\"roots\":[]");
+        cr_assert_eq(s->roots.n, 0);
+}
+
+/* Each bad root is an error at its JSON path, and the server is skipped. */
+Test(server_config, roots_bad_values) {
+        static const struct {
+                const char *entry, *path, *message;
+        } bad[] = {
+                { "\"roots\":\"file:///srv\"", "mcpServers.s.roots", "expected an array" },
+                { "\"roots\":{\"uri\":\"file:///srv\"}", "mcpServers.s.roots", "expected an array" },
+                { "\"roots\":[\"file:///a\",5]", "mcpServers.s.roots[1]", "expected a file:// URI" },
+                { "\"roots\":[null]", "mcpServers.s.roots[0]", "expected a file:// URI" },
+                { "\"roots\":[\"srv/relative\"]", "mcpServers.s.roots[0]", "expected a file:// URI" },
+                { "\"roots\":[\"~/project\"]", "mcpServers.s.roots[0]", "expected a file:// URI" },
+                { "\"roots\":[\"https://example.com/x\"]", "mcpServers.s.roots[0]", "expected a file:// URI" },
+                { "\"roots\":[\"FILE:///srv\"]", "mcpServers.s.roots[0]", "expected a file:// URI" },
+                { "\"roots\":[\"file:/srv\"]", "mcpServers.s.roots[0]", "expected a file:// URI" },
+                { "\"roots\":[\"file://srv\"]", "mcpServers.s.roots[0]", "expected file:///PATH" },
+                { "\"roots\":[\"file://host/srv\"]", "mcpServers.s.roots[0]", "on this host" },
+                { "\"roots\":[\"file:///srv/a b\"]", "mcpServers.s.roots[0]", "' ' must be percent-encoded as %20" },
+                { "\"roots\":[\"file:///srv/a\\\"b\"]", "mcpServers.s.roots[0]", "'\"' must be percent-encoded as %22" },
+                { "\"roots\":[\"file:///srv/caf\xc3\xa9\"]", "mcpServers.s.roots[0]", "byte 0xC3 must be percent-encoded as %C3" },
+                { "\"roots\":[\"file:///srv/100%\"]", "mcpServers.s.roots[0]", "'%' must start a percent-encoding" },
+                { "\"roots\":[\"file:///srv/%zz\"]", "mcpServers.s.roots[0]", "'%' must start a percent-encoding" },
+                { "\"roots\":[\"file:///srv?x=1\"]", "mcpServers.s.roots[0]", "no query" },
+                { "\"roots\":[\"file:///srv#top\"]", "mcpServers.s.roots[0]", "fragment" },
+                { "\"roots\":[\"/srv/\\u0000x\"]", "mcpServers.s.roots[0]", "NUL" },
+                { "\"roots\":[{\"name\":\"n\"}]", "mcpServers.s.roots[0]", "missing \"uri\"" },
+                { "\"roots\":[{\"uri\":\"file:///a\",\"name\":5}]", "mcpServers.s.roots[0].name", "expected a string" },
+                { "\"roots\":[{\"uri\":\"file:///a\",\"_meta\":{}}]", "mcpServers.s.roots[0]._meta", "unknown key" },
+                { "\"roots\":[{\"uri\":\"relative\"}]", "mcpServers.s.roots[0].uri", "expected a file:// URI" },
+                { "\"roots\":[\"file:///a\",{\"uri\":\"file:///a\",\"name\":\"again\"}]", "mcpServers.s.roots[1]",
+                  "file:///a is a root already" },
+                { "\"roots\":[\"file:///my%20dir\",\"/my dir\"]", "mcpServers.s.roots[1]", "is a root already" },
+                { "\"clientCapabilities\":[\"sampling\"],\"roots\":[\"/srv\"]", "mcpServers.s.roots",
+                  "add \"roots\" to its clientCapabilities" },
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                const struct config_problem *q;
+                char text[512];
+
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",%s},\"ok\":{\"command\":\"y\"}}}",
+                         bad[i].entry);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 1, "%s: %zu errors (first at %s: %s)", text, P.errors, P.count ? P.items[0].path : "-",
+                             P.count ? P.items[0].message : "-");
+                q = problem_at(bad[i].path);
+                cr_assert_not_null(q, "%s: no problem at %s (first: %s)", text, bad[i].path, P.count ? P.items[0].path : "-");
+                cr_assert_eq(q->severity, PROBLEM_ERROR);
+                cr_assert_not_null(strstr(q->message, bad[i].message), "%s: message \"%s\" does not say \"%s\"", text,
+                                   q->message, bad[i].message);
+                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
+                cr_assert_not_null(config_find_server(&C, "ok"));
+        }
+}
+
+/* Two entries "a" and "b" of one document, for comparing them; the names are made the same. */
+static void parse_pair(const char *a, const char *b, struct server_config **ra, struct server_config **rb) {
+        char text[2048];
+
+        done();
+        snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{\"command\":\"x\"%s},\"b\":{\"command\":\"x\"%s}}}", a, b);
+        cr_assert_eq(parse(text), 0, "%s", text);
+        cr_assert_eq(P.count, 0, "%s: %s", text, P.count ? P.items[0].message : "");
+        *ra = (struct server_config *)config_find_server(&C, "a");
+        *rb = (struct server_config *)config_find_server(&C, "b");
+        free((*rb)->name);
+        (*rb)->name = strdup("a");
+}
+
+/* What a reload may change without a restart: roots, from some to others. */
+Test(server_config, roots_change_live) {
+        static const struct {
+                const char *a, *b;
+                bool equal, live;
+        } cases[] = {
+                { ",\"roots\":[\"/x\"]", ",\"roots\":[\"/y\"]", false, true },
+                { ",\"roots\":[\"/x\"]", ",\"roots\":[\"/x\",\"/y\"]", false, true },
+                { ",\"roots\":[\"/x\",\"/y\"]", ",\"roots\":[\"/y\",\"/x\"]", false, true },
+                { ",\"roots\":[{\"uri\":\"/x\",\"name\":\"old\"}]", ",\"roots\":[{\"uri\":\"/x\",\"name\":\"new\"}]", false,
+                  true },
+                { ",\"roots\":[\"/x\"]", ",\"roots\":[\"file:///x\"]", true, false },
+                { "", ",\"roots\":[]", true, false },
+                /* the first roots, or the last removed: what initialize offered changes */
+                { "", ",\"roots\":[\"/x\"]", false, false },
+                { ",\"roots\":[\"/x\"]", ",\"roots\":[]", false, false },
+                /* anything else changed as well: a restart */
+                { ",\"roots\":[\"/x\"]", ",\"roots\":[\"/y\"],\"args\":[\"-v\"]", false, false },
+                { ",\"roots\":[\"/x\"]", ",\"roots\":[\"/y\"],\"clientCapabilities\":[\"roots\"]", false, false },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                struct server_config *a, *b;
+
+                parse_pair(cases[i].a, cases[i].b, &a, &b);
+                cr_assert_eq(server_config_equal(a, b), cases[i].equal, "%s vs %s: equal", cases[i].a, cases[i].b);
+                cr_assert_eq(server_config_equal(b, a), cases[i].equal, "%s vs %s: equal", cases[i].b, cases[i].a);
+                cr_assert_eq(server_config_roots_change_live(a, b), cases[i].live, "%s -> %s: live", cases[i].a, cases[i].b);
+                cr_assert_eq(server_config_roots_change_live(b, a), cases[i].live, "%s -> %s: live", cases[i].b, cases[i].a);
+        }
+}
+
+/* roots/list's result, and a move that empties its source. */
+Test(server_config, roots_result_and_move) {
+        const struct server_config *s = parse_one("\"roots\":[{\"uri\":\"/srv/a\",\"name\":\"A\"},\"/srv/b\"]");
+        struct roots moved = {};
+        json_object *result = roots_result(&s->roots);
+
+        cr_assert_str_eq(json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                         "{\"roots\":[{\"uri\":\"file:///srv/a\",\"name\":\"A\"},{\"uri\":\"file:///srv/b\"}]}");
+        json_object_put(result);
+        roots_move(&moved, &((struct server_config *)s)->roots);
+        cr_assert_eq(s->roots.n, 0);
+        cr_assert_null(s->roots.items);
+        cr_assert_eq(moved.n, 2);
+        result = roots_result(&s->roots);
+        cr_assert_str_eq(json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN), "{\"roots\":[]}");
+        json_object_put(result);
+        roots_done(&moved);
+}
