@@ -51,6 +51,9 @@ struct server_config {
         double start_limit_interval;  /* ... this many seconds: the server is failed */
         char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
         unsigned client_capabilities; /* bits of enum client_capability */
+        /* Where the entry was read, for problems found after loading; not settings. */
+        char *file;             /* NULL when parsed from text */
+        char *json_path;        /* "mcpServers.github" */
 };
 
 #define SERVER_NAME_MAX 64
@@ -67,5 +70,5 @@ void server_config_done(struct server_config *s);
 /* Moves *src to the heap (src is left empty); NULL when out of memory (src untouched). */
 struct server_config *server_config_take(struct server_config *src);
 void server_config_free(struct server_config *s);
-/* Same settings: a reload keeps such a server running undisturbed. */
+/* Same settings (wherever they were read): a reload keeps such a server running undisturbed. */
 bool server_config_equal(const struct server_config *a, const struct server_config *b);

@@ -245,7 +245,7 @@ Test(lifecycle, check_config) {
         cr_assert_eq(run_cli((const char *[]){ "--check-config", "--config", path, NULL }, out, sizeof out), 1);
         cr_assert(strstr(out, "mcpvisor.socketMode"), "%s", out);
         cr_assert(strstr(out, "mcpvisor.maxMessageSize"), "%s", out);
-        cr_assert(strstr(out, "warning: mcpvisor.colour"), "%s", out);
+        cr_assert(strstr(out, "error: mcpvisor.colour: unknown key"), "%s", out);
 
         f = fopen(path, "w");
         fputs("{\"mcpServers\":{\"github\":{\"command\":\"npx\",\"args\":[\"-y\",5]},\"ok\":{\"command\":\"cat\"}}}", f);
