@@ -22,9 +22,10 @@ typedef void (*json_duplicate_fn)(const struct json_duplicate *d, void *userdata
 
 /* Calls found once for each name repeated in an object of text, an object's names in the
  * order of their first occurrence, after what is nested inside them. Names are compared
- * as json-c keys them (escapes decoded, up to a NUL). Returns 0; -EINVAL when text is not
- * one JSON value nested at most max_depth deep, as json_scan_valid() reads it (found may
- * have been called for what came before); -ENOMEM. */
+ * as json-c keys them (escapes decoded, up to a NUL). For text json-c has read: strings are
+ * only followed to their closing quote, not checked. Returns 0; -EINVAL when text is not
+ * one JSON value nested at most max_depth deep (found may have been called for what came
+ * before); -ENOMEM. */
 int json_find_duplicates(const char *text, size_t len, unsigned max_depth, json_duplicate_fn found, void *userdata);
 
 /* The steps as a configuration problem's path: "mcpServers.github.args", "a[2].b"; NULL

@@ -191,8 +191,8 @@ static void on_duplicate(const struct json_duplicate *d, void *userdata) {
 static void find_duplicates(const char *text, size_t len, struct document *doc) {
         int r = json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, on_duplicate, doc);
 
-        /* -EINVAL: text json-c reads but json-scan finds stricter (a lone surrogate escape);
-         * json-c's reading stands. */
+        /* -EINVAL cannot follow json-c's reading (fuzz_config checks it); if it did, json-c's
+         * reading would stand. */
         if (r == -ENOMEM) {
                 problems_add(doc->problems, PROBLEM_ERROR, "", "out of memory checking for repeated keys");
                 doc->fatal++;

@@ -1,8 +1,9 @@
-/* Repeated member names, found by walking the text with json-scan's grammar; see
- * json-duplicates.h. */
+/* Repeated member names, found by walking the text with json-scan's grammar (strings
+ * aside); see json-duplicates.h. */
 #include "json-duplicates.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,16 @@ static int report(struct walk *w, const struct names *names) {
         return 0;
 }
 
+/* Only a string's end matters here, and json-c has read it: json_scan_string() would
+ * refuse a lone surrogate escape, which json-c takes. */
+static bool skip_string(struct json_scan *s) {
+        if (!json_scan_take(s, '"'))
+                return false;
+        while (s->p < s->end && *s->p != '"')
+                s->p += *s->p == '\\' && s->p + 1 < s->end ? 2 : 1;
+        return json_scan_take(s, '"');
+}
+
 static int walk_value(struct walk *w);
 
 static int walk_down(struct walk *w, struct json_step step) {
@@ -125,7 +136,7 @@ static int walk_member(struct walk *w, struct names *names) {
         char *name;
         int r;
 
-        if (!json_scan_string(&w->scan))
+        if (!skip_string(&w->scan))
                 return -EINVAL;
         r = decode_name(start, w->scan.p, &name);
         if (r == 0)
@@ -166,6 +177,8 @@ static int walk_container(struct walk *w, char close) {
 static int walk_value(struct walk *w) {
         if (w->scan.p >= w->scan.end)
                 return -EINVAL;
+        if (*w->scan.p == '"')
+                return skip_string(&w->scan) ? 0 : -EINVAL;
         if (*w->scan.p == '{' || *w->scan.p == '[') {
                 if (w->depth >= w->max_depth)
                         return -EINVAL;
