@@ -3,7 +3,6 @@
  * the JSON path; the daemon skips the servers concerned and runs the others, or refuses
  * a file it cannot read as meant. */
 #include <criterion/criterion.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,47 +158,23 @@ Test(config, check_missing_file) {
                    "(create it: an empty configuration is {\"mcpServers\": {}})");
 }
 
-/* Runs mcpvisord with args and env only (no harness options), output in out. */
-static int run_bare(const char *const *args, char *const *env) {
-        char path[] = "/tmp/mcpvisor-cli-XXXXXX", buf[8192];
-        const char *argv[8] = { h_daemon_path() };
-        int fd = mkstemp(path), status;
-        posix_spawn_file_actions_t fa;
-        ssize_t n;
-        pid_t pid;
-
-        for (int i = 0; args[i]; i++)
-                argv[i + 1] = args[i];
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, fd, 1);
-        posix_spawn_file_actions_adddup2(&fa, fd, 2);
-        cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv, env), 0);
-        posix_spawn_file_actions_destroy(&fa);
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        n = pread(fd, buf, sizeof buf - 1, 0);
-        buf[n > 0 ? n : 0] = '\0';
-        close(fd);
-        unlink(path);
-        free(out);
-        out = strdup(buf);
-        cr_assert(WIFEXITED(status));
-        return WEXITSTATUS(status);
-}
-
 /* The daemon runs without the default file (no servers until it is created), but the check
  * has nothing to call valid. */
 Test(config, check_missing_default_file) {
-        char dir[] = "/tmp/mcpvisor-it-xdg-XXXXXX", xdg[300], expected[400];
+        char dir[] = "/tmp/mcpvisor-it-xdg-XXXXXX", xdg[300], expected[400], buf[8192];
 
+        if (geteuid() == 0 && access("/etc/mcpvisor/mcpvisor.json", F_OK) == 0)
+                cr_skip_test("root's default file exists here: /etc/mcpvisor/mcpvisor.json");
         cr_assert_not_null(mkdtemp(dir));
         snprintf(xdg, sizeof xdg, "XDG_CONFIG_HOME=%s", dir);
-        if (geteuid() == 0) {
-                if (access("/etc/mcpvisor/mcpvisor.json", F_OK) == 0)
-                        cr_skip_test("root's default file exists here: /etc/mcpvisor/mcpvisor.json");
+        if (geteuid() == 0)
                 snprintf(expected, sizeof expected, "/etc/mcpvisor/mcpvisor.json: error: cannot read the file");
-        } else
+        else
                 snprintf(expected, sizeof expected, "%s/mcpvisor/mcpvisor.json: error: cannot read the file", dir);
-        cr_assert_eq(run_bare((const char *const[]){ "--check-config", NULL }, (char *[]){ xdg, NULL }), 1, "%s", out);
+        cr_assert_eq(h_run_daemon((const char *const[]){ "--check-config", NULL }, (char *[]){ xdg, NULL }, buf, sizeof buf),
+                     1, "%s", buf);
+        free(out);
+        out = strdup(buf);
         expect_out(expected);
         expect_out("{\"mcpServers\": {}}");
         h_remove_tree(dir);
