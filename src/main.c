@@ -49,6 +49,8 @@ static int load_config(const char *path, const struct options *o, struct config 
  * working directory not one. Checked in this process's environment (PATH above all), which
  * is the daemon's only when run the way the unit runs it. Disabled servers are not run. */
 static void check_runnable(const struct config *c, struct config_problems *p) {
+        const char *file = p->file;
+
         for (size_t i = 0; i < c->n_servers; i++) {
                 const struct server_config *s = &c->servers[i];
                 _cleanup_free_ char *program = NULL, *error = NULL, *path = NULL;
@@ -66,6 +68,7 @@ static void check_runnable(const struct config *c, struct config_problems *p) {
                 if (asprintf(&path, "%s.%s", s->json_path, key) >= 0)
                         problems_add(p, PROBLEM_ERROR, path, "%s", error ? error : "out of memory");
         }
+        p->file = file;
 }
 
 static size_t count_disabled(const struct config *c) {
@@ -77,7 +80,7 @@ static size_t count_disabled(const struct config *c) {
 }
 
 static void print_verdict(const char *path, const struct config *c, const struct config_problems *p) {
-        size_t warnings = p->count - p->errors;
+        size_t warnings = p->count - p->errors, disabled;
 
         if (p->errors > 0 || !c) {
                 fprintf(stderr, "%s: not valid: %zu error%s, %zu warning%s\n", path, p->errors,
@@ -85,8 +88,9 @@ static void print_verdict(const char *path, const struct config *c, const struct
                 return;
         }
         printf("%s: valid: %zu server%s", path, c->n_servers, c->n_servers == 1 ? "" : "s");
-        if (count_disabled(c) > 0)
-                printf(" (%zu disabled)", count_disabled(c));
+        disabled = count_disabled(c);
+        if (disabled > 0)
+                printf(" (%zu disabled)", disabled);
         printf(", %zu warning%s\n", warnings, warnings == 1 ? "" : "s");
 }
 

@@ -3,9 +3,9 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdint.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
