@@ -13,9 +13,10 @@
  * Invariants: nothing crashes or leaks (also on every error path); errors are reported,
  * never aborted on: a failed load has at least one error; every problem has a path and a
  * message and the error count matches; a configuration that loads holds only valid values
- * (names, commands, ranges, NULL-terminated lists, unique servers, roots that are local
- * file:// URIs, each once, of a server offered roots); a server's settings
- * equal themselves after server_config_take(). */
+ * (names, commands, ranges, NULL-terminated lists, unique servers, each with the JSON path
+ * it was read at, roots that are local file:// URIs, each once, of a server offered roots);
+ * a server's settings equal themselves after server_config_take(); text json-c reads as an
+ * object, json_find_duplicates() walks through. */
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -26,6 +27,7 @@
 
 #include "config.h"
 #include "fuzz-input.h"
+#include "json-duplicates.h"
 #include "names.h"
 #include "scratch.h"
 #include "server-config.h"
@@ -72,6 +74,9 @@ static void check_server(const struct config *c, size_t i) {
         struct server_config *taken;
 
         fuzz_check(s->name && server_name_valid(s->name), "server %zu has an invalid name", i);
+        fuzz_check(s->json_path && strlen(s->json_path) > strlen(s->name) + 1 &&
+                           strcmp(s->json_path + strlen(s->json_path) - strlen(s->name), s->name) == 0,
+                   "server %s was read at %s", s->name, s->json_path ? s->json_path : "(null)");
         fuzz_check(config_find_server(c, s->name) == s, "server names are unique: %s", s->name);
         fuzz_check(s->command && *s->command, "server %s has no command", s->name);
         for (char **a = s->args; a && *a; a++)
@@ -133,6 +138,26 @@ static void check_outcome(int r, struct config *c, struct config_problems *p) {
 
 /* ---- mode 0: text ---- */
 
+static void no_duplicate(const struct json_duplicate *d, void *userdata) {
+}
+
+/* What json-c reads, the duplicate finder walks through (config.c relies on it). */
+static void check_duplicates_walk(const char *text, size_t len) {
+        json_tokener *tok = json_tokener_new();
+        json_object *o;
+
+        fuzz_check(tok != NULL, "out of memory");
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, text, (int)len);
+        if (!o && json_tokener_get_error(tok) == json_tokener_continue)
+                o = json_tokener_parse_ex(tok, " ", 1);
+        if (json_object_is_type(o, json_type_object))
+                fuzz_check(json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, no_duplicate, NULL) == 0,
+                           "json-c reads what the duplicate finder cannot walk");
+        json_object_put(o);
+        json_tokener_free(tok);
+}
+
 static void parse_text(const char *text, size_t len) {
         struct config_problems problems = { 0 };
         struct config c;
@@ -140,6 +165,7 @@ static void parse_text(const char *text, size_t len) {
 
         check_outcome(r, &c, &problems);
         problems_done(&problems);
+        check_duplicates_walk(text, len);
 }
 
 /* ---- mode 1: structural edits of a valid configuration ---- */
@@ -164,6 +190,10 @@ static const char *const known_keys[] = {
         "killTimeout", "healthInterval", "healthTimeout", "healthFailures", "requestTimeout", "restartDelay",
         "restartDelayMax", "startLimitBurst", "startLimitInterval", "prefix", "clientCapabilities", "type", "url",
         "credential", "roots", "uri", "name", "a", "b.c-d_e", "K", "", "1BAD", "A=B", "x y",
+        /* other clients' keys, and typos */
+        "servers", "inputs", "globalShortcut", "description", "autoApprove", "alwaysAllow", "trust", "timeout",
+        "includeTools", "excludeTools", "disabledTools", "watchPaths", "dev", "envFile", "httpUrl", "serverUrl",
+        "arg", "mcpservers", "PATH",
 };
 
 static const char *const some_strings[] = {

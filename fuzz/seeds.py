@@ -139,6 +139,21 @@ def config_seeds():
                        "r": {"command": "r", "roots": ["file:///x", "/x", "rel", {"uri": "file://h/y", "k": 1}]},
                        "bad name": {"command": "y"}, "u": {"url": "http://x"}, "t": {"type": "sse", "command": "z"}},
         "other": 1}).encode()
+    # VS Code's shape, other clients' keys, and what json-c would have read silently
+    seeds["text-vscode"] = b"\x00" + json.dumps({
+        "inputs": [{"type": "promptString", "id": "token", "password": True}],
+        "servers": {"gh": {"type": "stdio", "command": "npx", "args": ["-y", "server-github"],
+                           "env": {"TOKEN": "${input:token}"}, "envFile": "${workspaceFolder}/.env"},
+                    "remote": {"type": "http", "url": "https://example.invalid/mcp"}}}).encode()
+    seeds["text-other-clients"] = b"\x00" + json.dumps({
+        "globalShortcut": "Ctrl+Space",
+        "mcpServers": {"c": {"command": "x", "autoApprove": ["a"], "alwaysAllow": [], "disabled": False,
+                             "timeout": 60, "trust": True, "includeTools": ["a"], "excludeTools": ["b"],
+                             "description": "d", "cwd": "/srv", "httpUrl": "https://example.invalid"},
+                       "t": {"command": "y", "arg": ["typo"], "Env": {}}}}).encode()
+    seeds["text-repeated"] = (b'\x00{"mcpServers": {"a": {"command": "x", "args": [], "args": ["1"]},'
+                              b' "b": {"command": "y"}, "a": {"command": "z", "env": {"K": "1", "\\u004b": "2"}}},'
+                              b' "mcpvisor": {"logLevel": "info"}, "servers": {}, "mcpServers": {}}')
     seeds["edits"] = b"\x01" + bytes([3, 1, 5, 4, 6, 0, 2, 0, 5, 9, 3, 2, 7, 1, 2, 3, 8, 4, 1])
     seeds["files"] = (b"\x02\x00" + b'{"mcpServers": {"a": {"command": "x"}}}' + b"\xff"
                       + b'{"mcpServers": {"a": {"command": "y", "args": ["1"]}, "b": {"command": "z"}}}' + b"\xff"

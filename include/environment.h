@@ -28,3 +28,14 @@ const char *environment_get(char *const *env, const char *name);
 /* A command without '/' is looked up in path_list (colon-separated); one with '/' is used
  * as it is (relative to the server's cwd). -ENOENT or -EACCES when nothing runnable found. */
 int environment_find_program(const char *command, const char *path_list, char **ret);
+
+/* The PATH the server will get: its env.PATH, else the daemon's, else the default. */
+const char *environment_server_path(const struct server_config *s, char *const *daemon_env);
+
+/* s's program as a start runs it: a command without '/' found in path_list, one with '/'
+ * present (relative to s->cwd) and executable. On failure (-ENOENT, -EACCES, ...) *error
+ * says what to fix, in the words the daemon logs when the start fails. */
+int environment_find_server_program(const struct server_config *s, const char *path_list, char **ret, char **error);
+
+/* s->cwd, when set, is a directory; else -EINVAL and *error says why. */
+int environment_check_cwd(const struct server_config *s, char **error);

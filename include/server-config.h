@@ -54,6 +54,9 @@ struct server_config {
         char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
         unsigned client_capabilities; /* bits of enum client_capability */
         struct roots roots;     /* answered to its roots/list; none: its caller's (server-request.h) */
+        /* Where the entry was read, for problems found after loading; not settings. */
+        char *file;             /* NULL when parsed from text */
+        char *json_path;        /* "mcpServers.github" */
 };
 
 #define SERVER_NAME_MAX 64
@@ -70,7 +73,7 @@ void server_config_done(struct server_config *s);
 /* Moves *src to the heap (src is left empty); NULL when out of memory (src untouched). */
 struct server_config *server_config_take(struct server_config *src);
 void server_config_free(struct server_config *s);
-/* Same settings: a reload keeps such a server running undisturbed. */
+/* Same settings (wherever they were read): a reload keeps such a server running undisturbed. */
 bool server_config_equal(const struct server_config *a, const struct server_config *b);
 /* next differs from current only in its roots, and both have some: the server was offered
  * roots.listChanged at its initialize, so a reload can tell it instead of restarting it.

@@ -33,11 +33,15 @@ struct setting {
         int (*parse)(json_object *v, const char *path, void *dst, struct config_problems *p);
 };
 
-/* Applies each key of obj (an object) found in table to base; unknown keys are warnings.
- * path is the object's JSON path ("mcpvisor", "mcpServers.github"). Returns the number of
- * errors added. */
+/* Applies each key of obj (an object) to base by its row of table; a key without one is
+ * an error that names the closest key. path is the object's JSON path ("mcpvisor",
+ * "mcpServers.github"; "" for the top). Returns the number of keys in error. */
 size_t settings_apply(const struct setting *table, size_t n, json_object *obj, const char *path, void *base,
                       struct config_problems *p);
+
+/* The key of table that key is most likely a typo of (letters' case aside), for "did you
+ * mean"; NULL when none is close enough. */
+const char *settings_closest(const struct setting *table, size_t n, const char *key);
 
 /* Frees a NULL-terminated string array. */
 void strv_free(char **strv);

@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "json-duplicates.h"
 #include "names.h"
 #include "settings.h"
 
 #define CONFIG_FILE_MAX (16 * 1024 * 1024)
 #define CONFIG_DROPIN_DIR "mcpvisor.d"
+#define CONFIG_EMPTY_HINT "an empty configuration is {\"mcpServers\": {}}"
 
 void problems_add(struct config_problems *p, enum problem_severity severity, const char *path,
                   const char *fmt, ...) {
@@ -135,27 +137,124 @@ static void remove_server(struct config *c, const char *name) {
                 }
 }
 
-/* Returns 1 when the section as a whole is unusable; a bad entry only skips that server. */
-static size_t parse_servers(json_object *obj, struct config *c, struct config_problems *p) {
+/* One document being applied: the settings' base of its top-level keys. */
+struct document {
+        struct config *config;
+        struct config_problems *problems;
+        char **broken;   /* servers whose entry repeats a key, or that are defined twice */
+        size_t n_broken;
+        size_t fatal;    /* errors that the daemon cannot run with */
+};
+
+static bool is_broken(const struct document *doc, const char *name) {
+        for (size_t i = 0; i < doc->n_broken; i++)
+                if (strcmp(doc->broken[i], name) == 0)
+                        return true;
+        return false;
+}
+
+static void mark_broken(struct document *doc, const char *name) {
+        char **broken;
+
+        if (is_broken(doc, name))
+                return;
+        broken = realloc(doc->broken, (doc->n_broken + 1) * sizeof *broken);
+        if (broken) {
+                doc->broken = broken;
+                doc->broken[doc->n_broken] = strdup(name);
+        }
+        if (!broken || !doc->broken[doc->n_broken])
+                doc->fatal++; /* out of memory: refuse rather than run a server we doubt */
+        else
+                doc->n_broken++;
+}
+
+static bool is_servers_section(const char *key) {
+        return strcmp(key, "mcpServers") == 0 || strcmp(key, "servers") == 0;
+}
+
+/* A repeated name in a server's entry (or a server defined twice) skips that server, as
+ * any error in its entry does; anywhere else the document is refused. */
+static void on_duplicate(const struct json_duplicate *d, void *userdata) {
+        struct document *doc = userdata;
+        _cleanup_free_ char *path = json_steps_path(d->steps, d->depth);
+
+        problems_add(doc->problems, PROBLEM_ERROR, path ? path : "", "given %zu times in the same object: keep one",
+                     d->count);
+        if (d->depth >= 2 && d->steps[0].name && is_servers_section(d->steps[0].name) && d->steps[1].name)
+                mark_broken(doc, d->steps[1].name);
+        else
+                doc->fatal++;
+}
+
+/* The text was read by json-c first; a repeated name is what json-c could not tell. */
+static void find_duplicates(const char *text, size_t len, struct document *doc) {
+        int r = json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, on_duplicate, doc);
+
+        /* -EINVAL cannot follow json-c's reading (fuzz_config checks it); if it did, json-c's
+         * reading would stand. */
+        if (r == -ENOMEM) {
+                problems_add(doc->problems, PROBLEM_ERROR, "", "out of memory checking for repeated keys");
+                doc->fatal++;
+        }
+}
+
+static int parse_daemon(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        struct document *doc = dst;
+
+        return settings_apply(daemon_settings, ARRAY_SIZE(daemon_settings), v, path, doc->config, p) ? -EINVAL : 0;
+}
+
+/* "mcpServers", or VS Code's "servers". A bad entry only skips that server: returns
+ * -EINVAL only when the section as a whole is unusable. */
+static int parse_servers(json_object *obj, const char *section, void *dst, struct config_problems *p) {
+        struct document *doc = dst;
+
         if (!json_object_is_type(obj, json_type_object)) {
-                problems_add(p, PROBLEM_ERROR, "mcpServers", "expected an object of servers");
-                return 1;
+                problems_add(p, PROBLEM_ERROR, section, "expected an object of servers");
+                return -EINVAL;
         }
         json_object_object_foreach(obj, name, entry) {
+                _cleanup_free_ char *path = NULL;
                 struct server_config s;
-                char *path;
+                int r;
 
-                if (asprintf(&path, "mcpServers.%s", name) < 0)
-                        return 1;
-                if (server_config_parse(name, entry, path, &s, p) == 0) {
-                        if (put_server(c, &s) < 0)
-                                server_config_done(&s);
-                } else
-                        remove_server(c, name); /* a broken override does not resurrect the old entry */
-                free(path);
+                if (asprintf(&path, "%s.%s", section, name) < 0)
+                        return -ENOMEM;
+                r = server_config_parse(name, entry, path, &s, p);
+                if (r == 0 && !is_broken(doc, name) && put_server(doc->config, &s) == 0)
+                        continue;
+                if (r == 0)
+                        server_config_done(&s);
+                remove_server(doc->config, name); /* a broken override does not resurrect the old entry */
         }
         return 0;
 }
+
+/* VS Code prompts for these and substitutes ${input:ID}; mcpvisor has nobody to ask. */
+static int parse_inputs(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > 0)
+                problems_add(p, PROBLEM_WARNING, path,
+                             "ignored: mcpvisor prompts for nothing, so ${input:ID} stays as written; "
+                             "put the values in \"env\", secrets as {\"credential\": \"NAME\"}");
+        return 0;
+}
+
+static int client_setting_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        problems_add(p, PROBLEM_WARNING, path, "ignored: a setting of another MCP client");
+        return 0;
+}
+
+#define SECTION(key, parse) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parse }
+
+/* The top level, applied to a struct document. */
+static const struct setting sections[] = {
+        SECTION("mcpvisor", parse_daemon),
+        SECTION("mcpServers", parse_servers),
+        SECTION("servers", parse_servers),            /* VS Code's mcp.json */
+        SECTION("inputs", parse_inputs),              /* VS Code's mcp.json */
+        SECTION("globalShortcut", client_setting_ignored), /* claude_desktop_config.json */
+};
 
 /* Line and column of a byte offset, for parse errors a person can find. */
 static void offset_to_position(const char *text, size_t offset, int *line, int *col) {
@@ -200,23 +299,26 @@ static json_object *parse_document(const char *text, size_t len, struct config_p
 }
 
 /* Applies one document on top of c. Returns -EINVAL when the daemon cannot run with it
- * (bad JSON, bad daemon settings); errors in a server entry only skip that server. */
+ * (bad JSON, an unknown or repeated key outside a server's entry, bad daemon settings);
+ * errors in a server's entry only skip that server. */
 static int apply_document(const char *text, size_t len, struct config *c, struct config_problems *p) {
         json_object *root = parse_document(text, len, p);
-        size_t fatal = 0;
+        struct document doc = { .config = c, .problems = p };
 
         if (!root)
                 return -EINVAL;
-        json_object_object_foreach(root, key, value) {
-                if (strcmp(key, "mcpvisor") == 0)
-                        fatal += settings_apply(daemon_settings, ARRAY_SIZE(daemon_settings), value, "mcpvisor", c, p);
-                else if (strcmp(key, "mcpServers") == 0)
-                        fatal += parse_servers(value, c, p);
-                else
-                        problems_add(p, PROBLEM_WARNING, key, "unknown key, ignored");
+        find_duplicates(text, len, &doc);
+        if (json_object_object_get_ex(root, "mcpServers", NULL) && json_object_object_get_ex(root, "servers", NULL)) {
+                problems_add(p, PROBLEM_ERROR, "servers",
+                             "both \"mcpServers\" and \"servers\" (VS Code's name for it) are given: keep one");
+                doc.fatal++;
         }
+        doc.fatal += settings_apply(sections, ARRAY_SIZE(sections), root, "", &doc, p);
         json_object_put(root);
-        return fatal ? -EINVAL : 0;
+        for (size_t i = 0; i < doc.n_broken; i++)
+                free(doc.broken[i]);
+        free(doc.broken);
+        return doc.fatal ? -EINVAL : 0;
 }
 
 int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *p) {
@@ -273,6 +375,11 @@ static int apply_file(const char *path, struct config *c, struct config_problems
 
         p->file = path;
         r = read_file(path, &text, &len);
+        if (r == -ENOENT) {
+                problems_add(p, PROBLEM_ERROR, "", "cannot read the file: %s (create it: " CONFIG_EMPTY_HINT ")",
+                             strerror(-r));
+                return r;
+        }
         if (r < 0) {
                 problems_add(p, PROBLEM_ERROR, "", "cannot read the file: %s", strerror(-r));
                 return r;
@@ -315,6 +422,9 @@ int config_load(const char *path, bool missing_ok, struct config *ret, struct co
         if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT) {
                 /* No main file (the default path): drop-ins alone may still add servers. */
                 p->file = path;
+                problems_add(p, PROBLEM_WARNING, "",
+                             "does not exist: no servers but those of " CONFIG_DROPIN_DIR "/ beside it, if any "
+                             "(create it, then reload: " CONFIG_EMPTY_HINT ")");
                 r = 0;
         } else
                 r = apply_file(path, &c, p);

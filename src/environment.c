@@ -194,3 +194,78 @@ int environment_find_program(const char *command, const char *path_list, char **
         }
         return -seen;
 }
+
+const char *environment_server_path(const struct server_config *s, char *const *daemon_env) {
+        const char *path = NULL;
+
+        for (size_t i = 0; i < s->n_env; i++)
+                if (strcmp(s->env[i].name, "PATH") == 0 && s->env[i].value)
+                        path = s->env[i].value;
+        if (!path)
+                path = environment_get(daemon_env, "PATH");
+        return path ? path : ENVIRONMENT_DEFAULT_PATH;
+}
+
+/* A command with a '/' is not looked up: it must be there, relative to the server's cwd. */
+static int check_given_path(const struct server_config *s, const char *program) {
+        _cleanup_free_ char *joined = NULL;
+        struct stat st;
+        int error;
+
+        if (program[0] != '/' && s->cwd && asprintf(&joined, "%s/%s", s->cwd, program) < 0)
+                return -ENOMEM;
+        if (stat(joined ? joined : program, &st) == 0 && S_ISDIR(st.st_mode))
+                return -EISDIR;
+        return runnable(joined ? joined : program, &error) ? 0 : -error;
+}
+
+static int explain_program(int r, const struct server_config *s, const char *path_list, char **error) {
+        int q;
+
+        if (r == -ENOENT && !strchr(s->command, '/'))
+                q = asprintf(error, "command '%s' not found in PATH=%s (install it, give an absolute path, or set env.PATH)",
+                             s->command, path_list ? path_list : "");
+        else if (r == -ENOENT || r == -ENOTDIR)
+                q = asprintf(error, "command '%s' does not exist (check command%s)", s->command,
+                             s->command[0] != '/' && s->cwd ? " and cwd" : "");
+        else if (r == -EACCES)
+                q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)",
+                             s->command);
+        else
+                q = asprintf(error, "cannot run %s: %s", s->command, strerror(-r));
+        if (q < 0)
+                *error = NULL;
+        return r;
+}
+
+int environment_find_server_program(const struct server_config *s, const char *path_list, char **ret, char **error) {
+        _cleanup_free_ char *program = NULL;
+        int r;
+
+        r = environment_find_program(s->command, path_list, &program);
+        if (r == 0 && strchr(s->command, '/'))
+                r = check_given_path(s, program);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return explain_program(r, s, path_list, error);
+        *ret = TAKE_PTR(program);
+        return 0;
+}
+
+int environment_check_cwd(const struct server_config *s, char **error) {
+        struct stat st;
+        int q = 0;
+
+        if (!s->cwd)
+                return 0;
+        if (stat(s->cwd, &st) < 0)
+                q = asprintf(error, "cannot use %s as the working directory: %s", s->cwd, strerror(errno));
+        else if (!S_ISDIR(st.st_mode))
+                q = asprintf(error, "%s is not a directory", s->cwd);
+        else
+                return 0;
+        if (q < 0)
+                *error = NULL;
+        return -EINVAL;
+}

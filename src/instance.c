@@ -38,22 +38,18 @@ static char **make_argv(const struct server_config *c) {
         return argv;
 }
 
-static int explain(int r, const struct server_config *c, const char *program, char *const *env, char **error) {
-        const char *path = environment_get(env, "PATH");
+/* What a failed spawn means; a program that cannot be found is explained by environment.c. */
+static int explain(int r, const struct server_config *c, const char *program, char **error) {
         int q;
 
-        if (r == -ENOENT && !strchr(c->command, '/'))
-                q = asprintf(error, "command '%s' not found in PATH=%s (install it, give an absolute path, or set env.PATH)",
-                             c->command, path ? path : "");
-        else if (r == -ENOENT && c->cwd && program)
+        if (r == -ENOENT && c->cwd)
                 q = asprintf(error, "cannot run %s in %s: %s (check command and cwd)", program, c->cwd, strerror(-r));
         else if (r == -EACCES)
-                q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)",
-                             program ? program : c->command);
+                q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)", program);
         else if (r == -EAGAIN)
                 q = asprintf(error, "cannot fork: process limit reached (TasksMax= of the unit, or RLIMIT_NPROC)");
         else
-                q = asprintf(error, "cannot run %s: %s", program ? program : c->command, strerror(-r));
+                q = asprintf(error, "cannot run %s: %s", program, strerror(-r));
         if (q < 0)
                 *error = NULL;
         return r;
@@ -67,15 +63,15 @@ static int spawn(struct instance *in, const struct server_config *c, char **env,
         struct process_pipes pipes;
         int r;
 
-        r = environment_find_program(c->command, environment_get(env, "PATH"), &program);
+        r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
         if (r < 0)
-                return explain(r, c, NULL, env, error);
+                return r;
         argv = make_argv(c);
         if (!argv)
                 return -ENOMEM;
         r = process_spawn(&in->proc, sv->base, program, argv, env, c->cwd, &pipes, on_exit_event, in);
         if (r < 0)
-                return explain(r, c, program, env, error);
+                return explain(r, c, program, error);
         in->started_at = now_usec();
         if (stderr_reader_start(&in->err, sv->base, pipes.err, c->name, sv->log) == 0)
                 in->child = child_new(sv->base, pipes.in, pipes.out, sv->max_message_size, c->name, sv->log,

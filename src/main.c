@@ -2,10 +2,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "macro.h"
 #include "daemon.h"
+#include "environment.h"
 #include "options.h"
 #include "paths.h"
 #include "version.h"
@@ -43,19 +45,69 @@ static int load_config(const char *path, const struct options *o, struct config 
         return r;
 }
 
-/* --check-config: any error, even one that only skips a server, fails the check. */
-static int check_config(const char *path, const struct options *o) {
+/* What only starting a server would show: its program missing or not executable, its
+ * working directory not one. Checked in this process's environment (PATH above all), which
+ * is the daemon's only when run the way the unit runs it. Disabled servers are not run. */
+static void check_runnable(const struct config *c, struct config_problems *p) {
+        const char *file = p->file;
+
+        for (size_t i = 0; i < c->n_servers; i++) {
+                const struct server_config *s = &c->servers[i];
+                _cleanup_free_ char *program = NULL, *error = NULL, *path = NULL;
+                const char *key;
+
+                if (s->disabled)
+                        continue;
+                if (environment_check_cwd(s, &error) < 0)
+                        key = "cwd";
+                else if (environment_find_server_program(s, environment_server_path(s, environ), &program, &error) < 0)
+                        key = "command";
+                else
+                        continue;
+                p->file = s->file;
+                if (asprintf(&path, "%s.%s", s->json_path, key) >= 0)
+                        problems_add(p, PROBLEM_ERROR, path, "%s", error ? error : "out of memory");
+        }
+        p->file = file;
+}
+
+static size_t count_disabled(const struct config *c) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < c->n_servers; i++)
+                n += c->servers[i].disabled;
+        return n;
+}
+
+static void print_verdict(const char *path, const struct config *c, const struct config_problems *p) {
+        size_t warnings = p->count - p->errors, disabled;
+
+        if (p->errors > 0 || !c) {
+                fprintf(stderr, "%s: not valid: %zu error%s, %zu warning%s\n", path, p->errors,
+                        p->errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+                return;
+        }
+        printf("%s: valid: %zu server%s", path, c->n_servers, c->n_servers == 1 ? "" : "s");
+        disabled = count_disabled(c);
+        if (disabled > 0)
+                printf(" (%zu disabled)", disabled);
+        printf(", %zu warning%s\n", warnings, warnings == 1 ? "" : "s");
+}
+
+/* --check-config: exits 0 only when the daemon would run every server. Any error fails,
+ * even one the daemon would survive by skipping a server; so does a missing file, even
+ * the default one (the daemon runs without it, with no servers). */
+static int check_config(const char *path) {
         struct config_problems problems = { 0 };
         struct config c;
-        int r = config_load(path, !o->config_path, &c, &problems);
+        int r = config_load(path, false, &c, &problems);
 
+        if (r == 0)
+                check_runnable(&c, &problems);
         print_problems(&problems, stderr);
-        if (r == 0) {
-                if (problems.errors == 0)
-                        printf("%s: valid: %zu server%s, %zu warning%s\n", path, c.n_servers,
-                               c.n_servers == 1 ? "" : "s", problems.count, problems.count == 1 ? "" : "s");
+        print_verdict(path, r == 0 ? &c : NULL, &problems);
+        if (r == 0)
                 config_done(&c);
-        }
         r = r < 0 || problems.errors > 0 ? 1 : 0;
         problems_done(&problems);
         return r;
@@ -110,7 +162,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         if (o.action == ACTION_CHECK_CONFIG)
-                return check_config(path, &o);
+                return check_config(path);
         if (load_config(path, &o, &config) < 0)
                 return 1;
         if (apply_options(&config, &o) < 0)

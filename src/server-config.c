@@ -112,6 +112,39 @@ static int parse_client_capabilities(json_object *v, const char *path, void *dst
         return 0;
 }
 
+/* Keys of other MCP clients' entries (Cline, Roo Code, Gemini CLI, VS Code, Cursor), so
+ * that an entry copied from them loads, or says plainly what it would lose. */
+static int approval_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        problems_add(p, PROBLEM_WARNING, path,
+                     "ignored: mcpvisor approves nothing itself; the agent connected to mcpvisor asks you about tool calls");
+        return 0;
+}
+
+static int timeout_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        problems_add(p, PROBLEM_WARNING, path,
+                     "ignored (its unit differs between clients): mcpvisor's limit per request is \"requestTimeout\", in seconds");
+        return 0;
+}
+
+static int tool_filter_not_applied(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        problems_add(p, PROBLEM_WARNING, path, "not applied yet: every tool of this server is offered to clients");
+        return 0;
+}
+
+static int watch_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        problems_add(p, PROBLEM_WARNING, path,
+                     "ignored: mcpvisor does not watch files; restart the server with mcpvisorctl restart NAME");
+        return 0;
+}
+
+/* The variables would be lost without a word, and the server would start without them. */
+static int env_file_refused(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        problems_add(p, PROBLEM_ERROR, path,
+                     "not supported: put the variables in \"env\", and secrets as {\"credential\": \"NAME\"} (systemd credentials)");
+        return -EINVAL;
+}
+
+#define FOREIGN(key, parse) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parse }
 #define SECONDS(key, field, lo, hi) { key, SETTING_SECONDS, offsetof(struct server_config, field), lo, hi, NULL, NULL }
 
 static const struct setting server_settings[] = {
@@ -136,8 +169,19 @@ static const struct setting server_settings[] = {
         { "clientCapabilities", SETTING_CUSTOM, offsetof(struct server_config, client_capabilities), 0, 0, NULL,
           parse_client_capabilities },
         { "roots", SETTING_CUSTOM, offsetof(struct server_config, roots), 0, 0, NULL, roots_parse },
-        /* Written by other MCP clients' configs; accepted so those files load unchanged. */
+        /* Written by other MCP clients' configs; "type" is checked by check_transport(). */
         { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
+        { "description", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
+        FOREIGN("autoApprove", approval_ignored),
+        FOREIGN("alwaysAllow", approval_ignored),
+        FOREIGN("trust", approval_ignored),
+        FOREIGN("timeout", timeout_ignored),
+        FOREIGN("includeTools", tool_filter_not_applied),
+        FOREIGN("excludeTools", tool_filter_not_applied),
+        FOREIGN("disabledTools", tool_filter_not_applied),
+        FOREIGN("watchPaths", watch_ignored),
+        FOREIGN("dev", watch_ignored),
+        FOREIGN("envFile", env_file_refused),
 };
 
 static void init_defaults(struct server_config *s) {
@@ -170,19 +214,25 @@ void server_config_done(struct server_config *s) {
         free(s->cwd);
         free(s->prefix);
         roots_done(&s->roots);
+        free(s->file);
+        free(s->json_path);
         init_defaults(s);
 }
 
-/* "type" and "url" come from configs written for other clients: only stdio is ours. */
+/* "type" and the URL keys come from configs written for other clients (Gemini CLI says
+ * "httpUrl", Windsurf "serverUrl"): only stdio is ours. */
 static int check_transport(json_object *entry, const char *path, struct config_problems *p) {
+        static const char *const url_keys[] = { "url", "httpUrl", "serverUrl" };
         json_object *v;
         char item[512];
 
-        if (json_object_object_get_ex(entry, "url", &v)) {
-                snprintf(item, sizeof item, "%s.url", path);
-                problems_add(p, PROBLEM_ERROR, item, "remote (URL) servers are not supported; mcpvisor runs stdio servers (\"command\")");
-                return -EINVAL;
-        }
+        for (size_t i = 0; i < ARRAY_SIZE(url_keys); i++)
+                if (json_object_object_get_ex(entry, url_keys[i], &v)) {
+                        snprintf(item, sizeof item, "%s.%s", path, url_keys[i]);
+                        problems_add(p, PROBLEM_ERROR, item,
+                                     "remote (URL) servers are not supported; mcpvisor runs stdio servers (\"command\")");
+                        return -EINVAL;
+                }
         if (json_object_object_get_ex(entry, "type", &v) &&
             !(json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "stdio") == 0)) {
                 snprintf(item, sizeof item, "%s.type", path);
@@ -210,6 +260,41 @@ static size_t check_entry(const struct server_config *s, const char *path, struc
         return 0;
 }
 
+/* Other clients expand ${VAR}, ${input:id} or ${workspaceFolder}; a server that gets
+ * those characters as they are will not work as its author meant. */
+static void warn_unexpanded(const char *value, const char *path, const char *suffix, struct config_problems *p) {
+        char item[512];
+
+        if (!value || !strstr(value, "${"))
+                return;
+        snprintf(item, sizeof item, "%s%s", path, suffix);
+        problems_add(p, PROBLEM_WARNING, item,
+                     "\"${\" is not expanded: the server gets these characters as written (no variables or VS Code inputs)");
+}
+
+static void check_unexpanded(const struct server_config *s, const char *path, struct config_problems *p) {
+        char suffix[300];
+
+        warn_unexpanded(s->command, path, ".command", p);
+        for (size_t i = 0; s->args && s->args[i]; i++) {
+                snprintf(suffix, sizeof suffix, ".args[%zu]", i);
+                warn_unexpanded(s->args[i], path, suffix, p);
+        }
+        for (size_t i = 0; i < s->n_env; i++) {
+                snprintf(suffix, sizeof suffix, ".env.%s", s->env[i].name);
+                warn_unexpanded(s->env[i].value, path, suffix, p);
+        }
+        warn_unexpanded(s->cwd, path, ".cwd", p);
+}
+
+/* Where the entry was read: problems found after loading (the program missing) name it. */
+static int set_origin(struct server_config *s, const char *name, const char *path, const struct config_problems *p) {
+        s->name = strdup(name);
+        s->json_path = strdup(path);
+        s->file = p->file ? strdup(p->file) : NULL;
+        return s->name && s->json_path && (s->file || !p->file) ? 0 : -ENOMEM;
+}
+
 int server_config_parse(const char *name, json_object *entry, const char *path, struct server_config *ret,
                         struct config_problems *p) {
         struct server_config s;
@@ -227,11 +312,11 @@ int server_config_parse(const char *name, json_object *entry, const char *path, 
         errors = settings_apply(server_settings, ARRAY_SIZE(server_settings), entry, path, &s, p);
         if (errors == 0)
                 errors += check_entry(&s, path, p);
-        if (errors > 0) {
+        if (errors > 0 || set_origin(&s, name, path, p) < 0) {
                 server_config_done(&s);
                 return -EINVAL;
         }
-        s.name = strdup(name);
+        check_unexpanded(&s, path, p);
         *ret = s;
         return 0;
 }

@@ -1,9 +1,11 @@
 /* Table-driven settings; see settings.h. */
 #include "settings.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,28 +166,91 @@ static int apply_one(const struct setting *s, json_object *v, const char *path, 
         return -EINVAL;
 }
 
+/* Optimal string alignment distance, letters compared without case: a typo is mostly a
+ * letter dropped, added, changed, or two swapped. Keys longer than the rows are far. */
+#define KEY_ROW 64
+
+static size_t distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b), rows[3][KEY_ROW + 1];
+
+        if (la > KEY_ROW || lb > KEY_ROW)
+                return SIZE_MAX;
+        for (size_t j = 0; j <= lb; j++)
+                rows[0][j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                size_t *prev2 = rows[(i + 1) % 3], *prev = rows[(i + 2) % 3], *row = rows[i % 3];
+
+                row[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+                        size_t d = prev[j - 1] + cost;
+
+                        if (prev[j] + 1 < d)
+                                d = prev[j] + 1;
+                        if (row[j - 1] + 1 < d)
+                                d = row[j - 1] + 1;
+                        if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                            tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) && prev2[j - 2] + 1 < d)
+                                d = prev2[j - 2] + 1;
+                        row[j] = d;
+                }
+        }
+        return rows[la % 3][lb];
+}
+
+const char *settings_closest(const struct setting *table, size_t n, const char *key) {
+        size_t best = SIZE_MAX, limit = strlen(key) / 3 > 1 ? strlen(key) / 3 : 1;
+        const char *closest = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                size_t d = distance(key, table[i].key);
+                if (d < best) {
+                        best = d;
+                        closest = table[i].key;
+                }
+        }
+        return best <= limit ? closest : NULL;
+}
+
+static void unknown_key(const struct setting *table, size_t n, const char *key, const char *path,
+                        struct config_problems *p) {
+        const char *closest = settings_closest(table, n, key);
+
+        if (closest)
+                problems_add(p, PROBLEM_ERROR, path, "unknown key; did you mean \"%s\"?", closest);
+        else
+                problems_add(p, PROBLEM_ERROR, path, "unknown key (the keys are listed in mcpvisor.json(5))");
+}
+
+static const struct setting *find_setting(const struct setting *table, size_t n, const char *key) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(table[i].key, key) == 0)
+                        return &table[i];
+        return NULL;
+}
+
 size_t settings_apply(const struct setting *table, size_t n, json_object *obj, const char *path, void *base,
                       struct config_problems *p) {
-        size_t errors = p->errors;
+        size_t failed = 0;
 
         if (!json_object_is_type(obj, json_type_object)) {
                 problems_add(p, PROBLEM_ERROR, path, "expected an object");
                 return 1;
         }
         json_object_object_foreach(obj, key, value) {
-                const struct setting *s = NULL;
+                const struct setting *s = find_setting(table, n, key);
                 char *keypath;
 
-                for (size_t i = 0; i < n && !s; i++)
-                        if (strcmp(table[i].key, key) == 0)
-                                s = &table[i];
-                if (asprintf(&keypath, "%s.%s", path, key) < 0)
+                if (asprintf(&keypath, "%s%s%s", path, *path ? "." : "", key) < 0) {
+                        failed++;
                         continue;
-                if (!s)
-                        problems_add(p, PROBLEM_WARNING, keypath, "unknown key, ignored");
-                else
-                        (void)apply_one(s, value, keypath, base, p);
+                }
+                if (!s) {
+                        unknown_key(table, n, key, keypath, p);
+                        failed++;
+                } else if (apply_one(s, value, keypath, base, p) < 0)
+                        failed++;
                 free(keypath);
         }
-        return p->errors - errors;
+        return failed;
 }

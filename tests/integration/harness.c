@@ -38,6 +38,33 @@ const char *h_daemon_path(void) {
         return p ? p : MCPVISORD_PATH;
 }
 
+int h_run_daemon(const char *const *args, char *const *env, char *out, size_t outlen) {
+        char path[] = "/tmp/mcpvisor-cli-XXXXXX";
+        int fd = mkstemp(path), status;
+        const char *argv[16] = { h_daemon_path() };
+        posix_spawn_file_actions_t fa;
+        ssize_t n;
+        pid_t pid;
+
+        cr_assert_geq(fd, 0);
+        for (int i = 0; args[i]; i++) {
+                cr_assert_lt(i + 2, 16, "too many arguments");
+                argv[i + 1] = args[i];
+        }
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fd, 1);
+        posix_spawn_file_actions_adddup2(&fa, fd, 2);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv, env ? env : (char *[]){ NULL }), 0);
+        posix_spawn_file_actions_destroy(&fa);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        n = pread(fd, out, outlen - 1, 0);
+        out[n > 0 ? n : 0] = '\0';
+        close(fd);
+        unlink(path);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
 const char *h_demo_server_path(void) {
         return MCPVISOR_DEMO_SERVER_PATH;
 }

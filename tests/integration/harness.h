@@ -97,6 +97,9 @@ const char *h_str(json_object *o, const char *dotted_path);
 
 /* Path of the built daemon. */
 const char *h_daemon_path(void);
+/* Runs the daemon with args and only env (NULL-terminated, or NULL for none) until it
+ * exits, its stdout and stderr into out; returns its exit status, 128 when killed. */
+int h_run_daemon(const char *const *args, char *const *env, char *out, size_t outlen);
 /* Path of the built mcpvisor-demo-server (demo/demo-server.c), the server that misbehaves
  * on command. */
 const char *h_demo_server_path(void);

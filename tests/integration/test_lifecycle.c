@@ -2,7 +2,6 @@
  * signals and exit codes, and the command line. */
 #include <criterion/criterion.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdio.h>
 #include <string.h>
@@ -195,28 +194,8 @@ Test(lifecycle, sighup_keeps_serving) {
         ping_ok(D.sock);
 }
 
-/* Runs the daemon binary with argv and returns its exit status; output into out. */
 static int run_cli(const char *const *args, char *out, size_t outlen) {
-        char path[] = "/tmp/mcpvisor-cli-XXXXXX";
-        int fd = mkstemp(path), status;
-        const char *argv[16] = { h_daemon_path() };
-        posix_spawn_file_actions_t fa;
-        pid_t pid;
-
-        for (int i = 0; args[i]; i++)
-                argv[i + 1] = args[i];
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, fd, 1);
-        posix_spawn_file_actions_adddup2(&fa, fd, 2);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-        cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv, (char *[]){ NULL }), 0);
-        posix_spawn_file_actions_destroy(&fa);
-        cr_assert_eq(waitpid(pid, &status, 0), pid);
-        ssize_t n = pread(fd, out, outlen - 1, 0);
-        out[n > 0 ? n : 0] = '\0';
-        close(fd);
-        unlink(path);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        return h_run_daemon(args, NULL, out, outlen);
 }
 
 Test(lifecycle, command_line) {
@@ -245,7 +224,7 @@ Test(lifecycle, check_config) {
         cr_assert_eq(run_cli((const char *[]){ "--check-config", "--config", path, NULL }, out, sizeof out), 1);
         cr_assert(strstr(out, "mcpvisor.socketMode"), "%s", out);
         cr_assert(strstr(out, "mcpvisor.maxMessageSize"), "%s", out);
-        cr_assert(strstr(out, "warning: mcpvisor.colour"), "%s", out);
+        cr_assert(strstr(out, "error: mcpvisor.colour: unknown key"), "%s", out);
 
         f = fopen(path, "w");
         fputs("{\"mcpServers\":{\"github\":{\"command\":\"npx\",\"args\":[\"-y\",5]},\"ok\":{\"command\":\"cat\"}}}", f);

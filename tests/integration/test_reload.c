@@ -600,8 +600,8 @@ Test(reload, invalid_config_changes_nothing) {
         b = pid_of("b", 0);
         x = cl_open();
 
-        /* b removed, c added, a new separator: all valid, but for one bad setting and one bad
-         * entry; and an unknown key, which alone would only warn */
+        /* b removed, c added, a new separator: all valid, but for one bad setting, one bad
+         * entry and an unknown key (once a warning: a misspelt setting was silently lost) */
         servers_reset(&D);
         demo("a", "", "");
         demo("c", "", "");
@@ -618,12 +618,12 @@ Test(reload, invalid_config_changes_nothing) {
         cr_assert_not_null(p, "no problem for the entry without a command: %s", h_json_text(r));
         cr_assert_str_eq(h_str(p, "severity"), "error");
         p = problem_at(problems, "mcpvisor.surprise", false);
-        cr_assert_not_null(p, "no warning for the unknown key: %s", h_json_text(r));
-        cr_assert_str_eq(h_str(p, "severity"), "warning");
+        cr_assert_not_null(p, "no problem for the unknown key: %s", h_json_text(r));
+        cr_assert_str_eq(h_str(p, "severity"), "error");
         cr_assert_eq(json_object_array_length(problems), 3, "%s", h_json_text(r));
-        cr_assert_str_eq(error_message(r), "configuration not reloaded: 2 errors; nothing changed");
+        cr_assert_str_eq(error_message(r), "configuration not reloaded: 3 errors; nothing changed");
         json_object_put(r);
-        expect_log("configuration not reloaded (2 errors); nothing changed");
+        expect_log("configuration not reloaded (3 errors); nothing changed");
         /* systemd still hears the reload end */
         cr_assert_eq(h_notify_count(&D, "READY=1"), ready_before + 1, "%s", D.notices);
         cr_assert(strstr(D.notices, "READY=1\nSTATUS=configuration not reloaded; see the journal"), "%s", D.notices);
@@ -639,6 +639,16 @@ Test(reload, invalid_config_changes_nothing) {
         cr_assert(strstr(h_str(problems, "0.message"), "not valid JSON at line 2"), "%s", h_json_text(r));
         json_object_put(r);
 
+        /* a server defined twice, and a misspelt key in an entry */
+        write_text("{\"mcpServers\": {\"a\": {\"command\": \"cat\"}, \"a\": {\"command\": \"cat\", \"arg\": []}}}\n");
+        r = h_control(&D, "reload", NULL);
+        problems = expect_not_reloaded(r);
+        cr_assert_eq(json_object_array_length(problems), 2, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(problems, "0.path"), "mcpServers.a");
+        cr_assert_str_eq(h_str(problems, "1.path"), "mcpServers.a.arg");
+        cr_assert_str_eq(h_str(problems, "1.message"), "unknown key; did you mean \"args\"?");
+        json_object_put(r);
+
         /* no file */
         cr_assert_eq(unlink(D.config), 0);
         r = h_control(&D, "reload", NULL);
@@ -650,7 +660,7 @@ Test(reload, invalid_config_changes_nothing) {
         write_text("[]\n");
         kill(D.pid, SIGHUP);
         expect_log("SIGHUP: reloading");
-        expect_log_n("; nothing changed", 4);
+        expect_log_n("; nothing changed", 5);
         expect_untouched(x, "2", a, b);
 
         /* a valid config again: it applies */
@@ -672,13 +682,12 @@ Test(reload, warnings_alone_do_not_stop_a_reload) {
         wait_all_ready(1);
         servers_reset(&D);
         demo("a", "", "");
-        demo("b", "", "");
-        set_settings("\"surprise\":1");
+        demo("b", "\"autoApprove\":[\"echo\"]", "");
         write_config();
         r = reload_ok();
         expect_summary(r, "b", "", "", "a");
         json_object_put(r);
-        expect_log("mcpvisor.surprise: unknown key, ignored");
+        expect_log("mcpServers.b.autoApprove: ignored");
         wait_all_ready(2);
 }
 

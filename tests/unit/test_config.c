@@ -218,25 +218,101 @@ Test(config, all_problems_collected) {
         cr_assert_eq(parse("{\"mcpvisor\":{\"socket\":\"x\",\"socketMode\":\"rw\",\"bogus\":1,\"logLevel\":\"info\"},"
                            "\"mcpServers\":5}"), -EINVAL);
         cr_assert_eq(probs.count, 4);
-        cr_assert_eq(probs.errors, 3);
+        cr_assert_eq(probs.errors, 4);
         cr_assert_str_eq(probs.items[0].path, "mcpvisor.socket");
         cr_assert_str_eq(probs.items[1].path, "mcpvisor.socketMode");
         cr_assert_str_eq(probs.items[2].path, "mcpvisor.bogus");
-        cr_assert_eq(probs.items[2].severity, PROBLEM_WARNING);
         cr_assert_str_eq(probs.items[3].path, "mcpServers");
 }
 
-Test(config, unknown_daemon_key_warns) {
-        cr_assert_eq(parse("{\"mcpvisor\":{\"sockets\":\"/x\",\"logLevel\":\"err\"}}"), 0);
-        cr_assert_str_eq(only_problem("mcpvisor.sockets", PROBLEM_WARNING)->message, "unknown key, ignored");
-        cr_assert_eq(cfg.log_level, 3, "known keys next to an unknown one still apply");
-        cr_assert_null(cfg.socket_path);
+/* A misspelt daemon setting would leave its default in place without a word. */
+Test(config, unknown_daemon_key_is_an_error) {
+        cr_assert_eq(parse("{\"mcpvisor\":{\"sockets\":\"/x\",\"logLevel\":\"err\"}}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcpvisor.sockets", PROBLEM_ERROR)->message,
+                         "unknown key; did you mean \"socket\"?");
+        cr_assert_eq(parse("{\"mcpvisor\":{\"logLevle\":\"debug\"}}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcpvisor.logLevle", PROBLEM_ERROR)->message,
+                         "unknown key; did you mean \"logLevel\"?");
+        cr_assert_eq(parse("{\"mcpvisor\":{\"colour\":1}}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcpvisor.colour", PROBLEM_ERROR)->message,
+                         "unknown key (the keys are listed in mcpvisor.json(5))");
 }
 
-Test(config, unknown_top_level_key_warns) {
+/* "mcpservers" used to load as a configuration without servers, and pass the check. */
+Test(config, unknown_top_level_key_is_an_error) {
+        cr_assert_eq(parse("{\"mcpservers\":{\"fs\":{\"command\":\"cat\"}}}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcpservers", PROBLEM_ERROR)->message, "unknown key; did you mean \"mcpServers\"?");
+        cr_assert_eq(parse("{\"mcp_servers\":{}}"), -EINVAL);
+        cr_assert_str_eq(only_problem("mcp_servers", PROBLEM_ERROR)->message, "unknown key; did you mean \"mcpServers\"?");
+        cr_assert_eq(parse("{\"tools\":[],\"mcpServers\":{}}"), -EINVAL);
+        only_problem("tools", PROBLEM_ERROR);
+}
+
+/* Claude Desktop's own setting beside its servers: the file loads as it is. */
+Test(config, claude_desktop_setting_warns) {
         cr_assert_eq(parse("{\"globalShortcut\":\"Ctrl+Space\",\"mcpServers\":{}}"), 0);
         only_problem("globalShortcut", PROBLEM_WARNING);
         expect_defaults(&cfg);
+}
+
+/* VS Code's mcp.json: "servers" for "mcpServers", and "inputs" it prompts for. */
+Test(config, vscode_shape) {
+        cr_assert_eq(parse("{\"inputs\":[],\"servers\":{\"fs\":{\"type\":\"stdio\",\"command\":\"npx\","
+                           "\"args\":[\"-y\",\"server-fs\"],\"env\":{\"A\":\"b\"},\"cwd\":\"/srv\"}}}"),
+                     0);
+        cr_assert_eq(probs.count, 0, "%s: %s", probs.count ? probs.items[0].path : "", probs.count ? probs.items[0].message : "");
+        cr_assert_eq(cfg.n_servers, 1);
+        cr_assert_str_eq(cfg.servers[0].name, "fs");
+        cr_assert_str_eq(cfg.servers[0].args[1], "server-fs");
+        cr_assert_str_eq(cfg.servers[0].json_path, "servers.fs");
+
+        cr_assert_eq(parse("{\"inputs\":[{\"type\":\"promptString\",\"id\":\"tok\"}],\"servers\":{}}"), 0);
+        cr_assert(strstr(only_problem("inputs", PROBLEM_WARNING)->message, "${input:ID} stays as written"), "%s",
+                  probs.items[0].message);
+
+        cr_assert_eq(parse("{\"servers\":{\"a\":{\"args\":[]}}}"), 0, "an entry's error only skips it");
+        only_problem("servers.a.command", PROBLEM_ERROR);
+        cr_assert_eq(parse("{\"servers\":[]}"), -EINVAL);
+        only_problem("servers", PROBLEM_ERROR);
+}
+
+Test(config, both_server_sections_refused) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\"}},\"servers\":{\"b\":{\"command\":\"y\"}}}"), -EINVAL);
+        cr_assert(strstr(only_problem("servers", PROBLEM_ERROR)->message, "keep one"), "%s", probs.items[0].message);
+}
+
+/* json-c keeps the last of a repeated name without a word. */
+Test(config, repeated_keys) {
+        /* a server defined twice: neither runs, the others do */
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"one\"},\"b\":{\"command\":\"b\"},"
+                           "\"a\":{\"command\":\"two\"}}}"),
+                     0);
+        cr_assert_str_eq(only_problem("mcpServers.a", PROBLEM_ERROR)->message, "given 2 times in the same object: keep one");
+        cr_assert_eq(cfg.n_servers, 1);
+        cr_assert_str_eq(cfg.servers[0].name, "b");
+
+        /* a key repeated inside an entry skips that server */
+        cr_assert_eq(parse("{\"servers\":{\"a\":{\"command\":\"x\",\"args\":[\"1\"],\"args\":[],\"args\":[]}}}"), 0);
+        cr_assert_str_eq(only_problem("servers.a.args", PROBLEM_ERROR)->message, "given 3 times in the same object: keep one");
+        cr_assert_eq(cfg.n_servers, 0);
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"env\":{\"K\":\"1\",\"K\":\"2\"}}}}"), 0);
+        only_problem("mcpServers.a.env.K", PROBLEM_ERROR);
+        cr_assert_eq(cfg.n_servers, 0);
+
+        /* anywhere else the file is refused */
+        cr_assert_eq(parse("{\"mcpvisor\":{\"logLevel\":\"err\",\"logLevel\":\"debug\"}}"), -EINVAL);
+        only_problem("mcpvisor.logLevel", PROBLEM_ERROR);
+        cr_assert_eq(parse("{\"mcpServers\":{},\"mcpServers\":{\"a\":{\"command\":\"x\"}}}"), -EINVAL);
+        only_problem("mcpServers", PROBLEM_ERROR);
+        cr_assert_eq(parse("{\"inputs\":[{\"id\":\"a\"},{\"id\":\"a\",\"id\":\"b\"}],\"servers\":{}}"), -EINVAL);
+        cr_assert_not_null(strstr(probs.items[0].path, "inputs[1].id"), "%s", probs.items[0].path);
+}
+
+/* Names are compared as json-c keys them: escapes decoded. */
+Test(config, repeated_keys_through_escapes) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"\\u0063ommand\":\"y\"}}}"), 0);
+        only_problem("mcpServers.a.command", PROBLEM_ERROR);
+        cr_assert_eq(cfg.n_servers, 0);
 }
 
 Test(config, daemon_settings_not_object) {
@@ -335,7 +411,8 @@ Test(config, load_missing_ok) {
         cr_assert_geq(asprintf(&path, "%s/absent.json", tmpdir_make()), 0);
         cfg.socket_mode = 0111;
         cr_assert_eq(config_load(path, true, &cfg, &probs), 0);
-        cr_assert_eq(probs.count, 0);
+        cr_assert(strstr(only_problem("", PROBLEM_WARNING)->message, "does not exist"), "said once, at each load");
+        cr_assert_str_eq(probs.items[0].file, path);
         expect_defaults(&cfg);
         free(path);
 }
@@ -347,6 +424,7 @@ Test(config, load_missing_not_ok) {
         cr_assert_eq(config_load(path, false, &cfg, &probs), -ENOENT);
         cr_assert_str_eq(probs.file, path);
         cr_assert_not_null(strstr(only_problem("", PROBLEM_ERROR)->message, "No such file"));
+        cr_assert_not_null(strstr(probs.items[0].message, "{\"mcpServers\": {}}"), "how to create it");
         free(path);
 }
 

@@ -433,3 +433,87 @@ Test(environment, find_trailing_slash_in_entry) {
         cr_assert_eq(environment_find_program("prog", path_list, &found), 0);
         cr_assert_eq(access(found, X_OK), 0, "%s", found);
 }
+
+/* ---- what a start (and mcpvisord --check-config) says about a program ---- */
+
+Test(environment, server_path) {
+        struct env_var path_var = { .name = (char *)"PATH", .value = (char *)"/opt/x/bin" };
+        struct env_var secret = { .name = (char *)"PATH", .credential = (char *)"p" };
+        struct server_config s = { .command = (char *)"x" };
+        char *daemon_env[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+
+        cr_assert_str_eq(environment_server_path(&s, daemon_env), "/usr/bin:/bin");
+        cr_assert_str_eq(environment_server_path(&s, NULL), ENVIRONMENT_DEFAULT_PATH);
+        s.env = &path_var;
+        s.n_env = 1;
+        cr_assert_str_eq(environment_server_path(&s, daemon_env), "/opt/x/bin");
+        /* the same answer as the environment the server gets */
+        cr_assert_eq(environment_build(&(struct server_config){ .name = (char *)"x", .env = &path_var, .n_env = 1 },
+                                       daemon_env, 1, NULL, &env, &error),
+                     0);
+        cr_assert_str_eq(environment_get(env, "PATH"), environment_server_path(&s, daemon_env));
+        s.env = &secret;
+        cr_assert_str_eq(environment_server_path(&s, daemon_env), "/usr/bin:/bin", "a credential is unknown until the start");
+}
+
+static int find_server(const char *command, const char *cwd, const char *path_list) {
+        struct server_config s = { .command = (char *)command, .cwd = (char *)cwd };
+
+        free_found();
+        free(error);
+        error = NULL;
+        return environment_find_server_program(&s, path_list, &found, &error);
+}
+
+Test(environment, server_program_found) {
+        char path_list[300];
+
+        make_program("b", "prog", 0755);
+        snprintf(path_list, sizeof path_list, "/nonexistent-mcpvisor:%s", tmp_path("b"));
+        cr_assert_eq(find_server("prog", NULL, path_list), 0);
+        cr_assert_str_eq(found, tmp_path("b/prog"));
+        cr_assert_null(error);
+        cr_assert_eq(find_server(tmp_path("b/prog"), NULL, NULL), 0);
+        cr_assert_eq(find_server("./prog", tmp_path("b"), NULL), 0, "relative to cwd: %s", error);
+        cr_assert_str_eq(found, "./prog", "exec'd as written, after the chdir");
+}
+
+Test(environment, server_program_not_found) {
+        cr_assert_eq(find_server("no-such-prog", NULL, "/nonexistent-mcpvisor:/also-not"), -ENOENT);
+        cr_assert_null(found);
+        cr_assert_str_eq(error, "command 'no-such-prog' not found in PATH=/nonexistent-mcpvisor:/also-not "
+                                "(install it, give an absolute path, or set env.PATH)");
+        cr_assert_eq(find_server("/nonexistent-mcpvisor/prog", NULL, NULL), -ENOENT, "a path is checked, not looked up");
+        cr_assert_str_eq(error, "command '/nonexistent-mcpvisor/prog' does not exist (check command)");
+        cr_assert_eq(find_server("./prog", tmp_path(""), NULL), -ENOENT);
+        cr_assert_str_eq(error, "command './prog' does not exist (check command and cwd)");
+}
+
+Test(environment, server_program_not_runnable) {
+        char path_list[300];
+
+        make_program("a", "prog", 0644);
+        snprintf(path_list, sizeof path_list, "%s", tmp_path("a"));
+        cr_assert_eq(find_server("prog", NULL, path_list), -EACCES);
+        cr_assert(strstr(error, "permission denied running prog"), "%s", error);
+        cr_assert_eq(find_server(tmp_path("a/prog"), NULL, NULL), -EACCES);
+        cr_assert(strstr(error, "permission denied running"), "%s", error);
+        cr_assert_eq(find_server(tmp_path("a"), NULL, NULL), -EISDIR);
+        cr_assert(strstr(error, "Is a directory"), "%s", error);
+}
+
+Test(environment, check_cwd) {
+        struct server_config s = { .command = (char *)"x" };
+
+        cr_assert_eq(environment_check_cwd(&s, &error), 0, "no cwd: the daemon's");
+        s.cwd = (char *)tmpdir;
+        cr_assert_eq(environment_check_cwd(&s, &error), 0);
+        s.cwd = (char *)"/nonexistent-mcpvisor";
+        cr_assert_eq(environment_check_cwd(&s, &error), -EINVAL);
+        cr_assert_str_eq(error, "cannot use /nonexistent-mcpvisor as the working directory: No such file or directory");
+        free(error);
+        error = NULL;
+        s.cwd = (char *)"/etc/passwd";
+        cr_assert_eq(environment_check_cwd(&s, &error), -EINVAL);
+        cr_assert_str_eq(error, "/etc/passwd is not a directory");
+}

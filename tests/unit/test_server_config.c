@@ -195,7 +195,8 @@ Test(server_config, bad_entries_skipped_with_paths) {
                            "\"t\":{\"command\":\"x\",\"type\":\"sse\"},"
                            "\"bad name\":{\"command\":\"x\"},"
                            "\"n\":5,"
-                           "\"good\":{\"command\":\"x\",\"colour\":1}}}"),
+                           "\"k\":{\"command\":\"x\",\"colour\":1},"
+                           "\"good\":{\"command\":\"x\"}}}"),
                      0, "server errors must not stop the daemon");
         cr_assert_eq(C.n_servers, 1);
         cr_assert_not_null(config_find_server(&C, "good"));
@@ -211,8 +212,106 @@ Test(server_config, bad_entries_skipped_with_paths) {
         cr_assert_not_null(problem_at("mcpServers.t.type"));
         cr_assert_not_null(problem_at("mcpServers.bad name"));
         cr_assert_not_null(problem_at("mcpServers.n"));
-        cr_assert_eq(problem_at("mcpServers.good.colour")->severity, PROBLEM_WARNING);
-        cr_assert_eq(P.errors, 11);
+        cr_assert_eq(problem_at("mcpServers.k.colour")->severity, PROBLEM_ERROR);
+        cr_assert_eq(P.errors, 12);
+        cr_assert_eq(P.count, 12);
+}
+
+/* A misspelt key used to be a warning: the server ran without its arguments. */
+Test(server_config, unknown_keys_are_errors_with_a_suggestion) {
+        static const struct {
+                const char *key, *suggestion;
+        } typos[] = {
+                { "arg", "args" },          { "agrs", "args" },     { "comand", "command" },
+                { "Env", "env" },           { "disable", "disabled" }, { "startTimout", "startTimeout" },
+                { "restartDelayMaxx", "restartDelayMax" }, { "clientCapabilites", "clientCapabilities" },
+                { "healthintervall", "healthInterval" },
+        };
+        char text[256], path[64], message[128];
+
+        for (size_t i = 0; i < sizeof typos / sizeof typos[0]; i++) {
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{\"command\":\"x\",\"%s\":[]},\"b\":{\"command\":\"y\"}}}",
+                         typos[i].key);
+                cr_assert_eq(parse(text), 0, "%s: an entry's error only skips that server", typos[i].key);
+                snprintf(path, sizeof path, "mcpServers.a.%s", typos[i].key);
+                snprintf(message, sizeof message, "unknown key; did you mean \"%s\"?", typos[i].suggestion);
+                cr_assert_eq(P.count, 1, "%s: %zu problems", typos[i].key, P.count);
+                cr_assert_not_null(problem_at(path), "%s: at %s", typos[i].key, P.items[0].path);
+                cr_assert_str_eq(problem_at(path)->message, message);
+                cr_assert_eq(problem_at(path)->severity, PROBLEM_ERROR);
+                cr_assert_null(config_find_server(&C, "a"), "%s: the server ran anyway", typos[i].key);
+                cr_assert_not_null(config_find_server(&C, "b"));
+        }
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"frobnicate\":1}}}"), 0);
+        cr_assert_str_eq(problem_at("mcpServers.a.frobnicate")->message, "unknown key (the keys are listed in mcpvisor.json(5))");
+}
+
+/* What other clients' entries carry: each loads, warns what it loses, or is refused. */
+Test(server_config, other_clients_keys) {
+        static const char *const warned[] = { "autoApprove", "alwaysAllow", "trust", "timeout", "includeTools",
+                                              "excludeTools", "disabledTools", "watchPaths", "dev" };
+        char text[256], path[64];
+
+        for (size_t i = 0; i < sizeof warned / sizeof warned[0]; i++) {
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{\"command\":\"x\",\"%s\":[\"t\"]}}}", warned[i]);
+                cr_assert_eq(parse(text), 0);
+                snprintf(path, sizeof path, "mcpServers.a.%s", warned[i]);
+                cr_assert_eq(P.count, 1, "%s", warned[i]);
+                cr_assert_not_null(problem_at(path), "%s: at %s", warned[i], P.items[0].path);
+                cr_assert_eq(problem_at(path)->severity, PROBLEM_WARNING, "%s", warned[i]);
+                cr_assert_not_null(config_find_server(&C, "a"), "%s: the server still runs", warned[i]);
+        }
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"excludeTools\":[\"rm\"]}}}"), 0);
+        cr_assert(strstr(P.items[0].message, "not applied yet"), "%s", P.items[0].message);
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":60}}}"), 0);
+        cr_assert(strstr(P.items[0].message, "requestTimeout"), "%s", P.items[0].message);
+
+        /* a comment, and the transport that is ours */
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"type\":\"stdio\",\"command\":\"x\",\"description\":\"files\"}}}"), 0);
+        cr_assert_eq(P.count, 0, "%s", P.count ? P.items[0].message : "");
+
+        /* refused: what the server needs would be lost, or is not a process to run */
+        done();
+        cr_assert_eq(parse("{\"servers\":{\"a\":{\"type\":\"stdio\",\"command\":\"x\",\"envFile\":\"/srv/.env\"},"
+                           "\"g\":{\"httpUrl\":\"https://example.invalid/mcp\"},"
+                           "\"w\":{\"serverUrl\":\"https://example.invalid/sse\"},"
+                           "\"h\":{\"type\":\"http\",\"url\":\"https://example.invalid/mcp\"},"
+                           "\"s\":{\"type\":\"streamable-http\",\"command\":\"x\"}}}"),
+                     0);
+        cr_assert(strstr(problem_at("servers.a.envFile")->message, "\"env\""), "%s", problem_at("servers.a.envFile")->message);
+        cr_assert(strstr(problem_at("servers.g.httpUrl")->message, "remote (URL) servers are not supported"));
+        cr_assert_not_null(problem_at("servers.w.serverUrl"));
+        cr_assert_not_null(problem_at("servers.h.url"));
+        cr_assert_str_eq(problem_at("servers.s.type")->message, "only \"stdio\" servers are supported");
+        cr_assert_eq(P.errors, 5);
+        cr_assert_eq(C.n_servers, 0);
+}
+
+/* Other clients expand ${...}; mcpvisor passes it on as it is. */
+Test(server_config, unexpanded_variables_warn) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"${HOME}/bin/x\",\"args\":[\"ok\",\"${workspaceFolder}\"],"
+                           "\"env\":{\"T\":\"${input:token}\",\"U\":\"$plain\",\"C\":{\"credential\":\"c\"}},"
+                           "\"cwd\":\"/srv/${USER}\"}}}"),
+                     0);
+        cr_assert_eq(P.errors, 0);
+        cr_assert_eq(P.count, 4);
+        cr_assert_eq(problem_at("mcpServers.a.command")->severity, PROBLEM_WARNING);
+        cr_assert_not_null(problem_at("mcpServers.a.args[1]"));
+        cr_assert_not_null(problem_at("mcpServers.a.env.T"));
+        cr_assert_not_null(problem_at("mcpServers.a.cwd"));
+        cr_assert_not_null(config_find_server(&C, "a"));
+}
+
+Test(server_config, origin_is_kept) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a.b\":{\"command\":\"x\"}}}"), 0);
+        cr_assert_str_eq(C.servers[0].json_path, "mcpServers.a.b");
+        cr_assert_null(C.servers[0].file, "parsed from text");
 }
 
 Test(server_config, name_rules) {
@@ -265,6 +364,8 @@ Test(server_config, dropins_merge_in_name_order) {
         cr_assert_eq(P.errors, 1);
         cr_assert(strstr(P.items[0].file, "30-broken.json"), "problem file: %s", P.items[0].file);
         cr_assert_str_eq(P.items[0].path, "mcpServers.b.command");
+        cr_assert(strstr(config_find_server(&C, "a")->file, "20-late.json"), "where a was read last");
+        cr_assert_str_eq(config_find_server(&C, "c")->json_path, "mcpServers.c");
 }
 
 Test(server_config, dropins_without_main_file_at_default_path) {

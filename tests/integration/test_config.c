@@ -1,0 +1,209 @@
+/* Configurations that cannot work as written: misspelt and repeated keys, other clients'
+ * shapes, programs that are not there. mcpvisord --check-config fails on each, naming
+ * the JSON path; the daemon skips the servers concerned and runs the others, or refuses
+ * a file it cannot read as meant. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct h_daemon D;
+static char *out; /* the last run's stdout and stderr */
+
+static void stop(void) {
+        h_log_dump_if_verbose(&D);
+        h_cleanup(&D);
+        free(out);
+        out = NULL;
+}
+
+TestSuite(config, .fini = stop, .timeout = 60);
+
+/* Runs mcpvisor with config, the extra arguments and env; returns its exit status once it
+ * exits by itself, with what it printed in out. */
+static int run(const char *config, const char *const *args, const char *const *env) {
+        int status;
+
+        free(out);
+        h_start(&D, &(struct h_opts){ .config = config, .extra_args = args, .env = env });
+        status = h_wait_exit(&D, H_TIMEOUT_MS);
+        out = h_log_text(&D);
+        cr_assert_neq(status, -1, "mcpvisord did not exit; it printed:\n%s", out);
+        cr_assert(WIFEXITED(status), "status %d; it printed:\n%s", status, out);
+        h_cleanup(&D);
+        return WEXITSTATUS(status);
+}
+
+static int check(const char *config) {
+        return run(config, (const char *const[]){ "--check-config", NULL }, NULL);
+}
+
+#define expect_out(needle) cr_assert_not_null(strstr(out, needle), "no \"%s\" in:\n%s", needle, out)
+
+/* An executable file in the test's directory; its path. */
+static const char *make_program(const char *dir, const char *name, mode_t mode) {
+        static char path[400];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs("#!/bin/sh\nexit 0\n", f);
+        fclose(f);
+        cr_assert_eq(chmod(path, mode), 0);
+        return path;
+}
+
+/* The first case: the server ran without its arguments, and the check said valid. */
+Test(config, check_misspelt_key_in_an_entry) {
+        cr_assert_eq(check("{\"mcpServers\":{\"fs\":{\"command\":\"cat\",\"arg\":[\"-u\"]}}}"), 1, "%s", out);
+        expect_out("error: mcpServers.fs.arg: unknown key; did you mean \"args\"?");
+        expect_out("not valid: 1 error, 0 warnings");
+        cr_assert_eq(check("{\"mcpServers\":{\"fs\":{\"command\":\"cat\",\"Args\":[]}}}"), 1, "%s", out);
+        expect_out("mcpServers.fs.Args: unknown key; did you mean \"args\"?");
+}
+
+/* Zero servers because of a wrong key is that key's error, not "valid: 0 servers". */
+Test(config, check_misspelt_section) {
+        cr_assert_eq(check("{\"mcpservers\":{\"fs\":{\"command\":\"cat\"}}}"), 1, "%s", out);
+        expect_out("error: mcpservers: unknown key; did you mean \"mcpServers\"?");
+        cr_assert_eq(check("{\"mcpservers\":{}}"), 1, "%s", out);
+        cr_assert_eq(check("{\"mcpvisor\":{\"logLevle\":\"debug\"},\"mcpServers\":{}}"), 1, "%s", out);
+        expect_out("mcpvisor.logLevle: unknown key; did you mean \"logLevel\"?");
+}
+
+Test(config, check_zero_servers_said_plainly) {
+        cr_assert_eq(check("{\"mcpServers\":{}}"), 0, "%s", out);
+        expect_out("valid: 0 servers, 0 warnings");
+        cr_assert_eq(check("{}"), 0, "%s", out);
+        expect_out("valid: 0 servers, 0 warnings");
+}
+
+Test(config, check_vscode_shape) {
+        cr_assert_eq(check("{\"inputs\":[],\"servers\":{\"fs\":{\"type\":\"stdio\",\"command\":\"cat\",\"args\":[],"
+                           "\"env\":{\"A\":\"b\"}}}}"),
+                     0, "%s", out);
+        expect_out("valid: 1 server, 0 warnings");
+        cr_assert_eq(check("{\"servers\":{}}"), 0, "%s", out);
+        expect_out("valid: 0 servers");
+        cr_assert_eq(check("{\"servers\":{\"a\":{\"command\":\"cat\"}},\"mcpServers\":{}}"), 1, "%s", out);
+        expect_out("error: servers: both \"mcpServers\" and \"servers\"");
+        cr_assert_eq(check("{\"servers\":{\"a\":{\"type\":\"stdio\",\"command\":\"cat\",\"envFile\":\"/srv/.env\"}}}"), 1,
+                     "%s", out);
+        expect_out("error: servers.a.envFile: not supported");
+}
+
+/* Harmless keys of other clients' entries warn; the check still passes. */
+Test(config, check_other_clients_keys_warn) {
+        cr_assert_eq(check("{\"mcpServers\":{\"fs\":{\"command\":\"cat\",\"autoApprove\":[\"read\"],\"timeout\":60,"
+                           "\"disabled\":false,\"description\":\"files\",\"excludeTools\":[\"rm\"]}}}"),
+                     0, "%s", out);
+        expect_out("warning: mcpServers.fs.autoApprove: ignored");
+        expect_out("warning: mcpServers.fs.timeout: ignored");
+        expect_out("warning: mcpServers.fs.excludeTools: not applied yet");
+        expect_out("valid: 1 server, 3 warnings");
+}
+
+Test(config, check_repeated_keys) {
+        cr_assert_eq(check("{\"mcpServers\":{\"fs\":{\"command\":\"cat\"},\"fs\":{\"command\":\"cat\",\"args\":[]}}}"), 1,
+                     "%s", out);
+        expect_out("error: mcpServers.fs: given 2 times in the same object: keep one");
+        cr_assert_eq(check("{\"mcpServers\":{\"fs\":{\"command\":\"cat\",\"env\":{\"A\":\"1\",\"A\":\"2\"}}}}"), 1, "%s", out);
+        expect_out("error: mcpServers.fs.env.A: given 2 times");
+}
+
+/* What only a start would have shown. */
+Test(config, check_programs) {
+        char config[2048], dir[] = "/tmp/mcpvisor-it-prog-XXXXXX";
+        const char *noexec;
+
+        cr_assert_not_null(mkdtemp(dir));
+        noexec = make_program(dir, "noexec", 0644);
+        snprintf(config, sizeof config,
+                 "{\"mcpServers\":{\"gone\":{\"command\":\"no-such-program-xyz\"},"
+                 "\"noexec\":{\"command\":\"%s\"},"
+                 "\"nowhere\":{\"command\":\"cat\",\"cwd\":\"%s/absent\"},"
+                 "\"ok\":{\"command\":\"cat\"},"
+                 "\"off\":{\"command\":\"also-no-such-program\",\"disabled\":true}}}",
+                 noexec, dir);
+        cr_assert_eq(check(config), 1, "%s", out);
+        expect_out("error: mcpServers.gone.command: command 'no-such-program-xyz' not found in PATH=");
+        expect_out("error: mcpServers.noexec.command: permission denied running");
+        expect_out("error: mcpServers.nowhere.cwd: cannot use");
+        expect_out("not valid: 3 errors");
+        cr_assert_null(strstr(out, "mcpServers.ok"), "a good entry is blamed:\n%s", out);
+        cr_assert_null(strstr(out, "mcpServers.off"), "a disabled server is not run, so not checked:\n%s", out);
+
+        /* env.PATH is the server's own PATH */
+        make_program(dir, "mine", 0755);
+        snprintf(config, sizeof config, "{\"mcpServers\":{\"mine\":{\"command\":\"mine\",\"env\":{\"PATH\":\"%s\"}}}}", dir);
+        cr_assert_eq(check(config), 0, "%s", out);
+        expect_out("valid: 1 server, 0 warnings");
+        snprintf(config, sizeof config, "{\"mcpServers\":{\"x\":{\"command\":\"cat\",\"env\":{\"PATH\":\"%s\"}}}}", dir);
+        cr_assert_eq(check(config), 1, "%s", out);
+        snprintf(config, sizeof config, "command 'cat' not found in PATH=%s (", dir);
+        expect_out(config);
+        h_remove_tree(dir);
+}
+
+Test(config, check_missing_file) {
+        cr_assert_eq(run(NULL, (const char *const[]){ "--check-config", "--config", "/nonexistent/mcpvisor.json", NULL }, NULL),
+                     1, "%s", out);
+        expect_out("/nonexistent/mcpvisor.json: error: cannot read the file: No such file or directory "
+                   "(create it: an empty configuration is {\"mcpServers\": {}})");
+}
+
+/* The daemon runs without the default file (no servers until it is created), but the check
+ * has nothing to call valid. */
+Test(config, check_missing_default_file) {
+        char dir[] = "/tmp/mcpvisor-it-xdg-XXXXXX", xdg[300], expected[400], buf[8192];
+
+        if (geteuid() == 0 && access("/etc/mcpvisor/mcpvisor.json", F_OK) == 0)
+                cr_skip_test("root's default file exists here: /etc/mcpvisor/mcpvisor.json");
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(xdg, sizeof xdg, "XDG_CONFIG_HOME=%s", dir);
+        if (geteuid() == 0)
+                snprintf(expected, sizeof expected, "/etc/mcpvisor/mcpvisor.json: error: cannot read the file");
+        else
+                snprintf(expected, sizeof expected, "%s/mcpvisor/mcpvisor.json: error: cannot read the file", dir);
+        cr_assert_eq(h_run_daemon((const char *const[]){ "--check-config", NULL }, (char *[]){ xdg, NULL }, buf, sizeof buf),
+                     1, "%s", buf);
+        free(out);
+        out = strdup(buf);
+        expect_out(expected);
+        expect_out("{\"mcpServers\": {}}");
+        h_remove_tree(dir);
+}
+
+/* The daemon keeps failures apart: entries with errors are skipped, a program that is not
+ * there fails its own server, and the good one runs. */
+Test(config, daemon_skips_bad_entries_and_runs_the_rest) {
+        char config[2048];
+        const char *demo = h_demo_server_path();
+
+        snprintf(config, sizeof config,
+                 "{\"mcpServers\":{\"good\":{\"command\":\"%s\"},"
+                 "\"typo\":{\"command\":\"%s\",\"arg\":[]},"
+                 "\"twice\":{\"command\":\"%s\"},\"twice\":{\"command\":\"%s\"},"
+                 "\"gone\":{\"command\":\"no-such-program-xyz\"}}}",
+                 demo, demo, demo, demo);
+        h_start(&D, &(struct h_opts){ .config = config });
+        cr_assert(h_notify_wait(&D, "STATUS=1/2 servers ready; gone failed", H_TIMEOUT_MS), "got %s", D.notices);
+        cr_assert(h_log_wait(&D, "error: mcpServers.typo.arg: unknown key; did you mean \"args\"?", 0));
+        cr_assert(h_log_wait(&D, "error: mcpServers.twice: given 2 times", 0));
+        cr_assert(h_log_wait(&D, "2 errors: the servers concerned are skipped", 0));
+        cr_assert(h_log_wait(&D, "[gone] cannot start: command 'no-such-program-xyz' not found in PATH", 0));
+}
+
+/* A file that cannot be read as meant is refused whole, as before. */
+Test(config, daemon_refuses_a_misspelt_section) {
+        cr_assert_neq(run("{\"mcpservers\":{\"fs\":{\"command\":\"cat\"}}}", NULL, NULL), 0, "%s", out);
+        expect_out("mcpservers: unknown key; did you mean \"mcpServers\"?");
+        cr_assert_neq(run("{\"mcpvisor\":{\"logLevel\":\"err\",\"logLevel\":\"info\"}}", NULL, NULL), 0, "%s", out);
+        expect_out("mcpvisor.logLevel: given 2 times");
+}
