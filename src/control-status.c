@@ -23,6 +23,7 @@ static json_object *seconds_since(uint64_t then, uint64_t now) {
 static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct instance *in = s->run;
+        char end[64];
 
         json_object_object_add(row, "name", json_object_new_string(s->config->name));
         json_object_object_add(row, "state", json_object_new_string(server_state_name(s->state)));
@@ -33,8 +34,9 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object_object_add(row, "uptime", in ? seconds_since(in->started_at, now) : NULL);
         json_object_object_add(row, "since", seconds_since(s->state_since, now));
         json_object_object_add(row, "restarts", json_object_new_int64(s->starts > 0 ? s->starts - 1 : 0));
-        json_object_object_add(row, "lastExit", s->last_exit[0] ? jsonrpc_text(s->last_exit) : NULL);
-        json_object_object_add(row, "cause", jsonrpc_text(s->cause));
+        json_object_object_add(row, "lastExit",
+                               s->last_exit.code ? jsonrpc_text(server_exit_text(&s->last_exit, end, sizeof end)) : NULL);
+        json_object_object_add(row, "cause", jsonrpc_text(server_state_cause(s)));
         json_object_object_add(row, "tools", json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_TOOLS)));
         json_object_object_add(row, "prompts", json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_PROMPTS)));
         json_object_object_add(row, "resources",

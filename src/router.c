@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "child.h"
 #include "client.h"
@@ -262,12 +263,13 @@ unsigned router_owner(const struct router *r, const struct server *s, struct cli
 
 /* How the process ended, as a verb phrase: "exited with status 1", "was killed by SIGKILL". */
 static void how_it_ended(const struct server *s, char *buf, size_t size) {
-        int status;
+        const struct server_exit *e = &s->last_exit;
+        char end[64];
 
-        if (sscanf(s->last_exit, "exit status %d", &status) == 1)
-                snprintf(buf, size, "exited with status %d", status);
-        else if (s->last_exit[0])
-                snprintf(buf, size, "%s%s", strncmp(s->last_exit, "killed", 6) == 0 ? "was " : "", s->last_exit);
+        if (e->code == CLD_EXITED)
+                snprintf(buf, size, "exited with status %d", e->status);
+        else if (e->code)
+                snprintf(buf, size, "%s%s", e->code == CLD_KILLED ? "was " : "", server_exit_text(e, end, sizeof end));
         else
                 snprintf(buf, size, "lost its connection");
 }
@@ -282,7 +284,7 @@ static void outcome(const struct server *s, char *buf, size_t size) {
         switch (s->state) {
         case SERVER_STOPPED:
         case SERVER_STOPPING:
-                snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, s->cause);
+                snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, server_state_cause(s));
                 break;
         case SERVER_BACKOFF:
                 snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: journalctl -t %s",
@@ -290,7 +292,7 @@ static void outcome(const struct server *s, char *buf, size_t size) {
                 break;
         case SERVER_FAILED:
                 snprintf(buf, size, "server '%s' %s during this call; not restarting (%.200s); its log: journalctl -t %s",
-                         name, how, s->cause, name);
+                         name, how, server_state_cause(s), name);
                 break;
         default:
                 snprintf(buf, size, "server '%s' %s during this call; it was restarted; its log: journalctl -t %s", name,

@@ -1,0 +1,81 @@
+/* Causes of a server's state as facts, and their words; see server-cause.h. */
+#include "server-cause.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "macro.h"
+#include "process.h"
+#include "utf8.h"
+
+void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const char *detail) {
+        server_cause_done(c);
+        *c = (struct server_cause){ .kind = kind };
+        if (detail && *detail) {
+                c->detail = strndup(detail, SERVER_CAUSE_DETAIL_MAX);
+                if (c->detail)
+                        utf8_mend(c->detail);
+        }
+}
+
+void server_cause_done(struct server_cause *c) {
+        free(c->detail);
+        c->detail = NULL;
+}
+
+const char *server_exit_text(const struct server_exit *e, char *buf, size_t size) {
+        if (e->code == 0)
+                snprintf(buf, size, "%s", "");
+        else
+                process_describe_exit(e->code, e->status, buf, size);
+        return buf;
+}
+
+bool server_exit_clean(const struct server_exit *e) {
+        return e->code == CLD_EXITED && e->status == 0;
+}
+
+/* What began the end, before the exit that followed. */
+static char *reason_text(const struct server_cause *c) {
+        const char *detail = c->detail ? c->detail : "";
+        char *text = NULL;
+        int r;
+
+        switch (c->kind) {
+        case SERVER_CAUSE_SPAWN:
+                r = asprintf(&text, "cannot start: %s", strerror(c->error));
+                break;
+        case SERVER_CAUSE_EXIT:
+                r = asprintf(&text, "%s", c->starting ? "exited while starting" : "");
+                break;
+        case SERVER_CAUSE_START_TIMEOUT:
+                r = asprintf(&text, "did not finish starting within %g s (startTimeout)", c->timeout);
+                break;
+        case SERVER_CAUSE_HEALTH:
+                r = asprintf(&text, "%u health checks failed in a row (%s)", c->failures, detail);
+                break;
+        default:
+                r = asprintf(&text, "%s", detail);
+                break;
+        }
+        return r < 0 ? NULL : text;
+}
+
+char *server_cause_text(const struct server_cause *c) {
+        _cleanup_free_ char *reason = reason_text(c);
+        char end[64], *text = NULL;
+
+        if (!reason)
+                return NULL;
+        server_exit_text(&c->exit, end, sizeof end);
+        /* An operator's stop is the whole story: how the process went follows from it. */
+        if (!*end || c->kind == SERVER_CAUSE_REQUEST || c->kind == SERVER_CAUSE_SPAWN)
+                return TAKE_PTR(reason);
+        if (!*reason)
+                return strdup(end);
+        if (asprintf(&text, "%s, then %s", reason, end) < 0)
+                return NULL;
+        return text;
+}
