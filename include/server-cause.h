@@ -18,10 +18,14 @@ enum server_cause_kind {
         SERVER_CAUSE_KIND_COUNT,
 };
 
-/* How a run's process ended. */
+/* How a run's process ended, and the signals the daemon had sent to end it: so that its
+ * own SIGTERM is told apart from someone else's. */
 struct server_exit {
         int code;                   /* 0: it has not ended; else CLD_EXITED, CLD_KILLED or CLD_DUMPED */
         int status;                 /* exit status or signal number */
+        int signal_sent;            /* 0, SIGTERM (after stopTimeout) or SIGKILL (after killTimeout too) */
+        double stop_timeout;        /* seconds, when a signal was sent */
+        double kill_timeout;        /* seconds, when SIGKILL was sent */
 };
 
 struct server_cause {
@@ -42,11 +46,19 @@ struct server_cause {
 void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const char *detail);
 void server_cause_done(struct server_cause *c);
 
-/* "exit status 1", "killed by SIGKILL", "dumped core on SIGSEGV"; "" while it has not ended. */
+/* "exit status 1", "killed by SIGKILL", "dumped core on SIGSEGV"; when the daemon's own
+ * signal ended it, "stopped with SIGTERM after stopTimeout (5 s)"; "" while it has not
+ * ended. 128 bytes are enough. */
 const char *server_exit_text(const struct server_exit *e, char *buf, size_t size);
+/* The daemon's own signal ended it. */
+bool server_exit_by_daemon(const struct server_exit *e);
 /* It ended with exit status 0. */
 bool server_exit_clean(const struct server_exit *e);
 
 /* The cause as a sentence for logs and the status answer: "closed its stdout, then exit
- * status 1". Malloc'd; NULL when out of memory. */
+ * status 1", "startTimeout (30 s) passed before it was ready, then stopped with SIGTERM
+ * after stopTimeout (5 s)". Malloc'd; NULL when out of memory. */
 char *server_cause_text(const struct server_cause *c);
+/* A few words for a status line: the exit when the process ended by itself ("exit status
+ * 1"), else what the daemon saw ("startTimeout passed", "health checks failed", ...). */
+const char *server_cause_brief(const struct server_cause *c, char *buf, size_t size);

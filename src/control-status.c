@@ -23,7 +23,7 @@ static json_object *seconds_since(uint64_t then, uint64_t now) {
 static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct instance *in = s->run;
-        char end[64];
+        char end[128];
 
         json_object_object_add(row, "name", json_object_new_string(s->config->name));
         json_object_object_add(row, "state", json_object_new_string(server_state_name(s->state)));

@@ -261,12 +261,27 @@ unsigned router_owner(const struct router *r, const struct server *s, struct cli
         return owner ? 1 : 0;
 }
 
-/* How the process ended, as a verb phrase: "exited with status 1", "was killed by SIGKILL". */
+/* The daemon ended the run (a timeout, failed pings, its own signal, ...), not the server. */
+static bool ended_by_daemon(const struct server *s) {
+        switch (s->why.kind) {
+        case SERVER_CAUSE_EXIT:
+        case SERVER_CAUSE_CONNECTION:
+                return server_exit_by_daemon(&s->last_exit);
+        default:
+                return s->why.kind != SERVER_CAUSE_NONE;
+        }
+}
+
+/* How the run ended, as a verb phrase: "exited with status 1", "was killed by SIGKILL", or
+ * why the daemon ended it: "ended (startTimeout (30 s) passed before it was ready, ...)". */
 static void how_it_ended(const struct server *s, char *buf, size_t size) {
         const struct server_exit *e = &s->last_exit;
-        char end[64];
+        char end[128];
 
-        if (e->code == CLD_EXITED)
+        if (ended_by_daemon(s)) {
+                _cleanup_free_ char *why = server_cause_text(&s->why);
+                snprintf(buf, size, "ended (%s)", why ? why : "stopped by mcpvisord");
+        } else if (e->code == CLD_EXITED)
                 snprintf(buf, size, "exited with status %d", e->status);
         else if (e->code)
                 snprintf(buf, size, "%s%s", e->code == CLD_KILLED ? "was " : "", server_exit_text(e, end, sizeof end));
@@ -278,7 +293,7 @@ static void how_it_ended(const struct server *s, char *buf, size_t size) {
 static void outcome(const struct server *s, char *buf, size_t size) {
         const char *name = s->config->name;
         uint64_t now = now_usec();
-        char how[96];
+        char how[400];
 
         how_it_ended(s, how, sizeof how);
         switch (s->state) {
@@ -303,7 +318,7 @@ static void outcome(const struct server *s, char *buf, size_t size) {
 
 void router_collect(struct router *r) {
         struct route *rt;
-        char message[700];
+        char message[1024];
 
         while ((rt = TAILQ_FIRST(&r->lost))) {
                 outcome(rt->server, message, sizeof message);

@@ -1,6 +1,7 @@
 /* Causes of a server's state as facts, and their words; see server-cause.h. */
 #include "server-cause.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,27 @@ void server_cause_done(struct server_cause *c) {
         c->detail = NULL;
 }
 
+bool server_exit_by_daemon(const struct server_exit *e) {
+        return e->code == CLD_KILLED && e->signal_sent != 0 &&
+               (e->status == SIGTERM || (e->status == SIGKILL && e->signal_sent == SIGKILL));
+}
+
 const char *server_exit_text(const struct server_exit *e, char *buf, size_t size) {
+        char plain[64];
+
         if (e->code == 0)
                 snprintf(buf, size, "%s", "");
+        else if (server_exit_by_daemon(e) && e->status == SIGTERM)
+                snprintf(buf, size, "stopped with SIGTERM after stopTimeout (%g s)", e->stop_timeout);
+        else if (server_exit_by_daemon(e))
+                snprintf(buf, size, "stopped with SIGKILL after stopTimeout (%g s) and killTimeout (%g s)",
+                         e->stop_timeout, e->kill_timeout);
+        else if (e->signal_sent == SIGTERM)
+                snprintf(buf, size, "%s after SIGTERM at stopTimeout (%g s)",
+                         process_describe_exit(e->code, e->status, plain, sizeof plain), e->stop_timeout);
+        else if (e->signal_sent == SIGKILL)
+                snprintf(buf, size, "%s after SIGKILL at killTimeout (%g s)",
+                         process_describe_exit(e->code, e->status, plain, sizeof plain), e->kill_timeout);
         else
                 process_describe_exit(e->code, e->status, buf, size);
         return buf;
@@ -51,10 +70,11 @@ static char *reason_text(const struct server_cause *c) {
                 r = asprintf(&text, "%s", c->starting ? "exited while starting" : "");
                 break;
         case SERVER_CAUSE_START_TIMEOUT:
-                r = asprintf(&text, "did not finish starting within %g s (startTimeout)", c->timeout);
+                r = asprintf(&text, "startTimeout (%g s) passed before it was ready", c->timeout);
                 break;
         case SERVER_CAUSE_HEALTH:
-                r = asprintf(&text, "%u health checks failed in a row (%s)", c->failures, detail);
+                r = asprintf(&text, "%u health check%s failed in a row: %s", c->failures, c->failures == 1 ? "" : "s",
+                             detail);
                 break;
         default:
                 r = asprintf(&text, "%s", detail);
@@ -65,7 +85,7 @@ static char *reason_text(const struct server_cause *c) {
 
 char *server_cause_text(const struct server_cause *c) {
         _cleanup_free_ char *reason = reason_text(c);
-        char end[64], *text = NULL;
+        char end[128], *text = NULL;
 
         if (!reason)
                 return NULL;
@@ -78,4 +98,26 @@ char *server_cause_text(const struct server_cause *c) {
         if (asprintf(&text, "%s, then %s", reason, end) < 0)
                 return NULL;
         return text;
+}
+
+const char *server_cause_brief(const struct server_cause *c, char *buf, size_t size) {
+        switch (c->kind) {
+        case SERVER_CAUSE_SPAWN:
+                return "cannot start";
+        case SERVER_CAUSE_START_TIMEOUT:
+                return "startTimeout passed";
+        case SERVER_CAUSE_HANDSHAKE:
+                return "handshake failed";
+        case SERVER_CAUSE_HEALTH:
+                return "health checks failed";
+        case SERVER_CAUSE_EXIT:
+        case SERVER_CAUSE_CONNECTION:
+                if (c->exit.code)
+                        return server_exit_text(&c->exit, buf, size);
+                break;
+        default:
+                break;
+        }
+        snprintf(buf, size, "%s", c->detail ? c->detail : "");
+        return buf;
 }

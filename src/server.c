@@ -49,14 +49,15 @@ const char *server_state_cause(const struct server *s) {
 char *server_describe(const struct server *s) {
         const char *cause = server_state_cause(s);
         uint64_t now = now_usec();
-        char *text = NULL, end[64];
+        char *text = NULL;
         int r;
 
-        if (s->state == SERVER_BACKOFF && s->restart_at > now)
-                r = asprintf(&text, "%s after %s; restarting in %.1f s", state_names[s->state],
-                             server_exit_text(&s->last_exit, end, sizeof end),
+        if (s->state == SERVER_BACKOFF && s->restart_at > now) {
+                _cleanup_free_ char *why = server_cause_text(&s->why);
+
+                r = asprintf(&text, "%s after %s; restarting in %.1f s", state_names[s->state], why ? why : "a failure",
                              (double)(s->restart_at - now) / (double)USEC_PER_SEC);
-        else
+        } else
                 r = asprintf(&text, "%s%s%s", state_names[s->state], *cause ? ": " : "", cause);
         return r < 0 ? NULL : text;
 }
@@ -302,7 +303,8 @@ static void act_ping_failed(struct server *s, const char *detail) {
                 begin_stop(s, STOP_GOAL_RECOVER);
                 return;
         }
-        snprintf(cause, sizeof cause, "%s (%u of %u)", detail, s->health.failures, s->config->health_failures);
+        snprintf(cause, sizeof cause, "health check failed (%u of %u): %s", s->health.failures,
+                 s->config->health_failures, detail);
         set_state(s, SERVER_UNHEALTHY, cause);
 }
 
@@ -336,6 +338,12 @@ static void end_run(struct server *s) {
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         s->last_exit = (struct server_exit){ .code = in->proc.code, .status = in->proc.status };
+        if (s->state == SERVER_STOPPING && s->stage != STOP_STAGE_CLOSE) {
+                /* act_escalate's signals: SIGKILL comes after SIGTERM */
+                s->last_exit.signal_sent = s->stage == STOP_STAGE_TERM ? SIGTERM : SIGKILL;
+                s->last_exit.stop_timeout = s->config->stop_timeout;
+                s->last_exit.kill_timeout = s->config->kill_timeout;
+        }
         s->why.exit = s->last_exit;
         s->run = NULL;
         instance_retire(in, &s->sv->retired); /* reads what is left of its stderr */
@@ -463,8 +471,19 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         server_handle(userdata, SERVER_EV_TIMER, NULL);
 }
 
-static void on_health(bool ok, const char *why, void *userdata) {
-        server_handle(userdata, ok ? SERVER_EV_PING_OK : SERVER_EV_PING_FAILED, why);
+static void on_health(int status, void *userdata) {
+        struct server *s = userdata;
+        char why[96];
+
+        if (status == 0) {
+                server_handle(s, SERVER_EV_PING_OK, NULL);
+                return;
+        }
+        if (status == -ETIMEDOUT)
+                snprintf(why, sizeof why, "no answer to ping within healthTimeout (%g s)", s->config->health_timeout);
+        else
+                snprintf(why, sizeof why, "%s", status == -EPROTO ? "ping answered with an error" : "connection closed");
+        server_handle(s, SERVER_EV_PING_FAILED, why);
 }
 
 static void on_child_broken(struct child *ch, const char *why, void *userdata) {

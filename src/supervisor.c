@@ -324,10 +324,10 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
  * running, the end of its last run ("exit status 1") or that it could not be run. */
 static int status_entry(const struct server *s, char *buf, size_t size) {
         const char *why = NULL;
-        char end[64];
+        char brief[128];
 
         if (s->state == SERVER_BACKOFF || s->state == SERVER_FAILED)
-                why = s->last_exit.code ? server_exit_text(&s->last_exit, end, sizeof end) : "cannot start";
+                why = server_cause_brief(&s->why, brief, sizeof brief);
         return snprintf(buf, size, "; %s %s%s%s%s", s->config->name, server_state_name(s->state), why ? " (" : "",
                         why ? why : "", why ? ")" : "");
 }

@@ -457,6 +457,36 @@ Test(routing, crash_mid_call) {
         h_client_close(x);
 }
 
+/* When the daemon ends a server (here: its pings go unanswered), a call in flight is told
+ * why, not "killed by SIGTERM" (the daemon's own signal); and so is a call that comes while
+ * it waits to restart. */
+Test(routing, a_call_is_told_why_the_daemon_ended_its_server) {
+        json_object *r;
+        struct h_client *x;
+
+        add_demo("h",
+                 "\"healthInterval\":0.2,\"healthTimeout\":0.2,\"healthFailures\":1,\"stopTimeout\":0.2,"
+                 "\"restartDelay\":30",
+                 "\"--ping-fail-after\",\"0\",\"--ignore-stdin-eof\"");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        h_client_tool_request(x, "\"slow\"", "h__sleep", "{\"ms\":10000}");
+        r = h_client_answer(x, "\"slow\"");
+        cr_assert_not_null(strstr(error_message(r), "server 'h' ended (1 health check failed in a row: no answer to ping "
+                                                    "within healthTimeout (0.2 s), then stopped with SIGTERM after "
+                                                    "stopTimeout (0.2 s)) during this call; restarting in"),
+                           "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_tool_call(x, "2", "h__echo", "{\"text\":\"x\"}");
+        cr_assert_not_null(strstr(error_message(r), "server 'h' is not ready (backoff after 1 health check failed in a "
+                                                    "row: no answer to ping within healthTimeout (0.2 s), then stopped "
+                                                    "with SIGTERM after stopTimeout (0.2 s); restarting in"),
+                           "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}
+
 Test(routing, in_flight_failed_on_exit) {
         static const char *const ids[] = { "\"s1\"", "\"s2\"", "\"crash\"" };
         struct h_client *x, *y;
