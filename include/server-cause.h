@@ -52,6 +52,11 @@ void server_cause_done(struct server_cause *c);
 const char *server_exit_text(const struct server_exit *e, char *buf, size_t size);
 /* The daemon's own signal ended it. */
 bool server_exit_by_daemon(const struct server_exit *e);
+/* The kind's name in the status answer: "exit" or "signal" for an end of its own (by how
+ * it ended), "request", "spawn", "connection", "handshake", "startTimeout", "health";
+ * NULL for none. */
+const char *server_cause_kind_name(const struct server_cause *c);
+
 /* It ended with exit status 0. */
 bool server_exit_clean(const struct server_exit *e);
 

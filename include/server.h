@@ -20,6 +20,7 @@
 #include "macro.h"
 #include "server-cause.h"
 #include "server-config.h"
+#include "stderr-reader.h"
 
 struct supervisor;
 struct instance;
@@ -60,7 +61,7 @@ struct server {
         struct server_config *next_config; /* a reload's, taken at the next start; owned */
         enum server_state state;
         uint64_t state_since;          /* usec, monotonic */
-        char *cause;                   /* why it is in this state, as logged: "exit status 1; restarting in 1 s" */
+        char *cause;                   /* why it is in this state: "exit status 1; restarting in 1 s" */
         struct server_cause why;       /* why the last run ended, or why it is being stopped */
         enum stop_goal goal;
         enum stop_stage stage;
@@ -75,7 +76,9 @@ struct server {
         unsigned starts;               /* restarts are starts - 1 */
         struct server_exit last_exit;  /* how its last process ended; code 0 if none has */
         uint64_t restart_at;           /* backoff: when the next start is due (usec, monotonic) */
-        char last_stderr[128];         /* the last line it wrote to stderr before that */
+        char last_stderr[STDERR_LAST_MAX]; /* the last line an ended run wrote to stderr, "" if none */
+        uint64_t last_stderr_at;       /* when it was written (usec, monotonic) */
+        bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
         bool removed;                  /* a reload removed it: stopping, then freed */
         unsigned in_flight;            /* clients' requests forwarded and not answered (router.c) */
 };
@@ -98,9 +101,15 @@ const char *server_prefix(const struct server *s);
 bool server_serving(const struct server *s);
 /* Why it is in its state, as logged when it got there ("" for nothing to say). */
 const char *server_state_cause(const struct server *s);
-/* "backoff after exit status 1; restarting in 2.0 s" style text of where the server is,
- * for the errors of calls that cannot reach it. Malloc'd; NULL when out of memory. */
+/* The same, as of now: in backoff, how long until the restart ("exit status 1; restarting
+ * in 1.2 s"). Malloc'd; NULL when out of memory. */
+char *server_cause_now(const struct server *s);
+/* "backoff: exit status 1; restarting in 1.2 s" style text of where the server is, for the
+ * errors of calls that cannot reach it. Malloc'd; NULL when out of memory. */
 char *server_describe(const struct server *s);
+/* The last line its processes wrote to stderr (the running one's, else an earlier one's),
+ * with when it was written (usec, monotonic) in *ret_at; NULL when none wrote any. */
+const char *server_last_stderr(const struct server *s, uint64_t *ret_at);
 
 /* A reload changed its settings (next is taken over): a server without a process takes
  * them at once and starts unless disabled; a running one restarts with them, or stops

@@ -26,6 +26,19 @@ void server_cause_done(struct server_cause *c) {
         c->detail = NULL;
 }
 
+const char *server_cause_kind_name(const struct server_cause *c) {
+        static const char *const names[SERVER_CAUSE_KIND_COUNT] = {
+                [SERVER_CAUSE_REQUEST] = "request",         [SERVER_CAUSE_SPAWN] = "spawn",
+                [SERVER_CAUSE_EXIT] = "exit",               [SERVER_CAUSE_CONNECTION] = "connection",
+                [SERVER_CAUSE_HANDSHAKE] = "handshake",     [SERVER_CAUSE_START_TIMEOUT] = "startTimeout",
+                [SERVER_CAUSE_HEALTH] = "health",
+        };
+
+        if (c->kind == SERVER_CAUSE_EXIT && (c->exit.code == CLD_KILLED || c->exit.code == CLD_DUMPED))
+                return "signal";
+        return names[c->kind];
+}
+
 bool server_exit_by_daemon(const struct server_exit *e) {
         return e->code == CLD_KILLED && e->signal_sent != 0 &&
                (e->status == SIGTERM || (e->status == SIGKILL && e->signal_sent == SIGKILL));

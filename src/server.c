@@ -46,20 +46,36 @@ const char *server_state_cause(const struct server *s) {
         return s->cause ? s->cause : "";
 }
 
-char *server_describe(const struct server *s) {
-        const char *cause = server_state_cause(s);
+char *server_cause_now(const struct server *s) {
         uint64_t now = now_usec();
+        _cleanup_free_ char *why = NULL;
         char *text = NULL;
-        int r;
 
-        if (s->state == SERVER_BACKOFF && s->restart_at > now) {
-                _cleanup_free_ char *why = server_cause_text(&s->why);
+        if (s->state != SERVER_BACKOFF || s->restart_at <= now)
+                return strdup(server_state_cause(s));
+        why = server_cause_text(&s->why);
+        if (asprintf(&text, "%s; restarting in %.1f s", why ? why : "a failure",
+                     (double)(s->restart_at - now) / (double)USEC_PER_SEC) < 0)
+                return NULL;
+        return text;
+}
 
-                r = asprintf(&text, "%s after %s; restarting in %.1f s", state_names[s->state], why ? why : "a failure",
-                             (double)(s->restart_at - now) / (double)USEC_PER_SEC);
-        } else
-                r = asprintf(&text, "%s%s%s", state_names[s->state], *cause ? ": " : "", cause);
-        return r < 0 ? NULL : text;
+char *server_describe(const struct server *s) {
+        _cleanup_free_ char *cause = server_cause_now(s);
+        char *text = NULL;
+
+        if (asprintf(&text, "%s%s%s", state_names[s->state], cause && *cause ? ": " : "", cause ? cause : "") < 0)
+                return NULL;
+        return text;
+}
+
+const char *server_last_stderr(const struct server *s, uint64_t *ret_at) {
+        if (s->run && s->run->err.last[0]) {
+                *ret_at = s->run->err.last_at;
+                return s->run->err.last;
+        }
+        *ret_at = s->last_stderr_at;
+        return s->last_stderr[0] ? s->last_stderr : NULL;
 }
 
 void server_log(const struct server *s, int priority, const char *fmt, ...) {
@@ -93,8 +109,9 @@ static void replace_cause(struct server *s, const char *cause) {
         s->cause = strdup(cause ? cause : ""); /* out of memory: no cause, which reads as "" */
 }
 
-/* The only place a server changes state: logged once, with its cause. */
-static void set_state(struct server *s, enum server_state state, const char *cause) {
+/* The only place a server changes state: logged once, with its cause and, in the log
+ * only, a note ("; last stderr line: ..."), which the status answer has apart. */
+static void change_state(struct server *s, enum server_state state, const char *cause, const char *note) {
         enum server_state old = s->state;
 
         replace_cause(s, cause);
@@ -102,9 +119,13 @@ static void set_state(struct server *s, enum server_state state, const char *cau
                 return;
         s->state = state;
         s->state_since = now_usec();
-        server_log(s, state_priority(state), "%s -> %s%s%s", state_names[old], state_names[state],
-                   *server_state_cause(s) ? ": " : "", server_state_cause(s));
+        server_log(s, state_priority(state), "%s -> %s%s%s%s", state_names[old], state_names[state],
+                   *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
         supervisor_server_changed(s->sv);
+}
+
+static void set_state(struct server *s, enum server_state state, const char *cause) {
+        change_state(s, state, cause, NULL);
 }
 
 /* A state whose cause is s->why. */
@@ -193,7 +214,7 @@ static void act_spawn(struct server *s, const char *detail) {
         disarm_timer(s);
         s->starts++;
         backoff_started(&s->backoff, now_usec());
-        s->last_stderr[0] = '\0';
+        s->stderr_from_last_run = false;
         s->refresh_pending = 0;
         r = instance_start(s, number, &child_ops, &s->run, &error);
         if (r < 0) {
@@ -347,7 +368,11 @@ static void end_run(struct server *s) {
         s->why.exit = s->last_exit;
         s->run = NULL;
         instance_retire(in, &s->sv->retired); /* reads what is left of its stderr */
-        snprintf(s->last_stderr, sizeof s->last_stderr, "%.127s", in->err.last);
+        s->stderr_from_last_run = in->err.last[0] != '\0';
+        if (s->stderr_from_last_run) {
+                memcpy(s->last_stderr, in->err.last, sizeof s->last_stderr);
+                s->last_stderr_at = in->err.last_at;
+        }
         s->sv->scan_due = true;
 }
 
@@ -356,7 +381,7 @@ static void end_run(struct server *s) {
 static void after_run(struct server *s, bool failure) {
         const struct server_config *c = s->config;
         bool restart = c->restart == RESTART_ALWAYS || (c->restart == RESTART_ON_FAILURE && failure);
-        _cleanup_free_ char *cause = server_cause_text(&s->why), *text = NULL;
+        _cleanup_free_ char *cause = server_cause_text(&s->why), *text = NULL, *note = NULL;
         char next[96] = "";
         enum server_state state;
         uint64_t now = now_usec(), delay = 0;
@@ -372,10 +397,11 @@ static void after_run(struct server *s, bool failure) {
                 delay = backoff_next_delay(&s->backoff, now);
                 snprintf(next, sizeof next, "; restarting in %g s", (double)delay / (double)USEC_PER_SEC);
         }
-        if (asprintf(&text, "%s%s%s%s", cause ? cause : "", next, s->last_stderr[0] ? "; last stderr line: " : "",
-                     s->last_stderr) < 0)
+        if (asprintf(&text, "%s%s", cause ? cause : "", next) < 0)
                 text = NULL;
-        set_state(s, state, text);
+        if (s->stderr_from_last_run && asprintf(&note, "; last stderr line: %s", s->last_stderr) < 0)
+                note = NULL;
+        change_state(s, state, text, note);
         if (state == SERVER_BACKOFF) {
                 s->restart_at = now + delay;
                 arm_timer(s, delay);

@@ -402,6 +402,67 @@ Test(ctl, status_exits_3_while_an_enabled_server_is_not_ready) {
         expect_exit(CTL("status", "--json"), 3);
 }
 
+/* The servers of the tests of why a server is not ready: "bad" wrote a line and exited 1
+ * (not restarted), "deaf" did not answer initialize within startTimeout and ignored the end
+ * of its stdin, so the daemon's SIGTERM ended it (restarted in 30 s), "slow" is still
+ * starting, having said what it does. */
+static void start_troubled_servers(void) {
+        add_demo("bad", "\"restart\":\"never\"", "\"--exit-at-start\",\"1\"");
+        add_demo("deaf", "\"startTimeout\":0.3,\"stopTimeout\":0.2,\"restartDelay\":30",
+                 "\"--never-answer\",\"--ignore-stdin-eof\",\"--stderr\",\"loading the model\"");
+        add_demo("slow", "\"startTimeout\":60,\"stopTimeout\":0.2", "\"--slow-start\",\"60000\",\"--stderr\",\"downloading \\u00e9\"");
+        start_daemon();
+        wait_state("bad", "failed");
+        wait_state("deaf", "backoff");
+}
+
+static double number(json_object *o, const char *path) {
+        json_object *v = h_get(o, path);
+
+        cr_assert(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int), "%s is no number: %s",
+                  path, h_json_text(o));
+        return json_object_get_double(v);
+}
+
+Test(ctl, status_json_has_the_facts_of_why_a_server_is_not_ready) {
+        json_object *st, *s;
+
+        start_troubled_servers();
+        st = status_json();
+        cr_expect_str_eq(h_str(st, "daemon.log.target"), "stderr");
+        cr_expect_str_eq(h_str(st, "daemon.log.stderr"), D.log);
+
+        s = server_entry(st, "bad");
+        /* its stdout's end may be seen before its exit */
+        cr_expect(strcmp(h_str(s, "why.kind"), "exit") == 0 || strcmp(h_str(s, "why.kind"), "connection") == 0, "%s",
+                  h_json_text(s));
+        cr_expect_eq(json_object_get_int(h_get(s, "why.exit.status")), 1, "%s", h_json_text(s));
+        cr_expect_not(json_object_get_boolean(h_get(s, "why.exit.byDaemon")));
+        expect_contains(h_str(s, "why.text"), "exit status 1", "why.text");
+        cr_expect_str_eq(h_str(s, "lastStderr.line"), "exiting at start with 1");
+        cr_expect_geq(number(s, "lastStderr.since"), 0);
+        cr_expect(json_object_is_type(h_get(s, "restartIn"), json_type_null), "%s", h_json_text(s));
+
+        s = server_entry(st, "deaf");
+        cr_expect_str_eq(h_str(s, "why.kind"), "startTimeout");
+        cr_expect_eq(number(s, "why.timeout"), 0.3);
+        cr_expect_str_eq(h_str(s, "why.exit.signal"), "SIGTERM");
+        cr_expect(json_object_get_boolean(h_get(s, "why.exit.byDaemon")), "%s", h_json_text(s));
+        cr_expect_str_eq(h_str(s, "why.exit.daemonSignal"), "SIGTERM");
+        cr_expect_eq(number(s, "why.exit.stopTimeout"), 0.2);
+        cr_expect_str_eq(h_str(s, "why.text"),
+                         "startTimeout (0.3 s) passed before it was ready, then stopped with SIGTERM after stopTimeout (0.2 s)");
+        expect_contains(h_str(s, "cause"), "; restarting in ", "cause");
+        cr_expect(number(s, "restartIn") > 0 && number(s, "restartIn") <= 30, "%s", h_json_text(s));
+        cr_expect_str_eq(h_str(s, "lastStderr.line"), "stdin closed; staying up until signalled");
+
+        s = server_entry(st, "slow");
+        cr_expect_str_eq(h_str(s, "state"), "starting");
+        cr_expect(json_object_is_type(h_get(s, "why"), json_type_null), "%s", h_json_text(s));
+        cr_expect_str_eq(h_str(s, "lastStderr.line"), "downloading \xc3\xa9");
+        json_object_put(st);
+}
+
 /* ---- start, stop, restart ---- */
 
 Test(ctl, restart_waits_for_a_new_ready_process) {

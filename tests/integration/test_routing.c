@@ -479,7 +479,7 @@ Test(routing, a_call_is_told_why_the_daemon_ended_its_server) {
                            "%s", h_json_text(r));
         json_object_put(r);
         r = h_client_tool_call(x, "2", "h__echo", "{\"text\":\"x\"}");
-        cr_assert_not_null(strstr(error_message(r), "server 'h' is not ready (backoff after 1 health check failed in a "
+        cr_assert_not_null(strstr(error_message(r), "server 'h' is not ready (backoff: 1 health check failed in a "
                                                     "row: no answer to ping within healthTimeout (0.2 s), then stopped "
                                                     "with SIGTERM after stopTimeout (0.2 s); restarting in"),
                            "%s", h_json_text(r));
