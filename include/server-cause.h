@@ -9,7 +9,7 @@
 enum server_cause_kind {
         SERVER_CAUSE_NONE,          /* nothing has ended yet */
         SERVER_CAUSE_REQUEST,       /* asked for: an operator, the configuration, shutdown (detail) */
-        SERVER_CAUSE_SPAWN,         /* the program could not be started (error) */
+        SERVER_CAUSE_SPAWN,         /* the program could not be started (error, detail: what to fix) */
         SERVER_CAUSE_EXIT,          /* the process ended by itself (starting: before it was ready) */
         SERVER_CAUSE_CONNECTION,    /* it closed its stdout or stopped reading its stdin (detail) */
         SERVER_CAUSE_HANDSHAKE,     /* initialize or a first list failed (detail) */

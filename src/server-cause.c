@@ -77,10 +77,10 @@ static char *reason_text(const struct server_cause *c) {
 
         switch (c->kind) {
         case SERVER_CAUSE_SPAWN:
-                r = asprintf(&text, "cannot start: %s", strerror(c->error));
+                r = asprintf(&text, "cannot start: %s", c->detail ? c->detail : strerror(c->error));
                 break;
         case SERVER_CAUSE_EXIT:
-                r = asprintf(&text, "%s", c->starting ? "exited while starting" : "");
+                r = asprintf(&text, "%s", "");
                 break;
         case SERVER_CAUSE_START_TIMEOUT:
                 r = asprintf(&text, "startTimeout (%g s) passed before it was ready", c->timeout);
@@ -99,6 +99,7 @@ static char *reason_text(const struct server_cause *c) {
 char *server_cause_text(const struct server_cause *c) {
         _cleanup_free_ char *reason = reason_text(c);
         char end[128], *text = NULL;
+        int r;
 
         if (!reason)
                 return NULL;
@@ -107,10 +108,10 @@ char *server_cause_text(const struct server_cause *c) {
         if (!*end || c->kind == SERVER_CAUSE_REQUEST || c->kind == SERVER_CAUSE_SPAWN)
                 return TAKE_PTR(reason);
         if (!*reason)
-                return strdup(end);
-        if (asprintf(&text, "%s, then %s", reason, end) < 0)
-                return NULL;
-        return text;
+                r = asprintf(&text, "%s%s", end, c->starting ? " before it was ready" : "");
+        else
+                r = asprintf(&text, "%s, then %s", reason, end);
+        return r < 0 ? NULL : text;
 }
 
 const char *server_cause_brief(const struct server_cause *c, char *buf, size_t size) {

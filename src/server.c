@@ -219,8 +219,7 @@ static void act_spawn(struct server *s, const char *detail) {
         r = instance_start(s, number, &child_ops, &s->run, &error);
         if (r < 0) {
                 s->run = NULL;
-                server_log(s, LOG_ERR, "cannot start: %s", error ? error : strerror(-r));
-                server_cause_set(&s->why, SERVER_CAUSE_SPAWN, NULL);
+                server_cause_set(&s->why, SERVER_CAUSE_SPAWN, error);
                 s->why.error = -r;
                 if (permanent_spawn_error(r))
                         set_state_why(s, SERVER_FAILED);

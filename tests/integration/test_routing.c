@@ -531,7 +531,7 @@ Test(routing, not_ready_server) {
         add_demo("bo", "\"restartDelay\":5", "\"--exit-at-start\",\"3\"");
         add_demo("ok", "", "");
         start(NULL);
-        expect_log("[gh] cannot start");
+        expect_log("[gh] stopped -> failed: cannot start: command 'no-such-cmd' not found in PATH");
         /* from starting or via stopping, as its pipes and its exit are seen; only bo backs off here */
         expect_log(" -> backoff: ");
         expect_log("[ok] starting -> ready");

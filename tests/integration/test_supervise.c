@@ -304,7 +304,7 @@ Test(supervise, credential_missing) {
         add_demo("needy", "\"env\":{\"TOKEN\":{\"credential\":\"tok\"}}", "");
         add_demo("good", "", "");
         start(env);
-        expect_line("[needy] cannot start", "'tok'", NULL);
+        expect_line("[needy] stopped -> failed: cannot start", "'tok'", NULL);
         expect_notify("STATUS=1/2 servers ready; needy failed");
 }
 
@@ -314,7 +314,7 @@ Test(supervise, missing_command) {
         add_entry("\"missing\":{\"command\":\"no-such-program-xyz\"}");
         add_demo("good", "", "");
         start(NULL);
-        expect_line("[missing] cannot start: command 'no-such-program-xyz' not found in PATH", NULL);
+        expect_line("[missing] stopped -> failed: cannot start: command 'no-such-program-xyz' not found in PATH", NULL);
         expect_notify("STATUS=1/2 servers ready; missing failed");
 }
 
@@ -327,7 +327,7 @@ Test(supervise, not_executable) {
         add_entry("\"noexec\":{\"command\":\"%s\"}", path);
         add_demo("good", "", "");
         start(NULL);
-        expect_line("[noexec] cannot start: permission denied", NULL);
+        expect_line("[noexec] stopped -> failed: cannot start: permission denied", NULL);
         expect_notify("STATUS=1/2 servers ready; noexec failed");
         ping_daemon();
 }

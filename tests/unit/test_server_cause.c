@@ -104,7 +104,7 @@ Test(server_cause, an_exit_of_its_own_is_the_exit) {
         ended(CLD_EXITED, 3);
         expect_text("exit status 3");
         C.starting = true;
-        expect_text("exited while starting, then exit status 3");
+        expect_text("exit status 3 before it was ready");
 }
 
 Test(server_cause, a_broken_connection_then_the_exit) {
@@ -124,6 +124,10 @@ Test(server_cause, a_spawn_error_names_the_errno) {
         server_cause_set(&C, SERVER_CAUSE_SPAWN, NULL);
         C.error = ENOENT;
         expect_text("cannot start: No such file or directory");
+        /* what instance_start() says to fix, when it says it */
+        server_cause_set(&C, SERVER_CAUSE_SPAWN, "command 'npx' not found in PATH=/usr/bin (install it, ...)");
+        C.error = ENOENT;
+        expect_text("cannot start: command 'npx' not found in PATH=/usr/bin (install it, ...)");
 }
 
 Test(server_cause, health_failures_count_and_say_the_last) {
