@@ -136,3 +136,11 @@ char *log_stderr_name(void) {
         buf[n] = '\0';
         return strdup(buf);
 }
+
+const char *log_server_hint(const struct logger *lg, const char *server, char *buf, size_t size) {
+        if (lg->journal)
+                snprintf(buf, size, "journalctl -t %s", server);
+        else
+                snprintf(buf, size, "mcpvisord's stderr");
+        return buf;
+}

@@ -290,28 +290,28 @@ static void how_it_ended(const struct server *s, char *buf, size_t size) {
 }
 
 /* "server 'github' exited with status 1 during this call; restarting in 2.0 s; its log: ..." */
-static void outcome(const struct server *s, char *buf, size_t size) {
+static void outcome(const struct router *r, const struct server *s, char *buf, size_t size) {
         const char *name = s->config->name;
         uint64_t now = now_usec();
-        char how[400];
+        char how[400], log[160];
 
         how_it_ended(s, how, sizeof how);
+        log_server_hint(r->log, name, log, sizeof log);
         switch (s->state) {
         case SERVER_STOPPED:
         case SERVER_STOPPING:
                 snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, server_state_cause(s));
                 break;
         case SERVER_BACKOFF:
-                snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: journalctl -t %s",
-                         name, how, s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, name);
+                snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: %s", name, how,
+                         s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, log);
                 break;
         case SERVER_FAILED:
-                snprintf(buf, size, "server '%s' %s during this call; not restarting (%.200s); its log: journalctl -t %s",
-                         name, how, server_state_cause(s), name);
+                snprintf(buf, size, "server '%s' %s during this call; not restarting (%.200s); its log: %s", name, how,
+                         server_state_cause(s), log);
                 break;
         default:
-                snprintf(buf, size, "server '%s' %s during this call; it was restarted; its log: journalctl -t %s", name,
-                         how, name);
+                snprintf(buf, size, "server '%s' %s during this call; it was restarted; its log: %s", name, how, log);
                 break;
         }
 }
@@ -321,7 +321,7 @@ void router_collect(struct router *r) {
         char message[1024];
 
         while ((rt = TAILQ_FIRST(&r->lost))) {
-                outcome(rt->server, message, sizeof message);
+                outcome(r, rt->server, message, sizeof message);
                 reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "server ended");
                 route_free(rt);
         }

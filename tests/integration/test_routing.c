@@ -537,12 +537,32 @@ Test(routing, not_ready_server) {
         expect_log("[ok] starting -> ready");
         x = cl_open();
         r = h_client_tool_call(x, "1", "gh__anything", "{}");
-        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready"), "%s", h_json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "journalctl -t gh"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready (failed: cannot start: command "
+                                                    "'no-such-cmd' not found in PATH"),
+                           "%s", h_json_text(r));
+        /* the daemon logs to its stderr here: journalctl would show nothing */
+        cr_assert_not_null(strstr(error_message(r), "; its log: mcpvisord's stderr"), "%s", h_json_text(r));
+        cr_assert_null(strstr(error_message(r), "journalctl"), "%s", h_json_text(r));
         json_object_put(r);
         r = h_client_tool_call(x, "2", "bo__echo", "{\"text\":\"x\"}");
         cr_assert_not_null(strstr(error_message(r), "server 'bo' is not ready"), "%s", h_json_text(r));
         cr_assert_not_null(strstr(error_message(r), "backoff"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}
+
+/* Under systemd (its stderr is the journal) the errors point at journalctl. */
+Test(routing, not_ready_server_under_the_journal) {
+        json_object *r;
+        struct h_client *x;
+
+        close(h_fake_journald()); /* records refused: none in the host's journal */
+        add_entry("\"gh\":{\"command\":\"no-such-cmd\"}");
+        start_logging_to_journal();
+        cr_assert(h_notify_wait(&D, "STATUS=0/1 servers ready; gh failed", H_TIMEOUT_MS), "%s", D.notices);
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gh__anything", "{}");
+        cr_assert_not_null(strstr(error_message(r), "; its log: journalctl -t gh"), "%s", h_json_text(r));
         json_object_put(r);
         h_client_close(x);
 }
