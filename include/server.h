@@ -87,7 +87,7 @@ struct server {
 struct server *server_new(struct supervisor *sv, struct server_config *config);
 void server_free(struct server *s);
 
-/* Feeds one event through the table; detail explains it ("ping timed out", ...). */
+/* Feeds one event through the table; detail explains it ("closed its stdout", ...). */
 void server_handle(struct server *s, enum server_event ev, const char *detail);
 
 const char *server_state_name(enum server_state state);
