@@ -54,55 +54,8 @@ Test(ctl_format, seconds_from_the_command_line) {
         cr_expect_eq(usec, 7, "left alone on errors");
 }
 
-Test(ctl_format, tables_align_columns) {
-        static const char *const header[] = { "NAME", "STATE", "LAST" };
-        struct ctl_table t;
-        char *text = NULL;
-        size_t len = 0;
-        FILE *out = open_memstream(&text, &len);
-
-        cr_assert_not_null(out);
-        cr_assert_eq(ctl_table_init(&t, header, 3), 0);
-        for (const char *const *c = (const char *const[]){ "github", "ready", "-", "fs", "backoff", "exit status 1", NULL }; *c; c++)
-                cr_assert_eq(ctl_table_add(&t, *c), 0);
-        ctl_table_print(&t, out);
-        ctl_table_done(&t);
-        fclose(out);
-        cr_expect_str_eq(text,
-                         "NAME    STATE    LAST\n"
-                         "github  ready    -\n"
-                         "fs      backoff  exit status 1\n");
-        free(text);
-}
-
-Test(ctl_format, a_rows_note_is_printed_under_it) {
-        static const char *const header[] = { "NAME", "STATE" };
-        struct ctl_table t;
-        char *text = NULL;
-        size_t len = 0;
-        FILE *out = open_memstream(&text, &len);
-
-        cr_assert_not_null(out);
-        cr_assert_eq(ctl_table_init(&t, header, 2), 0);
-        cr_assert_eq(ctl_table_add(&t, "github"), 0);
-        cr_assert_eq(ctl_table_add(&t, "backoff"), 0);
-        cr_assert_eq(ctl_table_note(&t, "  why: exit status 1\n  log: here\n"), 0);
-        cr_assert_eq(ctl_table_add(&t, "fs"), 0);
-        cr_assert_eq(ctl_table_add(&t, "ready"), 0);
-        ctl_table_print(&t, out);
-        ctl_table_done(&t);
-        fclose(out);
-        cr_expect_str_eq(text,
-                         "NAME    STATE\n"
-                         "github  backoff\n"
-                         "  why: exit status 1\n"
-                         "  log: here\n"
-                         "fs      ready\n");
-        free(text);
-}
-
-/* ctl_format_notes(n) as a string (static, overwritten by the next call). */
-static const char *notes(const struct ctl_server_notes *n) {
+/* What print(arg, out) writes, as a string (static, overwritten by the next call). */
+static const char *captured(void (*print)(const void *arg, FILE *out), const void *arg) {
         static char *text;
         size_t len = 0;
         FILE *out;
@@ -111,9 +64,55 @@ static const char *notes(const struct ctl_server_notes *n) {
         text = NULL;
         out = open_memstream(&text, &len);
         cr_assert_not_null(out);
-        ctl_format_notes(n, "  ", out);
+        print(arg, out);
         fclose(out);
         return text;
+}
+
+static void print_table(const void *t, FILE *out) {
+        ctl_table_print(t, out);
+}
+
+static void print_notes(const void *n, FILE *out) {
+        ctl_format_notes(n, "  ", out);
+}
+
+/* The notes as mcpvisorctl prints them under a row. */
+static const char *notes(const struct ctl_server_notes *n) {
+        return captured(print_notes, n);
+}
+
+Test(ctl_format, tables_align_columns) {
+        static const char *const header[] = { "NAME", "STATE", "LAST" };
+        struct ctl_table t;
+
+        cr_assert_eq(ctl_table_init(&t, header, 3), 0);
+        for (const char *const *c = (const char *const[]){ "github", "ready", "-", "fs", "backoff", "exit status 1", NULL }; *c; c++)
+                cr_assert_eq(ctl_table_add(&t, *c), 0);
+        cr_expect_str_eq(captured(print_table, &t),
+                         "NAME    STATE    LAST\n"
+                         "github  ready    -\n"
+                         "fs      backoff  exit status 1\n");
+        ctl_table_done(&t);
+}
+
+Test(ctl_format, a_rows_note_is_printed_under_it) {
+        static const char *const header[] = { "NAME", "STATE" };
+        struct ctl_table t;
+
+        cr_assert_eq(ctl_table_init(&t, header, 2), 0);
+        cr_assert_eq(ctl_table_add(&t, "github"), 0);
+        cr_assert_eq(ctl_table_add(&t, "backoff"), 0);
+        cr_assert_eq(ctl_table_note(&t, "  why: exit status 1\n  log: here\n"), 0);
+        cr_assert_eq(ctl_table_add(&t, "fs"), 0);
+        cr_assert_eq(ctl_table_add(&t, "ready"), 0);
+        cr_expect_str_eq(captured(print_table, &t),
+                         "NAME    STATE\n"
+                         "github  backoff\n"
+                         "  why: exit status 1\n"
+                         "  log: here\n"
+                         "fs      ready\n");
+        ctl_table_done(&t);
 }
 
 /* The daemon's own SIGTERM after startTimeout: the cause says so, and the journal is named
