@@ -121,7 +121,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object_object_add(row, "cause", jsonrpc_text(cause ? cause : server_state_cause(s)));
         json_object_object_add(row, "why", why_object(&s->why));
         json_object_object_add(row, "restartIn", s->state == SERVER_BACKOFF && s->restart_at > now
-                                                         ? seconds_since(now, s->restart_at)
+                                                         ? seconds_since(now, s->restart_at) /* until then */
                                                          : NULL);
         json_object_object_add(row, "lastStderr", last_stderr_object(s, now));
         json_object_object_add(row, "tools", json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_TOOLS)));
