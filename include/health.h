@@ -10,8 +10,9 @@ struct event_base;
 struct event;
 struct child;
 
-/* ok: the ping was answered; else why is static text ("timed out", ...). */
-typedef void (*health_result_fn)(bool ok, const char *why, void *userdata);
+/* status: 0 when the ping was answered, -ETIMEDOUT for no answer within the timeout,
+ * -EPROTO for an error answer, another negative errno when the connection failed. */
+typedef void (*health_result_fn)(int status, void *userdata);
 
 struct health {
         struct event *timer;

@@ -32,6 +32,15 @@ void log_emit(const struct logger *lg, int priority, const struct log_subject *s
 /* A line a downstream server wrote: recorded under the server's own identity. */
 void log_server_line(const struct logger *lg, int priority, const char *server, const char *line);
 
+/* Where a server's stderr lines can be read, for the messages that point there:
+ * "journalctl -t NAME" when the daemon logs to the journal, else "mcpvisord's stderr"
+ * (journalctl would show nothing). Writes into buf and returns it. */
+const char *log_server_hint(const struct logger *lg, const char *server, char *buf, size_t size);
+
+/* What the daemon's stderr is, for telling an operator where its lines went: a file's
+ * path, "/dev/pts/3", "pipe:[1234]". Malloc'd; NULL when it cannot be told. */
+char *log_stderr_name(void);
+
 #define log_error(lg, ...) log_emit(lg, LOG_ERR, NULL, __VA_ARGS__)
 #define log_warning(lg, ...) log_emit(lg, LOG_WARNING, NULL, __VA_ARGS__)
 #define log_notice(lg, ...) log_emit(lg, LOG_NOTICE, NULL, __VA_ARGS__)

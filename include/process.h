@@ -54,7 +54,6 @@ int process_signal_group(struct process *p, int sig);
 /* Releases the pidfd and event of a reaped process. */
 void process_done(struct process *p);
 
-/* "exit status 1", "killed by SIGKILL", "dumped core on SIGSEGV" */
-const char *process_describe_exit(const struct process *p, char *buf, size_t size);
-/* True for the exit of a server that ended cleanly (status 0). */
-bool process_exited_cleanly(const struct process *p);
+/* How a reaped process ended (its code and status): "exit status 1", "killed by SIGKILL",
+ * "dumped core on SIGSEGV". */
+const char *process_describe_exit(int code, int status, char *buf, size_t size);

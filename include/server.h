@@ -18,7 +18,9 @@
 #include "handshake.h"
 #include "health.h"
 #include "macro.h"
+#include "server-cause.h"
 #include "server-config.h"
+#include "stderr-reader.h"
 
 struct supervisor;
 struct instance;
@@ -53,19 +55,17 @@ enum server_event {
 enum stop_goal { STOP_GOAL_STOPPED, STOP_GOAL_RESTART, STOP_GOAL_RECOVER };
 enum stop_stage { STOP_STAGE_CLOSE, STOP_STAGE_TERM, STOP_STAGE_KILL };
 
-#define SERVER_CAUSE_MAX 320
-
 struct server {
         struct supervisor *sv;
         struct server_config *config;  /* owned */
         struct server_config *next_config; /* a reload's, taken at the next start; owned */
         enum server_state state;
         uint64_t state_since;          /* usec, monotonic */
-        char cause[SERVER_CAUSE_MAX];  /* why it is in this state, short: "exit status 1" */
+        char *cause;                   /* why it is in this state: "exit status 1; restarting in 1 s" */
+        struct server_cause why;       /* why the last run ended, or why it is being stopped */
         enum stop_goal goal;
         enum stop_stage stage;
         bool stop_failed;              /* the reason for stopping is a failure whatever the exit */
-        char stop_cause[SERVER_CAUSE_MAX]; /* why stopping began, for the exit's cause */
         struct instance *run;          /* the current process, NULL when none */
         struct handshake handshake;
         struct health health;
@@ -74,10 +74,11 @@ struct server {
         struct backoff backoff;
         struct event *timer;
         unsigned starts;               /* restarts are starts - 1 */
-        char last_exit[64];            /* "exit status 1", "" if it never ended */
-        bool last_exit_clean;          /* it was exit status 0 */
+        struct server_exit last_exit;  /* how its last process ended; code 0 if none has */
         uint64_t restart_at;           /* backoff: when the next start is due (usec, monotonic) */
-        char last_stderr[128];         /* the last line it wrote to stderr before that */
+        char last_stderr[STDERR_LAST_MAX]; /* the last line an ended run wrote to stderr, "" if none */
+        uint64_t last_stderr_at;       /* when it was written (usec, monotonic) */
+        bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
         bool removed;                  /* a reload removed it: stopping, then freed */
         unsigned in_flight;            /* clients' requests forwarded and not answered (router.c) */
 };
@@ -86,7 +87,7 @@ struct server {
 struct server *server_new(struct supervisor *sv, struct server_config *config);
 void server_free(struct server *s);
 
-/* Feeds one event through the table; detail explains it ("ping timed out", ...). */
+/* Feeds one event through the table; detail explains it ("closed its stdout", ...). */
 void server_handle(struct server *s, enum server_event ev, const char *detail);
 
 const char *server_state_name(enum server_state state);
@@ -98,9 +99,17 @@ const char *server_prefix(const struct server *s);
 
 /* Serving: ready, or unhealthy but still running and answering calls. */
 bool server_serving(const struct server *s);
-/* "backoff: exit status 1; restarting in 2 s" style text of where the server is, for the
- * errors of calls that cannot reach it. */
-void server_describe(const struct server *s, char *buf, size_t size);
+/* Why it is in its state, as logged when it got there ("" for nothing to say). */
+const char *server_state_cause(const struct server *s);
+/* The same, as of now: in backoff, how long until the restart ("exit status 1; restarting
+ * in 1.2 s"). Malloc'd; NULL when out of memory. */
+char *server_cause_now(const struct server *s);
+/* "backoff: exit status 1; restarting in 1.2 s" style text of where the server is, for the
+ * errors of calls that cannot reach it. Malloc'd; NULL when out of memory. */
+char *server_describe(const struct server *s);
+/* The last line its processes wrote to stderr (the running one's, else an earlier one's),
+ * with when it was written (usec, monotonic) in *ret_at; NULL when none wrote any. */
+const char *server_last_stderr(const struct server *s, uint64_t *ret_at);
 
 /* A reload changed its settings (next is taken over): a server without a process takes
  * them at once and starts unless disabled; a running one restarts with them, or stops
@@ -108,6 +117,8 @@ void server_describe(const struct server *s, char *buf, size_t size);
  * once and nothing else changes: a running process is sent
  * notifications/roots/list_changed. */
 void server_reconfigure(struct server *s, struct server_config *next);
+/* A server left stopped because its entry is disabled: its cause says so. */
+void server_mark_disabled(struct server *s);
 /* Between loop iterations: a stopped server takes settings still waiting for it. */
 void server_adopt_pending(struct server *s);
 

@@ -1,7 +1,9 @@
 /* A server's stderr: read continuously so the server never blocks on it, cut into lines
  * of at most STDERR_LINE_MAX bytes, each logged under the server's own identity
  * (log_server_line), with a per-server rate limit that counts what it drops. The last
- * line is kept to explain an exit. */
+ * line that says something is kept, with its time, to explain an exit and for the status
+ * answer: without its "<N>" prefix, valid UTF-8, and cut to STDERR_LAST_MAX - 1 bytes
+ * (ending in "…" when cut). */
 #pragma once
 
 #include <stdbool.h>
@@ -25,7 +27,8 @@ struct stderr_reader {
         unsigned window_lines;
         uint64_t dropped;          /* lines dropped in this interval, reported at its end */
         uint64_t total_dropped;
-        char last[STDERR_LAST_MAX]; /* the last line read, "" if none */
+        char last[STDERR_LAST_MAX]; /* the last line read that is not blank, "" if none */
+        uint64_t last_at;          /* when it was read (usec, monotonic) */
 };
 
 /* Takes ownership of fd. */

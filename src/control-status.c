@@ -1,6 +1,11 @@
 /* "status" on the control socket: the daemon and a row per server, for mcpvisorctl
- * status. Servers a reload removed are listed while they stop ("removed": true). */
+ * status. Servers a reload removed are listed while they stop ("removed": true). Why a
+ * server is where it is comes as text ("cause") and as the facts behind it ("why"), with
+ * its last stderr line and where the daemon's log goes, so that mcpvisorctl can say where
+ * to look next. */
+#include <string.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -20,9 +25,87 @@ static json_object *seconds_since(uint64_t then, uint64_t now) {
         return json_object_new_double_s(seconds, text);
 }
 
+/* A setting in seconds as it was written: 0.3, not 0.29999999999999999. */
+static json_object *seconds_setting(double seconds) {
+        char text[32];
+
+        snprintf(text, sizeof text, "%g", seconds);
+        return json_object_new_double_s(seconds, text);
+}
+
+static json_object *signal_name(int sig) {
+        const char *name = sigabbrev_np(sig);
+        char text[32];
+
+        snprintf(text, sizeof text, "SIG%s", name ? name : "?");
+        return json_object_new_string(text);
+}
+
+/* {"status": 1} or {"signal": "SIGTERM", "coreDumped": false}, with the daemon's own
+ * signal and the timeouts that led to it; NULL while the process has not ended. */
+static json_object *exit_object(const struct server_exit *e) {
+        json_object *o;
+
+        if (!e->code)
+                return NULL;
+        o = json_object_new_object();
+        if (e->code == CLD_EXITED) {
+                json_object_object_add(o, "status", json_object_new_int(e->status));
+        } else {
+                json_object_object_add(o, "signal", signal_name(e->status));
+                json_object_object_add(o, "coreDumped", json_object_new_boolean(e->code == CLD_DUMPED));
+        }
+        json_object_object_add(o, "byDaemon", json_object_new_boolean(server_exit_by_daemon(e)));
+        if (e->signal_sent) {
+                json_object_object_add(o, "daemonSignal", signal_name(e->signal_sent));
+                json_object_object_add(o, "stopTimeout", seconds_setting(e->stop_timeout));
+                if (e->signal_sent == SIGKILL)
+                        json_object_object_add(o, "killTimeout", seconds_setting(e->kill_timeout));
+        }
+        return o;
+}
+
+/* The facts of the last end (or of the stop under way); NULL when nothing has ended. */
+static json_object *why_object(const struct server_cause *c) {
+        _cleanup_free_ char *text = NULL;
+        json_object *o;
+
+        if (c->kind == SERVER_CAUSE_NONE)
+                return NULL;
+        text = server_cause_text(c);
+        o = json_object_new_object();
+        json_object_object_add(o, "kind", json_object_new_string(server_cause_kind_name(c)));
+        json_object_object_add(o, "text", jsonrpc_text(text ? text : ""));
+        if (c->detail)
+                json_object_object_add(o, "detail", jsonrpc_text(c->detail));
+        if (c->kind == SERVER_CAUSE_SPAWN)
+                json_object_object_add(o, "error", json_object_new_string(strerrorname_np(c->error) ?: "?"));
+        if (c->kind == SERVER_CAUSE_START_TIMEOUT)
+                json_object_object_add(o, "timeout", seconds_setting(c->timeout));
+        if (c->kind == SERVER_CAUSE_HEALTH)
+                json_object_object_add(o, "failures", json_object_new_int64(c->failures));
+        json_object_object_add(o, "exit", exit_object(&c->exit));
+        return o;
+}
+
+static json_object *last_stderr_object(const struct server *s, uint64_t now) {
+        uint64_t at;
+        const char *line = server_last_stderr(s, &at);
+        json_object *o;
+
+        if (!line)
+                return NULL;
+        o = json_object_new_object();
+        json_object_object_add(o, "line", jsonrpc_text(line));
+        json_object_object_add(o, "since", seconds_since(at, now));
+        return o;
+}
+
 static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct instance *in = s->run;
+        _cleanup_free_ char *cause = server_cause_now(s);
+        char end[128];
 
         json_object_object_add(row, "name", json_object_new_string(s->config->name));
         json_object_object_add(row, "state", json_object_new_string(server_state_name(s->state)));
@@ -33,8 +116,14 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object_object_add(row, "uptime", in ? seconds_since(in->started_at, now) : NULL);
         json_object_object_add(row, "since", seconds_since(s->state_since, now));
         json_object_object_add(row, "restarts", json_object_new_int64(s->starts > 0 ? s->starts - 1 : 0));
-        json_object_object_add(row, "lastExit", s->last_exit[0] ? jsonrpc_text(s->last_exit) : NULL);
-        json_object_object_add(row, "cause", jsonrpc_text(s->cause));
+        json_object_object_add(row, "lastExit",
+                               s->last_exit.code ? jsonrpc_text(server_exit_text(&s->last_exit, end, sizeof end)) : NULL);
+        json_object_object_add(row, "cause", jsonrpc_text(cause ? cause : server_state_cause(s)));
+        json_object_object_add(row, "why", why_object(&s->why));
+        json_object_object_add(row, "restartIn", s->state == SERVER_BACKOFF && s->restart_at > now
+                                                         ? seconds_since(now, s->restart_at) /* until then */
+                                                         : NULL);
+        json_object_object_add(row, "lastStderr", last_stderr_object(s, now));
         json_object_object_add(row, "tools", json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_TOOLS)));
         json_object_object_add(row, "prompts", json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_PROMPTS)));
         json_object_object_add(row, "resources",
@@ -43,6 +132,20 @@ static json_object *server_row(const struct server *s, uint64_t now) {
                                json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_TEMPLATES)));
         json_object_object_add(row, "inFlight", json_object_new_int64(s->in_flight));
         return row;
+}
+
+/* Where the daemon's records and its servers' stderr go: {"target": "journal"}, or
+ * {"target": "stderr", "stderr": "/dev/pts/3"} (what its stderr is, null if unknown). */
+static json_object *log_object(const struct logger *lg) {
+        json_object *o = json_object_new_object();
+        _cleanup_free_ char *name = NULL;
+
+        json_object_object_add(o, "target", json_object_new_string(lg->journal ? "journal" : "stderr"));
+        if (lg->journal)
+                return o;
+        name = log_stderr_name();
+        json_object_object_add(o, "stderr", name ? jsonrpc_text(name) : NULL);
+        return o;
 }
 
 static json_object *daemon_row(const struct daemon *d, uint64_t now) {
@@ -58,6 +161,7 @@ static json_object *daemon_row(const struct daemon *d, uint64_t now) {
         json_object_object_add(row, "uptime", seconds_since(d->started_at, now));
         json_object_object_add(row, "clients", json_object_new_int64(mcp));
         json_object_object_add(row, "config", json_object_new_string(d->source.path));
+        json_object_object_add(row, "log", log_object(&d->log));
         return row;
 }
 

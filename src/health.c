@@ -16,13 +16,12 @@ static void schedule(struct health *h) {
 
 static void on_pong(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
         struct health *h = userdata;
-        bool ok = status == 0 && !error;
-
+        if (status == 0 && error)
+                status = -EPROTO;
         h->request = 0;
-        h->failures = ok ? 0 : h->failures + 1;
+        h->failures = status == 0 ? 0 : h->failures + 1;
         schedule(h);
-        h->result(ok, status == -ETIMEDOUT ? "ping timed out" : status < 0 ? "connection closed" : "ping answered with an error",
-                  h->userdata);
+        h->result(status, h->userdata);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *userdata) {

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 #include <systemd/sd-journal.h>
 
 static const char *const level_names[] = {
@@ -124,4 +125,22 @@ void log_server_line(const struct logger *lg, int priority, const char *server, 
                 journal_record(priority, server, &(struct log_subject){ .server = server }, line);
         else
                 fprintf(stderr, "%s: %s\n", server, line);
+}
+
+char *log_stderr_name(void) {
+        char buf[4096];
+        ssize_t n = readlink("/proc/self/fd/2", buf, sizeof buf - 1);
+
+        if (n <= 0)
+                return NULL;
+        buf[n] = '\0';
+        return strdup(buf);
+}
+
+const char *log_server_hint(const struct logger *lg, const char *server, char *buf, size_t size) {
+        if (lg->journal)
+                snprintf(buf, size, "journalctl -t %s", server);
+        else
+                snprintf(buf, size, "mcpvisord's stderr");
+        return buf;
 }

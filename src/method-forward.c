@@ -25,12 +25,13 @@ static struct server *server_by_prefix(const struct daemon *d, const char *name)
 }
 
 static void reply_not_serving(struct client *c, struct jsonrpc_msg *m, const struct server *s) {
-        char where[SERVER_CAUSE_MAX + 64], message[600];
+        _cleanup_free_ char *where = server_describe(s);
         json_object *data = json_object_new_object();
+        char message[600], log[160];
 
-        server_describe(s, where, sizeof where);
-        snprintf(message, sizeof message, "server '%s' is not ready (%.400s); its log: journalctl -t %s",
-                 s->config->name, where, s->config->name);
+        snprintf(message, sizeof message, "server '%s' is not ready (%.400s); its log: %s", s->config->name,
+                 where ? where : server_state_name(s->state),
+                 log_server_hint(&c->daemon->log, s->config->name, log, sizeof log));
         json_object_object_add(data, "server", json_object_new_string(s->config->name));
         json_object_object_add(data, "state", json_object_new_string(server_state_name(s->state)));
         client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, message, data);

@@ -7,20 +7,14 @@
 #include <string.h>
 #include <sys/wait.h>
 
-const char *process_describe_exit(const struct process *p, char *buf, size_t size) {
-        const char *name = sigabbrev_np(p->status);
+const char *process_describe_exit(int code, int status, char *buf, size_t size) {
+        const char *name = sigabbrev_np(status);
 
-        if (!p->reaped)
-                snprintf(buf, size, "running");
-        else if (p->code == CLD_EXITED)
-                snprintf(buf, size, "exit status %d", p->status);
-        else if (p->code == CLD_DUMPED)
+        if (code == CLD_EXITED)
+                snprintf(buf, size, "exit status %d", status);
+        else if (code == CLD_DUMPED)
                 snprintf(buf, size, "dumped core on SIG%s", name ? name : "?");
         else
                 snprintf(buf, size, "killed by SIG%s", name ? name : "?");
         return buf;
-}
-
-bool process_exited_cleanly(const struct process *p) {
-        return p->reaped && p->code == CLD_EXITED && p->status == 0;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "child.h"
 #include "client.h"
@@ -260,51 +261,67 @@ unsigned router_owner(const struct router *r, const struct server *s, struct cli
         return owner ? 1 : 0;
 }
 
-/* How the process ended, as a verb phrase: "exited with status 1", "was killed by SIGKILL". */
-static void how_it_ended(const struct server *s, char *buf, size_t size) {
-        int status;
+/* The daemon ended the run (a timeout, failed pings, its own signal, ...), not the server. */
+static bool ended_by_daemon(const struct server *s) {
+        switch (s->why.kind) {
+        case SERVER_CAUSE_EXIT:
+        case SERVER_CAUSE_CONNECTION:
+                return server_exit_by_daemon(&s->last_exit);
+        default:
+                return s->why.kind != SERVER_CAUSE_NONE;
+        }
+}
 
-        if (sscanf(s->last_exit, "exit status %d", &status) == 1)
-                snprintf(buf, size, "exited with status %d", status);
-        else if (s->last_exit[0])
-                snprintf(buf, size, "%s%s", strncmp(s->last_exit, "killed", 6) == 0 ? "was " : "", s->last_exit);
+/* How the run ended, as a verb phrase: "exited with status 1", "was killed by SIGKILL", or
+ * why the daemon ended it: "ended (startTimeout (30 s) passed before it was ready, ...)". */
+static void how_it_ended(const struct server *s, char *buf, size_t size) {
+        const struct server_exit *e = &s->last_exit;
+        char end[128];
+
+        if (ended_by_daemon(s)) {
+                _cleanup_free_ char *why = server_cause_text(&s->why);
+                snprintf(buf, size, "ended (%s)", why ? why : "stopped by mcpvisord");
+        } else if (e->code == CLD_EXITED)
+                snprintf(buf, size, "exited with status %d", e->status);
+        else if (e->code)
+                snprintf(buf, size, "%s%s", e->code == CLD_KILLED ? "was " : "", server_exit_text(e, end, sizeof end));
         else
                 snprintf(buf, size, "lost its connection");
 }
 
 /* "server 'github' exited with status 1 during this call; restarting in 2.0 s; its log: ..." */
-static void outcome(const struct server *s, char *buf, size_t size) {
+static void outcome(const struct router *r, const struct server *s, char *buf, size_t size) {
         const char *name = s->config->name;
         uint64_t now = now_usec();
-        char how[96];
+        char how[400], log[160];
 
         how_it_ended(s, how, sizeof how);
+        log_server_hint(r->log, name, log, sizeof log);
         switch (s->state) {
         case SERVER_STOPPED:
         case SERVER_STOPPING:
-                snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, s->cause);
+                snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, server_state_cause(s));
                 break;
         case SERVER_BACKOFF:
-                snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: journalctl -t %s",
-                         name, how, s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, name);
+                snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: %s", name, how,
+                         s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, log);
                 break;
         case SERVER_FAILED:
-                snprintf(buf, size, "server '%s' %s during this call; not restarting (%.200s); its log: journalctl -t %s",
-                         name, how, s->cause, name);
+                snprintf(buf, size, "server '%s' %s during this call; not restarting (%.200s); its log: %s", name, how,
+                         server_state_cause(s), log);
                 break;
         default:
-                snprintf(buf, size, "server '%s' %s during this call; it was restarted; its log: journalctl -t %s", name,
-                         how, name);
+                snprintf(buf, size, "server '%s' %s during this call; it was restarted; its log: %s", name, how, log);
                 break;
         }
 }
 
 void router_collect(struct router *r) {
         struct route *rt;
-        char message[700];
+        char message[1024];
 
         while ((rt = TAILQ_FIRST(&r->lost))) {
-                outcome(rt->server, message, sizeof message);
+                outcome(r, rt->server, message, sizeof message);
                 reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "server ended");
                 route_free(rt);
         }

@@ -42,16 +42,40 @@ bool server_serving(const struct server *s) {
         return (s->state == SERVER_READY || s->state == SERVER_UNHEALTHY) && s->run && s->run->child;
 }
 
-void server_describe(const struct server *s, char *buf, size_t size) {
-        uint64_t now = now_usec();
+const char *server_state_cause(const struct server *s) {
+        return s->cause ? s->cause : "";
+}
 
-        if (s->state == SERVER_BACKOFF && s->restart_at > now)
-                snprintf(buf, size, "%s after %s; restarting in %.1f s", state_names[s->state], s->last_exit,
-                         (double)(s->restart_at - now) / (double)USEC_PER_SEC);
-        else if (s->cause[0])
-                snprintf(buf, size, "%s: %s", state_names[s->state], s->cause);
-        else
-                snprintf(buf, size, "%s", state_names[s->state]);
+char *server_cause_now(const struct server *s) {
+        uint64_t now = now_usec();
+        _cleanup_free_ char *why = NULL;
+        char *text = NULL;
+
+        if (s->state != SERVER_BACKOFF || s->restart_at <= now)
+                return strdup(server_state_cause(s));
+        why = server_cause_text(&s->why);
+        if (asprintf(&text, "%s; restarting in %.1f s", why ? why : "a failure",
+                     (double)(s->restart_at - now) / (double)USEC_PER_SEC) < 0)
+                return NULL;
+        return text;
+}
+
+char *server_describe(const struct server *s) {
+        _cleanup_free_ char *cause = server_cause_now(s);
+        char *text = NULL;
+
+        if (asprintf(&text, "%s%s%s", state_names[s->state], cause && *cause ? ": " : "", cause ? cause : "") < 0)
+                return NULL;
+        return text;
+}
+
+const char *server_last_stderr(const struct server *s, uint64_t *ret_at) {
+        if (s->run && s->run->err.last[0]) {
+                *ret_at = s->run->err.last_at;
+                return s->run->err.last;
+        }
+        *ret_at = s->last_stderr_at;
+        return s->last_stderr[0] ? s->last_stderr : NULL;
 }
 
 void server_log(const struct server *s, int priority, const char *fmt, ...) {
@@ -80,18 +104,35 @@ static int state_priority(enum server_state state) {
         }
 }
 
-/* The only place a server changes state: logged once, with its cause. */
-static void set_state(struct server *s, enum server_state state, const char *cause) {
+static void replace_cause(struct server *s, const char *cause) {
+        free(s->cause);
+        s->cause = strdup(cause ? cause : ""); /* out of memory: no cause, which reads as "" */
+}
+
+/* The only place a server changes state: logged once, with its cause and, in the log
+ * only, a note ("; last stderr line: ..."), which the status answer has apart. */
+static void change_state(struct server *s, enum server_state state, const char *cause, const char *note) {
         enum server_state old = s->state;
 
-        snprintf(s->cause, sizeof s->cause, "%s", cause ? cause : "");
+        replace_cause(s, cause);
         if (old == state)
                 return;
         s->state = state;
         s->state_since = now_usec();
-        server_log(s, state_priority(state), "%s -> %s%s%s", state_names[old], state_names[state],
-                   *s->cause ? ": " : "", s->cause);
+        server_log(s, state_priority(state), "%s -> %s%s%s%s", state_names[old], state_names[state],
+                   *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
         supervisor_server_changed(s->sv);
+}
+
+static void set_state(struct server *s, enum server_state state, const char *cause) {
+        change_state(s, state, cause, NULL);
+}
+
+/* A state whose cause is s->why. */
+static void set_state_why(struct server *s, enum server_state state) {
+        _cleanup_free_ char *text = server_cause_text(&s->why);
+
+        set_state(s, state, text);
 }
 
 static void arm_timer(struct server *s, uint64_t usec) {
@@ -125,7 +166,7 @@ static void on_handshake(int r, const char *why, void *userdata) {
                 server_handle(s, SERVER_EV_START_FAILED, why);
 }
 
-static void after_run(struct server *s, bool failure, const char *cause);
+static void after_run(struct server *s, bool failure);
 static void start_refresh(struct server *s);
 
 static bool permanent_spawn_error(int r) {
@@ -173,7 +214,6 @@ static void adopt_next_config(struct server *s) {
 
 static void act_spawn(struct server *s, const char *detail) {
         _cleanup_free_ char *error = NULL;
-        char cause[SERVER_CAUSE_MAX];
         uint64_t number = supervisor_next_instance(s->sv);
         int r;
 
@@ -182,17 +222,17 @@ static void act_spawn(struct server *s, const char *detail) {
         disarm_timer(s);
         s->starts++;
         backoff_started(&s->backoff, now_usec());
-        s->last_stderr[0] = '\0';
+        s->stderr_from_last_run = false;
         s->refresh_pending = 0;
         r = instance_start(s, number, &child_ops, &s->run, &error);
         if (r < 0) {
                 s->run = NULL;
-                server_log(s, LOG_ERR, "cannot start: %s", error ? error : strerror(-r));
-                snprintf(cause, sizeof cause, "cannot start: %s", strerror(-r));
+                server_cause_set(&s->why, SERVER_CAUSE_SPAWN, error);
+                s->why.error = -r;
                 if (permanent_spawn_error(r))
-                        set_state(s, SERVER_FAILED, cause);
+                        set_state_why(s, SERVER_FAILED);
                 else
-                        after_run(s, true, cause);
+                        after_run(s, true);
                 return;
         }
         server_log(s, LOG_DEBUG, "started %s as pid %d (instance %" PRIu64 ")", s->config->command,
@@ -211,7 +251,7 @@ static void act_spawn_fresh(struct server *s, const char *detail) {
 }
 
 static void act_ready(struct server *s, const char *detail) {
-        char text[SERVER_CAUSE_MAX];
+        char text[128];
 
         disarm_timer(s);
         handshake_take(&s->handshake, &s->catalog);
@@ -227,8 +267,8 @@ static void act_ready(struct server *s, const char *detail) {
                 start_refresh(s);
 }
 
-/* Begins the close sequence; goal says what follows the exit. */
-static void begin_stop(struct server *s, enum stop_goal goal, const char *cause) {
+/* Begins the close sequence for the cause in s->why; goal says what follows the exit. */
+static void begin_stop(struct server *s, enum stop_goal goal) {
         char t[32];
 
         handshake_cancel(&s->handshake);
@@ -236,24 +276,27 @@ static void begin_stop(struct server *s, enum stop_goal goal, const char *cause)
         s->goal = goal;
         s->stop_failed = true;
         s->stage = STOP_STAGE_CLOSE;
-        snprintf(s->stop_cause, sizeof s->stop_cause, "%s", cause ? cause : "");
         if (s->run->child)
                 child_close_input(s->run->child);
-        set_state(s, SERVER_STOPPING, cause);
+        set_state_why(s, SERVER_STOPPING);
         server_log(s, LOG_DEBUG, "closed its stdin; waiting %s for it to exit", seconds(s->config->stop_timeout, t, sizeof t));
         arm_timer(s, usec_from_seconds(s->config->stop_timeout));
 }
 
 static void act_stop(struct server *s, const char *detail) {
-        begin_stop(s, STOP_GOAL_STOPPED, detail ? detail : "stop requested");
+        server_cause_set(&s->why, SERVER_CAUSE_REQUEST, detail ? detail : "stop requested");
+        begin_stop(s, STOP_GOAL_STOPPED);
 }
 
 static void act_restart(struct server *s, const char *detail) {
-        begin_stop(s, STOP_GOAL_RESTART, detail ? detail : "restart requested");
+        server_cause_set(&s->why, SERVER_CAUSE_REQUEST, detail ? detail : "restart requested");
+        begin_stop(s, STOP_GOAL_RESTART);
 }
 
+/* The handshake failed. */
 static void act_recover(struct server *s, const char *detail) {
-        begin_stop(s, STOP_GOAL_RECOVER, detail);
+        server_cause_set(&s->why, SERVER_CAUSE_HANDSHAKE, detail);
+        begin_stop(s, STOP_GOAL_RECOVER);
 }
 
 /* Closed stdout or stopped reading stdin: usually the first sign of an exit, so the exit
@@ -262,15 +305,15 @@ static void act_recover(struct server *s, const char *detail) {
 static void act_broken(struct server *s, const char *detail) {
         bool starting = s->state == SERVER_STARTING;
 
-        begin_stop(s, STOP_GOAL_RECOVER, detail);
+        server_cause_set(&s->why, SERVER_CAUSE_CONNECTION, detail);
+        begin_stop(s, STOP_GOAL_RECOVER);
         s->stop_failed = starting;
 }
 
 static void act_start_timeout(struct server *s, const char *detail) {
-        char cause[SERVER_CAUSE_MAX];
-
-        snprintf(cause, sizeof cause, "did not finish starting within %g s (startTimeout)", s->config->start_timeout);
-        begin_stop(s, STOP_GOAL_RECOVER, cause);
+        server_cause_set(&s->why, SERVER_CAUSE_START_TIMEOUT, NULL);
+        s->why.timeout = s->config->start_timeout;
+        begin_stop(s, STOP_GOAL_RECOVER);
 }
 
 static void act_ping_ok(struct server *s, const char *detail) {
@@ -280,14 +323,16 @@ static void act_ping_ok(struct server *s, const char *detail) {
 }
 
 static void act_ping_failed(struct server *s, const char *detail) {
-        char cause[SERVER_CAUSE_MAX];
+        char cause[128];
 
         if (s->health.failures >= s->config->health_failures) {
-                snprintf(cause, sizeof cause, "%u health checks failed in a row (%s)", s->health.failures, detail);
-                begin_stop(s, STOP_GOAL_RECOVER, cause);
+                server_cause_set(&s->why, SERVER_CAUSE_HEALTH, detail);
+                s->why.failures = s->health.failures;
+                begin_stop(s, STOP_GOAL_RECOVER);
                 return;
         }
-        snprintf(cause, sizeof cause, "%s (%u of %u)", detail, s->health.failures, s->config->health_failures);
+        snprintf(cause, sizeof cause, "health check failed (%u of %u): %s", s->health.failures,
+                 s->config->health_failures, detail);
         set_state(s, SERVER_UNHEALTHY, cause);
 }
 
@@ -320,28 +365,31 @@ static void end_run(struct server *s) {
         disarm_timer(s);
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
-        process_describe_exit(&in->proc, s->last_exit, sizeof s->last_exit);
-        s->last_exit_clean = process_exited_cleanly(&in->proc);
+        s->last_exit = (struct server_exit){ .code = in->proc.code, .status = in->proc.status };
+        if (s->state == SERVER_STOPPING && s->stage != STOP_STAGE_CLOSE) {
+                /* act_escalate's signals: SIGKILL comes after SIGTERM */
+                s->last_exit.signal_sent = s->stage == STOP_STAGE_TERM ? SIGTERM : SIGKILL;
+                s->last_exit.stop_timeout = s->config->stop_timeout;
+                s->last_exit.kill_timeout = s->config->kill_timeout;
+        }
+        s->why.exit = s->last_exit;
         s->run = NULL;
         instance_retire(in, &s->sv->retired); /* reads what is left of its stderr */
-        snprintf(s->last_stderr, sizeof s->last_stderr, "%.127s", in->err.last);
+        s->stderr_from_last_run = in->err.last[0] != '\0';
+        if (s->stderr_from_last_run) {
+                memcpy(s->last_stderr, in->err.last, sizeof s->last_stderr);
+                s->last_stderr_at = in->err.last_at;
+        }
         s->sv->scan_due = true;
 }
 
-/* "closed its stdout, then exit status 1" */
-static void format_exit_cause(struct server *s, char *cause, size_t size, const char *before) {
-        if (before && *before)
-                snprintf(cause, size, "%.200s, then %.63s", before, s->last_exit);
-        else
-                snprintf(cause, size, "%s", s->last_exit);
-}
-
-/* A run ended on its own or after a failure: the restart policy and throttle decide.
- * The cause is logged with what follows and the server's last stderr line. */
-static void after_run(struct server *s, bool failure, const char *cause) {
+/* A run ended on its own or after a failure (s->why says how): the restart policy and
+ * throttle decide. The cause is logged with what follows and the server's last stderr line. */
+static void after_run(struct server *s, bool failure) {
         const struct server_config *c = s->config;
         bool restart = c->restart == RESTART_ALWAYS || (c->restart == RESTART_ON_FAILURE && failure);
-        char next[96] = "", text[SERVER_CAUSE_MAX];
+        _cleanup_free_ char *cause = server_cause_text(&s->why), *text = NULL, *note = NULL;
+        char next[96] = "";
         enum server_state state;
         uint64_t now = now_usec(), delay = 0;
 
@@ -356,9 +404,11 @@ static void after_run(struct server *s, bool failure, const char *cause) {
                 delay = backoff_next_delay(&s->backoff, now);
                 snprintf(next, sizeof next, "; restarting in %g s", (double)delay / (double)USEC_PER_SEC);
         }
-        snprintf(text, sizeof text, "%.120s%s%s%.100s", cause, next, s->last_stderr[0] ? "; last stderr line: " : "",
-                 s->last_stderr);
-        set_state(s, state, text);
+        if (asprintf(&text, "%s%s", cause ? cause : "", next) < 0)
+                text = NULL;
+        if (s->stderr_from_last_run && asprintf(&note, "; last stderr line: %s", s->last_stderr) < 0)
+                note = NULL;
+        change_state(s, state, text, note);
         if (state == SERVER_BACKOFF) {
                 s->restart_at = now + delay;
                 arm_timer(s, delay);
@@ -366,39 +416,35 @@ static void after_run(struct server *s, bool failure, const char *cause) {
 }
 
 static void act_exited(struct server *s, const char *detail) {
-        char cause[SERVER_CAUSE_MAX];
-        bool clean;
+        bool starting = s->state == SERVER_STARTING;
 
+        server_cause_set(&s->why, SERVER_CAUSE_EXIT, NULL);
+        s->why.starting = starting;
         end_run(s);
-        clean = s->last_exit_clean;
-        format_exit_cause(s, cause, sizeof cause, s->state == SERVER_STARTING ? "exited while starting" : NULL);
-        after_run(s, !clean || s->state == SERVER_STARTING, cause);
+        after_run(s, !server_exit_clean(&s->last_exit) || starting);
 }
 
 static void act_stopped(struct server *s, const char *detail) {
-        char cause[SERVER_CAUSE_MAX];
-
         end_run(s);
         switch (s->goal) {
         case STOP_GOAL_STOPPED:
-                set_state(s, SERVER_STOPPED, s->stop_cause);
+                set_state_why(s, SERVER_STOPPED);
                 break;
         case STOP_GOAL_RESTART:
                 if (s->sv->stopping)
-                        set_state(s, SERVER_STOPPED, s->stop_cause);
+                        set_state_why(s, SERVER_STOPPED);
                 else
                         act_spawn_fresh(s, "restarted on request");
                 break;
         case STOP_GOAL_RECOVER:
-                format_exit_cause(s, cause, sizeof cause, s->stop_cause);
-                after_run(s, s->stop_failed || !s->last_exit_clean, cause);
+                after_run(s, s->stop_failed || !server_exit_clean(&s->last_exit));
                 break;
         }
 }
 
 static void act_want_stop(struct server *s, const char *detail) {
         s->goal = STOP_GOAL_STOPPED;
-        snprintf(s->stop_cause, sizeof s->stop_cause, "%s", detail ? detail : "stop requested");
+        server_cause_set(&s->why, SERVER_CAUSE_REQUEST, detail ? detail : "stop requested");
 }
 
 static void act_want_restart(struct server *s, const char *detail) {
@@ -458,8 +504,19 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         server_handle(userdata, SERVER_EV_TIMER, NULL);
 }
 
-static void on_health(bool ok, const char *why, void *userdata) {
-        server_handle(userdata, ok ? SERVER_EV_PING_OK : SERVER_EV_PING_FAILED, why);
+static void on_health(int status, void *userdata) {
+        struct server *s = userdata;
+        char why[96];
+
+        if (status == 0) {
+                server_handle(s, SERVER_EV_PING_OK, NULL);
+                return;
+        }
+        if (status == -ETIMEDOUT)
+                snprintf(why, sizeof why, "no answer to ping within healthTimeout (%g s)", s->config->health_timeout);
+        else
+                snprintf(why, sizeof why, "%s", status == -EPROTO ? "ping answered with an error" : "connection closed");
+        server_handle(s, SERVER_EV_PING_FAILED, why);
 }
 
 static void on_child_broken(struct child *ch, const char *why, void *userdata) {
@@ -563,9 +620,13 @@ void server_reconfigure(struct server *s, struct server_config *next) {
         adopt_next_config(s);
         if (s->config->disabled) {
                 server_handle(s, SERVER_EV_STOP, "disabled in the configuration");
-                snprintf(s->cause, sizeof s->cause, "disabled in the configuration");
+                server_mark_disabled(s);
         } else if (s->state != SERVER_STOPPED || was_disabled) /* an operator's stop stands */
                 server_handle(s, SERVER_EV_START, "configuration changed");
+}
+
+void server_mark_disabled(struct server *s) {
+        replace_cause(s, "disabled in the configuration");
 }
 
 void server_adopt_pending(struct server *s) {
@@ -607,5 +668,7 @@ void server_free(struct server *s) {
                 event_free(s->timer);
         server_config_free(s->config);
         server_config_free(s->next_config);
+        server_cause_done(&s->why);
+        free(s->cause);
         free(s);
 }

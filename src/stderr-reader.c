@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "time-util.h"
+#include "utf8.h"
 
 /* "<3>text" sets the priority, as in sd-daemon(3) and the journal's stdout streams. */
 static int line_priority(const char **line) {
@@ -50,6 +51,23 @@ static bool admit(struct stderr_reader *r) {
         return true;
 }
 
+/* Keeps text as the last line unless it is blank; see stderr-reader.h. */
+static void keep_last(struct stderr_reader *r, const char *text) {
+        static const char ellipsis[] = "\xe2\x80\xa6";
+        size_t len = strlen(text), room = sizeof r->last - 1;
+
+        if (text[strspn(text, " \t")] == '\0')
+                return;
+        if (len > room)
+                len = room - (sizeof ellipsis - 1);
+        memcpy(r->last, text, len);
+        r->last[len] = '\0';
+        utf8_mend(r->last); /* also drops a character the cut split */
+        if (text[len] != '\0')
+                strcat(r->last, ellipsis);
+        r->last_at = now_usec();
+}
+
 static void emit_line(struct stderr_reader *r, char *line, size_t len, bool cut) {
         const char *text = line;
         int priority;
@@ -57,10 +75,10 @@ static void emit_line(struct stderr_reader *r, char *line, size_t len, bool cut)
         line[len] = '\0';
         if (len > 0 && line[len - 1] == '\r')
                 line[--len] = '\0';
-        snprintf(r->last, sizeof r->last, "%s", line);
+        priority = line_priority(&text);
+        keep_last(r, text);
         if (!admit(r))
                 return;
-        priority = line_priority(&text);
         if (cut) {
                 char marked[STDERR_LINE_MAX + 32];
                 snprintf(marked, sizeof marked, "%s [line cut at %d bytes]", text, STDERR_LINE_MAX);

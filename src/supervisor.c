@@ -141,7 +141,7 @@ void supervisor_start_all(struct supervisor *sv) {
                 struct server *s = sv->servers[i];
 
                 if (s->config->disabled)
-                        snprintf(s->cause, sizeof s->cause, "disabled in the configuration");
+                        server_mark_disabled(s);
                 else
                         server_handle(s, SERVER_EV_START, "configured");
         }
@@ -277,7 +277,7 @@ static struct server *apply_entry(struct supervisor *sv, struct server_config *c
                 if (s && !s->config->disabled)
                         server_handle(s, SERVER_EV_START, "added to the configuration");
                 else if (s)
-                        snprintf(s->cause, sizeof s->cause, "disabled in the configuration");
+                        server_mark_disabled(s);
                 return s;
         }
         current = s->next_config ? s->next_config : s->config;
@@ -324,9 +324,10 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
  * running, the end of its last run ("exit status 1") or that it could not be run. */
 static int status_entry(const struct server *s, char *buf, size_t size) {
         const char *why = NULL;
+        char brief[128];
 
         if (s->state == SERVER_BACKOFF || s->state == SERVER_FAILED)
-                why = s->last_exit[0] ? s->last_exit : "cannot start";
+                why = server_cause_brief(&s->why, brief, sizeof brief);
         return snprintf(buf, size, "; %s %s%s%s%s", s->config->name, server_state_name(s->state), why ? " (" : "",
                         why ? why : "", why ? ")" : "");
 }

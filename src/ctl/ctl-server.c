@@ -30,16 +30,19 @@ static bool is_settled(const char *state) {
         return false;
 }
 
-/* "github: ready (12 tools)", "github: stopped", or on stderr where it went instead:
- * "github: failed (exit status 1); see journalctl -t github". */
-static int report(const char *name, json_object *s, const char *goal) {
+/* "github: ready (12 tools)", "github: stopped", or on stderr where it went instead, why,
+ * its last stderr line and where its log is:
+ *   github: failed
+ *     why: exit status 1 before it was ready
+ *     stderr 0s ago: GITHUB_PERSONAL_ACCESS_TOKEN not set
+ *     log: journalctl -t github (its stderr), ... */
+static int report(json_object *status, const char *name, json_object *s, const char *goal) {
         const char *state = ctl_json_str(s, "state") ?: "?";
-        const char *why = ctl_json_str(s, "lastExit") ?: ctl_json_str(s, "cause");
         int64_t tools = ctl_json_int(s, "tools", 0);
 
         if (strcmp(state, goal) != 0) {
-                fprintf(stderr, "%s: %s%s%s%s; see journalctl -t %s\n", name, state, why ? " (" : "", why ?: "",
-                        why ? ")" : "", name);
+                fprintf(stderr, "%s: %s\n", name, state);
+                ctl_status_print_notes(status, s, stderr);
                 return CTL_EXIT_FAILURE;
         }
         if (strcmp(state, "ready") == 0)
@@ -75,12 +78,11 @@ static int wait_settled(struct ctl *ctl, struct ctl_conn *c, const char *name, c
                         return CTL_EXIT_FAILURE;
                 }
                 if (is_settled(ctl_json_str(s, "state")))
-                        return report(name, s, goal);
+                        return report(status, name, s, goal);
                 if (now_usec() >= deadline) {
-                        const char *cause = ctl_json_str(s, "cause");
-                        fprintf(stderr, CTL_NAME ": %s did not settle within %s: still %s%s%s%s\n", name,
-                                ctl_format_timeout(ctl->timeout_usec, t, sizeof t), ctl_json_str(s, "state") ?: "?",
-                                cause ? " (" : "", cause ?: "", cause ? ")" : "");
+                        fprintf(stderr, CTL_NAME ": %s did not settle within %s: still %s\n", name,
+                                ctl_format_timeout(ctl->timeout_usec, t, sizeof t), ctl_json_str(s, "state") ?: "?");
+                        ctl_status_print_notes(status, s, stderr);
                         return CTL_EXIT_FAILURE;
                 }
                 pause_until_next_poll(deadline);

@@ -66,6 +66,43 @@ int ctl_status_fetch(struct ctl_conn *c, uint64_t timeout_usec, json_object **re
         return 0;
 }
 
+static enum ctl_log_target log_target(json_object *log) {
+        const char *target = ctl_json_str(log, "target");
+
+        if (target && strcmp(target, "journal") == 0)
+                return CTL_LOG_JOURNAL;
+        if (target && strcmp(target, "stderr") == 0)
+                return CTL_LOG_STDERR;
+        return CTL_LOG_UNKNOWN; /* a daemon older than "log" */
+}
+
+void ctl_status_notes(json_object *status, json_object *s, struct ctl_server_notes *ret) {
+        json_object *daemon = NULL, *log = NULL, *why = NULL, *err = NULL;
+
+        json_object_object_get_ex(status, "daemon", &daemon);
+        json_object_object_get_ex(daemon, "log", &log);
+        json_object_object_get_ex(s, "why", &why);
+        json_object_object_get_ex(s, "lastStderr", &err);
+        *ret = (struct ctl_server_notes){
+                .name = ctl_json_str(s, "name") ?: "?",
+                .state = ctl_json_str(s, "state"),
+                .cause = ctl_json_str(s, "cause"),
+                .why = ctl_json_str(why, "text"),
+                .since = ctl_json_double(s, "since", -1),
+                .stderr_line = ctl_json_str(err, "line"),
+                .stderr_since = ctl_json_double(err, "since", -1),
+                .log = log_target(log),
+                .log_stderr = ctl_json_str(log, "stderr"),
+        };
+}
+
+void ctl_status_print_notes(json_object *status, json_object *s, FILE *out) {
+        struct ctl_server_notes n;
+
+        ctl_status_notes(status, s, &n);
+        ctl_format_notes(&n, "  ", out);
+}
+
 json_object *ctl_status_server(json_object *status, const char *name) {
         json_object *servers = servers_of(status);
 
@@ -166,7 +203,21 @@ static const char *state_cell(json_object *s, char *buf, size_t size) {
         return state;
 }
 
-static int add_row(struct ctl_table *t, json_object *s) {
+/* Under a server that is not fine: why, its last stderr line, where its log is. */
+static int add_notes(struct ctl_table *t, json_object *status, json_object *s) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&text, &len);
+
+        if (!out)
+                return -ENOMEM;
+        ctl_status_print_notes(status, s, out);
+        if (fclose(out) != 0)
+                return -ENOMEM;
+        return ctl_table_note(t, text);
+}
+
+static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
         char state[48], pid[24], up[16], restarts[24], tools[24], inflight[24];
         const char *cells[] = {
                 ctl_json_str(s, "name") ?: "?",
@@ -184,7 +235,7 @@ static int add_row(struct ctl_table *t, json_object *s) {
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return server_is_fine(s) ? 0 : add_notes(t, status, s);
 }
 
 static int print_table(json_object *status, json_object *servers) {
@@ -199,7 +250,7 @@ static int print_table(json_object *status, json_object *servers) {
         }
         r = ctl_table_init(&t, header, ARRAY_SIZE(header));
         for (size_t i = 0; r >= 0 && i < json_object_array_length(servers); i++)
-                r = add_row(&t, json_object_array_get_idx(servers, i));
+                r = add_row(&t, status, json_object_array_get_idx(servers, i));
         if (r >= 0)
                 ctl_table_print(&t, stdout);
         ctl_table_done(&t);

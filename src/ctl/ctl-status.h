@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ctl-connection.h"
+#include "ctl-format.h"
 
 /* Asks for the status. Returns 0 with *ret_status (owned), or a negative errno after
  * printing why (the daemon's own error as "mcpvisorctl: MESSAGE"). */
@@ -13,6 +14,12 @@ int ctl_status_fetch(struct ctl_conn *c, uint64_t timeout_usec, json_object **re
 
 /* The entry of status.servers named name (borrowed), or NULL. */
 json_object *ctl_status_server(json_object *status, const char *name);
+
+/* What the status answer says of server s (an entry of status.servers): why it is in its
+ * state, its last stderr line, where the logs are. Strings are borrowed from status. */
+void ctl_status_notes(json_object *status, json_object *s, struct ctl_server_notes *ret);
+/* Prints them as lines indented under the server's row (ctl_format_notes). */
+void ctl_status_print_notes(json_object *status, json_object *s, FILE *out);
 
 /* Prints "mcpvisorctl: unknown server 'NAME'; configured: a, b", as the daemon words it. */
 void ctl_status_print_unknown(json_object *status, const char *name);

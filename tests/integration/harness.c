@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -676,6 +678,23 @@ unsigned h_count_server_processes(const char *server) {
         }
         closedir(dir);
         return count;
+}
+
+int h_fake_journald(void) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0)
+                cr_skip_test("needs root and mount namespaces to stand in for journald");
+        cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        if (mkdir("/run/systemd", 0755) < 0 && errno != EEXIST)
+                cr_skip_test("cannot create /run/systemd");
+        cr_assert_eq(mount("tmpfs", "/run/systemd", "tmpfs", 0, "mode=0755"), 0, "%s", strerror(errno));
+        cr_assert_eq(mkdir("/run/systemd/journal", 0755), 0);
+        strcpy(sa.sun_path, "/run/systemd/journal/socket");
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+        return fd;
 }
 
 void h_remove_tree(const char *dir) {

@@ -135,6 +135,11 @@ bool h_environ_has(const char *env, size_t len, const char *text, bool exact);
 unsigned h_count_server_processes(const char *server);
 /* rm -r. */
 void h_remove_tree(const char *dir);
+/* Stands in for journald: binds /run/systemd/journal/socket in a private mount namespace
+ * of this test process (Criterion runs each test in its own, so the namespace ends with
+ * the test). Returns the socket, whose datagrams are the records sent; skips the test
+ * without root or mount namespaces. */
+int h_fake_journald(void);
 
 /* Reads the NOTIFY datagrams that arrived meanwhile into d->notices. The daemon's sd_notify()
  * blocks once the socket's queue is full (net.unix.max_dgram_qlen, 10 by default without

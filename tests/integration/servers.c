@@ -71,12 +71,22 @@ char *config_text(void) {
         return config;
 }
 
-void start(const char *const *env) {
+static void start_with(const struct h_opts *o) {
+        struct h_opts opts = *o;
         char *config = config_text();
 
         cr_assert_not_null(test_daemon, "servers_reset() was not called");
-        h_start(test_daemon, &(struct h_opts){ .config = config, .env = env });
+        opts.config = config;
+        h_start(test_daemon, &opts);
         free(config);
+}
+
+void start(const char *const *env) {
+        start_with(&(struct h_opts){ .env = env });
+}
+
+void start_logging_to_journal(void) {
+        start_with(&(struct h_opts){ .journal_stream = true });
 }
 
 void wait_all_ready(unsigned n) {

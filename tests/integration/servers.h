@@ -26,6 +26,10 @@ char *config_text(void);
 /* Writes the config and starts the daemon, with env (NULL-terminated, or NULL) added to its
  * environment. */
 void start(const char *const *env);
+/* start(NULL), with $JOURNAL_STREAM naming the daemon's stderr as systemd does when it is
+ * the journal: the daemon sends its records to the journal's socket (see h_fake_journald),
+ * and its log file stays empty. */
+void start_logging_to_journal(void);
 /* Waits until the daemon says all n servers are ready. */
 void wait_all_ready(unsigned n);
 /* A client of the test's daemon, connected and initialized, declaring no capabilities, or

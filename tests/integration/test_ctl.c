@@ -252,6 +252,115 @@ Test(ctl, status_exits_3_while_an_enabled_server_is_not_ready) {
         expect_exit(CTL("status", "--json"), 3);
 }
 
+/* The servers of the tests of why a server is not ready: "bad" wrote a line and exited 1
+ * (not restarted), "deaf" did not answer initialize within startTimeout and ignored the end
+ * of its stdin, so the daemon's SIGTERM ended it (restarted in 30 s), "slow" is still
+ * starting, having said what it does. */
+static void start_troubled_servers(void) {
+        add_demo("bad", "\"restart\":\"never\"", "\"--exit-at-start\",\"1\"");
+        add_demo("deaf", "\"startTimeout\":0.3,\"stopTimeout\":0.2,\"restartDelay\":30",
+                 "\"--never-answer\",\"--ignore-stdin-eof\",\"--stderr\",\"loading the model\"");
+        add_demo("slow", "\"startTimeout\":60,\"stopTimeout\":0.2", "\"--slow-start\",\"60000\",\"--stderr\",\"downloading \\u00e9\"");
+        start_daemon();
+        wait_state("bad", "failed");
+        wait_state("deaf", "backoff");
+}
+
+static double number(json_object *o, const char *path) {
+        json_object *v = h_get(o, path);
+
+        cr_assert(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int), "%s is no number: %s",
+                  path, h_json_text(o));
+        return json_object_get_double(v);
+}
+
+/* The indented lines under the row of server name in a status table (malloc'd; "" for none). */
+static char *notes_of(const char *table, const char *name) {
+        const char *row = strstr(table, sf("\n%s ", name)), *end;
+
+        cr_assert_not_null(row, "no row for %s: %s", name, table);
+        row = strchr(row + 1, '\n') + 1;
+        for (end = row; strncmp(end, "  ", 2) == 0; end = strchr(end, '\n') + 1)
+                ;
+        return strndup(row, (size_t)(end - row));
+}
+
+static void expect_notes(const char *name, const char *want) {
+        char *got = notes_of(R.outbuf, name);
+
+        cr_expect_str_eq(got, want, "the notes under %s in: %s", name, R.outbuf);
+        free(got);
+}
+
+/* Under each server that is not ready: why, its last stderr line, and where its log is,
+ * which is the daemon's stderr here (it is not the journal, so journalctl is not named). */
+Test(ctl, status_table_says_why_a_server_is_not_ready) {
+        const char *log;
+        char *bad;
+
+        add_demo("demo", "", "");
+        start_troubled_servers();
+        log = sf("  log: on mcpvisord's stderr (%s), not in the journal\n", D.log);
+        wait_state("demo", "ready");
+        expect_exit(CTL("status"), 3);
+        expect_notes("demo", "");
+        bad = notes_of(R.outbuf, "bad");
+        /* "exit status 1 before it was ready", or "closed its stdout, then exit status 1" when
+         * the end of its stdout was seen first */
+        cr_expect(strstr(bad, "exit status 1") && strstr(bad, "exit status 1") < strstr(bad, "\n  stderr "), "%s", bad);
+        expect_contains(bad, sf(" ago: exiting at start with 1\n%s", log), "bad's notes");
+        cr_expect_eq(strncmp(bad, "  why: ", 7), 0, "%s", bad);
+        free(bad);
+        expect_contains(R.outbuf,
+                        sf("\n  why: startTimeout (0.3 s) passed before it was ready, then stopped with SIGTERM after "
+                           "stopTimeout (0.2 s); restarting in "),
+                        "deaf's notes");
+        expect_contains(R.outbuf, " ago: stdin closed; staying up until signalled\n", "deaf's notes");
+        expect_contains(notes_of(R.outbuf, "slow"), "  why: starting for ", "slow's notes");
+        expect_contains(notes_of(R.outbuf, "slow"), sf(" ago: downloading \xc3\xa9\n%s", log), "slow's notes");
+        cr_expect_null(strstr(R.outbuf, "journalctl"), "journalctl named, but the log is on stderr: %s", R.outbuf);
+        cr_expect_null(strstr(R.outbuf, "killed by"), "the daemon's SIGTERM taken for the cause: %s", R.outbuf);
+}
+
+Test(ctl, status_json_has_the_facts_of_why_a_server_is_not_ready) {
+        json_object *st, *s;
+
+        start_troubled_servers();
+        st = status_json();
+        cr_expect_str_eq(h_str(st, "daemon.log.target"), "stderr");
+        cr_expect_str_eq(h_str(st, "daemon.log.stderr"), D.log);
+
+        s = server_entry(st, "bad");
+        /* its stdout's end may be seen before its exit */
+        cr_expect(strcmp(h_str(s, "why.kind"), "exit") == 0 || strcmp(h_str(s, "why.kind"), "connection") == 0, "%s",
+                  h_json_text(s));
+        cr_expect_eq(json_object_get_int(h_get(s, "why.exit.status")), 1, "%s", h_json_text(s));
+        cr_expect_not(json_object_get_boolean(h_get(s, "why.exit.byDaemon")));
+        expect_contains(h_str(s, "why.text"), "exit status 1", "why.text");
+        cr_expect_str_eq(h_str(s, "lastStderr.line"), "exiting at start with 1");
+        cr_expect_geq(number(s, "lastStderr.since"), 0);
+        cr_expect(json_object_is_type(h_get(s, "restartIn"), json_type_null), "%s", h_json_text(s));
+
+        s = server_entry(st, "deaf");
+        cr_expect_str_eq(h_str(s, "why.kind"), "startTimeout");
+        cr_expect_eq(number(s, "why.timeout"), 0.3);
+        cr_expect_str_eq(h_str(s, "why.exit.signal"), "SIGTERM");
+        cr_expect(json_object_get_boolean(h_get(s, "why.exit.byDaemon")), "%s", h_json_text(s));
+        cr_expect_str_eq(h_str(s, "why.exit.daemonSignal"), "SIGTERM");
+        cr_expect_eq(number(s, "why.exit.stopTimeout"), 0.2);
+        cr_expect_str_eq(h_str(s, "why.text"),
+                         "startTimeout (0.3 s) passed before it was ready, then stopped with SIGTERM after stopTimeout (0.2 s)");
+        expect_contains(h_str(s, "cause"), "; restarting in ", "cause");
+        cr_expect(number(s, "restartIn") > 0 && number(s, "restartIn") <= 30, "%s", h_json_text(s));
+        cr_expect_str_eq(h_str(s, "lastStderr.line"), "stdin closed; staying up until signalled");
+
+        s = server_entry(st, "slow");
+        cr_expect_str_eq(h_str(s, "state"), "starting");
+        cr_expect(json_object_is_type(h_get(s, "why"), json_type_null), "%s", h_json_text(s));
+        cr_expect_str_eq(h_str(s, "lastStderr.line"), "downloading \xc3\xa9");
+        json_object_put(st);
+}
+
 /* ---- start, stop, restart ---- */
 
 Test(ctl, restart_waits_for_a_new_ready_process) {
@@ -316,7 +425,13 @@ Test(ctl, start_that_fails_says_why) {
         start_daemon();
         wait_state("bad", "failed");
         expect_exit(CTL("start", "bad"), 1);
-        cr_expect_str_eq(R.errbuf, "bad: failed (exit status 3); see journalctl -t bad\n");
+        cr_expect_str_empty(R.outbuf);
+        cr_expect_eq(strncmp(R.errbuf, "bad: failed\n  why: ", 19), 0, "%s", R.errbuf);
+        cr_expect(strstr(R.errbuf, "exit status 3") && strstr(R.errbuf, "exit status 3") < strstr(R.errbuf, "\n  stderr "),
+                  "%s", R.errbuf);
+        expect_contains(R.errbuf, "\n  stderr ", "stderr");
+        expect_contains(R.errbuf, "s ago: exiting at start with 3\n", "stderr");
+        expect_contains(R.errbuf, sf("\n  log: on mcpvisord's stderr (%s), not in the journal\n", D.log), "stderr");
 }
 
 Test(ctl, start_that_backs_off_is_a_failure) {
@@ -324,7 +439,51 @@ Test(ctl, start_that_backs_off_is_a_failure) {
         start_daemon();
         wait_state("flaky", "backoff");
         expect_exit(CTL("restart", "flaky"), 1);
-        cr_expect_str_eq(R.errbuf, "flaky: backoff (exit status 1); see journalctl -t flaky\n");
+        cr_expect_eq(strncmp(R.errbuf, "flaky: backoff\n  why: ", 22), 0, "%s", R.errbuf);
+        expect_contains(R.errbuf, "exit status 1; restarting in ", "stderr");
+}
+
+/* startTimeout passed, and the daemon's SIGTERM ended the process it had asked to exit:
+ * start and restart say the first, not "killed by SIGTERM". */
+Test(ctl, start_says_startTimeout_passed_not_the_daemons_sigterm) {
+        static const char why[] = "deaf: backoff\n  why: startTimeout (0.3 s) passed before it was ready, then stopped "
+                                  "with SIGTERM after stopTimeout (0.2 s); restarting in ";
+
+        add_demo("deaf", "\"startTimeout\":0.3,\"stopTimeout\":0.2,\"restartDelay\":30",
+                 "\"--never-answer\",\"--ignore-stdin-eof\"");
+        start_daemon();
+        wait_state("deaf", "backoff");
+        expect_exit(CTL("start", "deaf"), 1);
+        cr_expect_eq(strncmp(R.errbuf, why, strlen(why)), 0, "%s", R.errbuf);
+        cr_expect_null(strstr(R.errbuf, "killed by"), "%s", R.errbuf);
+        expect_exit(CTL("restart", "deaf"), 1);
+        cr_expect_eq(strncmp(R.errbuf, why, strlen(why)), 0, "%s", R.errbuf);
+        expect_contains(R.errbuf, " ago: stdin closed; staying up until signalled\n", "its last stderr line");
+}
+
+/* Under systemd (its stderr is the journal) the log hint is journalctl, by the server's name. */
+Test(ctl, the_log_hint_is_journalctl_when_the_daemon_logs_to_the_journal) {
+        json_object *st;
+
+        /* a journal of our own that nobody reads: the records are refused, not queued until
+         * the daemon blocks, and none lands in the host's journal */
+        close(h_fake_journald());
+        add_demo("bad", "\"restart\":\"never\"", "\"--exit-at-start\",\"3\"");
+        start_logging_to_journal();
+        h_close(h_connect(D.control, H_TIMEOUT_MS));
+        wait_state("bad", "failed");
+        st = status_json();
+        cr_expect_str_eq(h_str(st, "daemon.log.target"), "journal");
+        cr_expect_null(h_get(st, "daemon.log.stderr"), "%s", h_json_text(st));
+        json_object_put(st);
+        expect_exit(CTL("status"), 3);
+        expect_contains(R.outbuf,
+                        "\n  log: journalctl -t bad (its stderr), journalctl MCPVISOR_SERVER=bad (with mcpvisord's lines "
+                        "about it)\n",
+                        "status");
+        expect_exit(CTL("start", "bad"), 1);
+        expect_contains(R.errbuf, "\n  log: journalctl -t bad (its stderr)", "start");
+        cr_expect_null(strstr(R.errbuf, "mcpvisord's stderr"), "%s", R.errbuf);
 }
 
 Test(ctl, wait_gives_up_at_the_timeout) {

@@ -202,8 +202,9 @@ Test(faults, hang) {
         cr_assert_eq(kill(pid, SIGSTOP), 0);
         load_until_log(l, "[b] starting -> ready", 2);
         /* a stopped process still dies of SIGTERM's default action */
-        expect_log("[b] ready -> stopping: 1 health checks failed in a row (ping timed out)");
-        expect_log("[b] stopping -> backoff: 1 health checks failed in a row (ping timed out), then killed by SIGTERM");
+        expect_log("[b] ready -> stopping: 1 health check failed in a row: no answer to ping within healthTimeout (0.3 s)");
+        expect_log("[b] stopping -> backoff: 1 health check failed in a row: no answer to ping within healthTimeout "
+                   "(0.3 s), then stopped with SIGTERM after stopTimeout (0.2 s)");
         cr_assert(h_pid_gone_wait(pid, H_TIMEOUT_MS), "the hung b (pid %d) is still there", (int)pid);
         finish(l, &b, "hang");
 }

@@ -1,37 +1,19 @@
 /* Native journal logging: when stderr is the journal ($JOURNAL_STREAM matches fd 2), the
  * daemon sends structured records instead of text lines. The test stands in for journald
- * by binding /run/systemd/journal/socket inside a private mount namespace of its own. */
+ * (h_fake_journald). */
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "harness.h"
 
 static struct h_daemon D;
 static int journal_fd = -1;
 
-/* Criterion runs each test in its own process, so the namespace ends with the test. */
 static void fake_journald(void) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0)
-                cr_skip_test("needs root and mount namespaces to stand in for journald");
-        cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-        if (mkdir("/run/systemd", 0755) < 0 && errno != EEXIST)
-                cr_skip_test("cannot create /run/systemd");
-        cr_assert_eq(mount("tmpfs", "/run/systemd", "tmpfs", 0, "mode=0755"), 0, "%s", strerror(errno));
-        cr_assert_eq(mkdir("/run/systemd/journal", 0755), 0);
-        strcpy(sa.sun_path, "/run/systemd/journal/socket");
-        journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        cr_assert_eq(bind(journal_fd, (struct sockaddr *)&sa, sizeof sa), 0);
+        journal_fd = h_fake_journald();
 }
 
 static void stop(void) {

@@ -1178,6 +1178,8 @@ Test(control, status_rows) {
         cr_assert_eq(int_member(daemon, "clients"), 1, "MCP clients: %s", h_json_text(daemon));
         cr_assert_str_eq(h_str(daemon, "config"), D.config);
         cr_assert_geq(json_object_get_double(h_get(daemon, "uptime")), 0);
+        cr_assert_str_eq(h_str(daemon, "log.target"), "stderr");
+        cr_assert_str_eq(h_str(daemon, "log.stderr"), D.log);
         cr_assert_eq(json_object_array_length(h_get(st, "result.servers")), 2, "%s", h_json_text(st));
         cr_assert_str_eq(h_str(st, "result.servers.0.name"), "a", "config order");
 
@@ -1192,6 +1194,9 @@ Test(control, status_rows) {
         cr_assert_eq(int_member(row, "restarts"), 0);
         cr_assert(null_member(row, "lastExit"), "%s", h_json_text(row));
         cr_assert_str_eq(h_str(row, "cause"), "10 tools, 1 prompts, 1 resources, 1 templates");
+        cr_assert(null_member(row, "why") && null_member(row, "restartIn"), "%s", h_json_text(row));
+        cr_assert_gt(strlen(h_str(row, "lastStderr.line")), 0, "%s", h_json_text(row)); /* the demo's log */
+        cr_assert_geq(json_object_get_double(h_get(row, "lastStderr.since")), 0);
         cr_assert_eq(int_member(row, "tools"), 10);
         cr_assert_eq(int_member(row, "prompts"), 1);
         cr_assert_eq(int_member(row, "resources"), 1);
@@ -1233,6 +1238,9 @@ Test(control, start_stop_restart) {
         cr_assert(null_member(row, "pid"), "%s", h_json_text(row));
         cr_assert(json_object_is_type(h_get(row, "lastExit"), json_type_string), "%s", h_json_text(row));
         cr_assert_str_eq(h_str(row, "cause"), "stopped by uid 0 (mcpvisorctl)");
+        cr_assert_str_eq(h_str(row, "why.kind"), "request");
+        cr_assert_str_eq(h_str(row, "why.detail"), "stopped by uid 0 (mcpvisorctl)");
+        cr_assert(json_object_is_type(h_get(row, "why.exit"), json_type_object), "%s", h_json_text(row));
         json_object_put(st);
         expect_notify("STATUS=0/1 servers ready; a stopped");
 

@@ -457,6 +457,36 @@ Test(routing, crash_mid_call) {
         h_client_close(x);
 }
 
+/* When the daemon ends a server (here: its pings go unanswered), a call in flight is told
+ * why, not "killed by SIGTERM" (the daemon's own signal); and so is a call that comes while
+ * it waits to restart. */
+Test(routing, a_call_is_told_why_the_daemon_ended_its_server) {
+        json_object *r;
+        struct h_client *x;
+
+        add_demo("h",
+                 "\"healthInterval\":0.2,\"healthTimeout\":0.2,\"healthFailures\":1,\"stopTimeout\":0.2,"
+                 "\"restartDelay\":30",
+                 "\"--ping-fail-after\",\"0\",\"--ignore-stdin-eof\"");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        h_client_tool_request(x, "\"slow\"", "h__sleep", "{\"ms\":10000}");
+        r = h_client_answer(x, "\"slow\"");
+        cr_assert_not_null(strstr(error_message(r), "server 'h' ended (1 health check failed in a row: no answer to ping "
+                                                    "within healthTimeout (0.2 s), then stopped with SIGTERM after "
+                                                    "stopTimeout (0.2 s)) during this call; restarting in"),
+                           "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_tool_call(x, "2", "h__echo", "{\"text\":\"x\"}");
+        cr_assert_not_null(strstr(error_message(r), "server 'h' is not ready (backoff: 1 health check failed in a "
+                                                    "row: no answer to ping within healthTimeout (0.2 s), then stopped "
+                                                    "with SIGTERM after stopTimeout (0.2 s); restarting in"),
+                           "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}
+
 Test(routing, in_flight_failed_on_exit) {
         static const char *const ids[] = { "\"s1\"", "\"s2\"", "\"crash\"" };
         struct h_client *x, *y;
@@ -501,18 +531,38 @@ Test(routing, not_ready_server) {
         add_demo("bo", "\"restartDelay\":5", "\"--exit-at-start\",\"3\"");
         add_demo("ok", "", "");
         start(NULL);
-        expect_log("[gh] cannot start");
+        expect_log("[gh] stopped -> failed: cannot start: command 'no-such-cmd' not found in PATH");
         /* from starting or via stopping, as its pipes and its exit are seen; only bo backs off here */
         expect_log(" -> backoff: ");
         expect_log("[ok] starting -> ready");
         x = cl_open();
         r = h_client_tool_call(x, "1", "gh__anything", "{}");
-        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready"), "%s", h_json_text(r));
-        cr_assert_not_null(strstr(error_message(r), "journalctl -t gh"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready (failed: cannot start: command "
+                                                    "'no-such-cmd' not found in PATH"),
+                           "%s", h_json_text(r));
+        /* the daemon logs to its stderr here: journalctl would show nothing */
+        cr_assert_not_null(strstr(error_message(r), "; its log: mcpvisord's stderr"), "%s", h_json_text(r));
+        cr_assert_null(strstr(error_message(r), "journalctl"), "%s", h_json_text(r));
         json_object_put(r);
         r = h_client_tool_call(x, "2", "bo__echo", "{\"text\":\"x\"}");
         cr_assert_not_null(strstr(error_message(r), "server 'bo' is not ready"), "%s", h_json_text(r));
         cr_assert_not_null(strstr(error_message(r), "backoff"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}
+
+/* Under systemd (its stderr is the journal) the errors point at journalctl. */
+Test(routing, not_ready_server_under_the_journal) {
+        json_object *r;
+        struct h_client *x;
+
+        close(h_fake_journald()); /* records refused: none in the host's journal */
+        add_entry("\"gh\":{\"command\":\"no-such-cmd\"}");
+        start_logging_to_journal();
+        cr_assert(h_notify_wait(&D, "STATUS=0/1 servers ready; gh failed", H_TIMEOUT_MS), "%s", D.notices);
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gh__anything", "{}");
+        cr_assert_not_null(strstr(error_message(r), "; its log: journalctl -t gh"), "%s", h_json_text(r));
         json_object_put(r);
         h_client_close(x);
 }

@@ -304,7 +304,7 @@ Test(supervise, credential_missing) {
         add_demo("needy", "\"env\":{\"TOKEN\":{\"credential\":\"tok\"}}", "");
         add_demo("good", "", "");
         start(env);
-        expect_line("[needy] cannot start", "'tok'", NULL);
+        expect_line("[needy] stopped -> failed: cannot start", "'tok'", NULL);
         expect_notify("STATUS=1/2 servers ready; needy failed");
 }
 
@@ -314,7 +314,7 @@ Test(supervise, missing_command) {
         add_entry("\"missing\":{\"command\":\"no-such-program-xyz\"}");
         add_demo("good", "", "");
         start(NULL);
-        expect_line("[missing] cannot start: command 'no-such-program-xyz' not found in PATH", NULL);
+        expect_line("[missing] stopped -> failed: cannot start: command 'no-such-program-xyz' not found in PATH", NULL);
         expect_notify("STATUS=1/2 servers ready; missing failed");
 }
 
@@ -327,7 +327,7 @@ Test(supervise, not_executable) {
         add_entry("\"noexec\":{\"command\":\"%s\"}", path);
         add_demo("good", "", "");
         start(NULL);
-        expect_line("[noexec] cannot start: permission denied", NULL);
+        expect_line("[noexec] stopped -> failed: cannot start: permission denied", NULL);
         expect_notify("STATUS=1/2 servers ready; noexec failed");
         ping_daemon();
 }
@@ -395,11 +395,23 @@ Test(supervise, exit_during_init) {
 Test(supervise, start_timeout) {
         add_demo("mute", "\"startTimeout\":0.3,\"restartDelay\":0.2", "\"--never-answer\"");
         start(NULL);
-        expect_line("[mute] starting -> stopping: did not finish starting within 0.3 s", NULL);
+        expect_line("[mute] starting -> stopping: startTimeout (0.3 s) passed before it was ready", NULL);
         /* closing its stdin is enough: it exits on EOF */
-        expect_line("[mute] stopping -> backoff: did not finish starting within 0.3 s", "then exit status",
+        expect_line("[mute] stopping -> backoff: startTimeout (0.3 s) passed before it was ready, then exit status",
                     "restarting in", NULL);
         expect_no_log("sending SIGTERM");
+}
+
+/* The daemon's own SIGTERM is not the cause: the timeouts that led to it are. */
+Test(supervise, start_timeout_then_the_daemons_sigterm) {
+        add_demo("deaf", "\"startTimeout\":0.3,\"stopTimeout\":0.2,\"restartDelay\":30",
+                 "\"--never-answer\",\"--ignore-stdin-eof\"");
+        start(NULL);
+        expect_line("[deaf] stopping -> backoff: startTimeout (0.3 s) passed before it was ready, then stopped with "
+                    "SIGTERM after stopTimeout (0.2 s); restarting in 30 s",
+                    NULL);
+        expect_notify("deaf backoff (startTimeout passed)");
+        expect_no_log("killed by SIGTERM");
 }
 
 Test(supervise, unhealthy_then_restart) {
@@ -407,8 +419,12 @@ Test(supervise, unhealthy_then_restart) {
                  "\"healthInterval\":0.2,\"healthTimeout\":0.2,\"healthFailures\":2,\"restartDelay\":0.1",
                  "\"--ping-fail-after\",\"1\"");
         start(NULL);
-        expect_line("[sick] ready -> unhealthy: ping timed out (1 of 2)", NULL);
-        expect_line("[sick] unhealthy -> stopping: 2 health checks failed in a row", NULL);
+        expect_line("[sick] ready -> unhealthy: health check failed (1 of 2): no answer to ping within "
+                    "healthTimeout (0.2 s)",
+                    NULL);
+        expect_line("[sick] unhealthy -> stopping: 2 health checks failed in a row: no answer to ping within "
+                    "healthTimeout (0.2 s)",
+                    NULL);
         expect_line("[sick] stopping -> backoff: ", "restarting in", NULL);
         cr_assert(h_log_count_wait(&D, "[sick] starting -> ready: 10 tools", 2, H_TIMEOUT_MS), "not restarted");
 }

@@ -12,6 +12,7 @@
 #include "stderr-reader.h"
 #include "time-util.h"
 #include "unit-helpers.h"
+#include "utf8.h"
 
 static struct event_base *base;
 static struct logger lg;
@@ -238,16 +239,44 @@ Test(stderr_reader, finish_never_started) {
 }
 
 Test(stderr_reader, last_line_kept) {
+        uint64_t before = now_usec();
+
         start_with_level(LOG_DEBUG);
+        cr_assert_eq(rd.last_at, 0);
         server_says("first\nsecond\n");
         WAIT_UNTIL(logged_has("srv: second\n"));
         cr_assert_str_eq(rd.last, "second");
+        cr_assert_geq(rd.last_at, before);
+        cr_assert_leq(rd.last_at, now_usec());
+        /* cut to fit, and marked as cut */
         server_repeat('q', 300);
         server_says("\n");
         WAIT_UNTIL(occurrences(logged(), "\n") == 3);
         cr_assert_eq(strlen(rd.last), STDERR_LAST_MAX - 1);
-        for (size_t i = 0; i < STDERR_LAST_MAX - 1; i++)
+        for (size_t i = 0; i < STDERR_LAST_MAX - 4; i++)
                 cr_assert_eq(rd.last[i], 'q');
+        cr_assert_str_eq(rd.last + STDERR_LAST_MAX - 4, "\xe2\x80\xa6");
+}
+
+/* The last line is for the status answer: JSON text wants valid UTF-8, and a blank line or
+ * a priority prefix says nothing about why a server failed. */
+Test(stderr_reader, last_line_is_valid_utf8_without_prefix_and_not_blank) {
+        start_with_level(LOG_DEBUG);
+        server_says("<3>token \xff missing\n");
+        WAIT_UNTIL(logged_has("missing\n"));
+        cr_assert_str_eq(rd.last, "token ? missing");
+        server_says("   \n\n\t\n");
+        WAIT_UNTIL(occurrences(logged(), "\n") == 4);
+        cr_assert_str_eq(rd.last, "token ? missing", "blank lines are not kept");
+        /* "é" (2 bytes) repeated past the cap: cut between characters, never inside one */
+        server_says("a");
+        for (int i = 0; i < STDERR_LAST_MAX; i++)
+                server_says("\xc3\xa9");
+        server_says("\n");
+        WAIT_UNTIL(occurrences(logged(), "\n") == 5);
+        cr_assert_leq(strlen(rd.last), STDERR_LAST_MAX - 1);
+        cr_assert(utf8_valid(rd.last, strlen(rd.last)), "not valid UTF-8: %s", rd.last);
+        cr_assert_str_eq(rd.last + strlen(rd.last) - 5, "\xc3\xa9\xe2\x80\xa6");
 }
 
 /* Writes lines "l0" ... "l<n-1>" at once. */

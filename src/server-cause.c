@@ -1,0 +1,137 @@
+/* Causes of a server's state as facts, and their words; see server-cause.h. */
+#include "server-cause.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "macro.h"
+#include "process.h"
+#include "utf8.h"
+
+void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const char *detail) {
+        server_cause_done(c);
+        *c = (struct server_cause){ .kind = kind };
+        if (detail && *detail) {
+                c->detail = strndup(detail, SERVER_CAUSE_DETAIL_MAX);
+                if (c->detail)
+                        utf8_mend(c->detail);
+        }
+}
+
+void server_cause_done(struct server_cause *c) {
+        free(c->detail);
+        c->detail = NULL;
+}
+
+const char *server_cause_kind_name(const struct server_cause *c) {
+        static const char *const names[SERVER_CAUSE_KIND_COUNT] = {
+                [SERVER_CAUSE_REQUEST] = "request",         [SERVER_CAUSE_SPAWN] = "spawn",
+                [SERVER_CAUSE_EXIT] = "exit",               [SERVER_CAUSE_CONNECTION] = "connection",
+                [SERVER_CAUSE_HANDSHAKE] = "handshake",     [SERVER_CAUSE_START_TIMEOUT] = "startTimeout",
+                [SERVER_CAUSE_HEALTH] = "health",
+        };
+
+        if (c->kind == SERVER_CAUSE_EXIT && (c->exit.code == CLD_KILLED || c->exit.code == CLD_DUMPED))
+                return "signal";
+        return names[c->kind];
+}
+
+bool server_exit_by_daemon(const struct server_exit *e) {
+        return e->code == CLD_KILLED && e->signal_sent != 0 &&
+               (e->status == SIGTERM || (e->status == SIGKILL && e->signal_sent == SIGKILL));
+}
+
+const char *server_exit_text(const struct server_exit *e, char *buf, size_t size) {
+        char plain[64];
+
+        if (e->code == 0)
+                snprintf(buf, size, "%s", "");
+        else if (server_exit_by_daemon(e) && e->status == SIGTERM)
+                snprintf(buf, size, "stopped with SIGTERM after stopTimeout (%g s)", e->stop_timeout);
+        else if (server_exit_by_daemon(e))
+                snprintf(buf, size, "stopped with SIGKILL after stopTimeout (%g s) and killTimeout (%g s)",
+                         e->stop_timeout, e->kill_timeout);
+        else if (e->signal_sent == SIGTERM)
+                snprintf(buf, size, "%s after SIGTERM at stopTimeout (%g s)",
+                         process_describe_exit(e->code, e->status, plain, sizeof plain), e->stop_timeout);
+        else if (e->signal_sent == SIGKILL)
+                snprintf(buf, size, "%s after SIGKILL at killTimeout (%g s)",
+                         process_describe_exit(e->code, e->status, plain, sizeof plain), e->kill_timeout);
+        else
+                process_describe_exit(e->code, e->status, buf, size);
+        return buf;
+}
+
+bool server_exit_clean(const struct server_exit *e) {
+        return e->code == CLD_EXITED && e->status == 0;
+}
+
+/* What began the end, before the exit that followed. */
+static char *reason_text(const struct server_cause *c) {
+        const char *detail = c->detail ? c->detail : "";
+        char *text = NULL;
+        int r;
+
+        switch (c->kind) {
+        case SERVER_CAUSE_SPAWN:
+                r = asprintf(&text, "cannot start: %s", c->detail ? c->detail : strerror(c->error));
+                break;
+        case SERVER_CAUSE_EXIT:
+                r = asprintf(&text, "%s", "");
+                break;
+        case SERVER_CAUSE_START_TIMEOUT:
+                r = asprintf(&text, "startTimeout (%g s) passed before it was ready", c->timeout);
+                break;
+        case SERVER_CAUSE_HEALTH:
+                r = asprintf(&text, "%u health check%s failed in a row: %s", c->failures, c->failures == 1 ? "" : "s",
+                             detail);
+                break;
+        default:
+                r = asprintf(&text, "%s", detail);
+                break;
+        }
+        return r < 0 ? NULL : text;
+}
+
+char *server_cause_text(const struct server_cause *c) {
+        _cleanup_free_ char *reason = reason_text(c);
+        char end[128], *text = NULL;
+        int r;
+
+        if (!reason)
+                return NULL;
+        server_exit_text(&c->exit, end, sizeof end);
+        /* An operator's stop is the whole story: how the process went follows from it. */
+        if (!*end || c->kind == SERVER_CAUSE_REQUEST || c->kind == SERVER_CAUSE_SPAWN)
+                return TAKE_PTR(reason);
+        if (!*reason)
+                r = asprintf(&text, "%s%s", end, c->starting ? " before it was ready" : "");
+        else
+                r = asprintf(&text, "%s, then %s", reason, end);
+        return r < 0 ? NULL : text;
+}
+
+const char *server_cause_brief(const struct server_cause *c, char *buf, size_t size) {
+        switch (c->kind) {
+        case SERVER_CAUSE_SPAWN:
+                return "cannot start";
+        case SERVER_CAUSE_START_TIMEOUT:
+                return "startTimeout passed";
+        case SERVER_CAUSE_HANDSHAKE:
+                return "handshake failed";
+        case SERVER_CAUSE_HEALTH:
+                return "health checks failed";
+        case SERVER_CAUSE_EXIT:
+        case SERVER_CAUSE_CONNECTION:
+                if (c->exit.code)
+                        return server_exit_text(&c->exit, buf, size);
+                break;
+        default:
+                break;
+        }
+        snprintf(buf, size, "%s", c->detail ? c->detail : "");
+        return buf;
+}
