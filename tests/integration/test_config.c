@@ -197,7 +197,7 @@ Test(config, daemon_skips_bad_entries_and_runs_the_rest) {
         cr_assert(h_log_wait(&D, "error: mcpServers.typo.arg: unknown key; did you mean \"args\"?", 0));
         cr_assert(h_log_wait(&D, "error: mcpServers.twice: given 2 times", 0));
         cr_assert(h_log_wait(&D, "2 errors: the servers concerned are skipped", 0));
-        cr_assert(h_log_wait(&D, "[gone] cannot start: command 'no-such-program-xyz' not found in PATH", 0));
+        cr_assert(h_log_wait(&D, "[gone] stopped -> failed: cannot start: command 'no-such-program-xyz' not found in PATH", 0));
 }
 
 /* A file that cannot be read as meant is refused whole, as before. */
