@@ -145,14 +145,17 @@ static void no_duplicate(const struct json_duplicate *d, void *userdata) {
 static void check_duplicates_walk(const char *text, size_t len) {
         json_tokener *tok = json_tokener_new();
         json_object *o;
+        size_t end;
 
         fuzz_check(tok != NULL, "out of memory");
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
         o = json_tokener_parse_ex(tok, text, (int)len);
+        /* json-c stops at a NUL byte as if the text ended there (config.c refuses what follows) */
+        end = json_tokener_get_parse_end(tok);
         if (!o && json_tokener_get_error(tok) == json_tokener_continue)
                 o = json_tokener_parse_ex(tok, " ", 1);
         if (json_object_is_type(o, json_type_object))
-                fuzz_check(json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, no_duplicate, NULL) == 0,
+                fuzz_check(json_find_duplicates(text, end, JSON_TOKENER_DEFAULT_DEPTH, no_duplicate, NULL) == 0,
                            "json-c reads what the duplicate finder cannot walk");
         json_object_put(o);
         json_tokener_free(tok);

@@ -269,6 +269,13 @@ static void offset_to_position(const char *text, size_t offset, int *line, int *
         }
 }
 
+static bool only_space(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!strchr(" \t\r\n", s[i]) || s[i] == '\0')
+                        return false;
+        return true;
+}
+
 static json_object *parse_document(const char *text, size_t len, struct config_problems *p) {
         json_tokener *tok = json_tokener_new();
         json_object *root;
@@ -291,6 +298,14 @@ static json_object *parse_document(const char *text, size_t len, struct config_p
                 root = NULL;
         } else if (!json_object_is_type(root, json_type_object)) {
                 problems_add(p, PROBLEM_ERROR, "", "expected a JSON object at the top level");
+                json_object_put(root);
+                root = NULL;
+        } else if (!only_space(text + end, len - end)) {
+                /* json-c stops at a NUL byte as if the text ended there */
+                int line, col;
+                offset_to_position(text, end, &line, &col);
+                problems_add(p, PROBLEM_ERROR, "", "not valid JSON at line %d, column %d: %s after the top-level object",
+                             line, col, text[end] == '\0' ? "a NUL byte" : "unexpected text");
                 json_object_put(root);
                 root = NULL;
         }

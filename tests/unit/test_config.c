@@ -357,6 +357,17 @@ Test(config, invalid_json_first_line) {
         cr_assert_not_null(strstr(only_problem("", PROBLEM_ERROR)->message, "line 1, column 9"));
 }
 
+/* json-c takes a NUL byte for the end of the text: what follows must not be passed over. */
+Test(config, nul_after_the_object) {
+        static const char text[] = "{\"mcpServers\": {}}\n\0\0{\"x\": 1}";
+
+        config_done(&cfg);
+        problems_done(&probs);
+        cr_assert_eq(config_parse(text, sizeof text - 1, &cfg, &probs), -EINVAL);
+        cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message,
+                         "not valid JSON at line 2, column 1: a NUL byte after the top-level object");
+}
+
 Test(config, truncated_json) {
         cr_assert_eq(parse("{\"mcpvisor\": {\n"), -EINVAL);
         cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message,
