@@ -21,6 +21,8 @@ enum setting_type {
         SETTING_CHOICE,    /* one of choices -> int index */
         SETTING_CUSTOM,    /* parse() decides */
         SETTING_IGNORED,   /* known and checked elsewhere; not stored */
+        SETTING_NOTED,     /* another client's key we do not use: a warning saying note */
+        SETTING_REFUSED,   /* another client's key we cannot honour: an error saying note */
 };
 
 struct setting {
@@ -31,6 +33,7 @@ struct setting {
         const char *const *choices;  /* SETTING_CHOICE, NULL-terminated */
         /* SETTING_CUSTOM: returns 0 or adds a problem and returns -EINVAL */
         int (*parse)(json_object *v, const char *path, void *dst, struct config_problems *p);
+        const char *note;            /* SETTING_NOTED, SETTING_REFUSED: what the user loses, and what to do */
 };
 
 /* Applies each key of obj (an object) to base by its row of table; a key without one is

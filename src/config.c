@@ -92,7 +92,7 @@ static int parse_separator(json_object *v, const char *path, void *dst, struct c
         return *(char **)dst ? 0 : -ENOMEM;
 }
 
-#define FIELD(key, type, field, lo, hi) { key, type, offsetof(struct config, field), lo, hi, NULL, NULL }
+#define FIELD(key, type, field, lo, hi) { key, type, offsetof(struct config, field), lo, hi, NULL, NULL, NULL }
 
 static const struct setting daemon_settings[] = {
         FIELD("socket", SETTING_PATH, socket_path, 0, 0),
@@ -102,7 +102,7 @@ static const struct setting daemon_settings[] = {
         FIELD("maxMessageSize", SETTING_SIZE, max_message_size, 1024, 1u << 30),
         FIELD("clientOutputLimit", SETTING_SIZE, client_output_limit, 4096, 1u << 30),
         FIELD("shutdownTimeout", SETTING_SECONDS, shutdown_timeout, 0.1, 3600),
-        { "toolNameSeparator", SETTING_CUSTOM, offsetof(struct config, tool_name_separator), 0, 0, NULL, parse_separator },
+        { "toolNameSeparator", SETTING_CUSTOM, offsetof(struct config, tool_name_separator), 0, 0, NULL, parse_separator, NULL },
         FIELD("listWait", SETTING_SECONDS, list_wait, 0, 600),
         FIELD("listPageSize", SETTING_COUNT, list_page_size, 0, 1000000),
         FIELD("idleExit", SETTING_SECONDS, idle_exit, 0, 86400 * 7),
@@ -240,12 +240,7 @@ static int parse_inputs(json_object *v, const char *path, void *dst, struct conf
         return 0;
 }
 
-static int client_setting_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        problems_add(p, PROBLEM_WARNING, path, "ignored: a setting of another MCP client");
-        return 0;
-}
-
-#define SECTION(key, parse) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parse }
+#define SECTION(key, parse) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parse, NULL }
 
 /* The top level, applied to a struct document. */
 static const struct setting sections[] = {
@@ -253,7 +248,8 @@ static const struct setting sections[] = {
         SECTION("mcpServers", parse_servers),
         SECTION("servers", parse_servers),            /* VS Code's mcp.json */
         SECTION("inputs", parse_inputs),              /* VS Code's mcp.json */
-        SECTION("globalShortcut", client_setting_ignored), /* claude_desktop_config.json */
+        /* claude_desktop_config.json */
+        { "globalShortcut", SETTING_NOTED, 0, 0, 0, NULL, NULL, "ignored: a setting of another MCP client" },
 };
 
 /* Line and column of a byte offset, for parse errors a person can find. */

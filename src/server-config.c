@@ -114,74 +114,49 @@ static int parse_client_capabilities(json_object *v, const char *path, void *dst
 
 /* Keys of other MCP clients' entries (Cline, Roo Code, Gemini CLI, VS Code, Cursor), so
  * that an entry copied from them loads, or says plainly what it would lose. */
-static int approval_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        problems_add(p, PROBLEM_WARNING, path,
-                     "ignored: mcpvisor approves nothing itself; the agent connected to mcpvisor asks you about tool calls");
-        return 0;
-}
-
-static int timeout_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        problems_add(p, PROBLEM_WARNING, path,
-                     "ignored (its unit differs between clients): mcpvisor's limit per request is \"requestTimeout\", in seconds");
-        return 0;
-}
-
-static int tool_filter_not_applied(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        problems_add(p, PROBLEM_WARNING, path, "not applied yet: every tool of this server is offered to clients");
-        return 0;
-}
-
-static int watch_ignored(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        problems_add(p, PROBLEM_WARNING, path,
-                     "ignored: mcpvisor does not watch files; restart the server with mcpvisorctl restart NAME");
-        return 0;
-}
-
-/* The variables would be lost without a word, and the server would start without them. */
-static int env_file_refused(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        problems_add(p, PROBLEM_ERROR, path,
-                     "not supported: put the variables in \"env\", and secrets as {\"credential\": \"NAME\"} (systemd credentials)");
-        return -EINVAL;
-}
-
-#define FOREIGN(key, parse) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parse }
-#define SECONDS(key, field, lo, hi) { key, SETTING_SECONDS, offsetof(struct server_config, field), lo, hi, NULL, NULL }
+#define NOTED(key, note) { key, SETTING_NOTED, 0, 0, 0, NULL, NULL, note }
+#define REFUSED(key, note) { key, SETTING_REFUSED, 0, 0, 0, NULL, NULL, note }
+#define APPROVAL_IGNORED "ignored: mcpvisor approves nothing itself; the agent connected to mcpvisor asks you about tool calls"
+#define FILTER_NOT_APPLIED "not applied yet: every tool of this server is offered to clients"
+#define WATCH_IGNORED "ignored: mcpvisor does not watch files; restart the server with mcpvisorctl restart NAME"
+#define SECONDS(key, field, lo, hi) { key, SETTING_SECONDS, offsetof(struct server_config, field), lo, hi, NULL, NULL, NULL }
 
 static const struct setting server_settings[] = {
-        { "command", SETTING_STRING, offsetof(struct server_config, command), 0, 0, NULL, NULL },
-        { "args", SETTING_STRINGS, offsetof(struct server_config, args), 0, 0, NULL, NULL },
-        { "env", SETTING_CUSTOM, offsetof(struct server_config, env), 0, 0, NULL, parse_env },
-        { "cwd", SETTING_PATH, offsetof(struct server_config, cwd), 0, 0, NULL, NULL },
-        { "disabled", SETTING_BOOL, offsetof(struct server_config, disabled), 0, 0, NULL, NULL },
-        { "restart", SETTING_CHOICE, offsetof(struct server_config, restart), 0, 0, restart_choices, NULL },
+        { "command", SETTING_STRING, offsetof(struct server_config, command), 0, 0, NULL, NULL, NULL },
+        { "args", SETTING_STRINGS, offsetof(struct server_config, args), 0, 0, NULL, NULL, NULL },
+        { "env", SETTING_CUSTOM, offsetof(struct server_config, env), 0, 0, NULL, parse_env, NULL },
+        { "cwd", SETTING_PATH, offsetof(struct server_config, cwd), 0, 0, NULL, NULL, NULL },
+        { "disabled", SETTING_BOOL, offsetof(struct server_config, disabled), 0, 0, NULL, NULL, NULL },
+        { "restart", SETTING_CHOICE, offsetof(struct server_config, restart), 0, 0, restart_choices, NULL, NULL },
         SECONDS("startTimeout", start_timeout, 0.1, 3600),
         SECONDS("stopTimeout", stop_timeout, 0, 3600),
         SECONDS("killTimeout", kill_timeout, 0, 3600),
         SECONDS("healthInterval", health_interval, 0, 86400),
         SECONDS("healthTimeout", health_timeout, 0.1, 3600),
-        { "healthFailures", SETTING_COUNT, offsetof(struct server_config, health_failures), 1, 100, NULL, NULL },
+        { "healthFailures", SETTING_COUNT, offsetof(struct server_config, health_failures), 1, 100, NULL, NULL, NULL },
         SECONDS("requestTimeout", request_timeout, 0, 86400),
         SECONDS("restartDelay", restart_delay, 0, 3600),
         SECONDS("restartDelayMax", restart_delay_max, 0, 86400),
-        { "startLimitBurst", SETTING_COUNT, offsetof(struct server_config, start_limit_burst), 0, BACKOFF_BURST_MAX, NULL, NULL },
+        { "startLimitBurst", SETTING_COUNT, offsetof(struct server_config, start_limit_burst), 0, BACKOFF_BURST_MAX, NULL, NULL, NULL },
         SECONDS("startLimitInterval", start_limit_interval, 0, 86400),
-        { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL },
+        { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL, NULL },
         { "clientCapabilities", SETTING_CUSTOM, offsetof(struct server_config, client_capabilities), 0, 0, NULL,
-          parse_client_capabilities },
-        { "roots", SETTING_CUSTOM, offsetof(struct server_config, roots), 0, 0, NULL, roots_parse },
+          parse_client_capabilities, NULL },
+        { "roots", SETTING_CUSTOM, offsetof(struct server_config, roots), 0, 0, NULL, roots_parse, NULL },
         /* Written by other MCP clients' configs; "type" is checked by check_transport(). */
-        { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
-        { "description", SETTING_IGNORED, 0, 0, 0, NULL, NULL },
-        FOREIGN("autoApprove", approval_ignored),
-        FOREIGN("alwaysAllow", approval_ignored),
-        FOREIGN("trust", approval_ignored),
-        FOREIGN("timeout", timeout_ignored),
-        FOREIGN("includeTools", tool_filter_not_applied),
-        FOREIGN("excludeTools", tool_filter_not_applied),
-        FOREIGN("disabledTools", tool_filter_not_applied),
-        FOREIGN("watchPaths", watch_ignored),
-        FOREIGN("dev", watch_ignored),
-        FOREIGN("envFile", env_file_refused),
+        { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
+        { "description", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
+        NOTED("autoApprove", APPROVAL_IGNORED),
+        NOTED("alwaysAllow", APPROVAL_IGNORED),
+        NOTED("trust", APPROVAL_IGNORED),
+        NOTED("timeout", "ignored (its unit differs between clients): mcpvisor's limit per request is \"requestTimeout\", in seconds"),
+        NOTED("includeTools", FILTER_NOT_APPLIED),
+        NOTED("excludeTools", FILTER_NOT_APPLIED),
+        NOTED("disabledTools", FILTER_NOT_APPLIED),
+        NOTED("watchPaths", WATCH_IGNORED),
+        NOTED("dev", WATCH_IGNORED),
+        /* The variables would be lost without a word, and the server would start without them. */
+        REFUSED("envFile", "not supported: put the variables in \"env\", and secrets as {\"credential\": \"NAME\"} (systemd credentials)"),
 };
 
 static void init_defaults(struct server_config *s) {

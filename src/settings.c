@@ -162,6 +162,12 @@ static int apply_one(const struct setting *s, json_object *v, const char *path, 
                 return s->parse(v, path, dst, p);
         case SETTING_IGNORED:
                 return 0;
+        case SETTING_NOTED:
+                problems_add(p, PROBLEM_WARNING, path, "%s", s->note);
+                return 0;
+        case SETTING_REFUSED:
+                problems_add(p, PROBLEM_ERROR, path, "%s", s->note);
+                return -EINVAL;
         }
         return -EINVAL;
 }
