@@ -27,6 +27,9 @@ struct config_problems {
 
 void problems_add(struct config_problems *p, enum problem_severity severity, const char *path,
                   const char *fmt, ...) _printf_(4, 5);
+/* The same for a problem found after loading, in the file a server's entry came from. */
+void problems_add_in(struct config_problems *p, const char *file, enum problem_severity severity, const char *path,
+                     const char *fmt, ...) _printf_(5, 6);
 void problems_done(struct config_problems *p);
 
 #define CONFIG_DEFAULT_MAX_MESSAGE (16u * 1024 * 1024)

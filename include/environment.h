@@ -3,6 +3,8 @@
  * from reading credential files and stat()ing PATH entries. */
 #pragma once
 
+#include <stdbool.h>
+
 #include <stdint.h>
 
 #include "server-config.h"
@@ -29,6 +31,8 @@ const char *environment_get(char *const *env, const char *name);
  * as it is (relative to the server's cwd). -ENOENT or -EACCES when nothing runnable found. */
 int environment_find_program(const char *command, const char *path_list, char **ret);
 
+/* Its env.PATH is a credential: only the service knows the value, --check-config does not. */
+bool environment_path_is_credential(const struct server_config *s);
 /* The PATH the server will get: its env.PATH, else the daemon's, else the default. */
 const char *environment_server_path(const struct server_config *s, char *const *daemon_env);
 

@@ -18,27 +18,42 @@
 #define CONFIG_DROPIN_DIR "mcpvisor.d"
 #define CONFIG_EMPTY_HINT "an empty configuration is {\"mcpServers\": {}}"
 
-void problems_add(struct config_problems *p, enum problem_severity severity, const char *path,
-                  const char *fmt, ...) {
+static void problems_addv(struct config_problems *p, const char *file, enum problem_severity severity,
+                          const char *path, const char *fmt, va_list ap) {
         struct config_problem *items = realloc(p->items, (p->count + 1) * sizeof *items);
-        va_list ap;
         char *msg;
 
         if (!items)
                 return;
         p->items = items;
-        va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) < 0)
                 msg = NULL;
-        va_end(ap);
         p->items[p->count++] = (struct config_problem){
                 .severity = severity,
-                .file = p->file ? strdup(p->file) : NULL,
+                .file = file ? strdup(file) : NULL,
                 .path = strdup(path ? path : ""),
                 .message = msg,
         };
         if (severity == PROBLEM_ERROR)
                 p->errors++;
+}
+
+void problems_add(struct config_problems *p, enum problem_severity severity, const char *path,
+                  const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        problems_addv(p, p->file, severity, path, fmt, ap);
+        va_end(ap);
+}
+
+void problems_add_in(struct config_problems *p, const char *file, enum problem_severity severity, const char *path,
+                     const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        problems_addv(p, file, severity, path, fmt, ap);
+        va_end(ap);
 }
 
 void problems_done(struct config_problems *p) {

@@ -195,6 +195,13 @@ int environment_find_program(const char *command, const char *path_list, char **
         return -seen;
 }
 
+bool environment_path_is_credential(const struct server_config *s) {
+        for (size_t i = 0; i < s->n_env; i++)
+                if (strcmp(s->env[i].name, "PATH") == 0)
+                        return s->env[i].credential != NULL;
+        return false;
+}
+
 const char *environment_server_path(const struct server_config *s, char *const *daemon_env) {
         const char *path = NULL;
 

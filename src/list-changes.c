@@ -109,7 +109,13 @@ void list_changes_registry_changed(struct list_changes *lc, unsigned kinds) {
 }
 
 void list_changes_answered(struct client *c, enum catalog_kind kind, bool first_page) {
-        list_seen_record(&c->session.lists_seen, kind, c->daemon->registry.lists[kind].signature, first_page);
+        uint64_t current = c->daemon->registry.lists[kind].signature;
+
+        list_seen_record(&c->session.lists_seen, kind, current, first_page);
+        /* A later page of a list that changed since the first (a page held back by listWait
+         * past the window) leaves the client a copy to be told of, with no change to come. */
+        if (list_seen_should_tell(&c->session.lists_seen, kind, current))
+                arm(&c->daemon->list_changes);
 }
 
 void list_changes_client_operating(struct client *c) {

@@ -49,8 +49,6 @@ static int load_config(const char *path, const struct options *o, struct config 
  * working directory not one. Checked in this process's environment (PATH above all), which
  * is the daemon's only when run the way the unit runs it. Disabled servers are not run. */
 static void check_runnable(const struct config *c, struct config_problems *p) {
-        const char *file = p->file;
-
         for (size_t i = 0; i < c->n_servers; i++) {
                 const struct server_config *s = &c->servers[i];
                 _cleanup_free_ char *program = NULL, *error = NULL, *path = NULL;
@@ -60,15 +58,15 @@ static void check_runnable(const struct config *c, struct config_problems *p) {
                         continue;
                 if (environment_check_cwd(s, &error) < 0)
                         key = "cwd";
+                else if (environment_path_is_credential(s) && !strchr(s->command, '/'))
+                        continue; /* its PATH is a secret the service gets, not this process */
                 else if (environment_find_server_program(s, environment_server_path(s, environ), &program, &error) < 0)
                         key = "command";
                 else
                         continue;
-                p->file = s->file;
                 if (asprintf(&path, "%s.%s", s->json_path, key) >= 0)
-                        problems_add(p, PROBLEM_ERROR, path, "%s", error ? error : "out of memory");
+                        problems_add_in(p, s->file, PROBLEM_ERROR, path, "%s", error ? error : "out of memory");
         }
-        p->file = file;
 }
 
 static size_t count_disabled(const struct config *c) {

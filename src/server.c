@@ -51,11 +51,15 @@ char *server_cause_now(const struct server *s) {
         _cleanup_free_ char *why = NULL;
         char *text = NULL;
 
-        if (s->state != SERVER_BACKOFF || s->restart_at <= now)
+        if (s->state != SERVER_BACKOFF)
                 return strdup(server_state_cause(s));
         why = server_cause_text(&s->why);
-        if (asprintf(&text, "%s; restarting in %.1f s", why ? why : "a failure",
-                     (double)(s->restart_at - now) / (double)USEC_PER_SEC) < 0)
+        /* the restart may be due in this very iteration: never a delay that has passed */
+        if (s->restart_at <= now) {
+                if (asprintf(&text, "%s; restarting now", why ? why : "a failure") < 0)
+                        return NULL;
+        } else if (asprintf(&text, "%s; restarting in %.1f s", why ? why : "a failure",
+                            (double)(s->restart_at - now) / (double)USEC_PER_SEC) < 0)
                 return NULL;
         return text;
 }

@@ -199,7 +199,8 @@ json_object *h_client_tool_call(struct h_client *x, const char *id, const char *
 /* The text of a tool's result, asserting it is one. */
 const char *h_result_text(json_object *msg);
 /* The names of a list answer's items (key "tools", "prompts", ...; field "name", "uri", ...),
- * comma-separated, in a static buffer. */
+ * comma-separated, in a static buffer that the next call may move: use it before calling
+ * again. */
 const char *h_names_of(json_object *msg, const char *key, const char *field);
 /* h_names_of for "tools". */
 const char *h_tool_names(json_object *msg);

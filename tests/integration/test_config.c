@@ -148,6 +148,9 @@ Test(config, check_programs) {
         cr_assert_eq(check(config), 1, "%s", out);
         snprintf(config, sizeof config, "command 'cat' not found in PATH=%s (", dir);
         expect_out(config);
+        /* a PATH that is a credential is the service's secret: not looked up in ours */
+        cr_assert_eq(check("{\"mcpServers\":{\"x\":{\"command\":\"mine\",\"env\":{\"PATH\":{\"credential\":\"p\"}}}}}"), 0,
+                     "%s", out);
         h_remove_tree(dir);
 }
 

@@ -1,6 +1,6 @@
 /* Unit tests for list-changes.c's pure part: what a client holds of each list, and when
- * that copy is stale. The timer and the clients are covered by tests/integration
- * (test_routing.c, "list changes"). */
+ * that copy is stale. The timer and the clients are covered by
+ * tests/integration/test_lists.c. */
 #include <criterion/criterion.h>
 
 #include "list-changes.h"
