@@ -29,6 +29,13 @@ struct log_subject {
 void log_emit(const struct logger *lg, int priority, const struct log_subject *subject,
               const char *fmt, ...) _printf_(4, 5);
 
+/* text with its control characters (below 0x20, and 0x7f) written as \n, \r, \t or \xNN,
+ * so that one record is one line: a peer's text (a clientInfo.name, a server's stderr
+ * line) could otherwise start a line that looks like the daemon's own, or drive the
+ * reader's terminal. Every record, of the journal too, is written through it; other
+ * bytes, UTF-8 and backslashes among them, pass as they are. Malloc'd; NULL on ENOMEM. */
+char *log_escape(const char *text);
+
 /* A line a downstream server wrote: recorded under the server's own identity. */
 void log_server_line(const struct logger *lg, int priority, const char *server, const char *line);
 

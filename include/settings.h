@@ -4,6 +4,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct config_problems;
@@ -45,6 +46,11 @@ size_t settings_apply(const struct setting *table, size_t n, json_object *obj, c
 /* The key of table that key is most likely a typo of (letters' case aside), for "did you
  * mean"; NULL when none is close enough. */
 const char *settings_closest(const struct setting *table, size_t n, const char *key);
+
+/* json-c keeps a "\u0000" inside a string, where C's strings end: true, with an error at
+ * path, when v is a string holding one, so that nothing is cut short silently (an env
+ * value, an argument). Every string a setting takes is checked. */
+bool settings_string_cut(json_object *v, const char *path, struct config_problems *p);
 
 /* Frees a NULL-terminated string array. */
 void strv_free(char **strv);

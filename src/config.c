@@ -361,8 +361,25 @@ int config_parse(const char *text, size_t len, struct config *ret, struct config
         return 0;
 }
 
-static int read_file(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+static const char *file_type_name(mode_t mode) {
+        if (S_ISDIR(mode))
+                return "a directory";
+        if (S_ISFIFO(mode))
+                return "a FIFO";
+        if (S_ISSOCK(mode))
+                return "a socket";
+        if (S_ISCHR(mode))
+                return "a character device";
+        if (S_ISBLK(mode))
+                return "a block device";
+        return "not a regular file";
+}
+
+/* O_NONBLOCK: opening a FIFO for reading would wait for a writer, the whole daemon with it
+ * (at start-up, --check-config, or a reload). What is not a regular file is refused after
+ * the open, by fstat() of what was opened, with its type in *ret_type. */
+static int read_file(const char *path, char **ret, size_t *ret_len, mode_t *ret_type) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         size_t len = 0;
@@ -371,8 +388,10 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EISDIR;
+        if (!S_ISREG(st.st_mode)) {
+                *ret_type = st.st_mode;
+                return -EBADFD;
+        }
         if (st.st_size > CONFIG_FILE_MAX)
                 return -EFBIG;
         buf = malloc((size_t)st.st_size + 1);
@@ -397,13 +416,19 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
 static int apply_file(const char *path, struct config *c, struct config_problems *p) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
+        mode_t type = 0;
         int r;
 
         p->file = path;
-        r = read_file(path, &text, &len);
+        r = read_file(path, &text, &len, &type);
         if (r == -ENOENT) {
                 problems_add(p, PROBLEM_ERROR, "", "cannot read the file: %s (create it: " CONFIG_EMPTY_HINT ")",
                              strerror(-r));
+                return r;
+        }
+        if (r == -EBADFD) {
+                problems_add(p, PROBLEM_ERROR, "", "cannot read the file: it is %s; only regular files are read",
+                             file_type_name(type));
                 return r;
         }
         if (r < 0) {

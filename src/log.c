@@ -65,6 +65,39 @@ void logger_init(struct logger *lg, int max_priority) {
         };
 }
 
+static bool is_control(unsigned char c) {
+        return c < 0x20 || c == 0x7f;
+}
+
+char *log_escape(const char *text) {
+        static const char hex[] = "0123456789abcdef";
+        size_t n = 0, len = strlen(text);
+        char *out, *o;
+
+        for (const char *t = text; *t; t++)
+                n += is_control((unsigned char)*t);
+        out = malloc(len + 3 * n + 1);
+        if (!out)
+                return NULL;
+        o = out;
+        for (const unsigned char *t = (const unsigned char *)text; *t; t++) {
+                if (!is_control(*t)) {
+                        *o++ = (char)*t;
+                        continue;
+                }
+                *o++ = '\\';
+                if (*t == '\n' || *t == '\r' || *t == '\t')
+                        *o++ = *t == '\n' ? 'n' : *t == '\r' ? 'r' : 't';
+                else {
+                        *o++ = 'x';
+                        *o++ = hex[*t >> 4];
+                        *o++ = hex[*t & 0xf];
+                }
+        }
+        *o = '\0';
+        return out;
+}
+
 static void journal_record(int priority, const char *identifier, const struct log_subject *subject,
                            const char *message) {
         char prio[16], ident[256], server[256], client[64];
@@ -90,9 +123,23 @@ static void journal_record(int priority, const char *identifier, const struct lo
         (void)sd_journal_sendv(iov, n);
 }
 
+/* One record, escaped: see log_escape() in log.h. */
+static void write_record(const struct logger *lg, int priority, const char *identifier,
+                         const struct log_subject *subject, const char *prefix, const char *text) {
+        _cleanup_free_ char *safe = log_escape(text);
+
+        if (!safe)
+                return;
+        if (lg->journal)
+                journal_record(priority, identifier, subject, safe);
+        else
+                fprintf(stderr, "%s: %s%s\n", identifier, prefix, safe);
+}
+
 void log_emit(const struct logger *lg, int priority, const struct log_subject *subject,
               const char *fmt, ...) {
         _cleanup_free_ char *message = NULL, *line = NULL;
+        char level[16];
         va_list ap;
 
         if (priority > lg->max_priority)
@@ -112,19 +159,14 @@ void log_emit(const struct logger *lg, int priority, const struct log_subject *s
                 line = TAKE_PTR(message);
         if (r < 0 || !line)
                 return;
-        if (lg->journal)
-                journal_record(priority, lg->identifier, subject, line);
-        else
-                fprintf(stderr, "%s: %s: %s\n", lg->identifier, log_level_to_string(priority), line);
+        snprintf(level, sizeof level, "%s: ", log_level_to_string(priority));
+        write_record(lg, priority, lg->identifier, subject, level, line);
 }
 
 void log_server_line(const struct logger *lg, int priority, const char *server, const char *line) {
         if (priority > lg->max_priority)
                 return;
-        if (lg->journal)
-                journal_record(priority, server, &(struct log_subject){ .server = server }, line);
-        else
-                fprintf(stderr, "%s: %s\n", server, line);
+        write_record(lg, priority, server, &(struct log_subject){ .server = server }, "", line);
 }
 
 char *log_stderr_name(void) {

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "config.h"
+#include "settings.h"
 
 #define ROOT_FORMS "a file:// URI, an absolute path or {\"uri\": ..., \"name\": ...}"
 
@@ -95,10 +96,8 @@ static int parse_uri(json_object *v, const char *path, char **ret, struct config
                 problems_add(p, PROBLEM_ERROR, path, "expected %s", ROOT_FORMS);
                 return -EINVAL;
         }
-        if (strlen(text) != (size_t)json_object_get_string_len(v)) {
-                problems_add(p, PROBLEM_ERROR, path, "contains a NUL character");
+        if (settings_string_cut(v, path, p))
                 return -EINVAL;
-        }
         why = text[0] == '/' ? NULL : root_uri_problem(text, buf, sizeof buf);
         if (why) {
                 problems_add(p, PROBLEM_ERROR, path, "%s", why);

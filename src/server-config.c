@@ -34,8 +34,13 @@ static bool env_name_valid(const char *name) {
 
 /* A value is a string, or {"credential": "id"} naming a systemd credential. */
 static int parse_env_value(json_object *v, const char *path, struct env_var *e, struct config_problems *p) {
+        char item[600]; /* path is at most 512 */
         json_object *cred;
 
+        snprintf(item, sizeof item, "%s.credential", path);
+        if (settings_string_cut(v, path, p) ||
+            (json_object_object_get_ex(v, "credential", &cred) && settings_string_cut(cred, item, p)))
+                return -EINVAL;
         if (json_object_is_type(v, json_type_string)) {
                 e->value = strdup(json_object_get_string(v));
                 return 0;

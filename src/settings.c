@@ -19,6 +19,14 @@ void strv_free(char **strv) {
         free(strv);
 }
 
+bool settings_string_cut(json_object *v, const char *path, struct config_problems *p) {
+        if (!json_object_is_type(v, json_type_string) ||
+            strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v))
+                return false;
+        problems_add(p, PROBLEM_ERROR, path, "contains a NUL character (\\u0000): it would cut the string short there");
+        return true;
+}
+
 static int parse_string(json_object *v, const char *path, bool absolute, char **dst, struct config_problems *p) {
         if (!json_object_is_type(v, json_type_string) || (absolute && json_object_get_string(v)[0] != '/')) {
                 problems_add(p, PROBLEM_ERROR, path, absolute ? "expected an absolute path" : "expected a string");
@@ -84,10 +92,15 @@ static int parse_strings(json_object *v, const char *path, char ***dst, struct c
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 json_object *item = json_object_array_get_idx(v, i);
+                char item_path[512];
+
+                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
                 if (!json_object_is_type(item, json_type_string)) {
-                        char item_path[512];
-                        snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
                         problems_add(p, PROBLEM_ERROR, item_path, "expected a string");
+                        r = -EINVAL;
+                        continue;
+                }
+                if (settings_string_cut(item, item_path, p)) {
                         r = -EINVAL;
                         continue;
                 }
@@ -126,6 +139,8 @@ static int apply_one(const struct setting *s, json_object *v, const char *path, 
         double d;
         int r;
 
+        if (settings_string_cut(v, path, p))
+                return -EINVAL;
         switch (s->type) {
         case SETTING_PATH:
         case SETTING_STRING:

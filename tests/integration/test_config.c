@@ -210,3 +210,39 @@ Test(config, daemon_refuses_a_misspelt_section) {
         cr_assert_neq(run("{\"mcpvisor\":{\"logLevel\":\"err\",\"logLevel\":\"info\"}}", NULL, NULL), 0, "%s", out);
         expect_out("mcpvisor.logLevel: given 2 times");
 }
+
+/* A FIFO named *.json beside the file (or as the file) made the open wait for a writer:
+ * --check-config and the start-up hung. It is refused as what it is, like a drop-in that
+ * cannot be read; a directory too. */
+Test(config, fifo_config_files_are_refused) {
+        char dir[] = "/tmp/mcpvisor-it-fifo-XXXXXX", main_path[300], dropins[300], fifo[400], expected[500];
+        FILE *f;
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(main_path, sizeof main_path, "%s/mcpvisor.json", dir);
+        f = fopen(main_path, "we");
+        cr_assert_not_null(f);
+        fputs("{\"mcpServers\":{}}\n", f);
+        cr_assert_eq(fclose(f), 0);
+        snprintf(dropins, sizeof dropins, "%s/mcpvisor.d", dir);
+        cr_assert_eq(mkdir(dropins, 0755), 0);
+        snprintf(fifo, sizeof fifo, "%s/pipe.json", dropins);
+        cr_assert_eq(mkfifo(fifo, 0644), 0);
+        snprintf(expected, sizeof expected, "%s: error: cannot read the file: it is a FIFO; only regular files are read",
+                 fifo);
+
+        cr_assert_eq(run(NULL, (const char *const[]){ "--check-config", "--config", main_path, NULL }, NULL), 1, "%s",
+                     out);
+        expect_out(expected);
+        cr_assert_eq(run(NULL, (const char *const[]){ "--config", main_path, NULL }, NULL), 1, "%s", out);
+        expect_out(expected);
+
+        /* the main file itself */
+        cr_assert_eq(run(NULL, (const char *const[]){ "--check-config", "--config", fifo, NULL }, NULL), 1, "%s", out);
+        expect_out(expected);
+        cr_assert_eq(run(NULL, (const char *const[]){ "--check-config", "--config", dropins, NULL }, NULL), 1, "%s",
+                     out);
+        snprintf(expected, sizeof expected, "%s: error: cannot read the file: it is a directory", dropins);
+        expect_out(expected);
+        h_remove_tree(dir);
+}

@@ -726,6 +726,41 @@ Test(reload, dropins_read_again) {
         cr_assert_eq(h_log_count(&D, "-> starting"), 2, "a server was started by the invalid reload");
 }
 
+/* A FIFO named *.json among the drop-ins made the reload wait in open() for a writer: the
+ * whole daemon stood still, every client with it. It is refused as what it is, and the
+ * clients are answered meanwhile. */
+Test(reload, fifo_dropin_refused_without_freezing) {
+        char dir[400], fifo[500], expected[600];
+        struct h_client *x;
+        json_object *r;
+
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        snprintf(dir, sizeof dir, "%s/mcpvisor.d", D.dir);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        snprintf(fifo, sizeof fifo, "%s/pipe.json", dir);
+        cr_assert_eq(mkfifo(fifo, 0644), 0);
+
+        cr_assert_eq(kill(D.pid, SIGHUP), 0);
+        expect_log("SIGHUP: reloading");
+        ping_through(x, "1");
+        snprintf(expected, sizeof expected, "err: %s: cannot read the file: it is a FIFO; only regular files are read",
+                 fifo);
+        expect_log(expected);
+        expect_log("configuration not reloaded (1 error); nothing changed");
+
+        r = h_control(&D, "reload", NULL);
+        cr_assert_eq(h_error_code(r), -32000, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "error.data.problems.0.file"), fifo, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "error.data.problems.0.message"),
+                         "cannot read the file: it is a FIFO; only regular files are read", "%s", h_json_text(r));
+        json_object_put(r);
+        ping_through(x, "2");
+        h_client_close(x);
+}
+
 Test(reload, sighup_notifies_reloading_then_ready) {
         struct timespec ts;
         unsigned long long before, after, stamp;

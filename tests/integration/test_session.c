@@ -1,6 +1,7 @@
 /* The MCP session layer over the daemon's own socket: handshake, ids, and every bad input. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -305,5 +306,32 @@ Sess(unknown_fields_do_not_break_requests) {
         json_object *r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"x-extra\":true,\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"extensions\":{\"io.example/x\":{}}},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\",\"icons\":[]},\"_meta\":{\"a\":1}}}\n");
         cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25");
         json_object_put(r);
+        h_close(c);
+}
+
+/* A clientInfo.name with a newline used to write a line of its own to the daemon's stderr,
+ * one that looked like the daemon's (a server failing); its control characters are
+ * escaped now, so every record is one line. */
+Sess(client_info_cannot_forge_log_lines) {
+        struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
+        json_object *r;
+        char *log, *line;
+
+        r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                      "\"capabilities\":{},\"clientInfo\":{\"name\":\"evil\\nmcpvisord: err: [good] ready -> failed: forged\","
+                      "\"version\":\"1\\r\\nmcpvisord: crit: \\u001b[2Jforged too\"}}}\n");
+        cr_assert_not_null(h_get(r, "result"), "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "initialized by evil\\nmcpvisord: err: [good] ready -> failed: forged "
+                                 "1\\r\\nmcpvisord: crit: \\x1b[2Jforged too (protocol",
+                             H_TIMEOUT_MS),
+                  "no escaped line in:\n%s", h_log_text(&D));
+        log = h_log_text(&D);
+        for (line = log; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+                cr_assert_neq(strncmp(line, "mcpvisord: err: [good]", 22), 0, "a forged line:\n%s", log);
+                cr_assert_neq(strncmp(line, "mcpvisord: crit:", 16), 0, "a forged line:\n%s", log);
+                cr_assert_null(memchr(line, '\x1b', strcspn(line, "\n")), "an escape sequence:\n%s", log);
+        }
+        free(log);
         h_close(c);
 }

@@ -469,7 +469,28 @@ Test(config, load_empty_file) {
 
 Test(config, load_directory) {
         cr_assert_lt(config_load(tmpdir_make(), true, &cfg, &probs), 0);
+        cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message, "cannot read the file: it is a directory; only regular files are read");
+}
+
+/* A FIFO (no writer) was opened blocking: the load waited for ever. */
+Test(config, load_fifo_refused, .timeout = 10) {
+        char *path, *dropin;
+
+        path = write_file("mcpvisor.json", "{}");
+        cr_assert_geq(asprintf(&dropin, "%s/mcpvisor.d", tmpdir_make()), 0);
+        cr_assert_eq(mkdir(dropin, 0755), 0);
+        free(dropin);
+        cr_assert_geq(asprintf(&dropin, "%s/mcpvisor.d/pipe.json", tmpdir_make()), 0);
+        cr_assert_eq(mkfifo(dropin, 0644), 0);
+        cr_assert_lt(config_load(path, false, &cfg, &probs), 0);
+        cr_assert_str_eq(only_problem("", PROBLEM_ERROR)->message,
+                         "cannot read the file: it is a FIFO; only regular files are read");
+        cr_assert_str_eq(probs.items[0].file, dropin);
+        problems_done(&probs);
+        cr_assert_lt(config_load(dropin, false, &cfg, &probs), 0, "the main file too");
         only_problem("", PROBLEM_ERROR);
+        free(dropin);
+        free(path);
 }
 
 /* toolNameSeparator, listWait, listPageSize */

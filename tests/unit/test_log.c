@@ -120,3 +120,39 @@ Test(log, emit_plain, .init = plain_stderr) {
                                 "mcpvisord: notice: [client 12] bye\n"
                                 "fs: raw line\n");
 }
+
+Test(log, escape) {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "", "" },
+                { "plain text, caf\xc3\xa9", "plain text, caf\xc3\xa9" },
+                { "a\nb", "a\\nb" },
+                { "\r\t", "\\r\\t" },
+                { "\x1b[31mred\x7f", "\\x1b[31mred\\x7f" },
+                { "\x01\x1f", "\\x01\\x1f" },
+                { "back\\slash", "back\\slash" },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                char *out = log_escape(cases[i].in);
+
+                cr_assert_str_eq(out, cases[i].out, "case %zu", i);
+                free(out);
+        }
+}
+
+/* A peer's text (here a clientInfo.name) used to write a line of its own that looked
+ * like the daemon's. */
+Test(log, emit_plain_one_line_per_record, .init = plain_stderr) {
+        struct logger lg;
+
+        logger_init(&lg, LOG_INFO);
+        log_emit(&lg, LOG_INFO, &(struct log_subject){ .client = 3 }, "initialized by %s",
+                 "x\nmcpvisord: err: [good] ready -> failed: forged");
+        log_server_line(&lg, LOG_INFO, "fs", "line\r\nfs: forged\x1b[2J");
+        fflush(stderr);
+        cr_assert_stderr_eq_str("mcpvisord: info: [client 3] initialized by x\\nmcpvisord: err: [good] ready -> failed: "
+                                "forged\n"
+                                "fs: line\\r\\nfs: forged\\x1b[2J\n");
+}

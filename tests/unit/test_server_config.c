@@ -1,5 +1,6 @@
 /* Server entries of "mcpServers", drop-ins, and the JSON paths of their problems. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -215,6 +216,39 @@ Test(server_config, bad_entries_skipped_with_paths) {
         cr_assert_eq(problem_at("mcpServers.k.colour")->severity, PROBLEM_ERROR);
         cr_assert_eq(P.errors, 12);
         cr_assert_eq(P.count, 12);
+}
+
+/* json-c keeps "\u0000" inside a string; C's strings end there, so the server used to run
+ * with the value cut short ("secret\u0000tail" as "secret"), silently. */
+Test(server_config, nul_in_strings_refused) {
+        static const struct {
+                const char *entry, *path;
+        } cases[] = {
+                { "\"command\":\"cat\\u0000 -n\"", "mcpServers.s.command" },
+                { "\"command\":\"cat\",\"args\":[\"-u\",\"a\\u0000b\"]", "mcpServers.s.args[1]" },
+                { "\"command\":\"cat\",\"env\":{\"T\":\"secret\\u0000tail\"}", "mcpServers.s.env.T" },
+                { "\"command\":\"cat\",\"env\":{\"T\":\"\\u0000\"}", "mcpServers.s.env.T" },
+                { "\"command\":\"cat\",\"env\":{\"T\":{\"credential\":\"gh\\u0000x\"}}", "mcpServers.s.env.T.credential" },
+                { "\"command\":\"cat\",\"cwd\":\"/srv\\u0000/x\"", "mcpServers.s.cwd" },
+                { "\"command\":\"cat\",\"restart\":\"always\\u0000\"", "mcpServers.s.restart" },
+        };
+        char json[512];
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                snprintf(json, sizeof json, "{\"mcpServers\":{\"s\":{%s},\"good\":{\"command\":\"x\"}}}", cases[i].entry);
+                cr_assert_eq(parse(json), 0, "%s", json);
+                cr_assert_null(config_find_server(&C, "s"), "%s: loaded", json);
+                cr_assert_not_null(config_find_server(&C, "good"));
+                cr_assert_eq(P.count, 1, "%s: %zu problems, first %s: %s", json, P.count, P.items[0].path,
+                             P.items[0].message);
+                cr_assert_str_eq(P.items[0].path, cases[i].path, "%s", json);
+                cr_assert_str_eq(P.items[0].message,
+                                 "contains a NUL character (\\u0000): it would cut the string short there", "%s", json);
+                done();
+        }
+        /* a daemon setting too */
+        cr_assert_eq(parse("{\"mcpvisor\":{\"socket\":\"/run/a\\u0000b\"}}"), -EINVAL);
+        cr_assert_not_null(problem_at("mcpvisor.socket"));
 }
 
 /* A misspelt key used to be a warning: the server ran without its arguments. */
