@@ -66,8 +66,9 @@ struct daemon {
         int exit_code;
 };
 
-/* Startup in a fixed order: loop, signals, sockets, notify; READY=1 comes last. Takes
- * over config (left empty). */
+/* Startup in a fixed order: loop, signals, sockets, notify, supervisor (then what a
+ * SIGKILLed daemon on the same socket left is ended, before any server starts); READY=1
+ * comes last. Takes over config (left empty). */
 int daemon_init(struct daemon *d, struct config *config, const struct config_source *source);
 int daemon_run(struct daemon *d);
 /* One loop iteration (event_base_loop flags), then what is done between iterations:

@@ -17,12 +17,16 @@
  * daemon attribute processes that escaped the server's process group. */
 #define ENV_SERVER "MCPVISOR_SERVER"
 #define ENV_INSTANCE "MCPVISOR_INSTANCE"
+/* The daemon's own MCP socket path: a new daemon that takes over the path ends whatever a
+ * dead one left running (see reaper_end_predecessors). */
+#define ENV_DAEMON "MCPVISOR_DAEMON"
 
 /* Builds a NULL-terminated "NAME=value" array in *ret: PATH, HOME, LANG, LC_*, TZ from
  * daemon_env, then the configured env (credentials read from credentials_dir, which may be
- * NULL), then MCPVISOR_SERVER and MCPVISOR_INSTANCE. On failure *error says what to fix. */
-int environment_build(const struct server_config *s, char *const *daemon_env, uint64_t instance,
-                      const char *credentials_dir, char ***ret, char **error);
+ * NULL), then MCPVISOR_SERVER, MCPVISOR_INSTANCE and, unless daemon_id is NULL,
+ * MCPVISOR_DAEMON. On failure *error says what to fix. */
+int environment_build(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
+                      uint64_t instance, const char *credentials_dir, char ***ret, char **error);
 
 /* The value of name in a NULL-terminated environment, or NULL. */
 const char *environment_get(char *const *env, const char *name);

@@ -1,6 +1,7 @@
 /* One server process: spawned directly (no shell) in its own process group with a reset
- * signal state, fds >= 3 closed, and pipes on 0/1/2; watched through a pidfd, so its pid
- * can never be mistaken for a recycled one; signalled and reaped exactly once. */
+ * signal state, fds >= 3 closed, pipes on 0/1/2, and SIGKILL as its parent-death signal
+ * (the daemon is single-threaded, so that is the daemon's death); watched through a pidfd,
+ * so its pid can never be mistaken for a recycled one; signalled and reaped exactly once. */
 #pragma once
 
 #include <stdbool.h>

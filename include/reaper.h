@@ -5,7 +5,9 @@
  * gone, with the close sequence's signals: SIGTERM (+SIGCONT), killTimeout, SIGKILL.
  *
  * Attribution: every server starts with MCPVISOR_SERVER= and MCPVISOR_INSTANCE= in its
- * environment, which its descendants inherit; /proc/PID/environ tells whose they are. */
+ * environment, which its descendants inherit; /proc/PID/environ tells whose they are.
+ * MCPVISOR_DAEMON= names the daemon (its MCP socket): a new daemon on the same socket ends
+ * what a SIGKILLed predecessor left. A process that clears its environment carries none. */
 #pragma once
 
 #include <stdbool.h>
@@ -23,9 +25,10 @@ struct reaper_ops {
         bool (*server_exited)(pid_t pid, void *userdata);
         /* Is pid a server's own (current) process? Those are never leftovers. */
         bool (*is_server)(pid_t pid, void *userdata);
-        /* Should a process of this server instance be ended now (its instance is gone)?
-         * Sets the grace between SIGTERM and SIGKILL. */
-        bool (*left_behind)(const char *server, uint64_t instance, double *kill_timeout, void *userdata);
+        /* Should a process of this server instance be ended now (its instance is gone)? */
+        bool (*left_behind)(const char *server, uint64_t instance, void *userdata);
+        /* The grace between SIGTERM and SIGKILL for a process of this server (may be ""). */
+        double (*kill_timeout)(const char *server, void *userdata);
 };
 
 struct leftover {
@@ -35,7 +38,9 @@ struct leftover {
         int pidfd;
         char server[65];
         bool killed;            /* SIGKILL sent */
+        bool foreign;           /* a dead predecessor's: not our child, never reaped here */
         struct event *timer;
+        struct event *gone;     /* foreign: its pidfd turned readable, it has ended */
 };
 
 struct reaper {
@@ -57,5 +62,9 @@ unsigned reaper_reap(struct reaper *r);
 /* Finds our children whose server instance is gone and ends them; with all, also those
  * that carry no attribution (at shutdown). Returns how many are being ended. */
 unsigned reaper_scan(struct reaper *r, bool all);
+/* At start, once this daemon holds the lock of its socket (so whoever used that socket
+ * before is dead): ends the processes whose MCPVISOR_DAEMON is daemon_id, of our user,
+ * wherever they were re-parented. Returns how many are being ended. */
+unsigned reaper_end_predecessors(struct reaper *r, const char *daemon_id);
 /* SIGKILLs and reaps every leftover now (exit path; waits at most a moment). */
 void reaper_kill_all(struct reaper *r);

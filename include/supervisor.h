@@ -38,6 +38,7 @@ struct supervisor {
         size_t max_message_size;
         const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
         char **daemon_env;                 /* the daemon's environ, read-only */
+        char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */
         struct server **servers;           /* in config order; then removed ones until they stop */
         size_t n_servers;
         struct server_config **retired_configs; /* replaced by a reload; freed after the iteration */
@@ -62,6 +63,10 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
 int supervisor_reload(struct supervisor *sv, struct config *next, json_object *summary);
 /* Settings no server uses any more, freed after this loop iteration. */
 void supervisor_retire_config(struct supervisor *sv, struct server_config *c);
+/* Before the first start, once the daemon holds the lock of its MCP socket: marks every
+ * server from now on with daemon_id (MCPVISOR_DAEMON; copied) and ends what a
+ * dead daemon with the same id left running. */
+void supervisor_claim(struct supervisor *sv, const char *daemon_id);
 /* Starts every enabled server. */
 void supervisor_start_all(struct supervisor *sv);
 /* Daemon shutdown: every server closes at once, in parallel. */

@@ -383,6 +383,9 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
                 return r;
         }
+        /* Socket-activated, systemd owns the paths and the unit's cgroup ends what we leave. */
+        if (!d->activated)
+                supervisor_claim(&d->supervisor, d->bound[LISTEN_MCP].path);
         d->phase = DAEMON_RUNNING;
         /* Spawning is quick; handshakes finish on the loop, and STATUS= follows them. */
         supervisor_start_all(&d->supervisor);

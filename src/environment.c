@@ -52,6 +52,18 @@ static int env_put(char **env, size_t *n, const char *name, const char *value) {
         return 0;
 }
 
+static void env_drop(char **env, size_t *n, const char *name) {
+        size_t len = strlen(name);
+
+        for (size_t i = 0; i < *n; i++)
+                if (strncmp(env[i], name, len) == 0 && env[i][len] == '=') {
+                        free(env[i]);
+                        env[i] = env[--*n];
+                        env[*n] = NULL;
+                        return;
+                }
+}
+
 static int read_credential(const char *dir, const char *id, char **ret) {
         _cleanup_free_ char *path = NULL, *buf = NULL;
         _cleanup_close_ int fd = -1;
@@ -126,9 +138,9 @@ static int put_configured(const struct server_config *s, const char *credentials
         return 0;
 }
 
-int environment_build(const struct server_config *s, char *const *daemon_env, uint64_t instance,
-                      const char *credentials_dir, char ***ret, char **error) {
-        size_t n = 0, cap = s->n_env + 3;
+int environment_build(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
+                      uint64_t instance, const char *credentials_dir, char ***ret, char **error) {
+        size_t n = 0, cap = s->n_env + 4;
         char **env, number[32];
         int r = 0;
 
@@ -149,6 +161,11 @@ int environment_build(const struct server_config *s, char *const *daemon_env, ui
                 r = env_put(env, &n, ENV_SERVER, s->name);
         if (r == 0)
                 r = env_put(env, &n, ENV_INSTANCE, number);
+        /* Ours alone to set: a wrong one would let another daemon end these processes. */
+        if (r == 0 && daemon_id)
+                r = env_put(env, &n, ENV_DAEMON, daemon_id);
+        else if (r == 0)
+                env_drop(env, &n, ENV_DAEMON);
         if (r < 0) {
                 strv_free(env);
                 return r;

@@ -101,7 +101,7 @@ int instance_start(struct server *s, uint64_t number, const struct child_ops *op
         in->server = s;
         in->number = number;
         process_init(&in->proc);
-        r = environment_build(s->config, sv->daemon_env, number, sv->credentials_dir, &env, error);
+        r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
         if (r == 0)
                 r = spawn(in, s->config, env, ops, error);
         strv_free(env);

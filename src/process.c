@@ -5,10 +5,10 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,52 +33,91 @@ static int make_pipes(int fds[3][2]) {
         return 0;
 }
 
-static int setup_attributes(posix_spawnattr_t *attr) {
-        sigset_t none, all;
+/* Puts fd on target for exec: dup2() onto itself would keep O_CLOEXEC. */
+static int move_fd(int fd, int target) {
+        if (fd == target)
+                return fcntl(fd, F_SETFD, 0);
+        return dup2(fd, target) < 0 ? -1 : 0;
+}
 
+/* In the child, between fork and exec: async-signal-safe calls only. Own process group, so
+ * the close sequence signals the server and all it started; PR_SET_PDEATHSIG, so it dies
+ * with the daemon even when the daemon is SIGKILLed; the daemon's mask and handlers (SIGPIPE
+ * ignored, libevent's) do not leak into it. Returns only on failure, with errno set. */
+static void child_exec(pid_t daemon, const char *program, char *const *argv, char *const *envp, const char *cwd,
+                       int fds[3][2], int error_fd) {
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        sigset_t none;
+
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void)sigaction(sig, &dfl, NULL);
+        if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                return;
+        /* The daemon died before prctl() took effect: nobody would ever end us. */
+        if (getppid() != daemon) {
+                errno = ESRCH;
+                return;
+        }
+        for (int k = 0; k < 3; k++)
+                if (move_fd(k == 0 ? fds[0][0] : fds[k][1], k) < 0)
+                        return;
+        if (cwd && chdir(cwd) < 0)
+                return;
+        /* Everything from 3 up but error_fd, which closes itself at exec. */
+        if ((error_fd > 3 && close_range(3, (unsigned)error_fd - 1, 0) < 0) ||
+            close_range((unsigned)error_fd + 1, ~0U, 0) < 0)
+                return;
         sigemptyset(&none);
-        sigfillset(&all);
-        /* Own process group: the close sequence signals the server and all it started. The
-         * daemon's mask and SIG_IGN dispositions (SIGPIPE) must not leak into the server. */
-        if (posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) ||
-            posix_spawnattr_setpgroup(attr, 0) || posix_spawnattr_setsigmask(attr, &none) ||
-            posix_spawnattr_setsigdefault(attr, &all))
-                return -ENOMEM;
-        return 0;
+        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+                return;
+        execve(program, argv, envp);
 }
 
-static int setup_file_actions(posix_spawn_file_actions_t *fa, int fds[3][2], const char *cwd) {
-        if (posix_spawn_file_actions_adddup2(fa, fds[0][0], STDIN_FILENO) ||
-            posix_spawn_file_actions_adddup2(fa, fds[1][1], STDOUT_FILENO) ||
-            posix_spawn_file_actions_adddup2(fa, fds[2][1], STDERR_FILENO) ||
-            posix_spawn_file_actions_addclosefrom_np(fa, 3))
-                return -ENOMEM;
-        if (cwd && posix_spawn_file_actions_addchdir_np(fa, cwd))
-                return -ENOMEM;
-        return 0;
+/* The child's exec error (positive), 0 once it exec'd: error_fd reads EOF then. */
+static int exec_error(int error_fd) {
+        int error = 0;
+        ssize_t n;
+
+        do
+                n = read(error_fd, &error, sizeof error);
+        while (n < 0 && errno == EINTR);
+        return n == (ssize_t)sizeof error ? error : 0;
 }
 
+/* fork() rather than posix_spawn(): PR_SET_PDEATHSIG must be set in the child. Signals stay
+ * blocked across fork() so no handler of the daemon's runs in the child before its reset. */
 static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *const *envp, const char *cwd,
                       int fds[3][2]) {
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        int r;
+        _cleanup_close_ int error_read = -1, error_write = -1;
+        sigset_t all, old;
+        pid_t daemon = getpid();
+        int pipe_fds[2], error;
 
-        if (posix_spawn_file_actions_init(&fa))
-                return -ENOMEM;
-        if (posix_spawnattr_init(&attr)) {
-                posix_spawn_file_actions_destroy(&fa);
-                return -ENOMEM;
+        if (pipe2(pipe_fds, O_CLOEXEC) < 0)
+                return -errno;
+        error_read = pipe_fds[0];
+        error_write = pipe_fds[1];
+        sigfillset(&all);
+        sigprocmask(SIG_SETMASK, &all, &old);
+        *pid = fork();
+        if (*pid == 0) {
+                child_exec(daemon, program, argv, envp, cwd, fds, error_write);
+                error = errno;
+                (void)!write(error_write, &error, sizeof error);
+                _exit(127);
         }
-        r = setup_attributes(&attr);
-        if (r == 0)
-                r = setup_file_actions(&fa, fds, cwd);
-        /* glibc's posix_spawn returns the exec (or chdir) error itself. */
-        if (r == 0)
-                r = -posix_spawn(pid, program, &fa, &attr, argv, envp);
-        posix_spawnattr_destroy(&attr);
-        posix_spawn_file_actions_destroy(&fa);
-        return r;
+        error = *pid < 0 ? errno : 0;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (*pid < 0)
+                return -error;
+        closep(&error_write);
+        error = exec_error(error_read);
+        if (error != 0) {
+                (void)waitpid(*pid, NULL, 0);
+                return -error;
+        }
+        return 0;
 }
 
 static void on_pidfd(evutil_socket_t fd, short what, void *userdata) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,13 +25,14 @@
 
 /* Enough for the environment of any sane server; the markers are near its end. */
 #define ENVIRON_MAX (256 * 1024)
-#define DEFAULT_KILL_TIMEOUT 3.0
 
 static void leftover_free(struct reaper *r, struct leftover *l) {
         TAILQ_REMOVE(&r->leftovers, l, entry);
         r->n_leftovers--;
         if (l->timer)
                 event_free(l->timer);
+        if (l->gone)
+                event_free(l->gone);
         if (l->pidfd >= 0)
                 close(l->pidfd);
         free(l);
@@ -144,16 +146,30 @@ static pid_t parent_of(pid_t pid) {
         return ppid;
 }
 
-/* Reads MCPVISOR_SERVER and MCPVISOR_INSTANCE from a process's starting environment. */
-static void attribution(pid_t pid, char *server, size_t size, uint64_t *instance) {
-        char path[64];
+/* The MCPVISOR_* markers of a process's starting environment. */
+struct marks {
+        char server[65];
+        uint64_t instance;      /* 0: none */
+        char daemon[128];       /* a socket path fits sun_path's 108 bytes */
+};
+
+static bool take_mark(const char *entry, const char *name, char *value, size_t size) {
+        size_t len = strlen(name);
+
+        if (strncmp(entry, name, len) != 0 || entry[len] != '=')
+                return false;
+        snprintf(value, size, "%s", entry + len + 1);
+        return true;
+}
+
+static void read_marks(pid_t pid, struct marks *m) {
+        char path[64], number[32];
         _cleanup_free_ char *buf = malloc(ENVIRON_MAX);
         _cleanup_close_ int fd = -1;
         size_t len = 0;
         ssize_t n;
 
-        *instance = 0;
-        server[0] = '\0';
+        *m = (struct marks){ 0 };
         snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (!buf || fd < 0)
@@ -161,33 +177,46 @@ static void attribution(pid_t pid, char *server, size_t size, uint64_t *instance
         while (len < ENVIRON_MAX - 1 && (n = read(fd, buf + len, ENVIRON_MAX - 1 - len)) > 0)
                 len += (size_t)n;
         buf[len] = '\0';
-        for (size_t i = 0; i < len; i += strlen(buf + i) + 1) {
-                if (strncmp(buf + i, ENV_SERVER "=", strlen(ENV_SERVER) + 1) == 0)
-                        snprintf(server, size, "%s", buf + i + strlen(ENV_SERVER) + 1);
-                else if (strncmp(buf + i, ENV_INSTANCE "=", strlen(ENV_INSTANCE) + 1) == 0)
-                        *instance = strtoull(buf + i + strlen(ENV_INSTANCE) + 1, NULL, 10);
-        }
+        for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+                if (!take_mark(buf + i, ENV_SERVER, m->server, sizeof m->server) &&
+                    !take_mark(buf + i, ENV_DAEMON, m->daemon, sizeof m->daemon) &&
+                    take_mark(buf + i, ENV_INSTANCE, number, sizeof number))
+                        m->instance = strtoull(number, NULL, 10);
 }
 
-static void end_leftover(struct reaper *r, pid_t pid, const char *server, double kill_timeout) {
+/* A process that is not our child (a dead predecessor's) is never reaped here: its pidfd
+ * says when it is gone. */
+static void on_leftover_gone(evutil_socket_t fd, short what, void *userdata) {
+        struct leftover *l = userdata;
+
+        log_emit(l->reaper->log, LOG_DEBUG, NULL, "pid %d, left by a previous mcpvisord, is gone", (int)l->pid);
+        leftover_free(l->reaper, l);
+}
+
+/* Takes pidfd; why names who left it, for the log. */
+static void end_leftover(struct reaper *r, pid_t pid, int pidfd, const char *server, double kill_timeout,
+                         bool foreign, const char *why) {
         struct leftover *l = calloc(1, sizeof *l);
         struct timeval tv = timeval_from_seconds(kill_timeout);
 
-        if (!l)
+        if (!l) {
+                if (pidfd >= 0)
+                        close(pidfd);
                 return;
-        *l = (struct leftover){ .reaper = r, .pid = pid };
+        }
+        *l = (struct leftover){ .reaper = r, .pid = pid, .pidfd = pidfd, .foreign = foreign };
         snprintf(l->server, sizeof l->server, "%s", server);
-        l->pidfd = (int)pidfd_open(pid, 0);
         l->timer = evtimer_new(r->base, on_leftover_timer, l);
+        if (foreign)
+                l->gone = event_new(r->base, pidfd, EV_READ, on_leftover_gone, l);
         TAILQ_INSERT_TAIL(&r->leftovers, l, entry);
         r->n_leftovers++;
-        if (l->pidfd < 0 || !l->timer) {
+        if (l->pidfd < 0 || !l->timer || (foreign && (!l->gone || event_add(l->gone, NULL) < 0))) {
                 leftover_free(r, l);
                 return;
         }
         log_emit(r->log, LOG_NOTICE, &(struct log_subject){ .server = server[0] ? server : NULL },
-                 "pid %d was left behind by %s; sending SIGTERM", (int)pid,
-                 server[0] ? "its server" : "a server that cleared its environment");
+                 "pid %d was left behind by %s; sending SIGTERM", (int)pid, why);
         signal_leftover(l, SIGTERM);
         evtimer_add(l->timer, &tv);
 }
@@ -203,9 +232,7 @@ unsigned reaper_scan(struct reaper *r, bool all) {
         if (!dir)
                 return 0;
         while ((de = readdir(dir))) {
-                char server[65];
-                uint64_t instance;
-                double kill_timeout = DEFAULT_KILL_TIMEOUT;
+                struct marks m;
                 pid_t pid;
 
                 if (!isdigit((unsigned char)de->d_name[0]))
@@ -213,12 +240,53 @@ unsigned reaper_scan(struct reaper *r, bool all) {
                 pid = (pid_t)atoi(de->d_name);
                 if (parent_of(pid) != self || find_leftover(r, pid) || r->ops->is_server(pid, r->userdata))
                         continue;
-                attribution(pid, server, sizeof server, &instance);
+                read_marks(pid, &m);
                 /* Unattributed: it cleared its environment; whose it was is unknowable, so it
                  * is ended only when everything is. */
-                if (instance == 0 ? !all : !r->ops->left_behind(server, instance, &kill_timeout, r->userdata))
+                if (m.instance == 0 ? !all : !r->ops->left_behind(m.server, m.instance, r->userdata))
                         continue;
-                end_leftover(r, pid, server, kill_timeout);
+                /* Our child: its pid stays ours until we reap it. */
+                end_leftover(r, pid, (int)pidfd_open(pid, 0), m.server, r->ops->kill_timeout(m.server, r->userdata),
+                             false, m.server[0] ? "its server" : "a server that cleared its environment");
+                ending++;
+        }
+        return ending;
+}
+
+/* Ours to end: our user's, not us, and not ours. */
+static bool may_end(pid_t pid, pid_t self) {
+        char path[64];
+        struct stat st;
+
+        snprintf(path, sizeof path, "/proc/%d", (int)pid);
+        return pid != self && stat(path, &st) == 0 && st.st_uid == geteuid() && parent_of(pid) != self;
+}
+
+unsigned reaper_end_predecessors(struct reaper *r, const char *daemon_id) {
+        _cleanup_(closedirp) DIR *dir = opendir("/proc");
+        pid_t self = getpid();
+        struct dirent *de;
+        unsigned ending = 0;
+
+        while (dir && (de = readdir(dir))) {
+                pid_t pid = isdigit((unsigned char)de->d_name[0]) ? (pid_t)atoi(de->d_name) : 0;
+                struct marks m;
+                int pidfd;
+
+                if (pid <= 0 || !may_end(pid, self) || find_leftover(r, pid))
+                        continue;
+                /* The pidfd first: if its process still lives after the read, the environ
+                 * read was its own, not that of a process that took over the pid. */
+                pidfd = (int)pidfd_open(pid, 0);
+                if (pidfd < 0)
+                        continue;
+                read_marks(pid, &m);
+                if (strcmp(m.daemon, daemon_id) != 0 || pidfd_send_signal(pidfd, 0, NULL, 0) < 0) {
+                        close(pidfd);
+                        continue;
+                }
+                end_leftover(r, pid, pidfd, m.server, r->ops->kill_timeout(m.server, r->userdata), true,
+                             "a previous mcpvisord on this socket");
                 ending++;
         }
         return ending;
@@ -228,8 +296,14 @@ void reaper_kill_all(struct reaper *r) {
         struct leftover *l;
         uint64_t deadline = now_usec() + USEC_PER_SEC;
 
-        TAILQ_FOREACH(l, &r->leftovers, entry)
+        struct leftover *next;
+
+        for (l = TAILQ_FIRST(&r->leftovers); l; l = next) {
+                next = TAILQ_NEXT(l, entry);
                 signal_leftover(l, SIGKILL);
+                if (l->foreign) /* not ours to reap */
+                        leftover_free(r, l);
+        }
         while (r->n_leftovers > 0 && now_usec() < deadline) {
                 if (reaper_reap(r) == 0)
                         usleep(10000);

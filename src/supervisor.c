@@ -11,6 +11,7 @@
 
 #include "child.h"
 #include "config.h"
+#include "environment.h"
 #include "jsonrpc.h"
 #include "log.h"
 
@@ -75,22 +76,27 @@ static bool is_server(pid_t pid, void *userdata) {
 }
 
 /* reaper_ops: a process of an instance that no longer runs is left behind. */
-static bool left_behind(const char *server, uint64_t instance, double *kill_timeout, void *userdata) {
+static bool left_behind(const char *server, uint64_t instance, void *userdata) {
         struct supervisor *sv = userdata;
-        struct server *s = server ? supervisor_find(sv, server) : NULL;
 
-        if (s)
-                *kill_timeout = s->config->kill_timeout;
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (sv->servers[i]->run && sv->servers[i]->run->number == instance)
                         return false;
         return true;
 }
 
+/* reaper_ops: the killTimeout of the server called server; 3 s for one we do not know. */
+static double kill_timeout(const char *server, void *userdata) {
+        struct server *s = supervisor_find(userdata, server);
+
+        return s ? s->config->kill_timeout : 3.0;
+}
+
 static const struct reaper_ops reaper_ops = {
         .server_exited = server_exited,
         .is_server = is_server,
         .left_behind = left_behind,
+        .kill_timeout = kill_timeout,
 };
 
 /* Takes every server entry out of config into new servers, appended to sv->servers
@@ -134,6 +140,14 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
         sv->ops = ops;
         sv->userdata = userdata;
         return 0;
+}
+
+void supervisor_claim(struct supervisor *sv, const char *daemon_id) {
+        free(sv->daemon_id);
+        sv->daemon_id = strdup(daemon_id);
+        if (!sv->daemon_id)
+                log_warning(sv->log, "out of memory; servers will not carry %s=", ENV_DAEMON);
+        reaper_end_predecessors(&sv->reaper, daemon_id);
 }
 
 void supervisor_start_all(struct supervisor *sv) {
@@ -243,6 +257,8 @@ void supervisor_done(struct supervisor *sv) {
         reaper_scan(&sv->reaper, true);
         reaper_kill_all(&sv->reaper);
         reaper_done(&sv->reaper);
+        free(sv->daemon_id);
+        sv->daemon_id = NULL;
 }
 
 /* key is one of the arrays supervisor_reload() put in summary. */

@@ -24,6 +24,7 @@
 #include "servers.h"
 
 static struct h_daemon D;
+static struct h_daemon OLD;              /* a daemon before D, on the same or other paths */
 static char T[64];                       /* this test's own directory */
 static char PIDFILE[128], GPIDFILE[128]; /* --pidfile, --grandchild-pidfile */
 
@@ -41,8 +42,16 @@ static void setup(void) {
         servers_reset(&D);
 }
 
+static void kill_tagged(const char *pidfile);
+
 static void teardown(void) {
         servers_teardown();
+        if (OLD.dir[0]) {
+                h_stop(&OLD, SIGKILL, H_TIMEOUT_MS);
+                h_cleanup(&OLD);
+        }
+        kill_tagged(PIDFILE);
+        kill_tagged(GPIDFILE);
         h_remove_tree(T);
 }
 
@@ -589,6 +598,89 @@ Test(supervise, same_group_grandchild_ended) {
         stop_daemon();
         expect_gone(gpid, "the same-group grandchild");
         expect_gone(pid, "the server");
+}
+
+/* ---- a daemon SIGKILLed outside systemd ---- */
+
+/* A daemon before D: on its own paths, with a server ignoring its stdin's end and SIGTERM
+ * (PIDFILE) and one whose setsid grandchild leaves its group (GPIDFILE), both tagged. The
+ * first one's stderr is /dev/null: its note about stdin's end must not die of SIGPIPE on a
+ * pipe nobody reads once the daemon is gone. */
+static void start_predecessor(struct h_daemon *old) {
+        const char *tag = strchr(tag_entry(), '=') + 1;
+
+        h_start(old, &(struct h_opts){
+                .config = sf("{\"mcpServers\":{"
+                             "\"deaf\":{\"command\":\"/bin/sh\",\"args\":[\"-c\",\"exec \\\"$0\\\" "
+                             "--ignore-stdin-eof --ignore-sigterm --pidfile %s 2>/dev/null\",\"%s\"],"
+                             "\"env\":{\"MCPVISOR_IT_TAG\":\"%s\"}},"
+                             "\"escapee\":{\"command\":\"%s\",\"args\":[\"--grandchild-setsid\",\"--grandchild-pidfile\",\"%s\"],"
+                             "\"env\":{\"MCPVISOR_IT_TAG\":\"%s\"}}}}\n",
+                             PIDFILE, h_demo_server_path(), tag, h_demo_server_path(), GPIDFILE, tag) });
+        cr_assert(h_notify_wait(old, "STATUS=2/2 servers ready", H_TIMEOUT_MS), "the first daemon's servers: %s",
+                  old->notices);
+}
+
+/* What a failed test left of the predecessor's (its servers ignore SIGTERM): for teardown. */
+static void kill_tagged(const char *pidfile) {
+        pid_t pid = h_pidfile_wait(pidfile, 0, 0);
+        char env[65536];
+        size_t len;
+
+        if (pid <= 0 || h_pid_gone(pid))
+                return;
+        len = h_read_environ(pid, env, sizeof env);
+        if (h_environ_has(env, len, tag_entry(), true))
+                kill(pid, SIGKILL);
+}
+
+/* D on the paths of old. */
+static void start_on_paths_of(const struct h_daemon *old) {
+        const char *const args[] = { "--socket", old->sock, "--control-socket", old->control, NULL };
+        char *config = config_text();
+
+        h_start(&D, &(struct h_opts){ .config = config, .extra_args = args });
+        free(config);
+}
+
+Test(supervise, sigkilled_daemon_leftovers_ended_by_the_next) {
+        pid_t pid, gpid;
+
+        start_predecessor(&OLD);
+        pid = pidfile_wait(PIDFILE, 0);
+        gpid = pidfile_wait(GPIDFILE, 0);
+        h_stop(&OLD, SIGKILL, H_TIMEOUT_MS);
+        /* PR_SET_PDEATHSIG: the direct child ignoring EOF and SIGTERM goes with the daemon */
+        cr_assert(h_pid_gone_wait(pid, 1000), "the server (pid %d) outlived its SIGKILLed daemon", (int)pid);
+        cr_assert_not(h_pid_gone(gpid), "the setsid grandchild is out of PR_SET_PDEATHSIG's reach");
+
+        add_demo("fresh", "", "");
+        start_on_paths_of(&OLD);
+        expect_log(sf("pid %d was left behind by a previous mcpvisord on this socket; sending SIGTERM", (int)gpid));
+        expect_gone(gpid, "the setsid grandchild of the SIGKILLed daemon");
+        expect_notify("STATUS=1/1 servers ready");
+        struct h_conn *c = h_connect(OLD.sock, H_TIMEOUT_MS);
+        h_expect_result(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        h_close(c);
+        stop_daemon();
+}
+
+Test(supervise, daemon_on_other_socket_leaves_servers_alone) {
+        pid_t pid, gpid;
+
+        start_predecessor(&OLD);
+        pid = pidfile_wait(PIDFILE, 0);
+        gpid = pidfile_wait(GPIDFILE, 0);
+        add_demo("other", "", "");
+        start(NULL);
+        expect_notify("STATUS=1/1 servers ready");
+        expect_no_log("previous mcpvisord");
+        cr_assert_not(h_pid_gone_wait(gpid, 300), "another daemon's setsid grandchild was ended");
+        cr_assert_not(h_pid_gone(pid), "another daemon's server was ended");
+        stop_daemon();
+        /* The first daemon's own close sequence still ends all of it. */
+        cr_assert(exited_cleanly(h_stop(&OLD, SIGTERM, 2 * H_TIMEOUT_MS)), "the first daemon did not stop cleanly");
+        cr_assert(h_pid_gone_wait(gpid, H_TIMEOUT_MS) && h_pid_gone_wait(pid, H_TIMEOUT_MS));
 }
 
 /* Polls until the daemon has no children at all (zombies included), then asserts that it

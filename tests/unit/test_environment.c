@@ -62,14 +62,19 @@ static unsigned count_named(char *const *strv, const char *name) {
         return n;
 }
 
-static int build(struct env_var *vars, size_t n_vars, char **daemon_env, uint64_t instance, const char *creds) {
+static int build_for(const char *daemon_id, struct env_var *vars, size_t n_vars, char **daemon_env, uint64_t instance,
+                     const char *creds) {
         struct server_config s = { .name = (char *)"github", .command = (char *)"npx", .env = vars, .n_env = n_vars };
 
         strv_free(env);
         env = NULL;
         free(error);
         error = NULL;
-        return environment_build(&s, daemon_env, instance, creds, &env, &error);
+        return environment_build(&s, daemon_env, daemon_id, instance, creds, &env, &error);
+}
+
+static int build(struct env_var *vars, size_t n_vars, char **daemon_env, uint64_t instance, const char *creds) {
+        return build_for(NULL, vars, n_vars, daemon_env, instance, creds);
 }
 
 Test(environment, get) {
@@ -180,17 +185,24 @@ Test(environment, configured_may_set_names_never_inherited) {
 }
 
 Test(environment, identity_always_set_not_overridable) {
-        char *daemon_env[] = { "MCPVISOR_SERVER=daemon", "MCPVISOR_INSTANCE=99", "PATH=/bin", NULL };
+        char *daemon_env[] = { "MCPVISOR_SERVER=daemon", "MCPVISOR_INSTANCE=99", "MCPVISOR_DAEMON=/elsewhere",
+                               "PATH=/bin", NULL };
         struct env_var vars[] = {
                 { .name = ENV_SERVER, .value = "spoofed" },
                 { .name = ENV_INSTANCE, .value = "0" },
+                { .name = ENV_DAEMON, .value = "/spoofed.sock" },
         };
 
-        cr_assert_eq(build(vars, 2, daemon_env, 18446744073709551615ull, NULL), 0);
+        cr_assert_eq(build_for("/run/user/1000/mcpvisor/mcp.sock", vars, 3, daemon_env, 18446744073709551615ull, NULL), 0);
         cr_assert_str_eq(environment_get(env, ENV_SERVER), "github");
         cr_assert_str_eq(environment_get(env, ENV_INSTANCE), "18446744073709551615");
+        cr_assert_str_eq(environment_get(env, ENV_DAEMON), "/run/user/1000/mcpvisor/mcp.sock");
         cr_assert_eq(count_named(env, ENV_SERVER), 1);
         cr_assert_eq(count_named(env, ENV_INSTANCE), 1);
+        cr_assert_eq(count_named(env, ENV_DAEMON), 1);
+        /* socket-activated: no id, and the configured or inherited one is not passed on */
+        cr_assert_eq(build(vars, 3, daemon_env, 1, NULL), 0);
+        cr_assert_null(environment_get(env, ENV_DAEMON));
 }
 
 Test(environment, many_entries) {
@@ -449,7 +461,7 @@ Test(environment, server_path) {
         cr_assert_str_eq(environment_server_path(&s, daemon_env), "/opt/x/bin");
         /* the same answer as the environment the server gets */
         cr_assert_eq(environment_build(&(struct server_config){ .name = (char *)"x", .env = &path_var, .n_env = 1 },
-                                       daemon_env, 1, NULL, &env, &error),
+                                       daemon_env, NULL, 1, NULL, &env, &error),
                      0);
         cr_assert_str_eq(environment_get(env, "PATH"), environment_server_path(&s, daemon_env));
         s.env = &secret;
