@@ -255,6 +255,16 @@ static bool take_plain_key(struct json_scan *s, const char **key, size_t *len) {
         return true;
 }
 
+/* After a member's key: its ':' and value, whose first byte goes to *value. */
+static bool take_member_value(struct json_scan *s, const char **value) {
+        json_scan_ws(s);
+        if (!json_scan_take(s, ':'))
+                return false;
+        json_scan_ws(s);
+        *value = s->p;
+        return json_scan_value(s);
+}
+
 static bool key_is(const char *key, size_t len, const char *want) {
         return len == strlen(want) && memcmp(key, want, len) == 0;
 }
@@ -281,14 +291,7 @@ static bool take_result_member(struct json_scan *s, struct jsonrpc_result_text *
         size_t key_len;
         unsigned bit;
 
-        if (!take_plain_key(s, &key, &key_len))
-                return false;
-        json_scan_ws(s);
-        if (!json_scan_take(s, ':'))
-                return false;
-        json_scan_ws(s);
-        value = s->p;
-        if (!json_scan_value(s))
+        if (!take_plain_key(s, &key, &key_len) || !take_member_value(s, &value))
                 return false;
         if (key_is(key, key_len, "error") || key_is(key, key_len, "method"))
                 return false;
@@ -344,12 +347,7 @@ static bool take_head_member(struct json_scan *s, int64_t *id, unsigned *seen) {
                 *seen = 0; /* a request's id is the server's own; two ids are no answer */
                 return false;
         }
-        json_scan_ws(s);
-        if (!json_scan_take(s, ':'))
-                return false;
-        json_scan_ws(s);
-        value = s->p;
-        if (!json_scan_value(s) || s->p == s->end)
+        if (!take_member_value(s, &value) || s->p == s->end)
                 return false; /* cut off, a number perhaps in the middle */
         if (is_id && !parse_our_id(value, (size_t)(s->p - value), id)) {
                 *seen = 0; /* not an id of ours */
