@@ -16,6 +16,10 @@
  *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
  *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
  *     response after "jsonrpc" and "id", byte for byte: what the daemon passes on as written.
+ *   - tool "echo" given "bytes" N instead of "text" answers a text of N 'x's, for the tests
+ *     of a server's line limit; with "idLast": true its id comes after the result, as the
+ *     TypeScript SDK writes it; with "unterminated": true it writes N 'x's and no newline,
+ *     and never answers.
  *   - --ask-at-start METHOD sends request METHOD, id "start-1", right after initialized.
  *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
  *     as servers that keep their client's roots do (server-filesystem).
@@ -419,9 +423,42 @@ static void answer_raw(json_object *id, const char *raw) {
         answered(id);
 }
 
+/* N 'x's: a large answer built by the server from a small request. */
+static void answer_bytes(json_object *id, json_object *args, size_t n) {
+        json_object *v;
+        char *text = malloc(n + 1), *line = NULL;
+        int len = 0;
+
+        if (!text) {
+                fprintf(stderr, "out of memory\n");
+                exit(EXIT_FAILURE);
+        }
+        memset(text, 'x', n);
+        text[n] = '\0';
+        if (json_object_object_get_ex(args, "unterminated", &v) && json_object_get_boolean(v)) {
+                if (write_all(STDOUT_FILENO, text, n) < 0)
+                        exit(EXIT_FAILURE);
+        } else if (json_object_object_get_ex(args, "idLast", &v) && json_object_get_boolean(v)) {
+                len = asprintf(&line, "{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"%s\"}]},\"jsonrpc\":\"2.0\",\"id\":%s}",
+                               text, json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN));
+                if (len < 0)
+                        exit(EXIT_FAILURE);
+                write_line(line, (size_t)len);
+                answered(id);
+        } else
+                send_result(id, text_result(text, false));
+        free(line);
+        free(text);
+}
+
 static void tool_echo(json_object *id, json_object *params, json_object *args) {
         const char *text = get_string(args, "text");
+        json_object *bytes = get_number(args, "bytes");
 
+        if (bytes && json_object_get_int64(bytes) >= 0) {
+                answer_bytes(id, args, (size_t)json_object_get_int64(bytes));
+                return;
+        }
         if (get_string(args, "raw")) {
                 answer_raw(id, get_string(args, "raw"));
                 return;

@@ -142,10 +142,16 @@ static void handle_line(struct framing_run *r, const struct frame *fr) {
         jsonrpc_msg_done(&m);
 }
 
-static void handle_oversize(struct framing_run *r) {
+/* The report holds the line's head: more than max_line of its first bytes, no more. */
+static void handle_oversize(struct framing_run *r, const struct frame *fr) {
+        const struct expected *e;
+
         fuzz_check(r->next < r->n, "an over-long report the model does not have");
-        fuzz_check(r->lines[r->next].oversize, "line %zu (%zu bytes) reported over-long (max %zu)", r->next + 1,
-                   r->lines[r->next].len, r->max_line);
+        e = &r->lines[r->next];
+        fuzz_check(e->oversize, "line %zu (%zu bytes) reported over-long (max %zu)", r->next + 1, e->len, r->max_line);
+        fuzz_check(fr->len > r->max_line && fr->len <= e->len, "line %zu (%zu bytes) reported with %zu bytes", r->next + 1,
+                   e->len, fr->len);
+        fuzz_check(memcmp(fr->data, e->data, fr->len) == 0, "line %zu reported with other bytes", r->next + 1);
         r->next++;
 }
 
@@ -155,7 +161,7 @@ static void drain_frames(struct framing_run *r, struct framer *f, struct evbuffe
 
         while ((kind = framer_next(f, in, at_eof, &fr)) != FRAME_NONE) {
                 if (kind == FRAME_OVERSIZE) {
-                        handle_oversize(r);
+                        handle_oversize(r, &fr);
                         continue;
                 }
                 handle_line(r, &fr);

@@ -11,7 +11,9 @@
  *     the line) is JSON text json-c reads as the same value as the parsed message's
  *     result;
  *   - the line jsonrpc_result_text_line() builds around that span is itself a plain
- *     result, with the same value, to both readers. */
+ *     result, with the same value, to both readers;
+ *   - no head of such a line (what a server's line over the limit leaves to read) is
+ *     taken by jsonrpc_scan_head_id() for an answer to another id. */
 #include <json-c/json.h>
 #include <string.h>
 
@@ -85,6 +87,16 @@ static void check_rebuilt(struct jsonrpc_parser *parser, const struct jsonrpc_re
         json_object_put(id);
 }
 
+/* Every head up to 1 KiB: the scan is cheap, but a long line's would take the square. */
+static void check_heads(const char *line, size_t size, const struct jsonrpc_result_text *r) {
+        int64_t id;
+
+        for (size_t n = 0; n <= size && n <= 1024; n++)
+                if (jsonrpc_scan_head_id(line, n, &id))
+                        fuzz_check(id == r->id, "the first %zu bytes name id %lld, the line %lld", n, (long long)id,
+                                   (long long)r->id);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *line = (const char *)data;
         struct jsonrpc_parser parser;
@@ -106,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
         check_result(&parser, line, size, &r);
         check_rebuilt(&parser, &r);
+        check_heads(line, size, &r);
         jsonrpc_parser_done(&parser);
         return 0;
 }

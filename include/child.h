@@ -30,8 +30,10 @@ typedef void (*child_result_text_fn)(struct child *ch, const char *text, size_t 
 struct child_ops {
         /* A request or notification from the server (responses are matched here). */
         void (*message)(struct child *ch, struct jsonrpc_msg *m, void *userdata);
-        /* The server closed its stdout or stopped reading its stdin; why is static text. */
-        void (*broken)(struct child *ch, const char *why, void *userdata);
+        /* The server closed its stdout or stopped reading its stdin, or (violation) wrote
+         * what leaves its stdout unusable: a line over the size limit that answers no call
+         * its head can tell, whose run must end as a failure. why is valid during the call. */
+        void (*broken)(struct child *ch, const char *why, bool violation, void *userdata);
 };
 
 struct child_request {
@@ -50,7 +52,7 @@ struct child {
         struct jsonrpc_parser *parser;
         struct bufferevent *to;        /* the server's stdin */
         struct event *from;            /* the server's stdout, read into the framer */
-        int from_fd;
+        int from_fd;                   /* -1 once closed after a violation */
         struct framer framer;
         int64_t next_id;
         TAILQ_HEAD(, child_request) pending;   /* in the order sent */

@@ -33,6 +33,9 @@ void problems_add_in(struct config_problems *p, const char *file, enum problem_s
 void problems_done(struct config_problems *p);
 
 #define CONFIG_DEFAULT_MAX_MESSAGE (16u * 1024 * 1024)
+/* Servers' answers are larger than clients' requests (a file read, an image): 64 MiB fits
+ * what real tools return, and a server's connection holds at most one line of it. */
+#define CONFIG_DEFAULT_MAX_SERVER_MESSAGE (64u * 1024 * 1024)
 #define CONFIG_DEFAULT_OUTPUT_LIMIT (64u * 1024 * 1024)
 #define CONFIG_DEFAULT_SOCKET_MODE 0660
 #define CONFIG_DEFAULT_SHUTDOWN_TIMEOUT 10.0
@@ -44,7 +47,8 @@ struct config {
         char *control_socket_path;   /* "controlSocket" */
         int socket_mode;             /* "socketMode": octal string, e.g. "0660" */
         int log_level;               /* "logLevel": -1 = not set */
-        size_t max_message_size;     /* "maxMessageSize": bytes per JSON-RPC line */
+        size_t max_message_size;     /* "maxMessageSize": bytes per JSON-RPC line from a client */
+        size_t max_server_message_size; /* "maxServerMessageSize": bytes per line from a server */
         size_t client_output_limit;  /* "clientOutputLimit": unsent bytes before a client is dropped */
         double shutdown_timeout;     /* "shutdownTimeout": seconds for a clean stop */
         char *tool_name_separator;   /* "toolNameSeparator": NULL = "__" */

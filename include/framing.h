@@ -2,8 +2,8 @@
  * accepted. Takes the bytes of a libevent input buffer into one contiguous buffer of its
  * own, so a line arriving in thousands of reads is scanned once, not once per read (the
  * search in an evbuffer starts from its first chunk every time). Lines longer than
- * max_line are reported once and discarded up to their newline, so the stream stays
- * usable. */
+ * max_line are reported once, with what was taken of them so far (so the caller can read
+ * the line's head), and discarded up to their newline, so the stream stays usable. */
 #pragma once
 
 #include <stdbool.h>
@@ -17,13 +17,16 @@ struct framer {
         char *buf;         /* bytes taken from the input; [start, len) not consumed yet */
         size_t start, len, cap;
         size_t scanned;    /* bytes from start known to hold no '\n' */
+        size_t held;       /* bytes of an over-long line reported, dropped at the next call */
         bool discarding;   /* inside an over-long line: drop until its newline */
 };
 
 enum frame_kind {
         FRAME_NONE,      /* need more input */
         FRAME_LINE,      /* data/len hold one message; call framer_consume() after use */
-        FRAME_OVERSIZE,  /* a line exceeded max_line (or memory ran out); it is discarded */
+        FRAME_OVERSIZE,  /* a line exceeded max_line (or memory ran out); data/len hold what
+                          * was taken of it, at least its first max_line bytes unless memory
+                          * ran out; the rest is discarded */
 };
 
 struct frame {
@@ -44,10 +47,12 @@ ssize_t framer_read(struct framer *f, int fd);
 
 /* Returns the next frame in ret, taking what in holds (in may be NULL). at_eof: the peer will send
  * nothing more, so an unterminated tail is a final line. Empty lines are skipped. The
- * frame's data stays valid until framer_consume() or the next framer_next(). */
+ * frame's data stays valid until framer_consume() or the next framer_next() or
+ * framer_read(). */
 enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, struct frame *ret);
 
-/* Done with a FRAME_LINE: drops its bytes. */
+/* Done with a frame: drops its bytes (an over-long line's are dropped anyway at the next
+ * call). */
 void framer_consume(struct framer *f, const struct frame *fr);
 
 /* Bytes taken but not framed yet: the start of an unfinished line. */

@@ -88,6 +88,11 @@ struct jsonrpc_result_text {
 /* True if line is such a result; anything else (errors, requests, escaped or repeated
  * members, text json-c might read otherwise) is false, and goes to jsonrpc_parse(). */
 bool jsonrpc_scan_result(const char *line, size_t len, struct jsonrpc_result_text *ret);
+/* The id of a response from the first len bytes of a line too long to read whole: true
+ * when they show, at the top level, a non-negative integer "id" (as in
+ * jsonrpc_scan_result), a "result" or "error" member (whole or cut off by the head's end)
+ * and no "method". A response that writes its id after its result cannot be told. */
+bool jsonrpc_scan_head_id(const char *head, size_t len, int64_t *ret_id);
 /* A result response under id whose result is the JSON text result (valid, without
  * newlines), as one line in five parts that point into id's text and result. Returns the
  * line's length or -ENOMEM. */

@@ -15,6 +15,7 @@ enum server_cause_kind {
         SERVER_CAUSE_HANDSHAKE,     /* initialize or a first list failed (detail) */
         SERVER_CAUSE_START_TIMEOUT, /* not ready within startTimeout (timeout) */
         SERVER_CAUSE_HEALTH,        /* failures pings in a row failed, the last as detail */
+        SERVER_CAUSE_PROTOCOL,      /* it wrote what leaves its stdout unusable (detail) */
         SERVER_CAUSE_KIND_COUNT,
 };
 
@@ -53,7 +54,8 @@ const char *server_exit_text(const struct server_exit *e, char *buf, size_t size
 /* The daemon's own signal ended it. */
 bool server_exit_by_daemon(const struct server_exit *e);
 /* The kind's name in the status answer: "exit" or "signal" for an end of its own (by how
- * it ended), "request", "spawn", "connection", "handshake", "startTimeout", "health";
+ * it ended), "request", "spawn", "connection", "handshake", "startTimeout", "health",
+ * "protocol";
  * NULL for none. */
 const char *server_cause_kind_name(const struct server_cause *c);
 

@@ -46,6 +46,7 @@ enum server_event {
         SERVER_EV_PING_OK,
         SERVER_EV_PING_FAILED,
         SERVER_EV_BROKEN,       /* closed its stdout or stopped reading its stdin */
+        SERVER_EV_VIOLATION,    /* wrote what leaves its stdout unusable (child.h) */
         SERVER_EV_EXITED,       /* the process was reaped */
         SERVER_EV_TIMER,        /* the current state's deadline passed */
         SERVER_EV_COUNT,

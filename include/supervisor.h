@@ -35,7 +35,7 @@ struct supervisor {
         struct event_base *base;
         const struct logger *log;
         struct jsonrpc_parser *parser;
-        size_t max_message_size;
+        size_t max_server_message_size;    /* "maxServerMessageSize": a line from a server */
         const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
         char **daemon_env;                 /* the daemon's environ, read-only */
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */

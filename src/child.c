@@ -20,6 +20,8 @@
 #define CHILD_GARBAGE_LOGGED 10
 /* A large request goes out in few writes (bufferevent's default is 16 KiB a write). */
 #define CHILD_WRITE_CHUNK (256 * 1024)
+/* Of a line over the size limit, the bytes searched for the id of the call it answers. */
+#define CHILD_OVERSIZE_HEAD 4096
 
 static void request_free(struct child *ch, struct child_request *rq) {
         TAILQ_REMOVE(&ch->pending, rq, entry);
@@ -51,13 +53,19 @@ static void on_request_timeout(evutil_socket_t fd, short what, void *userdata) {
         complete(rq->child, rq, -ETIMEDOUT, NULL, NULL);
 }
 
-static void mark_broken(struct child *ch, const char *why) {
+static void mark_broken(struct child *ch, const char *why, bool violation) {
         if (ch->broken)
                 return;
         ch->broken = true;
         event_del(ch->from);
+        if (violation) {
+                /* Nothing more it writes can be used: a server blocked writing the rest of
+                 * a huge line gets EPIPE now, instead of SIGTERM after stopTimeout. */
+                close(ch->from_fd);
+                ch->from_fd = -1;
+        }
         if (ch->ops->broken)
-                ch->ops->broken(ch, why, ch->userdata);
+                ch->ops->broken(ch, why, violation, ch->userdata);
 }
 
 static void handle_response(struct child *ch, struct jsonrpc_msg *m) {
@@ -86,19 +94,10 @@ static void handle_garbage(struct child *ch, const char *line, size_t len, const
                          "further non-MCP output from this server is only counted");
 }
 
-/* A broken answer to a pending request still ends it, with an error: left pending, the
- * call would wait for an answer that has already come. */
-static void handle_broken_response(struct child *ch, struct jsonrpc_msg *m) {
-        struct child_request *rq = NULL;
+/* Ends a request whose answer came but cannot be passed on, with an error saying why. */
+static void fail_request(struct child *ch, struct child_request *rq, const char *message) {
         json_object *error, *data;
-        char message[256];
 
-        if (json_object_is_type(m->id, json_type_int))
-                rq = find_request(ch, json_object_get_int64(m->id));
-        if (!rq)
-                return;
-        snprintf(message, sizeof message, "server '%s' answered with an invalid response: %s", ch->name,
-                 m->error_message);
         error = json_object_new_object();
         data = json_object_new_object();
         json_object_object_add(error, "code", json_object_new_int(JSONRPC_INTERNAL_ERROR));
@@ -107,6 +106,48 @@ static void handle_broken_response(struct child *ch, struct jsonrpc_msg *m) {
         json_object_object_add(error, "data", data);
         complete(ch, rq, 0, NULL, error);
         json_object_put(error);
+}
+
+/* A broken answer to a pending request still ends it, with an error: left pending, the
+ * call would wait for an answer that has already come. */
+static void handle_broken_response(struct child *ch, struct jsonrpc_msg *m) {
+        struct child_request *rq = NULL;
+        char message[256];
+
+        if (json_object_is_type(m->id, json_type_int))
+                rq = find_request(ch, json_object_get_int64(m->id));
+        if (!rq)
+                return;
+        snprintf(message, sizeof message, "server '%s' answered with an invalid response: %s", ch->name,
+                 m->error_message);
+        fail_request(ch, rq, message);
+}
+
+/* A line over the limit, of which we have at least its first max_line bytes. When its head
+ * names the call it answers, that call fails and the rest of the line is dropped. When it
+ * does not, the server's output can no longer be matched to calls: a call would wait for an
+ * answer that came, so the connection ends as a broken one. */
+static void handle_oversize(struct child *ch, const char *head, size_t len) {
+        struct child_request *rq;
+        int64_t id;
+        char message[256];
+
+        if (!jsonrpc_scan_head_id(head, len < CHILD_OVERSIZE_HEAD ? len : CHILD_OVERSIZE_HEAD, &id)) {
+                snprintf(message, sizeof message,
+                         "wrote a line over maxServerMessageSize (%zu bytes) that names no call in its first %d bytes",
+                         ch->framer.max_line, CHILD_OVERSIZE_HEAD);
+                mark_broken(ch, message, true);
+                return;
+        }
+        snprintf(message, sizeof message,
+                 "server '%s' answered with a message of more than %zu bytes (maxServerMessageSize); it was discarded",
+                 ch->name, ch->framer.max_line);
+        log_emit(ch->log, LOG_WARNING, &(struct log_subject){ .server = ch->name },
+                 "discarded its answer to request %" PRId64 ", over maxServerMessageSize (%zu bytes)", id,
+                 ch->framer.max_line);
+        rq = find_request(ch, id);
+        if (rq)
+                fail_request(ch, rq, message);
 }
 
 /* A plain result for a request that takes its result as text goes on unparsed: parsing
@@ -149,7 +190,8 @@ static void process_input(struct child *ch, bool at_eof) {
 
         while (!ch->broken && (kind = framer_next(&ch->framer, NULL, at_eof, &fr)) != FRAME_NONE) {
                 if (kind == FRAME_OVERSIZE) {
-                        handle_garbage(ch, "", 0, "a line over the size limit, discarded");
+                        handle_oversize(ch, fr.data, fr.len);
+                        framer_consume(&ch->framer, &fr);
                         continue;
                 }
                 process_line(ch, fr.data, fr.len);
@@ -165,9 +207,9 @@ static void on_from_readable(evutil_socket_t fd, short what, void *userdata) {
                 process_input(ch, false);
         } else if (n == 0) {
                 process_input(ch, true);
-                mark_broken(ch, "closed its stdout");
+                mark_broken(ch, "closed its stdout", false);
         } else if (n != -EAGAIN && n != -EINTR) {
-                mark_broken(ch, n == -ENOMEM ? "out of memory reading its stdout" : "stdout read error");
+                mark_broken(ch, n == -ENOMEM ? "out of memory reading its stdout" : "stdout read error", false);
         }
 }
 
@@ -200,7 +242,7 @@ static void on_to_event(struct bufferevent *bev, short what, void *userdata) {
                 evbuffer_drain(out, evbuffer_get_length(out));
                 evbuffer_freeze(out, 1);
                 if (!ch->input_closed)
-                        mark_broken(ch, "stopped reading its stdin");
+                        mark_broken(ch, "stopped reading its stdin", false);
         }
 }
 
@@ -251,7 +293,8 @@ void child_free(struct child *ch) {
                 complete(ch, rq, -ECONNRESET, NULL, NULL);
         bufferevent_free(ch->to);
         event_free(ch->from);
-        close(ch->from_fd);
+        if (ch->from_fd >= 0)
+                close(ch->from_fd);
         idmap_done(&ch->by_id);
         framer_done(&ch->framer);
         free(ch);

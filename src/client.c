@@ -154,6 +154,7 @@ static void process_input(struct client *c, bool at_eof) {
                 if (kind == FRAME_NONE)
                         break;
                 if (kind == FRAME_OVERSIZE) {
+                        framer_consume(&c->framer, &fr); /* its bytes go at once */
                         answer_oversize(c);
                         continue;
                 }

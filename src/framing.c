@@ -23,7 +23,7 @@ void framer_done(struct framer *f) {
 }
 
 size_t framer_buffered(const struct framer *f) {
-        return f->len - f->start;
+        return f->len - f->start - f->held;
 }
 
 static void forget(struct framer *f, size_t bytes) {
@@ -37,6 +37,16 @@ static void forget(struct framer *f, size_t bytes) {
                 f->buf = NULL;
                 f->cap = 0;
         }
+}
+
+/* Drops the over-long line reported last, which the caller has had its look at. */
+static void release(struct framer *f) {
+        size_t held = f->held;
+
+        if (held == 0)
+                return;
+        f->held = 0;
+        forget(f, held);
 }
 
 /* Makes room for n more bytes at the end; what is left of earlier input (an unfinished
@@ -97,10 +107,12 @@ static int take_input(struct framer *f, struct evbuffer *in) {
 
 ssize_t framer_read(struct framer *f, int fd) {
         /* Reads grow with the unfinished line, so a large message takes few reads. */
-        size_t want = framer_buffered(f) > FRAMER_READ_BYTES ? framer_buffered(f) : FRAMER_READ_BYTES;
+        size_t want;
         size_t from;
         ssize_t n;
 
+        release(f);
+        want = framer_buffered(f) > FRAMER_READ_BYTES ? framer_buffered(f) : FRAMER_READ_BYTES;
         if (reserve(f, want) < 0)
                 return -ENOMEM;
         from = f->len;
@@ -122,10 +134,11 @@ static enum frame_kind make_line(struct framer *f, size_t len, size_t consume, s
         return FRAME_LINE;
 }
 
-static enum frame_kind oversize(struct framer *f, size_t drop, bool discard_rest, struct frame *ret) {
-        forget(f, drop);
+/* The line's bytes are kept until the next call, so the caller can read its head. */
+static enum frame_kind oversize(struct framer *f, size_t len, size_t drop, bool discard_rest, struct frame *ret) {
+        f->held = drop;
         f->discarding = discard_rest;
-        *ret = (struct frame){ .kind = FRAME_OVERSIZE };
+        *ret = (struct frame){ .kind = FRAME_OVERSIZE, .data = f->buf + f->start, .len = len, .consume = drop };
         return FRAME_OVERSIZE;
 }
 
@@ -135,8 +148,9 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
                 const char *nl;
 
                 *ret = (struct frame){ .kind = FRAME_NONE };
+                release(f);
                 if (take_input(f, in) < 0) /* out of memory: lose this line, keep the stream */
-                        return oversize(f, framer_buffered(f), !at_eof, ret);
+                        return oversize(f, framer_buffered(f), framer_buffered(f), !at_eof, ret);
                 if (f->discarding && at_eof)
                         f->discarding = false; /* the over-long line ended with the stream */
                 if (f->discarding)
@@ -148,7 +162,7 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
                         if (avail > f->max_line)
                                 /* Report now, not when the newline finally comes: the peer
                                  * hears about it at once and we stop buffering. */
-                                return oversize(f, avail, !at_eof, ret);
+                                return oversize(f, avail, avail, !at_eof, ret);
                         if (!at_eof || avail == 0)
                                 return FRAME_NONE;
                         make_line(f, avail, avail, ret);
@@ -156,7 +170,7 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
                         size_t len = (size_t)(nl - (f->buf + f->start));
 
                         if (len > f->max_line)
-                                return oversize(f, len + 1, false, ret);
+                                return oversize(f, len, len + 1, false, ret);
                         make_line(f, len, len + 1, ret);
                 }
                 if (ret->len > 0)
@@ -168,4 +182,6 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
 void framer_consume(struct framer *f, const struct frame *fr) {
         if (fr->kind == FRAME_LINE)
                 forget(f, fr->consume);
+        else if (fr->kind == FRAME_OVERSIZE)
+                release(f);
 }

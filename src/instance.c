@@ -74,7 +74,7 @@ static int spawn(struct instance *in, const struct server_config *c, char **env,
                 return explain(r, c, program, error);
         in->started_at = now_usec();
         if (stderr_reader_start(&in->err, sv->base, pipes.err, c->name, sv->log) == 0)
-                in->child = child_new(sv->base, pipes.in, pipes.out, sv->max_message_size, c->name, sv->log,
+                in->child = child_new(sv->base, pipes.in, pipes.out, sv->max_server_message_size, c->name, sv->log,
                                       sv->parser, ops, in->server);
         else {
                 close(pipes.in);

@@ -255,6 +255,16 @@ static bool take_plain_key(struct json_scan *s, const char **key, size_t *len) {
         return true;
 }
 
+/* After a member's key: its ':' and value, whose first byte goes to *value. */
+static bool take_member_value(struct json_scan *s, const char **value) {
+        json_scan_ws(s);
+        if (!json_scan_take(s, ':'))
+                return false;
+        json_scan_ws(s);
+        *value = s->p;
+        return json_scan_value(s);
+}
+
 static bool key_is(const char *key, size_t len, const char *want) {
         return len == strlen(want) && memcmp(key, want, len) == 0;
 }
@@ -281,14 +291,7 @@ static bool take_result_member(struct json_scan *s, struct jsonrpc_result_text *
         size_t key_len;
         unsigned bit;
 
-        if (!take_plain_key(s, &key, &key_len))
-                return false;
-        json_scan_ws(s);
-        if (!json_scan_take(s, ':'))
-                return false;
-        json_scan_ws(s);
-        value = s->p;
-        if (!json_scan_value(s))
+        if (!take_plain_key(s, &key, &key_len) || !take_member_value(s, &value))
                 return false;
         if (key_is(key, key_len, "error") || key_is(key, key_len, "method"))
                 return false;
@@ -324,6 +327,54 @@ bool jsonrpc_scan_result(const char *line, size_t len, struct jsonrpc_result_tex
                 return false;
         json_scan_ws(&s);
         return s.p == s.end && seen == 7;
+}
+
+enum { HEAD_ID = 1, HEAD_OUTCOME = 2 };
+
+/* One member of a response's head; false where the scan ends: at the head's end, with
+ * *seen telling what came before, or at what no plain response holds (*seen cleared). */
+static bool take_head_member(struct json_scan *s, int64_t *id, unsigned *seen) {
+        const char *key, *value;
+        size_t key_len;
+        bool is_id;
+
+        if (!take_plain_key(s, &key, &key_len))
+                return false;
+        is_id = key_is(key, key_len, "id");
+        if (key_is(key, key_len, "result") || key_is(key, key_len, "error"))
+                *seen |= HEAD_OUTCOME; /* a response, even if its value is cut off */
+        if (key_is(key, key_len, "method") || (is_id && (*seen & HEAD_ID))) {
+                *seen = 0; /* a request's id is the server's own; two ids are no answer */
+                return false;
+        }
+        if (!take_member_value(s, &value) || s->p == s->end)
+                return false; /* cut off, a number perhaps in the middle */
+        if (is_id && !parse_our_id(value, (size_t)(s->p - value), id)) {
+                *seen = 0; /* not an id of ours */
+                return false;
+        }
+        *seen |= is_id ? HEAD_ID : 0;
+        json_scan_ws(s);
+        return json_scan_take(s, ',');
+}
+
+bool jsonrpc_scan_head_id(const char *head, size_t len, int64_t *ret_id) {
+        struct json_scan s;
+        unsigned seen = 0;
+        int64_t id = -1;
+
+        json_scan_init(&s, head, len, JSONRPC_MAX_DEPTH);
+        json_scan_ws(&s);
+        if (!json_scan_take(&s, '{'))
+                return false;
+        s.depth = 1;
+        do
+                json_scan_ws(&s);
+        while (take_head_member(&s, &id, &seen));
+        if (seen != (HEAD_ID | HEAD_OUTCOME))
+                return false;
+        *ret_id = id;
+        return true;
 }
 
 int jsonrpc_result_text_line(json_object *id, const char *result, size_t len, struct iovec parts[5]) {

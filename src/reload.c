@@ -100,7 +100,7 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         config_init_defaults(next);
         config_done(&old);
         d->log.max_priority = daemon_log_level(d);
-        d->supervisor.max_message_size = d->config.max_message_size;
+        d->supervisor.max_server_message_size = d->config.max_server_message_size;
         return 0;
 }
 

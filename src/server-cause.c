@@ -31,7 +31,7 @@ const char *server_cause_kind_name(const struct server_cause *c) {
                 [SERVER_CAUSE_REQUEST] = "request",         [SERVER_CAUSE_SPAWN] = "spawn",
                 [SERVER_CAUSE_EXIT] = "exit",               [SERVER_CAUSE_CONNECTION] = "connection",
                 [SERVER_CAUSE_HANDSHAKE] = "handshake",     [SERVER_CAUSE_START_TIMEOUT] = "startTimeout",
-                [SERVER_CAUSE_HEALTH] = "health",
+                [SERVER_CAUSE_HEALTH] = "health",           [SERVER_CAUSE_PROTOCOL] = "protocol",
         };
 
         if (c->kind == SERVER_CAUSE_EXIT && (c->exit.code == CLD_KILLED || c->exit.code == CLD_DUMPED))

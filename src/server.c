@@ -179,7 +179,7 @@ static bool permanent_spawn_error(int r) {
 }
 
 static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *userdata);
-static void on_child_broken(struct child *ch, const char *why, void *userdata);
+static void on_child_broken(struct child *ch, const char *why, bool violation, void *userdata);
 static const struct child_ops child_ops = { .message = on_child_message, .broken = on_child_broken };
 
 /* What the daemon offers to ask of clients on this server's behalf (server-request.h).
@@ -312,6 +312,12 @@ static void act_broken(struct server *s, const char *detail) {
         server_cause_set(&s->why, SERVER_CAUSE_CONNECTION, detail);
         begin_stop(s, STOP_GOAL_RECOVER);
         s->stop_failed = starting;
+}
+
+/* It wrote what leaves its stdout unusable: the run ends as a failure, however it exits. */
+static void act_violation(struct server *s, const char *detail) {
+        server_cause_set(&s->why, SERVER_CAUSE_PROTOCOL, detail);
+        begin_stop(s, STOP_GOAL_RECOVER);
 }
 
 static void act_start_timeout(struct server *s, const char *detail) {
@@ -468,18 +474,21 @@ static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
         [SERVER_STARTING] = {
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_READY] = act_ready, [SERVER_EV_START_FAILED] = act_recover,
-                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
+                [SERVER_EV_EXITED] = act_exited,
                 [SERVER_EV_TIMER] = act_start_timeout,
         },
         [SERVER_READY] = {
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
-                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
+                [SERVER_EV_EXITED] = act_exited,
         },
         [SERVER_UNHEALTHY] = {
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
-                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
+                [SERVER_EV_EXITED] = act_exited,
         },
         [SERVER_STOPPING] = {
                 [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,
@@ -523,8 +532,8 @@ static void on_health(int status, void *userdata) {
         server_handle(s, SERVER_EV_PING_FAILED, why);
 }
 
-static void on_child_broken(struct child *ch, const char *why, void *userdata) {
-        server_handle(userdata, SERVER_EV_BROKEN, why);
+static void on_child_broken(struct child *ch, const char *why, bool violation, void *userdata) {
+        server_handle(userdata, violation ? SERVER_EV_VIOLATION : SERVER_EV_BROKEN, why);
 }
 
 static void on_refreshed(int r, const char *why, void *userdata) {

@@ -122,7 +122,7 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
                 .base = base,
                 .log = log,
                 .parser = parser,
-                .max_message_size = config->max_message_size,
+                .max_server_message_size = config->max_server_message_size,
                 .credentials_dir = getenv("CREDENTIALS_DIRECTORY"),
                 .daemon_env = environ,
         };

@@ -487,6 +487,85 @@ Test(routing, a_call_is_told_why_the_daemon_ended_its_server) {
         h_client_close(x);
 }
 
+/* ---- answers over maxServerMessageSize ---- */
+
+/* Server b, ready, and a client, with servers' lines limited to 1 MiB. */
+static struct h_client *start_limited(void) {
+        add_demo("b", "\"restartDelay\":0.2", "");
+        set_settings("\"maxServerMessageSize\":1048576");
+        start(NULL);
+        wait_all_ready(1);
+        return cl_open();
+}
+
+/* An answer over the limit whose id comes first fails its call, and only that: the server
+ * keeps running and answers the next call. */
+Test(routing, oversize_answer_named_first_fails_its_call) {
+        struct h_client *x = start_limited();
+        json_object *r;
+
+        r = h_client_tool_call(x, "1", "b__echo", "{\"bytes\":2097152}");
+        cr_assert_not_null(strstr(error_message(r), "server 'b' answered with a message of more than 1048576 bytes "
+                                                    "(maxServerMessageSize); it was discarded"),
+                           "%s", h_json_text(r));
+        cr_assert_eq(h_error_code(r), -32603);
+        cr_assert_str_eq(h_str(r, "error.data.server"), "b");
+        json_object_put(r);
+        r = h_client_tool_call(x, "2", "b__echo", "{\"text\":\"after\"}");
+        cr_assert_str_eq(h_result_text(r), "after");
+        json_object_put(r);
+        cr_assert_eq(h_log_count(&D, "[b] starting -> ready"), 1, "b was restarted");
+        cr_assert_eq(h_log_count(&D, "[b] ready -> stopping"), 0, "b was stopped");
+        h_client_close(x);
+}
+
+/* Output that cannot be matched to a call: the server is restarted, and the call in flight
+ * is told why. */
+static void expect_restart_after(const char *arguments) {
+        struct h_client *x = start_limited();
+        json_object *r;
+
+        r = h_client_tool_call(x, "1", "b__echo", arguments);
+        cr_assert_not_null(strstr(error_message(r), "server 'b' ended (wrote a line over maxServerMessageSize (1048576 "
+                                                    "bytes) that names no call in its first 4096 bytes, then "),
+                           "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), ") during this call; restarting in"), "%s", h_json_text(r));
+        cr_assert_null(strstr(error_message(r), "stopTimeout"), "not ended at once: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_count_wait(&D, "[b] starting -> ready", 2, H_TIMEOUT_MS), "b was not restarted");
+        r = h_client_tool_call(x, "2", "b__echo", "{\"text\":\"after\"}");
+        cr_assert_str_eq(h_result_text(r), "after");
+        json_object_put(r);
+        h_client_close(x);
+}
+
+/* The TypeScript SDK writes the id after the result. */
+Test(routing, oversize_answer_named_last_restarts_its_server) {
+        expect_restart_after("{\"bytes\":2097152,\"idLast\":true}");
+}
+
+/* Bytes without a newline are over the limit before any line ends (1 GiB of them once
+ * stayed unnoticed). */
+Test(routing, unterminated_output_over_the_limit_restarts_its_server) {
+        expect_restart_after("{\"bytes\":2097152,\"unterminated\":true}");
+}
+
+/* Servers' answers have a larger default limit than clients' requests: a 17 MiB result (a
+ * read_file of a 17 MB file) passes through intact. */
+Test(routing, a_17_mib_answer_passes_under_the_default_limit) {
+        struct h_client *x = start_one_demo("b", NULL);
+        const size_t n = 17u * 1024 * 1024;
+        const char *text;
+        json_object *r;
+
+        r = h_client_tool_call(x, "1", "b__echo", sf("{\"bytes\":%zu}", n));
+        text = h_result_text(r);
+        cr_assert_eq(strlen(text), n);
+        cr_assert_eq(strspn(text, "x"), n);
+        json_object_put(r);
+        h_client_close(x);
+}
+
 Test(routing, in_flight_failed_on_exit) {
         static const char *const ids[] = { "\"s1\"", "\"s2\"", "\"crash\"" };
         struct h_client *x, *y;

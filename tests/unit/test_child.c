@@ -33,7 +33,8 @@ struct reply {
 static struct reply replies[8];
 static struct {
         unsigned calls, order;
-        char why[128];
+        bool violation;
+        char why[256];
 } broken;
 static struct {
         unsigned calls;
@@ -54,9 +55,10 @@ static void on_message(struct child *c, struct jsonrpc_msg *m, void *userdata) {
         }
 }
 
-static void on_broken(struct child *c, const char *why, void *userdata) {
+static void on_broken(struct child *c, const char *why, bool violation, void *userdata) {
         cr_assert_eq(c, ch);
         broken.calls++;
+        broken.violation = violation;
         broken.order = ++seq;
         snprintf(broken.why, sizeof broken.why, "%s", why);
 }
@@ -507,18 +509,79 @@ Test(child, garbage_logged_up_to_ten_then_counted) {
         cr_assert_eq(occurrences(logged(), "only counted"), 1);
 }
 
-Test(child, oversize_line_is_garbage) {
-        char big[MAX_LINE * 3 + 2];
+/* A line over the limit: head, then filler up to total bytes, then tail (NULL: none). */
+static void server_says_oversize(const char *head, size_t total, const char *tail) {
+        char *big = malloc(total + 1);
 
-        memset(big, 'x', sizeof big - 2);
-        big[sizeof big - 2] = '\n';
-        big[sizeof big - 1] = '\0';
+        cr_assert_not_null(big);
+        memset(big, 'x', total);
+        memcpy(big, head, strlen(head));
+        if (tail)
+                memcpy(big + total - strlen(tail), tail, strlen(tail));
+        big[total] = '\0';
         server_says(big);
-        int64_t a = request("ping", 0, &replies[0]);
-        server_answers(a, "{\"after\":true}");
+        free(big);
+}
+
+/* The answer's head names the call: that call fails, the others and the connection stay. */
+Test(child, oversize_answer_named_first_fails_its_call) {
+        int64_t a = request("tools/call", 0, &replies[0]);
+        int64_t b = request("tools/call", 0, &replies[1]);
+        char head[128];
+
+        snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"text\":\"", (long long)a);
+        server_says_oversize(head, MAX_LINE * 3, "\"}}\n");
         WAIT_UNTIL(replies[0].calls == 1);
-        cr_assert_eq(ch->garbage_lines, 1);
-        cr_assert_str_eq(replies[0].result, "{\"after\":true}");
+        cr_assert_eq(replies[0].status, 0);
+        cr_assert(strstr(replies[0].error, "\"code\":-32603"), "%s", replies[0].error);
+        cr_assert(strstr(replies[0].error, "server 'srv' answered with a message of more than 1024 bytes "
+                                           "(maxServerMessageSize)"), "%s", replies[0].error);
+        server_answers(b, "{\"after\":true}");
+        WAIT_UNTIL(replies[1].calls == 1);
+        cr_assert_str_eq(replies[1].result, "{\"after\":true}");
+        cr_assert_eq(broken.calls, 0);
+}
+
+/* Named, but for a call nobody waits for any more (cancelled, timed out): dropped. */
+Test(child, oversize_answer_to_a_call_gone_is_dropped) {
+        int64_t a = request("tools/call", 0, &replies[0]);
+        char head[128];
+
+        child_cancel_request(ch, a);
+        snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":\"", (long long)a);
+        server_says_oversize(head, MAX_LINE * 3, "\"}\n");
+        int64_t b = request("ping", 0, &replies[1]);
+        server_answers(b, "{}");
+        WAIT_UNTIL(replies[1].calls == 1);
+        cr_assert_eq(replies[0].calls, 0);
+        cr_assert_eq(broken.calls, 0);
+}
+
+/* The id comes after the result (the TypeScript SDK's order): no call can be told, so the
+ * stream is broken, as a violation; the pending calls wait for child_free. */
+Test(child, oversize_answer_named_last_breaks_the_stream) {
+        int64_t a = request("tools/call", 0, &replies[0]);
+        char tail[64];
+
+        snprintf(tail, sizeof tail, "\"},\"jsonrpc\":\"2.0\",\"id\":%lld}\n", (long long)a);
+        server_says_oversize("{\"result\":{\"text\":\"", 8 * MAX_LINE, tail); /* the id past 4096 bytes */
+        WAIT_UNTIL(broken.calls == 1);
+        cr_assert(broken.violation);
+        cr_assert_str_eq(broken.why, "wrote a line over maxServerMessageSize (1024 bytes) that names no call in its "
+                                     "first 4096 bytes");
+        cr_assert_eq(replies[0].calls, 0);
+        child_free(ch);
+        ch = NULL;
+        cr_assert_eq(replies[0].status, -ECONNRESET);
+}
+
+/* Bytes without a newline past the limit are the same: reported before the line ends. */
+Test(child, unterminated_flood_breaks_the_stream) {
+        request("tools/call", 0, &replies[0]);
+        server_says_oversize("x", MAX_LINE * 3, NULL);
+        WAIT_UNTIL(broken.calls == 1);
+        cr_assert(broken.violation);
+        cr_assert_eq(replies[0].calls, 0);
 }
 
 Test(child, requests_and_notifications_from_server) {

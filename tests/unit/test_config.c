@@ -48,6 +48,7 @@ static void expect_defaults(const struct config *c) {
         cr_assert_eq(c->socket_mode, 0660);
         cr_assert_eq(c->log_level, -1);
         cr_assert_eq(c->max_message_size, 16u * 1024 * 1024);
+        cr_assert_eq(c->max_server_message_size, 64u * 1024 * 1024);
         cr_assert_eq(c->client_output_limit, 64u * 1024 * 1024);
         cr_assert_float_eq(c->shutdown_timeout, 10.0, 1e-9);
         cr_assert_null(c->tool_name_separator);
@@ -105,6 +106,7 @@ Test(config, all_settings) {
                            "\"socketMode\":\"0600\","
                            "\"logLevel\":\"debug\","
                            "\"maxMessageSize\":1048576,"
+                           "\"maxServerMessageSize\":2097152,"
                            "\"clientOutputLimit\":4096,"
                            "\"shutdownTimeout\":2.5}}"), 0);
         cr_assert_eq(probs.count, 0, "%s: %s", probs.count ? probs.items[0].path : "", probs.count ? probs.items[0].message : "");
@@ -113,6 +115,7 @@ Test(config, all_settings) {
         cr_assert_eq(cfg.socket_mode, 0600);
         cr_assert_eq(cfg.log_level, 7);
         cr_assert_eq(cfg.max_message_size, 1048576);
+        cr_assert_eq(cfg.max_server_message_size, 2097152);
         cr_assert_eq(cfg.client_output_limit, 4096);
         cr_assert_float_eq(cfg.shutdown_timeout, 2.5, 1e-9);
 }
@@ -181,6 +184,9 @@ Test(config, invalid_settings) {
                 { "maxMessageSize", "true", "bytes" },
                 { "maxMessageSize", "1e300", "bytes" },
                 { "maxMessageSize", "2048.5", "whole" },
+                { "maxServerMessageSize", "1023", "bytes" },
+                { "maxServerMessageSize", "1073741825", "bytes" },
+                { "maxServerMessageSize", "\"64M\"", "bytes" },
                 { "clientOutputLimit", "4095", "bytes" },
                 { "clientOutputLimit", "0", "bytes" },
                 { "clientOutputLimit", "{}", "bytes" },

@@ -207,6 +207,29 @@ Test(framing, oversize_complete) {
         cr_assert_eq(pending(), 0);
 }
 
+/* The caller reads the head of an over-long line (the id of a server's answer) from its
+ * frame, until its next call; then the bytes are gone. */
+Test(framing, oversize_frame_holds_the_head) {
+        struct frame f;
+
+        add("{\"id\":1,");
+        add_repeated('x', MAX_LINE);
+        cr_assert_eq(framer_next(&fr, buf, false, &f), FRAME_OVERSIZE);
+        cr_assert_eq(f.len, MAX_LINE + 8);
+        cr_assert(memcmp(f.data, "{\"id\":1,", 8) == 0);
+        cr_assert_eq(pending(), 0);
+        add("tail\n{\"id\":2,");
+        add_repeated('y', MAX_LINE);
+        add("\nok\n");
+        cr_assert_eq(framer_next(&fr, buf, false, &f), FRAME_OVERSIZE);
+        cr_assert_eq(f.len, MAX_LINE + 8, "without its newline");
+        cr_assert(memcmp(f.data, "{\"id\":2,", 8) == 0);
+        framer_consume(&fr, &f);
+        expect_line("ok", false);
+        expect_kind(FRAME_NONE, false);
+        cr_assert_eq(pending(), 0);
+}
+
 Test(framing, oversize_complete_after_partial) {
         add_repeated('x', 10);
         expect_kind(FRAME_NONE, false);

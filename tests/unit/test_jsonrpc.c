@@ -744,3 +744,46 @@ Test(jsonrpc, scan_result_depth_as_json_c) {
                 }
         free(line);
 }
+
+/* The id of an answer too long to read, from the head of its line. */
+
+static bool head_id(const char *head, int64_t *id) {
+        *id = -1;
+        return jsonrpc_scan_head_id(head, strlen(head), id);
+}
+
+Test(jsonrpc, scan_head_id_finds_an_answer_named_first) {
+        int64_t id;
+
+        cr_assert(head_id("{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"xxx", &id));
+        cr_assert_eq(id, 42);
+        cr_assert(head_id(" { \"id\" : 7 , \"error\" : {\"code\":-1,\"message\":\"xx", &id));
+        cr_assert_eq(id, 7);
+        cr_assert(head_id("{\"id\":3,\"x\":[1,2],\"result\"", &id), "cut off after the key");
+        cr_assert_eq(id, 3);
+        cr_assert(head_id("{\"result\":{},\"id\":5,\"extra\":\"xxxx", &id), "whole members before the cut");
+        cr_assert_eq(id, 5);
+}
+
+/* Where the head cannot tell which call it answers, no guess. */
+Test(jsonrpc, scan_head_id_refuses_what_it_cannot_tell) {
+        static const char *const heads[] = {
+                "{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"xxxx",   /* id after the result */
+                "{\"jsonrpc\":\"2.0\",\"id\":12",                                  /* maybe 123 */
+                "{\"jsonrpc\":\"2.0\",\"id\":12,",                                 /* no result or error yet */
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sampling/createMessage\",\"params\":{\"x\":\"xx",
+                "{\"id\":1,\"result\":{},\"method\":\"x\",\"params\":\"xx",
+                "{\"id\":1,\"id\":2,\"result\":\"xx",
+                "{\"id\":\"1\",\"result\":\"xx",
+                "{\"id\":-1,\"result\":\"xx",
+                "{\"id\":1.5,\"result\":\"xx",
+                "{\"i\\u0064\":1,\"result\":\"xx",
+                "[{\"id\":1,\"result\":\"xx",
+                "xxxxxxxxxxxxxxxxxxxxxxxxx",
+                "",
+        };
+        int64_t id;
+
+        for (size_t i = 0; i < sizeof heads / sizeof *heads; i++)
+                cr_assert_not(head_id(heads[i], &id), "took %lld from %s", (long long)id, heads[i]);
+}
