@@ -1529,6 +1529,9 @@ static int start(void) {
                 fprintf(stderr, "%s: %s\n", arg_pidfile, strerror(-r));
                 return r;
         }
+        /* before --stderr's text, so that a test can make that text the last words */
+        if (arg_exit_at_start >= 0)
+                fprintf(stderr, "exiting at start with %d\n", arg_exit_at_start);
         if (arg_stderr)
                 fprintf(stderr, "%s\n", arg_stderr);
         if (arg_long_stderr_line >= 0)
@@ -1542,10 +1545,8 @@ static int start(void) {
         /* After the fork: the grandchild keeps the default disposition. */
         if (arg_ignore_sigterm)
                 signal(SIGTERM, SIG_IGN);
-        if (arg_exit_at_start >= 0) {
-                fprintf(stderr, "exiting at start with %d\n", arg_exit_at_start);
+        if (arg_exit_at_start >= 0)
                 exit(arg_exit_at_start);
-        }
         return 0;
 }
 

@@ -567,6 +567,68 @@ Test(routing, not_ready_server_under_the_journal) {
         h_client_close(x);
 }
 
+/* A server's stderr is for operators: a call to a server that failed (at start, or during
+ * the call) is told the state, the cause and where the log is, never its stderr line, which
+ * may hold a credential; the control socket's status still shows that line. */
+#define SECRET "auth failed for token ghp_s3cr3t0123456789"
+
+static json_object *status_row(const char *name) {
+        json_object *st = h_control(&D, "status", NULL), *rows = h_get(st, "result.servers"), *row = NULL;
+
+        cr_assert(json_object_is_type(rows, json_type_array), "%s", h_json_text(st));
+        for (size_t i = 0; i < json_object_array_length(rows) && !row; i++)
+                if (strcmp(h_str(json_object_array_get_idx(rows, i), "name"), name) == 0)
+                        row = json_object_get(json_object_array_get_idx(rows, i));
+        json_object_put(st);
+        cr_assert_not_null(row, "no status row for %s", name);
+        return row;
+}
+
+static void expect_no_secret(json_object *r) {
+        cr_assert_null(strstr(h_json_text(r), "ghp_"), "a client saw the server's stderr: %s", h_json_text(r));
+}
+
+Test(routing, stderr_stays_with_operators) {
+        json_object *r, *row;
+        struct h_client *x;
+
+        add_demo("gh", "\"restart\":\"never\"", "\"--exit-at-start\",\"1\",\"--stderr\",\"" SECRET "\"");
+        add_demo("bo", "\"restartDelay\":30", "\"--exit-at-start\",\"2\",\"--stderr\",\"" SECRET "\"");
+        add_demo("b", "\"restartDelay\":30", "");
+        start(NULL);
+        /* from starting or via stopping, as its stdout's end and its exit are seen */
+        expect_log("-> failed: ");
+        expect_log("-> backoff: ");
+        cr_assert(h_log_count_wait(&D, "; last stderr line: " SECRET, 2, H_TIMEOUT_MS), "the operators' log lacks the line");
+        expect_log("[b] starting -> ready");
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gh__echo", "{\"text\":\"x\"}");
+        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready (failed: "), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "exit status 1"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "); its log: mcpvisord's stderr"), "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "error.data.state"), "failed");
+        expect_no_secret(r);
+        json_object_put(r);
+        r = h_client_tool_call(x, "2", "bo__echo", "{\"text\":\"x\"}");
+        cr_assert_not_null(strstr(error_message(r), "server 'bo' is not ready (backoff: "), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "exit status 2"), "%s", h_json_text(r));
+        expect_no_secret(r);
+        json_object_put(r);
+        /* a call in flight when its server ends, the secret its last words */
+        r = h_client_tool_call(x, "3", "b__log", "{\"text\":\"" SECRET "\"}");
+        json_object_put(r);
+        h_inbox_drop(x, h_is_method, "notifications/message"); /* what the server chose to send */
+        r = h_client_tool_call(x, "4", "b__crash", "{}");
+        cr_assert_not_null(strstr(error_message(r), "server 'b' exited with status 3 during this call"), "%s", h_json_text(r));
+        expect_no_secret(r);
+        json_object_put(r);
+        h_client_close(x);
+
+        row = status_row("gh");
+        cr_assert_str_eq(h_str(row, "lastStderr.line"), SECRET, "%s", h_json_text(row));
+        json_object_put(row);
+}
+
 Test(routing, unknown_tool) {
         json_object *r;
         struct h_client *x;
