@@ -16,6 +16,8 @@
  *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
  *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
  *     response after "jsonrpc" and "id", byte for byte: what the daemon passes on as written.
+ *     Given "rawHex", the same with RAW's bytes in hex, for bytes a client cannot send in
+ *     JSON (invalid UTF-8).
  *   - --ask-at-start METHOD sends request METHOD, id "start-1", right after initialized.
  *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
  *     as servers that keep their client's roots do (server-filesystem).
@@ -419,9 +421,29 @@ static void answer_raw(json_object *id, const char *raw) {
         answered(id);
 }
 
+/* "rawHex": RAW in hex, two digits a byte. */
+static void answer_raw_hex(json_object *id, const char *hex) {
+        size_t len = strlen(hex) / 2;
+        char *raw = calloc(len + 1, 1);
+        unsigned byte;
+
+        if (!raw) {
+                fprintf(stderr, "out of memory\n");
+                exit(EXIT_FAILURE);
+        }
+        for (size_t i = 0; i < len && sscanf(hex + 2 * i, "%2x", &byte) == 1; i++)
+                raw[i] = (char)byte;
+        answer_raw(id, raw);
+        free(raw);
+}
+
 static void tool_echo(json_object *id, json_object *params, json_object *args) {
         const char *text = get_string(args, "text");
 
+        if (get_string(args, "rawHex")) {
+                answer_raw_hex(id, get_string(args, "rawHex"));
+                return;
+        }
         if (get_string(args, "raw")) {
                 answer_raw(id, get_string(args, "raw"));
                 return;

@@ -941,6 +941,69 @@ Test(routing, broken_answer_from_server) {
         h_client_close(x);
 }
 
+/* What json-c lets through but RFC 3629 (or pairing, for escapes) refuses: an overlong
+ * NUL, a surrogate, a code point beyond U+10FFFF, each as bytes, and lone surrogate escapes. */
+static const char *const bad_text[] = {
+        "\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\\ud800", "\\udc00", "\\ud800\\u0041",
+};
+
+/* A client's line with such text is refused as a parse error (id null: the line's text is not
+ * to be trusted) and nothing of it reaches the server: an echo of it never comes back. */
+Test(routing, invalid_utf8_from_a_client_refused) {
+        struct h_client *x;
+        json_object *r;
+
+        x = start_one_demo("a", NULL);
+        for (size_t i = 0; i < sizeof bad_text / sizeof *bad_text; i++) {
+                h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":\"bad-%zu\",\"method\":\"tools/call\",\"params\":"
+                              "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"x%sy\"}}}\n", i, bad_text[i]);
+                r = h_client_answer(x, "null");
+                cr_assert_eq(h_error_code(r), -32700, "text %zu: %s", i, h_json_text(r));
+                cr_assert_not_null(strstr(error_message(r), "not valid UTF-8"), "%s", h_json_text(r));
+                json_object_put(r);
+                /* the server answers in order: an echo of the bad line would come before this */
+                r = h_client_tool_call(x, sf("\"good-%zu\"", i), "a__echo", "{\"text\":\"caf\\u00e9 \\ud83d\\ude00\"}");
+                cr_assert_str_eq(h_result_text(r), "caf\u00e9 \U0001F600");
+                json_object_put(r);
+                cr_assert_eq(h_inbox_drop(x, h_is_answer, sf("\"bad-%zu\"", i)), 0, "text %zu reached the server", i);
+        }
+        h_client_close(x);
+}
+
+/* A server's answer with such text ends its call with an error naming the server, on the
+ * path that passes results on unparsed as on json-c's; nothing of it reaches the client. */
+Test(routing, invalid_utf8_from_a_server_fails_the_call) {
+        static const char *const shapes[][2] = {
+                { "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"x", "y\"}]}" },
+                { "\"result\":{\"content\":[],\"x", "\":1},\"extra\":true" }, /* not the plain envelope */
+        };
+        struct h_client *x;
+        json_object *r;
+
+        x = start_one_demo("a", NULL);
+        for (size_t k = 0; k < 2; k++)
+                for (size_t i = 0; i < sizeof bad_text / sizeof *bad_text; i++) {
+                        const char *id = sf("\"r-%zu-%zu\"", k, i);
+                        char raw[160], hex[320] = "";
+
+                        snprintf(raw, sizeof raw, "%s%s%s", shapes[k][0], bad_text[i], shapes[k][1]);
+                        for (size_t j = 0; raw[j]; j++)
+                                snprintf(hex + 2 * j, 3, "%02x", (unsigned char)raw[j]);
+                        h_client_tool_request(x, id, "a__echo", sf("{\"rawHex\":\"%s\"}", hex));
+                        r = h_client_answer(x, id);
+                        cr_assert_eq(h_error_code(r), -32603, "%zu/%zu: %s", k, i, h_json_text(r));
+                        cr_assert_not_null(strstr(error_message(r), "server 'a' answered with an invalid response"),
+                                           "%s", h_json_text(r));
+                        cr_assert_not_null(strstr(error_message(r), "not valid UTF-8"), "%s", h_json_text(r));
+                        cr_assert_str_eq(h_str(r, "error.data.server"), "a");
+                        json_object_put(r);
+                }
+        r = h_client_tool_call(x, "9", "a__echo", "{\"text\":\"still serving\"}");
+        cr_assert_str_eq(h_result_text(r), "still serving");
+        json_object_put(r);
+        h_client_close(x);
+}
+
 Test(routing, large_result) {
         const size_t size = 2u << 20;
         char *text = malloc(size + 1);
