@@ -629,6 +629,33 @@ Test(routing, stderr_stays_with_operators) {
         json_object_put(row);
 }
 
+/* A cause never shows a credential: a PATH read from one is named in the spawn error. */
+Test(routing, a_credential_path_is_not_shown) {
+        char creds[] = "/tmp/mcpvisor-it-creds-XXXXXX";
+        json_object *r;
+        struct h_client *x;
+        FILE *f;
+
+        cr_assert_not_null(mkdtemp(creds));
+        f = fopen(sf("%s/path", creds), "we");
+        cr_assert_not_null(f);
+        fputs("/opt/ghp_s3cr3t/bin:/usr/bin\n", f);
+        fclose(f);
+        const char *const env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+        add_entry("\"gh\":{\"command\":\"no-such-cmd\",\"env\":{\"PATH\":{\"credential\":\"path\"}}}");
+        start(env);
+        expect_log("[gh] stopped -> failed: cannot start: command 'no-such-cmd' not found in PATH (from credential 'path')");
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gh__anything", "{}");
+        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready (failed: cannot start: command 'no-such-cmd' "
+                                                    "not found in PATH (from credential 'path')"), "%s", h_json_text(r));
+        expect_no_secret(r);
+        json_object_put(r);
+        h_client_close(x);
+        cr_assert_eq(h_log_count(&D, "ghp_"), 0, "the credential is in the log");
+        h_remove_tree(creds);
+}
+
 Test(routing, unknown_tool) {
         json_object *r;
         struct h_client *x;
