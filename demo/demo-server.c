@@ -16,6 +16,8 @@
  *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
  *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
  *     response after "jsonrpc" and "id", byte for byte: what the daemon passes on as written.
+ *     Given "rawHex", the same with RAW's bytes in hex, for bytes a client cannot send in
+ *     JSON (invalid UTF-8).
  *   - tool "echo" given "bytes" N instead of "text" answers a text of N 'x's, for the tests
  *     of a server's line limit; with "idLast": true its id comes after the result, as the
  *     TypeScript SDK writes it; with "unterminated": true it writes N 'x's and no newline,
@@ -451,10 +453,30 @@ static void answer_bytes(json_object *id, json_object *args, size_t n) {
         free(text);
 }
 
+/* "rawHex": RAW in hex, two digits a byte. */
+static void answer_raw_hex(json_object *id, const char *hex) {
+        size_t len = strlen(hex) / 2;
+        char *raw = calloc(len + 1, 1);
+        unsigned byte;
+
+        if (!raw) {
+                fprintf(stderr, "out of memory\n");
+                exit(EXIT_FAILURE);
+        }
+        for (size_t i = 0; i < len && sscanf(hex + 2 * i, "%2x", &byte) == 1; i++)
+                raw[i] = (char)byte;
+        answer_raw(id, raw);
+        free(raw);
+}
+
 static void tool_echo(json_object *id, json_object *params, json_object *args) {
         const char *text = get_string(args, "text");
         json_object *bytes = get_number(args, "bytes");
 
+        if (get_string(args, "rawHex")) {
+                answer_raw_hex(id, get_string(args, "rawHex"));
+                return;
+        }
         if (bytes && json_object_get_int64(bytes) >= 0) {
                 answer_bytes(id, args, (size_t)json_object_get_int64(bytes));
                 return;
@@ -1566,6 +1588,9 @@ static int start(void) {
                 fprintf(stderr, "%s: %s\n", arg_pidfile, strerror(-r));
                 return r;
         }
+        /* before --stderr's text, so that a test can make that text the last words */
+        if (arg_exit_at_start >= 0)
+                fprintf(stderr, "exiting at start with %d\n", arg_exit_at_start);
         if (arg_stderr)
                 fprintf(stderr, "%s\n", arg_stderr);
         if (arg_long_stderr_line >= 0)
@@ -1579,10 +1604,8 @@ static int start(void) {
         /* After the fork: the grandchild keeps the default disposition. */
         if (arg_ignore_sigterm)
                 signal(SIGTERM, SIG_IGN);
-        if (arg_exit_at_start >= 0) {
-                fprintf(stderr, "exiting at start with %d\n", arg_exit_at_start);
+        if (arg_exit_at_start >= 0)
                 exit(arg_exit_at_start);
-        }
         return 0;
 }
 

@@ -35,6 +35,7 @@ struct jsonrpc_msg {
         json_object *error;    /* borrowed; error responses */
         int error_code;        /* JSONRPC_INVALID: the code to answer with */
         const char *error_message; /* JSONRPC_INVALID: static text */
+        bool refused_text;     /* JSON to json-c, refused by the strict check (json-scan.h) */
 };
 
 struct jsonrpc_parser {
@@ -44,10 +45,17 @@ struct jsonrpc_parser {
 int jsonrpc_parser_init(struct jsonrpc_parser *p);
 void jsonrpc_parser_done(struct jsonrpc_parser *p);
 
-/* Classifies one line. Always fills ret; release it with jsonrpc_msg_done(). */
+/* Classifies one line. Always fills ret; release it with jsonrpc_msg_done(). A line that
+ * is not strict JSON text (json-scan.h: UTF-8 of RFC 3629, surrogate escapes in pairs) is a
+ * parse error, with no id, even where json-c reads it. */
 enum jsonrpc_kind jsonrpc_parse(struct jsonrpc_parser *p, const char *line, size_t len,
                                 struct jsonrpc_msg *ret);
 void jsonrpc_msg_done(struct jsonrpc_msg *m);
+/* The id under which m answers one of the receiver's requests: m->id, or, for an answer (no
+ * "method") refused for its text, the id json-c read there (NULL if none). That text cannot
+ * be trusted: the id serves to end a request of the receiver's own numbering, never to
+ * answer under it. */
+json_object *jsonrpc_answer_id(const struct jsonrpc_msg *m);
 
 /* True for ids the spec allows: a string or an integer that fits in 64 bits. */
 bool jsonrpc_id_valid(json_object *id);

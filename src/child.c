@@ -109,13 +109,15 @@ static void fail_request(struct child *ch, struct child_request *rq, const char 
 }
 
 /* A broken answer to a pending request still ends it, with an error: left pending, the
- * call would wait for an answer that has already come. */
+ * call would wait for an answer that has already come. So does an answer refused for its
+ * text, whose id json-c could read: nothing of it reaches the client. */
 static void handle_broken_response(struct child *ch, struct jsonrpc_msg *m) {
         struct child_request *rq = NULL;
+        json_object *id = jsonrpc_answer_id(m);
         char message[256];
 
-        if (json_object_is_type(m->id, json_type_int))
-                rq = find_request(ch, json_object_get_int64(m->id));
+        if (json_object_is_type(id, json_type_int))
+                rq = find_request(ch, json_object_get_int64(id));
         if (!rq)
                 return;
         snprintf(message, sizeof message, "server '%s' answered with an invalid response: %s", ch->name,
@@ -177,7 +179,7 @@ static void process_line(struct child *ch, const char *line, size_t len) {
                 handle_response(ch, &m);
         } else if (m.kind == JSONRPC_INVALID) {
                 handle_garbage(ch, line, len, m.error_message);
-                if (jsonrpc_is_broken_response(&m))
+                if (jsonrpc_is_broken_response(&m) || m.refused_text)
                         handle_broken_response(ch, &m);
         } else if (ch->ops->message)
                 ch->ops->message(ch, &m, ch->userdata);

@@ -212,11 +212,16 @@ int environment_find_program(const char *command, const char *path_list, char **
         return -seen;
 }
 
-bool environment_path_is_credential(const struct server_config *s) {
+/* The credential env.PATH is read from, or NULL. */
+static const char *path_credential(const struct server_config *s) {
         for (size_t i = 0; i < s->n_env; i++)
                 if (strcmp(s->env[i].name, "PATH") == 0)
-                        return s->env[i].credential != NULL;
-        return false;
+                        return s->env[i].credential;
+        return NULL;
+}
+
+bool environment_path_is_credential(const struct server_config *s) {
+        return path_credential(s) != NULL;
 }
 
 const char *environment_server_path(const struct server_config *s, char *const *daemon_env) {
@@ -243,10 +248,16 @@ static int check_given_path(const struct server_config *s, const char *program) 
         return runnable(joined ? joined : program, &error) ? 0 : -error;
 }
 
+/* The error is a server's cause, which its clients see: a PATH read from a credential is
+ * named, never shown. */
 static int explain_program(int r, const struct server_config *s, const char *path_list, char **error) {
+        const char *credential = path_credential(s);
         int q;
 
-        if (r == -ENOENT && !strchr(s->command, '/'))
+        if (r == -ENOENT && !strchr(s->command, '/') && credential)
+                q = asprintf(error, "command '%s' not found in PATH (from credential '%s') (install it, give an "
+                             "absolute path, or set env.PATH)", s->command, credential);
+        else if (r == -ENOENT && !strchr(s->command, '/'))
                 q = asprintf(error, "command '%s' not found in PATH=%s (install it, give an absolute path, or set env.PATH)",
                              s->command, path_list ? path_list : "");
         else if (r == -ENOENT || r == -ENOTDIR)

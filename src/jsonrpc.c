@@ -141,7 +141,28 @@ enum jsonrpc_kind jsonrpc_parse(struct jsonrpc_parser *p, const char *line, size
         *ret = (struct jsonrpc_msg){ 0 };
         if (!parse_json(p, line, len, &ret->root))
                 return invalid(ret, JSONRPC_PARSE_ERROR, "Parse error: the line is not valid JSON (UTF-8)");
+        /* json-c lets through overlong forms, surrogates and code points beyond U+10FFFF as
+         * bytes, and turns a lone surrogate escape into U+FFFD: passed on, the first crash a
+         * strict peer and the second changes the text. The daemon's own check refuses both;
+         * the tree is kept only so that a refused answer can end the request it answers. */
+        if (!json_scan_valid(line, len, JSONRPC_MAX_DEPTH)) {
+                ret->refused_text = true;
+                return invalid(ret, JSONRPC_PARSE_ERROR,
+                               "Parse error: the line is not valid UTF-8 or has an unpaired surrogate escape");
+        }
         return classify(ret);
+}
+
+json_object *jsonrpc_answer_id(const struct jsonrpc_msg *m) {
+        json_object *id;
+
+        if (!m->refused_text)
+                return m->id;
+        /* a request's id is of the sender's numbering, not an answer's */
+        if (!json_object_is_type(m->root, json_type_object) || json_object_object_get_ex(m->root, "method", NULL) ||
+            !json_object_object_get_ex(m->root, "id", &id) || !jsonrpc_id_valid(id))
+                return NULL;
+        return id;
 }
 
 static json_object *envelope(json_object *id) {

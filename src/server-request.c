@@ -208,11 +208,12 @@ static json_object *answer_for_child(const struct server_request *rq, const stru
 }
 
 void server_requests_answer(struct server_requests *q, struct client *c, struct jsonrpc_msg *m) {
+        json_object *id = jsonrpc_answer_id(m);
         struct server_request *rq = NULL;
         struct child *ch;
 
-        if (json_object_is_type(m->id, json_type_int))
-                rq = idmap_get(&q->by_id, json_object_get_int64(m->id));
+        if (json_object_is_type(id, json_type_int))
+                rq = idmap_get(&q->by_id, json_object_get_int64(id));
         if (!rq || rq->client != c) {
                 client_log(c, LOG_DEBUG, "dropping a response to no request of ours (answered, cancelled or unknown)");
                 return;

@@ -61,8 +61,9 @@ void session_handle(struct client *c, struct jsonrpc_msg *m) {
         case JSONRPC_INVALID:
                 client_log(c, LOG_DEBUG, "invalid message: %s", m->error_message);
                 /* A broken answer's id is ours, not the client's: under it, the error could
-                 * pass for the answer to one of the client's own requests. */
-                if (jsonrpc_is_broken_response(m))
+                 * pass for the answer to one of the client's own requests. An answer refused
+                 * for its text has no m->id: the client is answered under null. */
+                if (jsonrpc_is_broken_response(m) || (m->refused_text && jsonrpc_answer_id(m)))
                         server_requests_answer(&c->daemon->server_requests, c, m);
                 client_reply_error(c, jsonrpc_is_broken_response(m) ? NULL : m->id, m->error_code, m->error_message,
                                    NULL);

@@ -646,6 +646,95 @@ Test(routing, not_ready_server_under_the_journal) {
         h_client_close(x);
 }
 
+/* A server's stderr is for operators: a call to a server that failed (at start, or during
+ * the call) is told the state, the cause and where the log is, never its stderr line, which
+ * may hold a credential; the control socket's status still shows that line. */
+#define SECRET "auth failed for token ghp_s3cr3t0123456789"
+
+static json_object *status_row(const char *name) {
+        json_object *st = h_control(&D, "status", NULL), *rows = h_get(st, "result.servers"), *row = NULL;
+
+        cr_assert(json_object_is_type(rows, json_type_array), "%s", h_json_text(st));
+        for (size_t i = 0; i < json_object_array_length(rows) && !row; i++)
+                if (strcmp(h_str(json_object_array_get_idx(rows, i), "name"), name) == 0)
+                        row = json_object_get(json_object_array_get_idx(rows, i));
+        json_object_put(st);
+        cr_assert_not_null(row, "no status row for %s", name);
+        return row;
+}
+
+static void expect_no_secret(json_object *r) {
+        cr_assert_null(strstr(h_json_text(r), "ghp_"), "a client saw the server's stderr: %s", h_json_text(r));
+}
+
+Test(routing, stderr_stays_with_operators) {
+        json_object *r, *row;
+        struct h_client *x;
+
+        add_demo("gh", "\"restart\":\"never\"", "\"--exit-at-start\",\"1\",\"--stderr\",\"" SECRET "\"");
+        add_demo("bo", "\"restartDelay\":30", "\"--exit-at-start\",\"2\",\"--stderr\",\"" SECRET "\"");
+        add_demo("b", "\"restartDelay\":30", "");
+        start(NULL);
+        /* from starting or via stopping, as its stdout's end and its exit are seen */
+        expect_log("-> failed: ");
+        expect_log("-> backoff: ");
+        cr_assert(h_log_count_wait(&D, "; last stderr line: " SECRET, 2, H_TIMEOUT_MS), "the operators' log lacks the line");
+        expect_log("[b] starting -> ready");
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gh__echo", "{\"text\":\"x\"}");
+        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready (failed: "), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "exit status 1"), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "); its log: mcpvisord's stderr"), "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "error.data.state"), "failed");
+        expect_no_secret(r);
+        json_object_put(r);
+        r = h_client_tool_call(x, "2", "bo__echo", "{\"text\":\"x\"}");
+        cr_assert_not_null(strstr(error_message(r), "server 'bo' is not ready (backoff: "), "%s", h_json_text(r));
+        cr_assert_not_null(strstr(error_message(r), "exit status 2"), "%s", h_json_text(r));
+        expect_no_secret(r);
+        json_object_put(r);
+        /* a call in flight when its server ends, the secret its last words */
+        r = h_client_tool_call(x, "3", "b__log", "{\"text\":\"" SECRET "\"}");
+        json_object_put(r);
+        h_inbox_drop(x, h_is_method, "notifications/message"); /* what the server chose to send */
+        r = h_client_tool_call(x, "4", "b__crash", "{}");
+        cr_assert_not_null(strstr(error_message(r), "server 'b' exited with status 3 during this call"), "%s", h_json_text(r));
+        expect_no_secret(r);
+        json_object_put(r);
+        h_client_close(x);
+
+        row = status_row("gh");
+        cr_assert_str_eq(h_str(row, "lastStderr.line"), SECRET, "%s", h_json_text(row));
+        json_object_put(row);
+}
+
+/* A cause never shows a credential: a PATH read from one is named in the spawn error. */
+Test(routing, a_credential_path_is_not_shown) {
+        char creds[] = "/tmp/mcpvisor-it-creds-XXXXXX";
+        json_object *r;
+        struct h_client *x;
+        FILE *f;
+
+        cr_assert_not_null(mkdtemp(creds));
+        f = fopen(sf("%s/path", creds), "we");
+        cr_assert_not_null(f);
+        fputs("/opt/ghp_s3cr3t/bin:/usr/bin\n", f);
+        fclose(f);
+        const char *const env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+        add_entry("\"gh\":{\"command\":\"no-such-cmd\",\"env\":{\"PATH\":{\"credential\":\"path\"}}}");
+        start(env);
+        expect_log("[gh] stopped -> failed: cannot start: command 'no-such-cmd' not found in PATH (from credential 'path')");
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gh__anything", "{}");
+        cr_assert_not_null(strstr(error_message(r), "server 'gh' is not ready (failed: cannot start: command 'no-such-cmd' "
+                                                    "not found in PATH (from credential 'path')"), "%s", h_json_text(r));
+        expect_no_secret(r);
+        json_object_put(r);
+        h_client_close(x);
+        cr_assert_eq(h_log_count(&D, "ghp_"), 0, "the credential is in the log");
+        h_remove_tree(creds);
+}
+
 Test(routing, unknown_tool) {
         json_object *r;
         struct h_client *x;
@@ -952,6 +1041,69 @@ Test(routing, broken_answer_from_server) {
                 json_object_put(r);
                 json_object_put(raw);
         }
+        r = h_client_tool_call(x, "9", "a__echo", "{\"text\":\"still serving\"}");
+        cr_assert_str_eq(h_result_text(r), "still serving");
+        json_object_put(r);
+        h_client_close(x);
+}
+
+/* What json-c lets through but RFC 3629 (or pairing, for escapes) refuses: an overlong
+ * NUL, a surrogate, a code point beyond U+10FFFF, each as bytes, and lone surrogate escapes. */
+static const char *const bad_text[] = {
+        "\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\\ud800", "\\udc00", "\\ud800\\u0041",
+};
+
+/* A client's line with such text is refused as a parse error (id null: the line's text is not
+ * to be trusted) and nothing of it reaches the server: an echo of it never comes back. */
+Test(routing, invalid_utf8_from_a_client_refused) {
+        struct h_client *x;
+        json_object *r;
+
+        x = start_one_demo("a", NULL);
+        for (size_t i = 0; i < sizeof bad_text / sizeof *bad_text; i++) {
+                h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":\"bad-%zu\",\"method\":\"tools/call\",\"params\":"
+                              "{\"name\":\"a__echo\",\"arguments\":{\"text\":\"x%sy\"}}}\n", i, bad_text[i]);
+                r = h_client_answer(x, "null");
+                cr_assert_eq(h_error_code(r), -32700, "text %zu: %s", i, h_json_text(r));
+                cr_assert_not_null(strstr(error_message(r), "not valid UTF-8"), "%s", h_json_text(r));
+                json_object_put(r);
+                /* the server answers in order: an echo of the bad line would come before this */
+                r = h_client_tool_call(x, sf("\"good-%zu\"", i), "a__echo", "{\"text\":\"caf\\u00e9 \\ud83d\\ude00\"}");
+                cr_assert_str_eq(h_result_text(r), "caf\u00e9 \U0001F600");
+                json_object_put(r);
+                cr_assert_eq(h_inbox_drop(x, h_is_answer, sf("\"bad-%zu\"", i)), 0, "text %zu reached the server", i);
+        }
+        h_client_close(x);
+}
+
+/* A server's answer with such text ends its call with an error naming the server, on the
+ * path that passes results on unparsed as on json-c's; nothing of it reaches the client. */
+Test(routing, invalid_utf8_from_a_server_fails_the_call) {
+        static const char *const shapes[][2] = {
+                { "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"x", "y\"}]}" },
+                { "\"result\":{\"content\":[],\"x", "\":1},\"extra\":true" }, /* not the plain envelope */
+        };
+        struct h_client *x;
+        json_object *r;
+
+        x = start_one_demo("a", NULL);
+        for (size_t k = 0; k < 2; k++)
+                for (size_t i = 0; i < sizeof bad_text / sizeof *bad_text; i++) {
+                        const char *id = sf("\"r-%zu-%zu\"", k, i);
+                        char raw[160], hex[320] = "";
+
+                        snprintf(raw, sizeof raw, "%s%s%s", shapes[k][0], bad_text[i], shapes[k][1]);
+                        for (size_t j = 0; raw[j]; j++)
+                                snprintf(hex + 2 * j, 3, "%02x", (unsigned char)raw[j]);
+                        h_client_tool_request(x, id, "a__echo", sf("{\"rawHex\":\"%s\"}", hex));
+                        r = h_client_answer(x, id);
+                        cr_assert_eq(h_error_code(r), -32603, "%zu/%zu: %s", k, i, h_json_text(r));
+                        cr_assert_not_null(strstr(error_message(r), "server 'a' answered with an invalid response"),
+                                           "%s", h_json_text(r));
+                        cr_assert_not_null(strstr(error_message(r), "not valid UTF-8"), "%s", h_json_text(r));
+                        cr_assert_str_eq(h_str(r, "error.data.server"), "a");
+                        json_object_put(r);
+                }
         r = h_client_tool_call(x, "9", "a__echo", "{\"text\":\"still serving\"}");
         cr_assert_str_eq(h_result_text(r), "still serving");
         json_object_put(r);

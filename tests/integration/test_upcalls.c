@@ -634,30 +634,39 @@ Test(upcalls, client_disconnects) {
         json_object_put(answer);
 }
 
+/* x (with ALL_CAPS) answers the upcall of its call "t" to server a with members (JSON text
+ * after "id"): x is told under id null with code, and the server's request ends with an error
+ * that says why. The upcall's id is left in id. */
+static void answer_upcall_badly(struct h_client *x, const char *members, int code, const char *why, char id[32]) {
+        json_object *u, *r;
+
+        ask(x, "\"t\"", "a", "x-custom/ask", "{}", "");
+        u = take_upcall(x, "x-custom/ask");
+        snprintf(id, 32, "%s", h_json_text(h_get(u, "id")));
+        json_object_put(u);
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,%s}\n", id, members);
+
+        r = h_take(x, h_is_answer, "null", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "the client was not told of its invalid message");
+        cr_assert_eq(h_error_code(r), code, "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_answer(x, "\"t\"");
+        cr_assert_not_null(strstr(ask_text(r, true), "error -32603: the client answered with an invalid response: "),
+                           "%s", h_json_text(r));
+        cr_assert_not_null(strstr(ask_text(r, true), why), "%s", h_json_text(r));
+        json_object_put(r);
+}
+
 /* A client's broken answer to an upcall fails the server's request with an error. Its id
  * is of the daemon's numbering, so the client's error comes under id null: under that id
  * it could pass for an answer to one of the client's own requests. */
 Test(upcalls, broken_answer) {
         struct h_client *x;
-        json_object *u, *r;
+        json_object *r;
         char id[32];
 
         x = start_one_demo("a", ALL_CAPS);
-        ask(x, "\"t\"", "a", "x-custom/ask", "{}", "");
-        u = take_upcall(x, "x-custom/ask");
-        snprintf(id, sizeof id, "%s", h_json_text(h_get(u, "id")));
-        json_object_put(u);
-        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":\"not an object\"}\n", id);
-
-        r = h_take(x, h_is_answer, "null", H_TIMEOUT_MS);
-        cr_assert_not_null(r, "the client was not told of its invalid message");
-        cr_assert_eq(h_error_code(r), -32600, "%s", h_json_text(r));
-        json_object_put(r);
-        r = h_client_answer(x, "\"t\"");
-        cr_assert_not_null(strstr(ask_text(r, true), "error -32603: the client answered with an invalid response: "),
-                           "%s", h_json_text(r));
-        cr_assert_not_null(strstr(ask_text(r, true), "\"error\" must be an object"), "%s", h_json_text(r));
-        json_object_put(r);
+        answer_upcall_badly(x, "\"error\":\"not an object\"", -32600, "\"error\" must be an object", id);
 
         /* a later answer under that id is no one's */
         h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n", id);
@@ -665,6 +674,17 @@ Test(upcalls, broken_answer) {
         r = h_take(x, h_is_answer, id, 0);
         cr_assert_null(r, "answered under the upcall's id: %s", r ? h_json_text(r) : "");
         cr_assert_eq(h_log_count(&D, "a: unexpected answer"), 0);
+        h_client_close(x);
+}
+
+/* So does an answer whose text is not strict UTF-8 (here an overlong form, which json-c
+ * reads): a parse error under id null, and nothing of its text reaches the server. */
+Test(upcalls, invalid_utf8_answer) {
+        struct h_client *x;
+        char id[32];
+
+        x = start_one_demo("a", ALL_CAPS);
+        answer_upcall_badly(x, "\"result\":{\"text\":\"x\xc0\x80y\"}", -32700, "not valid UTF-8", id);
         h_client_close(x);
 }
 

@@ -501,6 +501,17 @@ Test(environment, server_program_not_found) {
         cr_assert_str_eq(error, "command './prog' does not exist (check command and cwd)");
 }
 
+/* A PATH read from a credential is a secret: the error (a cause clients see) names the
+ * credential, never its value. */
+Test(environment, server_program_not_found_in_a_credential_path) {
+        struct env_var vars[] = { { .name = "PATH", .credential = "path" } };
+        struct server_config s = { .command = (char *)"no-such-prog", .env = vars, .n_env = 1 };
+
+        cr_assert_eq(environment_find_server_program(&s, "/secret-mcpvisor:/also-not", &found, &error), -ENOENT);
+        cr_assert_str_eq(error, "command 'no-such-prog' not found in PATH (from credential 'path') "
+                                "(install it, give an absolute path, or set env.PATH)");
+}
+
 Test(environment, server_program_not_runnable) {
         char path_list[300];
 

@@ -314,6 +314,33 @@ Test(jsonrpc, invalid_utf8) {
         cr_assert_null(msg.id);
 }
 
+/* What json-c 0.16 reads but RFC 3629 refuses (overlong, surrogate, beyond U+10FFFF), and
+ * lone surrogate escapes, which json-c turns into U+FFFD: parse errors with no id. */
+Test(jsonrpc, invalid_text_json_c_reads) {
+        static const char *const bad[] = {
+                "\xc0\x80", "\xe0\x80\xaf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf4\x90\x80\x80", "\xf7\xbf\xbf\xbf",
+                "\\ud800", "\\udfff", "\\ud800\\u0041", "\\udc00\\ud800",
+        };
+        char line[160];
+
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+                snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"a\",\"params\":{\"k\":\"%s\"}}", bad[i]);
+                expect_invalid(line, JSONRPC_PARSE_ERROR);
+                cr_assert(msg.refused_text, "%zu", i);
+                cr_assert_null(msg.id, "%zu: a client's error must not echo an id read from such text", i);
+                cr_assert_null(jsonrpc_answer_id(&msg), "%zu: a request is no answer", i);
+                snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"k\":\"%s\"}}", bad[i]);
+                expect_invalid(line, JSONRPC_PARSE_ERROR);
+                cr_assert_null(msg.id);
+                cr_assert_eq(json_object_get_int(jsonrpc_answer_id(&msg)), 7, "%zu: the answer's request is known", i);
+        }
+        /* a pair, and the highest code point, stay valid */
+        cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"method\":\"\\ud83d\\ude00 \xf4\x8f\xbf\xbf\"}"), JSONRPC_NOTIFICATION);
+        cr_assert_not(msg.refused_text);
+        cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}"), JSONRPC_RESPONSE);
+        cr_assert_eq(json_object_get_int(jsonrpc_answer_id(&msg)), 3);
+}
+
 Test(jsonrpc, valid_utf8) {
         cr_assert_eq(parse("{\"jsonrpc\":\"2.0\",\"method\":\"caf\xc3\xa9/\xe2\x82\xac\"}"), JSONRPC_NOTIFICATION);
         cr_assert_str_eq(msg.method, "caf\xc3\xa9/\xe2\x82\xac");
