@@ -88,8 +88,10 @@ static void check_classification(const struct jsonrpc_msg *m) {
                 fuzz_check(m->error_code == JSONRPC_PARSE_ERROR || m->error_code == JSONRPC_INVALID_REQUEST,
                            "invalid: code %d", m->error_code);
                 fuzz_check(m->error_message && *m->error_message, "invalid messages say why");
-                fuzz_check(m->error_code != JSONRPC_PARSE_ERROR || (m->root == NULL && !m->id),
-                           "a parse error keeps no JSON");
+                /* json-c's tree of a line refused for its text is kept for its answer's id
+                 * (jsonrpc_answer_id()), never as the message's id */
+                fuzz_check(m->error_code != JSONRPC_PARSE_ERROR || (!m->id && (m->root == NULL || m->refused_text)),
+                           "a parse error keeps no JSON but a refused text's");
                 fuzz_check(!m->id || jsonrpc_id_valid(m->id), "an invalid message's id, if kept, is valid");
                 break;
         }

@@ -18,7 +18,7 @@
 #define CONFIG_DROPIN_DIR "mcpvisor.d"
 #define CONFIG_EMPTY_HINT "an empty configuration is {\"mcpServers\": {}}"
 
-static void problems_addv(struct config_problems *p, const char *file, enum problem_severity severity,
+static _printf_(5, 0) void problems_addv(struct config_problems *p, const char *file, enum problem_severity severity,
                           const char *path, const char *fmt, va_list ap) {
         struct config_problem *items = realloc(p->items, (p->count + 1) * sizeof *items);
         char *msg;
