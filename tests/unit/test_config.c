@@ -579,6 +579,34 @@ Test(config, list_page_size_range) {
         }
 }
 
+Test(config, max_in_flight_range) {
+        static const struct { const char *json; unsigned want; } ok[] = {
+                { "1", 1 }, { "8", 8 }, { "1000000", 1000000 }, { "64.0", 64 },
+        };
+        static const char *const bad[] = { "0", "-1", "1000001", "2.5", "\"8\"", "null", "true", "1e300" };
+
+        cr_assert_eq(parse("{\"mcpvisor\":{}}"), 0);
+        cr_assert_eq(cfg.max_in_flight, CONFIG_DEFAULT_MAX_IN_FLIGHT);
+        cr_assert_eq(cfg.max_in_flight, 1024);
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+                char json[128];
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"maxInFlight\":%s}}", ok[i].json);
+                cr_assert_eq(parse(json), 0, "%s", json);
+                cr_assert_eq(probs.count, 0, "%s", json);
+                cr_assert_eq(cfg.max_in_flight, ok[i].want, "%s", json);
+        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char json[128];
+                const struct config_problem *pr;
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"maxInFlight\":%s}}", bad[i]);
+                cr_assert_eq(parse(json), -EINVAL, "%s must be rejected", json);
+                pr = only_problem("mcpvisor.maxInFlight", PROBLEM_ERROR);
+                cr_assert_not_null(strstr(pr->message, "whole number from 1 to 1000000"), "%s: \"%s\"", json, pr->message);
+        }
+}
+
 Test(config, routing_problems_collected) {
         cr_assert_eq(parse("{\"mcpvisor\":{\"toolNameSeparator\":\"\",\"listWait\":-1,\"listPageSize\":-1}}"), -EINVAL);
         cr_assert_eq(probs.count, 3);
