@@ -408,7 +408,7 @@ Test(routing, max_in_flight) {
         set_settings("\"maxInFlight\":8");
         x = start_one_demo("a", NULL);
         for (size_t i = 0; i < 8; i++)
-                h_client_tool_request(x, held[i], "a__sleep", i == 0 ? "{\"ms\":1000}" : "{\"ms\":3000}");
+                h_client_tool_request(x, held[i], "a__sleep", i == 0 ? "{\"ms\":1500}" : "{\"ms\":3000}");
         r = h_client_call(x, "\"p\"", "ping", NULL);
         cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
         json_object_put(r);
@@ -420,7 +420,7 @@ Test(routing, max_in_flight) {
         cr_assert_null(r, "refused only after a call ended: %s", r ? h_json_text(r) : "");
 
         r = h_client_answer(x, "1");
-        cr_assert_str_eq(h_result_text(r), "slept 1000 ms", "%s", h_json_text(r));
+        cr_assert_str_eq(h_result_text(r), "slept 1500 ms", "%s", h_json_text(r));
         json_object_put(r);
         h_client_tool_request(x, "10", "a__sleep", "{\"ms\":3000}");
         r = h_client_tool_call(x, "11", "a__echo", "{\"text\":\"no\"}");
