@@ -36,13 +36,14 @@ int ms_left(int64_t deadline_ns) {
         return left > 0 ? (int)((left + 999999) / 1000000) : 0;
 }
 
-static int write_config(const char *path, const char *server) {
+static int write_config(const char *path, const char *server, const char *settings) {
         FILE *f = fopen(path, "we");
 
         if (!f)
                 return -errno;
-        /* Defaults everywhere: what an installed daemon runs with. */
-        fprintf(f, "{\"mcpServers\": {\"%s\": {\"command\": \"%s\"}}}\n", BENCH_SERVER_NAME, server);
+        /* Defaults everywhere (what an installed daemon runs with) unless a part says. */
+        fprintf(f, "{\"mcpvisor\": {%s}, \"mcpServers\": {\"%s\": {\"command\": \"%s\"}}}\n", settings ? settings : "",
+                BENCH_SERVER_NAME, server);
         return fclose(f) == 0 ? 0 : -errno;
 }
 
@@ -115,7 +116,7 @@ int daemon_start(struct daemon_run *d, const struct daemon_opts *o) {
         snprintf(config, sizeof config, "%s/mcpvisor.json", d->dir);
         snprintf(d->sock, sizeof d->sock, "%s/mcp.sock", d->dir);
         snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
-        r = write_config(config, o->server);
+        r = write_config(config, o->server, o->settings);
         if (r >= 0)
                 r = open_notify(d, notify_path, sizeof notify_path);
         if (r >= 0)

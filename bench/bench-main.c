@@ -23,10 +23,14 @@
 #define TARGET_HELD 10000
 #define TARGET_LARGE_MB_S 200.0
 #define TARGET_READY_NS 10000000
+/* Issue 14: another client's p99 while one client's calls and cancellations pile up. */
+#define TARGET_OTHER_P99_NS 10000000
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31 };
+/* PART_CANCEL is a scale case, run only when asked for (--only cancel). */
+enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
+            PART_CANCEL = 32 };
 
 struct options {
         struct daemon_opts daemon;
@@ -41,6 +45,8 @@ struct options {
         unsigned large_runs;
         unsigned startup_runs;
         int pin_cpu;
+        unsigned cancels;
+        const char *cancel_settings;
 };
 
 struct results {
@@ -51,6 +57,7 @@ struct results {
         long idle_rss_kib;
         struct idle idle[MAX_LEVELS];
         struct startup startup;
+        struct cancels cancels;
         bool failed;
 };
 
@@ -64,7 +71,7 @@ static void usage(FILE *f, const char *argv0) {
                 "  --server PATH        MCP server it runs (default: mcpvisor-bench-server)\n"
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
-                "  --only LIST          some of: latency,load,large,idle,startup\n"
+                "  --only LIST          some of: latency,load,large,idle,startup,cancel (cancel: only when named)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -73,6 +80,10 @@ static void usage(FILE *f, const char *argv0) {
                 "  --large BYTES        size of the large tool result (default 10485760)\n"
                 "  --large-runs N       measured large results per path (default 5)\n"
                 "  --startup-runs N     daemon starts timed (default 20)\n"
+                "  --cancels N          cancel: calls one client holds, then as many cancellations of\n"
+                "                       unknown ids and of its calls (default 100000)\n"
+                "  --cancel-settings S  cancel: the daemon's settings, as JSON members (default\n"
+                "                       '\"maxInFlight\": 1000000'; '' for a daemon without maxInFlight)\n"
                 "  --pin-cpu N          the CPU for the second latency run, all processes on it (default 0;\n"
                 "                       -1: no second run)\n"
                 "  --keep               keep each daemon's directory (config, log) under /tmp\n"
@@ -95,13 +106,13 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 }
 
 static unsigned parse_parts(const char *text) {
-        static const char *const names[] = { "latency", "load", "large", "idle", "startup" };
+        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
         for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
                 unsigned bit = 0;
-                for (unsigned k = 0; k < 5; k++)
+                for (unsigned k = 0; k < 6; k++)
                         if (strcmp(w, names[k]) == 0)
                                 bit = 1u << k;
                 if (!bit) {
@@ -122,11 +133,13 @@ static void quick_defaults(struct options *o) {
         o->large_bytes = 1024 * 1024;
         o->large_runs = 2;
         o->startup_runs = 3;
+        o->cancels = 2000;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
-               O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_HELP };
+               O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
+               O_CANCEL_SETTINGS, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -135,7 +148,8 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "in-flight", required_argument, NULL, O_IN_FLIGHT }, { "idle", required_argument, NULL, O_IDLE },
                 { "large", required_argument, NULL, O_LARGE }, { "large-runs", required_argument, NULL, O_LARGE_RUNS },
                 { "startup-runs", required_argument, NULL, O_STARTUP_RUNS }, { "keep", no_argument, NULL, O_KEEP },
-                { "pin-cpu", required_argument, NULL, O_PIN_CPU },
+                { "pin-cpu", required_argument, NULL, O_PIN_CPU }, { "cancels", required_argument, NULL, O_CANCELS },
+                { "cancel-settings", required_argument, NULL, O_CANCEL_SETTINGS },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -162,6 +176,8 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_STARTUP_RUNS: bad = !(o->startup_runs = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_KEEP: o->daemon.keep = true; break;
                 case O_PIN_CPU: o->pin_cpu = (int)strtol(optarg, NULL, 10); break;
+                case O_CANCELS: bad = !(o->cancels = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_CANCEL_SETTINGS: o->cancel_settings = optarg; break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -301,6 +317,22 @@ static void run_daemon(const struct options *o, struct results *res, bool memory
                 failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
 }
 
+static void run_cancel(const struct options *o, struct results *res) {
+        struct options with = *o;
+        struct daemon_run d;
+        int r;
+
+        with.daemon.settings = o->cancel_settings;
+        if ((r = start_ready(&d, &with)) < 0) {
+                res->failed = true;
+                return;
+        }
+        if ((r = measure_cancels(&d, o->cancels, &res->cancels)) < 0)
+                failed(res, "cancellations at scale", r);
+        if (daemon_stop(&d, 30000) != 0 && !res->failed)
+                failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+}
+
 static int cmp_unsigned(const void *a, const void *b) {
         unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
 
@@ -421,6 +453,19 @@ static void startup_rows(const struct results *res) {
         row("start to READY=1, max", "", "", c, "-", "-");
 }
 
+static void cancel_rows(const struct results *res) {
+        const struct cancels *x = &res->cancels;
+        char what[64], a[32], c[32];
+
+        snprintf(what, sizeof what, "%u held, cancelled, unknown: daemon CPU", x->n);
+        snprintf(c, sizeof c, "%.2f s", x->daemon_cpu_s);
+        row(what, "", "", c, "-", x->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "  another client's p99 meanwhile");
+        snprintf(c, sizeof c, "%.2f ms", (double)x->p99 / 1e6);
+        snprintf(a, sizeof a, "<= %.0f ms", TARGET_OTHER_P99_NS / 1e6);
+        row(what, "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -438,6 +483,10 @@ static void print_notes(const struct options *o, const struct results *res) {
                        res->large_via.daemon_user_ms, res->large_via.daemon_sys_ms);
         if (o->parts & PART_STARTUP)
                 printf("  start-up: %u runs\n", res->startup.runs);
+        if (o->parts & PART_CANCEL)
+                printf("  cancel: %.2f s in all; the other client's calls p50 %.2f ms, max %.2f ms; %llu calls refused\n",
+                       res->cancels.seconds, (double)res->cancels.p50 / 1e6, (double)res->cancels.max / 1e6,
+                       (unsigned long long)res->cancels.errors);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -483,6 +532,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 large_rows(o, res);
         if (o->parts & PART_STARTUP)
                 startup_rows(res);
+        if (o->parts & PART_CANCEL)
+                cancel_rows(res);
         print_notes(o, res);
 }
 
@@ -491,7 +542,8 @@ int main(int argc, char **argv) {
                 .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH },
                 .parts = PART_ALL, .calls = 20000, .seconds = 3, .levels = { 1, 16, 64 }, .n_levels = 3,
                 .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
-                .large_runs = 5, .startup_runs = 20, .pin_cpu = 0,
+                .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000,
+                .cancel_settings = "\"maxInFlight\": 1000000",
         };
         struct results res = { 0 };
         int r;
@@ -522,6 +574,8 @@ int main(int argc, char **argv) {
                 run_daemon(&o, &res, true);
         if ((o.parts & PART_STARTUP) && (r = measure_startup(&o.daemon, o.startup_runs, &res.startup)) < 0)
                 failed(&res, "start-up", r);
+        if (o.parts & PART_CANCEL)
+                run_cancel(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

@@ -1,9 +1,10 @@
 /* mcpvisor-bench-server: the fastest MCP server we can reasonably write, so that the
  * benchmark measures the daemon and not its child.
  *
- * It answers initialize, ping, tools/list (two tools) and tools/call:
+ * It answers initialize, ping, tools/list (three tools) and tools/call:
  *   - "echo" {text}: the text back, copied as raw JSON string content (no decoding);
- *   - "blob" {bytes}: a text of that many 'x', for the large-result measurement.
+ *   - "blob" {bytes}: a text of that many 'x', for the large-result measurement;
+ *   - "hold" {}: never answered, for calls in flight until cancelled (bench-cancel.c).
  * Notifications and responses are ignored; other requests get -32601.
  *
  * No JSON library: a request is scanned in place for the few members it needs (a small
@@ -214,7 +215,8 @@ static const char TOOLS[] =
         "{\"name\":\"echo\",\"description\":\"Returns its text argument.\",\"inputSchema\":{\"type\":\"object\","
         "\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}},"
         "{\"name\":\"blob\",\"description\":\"Returns a text of the given number of bytes.\",\"inputSchema\":"
-        "{\"type\":\"object\",\"properties\":{\"bytes\":{\"type\":\"integer\"}},\"required\":[\"bytes\"]}}]}";
+        "{\"type\":\"object\",\"properties\":{\"bytes\":{\"type\":\"integer\"}},\"required\":[\"bytes\"]}},"
+        "{\"name\":\"hold\",\"description\":\"Never answers.\",\"inputSchema\":{\"type\":\"object\"}}]}";
 
 static void text_result(struct server *s, struct span id, struct span text) {
         reply_head(s, id);
@@ -255,6 +257,8 @@ static void tools_call(struct server *s, struct span id, struct span params) {
                 text_result(s, id, text);
         } else if (span_is(name, "blob")) {
                 blob(s, id, args);
+        } else if (span_is(name, "hold")) {
+                return; /* never answered: a call that stays in flight until cancelled */
         } else {
                 reply_error(s, id, -32602, "unknown tool");
         }

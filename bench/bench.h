@@ -44,6 +44,7 @@ struct daemon_opts {
         const char *server;     /* the server it runs, as "bench" */
         const char *prefix;     /* command words run before the daemon, or NULL */
         bool keep;              /* keep the directory (config, log) */
+        const char *settings;   /* members of the config's "mcpvisor" object, or NULL */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -150,6 +151,14 @@ struct startup {
         bool ok;
 };
 
+struct cancels {
+        unsigned n;                 /* calls held, unknown ids cancelled, calls cancelled */
+        double seconds, daemon_cpu_s;
+        int64_t p50, p99, max;      /* ns: the other client's calls meanwhile */
+        uint64_t errors;            /* calls refused */
+        bool ok;
+};
+
 int measure_latency(struct conn *c, const char *tool, unsigned calls, struct daemon_run *d, struct latency *ret);
 int measure_load(struct daemon_run *d, unsigned clients, unsigned in_flight, double seconds, struct load *ret);
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
@@ -157,6 +166,9 @@ int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs,
 /* Connects clients (each initialized, then idle) up to each of the counts in turn. */
 int measure_idle(struct daemon_run *d, const unsigned *counts, unsigned n_counts, long rss_before, struct idle *ret);
 int measure_startup(const struct daemon_opts *o, unsigned runs, struct startup *ret);
+/* n calls held by one client, n cancellations of unknown ids, n of its calls; another
+ * client's latency meanwhile (bench-cancel.c). */
+int measure_cancels(struct daemon_run *d, unsigned n, struct cancels *ret);
 
 /* Raises RLIMIT_NOFILE so that n descriptors fit, the hard limit too when we may. */
 int raise_nofile(unsigned n);

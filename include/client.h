@@ -9,6 +9,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -34,7 +35,8 @@ struct client {
         struct framer framer;
         struct session session;
         struct ucred peer;
-        unsigned pending;            /* requests accepted but not answered yet */
+        unsigned pending;            /* requests held (routed or waiting), not answered yet */
+        bool told_in_flight;         /* maxInFlight was reached and logged once */
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
 };
 
@@ -54,6 +56,10 @@ void client_send_result_text(struct client *c, json_object *id, const char *resu
 void client_reply_result(struct client *c, json_object *id, json_object *result);
 void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data);
 
+/* The daemon is about to hold request id (forward it, or let it wait): true, counted in
+ * c->pending, while fewer than maxInFlight are held; else the request is answered with
+ * an error at once and false returned, and nothing else changes. */
+bool client_hold_request(struct client *c, json_object *id);
 /* A request that was pending (c->pending) has been answered or cancelled. */
 void client_request_done(struct client *c);
 

@@ -41,6 +41,7 @@ void problems_done(struct config_problems *p);
 #define CONFIG_DEFAULT_SHUTDOWN_TIMEOUT 10.0
 #define CONFIG_DEFAULT_LIST_WAIT 5.0
 #define CONFIG_DEFAULT_LIST_PAGE_SIZE 500
+#define CONFIG_DEFAULT_MAX_IN_FLIGHT 1024
 
 struct config {
         char *socket_path;           /* "socket": NULL = default path */
@@ -50,6 +51,7 @@ struct config {
         size_t max_message_size;     /* "maxMessageSize": bytes per JSON-RPC line from a client */
         size_t max_server_message_size; /* "maxServerMessageSize": bytes per line from a server */
         size_t client_output_limit;  /* "clientOutputLimit": unsent bytes before a client is dropped */
+        unsigned max_in_flight;      /* "maxInFlight": requests held for one client at a time */
         double shutdown_timeout;     /* "shutdownTimeout": seconds for a clean stop */
         char *tool_name_separator;   /* "toolNameSeparator": NULL = "__" */
         double list_wait;            /* "listWait": seconds a list waits for starting servers */

@@ -60,6 +60,11 @@ json_object *jsonrpc_answer_id(const struct jsonrpc_msg *m);
 /* True for ids the spec allows: a string or an integer that fits in 64 bits. */
 bool jsonrpc_id_valid(json_object *id);
 
+/* A hash of a valid id, mixed with seed, for lookups by a peer's id: ids that
+ * json_object_equal() finds equal hash alike (an integer by its value, however json-c
+ * stores it; a string by all its bytes), and a string apart from the integer it spells. */
+uint64_t jsonrpc_id_hash(json_object *id, uint64_t seed);
+
 /* An invalid message meant as an answer: it has a valid id and no "method". Its id is of
  * the receiver's own numbering, so it is never answered under that id. */
 bool jsonrpc_is_broken_response(const struct jsonrpc_msg *m);

@@ -4,8 +4,11 @@
  *     client that asked, under that client's id (its exact JSON value and type);
  *   - its progress token is replaced by a daemon-unique one and restored on the way back,
  *     since clients reuse the same token values;
- *   - a client's notifications/cancelled reaches the child under the child-side id, and a
- *     late answer or progress is dropped; a client that leaves has its routes cancelled;
+ *   - a client's notifications/cancelled reaches the child under the child-side id (the
+ *     route found by a hash of the client and its id), and a late answer or progress is
+ *     dropped; a client that leaves has its routes cancelled;
+ *   - a client holds at most maxInFlight requests (client_hold_request); past it, the
+ *     request is answered with an error at once;
  *   - requestTimeout (reset by progress) cancels downstream and answers with an error;
  *   - when a server's process ends, its routes are answered once, after the loop
  *     iteration in which the server decided what happens next, with a message that names
@@ -33,6 +36,8 @@ struct route {
         struct router *router;
         struct client *client;
         json_object *client_id;         /* referenced */
+        int64_t key;                    /* hash of (client, client_id): by_client_id */
+        struct route *same_key;         /* next route under the same key */
         json_object *client_token;      /* the client's progressToken, referenced, or NULL */
         int64_t token;                  /* ours toward the child, 0 if none */
         struct server *server;
@@ -50,6 +55,7 @@ struct router {
         const struct logger *log;
         struct route_list live, lost;
         struct idmap by_token;          /* our progress token -> route */
+        struct idmap by_client_id;      /* key -> first route with it, then ->same_key */
         int64_t next_token;
 };
 

@@ -73,6 +73,27 @@ static void maybe_finish(struct client *c) {
                 client_set_state(c, CLIENT_JUSTFREE);
 }
 
+bool client_hold_request(struct client *c, json_object *id) {
+        unsigned limit = c->daemon->config.max_in_flight;
+        json_object *data;
+        char message[128];
+
+        if (c->pending < limit) {
+                c->pending++;
+                return true;
+        }
+        if (!c->told_in_flight) /* once: a client past it may send thousands */
+                client_log(c, LOG_WARNING, "client reached maxInFlight (%u requests held); refusing more until some are answered",
+                           limit);
+        c->told_in_flight = true;
+        snprintf(message, sizeof message, "too many requests in flight (maxInFlight %u); wait for answers before sending more",
+                 limit);
+        data = json_object_new_object();
+        json_object_object_add(data, "maxInFlight", json_object_new_int64(limit));
+        client_reply_error(c, id, JSONRPC_INTERNAL_ERROR, message, data);
+        return false;
+}
+
 void client_request_done(struct client *c) {
         if (c->pending > 0)
                 c->pending--;

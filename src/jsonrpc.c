@@ -40,6 +40,30 @@ bool jsonrpc_id_valid(json_object *id) {
         return json_object_get_int64(id) != INT64_MIN && json_object_get_uint64(id) != UINT64_MAX;
 }
 
+/* splitmix64's finaliser: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t h) {
+        h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+        h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+        return h ^ (h >> 31);
+}
+
+uint64_t jsonrpc_id_hash(json_object *id, uint64_t seed) {
+        uint64_t h = mix64(seed);
+
+        if (json_object_is_type(id, json_type_string)) {
+                const unsigned char *p = (const unsigned char *)json_object_get_string(id);
+                size_t len = (size_t)json_object_get_string_len(id);
+
+                h ^= 0xCBF29CE484222325ull; /* FNV-1a, from a basis that integers never take */
+                for (size_t i = 0; i < len; i++)
+                        h = (h ^ p[i]) * 0x100000001B3ull;
+                return mix64(h ^ len);
+        }
+        /* json-c keeps an integer as int64 or uint64; the value decides, not the storage. */
+        int64_t v = json_object_get_int64(id);
+        return mix64(h + (v < 0 ? (uint64_t)v : json_object_get_uint64(id)));
+}
+
 bool jsonrpc_is_broken_response(const struct jsonrpc_msg *m) {
         return m->kind == JSONRPC_INVALID && m->id && !json_object_object_get_ex(m->root, "method", NULL);
 }

@@ -52,14 +52,18 @@ static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
 }
 
 void list_waiters_add(struct daemon *d, struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind) {
-        struct list_waiter *w = calloc(1, sizeof *w);
+        struct list_waiter *w;
         struct timeval tv = timeval_from_seconds(d->config.list_wait);
 
+        if (!client_hold_request(c, m->id))
+                return;
+        w = calloc(1, sizeof *w);
         if (w)
                 w->timer = evtimer_new(d->base, on_deadline, w);
         if (!w || !w->timer) {
                 free(w);
                 method_list_answer(c, m->id, m->params, kind);
+                client_request_done(c);
                 return;
         }
         w->daemon = d;
@@ -68,7 +72,6 @@ void list_waiters_add(struct daemon *d, struct client *c, struct jsonrpc_msg *m,
         w->params = json_object_get(m->params);
         w->kind = kind;
         TAILQ_INSERT_TAIL(&d->list_waiters, w, entry);
-        c->pending++;
         evtimer_add(w->timer, &tv);
 }
 

@@ -21,10 +21,55 @@ void router_init(struct router *r, struct event_base *base, const struct logger 
         TAILQ_INIT(&r->live);
         TAILQ_INIT(&r->lost);
         idmap_init(&r->by_token);
+        idmap_init(&r->by_client_id);
 }
 
 static struct route_list *list_of(struct router *r, struct route *rt) {
         return rt->lost ? &r->lost : &r->live;
+}
+
+/* A client's id is any string or integer, so routes are found by a hash of the client
+ * and its id; routes whose keys collide (or a client that reuses an id) are chained. */
+static int64_t key_of(const struct client *c, json_object *id) {
+        return (int64_t)jsonrpc_id_hash(id, c->id);
+}
+
+static int index_add(struct router *r, struct route *rt) {
+        rt->key = key_of(rt->client, rt->client_id);
+        rt->same_key = idmap_get(&r->by_client_id, rt->key);
+        return idmap_put(&r->by_client_id, rt->key, rt);
+}
+
+static void index_remove(struct router *r, struct route *rt) {
+        struct route *prev = idmap_get(&r->by_client_id, rt->key);
+
+        if (prev == rt) {
+                if (rt->same_key) /* replaces the entry: cannot fail */
+                        (void)idmap_put(&r->by_client_id, rt->key, rt->same_key);
+                else
+                        idmap_remove(&r->by_client_id, rt->key);
+                return;
+        }
+        while (prev && prev->same_key != rt)
+                prev = prev->same_key;
+        if (prev)
+                prev->same_key = rt->same_key;
+}
+
+static struct route *index_find(struct router *r, const struct client *c, json_object *id) {
+        struct route *rt;
+
+        for (rt = idmap_get(&r->by_client_id, key_of(c, id)); rt; rt = rt->same_key)
+                if (rt->client == c && json_object_equal(rt->client_id, id))
+                        return rt;
+        return NULL;
+}
+
+/* Frees a route that was never sent. */
+static void route_drop(struct route *rt) {
+        json_object_put(rt->client_id);
+        json_object_put(rt->client_token);
+        free(rt);
 }
 
 /* Forgets a route; the client, if still there, is told one request less is pending. */
@@ -37,12 +82,11 @@ static void route_free(struct route *rt) {
                 TAILQ_REMOVE(&c->routes, rt, by_client);
         if (rt->token)
                 idmap_remove(&r->by_token, rt->token);
+        index_remove(r, rt);
         if (rt->timer)
                 event_free(rt->timer);
         rt->server->in_flight--;
-        json_object_put(rt->client_id);
-        json_object_put(rt->client_token);
-        free(rt);
+        route_drop(rt);
         if (c)
                 client_request_done(c);
 }
@@ -55,6 +99,7 @@ void router_done(struct router *r) {
         while ((rt = TAILQ_FIRST(&r->lost)))
                 route_free(rt);
         idmap_done(&r->by_token);
+        idmap_done(&r->by_client_id);
 }
 
 /* The child connection the route was sent on, if that run is still the server's. */
@@ -154,33 +199,49 @@ static int rewrite_token(struct router *r, struct route *rt, json_object **param
         return 0;
 }
 
-void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
-                    json_object *params) {
+/* A route for request m of c toward s, found by the client's id, with our progress token
+ * in *params; NULL when the client was answered with why not. */
+static struct route *route_new(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s,
+                               const char *method, json_object **params) {
         struct route *rt = calloc(1, sizeof *rt);
-        json_object *forwarded = params; /* absent params stay absent */
 
         if (!rt || !server_serving(s)) {
                 free(rt);
-                json_object_put(forwarded);
                 client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
-                return;
+                return NULL;
         }
         *rt = (struct route){ .router = r, .client = c, .client_id = json_object_get(m->id), .server = s,
                               .instance = s->run->number };
         snprintf(rt->method, sizeof rt->method, "%s", method);
-        if (rewrite_token(r, rt, &forwarded) < 0) {
-                json_object_put(rt->client_id);
-                free(rt);
-                json_object_put(forwarded);
+        if (rewrite_token(r, rt, params) < 0) {
+                route_drop(rt);
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
                                    "Invalid params: _meta.progressToken must be a string or an integer", NULL);
-                return;
+                return NULL;
+        }
+        if (index_add(r, rt) < 0) {
+                route_drop(rt);
+                client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
+                return NULL;
         }
         if (s->config->request_timeout > 0)
                 rt->timer = evtimer_new(r->base, on_timeout, rt);
+        return rt;
+}
+
+void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
+                    json_object *params) {
+        json_object *forwarded = params; /* absent params stay absent */
+        struct route *rt = NULL;
+
+        if (client_hold_request(c, m->id) && !(rt = route_new(r, c, m, s, method, &forwarded)))
+                client_request_done(c);
+        if (!rt) {
+                json_object_put(forwarded);
+                return;
+        }
         TAILQ_INSERT_TAIL(&r->live, rt, by_router);
         TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
-        c->pending++;
         s->in_flight++;
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
@@ -195,11 +256,8 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
 }
 
 void router_cancel(struct router *r, struct client *c, json_object *id, const char *reason) {
-        struct route *rt;
+        struct route *rt = index_find(r, c, id);
 
-        TAILQ_FOREACH(rt, &c->routes, by_client)
-                if (json_object_equal(rt->client_id, id))
-                        break;
         if (!rt || rt->lost)
                 return; /* unknown, answered already, or about to be answered */
         log_emit(r->log, LOG_DEBUG, &(struct log_subject){ .server = rt->server->config->name, .client = c->id },

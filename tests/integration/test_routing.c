@@ -396,6 +396,57 @@ Test(routing, client_close_cancels_quiet_call) {
         cr_assert_lt(h_now_ms() - t0, 10000, "cancelled only when the call would have ended");
 }
 
+/* maxInFlight: a request past it is refused at once and the client stays connected; the
+ * requests held go on, requests the daemon answers itself still are, and a request is
+ * taken again once one is answered or cancelled (cancelled here under a uint64 id, found
+ * by its hash). */
+Test(routing, max_in_flight) {
+        static const char *const held[] = { "1", "\"2\"", "18446744073709551614", "-4", "5", "6", "7", "8" };
+        struct h_client *x;
+        json_object *r;
+
+        set_settings("\"maxInFlight\":8");
+        x = start_one_demo("a", NULL);
+        for (size_t i = 0; i < 8; i++)
+                h_client_tool_request(x, held[i], "a__sleep", i == 0 ? "{\"ms\":1500}" : "{\"ms\":3000}");
+        r = h_client_call(x, "\"p\"", "ping", NULL);
+        cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_tool_call(x, "\"ninth\"", "a__echo", "{\"text\":\"no\"}");
+        cr_assert_str_eq(error_message(r), "too many requests in flight (maxInFlight 8); wait for answers before sending more");
+        cr_assert_eq(json_object_get_int(h_get(r, "error.data.maxInFlight")), 8, "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_take(x, h_is_answer, "1", 0);
+        cr_assert_null(r, "refused only after a call ended: %s", r ? h_json_text(r) : "");
+
+        r = h_client_answer(x, "1");
+        cr_assert_str_eq(h_result_text(r), "slept 1500 ms", "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_tool_request(x, "10", "a__sleep", "{\"ms\":3000}");
+        r = h_client_tool_call(x, "11", "a__echo", "{\"text\":\"no\"}");
+        cr_assert_not_null(strstr(error_message(r), "maxInFlight 8"), "%s", h_json_text(r));
+        json_object_put(r);
+
+        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                     "\"params\":{\"requestId\":18446744073709551614}}\n");
+        r = h_client_tool_call(x, "12", "a__echo", "{\"text\":\"back\"}");
+        cr_assert_str_eq(h_result_text(r), "back", "%s", h_json_text(r));
+        json_object_put(r);
+        for (size_t i = 1; i < 8; i++) {
+                if (i == 2)
+                        continue;
+                r = h_client_answer(x, held[i]);
+                cr_assert_str_eq(h_result_text(r), "slept 3000 ms", "%s: %s", held[i], h_json_text(r));
+                json_object_put(r);
+        }
+        r = h_client_answer(x, "10");
+        cr_assert_str_eq(h_result_text(r), "slept 3000 ms", "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_take(x, h_is_answer, held[2], 0);
+        cr_assert_null(r, "an answer for the cancelled request: %s", r ? h_json_text(r) : "");
+        h_client_close(x);
+}
+
 Test(routing, request_timeout) {
         long long t0, elapsed;
         json_object *r;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "macro.h"
 #include "unit-helpers.h"
 
 static struct config cfg;
@@ -581,29 +582,53 @@ Test(config, list_wait_range) {
         }
 }
 
+struct count_case {
+        const char *json;
+        unsigned want;
+};
+
+/* A whole-number daemon setting: each of ok is read into *field (a member of cfg), each of
+ * bad is refused at its JSON path with a message that holds hint. */
+static void expect_count_setting(const char *key, const unsigned *field, const struct count_case *ok, size_t n_ok,
+                                 const char *const *bad, size_t n_bad, const char *hint) {
+        char json[128], path[64];
+
+        snprintf(path, sizeof path, "mcpvisor.%s", key);
+        for (size_t i = 0; i < n_ok; i++) {
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"%s\":%s}}", key, ok[i].json);
+                cr_assert_eq(parse(json), 0, "%s", json);
+                cr_assert_eq(probs.count, 0, "%s", json);
+                cr_assert_eq(*field, ok[i].want, "%s", json);
+        }
+        for (size_t i = 0; i < n_bad; i++) {
+                const struct config_problem *pr;
+
+                snprintf(json, sizeof json, "{\"mcpvisor\":{\"%s\":%s}}", key, bad[i]);
+                cr_assert_eq(parse(json), -EINVAL, "%s must be rejected", json);
+                pr = only_problem(path, PROBLEM_ERROR);
+                cr_assert_not_null(strstr(pr->message, hint), "%s: \"%s\"", json, pr->message);
+        }
+}
+
 Test(config, list_page_size_range) {
-        static const struct { const char *json; unsigned want; } ok[] = {
+        static const struct count_case ok[] = {
                 { "0", 0 }, { "1", 1 }, { "500", 500 }, { "999999", 999999 }, { "1000000", 1000000 }, { "20.0", 20 },
         };
         static const char *const bad[] = { "-1", "1000001", "4294967296", "2.5", "0.1", "\"500\"", "null", "false", "1e300" };
 
-        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-                char json[128];
+        expect_count_setting("listPageSize", &cfg.list_page_size, ok, ARRAY_SIZE(ok), bad, ARRAY_SIZE(bad),
+                             "whole number from 0");
+}
 
-                snprintf(json, sizeof json, "{\"mcpvisor\":{\"listPageSize\":%s}}", ok[i].json);
-                cr_assert_eq(parse(json), 0, "%s", json);
-                cr_assert_eq(probs.count, 0, "%s", json);
-                cr_assert_eq(cfg.list_page_size, ok[i].want, "%s", json);
-        }
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-                char json[128];
-                const struct config_problem *pr;
+Test(config, max_in_flight_range) {
+        static const struct count_case ok[] = { { "1", 1 }, { "8", 8 }, { "1000000", 1000000 }, { "64.0", 64 } };
+        static const char *const bad[] = { "0", "-1", "1000001", "2.5", "\"8\"", "null", "true", "1e300" };
 
-                snprintf(json, sizeof json, "{\"mcpvisor\":{\"listPageSize\":%s}}", bad[i]);
-                cr_assert_eq(parse(json), -EINVAL, "%s must be rejected", json);
-                pr = only_problem("mcpvisor.listPageSize", PROBLEM_ERROR);
-                cr_assert_not_null(strstr(pr->message, "whole number from 0"), "%s: \"%s\"", json, pr->message);
-        }
+        cr_assert_eq(parse("{\"mcpvisor\":{}}"), 0);
+        cr_assert_eq(cfg.max_in_flight, CONFIG_DEFAULT_MAX_IN_FLIGHT);
+        cr_assert_eq(cfg.max_in_flight, 1024);
+        expect_count_setting("maxInFlight", &cfg.max_in_flight, ok, ARRAY_SIZE(ok), bad, ARRAY_SIZE(bad),
+                             "whole number from 1 to 1000000");
 }
 
 Test(config, routing_problems_collected) {

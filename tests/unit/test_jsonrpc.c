@@ -141,6 +141,35 @@ Test(jsonrpc, ids_beyond_64_bits_refused) {
         }
 }
 
+/* Routes are found by a hash of the client's id (router.c): ids json-c finds equal must
+ * hash alike, however they were written or stored; others apart, and the seed matters. */
+static uint64_t id_hash(const char *json, uint64_t seed) {
+        json_object *id = json_tokener_parse(json);
+        uint64_t h;
+
+        cr_assert_not_null(id, "%s", json);
+        h = jsonrpc_id_hash(id, seed);
+        json_object_put(id);
+        return h;
+}
+
+Test(jsonrpc, id_hash) {
+        static const char *const distinct[] = { "0", "1", "-1", "\"1\"", "\"\"", "\"a\"", "\"a\\u0000\"", "\"a\\u0000b\"",
+                                                "9223372036854775807", "9223372036854775808", "18446744073709551614",
+                                                "-9223372036854775807" };
+        json_object *stored = json_object_new_uint64(5);
+
+        for (size_t i = 0; i < sizeof distinct / sizeof distinct[0]; i++) {
+                cr_assert_eq(id_hash(distinct[i], 7), id_hash(distinct[i], 7), "%s", distinct[i]);
+                cr_assert_neq(id_hash(distinct[i], 7), id_hash(distinct[i], 8), "%s: the seed is ignored", distinct[i]);
+                for (size_t j = 0; j < i; j++)
+                        cr_assert_neq(id_hash(distinct[i], 7), id_hash(distinct[j], 7), "%s and %s", distinct[i], distinct[j]);
+        }
+        cr_assert_eq(id_hash("\"\\u0041\"", 7), id_hash("\"A\"", 7), "an escape and its character");
+        cr_assert_eq(jsonrpc_id_hash(stored, 7), id_hash("5", 7), "5 stored as uint64 and as int64");
+        json_object_put(stored);
+}
+
 Test(jsonrpc, request_field_order) {
         cr_assert_eq(parse("{\"method\":\"ping\",\"params\":[1,2],\"id\":3,\"jsonrpc\":\"2.0\"}"), JSONRPC_REQUEST);
         expect_id_int(3);
