@@ -7,11 +7,13 @@
  *
  * It also plays the server side of requests to the client ("upcalls"), for the tests of a
  * gateway that must route them back to the right client:
- *   - tool "ask" {method, params?, cancelAfterMs?} sends request METHOD to the client with the
- *     string id "ask-N" (N counting from 1) and answers the tools/call once the client
- *     answers: the JSON text of its result, or an isError result "error CODE: MESSAGE". With
- *     cancelAfterMs and no answer by then, it sends notifications/cancelled for "ask-N" and
- *     answers "gave up". A cancelled tools/call forgets its ask.
+ *   - tool "ask" {method, params?, cancelAfterMs?, afterMs?} sends request METHOD to the
+ *     client with the string id "ask-N" (N counting from 1) and answers the tools/call once
+ *     the client answers: the JSON text of its result, or an isError result "error CODE:
+ *     MESSAGE". With cancelAfterMs and no answer by then, it sends notifications/cancelled
+ *     for "ask-N" and answers "gave up". A cancelled tools/call forgets its ask, unless
+ *     afterMs was given: then the request is sent afterMs later, and the call goes on
+ *     whatever the client does, as a server that does not stop work on a cancel may.
  *   - tool "notify" {method, params?} sends that notification to the client.
  *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
  *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
@@ -26,6 +28,7 @@
  *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
  *     as servers that keep their client's roots do (server-filesystem).
  * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
+ * "cancelled request ID" (with ", forgetting ASK" or ", going on with ASK" for an ask's call),
  * "unexpected answer RESPONSE" (an id we are not waiting for), "gave up on ID",
  * "progress PARAMS" (notifications/progress from the client; " for no pending ask" is added
  * when its token is none of a pending ask's params._meta.progressToken),
@@ -128,6 +131,9 @@ struct ask {
         json_object *call_id;        /* the tools/call to answer; NULL: none (--ask-at-start) */
         json_object *progress_token; /* the request's params._meta.progressToken; NULL: none */
         uint64_t give_up_at;         /* UINT64_MAX: waits for ever */
+        char *method;                /* afterMs: not sent yet, sent at send_at with params */
+        json_object *params;
+        uint64_t send_at;
 };
 
 static struct ask asks[MAX_ASKS];
@@ -604,6 +610,8 @@ static struct ask *ask_new(void) {
 
 static void ask_free(struct ask *a) {
         free(a->request_id);
+        free(a->method);
+        json_object_put(a->params);
         json_object_put(a->call_id);
         json_object_put(a->progress_token);
         *a = (struct ask){};
@@ -618,13 +626,23 @@ static struct ask *find_ask(json_object *id) {
         return NULL;
 }
 
-/* Sends request method (params may be NULL) as request_id and waits for its answer, which
- * answers the tools/call call_id (may be NULL); gives up after cancel_after_ms (< 0: never).
- * Returns false when too many asks are pending. Takes ownership of params. */
-static bool ask(const char *request_id, json_object *call_id, const char *method, json_object *params,
-                int64_t cancel_after_ms) {
-        struct ask *a = ask_new();
+static void ask_send(struct ask *a, const char *method, json_object *params) {
         json_object *meta, *token;
+
+        if (json_object_object_get_ex(params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", &token))
+                a->progress_token = json_object_get(token);
+        fprintf(stderr, "asked %s as %s\n", method, a->request_id);
+        send_request(a->request_id, method, params);
+}
+
+/* Sends request method (params may be NULL) as request_id after after_ms (0: now) and
+ * waits for its answer, which answers the tools/call call_id (may be NULL); gives up
+ * cancel_after_ms after sending (< 0: never). Returns false when too many asks are
+ * pending. Takes ownership of params. */
+static bool ask(const char *request_id, json_object *call_id, const char *method, json_object *params,
+                int64_t cancel_after_ms, uint64_t after_ms) {
+        struct ask *a = ask_new();
+        uint64_t send_at = now_ms() + after_ms;
 
         if (!a) {
                 json_object_put(params);
@@ -633,16 +651,19 @@ static bool ask(const char *request_id, json_object *call_id, const char *method
         *a = (struct ask){
                 .request_id = strdup(request_id),
                 .call_id = json_object_get(call_id),
-                .give_up_at = cancel_after_ms >= 0 ? now_ms() + (uint64_t)cancel_after_ms : UINT64_MAX,
+                .give_up_at = cancel_after_ms >= 0 ? send_at + (uint64_t)cancel_after_ms : UINT64_MAX,
         };
-        if (!a->request_id) {
+        if (after_ms > 0) {
+                a->method = strdup(method);
+                a->params = params;
+                a->send_at = send_at;
+        }
+        if (!a->request_id || (after_ms > 0 && !a->method)) {
                 fprintf(stderr, "out of memory\n");
                 exit(EXIT_FAILURE);
         }
-        if (json_object_object_get_ex(params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", &token))
-                a->progress_token = json_object_get(token);
-        fprintf(stderr, "asked %s as %s\n", method, request_id);
-        send_request(request_id, method, params);
+        if (after_ms == 0)
+                ask_send(a, method, params);
         return true;
 }
 
@@ -687,19 +708,21 @@ static void handle_answer(json_object *m, json_object *id) {
 static void tool_ask(json_object *id, json_object *params, json_object *args) {
         const char *method = get_string(args, "method");
         json_object *request_params = NULL, *cancel_after = get_number(args, "cancelAfterMs");
+        json_object *after = get_number(args, "afterMs");
         char request_id[32];
 
         json_object_object_get_ex(args, "params", &request_params);
         if (!method || (request_params && !json_object_is_type(request_params, json_type_object)) ||
-            (cancel_after && json_object_get_double(cancel_after) < 0)) {
+            (cancel_after && json_object_get_double(cancel_after) < 0) || (after && json_object_get_double(after) < 0)) {
                 send_error(id, ERR_INVALID_PARAMS,
                            "argument 'method' (string) is required; 'params' must be an object and "
-                           "'cancelAfterMs' a non-negative number");
+                           "'cancelAfterMs' and 'afterMs' non-negative numbers");
                 return;
         }
         snprintf(request_id, sizeof(request_id), "ask-%lu", n_asks + 1);
         if (!ask(request_id, id, method, json_object_get(request_params),
-                 cancel_after ? json_object_get_int64(cancel_after) : -1)) {
+                 cancel_after ? json_object_get_int64(cancel_after) : -1,
+                 after ? (uint64_t)json_object_get_int64(after) : 0)) {
                 send_error(id, ERR_SERVER, "too many asks pending");
                 return;
         }
@@ -740,9 +763,11 @@ static const struct tool tools[] = {
           "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}",
           tool_env },
         { "ask", "Sends request 'method' (with 'params') to the client and returns its answer; gives up "
-                 "after 'cancelAfterMs' if given.",
+                 "after 'cancelAfterMs' if given; with 'afterMs', sends it that much later, even if the call "
+                 "was cancelled meanwhile.",
           "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"},\"params\":{\"type\":\"object\"},"
-          "\"cancelAfterMs\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"method\"]}",
+          "\"cancelAfterMs\":{\"type\":\"integer\",\"minimum\":0},\"afterMs\":{\"type\":\"integer\",\"minimum\":0}},"
+          "\"required\":[\"method\"]}",
           tool_ask },
         { "notify", "Sends notification 'method' (with 'params') to the client.",
           "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"},\"params\":{\"type\":\"object\"}},"
@@ -1181,7 +1206,7 @@ static void handle_request(const char *method, json_object *id, json_object *par
 static void notification_initialized(void) {
         if (arg_ask_at_start && !asked_at_start) {
                 asked_at_start = true;
-                ask("start-1", NULL, arg_ask_at_start, json_object_new_object(), -1);
+                ask("start-1", NULL, arg_ask_at_start, json_object_new_object(), -1, 0);
         }
         if (arg_list_changed_after_ms < 0 || list_changed_armed)
                 return;
@@ -1199,9 +1224,13 @@ static void notification_cancelled(json_object *params) {
                         fprintf(stderr, "cancelled request %s\n", json_object_to_json_string(request_id));
                         job_free(&jobs[i]);
                 }
-        /* An ask's call cancelled: its answer, should it still come, is unexpected. */
+        /* An ask's call cancelled: its answer, should it still come, is unexpected; an afterMs
+         * ask goes on. */
         for (size_t i = 0; i < MAX_ASKS; i++)
-                if (asks[i].call_id && json_object_equal(asks[i].call_id, request_id)) {
+                if (asks[i].call_id && asks[i].send_at && json_object_equal(asks[i].call_id, request_id))
+                        fprintf(stderr, "cancelled request %s, going on with %s\n", json_object_to_json_string(request_id),
+                                asks[i].request_id);
+                else if (asks[i].call_id && json_object_equal(asks[i].call_id, request_id)) {
                         fprintf(stderr, "cancelled request %s, forgetting %s\n",
                                 json_object_to_json_string(request_id), asks[i].request_id);
                         ask_free(&asks[i]);
@@ -1227,7 +1256,7 @@ static void notification_roots_changed(void) {
         if (!arg_follow_roots)
                 return;
         snprintf(request_id, sizeof(request_id), "roots-%lu", ++n_roots_asks);
-        if (!ask(request_id, NULL, "roots/list", json_object_new_object(), -1))
+        if (!ask(request_id, NULL, "roots/list", json_object_new_object(), -1, 0))
                 fprintf(stderr, "too many asks pending\n");
 }
 
@@ -1462,6 +1491,18 @@ static void give_up(struct ask *a) {
         json_object_put(call_id);
 }
 
+/* An afterMs ask's time has come; from now on it is an ask like any other. */
+static void send_delayed(struct ask *a) {
+        char *method = a->method;
+        json_object *params = a->params;
+
+        a->method = NULL;
+        a->params = NULL;
+        a->send_at = 0;
+        ask_send(a, method, params);
+        free(method);
+}
+
 static void run_timers(void) {
         uint64_t now = now_ms();
 
@@ -1469,7 +1510,10 @@ static void run_timers(void) {
                 if (jobs[i].id)
                         job_run(&jobs[i], now);
         for (size_t i = 0; i < MAX_ASKS; i++)
-                if (asks[i].request_id && now >= asks[i].give_up_at)
+                if (asks[i].send_at && now >= asks[i].send_at)
+                        send_delayed(&asks[i]);
+        for (size_t i = 0; i < MAX_ASKS; i++)
+                if (asks[i].request_id && !asks[i].send_at && now >= asks[i].give_up_at)
                         give_up(&asks[i]);
         for (size_t i = 0; i < MAX_SUBSCRIPTIONS; i++)
                 if (subscriptions[i].uri && now >= subscriptions[i].next_update)
@@ -1493,8 +1537,8 @@ static int next_timeout(void) {
                 if (subscriptions[i].uri && subscriptions[i].next_update < next)
                         next = subscriptions[i].next_update;
         for (size_t i = 0; i < MAX_ASKS; i++)
-                if (asks[i].request_id && asks[i].give_up_at < next)
-                        next = asks[i].give_up_at;
+                if (asks[i].request_id && (asks[i].send_at ? asks[i].send_at : asks[i].give_up_at) < next)
+                        next = asks[i].send_at ? asks[i].send_at : asks[i].give_up_at;
         if (list_changed_at >= 0 && (uint64_t)list_changed_at < next)
                 next = (uint64_t)list_changed_at;
         if (next == UINT64_MAX)
@@ -1628,11 +1672,13 @@ static void help(void) {
                "                             notifications/resources/updated every 200 ms\n"
                "                             for each subscribed URI until unsubscribed\n\n"
                "Requests to the client:\n"
-               "  tool ask {method, params?, cancelAfterMs?}\n"
+               "  tool ask {method, params?, cancelAfterMs?, afterMs?}\n"
                "                             Send request METHOD to the client as \"ask-N\" and\n"
                "                             return its answer's result as JSON text, or an\n"
                "                             isError result \"error CODE: MESSAGE\"; past\n"
-               "                             cancelAfterMs, cancel it and return \"gave up\"\n"
+               "                             cancelAfterMs, cancel it and return \"gave up\";\n"
+               "                             with afterMs, send it that much later, even if\n"
+               "                             the call was cancelled meanwhile\n"
                "  tool notify {method, params?}\n"
                "                             Send notification METHOD to the client\n"
                "  tool client_capabilities   Return initialize's params.capabilities as JSON text\n"

@@ -18,7 +18,8 @@
  *   - a server gets requests with strictly increasing integer ids on each connection;
  *   - a client gets a list_changed only for a list it asked for, and once per asking;
  *   - between iterations: a client's pending count is its routes plus its list waits; a
- *     server's in_flight is the routes to it; registry entries name listed servers;
+ *     server's in_flight is the routes to it, its abandoned the given-up ones; registry
+ *     entries name listed servers;
  * and at the end, where every client half-closes, every server answers all it is asked, and
  * the daemon is stopped:
  *   - each half-closed client got exactly one answer per request (not cancelled) and was
@@ -844,12 +845,18 @@ static void check_books(void) {
                 }
         for (size_t i = 0; i < d->supervisor.n_servers; i++) {
                 const struct server *s = d->supervisor.servers[i];
-                unsigned n = 0;
-                TAILQ_FOREACH(rt, &d->router.live, by_router)
-                        n += rt->server == s;
-                TAILQ_FOREACH(rt, &d->router.lost, by_router)
-                        n += rt->server == s;
+                unsigned n = 0, given_up = 0;
+                TAILQ_FOREACH(rt, &d->router.live, by_router) {
+                        n += rt->server == s && !rt->abandoned;
+                        given_up += rt->server == s && rt->abandoned;
+                }
+                TAILQ_FOREACH(rt, &d->router.lost, by_router) {
+                        n += rt->server == s && !rt->abandoned;
+                        given_up += rt->server == s && rt->abandoned;
+                }
                 fuzz_check(s->in_flight == n, "server %s: in_flight %u, routes %u", s->config->name, s->in_flight, n);
+                fuzz_check(s->abandoned == given_up, "server %s: abandoned %u, given-up routes %u", s->config->name,
+                           s->abandoned, given_up);
         }
         TAILQ_FOREACH(rt, &d->router.live, by_router)
                 fuzz_check(!rt->lost && server_known(d, rt->server), "a live route");

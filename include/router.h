@@ -7,6 +7,9 @@
  *   - a client's notifications/cancelled reaches the child under the child-side id (the
  *     route found by a hash of the client and its id), and a late answer or progress is
  *     dropped; a client that leaves has its routes cancelled;
+ *   - a route given up (cancelled, its client gone, timed out) stays, with no client, until
+ *     the child answers it, its run ends or router_grace() passes: the call may still run
+ *     there, so the server's requests may be its (router_owner);
  *   - a client holds at most maxInFlight requests (client_hold_request); past it, the
  *     request is answered with an error at once;
  *   - requestTimeout (reset by progress) cancels downstream and answers with an error;
@@ -34,7 +37,8 @@ struct route {
         TAILQ_ENTRY(route) by_router;   /* live, or lost (awaiting its error) */
         TAILQ_ENTRY(route) by_client;
         struct router *router;
-        struct client *client;
+        struct client *client;          /* NULL once given up or its client left */
+        uint64_t client_number;         /* the client's daemon-unique id, kept when given up */
         json_object *client_id;         /* referenced */
         int64_t key;                    /* hash of (client, client_id): by_client_id */
         struct route *same_key;         /* next route under the same key */
@@ -46,6 +50,7 @@ struct route {
         char method[48];
         struct event *timer;            /* requestTimeout */
         bool lost;
+        bool abandoned;                 /* given up, and may still run at the server */
 };
 
 TAILQ_HEAD(route_list, route);
@@ -76,11 +81,24 @@ void router_client_gone(struct router *r, struct client *c);
  * the router does not handle this method. */
 bool router_child_notification(struct router *r, struct server *s, struct jsonrpc_msg *m);
 
+/* How long a given-up call is taken as possibly still running, when the server neither
+ * answers it nor ends: its requestTimeout, or ROUTER_GRACE_SEC without one. */
+#define ROUTER_GRACE_SEC 60.0
+double router_grace(const struct server *s);
+
+enum router_owner {
+        ROUTER_OWNER_NONE,      /* no client has requests in flight there */
+        ROUTER_OWNER_ONE,       /* *ret */
+        ROUTER_OWNER_SEVERAL,   /* two or more clients have */
+        ROUTER_OWNER_ABANDONED, /* one has, but another's given-up call may still run there */
+};
+
 /* The client a request from server s's current process belongs to: the one client with
- * requests in flight there. Returns how many distinct clients have (0, 1, or 2 meaning
- * two or more); *ret is set when it is 1. Not on the hot path: a server's own requests
- * (sampling, roots, elicitation) are rare. */
-unsigned router_owner(const struct router *r, const struct server *s, struct client **ret);
+ * requests in flight there, when no other client's given-up call may still be running
+ * there (a request does not say which call it serves; never guess). *ret is set for
+ * ROUTER_OWNER_ONE. Not on the hot path: a server's own requests (sampling, roots,
+ * elicitation) are rare. */
+enum router_owner router_owner(const struct router *r, const struct server *s, struct client **ret);
 
 /* After each loop iteration: answers lost routes with their server's outcome. */
 void router_collect(struct router *r);

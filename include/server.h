@@ -82,6 +82,7 @@ struct server {
         bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
         bool removed;                  /* a reload removed it: stopping, then freed */
         unsigned in_flight;            /* clients' requests forwarded and not answered (router.c) */
+        unsigned abandoned;            /* calls given up that may still run there (router.c) */
 };
 
 /* Takes ownership of config (heap, see server_config_take()). */

@@ -78,14 +78,18 @@ static void route_free(struct route *rt) {
         struct client *c = rt->client;
 
         TAILQ_REMOVE(list_of(r, rt), rt, by_router);
-        if (c)
+        if (c) {
                 TAILQ_REMOVE(&c->routes, rt, by_client);
+                index_remove(r, rt);
+        }
         if (rt->token)
                 idmap_remove(&r->by_token, rt->token);
-        index_remove(r, rt);
         if (rt->timer)
                 event_free(rt->timer);
-        rt->server->in_flight--;
+        if (rt->abandoned)
+                rt->server->abandoned--;
+        else
+                rt->server->in_flight--;
         route_drop(rt);
         if (c)
                 client_request_done(c);
@@ -109,18 +113,53 @@ static struct child *route_child(const struct route *rt) {
         return in && in->number == rt->instance ? in->child : NULL;
 }
 
-/* Tells the child to stop, and forgets the request there: a late answer is dropped. */
-static void cancel_downstream(struct route *rt, const char *reason) {
+/* The route's client is owed nothing more: it may be leaving, and may reuse the id. */
+static void route_detach(struct route *rt) {
+        struct client *c = rt->client;
+
+        TAILQ_REMOVE(&c->routes, rt, by_client);
+        index_remove(rt->router, rt);
+        rt->client = NULL;
+}
+
+/* Past the grace, an abandoned call is taken as stopped: a late answer is dropped. */
+static void on_grace_end(evutil_socket_t fd, short what, void *userdata) {
+        struct route *rt = userdata;
         struct child *ch = route_child(rt);
+
+        log_emit(rt->router->log, LOG_DEBUG, &(struct log_subject){ .server = rt->server->config->name },
+                 "%s given up %g s ago and still unanswered: taken as stopped", rt->method, router_grace(rt->server));
+        if (ch)
+                child_cancel_request(ch, rt->child_id);
+        route_free(rt);
+}
+
+/* The call was given up (its client cancelled it or left, or it timed out): the child is
+ * told to stop, but it may go on, and even ask its client something. Until the child
+ * answers, its run ends or the grace passes, the route stays, with no client, so that
+ * router_owner knows the server's requests may be that call's. */
+static void route_abandon(struct route *rt, const char *reason) {
+        struct child *ch = route_child(rt);
+        struct timeval tv = timeval_from_seconds(router_grace(rt->server));
         json_object *params;
 
-        if (!ch || rt->lost)
+        if (rt->client)
+                route_detach(rt);
+        if (rt->timer)
+                event_free(rt->timer);
+        rt->timer = ch && !rt->lost ? evtimer_new(rt->router->base, on_grace_end, rt) : NULL;
+        if (!rt->timer) {
+                route_free(rt);
                 return;
+        }
         params = json_object_new_object();
         json_object_object_add(params, "requestId", json_object_new_int64(rt->child_id));
         json_object_object_add(params, "reason", jsonrpc_text(reason));
         (void)child_notify(ch, "notifications/cancelled", params);
-        child_cancel_request(ch, rt->child_id);
+        rt->abandoned = true;
+        rt->server->in_flight--;
+        rt->server->abandoned++;
+        evtimer_add(rt->timer, &tv);
 }
 
 static void reply_error(struct route *rt, int code, const char *message, const char *what) {
@@ -160,6 +199,14 @@ static void on_result_text(struct child *ch, const char *text, size_t len, void 
         route_free(rt);
 }
 
+/* Abandons a route of a client that stays: it has one request less pending. */
+static void abandon_for_client(struct route *rt, const char *reason) {
+        struct client *c = rt->client;
+
+        route_abandon(rt, reason);
+        client_request_done(c);
+}
+
 static void on_timeout(evutil_socket_t fd, short what, void *userdata) {
         struct route *rt = userdata;
         const struct server_config *c = rt->server->config;
@@ -169,9 +216,8 @@ static void on_timeout(evutil_socket_t fd, short what, void *userdata) {
                  "server '%s' did not answer %s within %g s (requestTimeout); the request was cancelled", c->name,
                  rt->method, c->request_timeout);
         log_emit(rt->router->log, LOG_WARNING, &(struct log_subject){ .server = c->name }, "%s", message);
-        cancel_downstream(rt, "request timed out in mcpvisor");
         reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "timeout");
-        route_free(rt);
+        abandon_for_client(rt, "request timed out in mcpvisor");
 }
 
 static void arm_timeout(struct route *rt) {
@@ -210,8 +256,8 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                 client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
                 return NULL;
         }
-        *rt = (struct route){ .router = r, .client = c, .client_id = json_object_get(m->id), .server = s,
-                              .instance = s->run->number };
+        *rt = (struct route){ .router = r, .client = c, .client_number = c->id, .client_id = json_object_get(m->id),
+                              .server = s, .instance = s->run->number };
         snprintf(rt->method, sizeof rt->method, "%s", method);
         if (rewrite_token(r, rt, params) < 0) {
                 route_drop(rt);
@@ -262,18 +308,15 @@ void router_cancel(struct router *r, struct client *c, json_object *id, const ch
                 return; /* unknown, answered already, or about to be answered */
         log_emit(r->log, LOG_DEBUG, &(struct log_subject){ .server = rt->server->config->name, .client = c->id },
                  "%s cancelled by the client%s%s", rt->method, reason ? ": " : "", reason ? reason : "");
-        cancel_downstream(rt, reason ? reason : "cancelled by the client");
-        route_free(rt);
+        abandon_for_client(rt, reason ? reason : "cancelled by the client");
 }
 
 void router_client_gone(struct router *r, struct client *c) {
         struct route *rt;
 
         while ((rt = TAILQ_FIRST(&c->routes))) {
-                cancel_downstream(rt, "the client disconnected");
-                TAILQ_REMOVE(&c->routes, rt, by_client);
-                rt->client = NULL;
-                route_free(rt);
+                route_detach(rt); /* a client being freed is told nothing */
+                route_abandon(rt, "the client disconnected");
         }
 }
 
@@ -301,22 +344,44 @@ bool router_child_notification(struct router *r, struct server *s, struct jsonrp
         return false;
 }
 
-unsigned router_owner(const struct router *r, const struct server *s, struct client **ret) {
+double router_grace(const struct server *s) {
+        double t = s->config->request_timeout;
+
+        return t > 0 ? t : ROUTER_GRACE_SEC;
+}
+
+/* Whether a call to s's current run that a client other than owner gave up may still run. */
+static bool abandoned_by_other(const struct router *r, const struct server *s, const struct client *owner) {
+        const struct route *rt;
+
+        if (s->abandoned == 0)
+                return false;
+        TAILQ_FOREACH(rt, &r->live, by_router)
+                if (rt->abandoned && rt->server == s && rt->instance == s->run->number && rt->client_number != owner->id)
+                        return true;
+        return false;
+}
+
+enum router_owner router_owner(const struct router *r, const struct server *s, struct client **ret) {
         const struct route *rt;
         struct client *owner = NULL;
 
         *ret = NULL;
         if (!s->run)
-                return 0;
+                return ROUTER_OWNER_NONE;
         TAILQ_FOREACH(rt, &r->live, by_router) {
                 if (rt->server != s || rt->instance != s->run->number || !rt->client || rt->client == owner)
                         continue;
                 if (owner)
-                        return 2;
+                        return ROUTER_OWNER_SEVERAL;
                 owner = rt->client;
         }
+        if (!owner)
+                return ROUTER_OWNER_NONE;
+        if (abandoned_by_other(r, s, owner))
+                return ROUTER_OWNER_ABANDONED;
         *ret = owner;
-        return owner ? 1 : 0;
+        return ROUTER_OWNER_ONE;
 }
 
 /* The daemon ended the run (a timeout, failed pings, its own signal, ...), not the server. */

@@ -82,15 +82,22 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 return NULL;
         }
         switch (router_owner(q->router, s, &c)) {
-        case 0:
+        case ROUTER_OWNER_NONE:
                 snprintf(why, sizeof why, "no client has a request in flight to server '%s'", s->config->name);
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
-        case 1:
+        case ROUTER_OWNER_ONE:
                 break;
-        default:
+        case ROUTER_OWNER_SEVERAL:
                 snprintf(why, sizeof why,
                          "several clients have requests in flight to server '%s', and a request does not say which call it serves",
+                         s->config->name);
+                refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
+                return NULL;
+        case ROUTER_OWNER_ABANDONED:
+                snprintf(why, sizeof why,
+                         "several clients may have calls in flight to server '%s' (one was cancelled and may still be "
+                         "running), and a request does not say which call it serves",
                          s->config->name);
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
@@ -188,7 +195,7 @@ void server_requests_child_notification(struct server_requests *q, struct server
                 child_cancelled(q, s, m);
                 return;
         }
-        if (router_owner(q->router, s, &c) != 1 || c->state != CLIENT_ACTIVE) {
+        if (router_owner(q->router, s, &c) != ROUTER_OWNER_ONE || c->state != CLIENT_ACTIVE) {
                 server_log(s, LOG_DEBUG, "dropped a notification with no single client to go to");
                 return;
         }

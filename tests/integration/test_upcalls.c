@@ -3,10 +3,11 @@
  * the client capabilities a server is offered, roots/list answered with a server's
  * configured roots whoever calls, an upcall routed to the one client with
  * requests in flight to its server (under an id of the daemon's, answered under the
- * server's own), refused when no client or several could own it or when the client lacks
- * the capability, cancelled by the server, by the client's leaving or by the server's end;
- * a server's unknown notifications, the client's progress on an upcall, and unknown client
- * methods passed through when there is a single server.
+ * server's own), refused when no client or several could own it (another client's given-up
+ * call that may still run there counts) or when the client lacks the capability, cancelled
+ * by the server, by the client's leaving or by the server's end; a server's unknown
+ * notifications, the client's progress on an upcall, and unknown client methods passed
+ * through when there is a single server.
  *
  * What a server got is read from its stderr lines in the daemon's log ("a: ..."): the demo
  * server says what it asked, which answers came and which it did not expect.
@@ -411,35 +412,106 @@ Test(upcalls, no_owner) {
         h_client_close(x);
 }
 
+/* x's ask (by id) for roots/list is refused with -32603 saying why, and neither x nor y is
+ * asked anything. */
+static void expect_owner_refused(struct h_client *x, struct h_client *y, const char *id, const char *why) {
+        json_object *r;
+        const char *text;
+
+        ask(x, id, "a", "roots/list", "{}", "");
+        r = h_client_answer(x, id);
+        text = ask_text(r, true);
+        cr_assert_not_null(strstr(text, "error -32603: "), "%s", text);
+        cr_assert_not_null(strstr(text, why), "%s", text);
+        json_object_put(r);
+        expect_no_request(x, "the asking client");
+        expect_no_request(y, "the other client");
+}
+
 Test(upcalls, two_owners) {
         struct h_client *x, *y;
-        const char *text;
-        json_object *r, *u;
 
         x = start_one_demo("a", ALL_CAPS);
         y = cl_open_with(ALL_CAPS);
         sleep_in_flight(y, "\"s\"", "a");
-        ask(x, "\"t\"", "a", "roots/list", "{}", "");
-        r = h_client_answer(x, "\"t\"");
-        text = ask_text(r, true);
-        cr_assert_not_null(strstr(text, "error -32603: "), "%s", text);
-        cr_assert_not_null(strstr(text, "clients have requests in flight to server 'a'"), "%s", text);
-        json_object_put(r);
-        expect_no_request(x, "the asking client");
-        expect_no_request(y, "the other client");
+        expect_owner_refused(x, y, "\"t\"", "clients have requests in flight to server 'a'");
 
-        /* once y's call is over, x owns the server's requests again */
+        /* y's call cancelled, which the server never answers, may still run there: still
+         * no owner (see cancelled_call_keeps_owner_open for when such a call is over) */
         cancel(y, "\"s\"", "a", 1);
-        ask(x, "\"t2\"", "a", "roots/list", "{}", "");
+        expect_owner_refused(x, y, "\"t2\"", "(one was cancelled and may still be running)");
+        h_client_close(x);
+        h_client_close(y);
+}
+
+/* B's text, which A must never see. */
+#define SECRET_SAMPLING "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"B's secret\"}}],\"maxTokens\":9}"
+
+/* y calls an ask that fires 1.5 s later and gives it up (cancel, or leaves: y is closed
+ * then); x starts an unrelated call meanwhile. The call y gave up may still run at the
+ * server, so when the ask fires nobody can say it is x's: the server is refused, and x sees
+ * nothing. Once the server has answered y's call (the demo does, after the refusal), x owns
+ * the server's requests again. */
+static void given_up_call_keeps_owner_open(bool leave) {
+        struct h_client *x, *y;
+        json_object *answer, *u, *r;
+
+        x = start_one_demo("a", ALL_CAPS);
+        y = cl_open_with(ALL_CAPS);
+        ask(y, "\"b\"", "a", "sampling/createMessage", SECRET_SAMPLING, "\"afterMs\":1500");
+        if (leave) {
+                h_client_close(y);
+                expect_log("a: cancelled request ");
+        } else
+                cancel(y, "\"b\"", "a", 1);
+        sleep_in_flight(x, "\"s\"", "a");
+
+        answer = log_json("a: answer to ask-1: ");
+        cr_assert_eq(h_error_code(answer), -32603, "%s", h_json_text(answer));
+        cr_assert_not_null(strstr(error_message(answer), "several clients may have calls in flight to server 'a' (one was "
+                                                         "cancelled and may still be running)"),
+                           "%s", h_json_text(answer));
+        json_object_put(answer);
+        expect_no_request(x, "the client with the only live call");
+        if (!leave)
+                expect_no_request(y, "the client that cancelled");
+
+        ask(x, "\"t\"", "a", "roots/list", "{}", "");
         u = take_upcall(x, "roots/list");
         reply(x, u, "result", "{\"roots\":[]}");
-        r = h_client_answer(x, "\"t2\"");
+        r = h_client_answer(x, "\"t\"");
         expect_same_json(ask_text(r, false), "{\"roots\":[]}", "roots/list result");
         json_object_put(r);
         json_object_put(u);
-        expect_no_request(y, "the other client");
         h_client_close(x);
-        h_client_close(y);
+        if (!leave)
+                h_client_close(y);
+}
+
+Test(upcalls, cancelled_call_keeps_owner_open) {
+        given_up_call_keeps_owner_open(false);
+}
+
+Test(upcalls, abandoned_call_keeps_owner_open) {
+        given_up_call_keeps_owner_open(true);
+}
+
+/* A call x itself cancelled leaves no doubt: what its server asks is x's. */
+Test(upcalls, own_cancelled_call) {
+        struct h_client *x;
+        json_object *answer, *u;
+
+        x = start_one_demo("a", ALL_CAPS);
+        ask(x, "\"b\"", "a", "roots/list", "{}", "\"afterMs\":1500");
+        cancel(x, "\"b\"", "a", 1);
+        sleep_in_flight(x, "\"s\"", "a");
+        u = take_upcall(x, "roots/list");
+        reply(x, u, "result", "{\"roots\":[]}");
+        answer = log_json("a: answer to ask-1: ");
+        expect_same_json(h_json_text(h_get(answer, "result")), "{\"roots\":[]}", "what the server got");
+        json_object_put(answer);
+        json_object_put(u);
+        h_client_close(x);
 }
 
 /* A client without the capability: the server gets -32601 naming it; the client nothing.
