@@ -1,7 +1,8 @@
 /* The daemon's side of a server's MCP start: initialize (our latest version; any version
  * we support is accepted back), notifications/initialized, then each list the server's
- * capabilities allow, following cursors up to HANDSHAKE_MAX_PAGES pages. The result is a
- * catalog; the whole sequence runs again after every restart. */
+ * capabilities allow, following cursors up to HANDSHAKE_MAX_PAGES pages and keeping at most
+ * max_items of each (the server's maxCatalogItems; past it one warning, no more pages). The
+ * result is a catalog; the whole sequence runs again after every restart. */
 #pragma once
 
 #include <json-c/json.h>
@@ -22,6 +23,7 @@ struct handshake {
         struct child *child;
         const struct logger *log;
         const char *name;
+        unsigned max_items;              /* kept per list; more is cut */
         struct catalog catalog;          /* being filled */
         int kind;                        /* list being fetched, -1 during initialize */
         unsigned pages;
@@ -36,12 +38,13 @@ struct handshake {
 void handshake_init(struct handshake *h);
 /* Starts on a fresh connection, offering the client capabilities given (consumed; NULL:
  * none); done is called once, unless cancelled first. */
-int handshake_start(struct handshake *h, struct child *ch, const char *name, json_object *capabilities,
-                    const struct logger *log, handshake_done_fn done, void *userdata);
+int handshake_start(struct handshake *h, struct child *ch, const char *name, unsigned max_items,
+                    json_object *capabilities, const struct logger *log, handshake_done_fn done, void *userdata);
 /* Fetches the lists in kinds (1 << catalog_kind bits) again, after the server said they
  * changed; the rest of current is kept. done is called as for a start. */
 int handshake_refresh(struct handshake *h, struct child *ch, const struct catalog *current, unsigned kinds,
-                      const char *name, const struct logger *log, handshake_done_fn done, void *userdata);
+                      const char *name, unsigned max_items, const struct logger *log, handshake_done_fn done,
+                      void *userdata);
 /* The server has been sent notifications/initialized and is fetched its lists: from here
  * on it may be sent notifications. */
 bool handshake_initialized(const struct handshake *h);

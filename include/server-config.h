@@ -53,6 +53,7 @@ struct server_config {
         double start_limit_interval;  /* ... this many seconds: the server is failed */
         char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
         unsigned client_capabilities; /* bits of enum client_capability */
+        unsigned max_catalog_items; /* tools, prompts, resources, templates each: the first this many are served */
         struct roots roots;     /* answered to its roots/list; none: its caller's (server-request.h) */
         /* Where the entry was read, for problems found after loading; not settings. */
         char *file;             /* NULL when parsed from text */
@@ -60,6 +61,8 @@ struct server_config {
 };
 
 #define SERVER_NAME_MAX 64
+/* "maxCatalogItems": a server offering more of one kind (100k tools cost ~300 MB) is cut. */
+#define SERVER_DEFAULT_MAX_CATALOG_ITEMS 10000
 
 /* Names become journal identifiers and tool-name prefixes: 1-64 of A-Z a-z 0-9 _ - . */
 bool server_name_valid(const char *name);

@@ -51,6 +51,31 @@ static const char *transport_error(int status) {
         return status == -ETIMEDOUT ? "timed out" : "connection closed";
 }
 
+/* The result's nextCursor when it asks for another page, else NULL. */
+static json_object *next_cursor(json_object *result) {
+        json_object *cursor;
+
+        if (json_object_object_get_ex(result, "nextCursor", &cursor) && json_object_is_type(cursor, json_type_string) &&
+            json_object_get_string_len(cursor) > 0)
+                return cursor;
+        return NULL;
+}
+
+/* Appends a page's items while fewer than max_items are kept; true when the server offers
+ * more than that (an item left over, or a full list with another page to come), so the
+ * rest is never fetched. */
+static bool add_page(struct handshake *h, json_object *items, json_object *result) {
+        json_object *list = h->catalog.items[h->kind];
+        size_t n = json_object_array_length(items);
+
+        for (size_t i = 0; i < n; i++) {
+                if (json_object_array_length(list) >= h->max_items)
+                        return true;
+                json_object_array_add(list, json_object_get(json_object_array_get_idx(items, i)));
+        }
+        return json_object_array_length(list) >= h->max_items && next_cursor(result);
+}
+
 static void on_list(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
         struct handshake *h = userdata;
         const struct catalog_kind_info *info = &catalog_kinds[h->kind];
@@ -71,10 +96,15 @@ static void on_list(struct child *ch, int status, json_object *result, json_obje
                 next_list(h, h->kind + 1);
                 return;
         }
-        for (size_t i = 0; i < json_object_array_length(items); i++)
-                json_object_array_add(h->catalog.items[h->kind], json_object_get(json_object_array_get_idx(items, i)));
-        if (json_object_object_get_ex(result, "nextCursor", &cursor) && json_object_is_type(cursor, json_type_string) &&
-            json_object_get_string_len(cursor) > 0) {
+        if (add_page(h, items, result)) {
+                log_emit(h->log, LOG_WARNING, &(struct log_subject){ .server = h->name },
+                         "offers more than %u %s; only the first %u are served (maxCatalogItems)", h->max_items,
+                         info->key, h->max_items);
+                next_list(h, h->kind + 1);
+                return;
+        }
+        cursor = next_cursor(result);
+        if (cursor) {
                 if (++h->pages < HANDSHAKE_MAX_PAGES) {
                         json_object *params = json_object_new_object();
                         json_object_object_add(params, "cursor", json_object_get(cursor));
@@ -149,11 +179,11 @@ static json_object *initialize_params(json_object *capabilities) {
         return params;
 }
 
-int handshake_start(struct handshake *h, struct child *ch, const char *name, json_object *capabilities,
-                    const struct logger *log, handshake_done_fn done, void *userdata) {
+int handshake_start(struct handshake *h, struct child *ch, const char *name, unsigned max_items,
+                    json_object *capabilities, const struct logger *log, handshake_done_fn done, void *userdata) {
         handshake_done(h);
         handshake_init(h);
-        *h = (struct handshake){ .child = ch, .log = log, .name = name, .kind = -1, .done = done,
+        *h = (struct handshake){ .child = ch, .log = log, .name = name, .max_items = max_items, .kind = -1, .done = done,
                                  .userdata = userdata, .running = true, .kinds = (1u << CATALOG_KIND_COUNT) - 1 };
         h->request = child_request(ch, "initialize", initialize_params(capabilities), 0, on_initialize, h);
         if (h->request < 0) {
@@ -164,10 +194,11 @@ int handshake_start(struct handshake *h, struct child *ch, const char *name, jso
 }
 
 int handshake_refresh(struct handshake *h, struct child *ch, const struct catalog *current, unsigned kinds,
-                      const char *name, const struct logger *log, handshake_done_fn done, void *userdata) {
+                      const char *name, unsigned max_items, const struct logger *log, handshake_done_fn done,
+                      void *userdata) {
         handshake_done(h);
         handshake_init(h);
-        *h = (struct handshake){ .child = ch, .log = log, .name = name, .kind = -1, .done = done,
+        *h = (struct handshake){ .child = ch, .log = log, .name = name, .max_items = max_items, .kind = -1, .done = done,
                                  .userdata = userdata, .running = true, .kinds = kinds };
         /* Keep what is not being fetched again. */
         h->catalog.initialize = json_object_get(current->initialize);

@@ -144,6 +144,7 @@ static const struct setting server_settings[] = {
         SECONDS("restartDelayMax", restart_delay_max, 0, 86400),
         { "startLimitBurst", SETTING_COUNT, offsetof(struct server_config, start_limit_burst), 0, BACKOFF_BURST_MAX, NULL, NULL, NULL },
         SECONDS("startLimitInterval", start_limit_interval, 0, 86400),
+        { "maxCatalogItems", SETTING_COUNT, offsetof(struct server_config, max_catalog_items), 1, 1000000, NULL, NULL, NULL },
         { "prefix", SETTING_STRING, offsetof(struct server_config, prefix), 0, 0, NULL, NULL, NULL },
         { "clientCapabilities", SETTING_CUSTOM, offsetof(struct server_config, client_capabilities), 0, 0, NULL,
           parse_client_capabilities, NULL },
@@ -178,6 +179,7 @@ static void init_defaults(struct server_config *s) {
                 .start_limit_burst = 5,
                 .start_limit_interval = 60,
                 .client_capabilities = CLIENT_CAPS_ALL,
+                .max_catalog_items = SERVER_DEFAULT_MAX_CATALOG_ITEMS,
         };
 }
 
@@ -349,7 +351,7 @@ static bool settings_equal(const struct server_config *a, const struct server_co
                a->health_failures == b->health_failures && a->request_timeout == b->request_timeout &&
                a->restart_delay == b->restart_delay && a->restart_delay_max == b->restart_delay_max &&
                a->start_limit_burst == b->start_limit_burst && a->start_limit_interval == b->start_limit_interval &&
-               a->client_capabilities == b->client_capabilities;
+               a->client_capabilities == b->client_capabilities && a->max_catalog_items == b->max_catalog_items;
 }
 
 bool server_config_equal(const struct server_config *a, const struct server_config *b) {

@@ -243,8 +243,8 @@ static void act_spawn(struct server *s, const char *detail) {
                    (int)s->run->proc.pid, number);
         set_state(s, SERVER_STARTING, detail);
         arm_timer(s, usec_from_seconds(s->config->start_timeout));
-        if (s->run->child && handshake_start(&s->handshake, s->run->child, s->config->name, offered_capabilities(s), s->sv->log,
-                                           on_handshake, s) < 0)
+        if (s->run->child && handshake_start(&s->handshake, s->run->child, s->config->name, s->config->max_catalog_items,
+                                           offered_capabilities(s), s->sv->log, on_handshake, s) < 0)
                 server_handle(s, SERVER_EV_BROKEN, "cannot send initialize");
 }
 
@@ -553,8 +553,8 @@ static void start_refresh(struct server *s) {
         unsigned kinds = s->refresh_pending;
 
         s->refresh_pending = 0;
-        if (handshake_refresh(&s->handshake, s->run->child, &s->catalog, kinds, s->config->name, s->sv->log,
-                              on_refreshed, s) < 0)
+        if (handshake_refresh(&s->handshake, s->run->child, &s->catalog, kinds, s->config->name,
+                              s->config->max_catalog_items, s->sv->log, on_refreshed, s) < 0)
                 server_log(s, LOG_WARNING, "cannot ask for its changed lists");
 }
 

@@ -922,6 +922,64 @@ Test(routing, pagination) {
         h_client_close(x);
 }
 
+/* The names of every tool a client is listed, following the cursors: "a,b,...". */
+static char *all_tool_names(struct h_client *x, unsigned *count) {
+        size_t size = 1 << 20, used = 0;
+        char *names = calloc(1, size), *cursor = NULL;
+        unsigned pages = 0;
+
+        cr_assert_not_null(names);
+        *count = 0;
+        do {
+                json_object *r = h_client_call(x, sf("%u", ++pages), "tools/list",
+                                               cursor ? sf("{\"cursor\":\"%s\"}", cursor) : "{}");
+                json_object *tools = h_get(r, "result.tools"), *next = h_get(r, "result.nextCursor");
+
+                cr_assert_not_null(tools, "%s", h_json_text(r));
+                for (size_t i = 0; i < json_object_array_length(tools); i++, (*count)++)
+                        used += (size_t)snprintf(names + used, size - used, "%s%s", used ? "," : "",
+                                                 h_str(json_object_array_get_idx(tools, i), "name"));
+                cr_assert_lt(used, size - 1, "the names do not fit");
+                free(cursor);
+                cursor = next ? strdup(json_object_get_string(next)) : NULL;
+                json_object_put(r);
+                cr_assert_leq(pages, 1000, "no end to the pages");
+        } while (cursor);
+        return names;
+}
+
+/* A server offering 12,000 tools (and the demo's own ten, first) is served its first 10,000
+ * (maxCatalogItems' default), said once in the log; raised, the limit lets all through. */
+Test(routing, catalog_item_limit, .timeout = 60) {
+        static const char *const limits[] = { "", "\"maxCatalogItems\":20000" };
+        const unsigned served[] = { 10000, (unsigned)N_TOOLS + 12000 };
+
+        for (size_t i = 0; i < 2; i++) {
+                struct h_client *x;
+                unsigned count;
+                char *names;
+
+                add_demo("p", limits[i], "\"--tools\",\"12000\",\"--page-size\",\"1000\"");
+                start(NULL);
+                wait_all_ready(1);
+                x = cl_open();
+                names = all_tool_names(x, &count);
+                cr_assert_eq(count, served[i], "%u tools listed, not %u", count, served[i]);
+                cr_assert(strncmp(names, prefixed_tools("p", "__"), strlen(prefixed_tools("p", "__"))) == 0,
+                          "the demo's own tools first");
+                cr_assert_eq(h_has_item(names, sf("p__tool_%u", served[i] - (unsigned)N_TOOLS)), true);
+                cr_assert_eq(h_has_item(names, sf("p__tool_%u", served[i] - (unsigned)N_TOOLS + 1)), false);
+                free(names);
+                h_client_close(x);
+                if (i == 0) {
+                        expect_log("[p] offers more than 10000 tools; only the first 10000 are served (maxCatalogItems)");
+                        next_daemon();
+                } else {
+                        cr_assert_eq(h_log_count(&D, "maxCatalogItems"), 0);
+                }
+        }
+}
+
 Test(routing, list_changed_on_restart) {
         json_object *r, *msg;
         const char *names;

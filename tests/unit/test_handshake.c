@@ -24,6 +24,7 @@ static struct jsonrpc_parser parser;
 static struct child *ch;
 static struct handshake hs;
 static struct catalog cat;
+static unsigned max_items = 1000000; /* what start() passes; a test lowers it */
 
 static struct {
         unsigned calls;
@@ -50,6 +51,7 @@ static void setup(void) {
         ch = server_connect(&lg, &parser, 1 << 20, &ops, NULL);
         handshake_init(&hs);
         catalog_init(&cat);
+        max_items = 1000000;
 }
 
 static void teardown(void) {
@@ -103,7 +105,7 @@ static void server_fails(int64_t id, const char *message) {
 }
 
 static void start(void) {
-        cr_assert_eq(handshake_start(&hs, ch, "srv", NULL, &lg, on_done, &done), 0);
+        cr_assert_eq(handshake_start(&hs, ch, "srv", max_items, NULL, &lg, on_done, &done), 0);
         cr_assert(hs.running);
 }
 
@@ -272,6 +274,38 @@ Test(handshake, page_limit) {
         server_got_nothing_more();
         cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), HANDSHAKE_MAX_PAGES);
         cr_assert(strstr(logged(), "tools/list still had more after 100 pages"), "log: %s", logged());
+}
+
+/* At most max_items of a list are kept; the pages after the cut are never asked for. */
+Test(handshake, item_limit_stops_fetching) {
+        int64_t id;
+
+        max_items = 3;
+        initialize_with("2025-11-25", "{\"tools\":{},\"prompts\":{}}");
+        server_answers(server_expects("tools/list", NULL, 0), "{\"tools\":[{\"name\":\"1\"},{\"name\":\"2\"}],\"nextCursor\":\"c\"}");
+        id = server_expects("tools/list", NULL, 0);
+        server_answers(id, "{\"tools\":[{\"name\":\"3\"},{\"name\":\"4\"}],\"nextCursor\":\"d\"}");
+        /* the next list, not the tools' third page */
+        server_answers(server_expects("prompts/list", NULL, 0), "{\"prompts\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"}]}");
+        expect_success();
+        server_got_nothing_more();
+        cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 3);
+        cr_assert_str_eq(str_field(json_object_array_get_idx(cat.items[CATALOG_TOOLS], 2), "name"), "3");
+        cr_assert_eq(catalog_count(&cat, CATALOG_PROMPTS), 3, "exactly the limit is no cut");
+        cr_assert(strstr(logged(), "[srv] offers more than 3 tools; only the first 3 are served (maxCatalogItems)"),
+                  "log: %s", logged());
+        cr_assert_eq(occurrences(logged(), "maxCatalogItems"), 1, "log: %s", logged());
+}
+
+/* A full list with a cursor for more is cut there, even when the next page would be empty. */
+Test(handshake, item_limit_full_page_with_more) {
+        max_items = 2;
+        initialize_with("2025-11-25", "{\"tools\":{}}");
+        server_answers(server_expects("tools/list", NULL, 0), "{\"tools\":[{\"name\":\"1\"},{\"name\":\"2\"}],\"nextCursor\":\"c\"}");
+        expect_success();
+        server_got_nothing_more();
+        cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 2);
+        cr_assert(strstr(logged(), "offers more than 2 tools"), "log: %s", logged());
 }
 
 Test(handshake, list_error_tolerated) {

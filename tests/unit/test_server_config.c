@@ -95,6 +95,25 @@ Test(server_config, client_capabilities_bad_values) {
         }
 }
 
+Test(server_config, max_catalog_items) {
+        static const char *const bad[] = { "0", "1000001", "-1", "2.5", "\"100\"" };
+
+        cr_assert_eq(parse("{\"mcpServers\":{\"d\":{\"command\":\"x\"},\"big\":{\"command\":\"x\",\"maxCatalogItems\":100000}}}"), 0);
+        cr_assert_eq(P.count, 0, "unexpected problem: %s", P.count ? P.items[0].message : "");
+        cr_assert_eq(config_find_server(&C, "d")->max_catalog_items, 10000u);
+        cr_assert_eq(config_find_server(&C, "big")->max_catalog_items, 100000u);
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char text[256];
+
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",\"maxCatalogItems\":%s}}}", bad[i]);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 1, "%s: %zu errors", text, P.errors);
+                cr_assert_not_null(problem_at("mcpServers.s.maxCatalogItems"), "%s: no problem at the key", text);
+                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
+        }
+}
+
 Test(server_config, supervisor_keys) {
         cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"restart\":\"never\",\"startTimeout\":12,"
                            "\"stopTimeout\":0.5,\"killTimeout\":1,\"healthInterval\":0,\"healthTimeout\":2,"
