@@ -65,6 +65,7 @@ struct router {
 };
 
 void router_init(struct router *r, struct event_base *base, const struct logger *log);
+/* For the daemon's end, after its clients and servers are freed: frees the calls they gave up. */
 void router_done(struct router *r);
 
 /* Forwards request m of client c to server s as method with params (consumed; its

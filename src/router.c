@@ -1,6 +1,7 @@
 /* Forwarded requests and what comes back; see router.h. */
 #include "router.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <stdio.h>
@@ -95,13 +96,25 @@ static void route_free(struct route *rt) {
                 client_request_done(c);
 }
 
+/* At the daemon's end, after its clients and servers: what is left are calls their clients
+ * gave up (no client), of servers already freed, which nothing else names any more. */
+static void route_forget(struct router *r, struct route *rt) {
+        assert(!rt->client);
+        TAILQ_REMOVE(list_of(r, rt), rt, by_router);
+        if (rt->token)
+                idmap_remove(&r->by_token, rt->token);
+        if (rt->timer)
+                event_free(rt->timer);
+        route_drop(rt);
+}
+
 void router_done(struct router *r) {
         struct route *rt;
 
         while ((rt = TAILQ_FIRST(&r->live)))
-                route_free(rt);
+                route_forget(r, rt);
         while ((rt = TAILQ_FIRST(&r->lost)))
-                route_free(rt);
+                route_forget(r, rt);
         idmap_done(&r->by_token);
         idmap_done(&r->by_client_id);
 }
