@@ -66,6 +66,7 @@ struct child {
         uint64_t input_progress;       /* when the server last took bytes of its stdin, or the queue began */
         struct event *stall_timer;
         struct evbuffer_cb_entry *input_taken; /* notes input_progress */
+        bool input_full;               /* a send was refused since the queue was last empty */
         bool input_closed;             /* stdin closed (or closing once flushed) */
         bool broken;
         unsigned garbage_lines;        /* lines that were not JSON-RPC */

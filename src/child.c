@@ -255,8 +255,11 @@ static void on_to_event(struct bufferevent *bev, short what, void *userdata) {
 static void on_input_taken(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *userdata) {
         struct child *ch = userdata;
 
-        if (info->n_deleted > 0)
-                ch->input_progress = now_usec();
+        if (info->n_deleted == 0)
+                return;
+        ch->input_progress = now_usec();
+        if (evbuffer_get_length(buf) == 0)
+                ch->input_full = false;
 }
 
 static void arm_stall(struct child *ch, uint64_t usec) {
@@ -297,12 +300,21 @@ static void watch_input(struct child *ch, size_t queued_before) {
                 arm_stall(ch, ch->stall_usec);
 }
 
-static bool over_input_limit(const struct child *ch, const struct iovec *parts) {
+/* Logged once a queue: until the server has taken all of it, every send past the limit
+ * is refused the same way, and each caller is told. */
+static bool over_input_limit(struct child *ch, const struct iovec *parts) {
         size_t queued = child_input_queued(ch);
 
         if (ch->input_limit == 0 || queued == 0)
                 return false;
-        return queued >= ch->input_limit || parts[0].iov_len + parts[1].iov_len > ch->input_limit - queued;
+        if (queued < ch->input_limit && parts[0].iov_len + parts[1].iov_len <= ch->input_limit - queued)
+                return false;
+        if (!ch->input_full)
+                log_emit(ch->log, LOG_WARNING, &(struct log_subject){ .server = ch->name },
+                         "not reading its stdin: %zu bytes queued for it; refusing what would pass serverInputLimit (%zu bytes)",
+                         queued, ch->input_limit);
+        ch->input_full = true;
+        return true;
 }
 
 struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t max_line, const char *name,

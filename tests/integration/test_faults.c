@@ -302,6 +302,8 @@ Test(faults, server_input_bounded) {
         if (CHECK_RSS && !getenv("MCPVISOR_IT_WRAPPER"))
                 cr_assert_lt(rss_during - rss_before, (INPUT_LIMIT + 4 * BIG_TEXT) / 1024 + 8 * 1024,
                              "the daemon grew from %ld to %ld KiB", rss_before, rss_during);
+        expect_log("[b] not reading its stdin: ");
+        cr_assert_eq(h_log_count(&D, "refusing what would pass serverInputLimit (4194304 bytes)"), 1, "logged once");
         expect_log("[b] ready -> stopping: read none of its stdin for 1 s (healthTimeout) while ");
         cr_assert_lt(h_now_ms() - start_ms, 7000, "b's stall was seen after %lld ms", h_now_ms() - start_ms);
         refused = take_big_answers(x);

@@ -372,9 +372,13 @@ Test(child, input_limit_refuses_past_it) {
         cr_assert_eq(child_notify(ch, "small", NULL), -ENOBUFS);
         cr_assert_eq(child_request(ch, "ping", NULL, 0, on_reply, &replies[0]), -ENOBUFS);
         cr_assert_eq(ch->n_pending, 0);
+        cr_assert_eq(occurrences(logged(), "not reading its stdin: "), 1, "logged once a queue: %s", logged());
         server_pauses_reading(false);
         WAIT_UNTIL(child_input_queued(ch) == 0);
         cr_assert_eq(child_notify(ch, "small", NULL), 0);
+        cr_assert_eq(notify_big(), 0);
+        cr_assert_eq(child_notify(ch, "small", NULL), -ENOBUFS);
+        cr_assert_eq(occurrences(logged(), "not reading its stdin: "), 2, "logged again for a new queue: %s", logged());
         run_for(20000);
         cr_assert_eq(broken.calls, 0);
         cr_assert_eq(replies[0].calls, 0, "a refused request is never answered");
