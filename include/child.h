@@ -13,6 +13,7 @@
 
 struct event_base;
 struct bufferevent;
+struct evbuffer_cb_entry;
 struct jsonrpc_msg;
 struct jsonrpc_parser;
 struct logger;
@@ -60,6 +61,12 @@ struct child {
         unsigned n_pending;
         const struct child_ops *ops;
         void *userdata;
+        size_t input_limit;            /* queued bytes for stdin past which sends are refused; 0 none */
+        uint64_t stall_usec;           /* queued input unread this long breaks the connection; 0 never */
+        uint64_t input_progress;       /* when the server last took bytes of its stdin, or the queue began */
+        struct event *stall_timer;
+        struct evbuffer_cb_entry *input_taken; /* notes input_progress */
+        bool input_full;               /* a send was refused since the queue was last empty */
         bool input_closed;             /* stdin closed (or closing once flushed) */
         bool broken;
         unsigned garbage_lines;        /* lines that were not JSON-RPC */
@@ -71,6 +78,13 @@ struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t 
                         void *userdata);
 /* Fails every pending request with -ECONNRESET, then frees. */
 void child_free(struct child *ch);
+
+/* Bounds what is queued for the server's stdin: a message that would take the queue past
+ * limit is refused with -ENOBUFS (one goes out whole when nothing is queued); a queue the
+ * server takes nothing of for stall_usec breaks the connection. Either 0: no bound. */
+void child_limit_input(struct child *ch, size_t limit, uint64_t stall_usec);
+/* Bytes queued for the server's stdin, not yet written. */
+size_t child_input_queued(const struct child *ch);
 
 /* Sends a request; reply is called exactly once (unless child_cancel_request is called);
  * reply NULL: nobody waits for the answer, which is dropped.
@@ -86,7 +100,7 @@ int64_t child_request_result_text(struct child *ch, const char *method, json_obj
 void child_cancel_request(struct child *ch, int64_t id);
 /* Sends a notification (params consumed). */
 int child_notify(struct child *ch, const char *method, json_object *params);
-/* Sends any message (consumed) as it is. */
+/* Sends any message (consumed) as it is; -ENOBUFS past the input limit. */
 int child_send(struct child *ch, json_object *msg);
 
 /* Closes the server's stdin once what is queued has been written: the first step of the

@@ -37,6 +37,7 @@ void problems_done(struct config_problems *p);
  * what real tools return, and a server's connection holds at most one line of it. */
 #define CONFIG_DEFAULT_MAX_SERVER_MESSAGE (64u * 1024 * 1024)
 #define CONFIG_DEFAULT_OUTPUT_LIMIT (64u * 1024 * 1024)
+#define CONFIG_DEFAULT_SERVER_INPUT_LIMIT (64u * 1024 * 1024)
 #define CONFIG_DEFAULT_SOCKET_MODE 0660
 #define CONFIG_DEFAULT_SHUTDOWN_TIMEOUT 10.0
 #define CONFIG_DEFAULT_LIST_WAIT 5.0
@@ -51,6 +52,7 @@ struct config {
         size_t max_message_size;     /* "maxMessageSize": bytes per JSON-RPC line from a client */
         size_t max_server_message_size; /* "maxServerMessageSize": bytes per line from a server */
         size_t client_output_limit;  /* "clientOutputLimit": unsent bytes before a client is dropped */
+        size_t server_input_limit;   /* "serverInputLimit": unsent bytes before calls to a server are refused */
         unsigned max_in_flight;      /* "maxInFlight": requests held for one client at a time */
         double shutdown_timeout;     /* "shutdownTimeout": seconds for a clean stop */
         char *tool_name_separator;   /* "toolNameSeparator": NULL = "__" */

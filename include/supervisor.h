@@ -36,6 +36,7 @@ struct supervisor {
         const struct logger *log;
         struct jsonrpc_parser *parser;
         size_t max_server_message_size;    /* "maxServerMessageSize": a line from a server */
+        size_t server_input_limit;         /* "serverInputLimit": unsent bytes toward a server */
         const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
         char **daemon_env;                 /* the daemon's environ, read-only */
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */

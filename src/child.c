@@ -232,20 +232,89 @@ static void on_to_write(struct bufferevent *bev, void *userdata) {
                 shut_input(ch);
 }
 
+/* The bufferevent keeps its output's front frozen, so thaw it for the drain. */
+static void drop_input(struct child *ch) {
+        struct evbuffer *out = bufferevent_get_output(ch->to);
+
+        evbuffer_unfreeze(out, 1);
+        evbuffer_drain(out, evbuffer_get_length(out));
+        evbuffer_freeze(out, 1);
+}
+
 static void on_to_event(struct bufferevent *bev, short what, void *userdata) {
         struct child *ch = userdata;
 
         if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
-                struct evbuffer *out = bufferevent_get_output(bev);
-
-                /* EPIPE: nobody reads the server's stdin any more; drop what cannot be sent.
-                 * The bufferevent keeps its output's front frozen, so thaw it for the drain. */
-                evbuffer_unfreeze(out, 1);
-                evbuffer_drain(out, evbuffer_get_length(out));
-                evbuffer_freeze(out, 1);
+                /* EPIPE: nobody reads the server's stdin any more; drop what cannot be sent. */
+                drop_input(ch);
                 if (!ch->input_closed)
                         mark_broken(ch, "stopped reading its stdin", false);
         }
+}
+
+static void on_input_taken(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *userdata) {
+        struct child *ch = userdata;
+
+        if (info->n_deleted == 0)
+                return;
+        ch->input_progress = now_usec();
+        if (evbuffer_get_length(buf) == 0)
+                ch->input_full = false;
+}
+
+static void arm_stall(struct child *ch, uint64_t usec) {
+        struct timeval tv = timeval_from_usec(usec);
+
+        evtimer_add(ch->stall_timer, &tv);
+}
+
+/* A server that takes nothing of its stdin would hold what is queued for it, and every
+ * call behind it, for good: its queue is dropped and its connection ends as a broken one. */
+static void on_stall_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct child *ch = userdata;
+        size_t queued = child_input_queued(ch);
+        uint64_t now = now_usec(), due = ch->input_progress + ch->stall_usec;
+        char why[192];
+
+        if (queued == 0 || ch->broken)
+                return;
+        if (now < due) {
+                arm_stall(ch, due - now);
+                return;
+        }
+        snprintf(why, sizeof why, "read none of its stdin for %g s (healthTimeout) while %zu bytes were queued for it",
+                 (double)ch->stall_usec / 1e6, queued);
+        drop_input(ch);
+        ch->input_closed = true;
+        shut_input(ch);
+        mark_broken(ch, why, false);
+}
+
+/* Called after a message was queued or written: a queue that begins now is watched. */
+static void watch_input(struct child *ch, size_t queued_before) {
+        if (ch->stall_usec == 0 || child_input_queued(ch) == 0)
+                return;
+        if (queued_before == 0)
+                ch->input_progress = now_usec();
+        if (!evtimer_pending(ch->stall_timer, NULL))
+                arm_stall(ch, ch->stall_usec);
+}
+
+/* Logged once a queue: until the server has taken all of it, every send past the limit
+ * is refused the same way, and each caller is told. */
+static bool over_input_limit(struct child *ch, const struct iovec *parts) {
+        size_t queued = child_input_queued(ch);
+
+        if (ch->input_limit == 0 || queued == 0)
+                return false;
+        if (queued < ch->input_limit && parts[0].iov_len + parts[1].iov_len <= ch->input_limit - queued)
+                return false;
+        if (!ch->input_full)
+                log_emit(ch->log, LOG_WARNING, &(struct log_subject){ .server = ch->name },
+                         "not reading its stdin: %zu bytes queued for it; refusing what would pass serverInputLimit (%zu bytes)",
+                         queued, ch->input_limit);
+        ch->input_full = true;
+        return true;
 }
 
 struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t max_line, const char *name,
@@ -256,14 +325,19 @@ struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t 
         if (ch) {
                 ch->to = bufferevent_socket_new(base, to_fd, BEV_OPT_CLOSE_ON_FREE);
                 ch->from = event_new(base, from_fd, EV_READ | EV_PERSIST, on_from_readable, ch);
+                ch->stall_timer = evtimer_new(base, on_stall_timer, ch);
         }
-        if (!ch || !ch->to || !ch->from) {
+        if (ch && ch->to)
+                ch->input_taken = evbuffer_add_cb(bufferevent_get_output(ch->to), on_input_taken, ch);
+        if (!ch || !ch->to || !ch->from || !ch->stall_timer || !ch->input_taken) {
                 if (ch && ch->to)
                         bufferevent_free(ch->to);
                 else
                         close(to_fd);
                 if (ch && ch->from)
                         event_free(ch->from);
+                if (ch && ch->stall_timer)
+                        event_free(ch->stall_timer);
                 close(from_fd);
                 free(ch);
                 return NULL;
@@ -293,7 +367,9 @@ void child_free(struct child *ch) {
         ch->broken = true;
         while ((rq = TAILQ_FIRST(&ch->pending)))
                 complete(ch, rq, -ECONNRESET, NULL, NULL);
+        evbuffer_remove_cb_entry(bufferevent_get_output(ch->to), ch->input_taken);
         bufferevent_free(ch->to);
+        event_free(ch->stall_timer);
         event_free(ch->from);
         if (ch->from_fd >= 0)
                 close(ch->from_fd);
@@ -302,7 +378,17 @@ void child_free(struct child *ch) {
         free(ch);
 }
 
+void child_limit_input(struct child *ch, size_t limit, uint64_t stall_usec) {
+        ch->input_limit = limit;
+        ch->stall_usec = stall_usec;
+}
+
+size_t child_input_queued(const struct child *ch) {
+        return evbuffer_get_length(bufferevent_get_output(ch->to));
+}
+
 int child_send(struct child *ch, json_object *msg) {
+        size_t queued = child_input_queued(ch);
         struct iovec parts[2];
         int r = 0;
 
@@ -310,6 +396,8 @@ int child_send(struct child *ch, json_object *msg) {
                 r = -EPIPE;
         else if (jsonrpc_line(msg, parts) < 0)
                 r = -ENOMEM;
+        else if (over_input_limit(ch, parts))
+                r = -ENOBUFS;
         else if (write_now(ch->to, parts, 2) < 0) {
                 /* Part of the line may have gone out, and what follows would corrupt it. Its
                  * stdin is closed instead: the server ends, and is seen to, as any that exits. */
@@ -318,7 +406,8 @@ int child_send(struct child *ch, json_object *msg) {
                 ch->input_closed = true;
                 shut_input(ch);
                 r = -ENOMEM;
-        }
+        } else
+                watch_input(ch, queued);
         json_object_put(msg);
         return r;
 }

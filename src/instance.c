@@ -80,8 +80,11 @@ static int spawn(struct instance *in, const struct server_config *c, char **env,
                 close(pipes.in);
                 close(pipes.out);
         }
-        /* Out of memory after the spawn: end it; the pidfd still reports its exit. */
-        if (!in->child) {
+        /* A server that stops reading its stdin is caught within the time a ping may take. */
+        if (in->child)
+                child_limit_input(in->child, sv->server_input_limit, usec_from_seconds(c->health_timeout));
+        else {
+                /* Out of memory after the spawn: end it; the pidfd still reports its exit. */
                 server_log(in->server, LOG_ERR, "out of memory setting up its pipes; killing it");
                 process_signal_group(&in->proc, SIGKILL);
         }

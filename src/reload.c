@@ -101,6 +101,7 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         config_done(&old);
         d->log.max_priority = daemon_log_level(d);
         d->supervisor.max_server_message_size = d->config.max_server_message_size;
+        d->supervisor.server_input_limit = d->config.server_input_limit;
         return 0;
 }
 

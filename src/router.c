@@ -288,6 +288,23 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
         return rt;
 }
 
+/* A call the server's connection did not take: closing, or (-ENOBUFS) its input queue is
+ * full because the server does not read it. */
+static void refuse_send(struct route *rt, int64_t r) {
+        const struct server *s = rt->server;
+        char message[256];
+
+        if (r != -ENOBUFS) {
+                reply_error(rt, JSONRPC_INTERNAL_ERROR, "cannot send the request to the server (its connection is closing)",
+                            "send failed");
+                return;
+        }
+        snprintf(message, sizeof message,
+                 "server '%s' is not reading its input: %zu bytes queued for it, and this request would pass serverInputLimit (%zu bytes)",
+                 s->config->name, child_input_queued(s->run->child), s->run->child->input_limit);
+        reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "input full");
+}
+
 void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
                     json_object *params) {
         json_object *forwarded = params; /* absent params stay absent */
@@ -306,8 +323,7 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
                 rt->token = 0;
         rt->child_id = child_request_result_text(s->run->child, method, forwarded, on_reply, on_result_text, rt);
         if (rt->child_id < 0) {
-                reply_error(rt, JSONRPC_INTERNAL_ERROR, "cannot send the request to the server (its connection is closing)",
-                            "send failed");
+                refuse_send(rt, rt->child_id);
                 route_free(rt);
                 return;
         }

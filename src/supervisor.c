@@ -123,6 +123,7 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
                 .log = log,
                 .parser = parser,
                 .max_server_message_size = config->max_server_message_size,
+                .server_input_limit = config->server_input_limit,
                 .credentials_dir = getenv("CREDENTIALS_DIRECTORY"),
                 .daemon_env = environ,
         };

@@ -233,6 +233,117 @@ Test(faults, hang) {
         finish(l, &b, "hang");
 }
 
+/* Calls whose requests wait unsent for a stopped b: the first few fill serverInputLimit
+ * (4 MiB), the rest are refused at once, naming b; then b, having read nothing for
+ * healthTimeout, is restarted, the queued calls fail, and the daemon holds no more than
+ * the limit meanwhile. On the old code every call was queued (the daemon grew by each one)
+ * and b was restarted only by health checks, after healthFailures pings. */
+#define BIG_CALLS 32
+#define BIG_TEXT (1024 * 1024)
+#define INPUT_LIMIT (4 * 1024 * 1024)
+
+static char *big_echo(unsigned i) {
+        char *args = malloc(BIG_TEXT + 64);
+        int n;
+
+        cr_assert_not_null(args);
+        n = snprintf(args, 64, "{\"text\":\"%u:", i);
+        memset(args + n, 'x', BIG_TEXT);
+        strcpy(args + n + BIG_TEXT, "\"}");
+        return args;
+}
+
+static bool is_any_answer(json_object *msg, const char *arg) {
+        return json_object_object_get_ex(msg, "id", NULL) && !json_object_object_get_ex(msg, "method", NULL);
+}
+
+static void send_big_calls(struct h_client *x) {
+        for (unsigned i = 1; i <= BIG_CALLS; i++) {
+                char *args = big_echo(i);
+
+                h_client_tool_request(x, sf("%u", i), "b__echo", args);
+                free(args);
+        }
+}
+
+/* Takes the answers of all the calls, each exactly once: errors all, refused ones (the
+ * count returned) naming b and the limit. */
+static unsigned take_big_answers(struct h_client *x) {
+        bool seen[BIG_CALLS + 1] = { false };
+        long long deadline = h_now_ms() + FAULT_MS;
+        unsigned refused = 0;
+
+        for (unsigned n = 0; n < BIG_CALLS; n++) {
+                json_object *r;
+                const char *m;
+                int id;
+
+                while (!(r = h_take(x, is_any_answer, NULL, 50)))
+                        cr_assert_lt(h_now_ms(), deadline, "%u of %d calls answered", n, BIG_CALLS);
+                id = json_object_get_int(h_get(r, "id"));
+                cr_assert(id >= 1 && id <= BIG_CALLS && !seen[id], "answered twice or unknown: %.300s", h_json_text(r));
+                seen[id] = true;
+                m = h_str(r, "error.message");
+                cr_assert_not_null(m, "%.300s", h_json_text(r));
+                if (strstr(m, "not reading")) {
+                        cr_assert(strstr(m, "server 'b' is not reading its input") &&
+                                  strstr(m, "serverInputLimit (4194304 bytes)"), "%s", m);
+                        refused++;
+                }
+                json_object_put(r);
+        }
+        return refused;
+}
+
+/* RSS is checked without ASan only: under it, freed memory waits in the quarantine. */
+#ifdef __SANITIZE_ADDRESS__
+#define CHECK_RSS false
+#else
+#define CHECK_RSS true
+#endif
+
+Test(faults, server_input_bounded) {
+        struct h_client *x;
+        unsigned refused;
+        long rss_before, rss_during;
+        long long start_ms;
+        json_object *r;
+        pid_t pid;
+
+        set_settings(sf("\"serverInputLimit\":%d", INPUT_LIMIT));
+        add_tagged("a", "", "");
+        add_tagged("b", "\"healthTimeout\":1," SHORT_STOP "," B_RESTART, sf("\"--pidfile\",\"%s\"", PIDFILE));
+        start(NULL);
+        wait_all_ready(2);
+        x = h_client_open(&D, false, NULL);
+        pid = h_pidfile_wait(PIDFILE, 0, H_TIMEOUT_MS);
+        cr_assert_gt(pid, 0);
+        rss_before = proc_rss_kib(D.pid);
+        cr_assert_eq(kill(pid, SIGSTOP), 0);
+        start_ms = h_now_ms();
+        send_big_calls(x);
+        rss_during = proc_rss_kib(D.pid);
+        if (CHECK_RSS && !getenv("MCPVISOR_IT_WRAPPER"))
+                cr_assert_lt(rss_during - rss_before, (INPUT_LIMIT + 4 * BIG_TEXT) / 1024 + 8 * 1024,
+                             "the daemon grew from %ld to %ld KiB", rss_before, rss_during);
+        expect_log("[b] not reading its stdin: ");
+        cr_assert_eq(h_log_count(&D, "refusing what would pass serverInputLimit (4194304 bytes)"), 1, "logged once");
+        expect_log("[b] ready -> stopping: read none of its stdin for 1 s (healthTimeout) while ");
+        cr_assert_lt(h_now_ms() - start_ms, 7000, "b's stall was seen after %lld ms", h_now_ms() - start_ms);
+        refused = take_big_answers(x);
+        if (getenv("H_VERBOSE"))
+                fprintf(stderr, "server_input_bounded: %u of %d refused, RSS %ld -> %ld KiB\n", refused, BIG_CALLS,
+                        rss_before, rss_during);
+        cr_assert_geq(refused, BIG_CALLS - INPUT_LIMIT / BIG_TEXT, "only %u of %d calls refused", refused, BIG_CALLS);
+        cr_assert(h_log_count_wait(&D, "[b] starting -> ready", 2, FAULT_MS), "b was not restarted");
+        r = h_client_tool_call(x, "\"again\"", "b__echo", "{\"text\":\"back\"}");
+        cr_assert_str_eq(h_result_text(r), "back");
+        json_object_put(r);
+        cr_assert_null(h_take(x, is_any_answer, NULL, 100), "an answer too many");
+        h_client_close(x);
+        stop_clean();
+}
+
 /* Rewrites b's entry to run with bad_args and reloads (SIGHUP), under load; waits for needle
  * to show three times (b failing again and again), then puts b back as it was. */
 static void flap_by_reload(const char *b_keys, const char *bad_args, const char *needle, const char *what) {

@@ -47,6 +47,12 @@ static void server_start(struct event_base *base, int *to, int *from) {
         *from = out[0];
 }
 
+void server_pauses_reading(bool paused) {
+        if (rx_eof)
+                return;
+        cr_assert_eq(paused ? event_del(rx_event) : event_add(rx_event, NULL), 0);
+}
+
 struct child *server_connect(const struct logger *lg, struct jsonrpc_parser *parser, size_t max_line,
                              const struct child_ops *ops, void *userdata) {
         struct event_base *base = loop_start();

@@ -26,6 +26,9 @@ void server_closes_stdout(void);
 /* Closes its stdin without reading it: the daemon's writes fail from then on. */
 void server_stops_reading(void);
 
+/* Stops or resumes reading its stdin, keeping it open: what the daemon sends waits. */
+void server_pauses_reading(bool paused);
+
 /* What the daemon sent that server_reads has not taken. */
 struct evbuffer *server_received(void);
 /* The daemon closed the server's stdin. */

@@ -354,6 +354,67 @@ Test(child, broken_when_stdin_not_read) {
                      evbuffer_get_length(bufferevent_get_output(ch->to)));
 }
 
+/* A notification of about 200 KiB: more than a pipe holds, so most of it is queued. */
+static int notify_big(void) {
+        static char text[200 * 1024];
+        json_object *params = json_object_new_object();
+
+        memset(text, 'x', sizeof text - 1);
+        json_object_object_add(params, "t", json_object_new_string(text));
+        return child_notify(ch, "big", params);
+}
+
+Test(child, input_limit_refuses_past_it) {
+        child_limit_input(ch, 4096, 0);
+        server_pauses_reading(true);
+        cr_assert_eq(notify_big(), 0, "one message goes out whole when nothing is queued");
+        cr_assert_gt(child_input_queued(ch), 4096);
+        cr_assert_eq(child_notify(ch, "small", NULL), -ENOBUFS);
+        cr_assert_eq(child_request(ch, "ping", NULL, 0, on_reply, &replies[0]), -ENOBUFS);
+        cr_assert_eq(ch->n_pending, 0);
+        cr_assert_eq(occurrences(logged(), "not reading its stdin: "), 1, "logged once a queue: %s", logged());
+        server_pauses_reading(false);
+        WAIT_UNTIL(child_input_queued(ch) == 0);
+        cr_assert_eq(child_notify(ch, "small", NULL), 0);
+        cr_assert_eq(notify_big(), 0);
+        cr_assert_eq(child_notify(ch, "small", NULL), -ENOBUFS);
+        cr_assert_eq(occurrences(logged(), "not reading its stdin: "), 2, "logged again for a new queue: %s", logged());
+        run_for(20000);
+        cr_assert_eq(broken.calls, 0);
+        cr_assert_eq(replies[0].calls, 0, "a refused request is never answered");
+}
+
+Test(child, stalled_input_breaks) {
+        child_limit_input(ch, 0, 100000);
+        server_pauses_reading(true);
+        cr_assert_eq(notify_big(), 0);
+        WAIT_UNTIL(broken.calls == 1);
+        cr_assert(!broken.violation);
+        cr_assert(strstr(broken.why, "read none of its stdin for 0.1 s (healthTimeout) while "), "%s", broken.why);
+        cr_assert_eq(child_input_queued(ch), 0, "what was queued is dropped");
+        cr_assert_eq(child_notify(ch, "x", NULL), -EPIPE);
+}
+
+/* The clock starts when a queue begins, and each byte the server takes restarts it. Twice
+ * 250 ms without reading, each below the 400 ms allowed (run_for may overshoot by 50 ms),
+ * together above it. */
+Test(child, slow_reader_is_not_stalled) {
+        child_limit_input(ch, 0, 400000);
+        server_pauses_reading(true);
+        cr_assert_eq(notify_big(), 0);
+        run_for(250000);
+        server_pauses_reading(false);
+        WAIT_UNTIL(child_input_queued(ch) == 0);
+        server_pauses_reading(true);
+        cr_assert_eq(notify_big(), 0);
+        run_for(250000);
+        cr_assert_eq(broken.calls, 0, "broken: %s", broken.why);
+        server_pauses_reading(false);
+        WAIT_UNTIL(child_input_queued(ch) == 0);
+        run_for(450000);
+        cr_assert_eq(broken.calls, 0, "broken: %s", broken.why);
+}
+
 Test(child, garbage_counted) {
         server_says("hello, I am starting up\n");
         server_says("{\"jsonrpc\":\"1.0\",\"id\":91,\"result\":{}}\n");

@@ -51,6 +51,7 @@ static void expect_defaults(const struct config *c) {
         cr_assert_eq(c->max_message_size, 16u * 1024 * 1024);
         cr_assert_eq(c->max_server_message_size, 64u * 1024 * 1024);
         cr_assert_eq(c->client_output_limit, 64u * 1024 * 1024);
+        cr_assert_eq(c->server_input_limit, 64u * 1024 * 1024);
         cr_assert_float_eq(c->shutdown_timeout, 10.0, 1e-9);
         cr_assert_null(c->tool_name_separator);
         cr_assert_float_eq(c->list_wait, 5.0, 1e-9);
@@ -109,6 +110,7 @@ Test(config, all_settings) {
                            "\"maxMessageSize\":1048576,"
                            "\"maxServerMessageSize\":2097152,"
                            "\"clientOutputLimit\":4096,"
+                           "\"serverInputLimit\":8388608,"
                            "\"shutdownTimeout\":2.5}}"), 0);
         cr_assert_eq(probs.count, 0, "%s: %s", probs.count ? probs.items[0].path : "", probs.count ? probs.items[0].message : "");
         cr_assert_str_eq(cfg.socket_path, "/run/m/mcp.sock");
@@ -118,6 +120,7 @@ Test(config, all_settings) {
         cr_assert_eq(cfg.max_message_size, 1048576);
         cr_assert_eq(cfg.max_server_message_size, 2097152);
         cr_assert_eq(cfg.client_output_limit, 4096);
+        cr_assert_eq(cfg.server_input_limit, 8388608);
         cr_assert_float_eq(cfg.shutdown_timeout, 2.5, 1e-9);
 }
 
@@ -191,6 +194,10 @@ Test(config, invalid_settings) {
                 { "clientOutputLimit", "4095", "bytes" },
                 { "clientOutputLimit", "0", "bytes" },
                 { "clientOutputLimit", "{}", "bytes" },
+                { "serverInputLimit", "4095", "bytes" },
+                { "serverInputLimit", "0", "bytes" },
+                { "serverInputLimit", "1073741825", "bytes" },
+                { "serverInputLimit", "\"64M\"", "bytes" },
                 { "shutdownTimeout", "0", "seconds" },
                 { "shutdownTimeout", "0.09", "seconds" },
                 { "shutdownTimeout", "-1", "seconds" },
