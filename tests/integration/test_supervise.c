@@ -675,6 +675,36 @@ Test(supervise, env_less_grandchild_ended_when_the_daemon_stops) {
         expect_tree_gone(t, "after the daemon's stop");
 }
 
+/* The other way round: a running server's grandchild without mark whose parent dies, so
+ * that it is re-parented to the daemon while its server runs. The daemon saw it below the
+ * server when another server's run ended; when a third one's ends, it is still the running
+ * server's by that record, and kept. */
+Test(supervise, env_less_grandchild_of_a_running_server_kept) {
+        long long deadline;
+        pid_t middle, ppid;
+        struct tree t;
+        char state;
+
+        add_demo("other1", "", "");
+        add_demo("other2", "", "");
+        t = start_tree("tree", "", "");
+        json_object_put(h_control(&D, "stop", "{\"name\":\"other1\"}"));
+        expect_log("[other1] stopping -> stopped");
+        cr_assert(h_proc_stat(t.grandchild, &state, &middle, NULL));
+        cr_assert_eq(kill(middle, SIGKILL), 0);
+        for (deadline = h_now_ms() + H_TIMEOUT_MS; !h_proc_stat(t.grandchild, &state, &ppid, NULL) || ppid != D.pid;) {
+                cr_assert_lt(h_now_ms(), deadline, "the grandchild was not re-parented to the daemon");
+                pause_draining(10);
+        }
+        json_object_put(h_control(&D, "stop", "{\"name\":\"other2\"}"));
+        expect_log("[other2] stopping -> stopped");
+        cr_assert_not(h_pid_gone_wait(t.grandchild, 300), "a running server's grandchild was ended");
+        cr_assert_not(h_pid_gone(t.great), "a running server's great-grandchild was ended");
+        expect_no_log("was left behind");
+        stop_daemon();
+        expect_tree_gone(t, "after the daemon's stop");
+}
+
 /* ---- a daemon SIGKILLed outside systemd ---- */
 
 /* A daemon before D: on its own paths, with a server ignoring its stdin's end and SIGTERM
