@@ -96,6 +96,9 @@ static bool arg_ignore_stdin_eof;
 static bool arg_ignore_sigterm;
 static bool arg_grandchild_setsid;
 static bool arg_grandchild_same_group;
+static bool arg_grandchild_tree;
+static bool arg_linger;
+static const char *arg_linger_child_pidfile;
 static const char *arg_grandchild_pidfile;
 static const char *arg_pidfile;
 static bool arg_garbage;
@@ -1566,11 +1569,10 @@ static int main_loop(void) {
 
 /* ---- start-up ---- */
 
-/* Sleeps forever, holding nothing but stderr: the leftover a supervisor must clean up. */
-static _Noreturn void grandchild(int ready_fd) {
+/* Default dispositions and no blocked signal: a leftover that SIGTERM ends. */
+static void default_signals(void) {
         struct sigaction sa = { .sa_handler = SIG_DFL };
         sigset_t all;
-        int null, r;
 
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
@@ -1578,7 +1580,35 @@ static _Noreturn void grandchild(int ready_fd) {
         sigaction(SIGPIPE, &sa, NULL);
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
-        if (arg_grandchild_setsid && setsid() < 0) {
+}
+
+/* --linger: what --grandchild-tree's grandchild runs, with an empty environment. With
+ * --linger-child-pidfile, it first leaves a child of its own in a session of its own. */
+static _Noreturn void linger(void) {
+        pid_t pid = arg_linger_child_pidfile ? fork() : 1;
+        int r;
+
+        default_signals();
+        if (pid < 0)
+                fprintf(stderr, "linger: fork: %s\n", strerror(errno));
+        if (pid == 0 && setsid() >= 0 && (r = write_pidfile(arg_linger_child_pidfile, getpid())) < 0)
+                fprintf(stderr, "linger: %s: %s\n", arg_linger_child_pidfile, strerror(-r));
+        for (;;)
+                pause();
+}
+
+/* Sleeps forever, holding nothing but stderr: the leftover a supervisor must clean up.
+ * With --grandchild-tree it becomes a --linger of an empty environment (no MCPVISOR_*
+ * mark tells whose it is) with a child of its own in yet another session, whose pid goes
+ * to the pidfile's path + ".child". */
+static _Noreturn void grandchild(int ready_fd) {
+        static char child_pidfile[PATH_MAX];
+        char *argv[] = { "demo-server", "--linger", "--linger-child-pidfile", child_pidfile, NULL };
+        static char *const envp[] = { NULL };
+        int null, r;
+
+        default_signals();
+        if ((arg_grandchild_setsid || arg_grandchild_tree) && setsid() < 0) {
                 fprintf(stderr, "grandchild: setsid: %s\n", strerror(errno));
                 _exit(EXIT_FAILURE);
         }
@@ -1594,9 +1624,31 @@ static _Noreturn void grandchild(int ready_fd) {
                 fprintf(stderr, "grandchild: %s: %s\n", arg_grandchild_pidfile, strerror(-r));
                 _exit(EXIT_FAILURE);
         }
+        if (arg_grandchild_tree) {
+                if (arg_grandchild_pidfile)
+                        snprintf(child_pidfile, sizeof child_pidfile, "%s.child", arg_grandchild_pidfile);
+                else
+                        argv[2] = NULL;
+                execve("/proc/self/exe", argv, envp); /* closes ready_fd: O_CLOEXEC */
+                fprintf(stderr, "grandchild: exec: %s\n", strerror(errno));
+                _exit(EXIT_FAILURE);
+        }
         close(ready_fd);
-        for (;;)
-                pause();
+        linger();
+}
+
+/* --grandchild-tree's middle: stays in our group, its own child leaves the session. */
+static _Noreturn void middle_child(int ready_fd) {
+        pid_t pid = fork();
+
+        if (pid < 0) {
+                fprintf(stderr, "middle child: fork: %s\n", strerror(errno));
+                _exit(EXIT_FAILURE);
+        }
+        if (pid == 0)
+                grandchild(ready_fd);
+        close(ready_fd);
+        linger();
 }
 
 /* Returns once the grandchild has written its pidfile, so tests can read it at once. */
@@ -1615,6 +1667,8 @@ static int spawn_grandchild(void) {
         }
         if (pid == 0) {
                 close(ready[0]);
+                if (arg_grandchild_tree)
+                        middle_child(ready[1]);
                 grandchild(ready[1]);
         }
         close(ready[1]);
@@ -1641,7 +1695,8 @@ static int start(void) {
                 write_long_line((uint64_t)arg_long_stderr_line);
         if (arg_flood_stderr > 0)
                 flood_lines((uint64_t)arg_flood_stderr);
-        if ((arg_grandchild_setsid || arg_grandchild_same_group) && (r = spawn_grandchild()) < 0) {
+        if ((arg_grandchild_setsid || arg_grandchild_same_group || arg_grandchild_tree) &&
+            (r = spawn_grandchild()) < 0) {
                 fprintf(stderr, "fork: %s\n", strerror(-r));
                 return r;
         }
@@ -1701,7 +1756,14 @@ static void help(void) {
                "  --ignore-sigterm           Ignore SIGTERM\n"
                "  --grandchild-setsid        Leave a sleeping child in a session of its own\n"
                "  --grandchild-same-group    Leave a sleeping child in our process group\n"
-               "  --grandchild-pidfile PATH  The child writes its pid to PATH\n"
+               "  --grandchild-tree          Leave a child in our process group whose own child\n"
+               "                             leaves the session and clears its environment\n"
+               "                             (which leaves a child in a session of its own)\n"
+               "  --grandchild-pidfile PATH  The child (with --grandchild-tree, the grandchild)\n"
+               "                             writes its pid to PATH (its own child to PATH.child)\n"
+               "  --linger                   Do nothing until a signal ends us\n"
+               "  --linger-child-pidfile PATH  With --linger: first leave a child in a session\n"
+               "                             of its own, which writes its pid to PATH\n"
                "  --pidfile PATH             Write our pid to PATH\n"
                "  --garbage                  Write a non-JSON line before every answer\n"
                "  --close-stdout             Close stdout after the first tools/list answer\n"
@@ -1738,6 +1800,9 @@ enum {
         OPT_GRANDCHILD_SETSID,
         OPT_GRANDCHILD_SAME_GROUP,
         OPT_GRANDCHILD_PIDFILE,
+        OPT_GRANDCHILD_TREE,
+        OPT_LINGER,
+        OPT_LINGER_CHILD_PIDFILE,
         OPT_PIDFILE,
         OPT_GARBAGE,
         OPT_CLOSE_STDOUT,
@@ -1773,6 +1838,9 @@ static const struct option options[] = {
         { "grandchild-setsid", no_argument, NULL, OPT_GRANDCHILD_SETSID },
         { "grandchild-same-group", no_argument, NULL, OPT_GRANDCHILD_SAME_GROUP },
         { "grandchild-pidfile", required_argument, NULL, OPT_GRANDCHILD_PIDFILE },
+        { "grandchild-tree", no_argument, NULL, OPT_GRANDCHILD_TREE },
+        { "linger", no_argument, NULL, OPT_LINGER },
+        { "linger-child-pidfile", required_argument, NULL, OPT_LINGER_CHILD_PIDFILE },
         { "pidfile", required_argument, NULL, OPT_PIDFILE },
         { "garbage", no_argument, NULL, OPT_GARBAGE },
         { "close-stdout", no_argument, NULL, OPT_CLOSE_STDOUT },
@@ -1826,6 +1894,9 @@ static void parse_argv(int argc, char *argv[]) {
                 case OPT_GRANDCHILD_SETSID: arg_grandchild_setsid = true; break;
                 case OPT_GRANDCHILD_SAME_GROUP: arg_grandchild_same_group = true; break;
                 case OPT_GRANDCHILD_PIDFILE: arg_grandchild_pidfile = optarg; break;
+                case OPT_GRANDCHILD_TREE: arg_grandchild_tree = true; break;
+                case OPT_LINGER: arg_linger = true; break;
+                case OPT_LINGER_CHILD_PIDFILE: arg_linger_child_pidfile = optarg; break;
                 case OPT_PIDFILE: arg_pidfile = optarg; break;
                 case OPT_GARBAGE: arg_garbage = true; break;
                 case OPT_CLOSE_STDOUT: arg_close_stdout = true; break;
@@ -1846,18 +1917,21 @@ static void parse_argv(int argc, char *argv[]) {
                 fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
                 exit(2);
         }
-        if (arg_grandchild_setsid && arg_grandchild_same_group) {
-                fprintf(stderr, "--grandchild-setsid and --grandchild-same-group exclude each other\n");
+        if (arg_grandchild_setsid + arg_grandchild_same_group + arg_grandchild_tree > 1) {
+                fprintf(stderr, "--grandchild-setsid, --grandchild-same-group and --grandchild-tree exclude each other\n");
                 exit(2);
         }
-        if (arg_grandchild_pidfile && !arg_grandchild_setsid && !arg_grandchild_same_group) {
-                fprintf(stderr, "--grandchild-pidfile needs --grandchild-setsid or --grandchild-same-group\n");
+        if (arg_grandchild_pidfile && !arg_grandchild_setsid && !arg_grandchild_same_group && !arg_grandchild_tree) {
+                fprintf(stderr, "--grandchild-pidfile needs --grandchild-setsid, --grandchild-same-group or "
+                        "--grandchild-tree\n");
                 exit(2);
         }
 }
 
 int main(int argc, char *argv[]) {
         parse_argv(argc, argv);
+        if (arg_linger)
+                linger();
         if (start() < 0)
                 return EXIT_FAILURE;
         /* MCP tool schemas nest deeply; json-c's default depth of 32 is too shallow. */

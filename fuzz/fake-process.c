@@ -247,9 +247,8 @@ unsigned reaper_reap(struct reaper *r) {
         return 0;
 }
 
-unsigned reaper_scan(struct reaper *r, bool all) {
+unsigned reaper_scan(struct reaper *r) {
         (void)r;
-        (void)all;
         return 0;
 }
 

@@ -4,10 +4,14 @@
  * are reaped through their pidfd), and ends left-behind processes once their server is
  * gone, with the close sequence's signals: SIGTERM (+SIGCONT), killTimeout, SIGKILL.
  *
- * Attribution: every server starts with MCPVISOR_SERVER= and MCPVISOR_INSTANCE= in its
- * environment, which its descendants inherit; /proc/PID/environ tells whose they are.
+ * Attribution, in this order: ancestry, as each scan sees it (a process below a server's
+ * own process, or below one attributed before, is that run's; recorded with its start
+ * time, so a reused pid is never taken for it); then the environment: every server starts
+ * with MCPVISOR_SERVER= and MCPVISOR_INSTANCE=, which its descendants inherit. A child of
+ * the daemon that is no server's own process and belongs to no live run by either is left
+ * behind, including one that cleared its environment: the daemon starts nothing else.
  * MCPVISOR_DAEMON= names the daemon (its MCP socket): a new daemon on the same socket ends
- * what a SIGKILLed predecessor left. A process that clears its environment carries none. */
+ * what a SIGKILLed predecessor left. */
 #pragma once
 
 #include <stdbool.h>
@@ -23,8 +27,9 @@ struct reaper_ops {
         /* A server's own process with this pid has exited: reap it through its pidfd.
          * Returns true if it did, false if pid is not (or could not be) reaped that way. */
         bool (*server_exited)(pid_t pid, void *userdata);
-        /* Is pid a server's own (current) process? Those are never leftovers. */
-        bool (*is_server)(pid_t pid, void *userdata);
+        /* The instance number of the run whose own process is pid, and its server's name;
+         * 0 if pid is no server's own (current) process. Those are never leftovers. */
+        uint64_t (*run_of)(pid_t pid, const char **server, void *userdata);
         /* Should a process of this server instance be ended now (its instance is gone)? */
         bool (*left_behind)(const char *server, uint64_t instance, void *userdata);
         /* The grace between SIGTERM and SIGKILL for a process of this server (may be ""). */
@@ -43,6 +48,14 @@ struct leftover {
         struct event *gone;     /* foreign: its pidfd turned readable, it has ended */
 };
 
+/* A process attributed to a server run by ancestry. */
+struct descendant {
+        pid_t pid;
+        uint64_t start;         /* /proc/PID/stat field 22: tells a reused pid apart */
+        uint64_t instance;      /* 0: unknown */
+        char server[65];
+};
+
 struct reaper {
         struct event_base *base;
         const struct logger *log;
@@ -51,6 +64,10 @@ struct reaper {
         struct event *sigchld;
         TAILQ_HEAD(, leftover) leftovers;
         unsigned n_leftovers;
+        struct descendant *known;       /* as the last scan saw them, sorted by pid */
+        size_t n_known;
+        bool rescan;                    /* a process not a server's own was reaped: its
+                                         * children, if any, are ours now */
 };
 
 int reaper_init(struct reaper *r, struct event_base *base, const struct logger *log, const struct reaper_ops *ops,
@@ -59,9 +76,13 @@ void reaper_done(struct reaper *r);
 
 /* Reaps what has exited; returns how many were reaped. */
 unsigned reaper_reap(struct reaper *r);
-/* Finds our children whose server instance is gone and ends them; with all, also those
- * that carry no attribution (at shutdown). Returns how many are being ended. */
-unsigned reaper_scan(struct reaper *r, bool all);
+/* Looks at the process tree: records which run each process below the daemon belongs to,
+ * and ends our children that are no server's own process and belong to no live run.
+ * Returns how many are being ended. Costs a read of
+ * /proc/PID/stat per process of the machine (at most REAPER_SCAN_MAX): call it when a run
+ * ends or r->rescan is set, never on a timer. */
+#define REAPER_SCAN_MAX 65536
+unsigned reaper_scan(struct reaper *r);
 /* At start, once this daemon holds the lock of its socket (so whoever used that socket
  * before is dead): ends the processes whose MCPVISOR_DAEMON is daemon_id, of our user,
  * wherever they were re-parented. Returns how many are being ended. */

@@ -20,6 +20,7 @@
 #include "environment.h"
 #include "log.h"
 #include "macro.h"
+#include "proc-tree.h"
 #include "process.h"
 #include "time-util.h"
 
@@ -87,6 +88,7 @@ unsigned reaper_reap(struct reaper *r) {
                 if (waitpid(si.si_pid, NULL, WNOHANG) <= 0)
                         break;
                 n++;
+                r->rescan = true;
                 l = find_leftover(r, si.si_pid);
                 if (l)
                         leftover_free(r, l);
@@ -119,31 +121,18 @@ void reaper_done(struct reaper *r) {
 
         while ((l = TAILQ_FIRST(&r->leftovers)))
                 leftover_free(r, l);
+        free(r->known);
+        r->known = NULL;
+        r->n_known = 0;
         if (r->sigchld)
                 event_free(r->sigchld);
         r->sigchld = NULL;
 }
 
-/* The parent pid from /proc/PID/stat; the command name may hold spaces and ')'. */
 static pid_t parent_of(pid_t pid) {
-        char path[64], buf[512];
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
-        char *p, state;
-        int ppid;
+        struct proc_entry e;
 
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        n = read(fd, buf, sizeof buf - 1);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 || state == 'Z')
-                return -1;
-        return ppid;
+        return proc_stat_read(pid, &e) < 0 ? -1 : e.ppid;
 }
 
 /* The MCPVISOR_* markers of a process's starting environment. */
@@ -221,35 +210,103 @@ static void end_leftover(struct reaper *r, pid_t pid, int pidfd, const char *ser
         evtimer_add(l->timer, &tv);
 }
 
-unsigned reaper_scan(struct reaper *r, bool all) {
-        _cleanup_(closedirp) DIR *dir = NULL;
+static int descendant_by_pid(const void *a, const void *b) {
+        const struct descendant *x = a, *y = b;
+
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The attribution the last scan recorded for this very process (same start), or NULL. */
+static const struct descendant *known_of(const struct descendant *list, size_t n, const struct proc_entry *e) {
+        struct descendant key = { .pid = e->pid };
+        const struct descendant *d = n ? bsearch(&key, list, n, sizeof *list, descendant_by_pid) : NULL;
+
+        return d && d->start == e->start ? d : NULL;
+}
+
+/* Whose is our child e: a server's own process, attributed before, or marked. */
+static void attribute_child(struct reaper *r, const struct proc_entry *e, struct descendant *d) {
+        const struct descendant *k = known_of(r->known, r->n_known, e);
+        const char *server = NULL;
+        struct marks m;
+
+        *d = (struct descendant){ .pid = e->pid, .start = e->start };
+        d->instance = r->ops->run_of(e->pid, &server, r->userdata);
+        if (d->instance != 0) {
+                snprintf(d->server, sizeof d->server, "%s", server);
+        } else if (k && k->instance != 0) {
+                d->instance = k->instance;
+                memcpy(d->server, k->server, sizeof d->server);
+        } else {
+                read_marks(e->pid, &m);
+                d->instance = m.instance;
+                memcpy(d->server, m.server, sizeof d->server);
+        }
+}
+
+/* Ends our child d unless it is a server's own process or belongs to a live run. One
+ * attributed to none is a leftover too: the daemon starts nothing but servers. */
+static bool end_if_left(struct reaper *r, const struct descendant *d) {
+        const char *server;
+
+        if (r->ops->run_of(d->pid, &server, r->userdata) != 0 || find_leftover(r, d->pid))
+                return false;
+        if (d->instance != 0 && !r->ops->left_behind(d->server, d->instance, r->userdata))
+                return false;
+        /* Our child: its pid stays ours until we reap it. */
+        end_leftover(r, d->pid, (int)pidfd_open(d->pid, 0), d->server, r->ops->kill_timeout(d->server, r->userdata),
+                     false, d->server[0] ? "its server" : "a server that cleared its environment");
+        return true;
+}
+
+/* Attributes a process below our child top (already in tops): to the nearest ancestor,
+ * itself included, attributed by the last scan, else to top's run. False if to none. */
+static bool attribute_below(const struct reaper *r, const struct proc_tree *t, const struct proc_entry *e,
+                            const struct proc_entry *top, const struct descendant *tops, size_t n_tops,
+                            struct descendant *d) {
+        const struct descendant *owner = NULL;
+
+        for (const struct proc_entry *a = e; a && a != top && !owner; a = proc_tree_find(t, a->ppid))
+                owner = known_of(r->known, r->n_known, a);
+        if (!owner)
+                owner = known_of(tops, n_tops, top);
+        if (!owner || owner->instance == 0)
+                return false;
+        *d = (struct descendant){ .pid = e->pid, .start = e->start, .instance = owner->instance };
+        memcpy(d->server, owner->server, sizeof d->server);
+        return true;
+}
+
+#define ANCESTRY_MAX 64
+
+unsigned reaper_scan(struct reaper *r) {
+        _cleanup_(proc_tree_done) struct proc_tree t = { 0 };
+        struct descendant *seen;
+        size_t n_seen = 0, n_tops;
         pid_t self = getpid();
-        struct dirent *de;
         unsigned ending = 0;
 
         reaper_reap(r);
-        dir = opendir("/proc");
-        if (!dir)
+        r->rescan = false;
+        if (proc_tree_read(&t, REAPER_SCAN_MAX) < 0 || !(seen = calloc(t.n + 1, sizeof *seen)))
                 return 0;
-        while ((de = readdir(dir))) {
-                struct marks m;
-                pid_t pid;
+        /* Our children first: each one's attribution is its subtree's when nothing nearer is known. */
+        for (size_t i = 0; i < t.n; i++)
+                if (t.procs[i].ppid == self) {
+                        attribute_child(r, &t.procs[i], &seen[n_seen]);
+                        ending += end_if_left(r, &seen[n_seen++]);
+                }
+        n_tops = n_seen;
+        for (size_t i = 0; i < t.n; i++) {
+                const struct proc_entry *top = proc_tree_below(&t, &t.procs[i], self, ANCESTRY_MAX);
 
-                if (!isdigit((unsigned char)de->d_name[0]))
-                        continue;
-                pid = (pid_t)atoi(de->d_name);
-                if (parent_of(pid) != self || find_leftover(r, pid) || r->ops->is_server(pid, r->userdata))
-                        continue;
-                read_marks(pid, &m);
-                /* Unattributed: it cleared its environment; whose it was is unknowable, so it
-                 * is ended only when everything is. */
-                if (m.instance == 0 ? !all : !r->ops->left_behind(m.server, m.instance, r->userdata))
-                        continue;
-                /* Our child: its pid stays ours until we reap it. */
-                end_leftover(r, pid, (int)pidfd_open(pid, 0), m.server, r->ops->kill_timeout(m.server, r->userdata),
-                             false, m.server[0] ? "its server" : "a server that cleared its environment");
-                ending++;
+                if (top && top != &t.procs[i] && attribute_below(r, &t, &t.procs[i], top, seen, n_tops, &seen[n_seen]))
+                        n_seen++;
         }
+        qsort(seen, n_seen, sizeof *seen, descendant_by_pid);
+        free(r->known);
+        r->known = reallocarray(seen, n_seen + 1, sizeof *seen) ?: seen; /* only what was kept */
+        r->n_known = n_seen;
         return ending;
 }
 

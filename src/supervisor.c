@@ -71,8 +71,13 @@ static bool server_exited(pid_t pid, void *userdata) {
 }
 
 /* reaper_ops: a server's own process, reaped and closed by its server, not the reaper. */
-static bool is_server(pid_t pid, void *userdata) {
-        return server_of_pid(userdata, pid) != NULL;
+static uint64_t run_of(pid_t pid, const char **server, void *userdata) {
+        struct server *s = server_of_pid(userdata, pid);
+
+        if (!s)
+                return 0;
+        *server = s->config->name;
+        return s->run->number;
 }
 
 /* reaper_ops: a process of an instance that no longer runs is left behind. */
@@ -94,7 +99,7 @@ static double kill_timeout(const char *server, void *userdata) {
 
 static const struct reaper_ops reaper_ops = {
         .server_exited = server_exited,
-        .is_server = is_server,
+        .run_of = run_of,
         .left_behind = left_behind,
         .kill_timeout = kill_timeout,
 };
@@ -173,7 +178,7 @@ bool supervisor_idle(const struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (server_running(sv->servers[i]))
                         return false;
-        return TAILQ_EMPTY(&sv->retired) && sv->reaper.n_leftovers == 0 && !sv->scan_due;
+        return TAILQ_EMPTY(&sv->retired) && sv->reaper.n_leftovers == 0 && !sv->scan_due && !sv->reaper.rescan;
 }
 
 void supervisor_retire_config(struct supervisor *sv, struct server_config *c) {
@@ -232,9 +237,9 @@ void supervisor_collect(struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++)
                 server_adopt_pending(sv->servers[i]);
         free_retired_configs(sv);
-        if (sv->scan_due) {
+        if (sv->scan_due || sv->reaper.rescan) {
                 sv->scan_due = false;
-                reaper_scan(&sv->reaper, sv->stopping);
+                reaper_scan(&sv->reaper);
         }
 }
 
@@ -255,8 +260,12 @@ void supervisor_done(struct supervisor *sv) {
         sv->servers = NULL;
         sv->n_servers = 0;
         free_retired_configs(sv);
-        reaper_scan(&sv->reaper, true);
-        reaper_kill_all(&sv->reaper);
+        /* A leftover's own children are ours once it is reaped: look again, a few levels deep
+         * (on a second SIGTERM the daemon gets here without waiting for its leftovers). */
+        for (unsigned level = 0; level < 8 && (level == 0 || sv->reaper.rescan); level++) {
+                reaper_scan(&sv->reaper);
+                reaper_kill_all(&sv->reaper);
+        }
         reaper_done(&sv->reaper);
         free(sv->daemon_id);
         sv->daemon_id = NULL;

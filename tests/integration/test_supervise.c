@@ -27,6 +27,7 @@ static struct h_daemon D;
 static struct h_daemon OLD;              /* a daemon before D, on the same or other paths */
 static char T[64];                       /* this test's own directory */
 static char PIDFILE[128], GPIDFILE[128]; /* --pidfile, --grandchild-pidfile */
+static char GGPIDFILE[140];              /* --grandchild-tree's great-grandchild's */
 
 /* SigIgn bits of signals 32 and 33 (bit n-1 is signal n). */
 #define GLIBC_INTERNAL_SIGNALS (3ull << 31)
@@ -39,10 +40,12 @@ static void setup(void) {
         cr_assert_not_null(mkdtemp(T));
         snprintf(PIDFILE, sizeof PIDFILE, "%s/server.pid", T);
         snprintf(GPIDFILE, sizeof GPIDFILE, "%s/grandchild.pid", T);
+        snprintf(GGPIDFILE, sizeof GGPIDFILE, "%s.child", GPIDFILE);
         servers_reset(&D);
 }
 
 static void kill_tagged(const char *pidfile);
+static void kill_lingering(const char *pidfile);
 
 static void teardown(void) {
         servers_teardown();
@@ -52,6 +55,8 @@ static void teardown(void) {
         }
         kill_tagged(PIDFILE);
         kill_tagged(GPIDFILE);
+        kill_lingering(GPIDFILE);
+        kill_lingering(GGPIDFILE);
         h_remove_tree(T);
 }
 
@@ -600,6 +605,106 @@ Test(supervise, same_group_grandchild_ended) {
         expect_gone(pid, "the server");
 }
 
+/* --grandchild-tree: the server, a child in its group, a grandchild that left the session
+ * and cleared its environment, so no MCPVISOR_* mark says whose it is, and its own child in
+ * yet another session. The daemon, their subreaper, attributes them by ancestry. */
+struct tree {
+        pid_t grandchild, great;
+};
+
+/* Waits for a run's tree (not prev's): its grandchild has shed its environment. */
+static struct tree tree_wait(struct tree prev) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+        struct tree t = { .grandchild = pidfile_wait(GPIDFILE, prev.grandchild) };
+        char env[4096];
+
+        while (h_read_environ(t.grandchild, env, sizeof env) > 0) { /* until its execve */
+                cr_assert_lt(h_now_ms(), deadline, "the grandchild %d kept its environment", (int)t.grandchild);
+                pause_draining(10);
+        }
+        /* written by the lingering grandchild, so only after its exec */
+        t.great = pidfile_wait(GGPIDFILE, prev.great);
+        return t;
+}
+
+static struct tree start_tree(const char *name, const char *keys, const char *args) {
+        add_demo(name, keys, sf("%s\"--grandchild-tree\",\"--grandchild-pidfile\",\"%s\"", args, GPIDFILE));
+        start(NULL);
+        expect_log(sf("[%s] starting -> ready", name));
+        return tree_wait((struct tree){ 0 });
+}
+
+static void expect_tree_gone(struct tree t, const char *when) {
+        expect_gone(t.grandchild, sf("the grandchild without environment, %s,", when));
+        expect_gone(t.great, sf("its child in a session of its own, %s,", when));
+}
+
+Test(supervise, env_less_grandchild_ended_when_its_server_stops) {
+        struct tree t = start_tree("tree", "\"stopTimeout\":0.2,\"killTimeout\":0.2", "");
+        json_object *r = h_control(&D, "stop", "{\"name\":\"tree\"}");
+
+        cr_assert_not_null(json_object_object_get(r, "result"), "stop: %s", json_object_to_json_string(r));
+        json_object_put(r);
+        expect_tree_gone(t, "after its server's stop");
+        expect_line("[tree] ", sf("pid %d was left behind by its server; sending SIGTERM", (int)t.grandchild), NULL);
+        cr_assert_eq(h_wait_exit(&D, 0), -1, "the daemon exited");
+}
+
+/* restart: always, and each run crashes after a second (its sixth answer, pings included)
+ * leaving such a tree: none outlives its run. 36 piled up in 20 s when only the
+ * environment told whose they were. */
+Test(supervise, env_less_grandchildren_of_crashing_runs_do_not_accumulate) {
+        struct tree t = start_tree("crasher", "\"restart\":\"always\",\"healthInterval\":0.2,\"restartDelay\":0.05,"
+                                   "\"restartDelayMax\":0.05,\"startLimitBurst\":0", "\"--exit-after\",\"6\",");
+
+        for (int run = 1; run <= 3; run++) {
+                struct tree next = tree_wait(t);
+
+                expect_tree_gone(t, sf("of run %d", run));
+                t = next;
+        }
+        cr_assert_eq(h_log_count(&D, "cleared its environment"), 0, "attributed by ancestry, not by name");
+        stop_daemon();
+        expect_tree_gone(t, "of the last run");
+}
+
+Test(supervise, env_less_grandchild_ended_when_the_daemon_stops) {
+        struct tree t = start_tree("tree", "\"stopTimeout\":0.2,\"killTimeout\":0.2", "");
+
+        stop_daemon();
+        expect_tree_gone(t, "after the daemon's stop");
+}
+
+/* The other way round: a running server's grandchild without mark whose parent dies, so
+ * that it is re-parented to the daemon while its server runs. The daemon saw it below the
+ * server when another server's run ended; when a third one's ends, it is still the running
+ * server's by that record, and kept. */
+Test(supervise, env_less_grandchild_of_a_running_server_kept) {
+        long long deadline;
+        pid_t middle, ppid;
+        struct tree t;
+        char state;
+
+        add_demo("other1", "", "");
+        add_demo("other2", "", "");
+        t = start_tree("tree", "", "");
+        json_object_put(h_control(&D, "stop", "{\"name\":\"other1\"}"));
+        expect_log("[other1] stopping -> stopped");
+        cr_assert(h_proc_stat(t.grandchild, &state, &middle, NULL));
+        cr_assert_eq(kill(middle, SIGKILL), 0);
+        for (deadline = h_now_ms() + H_TIMEOUT_MS; !h_proc_stat(t.grandchild, &state, &ppid, NULL) || ppid != D.pid;) {
+                cr_assert_lt(h_now_ms(), deadline, "the grandchild was not re-parented to the daemon");
+                pause_draining(10);
+        }
+        json_object_put(h_control(&D, "stop", "{\"name\":\"other2\"}"));
+        expect_log("[other2] stopping -> stopped");
+        cr_assert_not(h_pid_gone_wait(t.grandchild, 300), "a running server's grandchild was ended");
+        cr_assert_not(h_pid_gone(t.great), "a running server's great-grandchild was ended");
+        expect_no_log("was left behind");
+        stop_daemon();
+        expect_tree_gone(t, "after the daemon's stop");
+}
+
 /* ---- a daemon SIGKILLed outside systemd ---- */
 
 /* A daemon before D: on its own paths, with a server ignoring its stdin's end and SIGTERM
@@ -631,6 +736,25 @@ static void kill_tagged(const char *pidfile) {
                 return;
         len = h_read_environ(pid, env, sizeof env);
         if (h_environ_has(env, len, tag_entry(), true))
+                kill(pid, SIGKILL);
+}
+
+/* What a failed test left of a --grandchild-tree (no mark in its environment): for teardown. */
+static void kill_lingering(const char *pidfile) {
+        pid_t pid = h_pidfile_wait(pidfile, 0, 0);
+        char path[64], cmdline[256] = "";
+        FILE *f;
+        size_t n;
+
+        if (pid <= 0 || h_pid_gone(pid))
+                return;
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return;
+        n = fread(cmdline, 1, sizeof cmdline - 1, f);
+        fclose(f);
+        if (n > 0 && memmem(cmdline, n, "\0--linger\0", 10))
                 kill(pid, SIGKILL);
 }
 
