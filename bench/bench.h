@@ -170,5 +170,20 @@ int measure_startup(const struct daemon_opts *o, unsigned runs, struct startup *
  * client's latency meanwhile (bench-cancel.c). */
 int measure_cancels(struct daemon_run *d, unsigned n, struct cancels *ret);
 
+/* Connects and initializes conns[from, to), in batches; how many were initialized. */
+unsigned connect_idle(struct daemon_run *d, struct conn *conns, unsigned from, unsigned to);
+
+struct closes {
+        unsigned n;                 /* initialized connections closed at once */
+        double freed_s;             /* from the first close to the daemon's status counting them gone */
+        int64_t p50, p99, max;      /* ns: the other client's pings meanwhile */
+        unsigned pings;
+        bool ok;
+};
+
+/* n initialized clients close at once; another client's pings until the daemon has freed
+ * them (bench-close.c). */
+int measure_closes(struct daemon_run *d, unsigned n, struct closes *ret);
+
 /* Raises RLIMIT_NOFILE so that n descriptors fit, the hard limit too when we may. */
 int raise_nofile(unsigned n);
