@@ -28,9 +28,9 @@
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-/* PART_CANCEL and PART_CLOSE are scale cases, run only when asked for (--only cancel). */
+/* PART_CANCEL, PART_CLOSE and PART_NOTIFY are scale cases, run only when asked for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
-            PART_CANCEL = 32, PART_CLOSE = 64 };
+            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128 };
 
 struct options {
         struct daemon_opts daemon;
@@ -48,6 +48,7 @@ struct options {
         unsigned cancels;
         const char *cancel_settings;
         unsigned closes;
+        unsigned notifies;
 };
 
 struct results {
@@ -60,6 +61,7 @@ struct results {
         struct startup startup;
         struct cancels cancels;
         struct closes closes;
+        struct notifies notifies;
         bool failed;
 };
 
@@ -73,8 +75,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --server PATH        MCP server it runs (default: mcpvisor-bench-server)\n"
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
-                "  --only LIST          some of: latency,load,large,idle,startup,cancel,close (the last\n"
-                "                       two only when named)\n"
+                "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify (the\n"
+                "                       last three only when named)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -88,6 +90,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --cancel-settings S  cancel: the daemon's settings, as JSON members (default\n"
                 "                       '\"maxInFlight\": 1000000'; '' for a daemon without maxInFlight)\n"
                 "  --closes N           close: initialized clients closed at once (default 15000)\n"
+                "  --notifies N         notify: calls one client holds, then notifications from the server\n"
+                "                       (default 50000)\n"
                 "  --pin-cpu N          the CPU for the second latency run, all processes on it (default 0;\n"
                 "                       -1: no second run)\n"
                 "  --keep               keep each daemon's directory (config, log) under /tmp\n"
@@ -110,7 +114,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 }
 
 static unsigned parse_parts(const char *text) {
-        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close" };
+        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -139,12 +143,13 @@ static void quick_defaults(struct options *o) {
         o->startup_runs = 3;
         o->cancels = 2000;
         o->closes = 500;
+        o->notifies = 2000;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
-               O_CANCEL_SETTINGS, O_CLOSES, O_HELP };
+               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -155,7 +160,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "startup-runs", required_argument, NULL, O_STARTUP_RUNS }, { "keep", no_argument, NULL, O_KEEP },
                 { "pin-cpu", required_argument, NULL, O_PIN_CPU }, { "cancels", required_argument, NULL, O_CANCELS },
                 { "cancel-settings", required_argument, NULL, O_CANCEL_SETTINGS },
-                { "closes", required_argument, NULL, O_CLOSES },
+                { "closes", required_argument, NULL, O_CLOSES }, { "notifies", required_argument, NULL, O_NOTIFIES },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -185,6 +190,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_CANCELS: bad = !(o->cancels = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_CANCEL_SETTINGS: o->cancel_settings = optarg; break;
                 case O_CLOSES: bad = !(o->closes = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_NOTIFIES: bad = !(o->notifies = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -336,6 +342,22 @@ static void run_cancel(const struct options *o, struct results *res) {
         }
         if ((r = measure_cancels(&d, o->cancels, &res->cancels)) < 0)
                 failed(res, "cancellations at scale", r);
+        if (daemon_stop(&d, 30000) != 0 && !res->failed)
+                failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+}
+
+static void run_notify(const struct options *o, struct results *res) {
+        struct options with = *o;
+        struct daemon_run d;
+        int r;
+
+        with.daemon.settings = o->cancel_settings;
+        if ((r = start_ready(&d, &with)) < 0) {
+                res->failed = true;
+                return;
+        }
+        if ((r = measure_notifies(&d, o->notifies, &res->notifies)) < 0)
+                failed(res, "notifications at scale", r);
         if (daemon_stop(&d, 30000) != 0 && !res->failed)
                 failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
 }
@@ -501,6 +523,18 @@ static void close_rows(const struct results *res) {
         row("  another client's ping p99 meanwhile", "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
 }
 
+static void notify_rows(const struct results *res) {
+        const struct notifies *x = &res->notifies;
+        char what[64], a[32], c[32];
+
+        snprintf(what, sizeof what, "%u held, %u notifications: daemon CPU", x->n, x->n);
+        snprintf(c, sizeof c, "%.2f s", x->daemon_cpu_s);
+        row(what, "", "", c, "-", x->ok ? "-" : "n/a");
+        snprintf(c, sizeof c, "%.2f ms", (double)x->p99 / 1e6);
+        snprintf(a, sizeof a, "<= %.0f ms", TARGET_OTHER_P99_NS / 1e6);
+        row("  another client's ping p99 meanwhile", "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -522,6 +556,11 @@ static void print_notes(const struct options *o, const struct results *res) {
                 printf("  cancel: %.2f s in all; the other client's calls p50 %.2f ms, max %.2f ms; %llu calls refused\n",
                        res->cancels.seconds, (double)res->cancels.p50 / 1e6, (double)res->cancels.max / 1e6,
                        (unsigned long long)res->cancels.errors);
+        if (o->parts & PART_NOTIFY)
+                printf("  notify: %.2f s in all; the other client's pings p50 %.2f ms, max %.2f ms; %llu notifications "
+                       "delivered, %llu calls refused\n",
+                       res->notifies.seconds, (double)res->notifies.p50 / 1e6, (double)res->notifies.max / 1e6,
+                       (unsigned long long)res->notifies.delivered, (unsigned long long)res->notifies.refused);
         if (o->parts & PART_CLOSE)
                 printf("  close: the other client's pings p50 %.2f ms, max %.2f ms; %u pings\n",
                        (double)res->closes.p50 / 1e6, (double)res->closes.max / 1e6, res->closes.pings);
@@ -574,6 +613,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 cancel_rows(res);
         if (o->parts & PART_CLOSE)
                 close_rows(res);
+        if (o->parts & PART_NOTIFY)
+                notify_rows(res);
         print_notes(o, res);
 }
 
@@ -582,7 +623,7 @@ int main(int argc, char **argv) {
                 .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH },
                 .parts = PART_ALL, .calls = 20000, .seconds = 3, .levels = { 1, 16, 64 }, .n_levels = 3,
                 .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
-                .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000,
+                .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
         };
         struct results res = { 0 };
@@ -618,6 +659,8 @@ int main(int argc, char **argv) {
                 run_cancel(&o, &res);
         if (o.parts & PART_CLOSE)
                 run_close(&o, &res);
+        if (o.parts & PART_NOTIFY)
+                run_notify(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

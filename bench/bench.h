@@ -185,5 +185,17 @@ struct closes {
  * them (bench-close.c). */
 int measure_closes(struct daemon_run *d, unsigned n, struct closes *ret);
 
+struct notifies {
+        unsigned n;                 /* calls held, then notifications the server sends */
+        double seconds, daemon_cpu_s; /* from asking for the notifications to the last one */
+        int64_t p50, p99, max;      /* ns: the other client's pings meanwhile */
+        uint64_t delivered, refused;
+        bool ok;
+};
+
+/* n calls held by one client, then n notifications from the server, which go to that
+ * client; another client's pings meanwhile (bench-notify.c). */
+int measure_notifies(struct daemon_run *d, unsigned n, struct notifies *ret);
+
 /* Raises RLIMIT_NOFILE so that n descriptors fit, the hard limit too when we may. */
 int raise_nofile(unsigned n);
