@@ -4,28 +4,12 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CLOSE_TIMEOUT_NS (300 * (int64_t)1000000000)
 
-/* One ping of b, timed into samples[*n]. */
-static int ping_once(struct conn *b, struct daemon_run *d, int64_t *samples, unsigned *n) {
-        uint64_t id = b->next_id++;
-        int64_t t0 = now_ns();
-        char text[96];
-        struct line l;
-        int r, len = snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"ping\"}\n", id);
-
-        if ((r = conn_write(b, text, (size_t)len)) < 0 || (r = conn_read_line(b, d, t0 + CLOSE_TIMEOUT_NS, &l)) < 0)
-                return r;
-        if (!line_is_result(l, id))
-                return -EPROTO;
-        samples[(*n)++] = now_ns() - t0;
-        return 0;
-}
 
 /* Pings until the status counts b alone, at most max_samples times. */
 static int ping_until_freed(struct conn *b, struct daemon_run *d, int64_t *samples, unsigned max_samples,
@@ -34,7 +18,8 @@ static int ping_until_freed(struct conn *b, struct daemon_run *d, int64_t *sampl
         int r = 0;
 
         while (r >= 0 && !strstr(d->status, "; 1 client connected") && *n < max_samples)
-                r = now_ns() < deadline ? ping_once(b, d, samples, n) : -ETIMEDOUT;
+                if ((r = now_ns() < deadline ? conn_ping(b, d, CLOSE_TIMEOUT_NS, &samples[*n]) : -ETIMEDOUT) >= 0)
+                        (*n)++;
         return r;
 }
 

@@ -330,50 +330,34 @@ static void run_daemon(const struct options *o, struct results *res, bool memory
                 failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
 }
 
-static void run_cancel(const struct options *o, struct results *res) {
+/* A scale case: a daemon of its own with settings (NULL: the defaults), one measurement. */
+static void run_scale(const struct options *o, struct results *res, const char *settings, const char *what,
+                      int (*measure)(struct daemon_run *d, unsigned n, void *ret), unsigned n, void *ret) {
         struct options with = *o;
         struct daemon_run d;
         int r;
 
-        with.daemon.settings = o->cancel_settings;
+        with.daemon.settings = settings;
         if ((r = start_ready(&d, &with)) < 0) {
                 res->failed = true;
                 return;
         }
-        if ((r = measure_cancels(&d, o->cancels, &res->cancels)) < 0)
-                failed(res, "cancellations at scale", r);
+        if ((r = measure(&d, n, ret)) < 0)
+                failed(res, what, r);
         if (daemon_stop(&d, 30000) != 0 && !res->failed)
                 failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
 }
 
-static void run_notify(const struct options *o, struct results *res) {
-        struct options with = *o;
-        struct daemon_run d;
-        int r;
-
-        with.daemon.settings = o->cancel_settings;
-        if ((r = start_ready(&d, &with)) < 0) {
-                res->failed = true;
-                return;
-        }
-        if ((r = measure_notifies(&d, o->notifies, &res->notifies)) < 0)
-                failed(res, "notifications at scale", r);
-        if (daemon_stop(&d, 30000) != 0 && !res->failed)
-                failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+static int cancels(struct daemon_run *d, unsigned n, void *ret) {
+        return measure_cancels(d, n, ret);
 }
 
-static void run_close(const struct options *o, struct results *res) {
-        struct daemon_run d;
-        int r;
+static int closes(struct daemon_run *d, unsigned n, void *ret) {
+        return measure_closes(d, n, ret);
+}
 
-        if ((r = start_ready(&d, o)) < 0) {
-                res->failed = true;
-                return;
-        }
-        if ((r = measure_closes(&d, o->closes, &res->closes)) < 0)
-                failed(res, "closing connections at scale", r);
-        if (daemon_stop(&d, 30000) != 0 && !res->failed)
-                failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+static int notifies(struct daemon_run *d, unsigned n, void *ret) {
+        return measure_notifies(d, n, ret);
 }
 
 static int cmp_unsigned(const void *a, const void *b) {
@@ -498,41 +482,35 @@ static void startup_rows(const struct results *res) {
         row("start to READY=1, max", "", "", c, "-", "-");
 }
 
-static void cancel_rows(const struct results *res) {
-        const struct cancels *x = &res->cancels;
-        char what[64], a[32], c[32];
+/* A scale case's two rows: what it cost (in seconds), and the other client's p99. */
+static void scale_rows(const char *what, double seconds, const char *other, int64_t p99, bool ok) {
+        char a[32], c[32];
 
-        snprintf(what, sizeof what, "%u held, cancelled, unknown: daemon CPU", x->n);
-        snprintf(c, sizeof c, "%.2f s", x->daemon_cpu_s);
-        row(what, "", "", c, "-", x->ok ? "-" : "n/a");
-        snprintf(what, sizeof what, "  another client's p99 meanwhile");
-        snprintf(c, sizeof c, "%.2f ms", (double)x->p99 / 1e6);
+        snprintf(c, sizeof c, "%.2f s", seconds);
+        row(what, "", "", c, "-", ok ? "-" : "n/a");
+        snprintf(c, sizeof c, "%.2f ms", (double)p99 / 1e6);
         snprintf(a, sizeof a, "<= %.0f ms", TARGET_OTHER_P99_NS / 1e6);
-        row(what, "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
+        row(other, "", "", c, a, verdict(ok, p99 <= TARGET_OTHER_P99_NS));
 }
 
-static void close_rows(const struct results *res) {
-        const struct closes *x = &res->closes;
-        char what[64], a[32], c[32];
+static void scale_case_rows(const struct options *o, const struct results *res) {
+        char what[64];
 
-        snprintf(what, sizeof what, "%u closed at once: freed after", x->n);
-        snprintf(c, sizeof c, "%.2f s", x->freed_s);
-        row(what, "", "", c, "-", x->ok ? "-" : "n/a");
-        snprintf(c, sizeof c, "%.2f ms", (double)x->p99 / 1e6);
-        snprintf(a, sizeof a, "<= %.0f ms", TARGET_OTHER_P99_NS / 1e6);
-        row("  another client's ping p99 meanwhile", "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
-}
-
-static void notify_rows(const struct results *res) {
-        const struct notifies *x = &res->notifies;
-        char what[64], a[32], c[32];
-
-        snprintf(what, sizeof what, "%u held, %u notifications: daemon CPU", x->n, x->n);
-        snprintf(c, sizeof c, "%.2f s", x->daemon_cpu_s);
-        row(what, "", "", c, "-", x->ok ? "-" : "n/a");
-        snprintf(c, sizeof c, "%.2f ms", (double)x->p99 / 1e6);
-        snprintf(a, sizeof a, "<= %.0f ms", TARGET_OTHER_P99_NS / 1e6);
-        row("  another client's ping p99 meanwhile", "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
+        if (o->parts & PART_CANCEL) {
+                snprintf(what, sizeof what, "%u held, cancelled, unknown: daemon CPU", res->cancels.n);
+                scale_rows(what, res->cancels.daemon_cpu_s, "  another client's p99 meanwhile", res->cancels.p99,
+                           res->cancels.ok);
+        }
+        if (o->parts & PART_CLOSE) {
+                snprintf(what, sizeof what, "%u closed at once: freed after", res->closes.n);
+                scale_rows(what, res->closes.freed_s, "  another client's ping p99 meanwhile", res->closes.p99,
+                           res->closes.ok);
+        }
+        if (o->parts & PART_NOTIFY) {
+                snprintf(what, sizeof what, "%u held, %u notifications: daemon CPU", res->notifies.n, res->notifies.n);
+                scale_rows(what, res->notifies.daemon_cpu_s, "  another client's ping p99 meanwhile", res->notifies.p99,
+                           res->notifies.ok);
+        }
 }
 
 static void print_notes(const struct options *o, const struct results *res) {
@@ -609,12 +587,7 @@ static void print_table(const struct options *o, const struct results *res) {
                 large_rows(o, res);
         if (o->parts & PART_STARTUP)
                 startup_rows(res);
-        if (o->parts & PART_CANCEL)
-                cancel_rows(res);
-        if (o->parts & PART_CLOSE)
-                close_rows(res);
-        if (o->parts & PART_NOTIFY)
-                notify_rows(res);
+        scale_case_rows(o, res);
         print_notes(o, res);
 }
 
@@ -656,11 +629,11 @@ int main(int argc, char **argv) {
         if ((o.parts & PART_STARTUP) && (r = measure_startup(&o.daemon, o.startup_runs, &res.startup)) < 0)
                 failed(&res, "start-up", r);
         if (o.parts & PART_CANCEL)
-                run_cancel(&o, &res);
+                run_scale(&o, &res, o.cancel_settings, "cancellations at scale", cancels, o.cancels, &res.cancels);
         if (o.parts & PART_CLOSE)
-                run_close(&o, &res);
+                run_scale(&o, &res, o.daemon.settings, "closing connections at scale", closes, o.closes, &res.closes);
         if (o.parts & PART_NOTIFY)
-                run_notify(&o, &res);
+                run_scale(&o, &res, o.cancel_settings, "notifications at scale", notifies, o.notifies, &res.notifies);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

@@ -13,22 +13,6 @@
 #define NOTIFY_TIMEOUT_NS (600 * (int64_t)1000000000)
 #define MAX_PINGS 1000000
 
-/* One ping of b, timed into samples[*n]. */
-static int ping_once(struct conn *b, struct daemon_run *d, int64_t *samples, unsigned *n) {
-        uint64_t id = b->next_id++;
-        int64_t t0 = now_ns();
-        char text[96];
-        struct line l;
-        int r, len = snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"ping\"}\n", id);
-
-        if ((r = conn_write(b, text, (size_t)len)) < 0 || (r = conn_read_line(b, d, t0 + NOTIFY_TIMEOUT_NS, &l)) < 0)
-                return r;
-        if (!line_is_result(l, id))
-                return -EPROTO;
-        if (*n < MAX_PINGS)
-                samples[(*n)++] = now_ns() - t0;
-        return 0;
-}
 
 /* Reads what a has; 1 once the answer to id came, counting the notifications before it. */
 static int drain(struct conn *a, uint64_t id, uint64_t *notes) {
@@ -79,8 +63,10 @@ static int notify_phase(struct conn *a, struct conn *b, struct daemon_run *d, un
         snprintf(args, sizeof args, "{\"count\":%u}", n);
         r = conn_send_call(a, BENCH_TOOL_PREFIX "notify", args);
         while (r >= 0 && !done && (r = now_ns() - t0 < NOTIFY_TIMEOUT_NS ? 0 : -ETIMEDOUT) >= 0)
-                if ((r = ping_once(b, d, samples, &n_samples)) >= 0)
+                if ((r = conn_ping(b, d, NOTIFY_TIMEOUT_NS, &samples[n_samples])) >= 0) {
+                        n_samples += n_samples < MAX_PINGS - 1;
                         r = done = drain(a, id, &notes);
+                }
         if (r >= 0 && n_samples > 0) {
                 qsort(samples, n_samples, sizeof *samples, cmp_i64);
                 *ret = (struct notifies){ .n = n, .seconds = (double)(now_ns() - t0) / 1e9,
@@ -95,15 +81,9 @@ static int notify_phase(struct conn *a, struct conn *b, struct daemon_run *d, un
 
 int measure_notifies(struct daemon_run *d, unsigned n, struct notifies *ret) {
         struct conn a, b;
-        int r = conn_unix(&a, d->sock), rb = conn_unix(&b, d->sock);
+        int r = conn_two(d, &a, &b);
 
         *ret = (struct notifies){ .n = n };
-        if (r >= 0)
-                r = rb;
-        if (r >= 0)
-                r = conn_initialize(&a, d, now_ns() + 10 * (int64_t)1000000000);
-        if (r >= 0)
-                r = conn_initialize(&b, d, now_ns() + 10 * (int64_t)1000000000);
         if (r >= 0)
                 r = hold(&a, d, n);
         if (r >= 0)

@@ -101,6 +101,10 @@ int conn_send_initialize(struct conn *c);
 int conn_initialize(struct conn *c, struct daemon_run *d, int64_t deadline_ns);
 /* Formats a tools/call of tool (echo: arguments {"text":...}) with the next id. */
 int conn_send_call(struct conn *c, const char *tool, const char *arguments);
+/* A ping, and its answer as the next line (-EPROTO if another came first), timed. */
+int conn_ping(struct conn *c, struct daemon_run *d, int64_t timeout_ns, int64_t *elapsed_ns);
+/* Two clients connected to d and initialized (both closed by the caller, whatever it returns). */
+int conn_two(struct daemon_run *d, struct conn *a, struct conn *b);
 /* An answer line is a result (not an error) for id. */
 bool line_is_result(struct line l, uint64_t id);
 /* Counts an answer: a result, or an error. */
