@@ -91,15 +91,9 @@ int measure_cancels(struct daemon_run *d, unsigned n, struct cancels *ret) {
         struct conn a, b;
         int64_t *samples = calloc(3 * (n / BATCH) + 1, sizeof *samples), t0, ticks0;
         unsigned n_samples = 0;
-        int r = conn_unix(&a, d->sock), rb = conn_unix(&b, d->sock);
+        int r = conn_two(d, &a, &b);
 
         *ret = (struct cancels){ .n = n };
-        if (r >= 0)
-                r = rb;
-        if (r >= 0)
-                r = conn_initialize(&a, d, now_ns() + 10 * (int64_t)1000000000);
-        if (r >= 0)
-                r = conn_initialize(&b, d, now_ns() + 10 * (int64_t)1000000000);
         if (r >= 0 && !samples)
                 r = -ENOMEM;
         t0 = now_ns();

@@ -259,3 +259,28 @@ void conn_count_answer(struct conn *c, struct line l) {
         else
                 c->errors++;
 }
+
+int conn_ping(struct conn *c, struct daemon_run *d, int64_t timeout_ns, int64_t *elapsed_ns) {
+        uint64_t id = c->next_id++;
+        int64_t t0 = now_ns();
+        char text[96];
+        struct line l;
+        int r, n = snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"ping\"}\n", id);
+
+        if ((r = conn_write(c, text, (size_t)n)) < 0 || (r = conn_read_line(c, d, t0 + timeout_ns, &l)) < 0)
+                return r;
+        *elapsed_ns = now_ns() - t0;
+        return line_is_result(l, id) ? 0 : -EPROTO;
+}
+
+int conn_two(struct daemon_run *d, struct conn *a, struct conn *b) {
+        int r = conn_unix(a, d->sock), rb = conn_unix(b, d->sock);
+
+        if (r >= 0)
+                r = rb;
+        if (r >= 0)
+                r = conn_initialize(a, d, now_ns() + 10 * (int64_t)1000000000);
+        if (r >= 0)
+                r = conn_initialize(b, d, now_ns() + 10 * (int64_t)1000000000);
+        return r;
+}

@@ -28,9 +28,9 @@
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-/* PART_CANCEL is a scale case, run only when asked for (--only cancel). */
+/* PART_CANCEL, PART_CLOSE and PART_NOTIFY are scale cases, run only when asked for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
-            PART_CANCEL = 32 };
+            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128 };
 
 struct options {
         struct daemon_opts daemon;
@@ -47,6 +47,8 @@ struct options {
         int pin_cpu;
         unsigned cancels;
         const char *cancel_settings;
+        unsigned closes;
+        unsigned notifies;
 };
 
 struct results {
@@ -58,6 +60,8 @@ struct results {
         struct idle idle[MAX_LEVELS];
         struct startup startup;
         struct cancels cancels;
+        struct closes closes;
+        struct notifies notifies;
         bool failed;
 };
 
@@ -71,7 +75,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --server PATH        MCP server it runs (default: mcpvisor-bench-server)\n"
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
-                "  --only LIST          some of: latency,load,large,idle,startup,cancel (cancel: only when named)\n"
+                "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify (the\n"
+                "                       last three only when named)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -84,6 +89,9 @@ static void usage(FILE *f, const char *argv0) {
                 "                       unknown ids and of its calls (default 100000)\n"
                 "  --cancel-settings S  cancel: the daemon's settings, as JSON members (default\n"
                 "                       '\"maxInFlight\": 1000000'; '' for a daemon without maxInFlight)\n"
+                "  --closes N           close: initialized clients closed at once (default 15000)\n"
+                "  --notifies N         notify: calls one client holds, then notifications from the server\n"
+                "                       (default 50000)\n"
                 "  --pin-cpu N          the CPU for the second latency run, all processes on it (default 0;\n"
                 "                       -1: no second run)\n"
                 "  --keep               keep each daemon's directory (config, log) under /tmp\n"
@@ -106,13 +114,13 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 }
 
 static unsigned parse_parts(const char *text) {
-        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel" };
+        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
         for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
                 unsigned bit = 0;
-                for (unsigned k = 0; k < 6; k++)
+                for (unsigned k = 0; k < sizeof names / sizeof names[0]; k++)
                         if (strcmp(w, names[k]) == 0)
                                 bit = 1u << k;
                 if (!bit) {
@@ -134,12 +142,14 @@ static void quick_defaults(struct options *o) {
         o->large_runs = 2;
         o->startup_runs = 3;
         o->cancels = 2000;
+        o->closes = 500;
+        o->notifies = 2000;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
-               O_CANCEL_SETTINGS, O_HELP };
+               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -150,6 +160,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "startup-runs", required_argument, NULL, O_STARTUP_RUNS }, { "keep", no_argument, NULL, O_KEEP },
                 { "pin-cpu", required_argument, NULL, O_PIN_CPU }, { "cancels", required_argument, NULL, O_CANCELS },
                 { "cancel-settings", required_argument, NULL, O_CANCEL_SETTINGS },
+                { "closes", required_argument, NULL, O_CLOSES }, { "notifies", required_argument, NULL, O_NOTIFIES },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -178,6 +189,8 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_PIN_CPU: o->pin_cpu = (int)strtol(optarg, NULL, 10); break;
                 case O_CANCELS: bad = !(o->cancels = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_CANCEL_SETTINGS: o->cancel_settings = optarg; break;
+                case O_CLOSES: bad = !(o->closes = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_NOTIFIES: bad = !(o->notifies = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -317,20 +330,34 @@ static void run_daemon(const struct options *o, struct results *res, bool memory
                 failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
 }
 
-static void run_cancel(const struct options *o, struct results *res) {
+/* A scale case: a daemon of its own with settings (NULL: the defaults), one measurement. */
+static void run_scale(const struct options *o, struct results *res, const char *settings, const char *what,
+                      int (*measure)(struct daemon_run *d, unsigned n, void *ret), unsigned n, void *ret) {
         struct options with = *o;
         struct daemon_run d;
         int r;
 
-        with.daemon.settings = o->cancel_settings;
+        with.daemon.settings = settings;
         if ((r = start_ready(&d, &with)) < 0) {
                 res->failed = true;
                 return;
         }
-        if ((r = measure_cancels(&d, o->cancels, &res->cancels)) < 0)
-                failed(res, "cancellations at scale", r);
+        if ((r = measure(&d, n, ret)) < 0)
+                failed(res, what, r);
         if (daemon_stop(&d, 30000) != 0 && !res->failed)
                 failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+}
+
+static int cancels(struct daemon_run *d, unsigned n, void *ret) {
+        return measure_cancels(d, n, ret);
+}
+
+static int closes(struct daemon_run *d, unsigned n, void *ret) {
+        return measure_closes(d, n, ret);
+}
+
+static int notifies(struct daemon_run *d, unsigned n, void *ret) {
+        return measure_notifies(d, n, ret);
 }
 
 static int cmp_unsigned(const void *a, const void *b) {
@@ -346,6 +373,8 @@ static unsigned most_descriptors(const struct options *o) {
                 most = o->levels[k] > most ? o->levels[k] : most;
         for (unsigned k = 0; (o->parts & PART_IDLE) && k < o->n_idle; k++)
                 most = o->idle[k] > most ? o->idle[k] : most;
+        if (o->parts & PART_CLOSE)
+                most = o->closes > most ? o->closes : most;
         return most + 64;
 }
 
@@ -453,17 +482,35 @@ static void startup_rows(const struct results *res) {
         row("start to READY=1, max", "", "", c, "-", "-");
 }
 
-static void cancel_rows(const struct results *res) {
-        const struct cancels *x = &res->cancels;
-        char what[64], a[32], c[32];
+/* A scale case's two rows: what it cost (in seconds), and the other client's p99. */
+static void scale_rows(const char *what, double seconds, const char *other, int64_t p99, bool ok) {
+        char a[32], c[32];
 
-        snprintf(what, sizeof what, "%u held, cancelled, unknown: daemon CPU", x->n);
-        snprintf(c, sizeof c, "%.2f s", x->daemon_cpu_s);
-        row(what, "", "", c, "-", x->ok ? "-" : "n/a");
-        snprintf(what, sizeof what, "  another client's p99 meanwhile");
-        snprintf(c, sizeof c, "%.2f ms", (double)x->p99 / 1e6);
+        snprintf(c, sizeof c, "%.2f s", seconds);
+        row(what, "", "", c, "-", ok ? "-" : "n/a");
+        snprintf(c, sizeof c, "%.2f ms", (double)p99 / 1e6);
         snprintf(a, sizeof a, "<= %.0f ms", TARGET_OTHER_P99_NS / 1e6);
-        row(what, "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
+        row(other, "", "", c, a, verdict(ok, p99 <= TARGET_OTHER_P99_NS));
+}
+
+static void scale_case_rows(const struct options *o, const struct results *res) {
+        char what[64];
+
+        if (o->parts & PART_CANCEL) {
+                snprintf(what, sizeof what, "%u held, cancelled, unknown: daemon CPU", res->cancels.n);
+                scale_rows(what, res->cancels.daemon_cpu_s, "  another client's p99 meanwhile", res->cancels.p99,
+                           res->cancels.ok);
+        }
+        if (o->parts & PART_CLOSE) {
+                snprintf(what, sizeof what, "%u closed at once: freed after", res->closes.n);
+                scale_rows(what, res->closes.freed_s, "  another client's ping p99 meanwhile", res->closes.p99,
+                           res->closes.ok);
+        }
+        if (o->parts & PART_NOTIFY) {
+                snprintf(what, sizeof what, "%u held, %u notifications: daemon CPU", res->notifies.n, res->notifies.n);
+                scale_rows(what, res->notifies.daemon_cpu_s, "  another client's ping p99 meanwhile", res->notifies.p99,
+                           res->notifies.ok);
+        }
 }
 
 static void print_notes(const struct options *o, const struct results *res) {
@@ -487,6 +534,14 @@ static void print_notes(const struct options *o, const struct results *res) {
                 printf("  cancel: %.2f s in all; the other client's calls p50 %.2f ms, max %.2f ms; %llu calls refused\n",
                        res->cancels.seconds, (double)res->cancels.p50 / 1e6, (double)res->cancels.max / 1e6,
                        (unsigned long long)res->cancels.errors);
+        if (o->parts & PART_NOTIFY)
+                printf("  notify: %.2f s in all; the other client's pings p50 %.2f ms, max %.2f ms; %llu notifications "
+                       "delivered, %llu calls refused\n",
+                       res->notifies.seconds, (double)res->notifies.p50 / 1e6, (double)res->notifies.max / 1e6,
+                       (unsigned long long)res->notifies.delivered, (unsigned long long)res->notifies.refused);
+        if (o->parts & PART_CLOSE)
+                printf("  close: the other client's pings p50 %.2f ms, max %.2f ms; %u pings\n",
+                       (double)res->closes.p50 / 1e6, (double)res->closes.max / 1e6, res->closes.pings);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -532,8 +587,7 @@ static void print_table(const struct options *o, const struct results *res) {
                 large_rows(o, res);
         if (o->parts & PART_STARTUP)
                 startup_rows(res);
-        if (o->parts & PART_CANCEL)
-                cancel_rows(res);
+        scale_case_rows(o, res);
         print_notes(o, res);
 }
 
@@ -542,7 +596,7 @@ int main(int argc, char **argv) {
                 .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH },
                 .parts = PART_ALL, .calls = 20000, .seconds = 3, .levels = { 1, 16, 64 }, .n_levels = 3,
                 .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
-                .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000,
+                .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
         };
         struct results res = { 0 };
@@ -575,7 +629,11 @@ int main(int argc, char **argv) {
         if ((o.parts & PART_STARTUP) && (r = measure_startup(&o.daemon, o.startup_runs, &res.startup)) < 0)
                 failed(&res, "start-up", r);
         if (o.parts & PART_CANCEL)
-                run_cancel(&o, &res);
+                run_scale(&o, &res, o.cancel_settings, "cancellations at scale", cancels, o.cancels, &res.cancels);
+        if (o.parts & PART_CLOSE)
+                run_scale(&o, &res, o.daemon.settings, "closing connections at scale", closes, o.closes, &res.closes);
+        if (o.parts & PART_NOTIFY)
+                run_scale(&o, &res, o.cancel_settings, "notifications at scale", notifies, o.notifies, &res.notifies);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

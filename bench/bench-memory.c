@@ -112,17 +112,26 @@ static void close_all(struct daemon_run *d, struct conn *conns, unsigned n) {
         }
 }
 
+unsigned connect_idle(struct daemon_run *d, struct conn *conns, unsigned from, unsigned to) {
+        unsigned initialized = 0;
+
+        while (from < to) {
+                unsigned b = to - from < BATCH ? to - from : BATCH;
+                unsigned ok = connect_batch(d, conns + from, b);
+                from += b;
+                initialized += ok;
+                if (ok < b)
+                        fprintf(stderr, "mcpvisor-bench: %u of %u clients of a batch were not initialized\n", b - ok, b);
+        }
+        return initialized;
+}
+
 static int measure_level(struct daemon_run *d, struct conn *conns, unsigned *connected, unsigned want,
                          long rss_before, struct idle *ret) {
         char needle[64];
 
-        while (*connected < want) {
-                unsigned b = want - *connected < BATCH ? want - *connected : BATCH;
-                unsigned ok = connect_batch(d, conns + *connected, b);
-                *connected += b;
-                if (ok < b)
-                        fprintf(stderr, "mcpvisor-bench: %u of %u clients of a batch were not initialized\n", b - ok, b);
-        }
+        (void)connect_idle(d, conns, *connected, want);
+        *connected = want;
         /* The daemon has counted them all once its STATUS= says so. */
         snprintf(needle, sizeof needle, "; %u clients connected", want);
         if (daemon_wait_status(d, needle, 30000) < 0)

@@ -1,10 +1,12 @@
 /* mcpvisor-bench-server: the fastest MCP server we can reasonably write, so that the
  * benchmark measures the daemon and not its child.
  *
- * It answers initialize, ping, tools/list (three tools) and tools/call:
+ * It answers initialize, ping, tools/list (five tools) and tools/call:
  *   - "echo" {text}: the text back, copied as raw JSON string content (no decoding);
  *   - "blob" {bytes}: a text of that many 'x', for the large-result measurement;
- *   - "hold" {}: never answered, for calls in flight until cancelled (bench-cancel.c).
+ *   - "hold" {}: never answered, for calls in flight until cancelled (bench-cancel.c);
+ *   - "notify" {count}: that many notifications (a method of its own, which the daemon
+ *     sends to the one client with calls in flight), then an empty text (bench-notify.c).
  * Notifications and responses are ignored; other requests get -32601.
  *
  * No JSON library: a request is scanned in place for the few members it needs (a small
@@ -216,7 +218,9 @@ static const char TOOLS[] =
         "\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}},"
         "{\"name\":\"blob\",\"description\":\"Returns a text of the given number of bytes.\",\"inputSchema\":"
         "{\"type\":\"object\",\"properties\":{\"bytes\":{\"type\":\"integer\"}},\"required\":[\"bytes\"]}},"
-        "{\"name\":\"hold\",\"description\":\"Never answers.\",\"inputSchema\":{\"type\":\"object\"}}]}";
+        "{\"name\":\"hold\",\"description\":\"Never answers.\",\"inputSchema\":{\"type\":\"object\"}},"
+        "{\"name\":\"notify\",\"description\":\"Sends count notifications, then answers.\",\"inputSchema\":"
+        "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"}}}}]}";
 
 static void text_result(struct server *s, struct span id, struct span text) {
         reply_head(s, id);
@@ -244,6 +248,15 @@ static void blob(struct server *s, struct span id, struct span args) {
         text_result(s, id, (struct span){ s->blob, bytes });
 }
 
+static void notify(struct server *s, struct span id, struct span args) {
+        struct span v;
+        unsigned long count = member(args, "count", &v) ? strtoul(v.p, NULL, 10) : 0;
+
+        for (unsigned long i = 0; i < count; i++)
+                out_str(&s->out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/bench/tick\"}\n");
+        text_result(s, id, (struct span){ "", 0 });
+}
+
 static void tools_call(struct server *s, struct span id, struct span params) {
         struct span name, args = { "{}", 2 }, text = { "", 0 };
 
@@ -257,6 +270,8 @@ static void tools_call(struct server *s, struct span id, struct span params) {
                 text_result(s, id, text);
         } else if (span_is(name, "blob")) {
                 blob(s, id, args);
+        } else if (span_is(name, "notify")) {
+                notify(s, id, args);
         } else if (span_is(name, "hold")) {
                 return; /* never answered: a call that stays in flight until cancelled */
         } else {

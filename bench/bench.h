@@ -101,6 +101,10 @@ int conn_send_initialize(struct conn *c);
 int conn_initialize(struct conn *c, struct daemon_run *d, int64_t deadline_ns);
 /* Formats a tools/call of tool (echo: arguments {"text":...}) with the next id. */
 int conn_send_call(struct conn *c, const char *tool, const char *arguments);
+/* A ping, and its answer as the next line (-EPROTO if another came first), timed. */
+int conn_ping(struct conn *c, struct daemon_run *d, int64_t timeout_ns, int64_t *elapsed_ns);
+/* Two clients connected to d and initialized (both closed by the caller, whatever it returns). */
+int conn_two(struct daemon_run *d, struct conn *a, struct conn *b);
 /* An answer line is a result (not an error) for id. */
 bool line_is_result(struct line l, uint64_t id);
 /* Counts an answer: a result, or an error. */
@@ -169,6 +173,33 @@ int measure_startup(const struct daemon_opts *o, unsigned runs, struct startup *
 /* n calls held by one client, n cancellations of unknown ids, n of its calls; another
  * client's latency meanwhile (bench-cancel.c). */
 int measure_cancels(struct daemon_run *d, unsigned n, struct cancels *ret);
+
+/* Connects and initializes conns[from, to), in batches; how many were initialized. */
+unsigned connect_idle(struct daemon_run *d, struct conn *conns, unsigned from, unsigned to);
+
+struct closes {
+        unsigned n;                 /* initialized connections closed at once */
+        double freed_s;             /* from the first close to the daemon's status counting them gone */
+        int64_t p50, p99, max;      /* ns: the other client's pings meanwhile */
+        unsigned pings;
+        bool ok;
+};
+
+/* n initialized clients close at once; another client's pings until the daemon has freed
+ * them (bench-close.c). */
+int measure_closes(struct daemon_run *d, unsigned n, struct closes *ret);
+
+struct notifies {
+        unsigned n;                 /* calls held, then notifications the server sends */
+        double seconds, daemon_cpu_s; /* from asking for the notifications to the last one */
+        int64_t p50, p99, max;      /* ns: the other client's pings meanwhile */
+        uint64_t delivered, refused;
+        bool ok;
+};
+
+/* n calls held by one client, then n notifications from the server, which go to that
+ * client; another client's pings meanwhile (bench-notify.c). */
+int measure_notifies(struct daemon_run *d, unsigned n, struct notifies *ret);
 
 /* Raises RLIMIT_NOFILE so that n descriptors fit, the hard limit too when we may. */
 int raise_nofile(unsigned n);

@@ -11,6 +11,7 @@
 #include "list-wait.h"
 #include "listen.h"
 #include "log.h"
+#include "mcp-logging.h"
 #include "notify.h"
 #include "registry.h"
 #include "router.h"
@@ -54,6 +55,8 @@ struct daemon {
         struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
         struct list_changes list_changes;  /* list_changed notifications waiting for their window */
         struct subscription_list subscriptions;   /* resources clients subscribed to */
+        struct idmap subscriptions_by_uri; /* subscriptions.c's index of them */
+        struct mcp_levels client_levels;   /* mcp-logging.c's count of clients per level */
         int server_log_level;              /* logging/setLevel last sent to servers; -1: none */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];

@@ -18,10 +18,12 @@
 #include "handshake.h"
 #include "health.h"
 #include "macro.h"
+#include "route-owners.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "stderr-reader.h"
 
+struct client;
 struct supervisor;
 struct instance;
 struct event;
@@ -81,9 +83,23 @@ struct server {
         uint64_t last_stderr_at;       /* when it was written (usec, monotonic) */
         bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
         bool removed;                  /* a reload removed it: stopping, then freed */
-        unsigned in_flight;            /* clients' requests forwarded and not answered (router.c) */
-        unsigned abandoned;            /* calls given up that may still run there (router.c) */
+        unsigned in_flight;            /* clients' requests forwarded and not answered */
+        unsigned abandoned;            /* calls given up that may still run there */
+        struct route_owners owners;    /* whose those calls are (server_route_*()) */
 };
+
+/* What router.c tells of its calls to s, counted here (in_flight, abandoned, owners).
+ * Added and abandoned return -ENOMEM when the call cannot be counted. A call is lost when
+ * its run ended before it was answered; detached when its client stops waiting. */
+int server_route_added(struct server *s, uint64_t client_number, struct client *c);
+void server_route_detached(struct server *s, uint64_t client_number, struct client *c);
+int server_route_abandoned(struct server *s, uint64_t client_number);
+void server_route_lost(struct server *s, uint64_t client_number, struct client *c, bool abandoned);
+void server_route_freed(struct server *s, uint64_t client_number, struct client *c, bool abandoned, bool lost);
+/* How many clients wait for calls to s; with one, that client in *ret. */
+unsigned server_route_owners(const struct server *s, struct client **ret);
+/* Whether a call to s given up by a client other than client_number may still run. */
+bool server_abandoned_by_other(const struct server *s, uint64_t client_number);
 
 /* Takes ownership of config (heap, see server_config_take()). */
 struct server *server_new(struct supervisor *sv, struct server_config *config);

@@ -14,6 +14,7 @@ struct jsonrpc_msg;
 struct subscription {
         TAILQ_ENTRY(subscription) entry;
         char *uri;
+        struct subscription *same_hash; /* next one whose URI has the same hash */
         struct server *server;
         struct client **clients;
         size_t n_clients, cap;

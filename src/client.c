@@ -281,9 +281,9 @@ void client_free(struct client *c) {
         server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(d, c);
         subscriptions_client_gone(d, c);
+        mcp_logging_client_gone(c);
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
-        mcp_logging_clients_changed(d);
         session_done(&c->session);
         framer_done(&c->framer);
         bufferevent_free(c->bev);

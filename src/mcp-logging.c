@@ -32,16 +32,25 @@ static int client_level(const struct client *c) {
         return c->session.log_level >= 0 ? c->session.log_level : MCP_LOGGING_DEFAULT_LEVEL;
 }
 
-/* The most verbose level any initialized client gets (its own, or the default); -1 with no
- * client. */
-static int wanted_level(const struct daemon *d) {
-        const struct client *c;
-        int level = -1;
+void mcp_levels_add(struct mcp_levels *l, int level) {
+        l->clients[level]++;
+}
 
-        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry)
-                if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && client_level(c) > level)
-                        level = client_level(c);
-        return level;
+void mcp_levels_remove(struct mcp_levels *l, int level) {
+        l->clients[level]--;
+}
+
+int mcp_levels_most_verbose(const struct mcp_levels *l) {
+        for (int level = MCP_LEVEL_COUNT - 1; level >= 0; level--)
+                if (l->clients[level] > 0)
+                        return level;
+        return -1;
+}
+
+/* The clients whose level counts: MCP clients from notifications/initialized on, until
+ * they are freed (a phase never goes back). */
+static bool counted(const struct client *c) {
+        return c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING;
 }
 
 static void set_server_level(struct server *s, int level) {
@@ -60,14 +69,26 @@ void mcp_logging_server_ready(struct daemon *d, struct server *s) {
                 set_server_level(s, d->server_log_level);
 }
 
-void mcp_logging_clients_changed(struct daemon *d) {
-        int level = wanted_level(d);
+static void levels_changed(struct daemon *d) {
+        int level = mcp_levels_most_verbose(&d->client_levels);
 
         if (level < 0 || level == d->server_log_level)
                 return;
         d->server_log_level = level;
         for (size_t i = 0; i < d->supervisor.n_servers; i++)
                 set_server_level(d->supervisor.servers[i], level);
+}
+
+void mcp_logging_client_operating(struct client *c) {
+        mcp_levels_add(&c->daemon->client_levels, client_level(c));
+        levels_changed(c->daemon);
+}
+
+void mcp_logging_client_gone(struct client *c) {
+        if (!counted(c))
+                return;
+        mcp_levels_remove(&c->daemon->client_levels, client_level(c));
+        levels_changed(c->daemon);
 }
 
 static void set_level(struct client *c, struct jsonrpc_msg *m) {
@@ -83,9 +104,13 @@ static void set_level(struct client *c, struct jsonrpc_msg *m) {
                                    NULL);
                 return;
         }
+        if (counted(c))
+                mcp_levels_remove(&c->daemon->client_levels, client_level(c));
         c->session.log_level = level;
+        if (counted(c))
+                mcp_levels_add(&c->daemon->client_levels, level);
         client_reply_result(c, m->id, json_object_new_object());
-        mcp_logging_clients_changed(c->daemon);
+        levels_changed(c->daemon);
 }
 
 const struct method method_logging_set_level = {

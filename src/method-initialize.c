@@ -129,7 +129,7 @@ static void initialized(struct client *c, struct jsonrpc_msg *m) {
         if (c->session.phase != SESSION_INITIALIZING)
                 return;
         c->session.phase = SESSION_OPERATING;
-        mcp_logging_clients_changed(c->daemon);
+        mcp_logging_client_operating(c);
         list_changes_client_operating(c);
 }
 

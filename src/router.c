@@ -87,10 +87,7 @@ static void route_free(struct route *rt) {
                 idmap_remove(&r->by_token, rt->token);
         if (rt->timer)
                 event_free(rt->timer);
-        if (rt->abandoned)
-                rt->server->abandoned--;
-        else
-                rt->server->in_flight--;
+        server_route_freed(rt->server, rt->client_number, c, rt->abandoned, rt->lost);
         route_drop(rt);
         if (c)
                 client_request_done(c);
@@ -133,6 +130,8 @@ static void route_detach(struct route *rt) {
         TAILQ_REMOVE(&c->routes, rt, by_client);
         index_remove(rt->router, rt);
         rt->client = NULL;
+        if (!rt->lost)
+                server_route_detached(rt->server, rt->client_number, c);
 }
 
 /* Past the grace, an abandoned call is taken as stopped: a late answer is dropped. */
@@ -161,6 +160,11 @@ static void route_abandon(struct route *rt, const char *reason) {
         if (rt->timer)
                 event_free(rt->timer);
         rt->timer = ch && !rt->lost ? evtimer_new(rt->router->base, on_grace_end, rt) : NULL;
+        if (rt->timer && server_route_abandoned(rt->server, rt->client_number) < 0) {
+                event_free(rt->timer); /* cannot be counted: taken as stopped at once */
+                rt->timer = NULL;
+                child_cancel_request(ch, rt->child_id);
+        }
         if (!rt->timer) {
                 route_free(rt);
                 return;
@@ -170,8 +174,6 @@ static void route_abandon(struct route *rt, const char *reason) {
         json_object_object_add(params, "reason", jsonrpc_text(reason));
         (void)child_notify(ch, "notifications/cancelled", params);
         rt->abandoned = true;
-        rt->server->in_flight--;
-        rt->server->abandoned++;
         evtimer_add(rt->timer, &tv);
 }
 
@@ -194,6 +196,7 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 /* The connection ended with the process: answered once the server has decided
                  * what comes next (router_collect). */
                 TAILQ_REMOVE(&r->live, rt, by_router);
+                server_route_lost(rt->server, rt->client_number, rt->client, rt->abandoned);
                 rt->lost = true;
                 TAILQ_INSERT_TAIL(&r->lost, rt, by_router);
                 return;
@@ -258,6 +261,15 @@ static int rewrite_token(struct router *r, struct route *rt, json_object **param
         return 0;
 }
 
+/* Finds the route by its client's id from now on, and counts it at its server. */
+static int count_route(struct router *r, struct route *rt) {
+        int e = server_route_added(rt->server, rt->client_number, rt->client);
+
+        if (e >= 0 && (e = index_add(r, rt)) < 0)
+                server_route_freed(rt->server, rt->client_number, rt->client, false, false);
+        return e;
+}
+
 /* A route for request m of c toward s, found by the client's id, with our progress token
  * in *params; NULL when the client was answered with why not. */
 static struct route *route_new(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s,
@@ -278,7 +290,7 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                                    "Invalid params: _meta.progressToken must be a string or an integer", NULL);
                 return NULL;
         }
-        if (index_add(r, rt) < 0) {
+        if (count_route(r, rt) < 0) {
                 route_drop(rt);
                 client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
                 return NULL;
@@ -318,7 +330,6 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         }
         TAILQ_INSERT_TAIL(&r->live, rt, by_router);
         TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
-        s->in_flight++;
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
         rt->child_id = child_request_result_text(s->run->child, method, forwarded, on_reply, on_result_text, rt);
@@ -379,35 +390,18 @@ double router_grace(const struct server *s) {
         return t > 0 ? t : ROUTER_GRACE_SEC;
 }
 
-/* Whether a call to s's current run that a client other than owner gave up may still run. */
-static bool abandoned_by_other(const struct router *r, const struct server *s, const struct client *owner) {
-        const struct route *rt;
-
-        if (s->abandoned == 0)
-                return false;
-        TAILQ_FOREACH(rt, &r->live, by_router)
-                if (rt->abandoned && rt->server == s && rt->instance == s->run->number && rt->client_number != owner->id)
-                        return true;
-        return false;
-}
-
+/* Every live route is of its server's current run: when a run ends, its child fails its
+ * calls (on_reply) and they are lost before the server has another run. */
 enum router_owner router_owner(const struct router *r, const struct server *s, struct client **ret) {
-        const struct route *rt;
-        struct client *owner = NULL;
+        struct client *owner;
+        unsigned n = server_route_owners(s, &owner);
 
         *ret = NULL;
-        if (!s->run)
+        if (!s->run || n == 0)
                 return ROUTER_OWNER_NONE;
-        TAILQ_FOREACH(rt, &r->live, by_router) {
-                if (rt->server != s || rt->instance != s->run->number || !rt->client || rt->client == owner)
-                        continue;
-                if (owner)
-                        return ROUTER_OWNER_SEVERAL;
-                owner = rt->client;
-        }
-        if (!owner)
-                return ROUTER_OWNER_NONE;
-        if (abandoned_by_other(r, s, owner))
+        if (n > 1)
+                return ROUTER_OWNER_SEVERAL;
+        if (server_abandoned_by_other(s, owner->id))
                 return ROUTER_OWNER_ABANDONED;
         *ret = owner;
         return ROUTER_OWNER_ONE;

@@ -660,6 +660,7 @@ struct server *server_new(struct supervisor *sv, struct server_config *config) {
         s->state_since = now_usec();
         handshake_init(&s->handshake);
         catalog_init(&s->catalog);
+        route_owners_init(&s->owners);
         init_backoff(s);
         s->timer = evtimer_new(sv->base, on_timer, s);
         if (!s->timer || health_init(&s->health, sv->base, on_health, s) < 0) {
@@ -676,6 +677,7 @@ void server_free(struct server *s) {
         health_done(&s->health);
         if (s->run)
                 instance_free(s->run);
+        route_owners_done(&s->owners);
         catalog_done(&s->catalog);
         if (s->timer)
                 event_free(s->timer);
@@ -684,4 +686,56 @@ void server_free(struct server *s) {
         server_cause_done(&s->why);
         free(s->cause);
         free(s);
+}
+
+/* The router's calls: a call is counted in owners from its start until its client stops
+ * waiting (owned) or until it ends (abandoned), unless its run ends first (lost). */
+int server_route_added(struct server *s, uint64_t client_number, struct client *c) {
+        int r = route_owners_add(&s->owners, client_number, c);
+
+        if (r >= 0)
+                s->in_flight++;
+        return r;
+}
+
+void server_route_detached(struct server *s, uint64_t client_number, struct client *c) {
+        route_owners_drop(&s->owners, client_number, c);
+}
+
+int server_route_abandoned(struct server *s, uint64_t client_number) {
+        int r = route_owners_abandon(&s->owners, client_number);
+
+        if (r >= 0) {
+                s->in_flight--;
+                s->abandoned++;
+        }
+        return r;
+}
+
+void server_route_lost(struct server *s, uint64_t client_number, struct client *c, bool abandoned) {
+        if (abandoned)
+                route_owners_end(&s->owners, client_number);
+        else if (c)
+                route_owners_drop(&s->owners, client_number, c);
+}
+
+void server_route_freed(struct server *s, uint64_t client_number, struct client *c, bool abandoned, bool lost) {
+        if (!lost)
+                server_route_lost(s, client_number, c, abandoned);
+        if (abandoned)
+                s->abandoned--;
+        else
+                s->in_flight--;
+}
+
+unsigned server_route_owners(const struct server *s, struct client **ret) {
+        void *owner;
+        unsigned n = route_owners_sole(&s->owners, &owner);
+
+        *ret = owner;
+        return n;
+}
+
+bool server_abandoned_by_other(const struct server *s, uint64_t client_number) {
+        return route_owners_abandoned_by_other(&s->owners, client_number);
 }

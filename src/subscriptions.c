@@ -12,14 +12,40 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "methods.h"
+#include "names.h"
 
+/* Subscriptions are found by a hash of their URI; URIs whose hashes collide are chained. */
 static struct subscription *find(struct daemon *d, const char *uri) {
         struct subscription *sub;
 
-        TAILQ_FOREACH(sub, &d->subscriptions, entry)
+        for (sub = idmap_get(&d->subscriptions_by_uri, name_hash(uri)); sub; sub = sub->same_hash)
                 if (strcmp(sub->uri, uri) == 0)
                         return sub;
         return NULL;
+}
+
+static int index_add(struct daemon *d, struct subscription *sub) {
+        int64_t key = name_hash(sub->uri);
+
+        sub->same_hash = idmap_get(&d->subscriptions_by_uri, key);
+        return idmap_put(&d->subscriptions_by_uri, key, sub);
+}
+
+static void index_remove(struct daemon *d, struct subscription *sub) {
+        int64_t key = name_hash(sub->uri);
+        struct subscription *prev = idmap_get(&d->subscriptions_by_uri, key);
+
+        if (prev == sub) {
+                if (sub->same_hash) /* replaces the entry: cannot fail */
+                        (void)idmap_put(&d->subscriptions_by_uri, key, sub->same_hash);
+                else
+                        idmap_remove(&d->subscriptions_by_uri, key);
+                return;
+        }
+        while (prev && prev->same_hash != sub)
+                prev = prev->same_hash;
+        if (prev)
+                prev->same_hash = sub->same_hash;
 }
 
 static size_t index_of(const struct subscription *sub, const struct client *c) {
@@ -41,6 +67,7 @@ static void tell_server(struct server *s, const char *method, const char *uri) {
 }
 
 static void sub_free(struct daemon *d, struct subscription *sub) {
+        index_remove(d, sub);
         TAILQ_REMOVE(&d->subscriptions, sub, entry);
         free(sub->uri);
         free(sub->clients);
@@ -109,7 +136,9 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
                         return;
                 }
                 sub = calloc(1, sizeof *sub);
-                if (!sub || !(sub->uri = strdup(uri))) {
+                if (!sub || !(sub->uri = strdup(uri)) || index_add(d, sub) < 0) {
+                        if (sub)
+                                free(sub->uri);
                         free(sub);
                         client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
                         return;
@@ -180,6 +209,7 @@ void subscriptions_done(struct daemon *d) {
 
         while ((sub = TAILQ_FIRST(&d->subscriptions)))
                 sub_free(d, sub);
+        idmap_done(&d->subscriptions_by_uri);
 }
 
 void subscriptions_server_gone(struct daemon *d, const struct server *s) {

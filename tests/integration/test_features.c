@@ -178,6 +178,23 @@ Test(features, server_set_to_most_verbose_level) {
         h_client_close(y);
 }
 
+/* The servers' level follows the clients that are there: when the only client at debug
+ * leaves, the server is set back to the most verbose level of those that stay. */
+Test(features, server_level_falls_when_verbose_client_leaves) {
+        struct h_client *x, *y;
+
+        x = start_one_demo("a", NULL);
+        expect_ok(x, "1", "logging/setLevel", "{\"level\":\"warning\"}");
+        cr_assert(h_log_count_wait(&D, "a: log level warning\n", 1, H_TIMEOUT_MS), "the server was not set to warning");
+        y = cl_open();
+        expect_ok(y, "1", "logging/setLevel", "{\"level\":\"debug\"}");
+        cr_assert(h_log_count_wait(&D, "a: log level debug\n", 1, H_TIMEOUT_MS), "the server was not set to debug");
+        h_client_close(y);
+        cr_assert(h_log_count_wait(&D, "a: log level warning\n", 2, H_TIMEOUT_MS),
+                  "the server stayed at debug after the client at debug left");
+        h_client_close(x);
+}
+
 /* ---- lists ---- */
 
 Test(features, list_changed_from_server) {
