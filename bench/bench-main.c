@@ -28,9 +28,9 @@
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-/* PART_CANCEL is a scale case, run only when asked for (--only cancel). */
+/* PART_CANCEL and PART_SERVERS are scale cases, run only when asked for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
-            PART_CANCEL = 32 };
+            PART_CANCEL = 32, PART_SERVERS = 64 };
 
 struct options {
         struct daemon_opts daemon;
@@ -47,6 +47,7 @@ struct options {
         int pin_cpu;
         unsigned cancels;
         const char *cancel_settings;
+        unsigned servers;
 };
 
 struct results {
@@ -58,6 +59,7 @@ struct results {
         struct idle idle[MAX_LEVELS];
         struct startup startup;
         struct cancels cancels;
+        struct servers_figures servers;
         bool failed;
 };
 
@@ -71,7 +73,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --server PATH        MCP server it runs (default: mcpvisor-bench-server)\n"
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
-                "  --only LIST          some of: latency,load,large,idle,startup,cancel (cancel: only when named)\n"
+                "  --only LIST          some of: latency,load,large,idle,startup,cancel,servers\n"
+                "                       (cancel and servers: only when named)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -84,6 +87,7 @@ static void usage(FILE *f, const char *argv0) {
                 "                       unknown ids and of its calls (default 100000)\n"
                 "  --cancel-settings S  cancel: the daemon's settings, as JSON members (default\n"
                 "                       '\"maxInFlight\": 1000000'; '' for a daemon without maxInFlight)\n"
+                "  --servers N          servers: how many servers besides the bench one (default 1000)\n"
                 "  --pin-cpu N          the CPU for the second latency run, all processes on it (default 0;\n"
                 "                       -1: no second run)\n"
                 "  --keep               keep each daemon's directory (config, log) under /tmp\n"
@@ -106,13 +110,13 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 }
 
 static unsigned parse_parts(const char *text) {
-        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel" };
+        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "servers" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
         for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
                 unsigned bit = 0;
-                for (unsigned k = 0; k < 6; k++)
+                for (unsigned k = 0; k < sizeof names / sizeof names[0]; k++)
                         if (strcmp(w, names[k]) == 0)
                                 bit = 1u << k;
                 if (!bit) {
@@ -134,12 +138,13 @@ static void quick_defaults(struct options *o) {
         o->large_runs = 2;
         o->startup_runs = 3;
         o->cancels = 2000;
+        o->servers = 50;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
-               O_CANCEL_SETTINGS, O_HELP };
+               O_CANCEL_SETTINGS, O_SERVERS, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -150,6 +155,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "startup-runs", required_argument, NULL, O_STARTUP_RUNS }, { "keep", no_argument, NULL, O_KEEP },
                 { "pin-cpu", required_argument, NULL, O_PIN_CPU }, { "cancels", required_argument, NULL, O_CANCELS },
                 { "cancel-settings", required_argument, NULL, O_CANCEL_SETTINGS },
+                { "servers", required_argument, NULL, O_SERVERS },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -178,6 +184,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_PIN_CPU: o->pin_cpu = (int)strtol(optarg, NULL, 10); break;
                 case O_CANCELS: bad = !(o->cancels = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_CANCEL_SETTINGS: o->cancel_settings = optarg; break;
+                case O_SERVERS: bad = !(o->servers = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -333,6 +340,15 @@ static void run_cancel(const struct options *o, struct results *res) {
                 failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
 }
 
+static void run_servers(const struct options *o, struct results *res) {
+        struct daemon_opts with = o->daemon;
+        int r;
+
+        with.servers = o->servers;
+        if ((r = measure_servers(&with, &res->servers)) < 0)
+                failed(res, "many servers", r);
+}
+
 static int cmp_unsigned(const void *a, const void *b) {
         unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
 
@@ -346,6 +362,9 @@ static unsigned most_descriptors(const struct options *o) {
                 most = o->levels[k] > most ? o->levels[k] : most;
         for (unsigned k = 0; (o->parts & PART_IDLE) && k < o->n_idle; k++)
                 most = o->idle[k] > most ? o->idle[k] : most;
+        /* Each server: its stdin, stdout and stderr pipes and a pidfd. */
+        if ((o->parts & PART_SERVERS) && 4 * o->servers > most)
+                most = 4 * o->servers;
         return most + 64;
 }
 
@@ -466,6 +485,30 @@ static void cancel_rows(const struct results *res) {
         row(what, "", "", c, a, verdict(x->ok, x->p99 <= TARGET_OTHER_P99_NS));
 }
 
+static void phase_rows(const char *what, const struct phase_figures *p) {
+        char c[32], w[64];
+
+        snprintf(c, sizeof c, "%.2f s", p->seconds);
+        row(what, "", "", c, "-", p->ok ? "-" : "n/a");
+        snprintf(w, sizeof w, "  another client's ping p99 meanwhile");
+        snprintf(c, sizeof c, "%.2f ms", (double)p->p99 / 1e6);
+        row(w, "", "", c, "<= 10 ms", verdict(p->ok && p->n_samples > 0, p->p99 <= TARGET_OTHER_P99_NS));
+}
+
+static void servers_rows(const struct results *res) {
+        const struct servers_figures *x = &res->servers;
+        char what[64], c[32];
+
+        snprintf(what, sizeof what, "%u servers: start to READY=1", x->n);
+        snprintf(c, sizeof c, "%.2f s", x->to_ready_s);
+        row(what, "", "", c, "-", "-");
+        phase_rows("  start to all ready", &x->start);
+        phase_rows("  reload, one server changed", &x->reload_one);
+        phase_rows("  reload, all servers changed", &x->reload_all);
+        snprintf(c, sizeof c, "%.2f s", x->stop_s);
+        row("  SIGTERM to exit", "", "", c, "-", x->stop_ok ? "-" : "n/a");
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -487,6 +530,10 @@ static void print_notes(const struct options *o, const struct results *res) {
                 printf("  cancel: %.2f s in all; the other client's calls p50 %.2f ms, max %.2f ms; %llu calls refused\n",
                        res->cancels.seconds, (double)res->cancels.p50 / 1e6, (double)res->cancels.max / 1e6,
                        (unsigned long long)res->cancels.errors);
+        if (o->parts & PART_SERVERS)
+                printf("  servers: pings max %.2f ms starting, %.2f ms reloading one, %.2f ms reloading all\n",
+                       (double)res->servers.start.max / 1e6, (double)res->servers.reload_one.max / 1e6,
+                       (double)res->servers.reload_all.max / 1e6);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -534,6 +581,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 startup_rows(res);
         if (o->parts & PART_CANCEL)
                 cancel_rows(res);
+        if (o->parts & PART_SERVERS)
+                servers_rows(res);
         print_notes(o, res);
 }
 
@@ -544,6 +593,7 @@ int main(int argc, char **argv) {
                 .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
                 .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
+                .servers = 1000,
         };
         struct results res = { 0 };
         int r;
@@ -576,6 +626,8 @@ int main(int argc, char **argv) {
                 failed(&res, "start-up", r);
         if (o.parts & PART_CANCEL)
                 run_cancel(&o, &res);
+        if (o.parts & PART_SERVERS)
+                run_servers(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }
