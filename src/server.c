@@ -30,6 +30,10 @@ const char *server_state_name(enum server_state state) {
         return state_names[state];
 }
 
+bool server_state_listed(enum server_state state) {
+        return state == SERVER_READY || state == SERVER_UNHEALTHY;
+}
+
 bool server_running(const struct server *s) {
         return s->run != NULL;
 }
@@ -125,7 +129,8 @@ static void change_state(struct server *s, enum server_state state, const char *
         s->state_since = now_usec();
         server_log(s, state_priority(state), "%s -> %s%s%s%s", state_names[old], state_names[state],
                    *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
-        supervisor_server_changed(s->sv);
+        /* What clients see changes only when it enters or leaves the registry's lists. */
+        supervisor_server_changed(s->sv, server_state_listed(old) != server_state_listed(state) ? CATALOG_ALL_KINDS : 0);
 }
 
 static void set_state(struct server *s, enum server_state state, const char *cause) {
@@ -544,7 +549,7 @@ static void on_refreshed(int r, const char *why, void *userdata) {
                 return;
         }
         handshake_take(&s->handshake, &s->catalog);
-        supervisor_server_changed(s->sv);
+        supervisor_server_changed(s->sv, server_state_listed(s->state) ? CATALOG_ALL_KINDS : 0);
         if (s->refresh_pending)
                 start_refresh(s);
 }

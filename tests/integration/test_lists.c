@@ -247,3 +247,34 @@ Test(lists, change_told_once_per_list_held) {
                      "told of resources that did not change");
         h_client_close(x);
 }
+
+/* Many servers start at once (issue 14): the registry is rebuilt when read, not at each
+ * server's change, and the client still sees one coherent list. Every server's tools end
+ * up listed under their own names (none renamed as the others arrive), and the client is
+ * told of the changes once per window, not once per server. */
+#define MANY_SERVERS 100
+
+Test(lists, many_servers_one_coherent_list, .timeout = 120) {
+        struct h_client *x;
+        json_object *r;
+        unsigned notices;
+
+        set_settings("\"listWait\":0, \"listPageSize\":0");
+        for (unsigned i = 0; i < MANY_SERVERS; i++)
+                add_demo(sf("s%u", i), "", "");
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        x = cl_open();
+        r = h_client_call(x, "1", "tools/list", NULL);
+        json_object_put(r);
+        notices = relist_until_all(x, MANY_SERVERS, "echo");
+        cr_assert_lt(notices, MANY_SERVERS / 4, "%u notices for %u servers", notices, MANY_SERVERS);
+        r = h_client_call(x, "2", "tools/list", NULL);
+        cr_assert(holds_servers(r, MANY_SERVERS), "%s", h_tool_names(r));
+        cr_assert_null(strchr(h_tool_names(r), '/'), "a tool was renamed: %s", h_tool_names(r));
+        json_object_put(r);
+        r = h_client_call(x, "3", "tools/call", "{\"name\":\"s99__echo\",\"arguments\":{\"text\":\"hi\"}}");
+        cr_assert_not_null(h_get(r, "result"), "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        h_client_close(x);
+}
