@@ -108,8 +108,12 @@ int measure_servers(const struct daemon_opts *o, struct servers_figures *ret) {
         if (r >= 0)
                 r = daemon_wait_ready(&d, 600000);
         ret->to_ready_s = r >= 0 ? (double)(d.ready_ns - d.spawned_ns) / 1e9 : 0;
+        /* The first answer after READY=1, a sample of its own: the loop may be busy with starts. */
+        t0 = now_ns();
         if (r >= 0 && (r = conn_unix(&b, d.sock)) >= 0)
-                r = conn_initialize(&b, &d, now_ns() + SERVERS_TIMEOUT_NS);
+                r = conn_initialize(&b, &d, t0 + SERVERS_TIMEOUT_NS);
+        if (r >= 0)
+                ret->start.samples[ret->start.n_samples++] = now_ns() - t0;
         if (r >= 0)
                 r = ping_until_ready(&b, &d, total, false, d.spawned_ns, &ret->start);
         if (r >= 0)
