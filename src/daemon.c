@@ -88,19 +88,26 @@ unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *
  * rebuilds the kinds marked when next read, clients hear of it from list-changes.c at the
  * end of its window, and what walks every server (waiting lists, STATUS=) is done once per
  * loop iteration (servers_settled), however many servers changed in it. */
-static void on_servers_changed(unsigned kinds, void *userdata) {
+static void on_servers_changed(unsigned kinds, bool dropped, void *userdata) {
         struct daemon *d = userdata;
 
         registry_mark(&d->registry, kinds);
         list_changes_registry_changed(&d->list_changes, kinds);
         server_requests_sweep(&d->server_requests);
         d->servers_changed = true;
+        d->registry_dropped |= dropped;
 }
 
 static void servers_settled(struct daemon *d) {
         if (!d->servers_changed)
                 return;
         d->servers_changed = false;
+        /* The lists still hold the items of a server that left them, or of its replaced
+         * catalog: let them go now, before a restart brings its new catalog, rather than
+         * hold two catalogues until the next read. */
+        if (d->registry_dropped)
+                (void)registry_sync(&d->registry);
+        d->registry_dropped = false;
         list_waiters_flush(d, false);
         daemon_clients_changed(d);
 }

@@ -69,6 +69,9 @@ static bool tell_if_stale(struct client *c, void *arg) {
 static void on_window_end(evutil_socket_t fd, short what, void *userdata) {
         struct daemon *d = userdata;
 
+        /* Read or not, the lists are brought up to date once per window, so they let go of
+         * the items of servers that left them (and of replaced catalogs) within one. */
+        (void)registry_sync(&d->registry);
         for (size_t i = 0; i < ARRAY_SIZE(notices); i++) {
                 unsigned count = daemon_broadcast_to(d, notices[i].method, NULL, tell_if_stale, (void *)&notices[i]);
 

@@ -225,12 +225,15 @@ void registry_mark(struct registry *r, unsigned kinds) {
 
 unsigned registry_sync(struct registry *r) {
         struct server *const *servers;
+        unsigned kinds = r->dirty;
         size_t n = 0;
 
-        if (!r->dirty || !r->source.servers)
+        if (!kinds || !r->source.servers)
                 return 0;
         servers = r->source.servers(r->source.userdata, &n);
-        return registry_rebuild(r, servers, n, r->dirty);
+        log_debug(r->log, "rebuilding %d list%s of what %zu servers offer", __builtin_popcount(kinds),
+                  __builtin_popcount(kinds) == 1 ? "" : "s", n);
+        return registry_rebuild(r, servers, n, kinds);
 }
 
 const struct registry_list *registry_list(struct registry *r, enum catalog_kind kind) {

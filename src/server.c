@@ -130,7 +130,10 @@ static void change_state(struct server *s, enum server_state state, const char *
         server_log(s, state_priority(state), "%s -> %s%s%s%s", state_names[old], state_names[state],
                    *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
         /* What clients see changes only when it enters or leaves the registry's lists. */
-        supervisor_server_changed(s->sv, server_state_listed(old) != server_state_listed(state) ? CATALOG_ALL_KINDS : 0);
+        if (server_state_listed(old) != server_state_listed(state))
+                supervisor_server_changed(s->sv, CATALOG_ALL_KINDS, server_state_listed(old));
+        else
+                supervisor_server_changed(s->sv, 0, false);
 }
 
 static void set_state(struct server *s, enum server_state state, const char *cause) {
@@ -549,7 +552,10 @@ static void on_refreshed(int r, const char *why, void *userdata) {
                 return;
         }
         handshake_take(&s->handshake, &s->catalog);
-        supervisor_server_changed(s->sv, server_state_listed(s->state) ? CATALOG_ALL_KINDS : 0);
+        if (server_state_listed(s->state))
+                supervisor_server_changed(s->sv, CATALOG_ALL_KINDS, true);
+        else
+                supervisor_server_changed(s->sv, 0, false);
         if (s->refresh_pending)
                 start_refresh(s);
 }

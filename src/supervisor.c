@@ -17,9 +17,9 @@
 
 extern char **environ;
 
-void supervisor_server_changed(struct supervisor *sv, unsigned kinds) {
+void supervisor_server_changed(struct supervisor *sv, unsigned kinds, bool dropped) {
         if (sv->ops && sv->ops->changed)
-                sv->ops->changed(kinds, sv->userdata);
+                sv->ops->changed(kinds, dropped, sv->userdata);
 }
 
 void supervisor_server_ready(struct supervisor *sv, struct server *s) {
@@ -209,7 +209,7 @@ static void free_removed(struct supervisor *sv) {
         sv->n_servers = kept;
         /* Stopped before being freed, so no longer listed: nothing clients see changes. */
         if (freed)
-                supervisor_server_changed(sv, 0);
+                supervisor_server_changed(sv, 0, false);
 }
 
 static void free_retired_configs(struct supervisor *sv) {
@@ -335,7 +335,7 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
         sv->servers = servers;
         sv->n_servers = n;
         /* The separator or a prefix may have changed every exposed name. */
-        supervisor_server_changed(sv, CATALOG_ALL_KINDS);
+        supervisor_server_changed(sv, CATALOG_ALL_KINDS, false);
         return 0;
 }
 
