@@ -118,6 +118,21 @@ static unsigned relist_until_all(struct h_client *x, unsigned n, const char *too
         return notices;
 }
 
+/* Starts n servers s0..s<n-1> (each given args) under settings, and a client whose first
+ * tools/list is sent once the daemon is ready; its answer in *first. */
+static struct h_client *start_and_list(unsigned n, const char *settings, const char *args, json_object **first) {
+        struct h_client *x;
+
+        set_settings(settings);
+        for (unsigned i = 0; i < n; i++)
+                add_demo(sf("s%u", i), "", args);
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        x = cl_open();
+        *first = h_client_call(x, "1", "tools/list", NULL);
+        return x;
+}
+
 /* The servers outlast listWait: the first answer holds none of their tools, and they become
  * ready at about the same time. */
 Test(lists, late_servers_announced_once_per_window) {
@@ -125,13 +140,7 @@ Test(lists, late_servers_announced_once_per_window) {
         json_object *r;
         unsigned notices;
 
-        set_settings("\"listWait\":0.2");
-        for (unsigned i = 0; i < N_SERVERS; i++)
-                add_demo(sf("s%u", i), "", "\"--slow-start\",\"700\"");
-        start(NULL);
-        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
-        x = cl_open();
-        r = h_client_call(x, "1", "tools/list", NULL);
+        x = start_and_list(N_SERVERS, "\"listWait\":0.2", "\"--slow-start\",\"700\"", &r);
         cr_assert_str_eq(h_tool_names(r), "", "a server was ready before listWait (too slow a machine?)");
         json_object_put(r);
         notices = relist_until_all(x, N_SERVERS, "echo");
@@ -259,13 +268,7 @@ Test(lists, many_servers_one_coherent_list, .timeout = 120) {
         json_object *r;
         unsigned notices;
 
-        set_settings("\"listWait\":0, \"listPageSize\":0");
-        for (unsigned i = 0; i < MANY_SERVERS; i++)
-                add_demo(sf("s%u", i), "", "");
-        start(NULL);
-        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
-        x = cl_open();
-        r = h_client_call(x, "1", "tools/list", NULL);
+        x = start_and_list(MANY_SERVERS, "\"listWait\":0, \"listPageSize\":0", "", &r);
         json_object_put(r);
         notices = relist_until_all(x, MANY_SERVERS, "echo");
         cr_assert_lt(notices, MANY_SERVERS / 4, "%u notices for %u servers", notices, MANY_SERVERS);
