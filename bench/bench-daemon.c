@@ -36,14 +36,16 @@ int ms_left(int64_t deadline_ns) {
         return left > 0 ? (int)((left + 999999) / 1000000) : 0;
 }
 
-static int write_config(const char *path, const char *server, const char *settings) {
+static int write_config(const char *path, const struct daemon_opts *o) {
         FILE *f = fopen(path, "we");
 
         if (!f)
                 return -errno;
         /* Defaults everywhere (what an installed daemon runs with) unless a part says. */
-        fprintf(f, "{\"mcpvisor\": {%s}, \"mcpServers\": {\"%s\": {\"command\": \"%s\"}}}\n", settings ? settings : "",
-                BENCH_SERVER_NAME, server);
+        fprintf(f, "{\"mcpvisor\": {%s}, \"mcpServers\": {\"%s\": {\"command\": \"%s\"}", o->settings ? o->settings : "",
+                BENCH_SERVER_NAME, o->server);
+        servers_config(f, o->server, o->servers, 0, 0);
+        fprintf(f, "}}\n");
         return fclose(f) == 0 ? 0 : -errno;
 }
 
@@ -116,7 +118,7 @@ int daemon_start(struct daemon_run *d, const struct daemon_opts *o) {
         snprintf(config, sizeof config, "%s/mcpvisor.json", d->dir);
         snprintf(d->sock, sizeof d->sock, "%s/mcp.sock", d->dir);
         snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
-        r = write_config(config, o->server, o->settings);
+        r = write_config(config, o);
         if (r >= 0)
                 r = open_notify(d, notify_path, sizeof notify_path);
         if (r >= 0)
@@ -133,7 +135,10 @@ static void note(struct daemon_run *d, char *text, pid_t sender) {
                         d->ready_ns = now_ns();
                         d->pid = sender;
                 } else if (strncmp(l, "STATUS=", 7) == 0) {
+                        unsigned ready, total;
                         snprintf(d->status, sizeof d->status, "%s", l + 7);
+                        if (sscanf(l + 7, "%u/%u servers ready", &ready, &total) == 2 && ready < total)
+                                d->saw_unready = true;
                 }
         }
 }

@@ -28,9 +28,9 @@
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-/* PART_CANCEL, PART_CLOSE and PART_NOTIFY are scale cases, run only when asked for (--only cancel). */
+/* PART_CANCEL, PART_CLOSE, PART_NOTIFY and PART_SERVERS are scale cases, run only when asked for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
-            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128 };
+            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256 };
 
 struct options {
         struct daemon_opts daemon;
@@ -49,6 +49,7 @@ struct options {
         const char *cancel_settings;
         unsigned closes;
         unsigned notifies;
+        unsigned servers;
 };
 
 struct results {
@@ -62,6 +63,7 @@ struct results {
         struct cancels cancels;
         struct closes closes;
         struct notifies notifies;
+        struct servers_figures servers;
         bool failed;
 };
 
@@ -75,8 +77,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --server PATH        MCP server it runs (default: mcpvisor-bench-server)\n"
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
-                "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify (the\n"
-                "                       last three only when named)\n"
+                "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers\n"
+                "                       (the last four only when named)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -92,6 +94,7 @@ static void usage(FILE *f, const char *argv0) {
                 "  --closes N           close: initialized clients closed at once (default 15000)\n"
                 "  --notifies N         notify: calls one client holds, then notifications from the server\n"
                 "                       (default 50000)\n"
+                "  --servers N          servers: how many servers besides the bench one (default 1000)\n"
                 "  --pin-cpu N          the CPU for the second latency run, all processes on it (default 0;\n"
                 "                       -1: no second run)\n"
                 "  --keep               keep each daemon's directory (config, log) under /tmp\n"
@@ -114,7 +117,8 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 }
 
 static unsigned parse_parts(const char *text) {
-        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify" };
+        static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
+                                             "servers" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -144,12 +148,13 @@ static void quick_defaults(struct options *o) {
         o->cancels = 2000;
         o->closes = 500;
         o->notifies = 2000;
+        o->servers = 50;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
-               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_HELP };
+               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -161,6 +166,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "pin-cpu", required_argument, NULL, O_PIN_CPU }, { "cancels", required_argument, NULL, O_CANCELS },
                 { "cancel-settings", required_argument, NULL, O_CANCEL_SETTINGS },
                 { "closes", required_argument, NULL, O_CLOSES }, { "notifies", required_argument, NULL, O_NOTIFIES },
+                { "servers", required_argument, NULL, O_SERVERS },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -191,6 +197,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_CANCEL_SETTINGS: o->cancel_settings = optarg; break;
                 case O_CLOSES: bad = !(o->closes = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_NOTIFIES: bad = !(o->notifies = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_SERVERS: bad = !(o->servers = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -360,6 +367,15 @@ static int notifies(struct daemon_run *d, unsigned n, void *ret) {
         return measure_notifies(d, n, ret);
 }
 
+static void run_servers(const struct options *o, struct results *res) {
+        struct daemon_opts with = o->daemon;
+        int r;
+
+        with.servers = o->servers;
+        if ((r = measure_servers(&with, &res->servers)) < 0)
+                failed(res, "many servers", r);
+}
+
 static int cmp_unsigned(const void *a, const void *b) {
         unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
 
@@ -375,6 +391,9 @@ static unsigned most_descriptors(const struct options *o) {
                 most = o->idle[k] > most ? o->idle[k] : most;
         if (o->parts & PART_CLOSE)
                 most = o->closes > most ? o->closes : most;
+        /* Each server: its stdin, stdout and stderr pipes and a pidfd. */
+        if ((o->parts & PART_SERVERS) && 4 * o->servers > most)
+                most = 4 * o->servers;
         return most + 64;
 }
 
@@ -513,6 +532,30 @@ static void scale_case_rows(const struct options *o, const struct results *res) 
         }
 }
 
+static void phase_rows(const char *what, const struct phase_figures *p) {
+        char c[32], w[64];
+
+        snprintf(c, sizeof c, "%.2f s", p->seconds);
+        row(what, "", "", c, "-", p->ok ? "-" : "n/a");
+        snprintf(w, sizeof w, "  another client's ping p99 meanwhile");
+        snprintf(c, sizeof c, "%.2f ms", (double)p->p99 / 1e6);
+        row(w, "", "", c, "<= 10 ms", verdict(p->ok && p->n_samples > 0, p->p99 <= TARGET_OTHER_P99_NS));
+}
+
+static void servers_rows(const struct results *res) {
+        const struct servers_figures *x = &res->servers;
+        char what[64], c[32];
+
+        snprintf(what, sizeof what, "%u servers: start to READY=1", x->n);
+        snprintf(c, sizeof c, "%.2f s", x->to_ready_s);
+        row(what, "", "", c, "-", "-");
+        phase_rows("  start to all ready", &x->start);
+        phase_rows("  reload, one server changed", &x->reload_one);
+        phase_rows("  reload, all servers changed", &x->reload_all);
+        snprintf(c, sizeof c, "%.2f s", x->stop_s);
+        row("  SIGTERM to exit", "", "", c, "-", x->stop_ok ? "-" : "n/a");
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -542,6 +585,10 @@ static void print_notes(const struct options *o, const struct results *res) {
         if (o->parts & PART_CLOSE)
                 printf("  close: the other client's pings p50 %.2f ms, max %.2f ms; %u pings\n",
                        (double)res->closes.p50 / 1e6, (double)res->closes.max / 1e6, res->closes.pings);
+        if (o->parts & PART_SERVERS)
+                printf("  servers: pings max %.2f ms starting, %.2f ms reloading one, %.2f ms reloading all\n",
+                       (double)res->servers.start.max / 1e6, (double)res->servers.reload_one.max / 1e6,
+                       (double)res->servers.reload_all.max / 1e6);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -588,6 +635,8 @@ static void print_table(const struct options *o, const struct results *res) {
         if (o->parts & PART_STARTUP)
                 startup_rows(res);
         scale_case_rows(o, res);
+        if (o->parts & PART_SERVERS)
+                servers_rows(res);
         print_notes(o, res);
 }
 
@@ -598,6 +647,7 @@ int main(int argc, char **argv) {
                 .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
                 .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
+                .servers = 1000,
         };
         struct results res = { 0 };
         int r;
@@ -634,6 +684,8 @@ int main(int argc, char **argv) {
                 run_scale(&o, &res, o.daemon.settings, "closing connections at scale", closes, o.closes, &res.closes);
         if (o.parts & PART_NOTIFY)
                 run_scale(&o, &res, o.cancel_settings, "notifications at scale", notifies, o.notifies, &res.notifies);
+        if (o.parts & PART_SERVERS)
+                run_servers(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

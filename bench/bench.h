@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "proc-stats.h"
@@ -37,6 +38,7 @@ struct daemon_run {
         bool ready;
         int64_t spawned_ns, ready_ns;
         char status[512];       /* the last STATUS= it sent */
+        bool saw_unready;       /* a STATUS= said some servers were not ready */
 };
 
 struct daemon_opts {
@@ -45,6 +47,7 @@ struct daemon_opts {
         const char *prefix;     /* command words run before the daemon, or NULL */
         bool keep;              /* keep the directory (config, log) */
         const char *settings;   /* members of the config's "mcpvisor" object, or NULL */
+        unsigned servers;       /* servers besides the bench one, "s0000" on (bench-servers.c) */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -200,6 +203,28 @@ struct notifies {
 /* n calls held by one client, then n notifications from the server, which go to that
  * client; another client's pings meanwhile (bench-notify.c). */
 int measure_notifies(struct daemon_run *d, unsigned n, struct notifies *ret);
+/* Many servers: start, reload one, reload all, stop (bench-servers.c). */
+#define PHASE_SAMPLES 20000
+struct phase_figures {
+        double seconds;
+        int64_t samples[PHASE_SAMPLES]; /* ns: the other client's pings meanwhile */
+        unsigned n_samples;
+        int64_t p99, max;
+        bool ok;
+};
+
+struct servers_figures {
+        unsigned n;
+        double to_ready_s;          /* start to READY=1 */
+        struct phase_figures start, reload_one, reload_all;
+        double stop_s;
+        bool stop_ok;
+};
+
+/* Writes n more entries of mcpServers (after another), the first changed ones with
+ * BENCH_GEN=gen in their environment, so that a reload sees them changed. */
+void servers_config(FILE *f, const char *server, unsigned n, unsigned changed, unsigned gen);
+int measure_servers(const struct daemon_opts *o, struct servers_figures *ret);
 
 /* Raises RLIMIT_NOFILE so that n descriptors fit, the hard limit too when we may. */
 int raise_nofile(unsigned n);

@@ -7,6 +7,8 @@
 #include <stddef.h>
 
 enum catalog_kind { CATALOG_TOOLS, CATALOG_PROMPTS, CATALOG_RESOURCES, CATALOG_TEMPLATES, CATALOG_KIND_COUNT };
+/* Every kind, a bit each (1 << kind). */
+#define CATALOG_ALL_KINDS ((1u << CATALOG_KIND_COUNT) - 1)
 
 struct catalog_kind_info {
         const char *method;      /* "tools/list" */

@@ -50,6 +50,8 @@ struct daemon {
         bool activated;
         struct supervisor supervisor;
         struct registry registry;          /* what clients see of the ready servers */
+        bool servers_changed;              /* since the loop's last iteration (servers_settled) */
+        bool registry_dropped;             /* and a server's items left the registry's lists */
         struct router router;              /* requests in flight to servers */
         struct server_requests server_requests; /* servers' requests waiting for a client */
         struct list_waiter_list list_waiters; /* list requests waiting for starting servers */

@@ -55,7 +55,8 @@ void list_changes_done(struct list_changes *lc);
 /* For the fuzz harness, whose timers fire only when its script says so. */
 void list_changes_set_window(struct list_changes *lc, uint64_t usec);
 
-/* registry_rebuild() said these kinds changed (bits 1 << kind): arm the timer. */
+/* What clients see of these kinds (bits 1 << kind) may have changed: arm the timer; at its
+ * end the registry is read, so rebuilt, and only clients whose copy differs are told. */
 void list_changes_registry_changed(struct list_changes *lc, unsigned kinds);
 /* A list answer was sent to c, from the registry as it is now; first_page: it began at the
  * first item. */

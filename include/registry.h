@@ -1,7 +1,11 @@
 /* The one view clients get of every ready server's offer: tools and prompts under their
  * exposed names (names.h), resources by URI, resource templates, each with the server that
- * serves it. Rebuilt from the servers' catalogs whenever one changes; lists are served
- * from here without a round trip, and calls are routed by it.
+ * serves it. Lists are served from here without a round trip, and calls are routed by it.
+ *
+ * A server entering or leaving `ready`, or its catalog changing, marks the kinds it lists
+ * out of date (registry_mark); they are rebuilt from the servers' catalogs when next read,
+ * so any number of changes between two reads cost one rebuild, and a read always sees the
+ * servers as they are (issue 14: 1,000 servers starting once cost 1,000 rebuilds).
  *
  * Collisions are resolved deterministically: servers are taken in name order, the first
  * keeps an exposed name, a later one gets the fallback form of "server/name" (and a
@@ -34,11 +38,20 @@ struct registry_list {
                                   * whether a client's copy is current: list-changes.h) */
 };
 
+/* Where marked lists are rebuilt from: the servers as they are at the time. */
+struct registry_source {
+        struct server *const *(*servers)(void *userdata, size_t *ret_n);
+        void *userdata;
+};
+
 struct registry {
         const struct logger *log;
         const char *separator;
         struct registry_list lists[CATALOG_KIND_COUNT];
         json_object *warned;     /* collision warnings already logged (a set) */
+        struct registry_source source;
+        unsigned dirty;          /* kinds whose lists may be out of date (1 << kind) */
+        uint64_t builds;         /* lists built, one per kind rebuilt */
 };
 
 void registry_init(struct registry *r, const struct logger *log, const char *separator);
@@ -48,11 +61,21 @@ void registry_done(struct registry *r);
  * The string must live as long as the registry uses it. */
 void registry_set_separator(struct registry *r, const char *separator);
 
-/* Rebuilds from the servers that are ready (or unhealthy but running). Returns a bit per
- * catalog kind (1 << kind) whose client-visible list changed. */
-unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n);
+/* Rebuilds the kinds given (a bit each, 1 << kind) from the servers that are ready (or
+ * unhealthy but running); those are no longer marked. Returns the kinds whose
+ * client-visible list changed. */
+unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n, unsigned kinds);
 
+void registry_set_source(struct registry *r, const struct registry_source *source);
+/* What clients see of these kinds may have changed: rebuilt from the source when next read. */
+void registry_mark(struct registry *r, unsigned kinds);
+/* Rebuilds what is marked; returns the kinds whose client-visible list changed. */
+unsigned registry_sync(struct registry *r);
+
+/* The list of kind, up to date. The entries stay valid until the registry is next read
+ * after a registry_mark(). */
+const struct registry_list *registry_list(struct registry *r, enum catalog_kind kind);
 /* The entry exposed as key (a tool or prompt name, a resource URI or URI template), or NULL. */
-const struct registry_entry *registry_find(const struct registry *r, enum catalog_kind kind, const char *key);
+const struct registry_entry *registry_find(struct registry *r, enum catalog_kind kind, const char *key);
 /* The template whose literal part before its first '{' is the longest prefix of uri. */
-const struct registry_entry *registry_match_template(const struct registry *r, const char *uri);
+const struct registry_entry *registry_match_template(struct registry *r, const char *uri);

@@ -109,6 +109,8 @@ void server_free(struct server *s);
 void server_handle(struct server *s, enum server_event ev, const char *detail);
 
 const char *server_state_name(enum server_state state);
+/* Its catalog is what clients see of it (the registry lists it): ready, or unhealthy but running. */
+bool server_state_listed(enum server_state state);
 /* Has a process (or one being closed). */
 bool server_running(const struct server *s);
 

@@ -18,7 +18,10 @@ struct jsonrpc_msg;
 
 /* What the rest of the daemon hears from the servers. */
 struct supervisor_ops {
-        void (*changed)(void *userdata);   /* a server changed state (or its catalog) */
+        /* A server changed state (or its catalog); kinds (1 << catalog kind) are the lists
+         * whose client-visible contents may have changed with it, 0 if none; dropped: what
+         * they held of it is gone (it left them, or its catalog was replaced). */
+        void (*changed)(unsigned kinds, bool dropped, void *userdata);
         /* A notification from a server's process (progress, list changes, log messages...). */
         void (*notification)(struct server *s, struct jsonrpc_msg *m, void *userdata);
         /* A request from a server's process (other than ping), to be answered exactly once. */
@@ -85,7 +88,7 @@ struct server *supervisor_find(const struct supervisor *sv, const char *name);
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size);
 /* A new instance number. */
 uint64_t supervisor_next_instance(struct supervisor *sv);
-void supervisor_server_changed(struct supervisor *sv);
+void supervisor_server_changed(struct supervisor *sv, unsigned kinds, bool dropped);
 void supervisor_server_ready(struct supervisor *sv, struct server *s);
 void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);
 void supervisor_server_request(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);

@@ -84,16 +84,39 @@ unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *
         return sent;
 }
 
-/* A server changed state: what clients see may have changed with it. Clients hear of it
- * from list-changes.c at the end of its window; waiting lists are answered now. */
-static void on_servers_changed(void *userdata) {
+/* A server changed state: what clients see may have changed with it. The registry
+ * rebuilds the kinds marked when next read, clients hear of it from list-changes.c at the
+ * end of its window, and what walks every server (waiting lists, STATUS=) is done once per
+ * loop iteration (servers_settled), however many servers changed in it. */
+static void on_servers_changed(unsigned kinds, bool dropped, void *userdata) {
         struct daemon *d = userdata;
-        unsigned changed = registry_rebuild(&d->registry, d->supervisor.servers, d->supervisor.n_servers);
 
-        list_changes_registry_changed(&d->list_changes, changed);
-        list_waiters_flush(d, false);
+        registry_mark(&d->registry, kinds);
+        list_changes_registry_changed(&d->list_changes, kinds);
         server_requests_sweep(&d->server_requests);
+        d->servers_changed = true;
+        d->registry_dropped |= dropped;
+}
+
+static void servers_settled(struct daemon *d) {
+        if (!d->servers_changed)
+                return;
+        d->servers_changed = false;
+        /* The lists still hold the items of a server that left them, or of its replaced
+         * catalog: let them go now, before a restart brings its new catalog, rather than
+         * hold two catalogues until the next read. */
+        if (d->registry_dropped)
+                (void)registry_sync(&d->registry);
+        d->registry_dropped = false;
+        list_waiters_flush(d, false);
         daemon_clients_changed(d);
+}
+
+static struct server *const *registry_servers(void *userdata, size_t *ret_n) {
+        struct supervisor *sv = userdata;
+
+        *ret_n = sv->n_servers;
+        return sv->servers;
 }
 
 static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void *userdata) {
@@ -376,6 +399,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         if (r < 0)
                 return r;
         registry_init(&d->registry, &d->log, d->config.tool_name_separator);
+        registry_set_source(&d->registry, &(struct registry_source){ .servers = registry_servers, .userdata = &d->supervisor });
         router_init(&d->router, d->base, &d->log);
         server_requests_init(&d->server_requests, &d->router, &d->log);
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
@@ -412,6 +436,7 @@ int daemon_iterate(struct daemon *d, int loop_flags) {
         router_collect(&d->router);
         free_closed_clients(d);
         supervisor_collect(&d->supervisor);
+        servers_settled(d);
         check_stopped(d);
         return 0;
 }

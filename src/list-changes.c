@@ -45,12 +45,12 @@ void list_seen_told(struct list_seen *seen, unsigned kinds) {
 /* The kinds of n that c should be told about. A request of c's for a list that is waiting
  * to be answered (list-wait.h) will bring it the list as it is then: nothing to tell. */
 static unsigned kinds_to_tell(const struct client *c, const struct notice *n) {
-        const struct daemon *d = c->daemon;
+        struct daemon *d = c->daemon;
         unsigned kinds = 0;
 
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
                 if ((n->kinds & BIT(k)) &&
-                    list_seen_should_tell(&c->session.lists_seen, k, d->registry.lists[k].signature) &&
+                    list_seen_should_tell(&c->session.lists_seen, k, registry_list(&d->registry, k)->signature) &&
                     !list_waiters_has(d, c, k))
                         kinds |= BIT(k);
         return kinds;
@@ -69,6 +69,9 @@ static bool tell_if_stale(struct client *c, void *arg) {
 static void on_window_end(evutil_socket_t fd, short what, void *userdata) {
         struct daemon *d = userdata;
 
+        /* Read or not, the lists are brought up to date once per window, so they let go of
+         * the items of servers that left them (and of replaced catalogs) within one. */
+        (void)registry_sync(&d->registry);
         for (size_t i = 0; i < ARRAY_SIZE(notices); i++) {
                 unsigned count = daemon_broadcast_to(d, notices[i].method, NULL, tell_if_stale, (void *)&notices[i]);
 
@@ -109,7 +112,7 @@ void list_changes_registry_changed(struct list_changes *lc, unsigned kinds) {
 }
 
 void list_changes_answered(struct client *c, enum catalog_kind kind, bool first_page) {
-        uint64_t current = c->daemon->registry.lists[kind].signature;
+        uint64_t current = registry_list(&c->daemon->registry, kind)->signature;
 
         list_seen_record(&c->session.lists_seen, kind, current, first_page);
         /* A later page of a list that changed since the first (a page held back by listWait

@@ -93,7 +93,7 @@ static void prompts_get(struct client *c, struct jsonrpc_msg *m) {
 }
 
 /* Which server serves a URI: the one that listed it, else the best matching template. */
-static struct server *server_of_uri(const struct daemon *d, const char *uri) {
+static struct server *server_of_uri(struct daemon *d, const char *uri) {
         const struct registry_entry *e = registry_find(&d->registry, CATALOG_RESOURCES, uri);
 
         if (!e)

@@ -40,7 +40,7 @@ static int parse_cursor(json_object *params, size_t n, size_t *ret) {
 
 void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
         struct daemon *d = c->daemon;
-        const struct registry_list *l = &d->registry.lists[kind];
+        const struct registry_list *l = registry_list(&d->registry, kind);
         size_t page = d->config.list_page_size, start, end;
         json_object *result, *items;
         char next[64];

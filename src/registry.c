@@ -49,7 +49,7 @@ void registry_done(struct registry *r) {
         r->warned = NULL;
 }
 
-/* Rebuilds happen on every state change; say each collision once, not each time. */
+/* Rebuilds happen after every change of what servers list; say each collision once, not each time. */
 static void warn_once(struct registry *r, const struct server *s, const char *fmt, ...) _printf_(3, 4);
 static void warn_once(struct registry *r, const struct server *s, const char *fmt, ...) {
         _cleanup_free_ char *text = NULL;
@@ -65,10 +65,6 @@ static void warn_once(struct registry *r, const struct server *s, const char *fm
                 r->warned = json_object_new_object();
         json_object_object_add(r->warned, text, NULL);
         log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name }, "%s", text);
-}
-
-static bool listed(const struct server *s) {
-        return s->state == SERVER_READY || s->state == SERVER_UNHEALTHY;
 }
 
 static int by_name(const void *a, const void *b) {
@@ -172,6 +168,7 @@ static void build_list(struct registry *r, enum catalog_kind kind, struct server
         struct registry_list *l = &r->lists[kind];
         size_t total = 0;
 
+        r->builds++;
         for (size_t i = 0; i < n; i++)
                 total += catalog_count(&sorted[i]->catalog, kind);
         l->entries = calloc(total ? total : 1, sizeof *l->entries);
@@ -183,20 +180,23 @@ static void build_list(struct registry *r, enum catalog_kind kind, struct server
                         add_entry(r, kind, sorted[i], json_object_array_get_idx(sorted[i]->catalog.items[kind], j));
 }
 
-unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n) {
+unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n, unsigned kinds) {
         struct server **sorted = calloc(n ? n : 1, sizeof *sorted);
         unsigned changed = 0;
         size_t m = 0, moved = 0; /* items dropped and built */
 
         if (!sorted)
-                return 0;
+                return 0; /* still marked: tried again at the next read */
+        r->dirty &= ~kinds;
         for (size_t i = 0; i < n; i++)
-                if (listed(servers[i]))
+                if (server_state_listed(servers[i]->state))
                         sorted[m++] = servers[i];
         qsort(sorted, m, sizeof *sorted, by_name);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
                 uint64_t before = r->lists[k].signature;
 
+                if (!(kinds & (1u << k)))
+                        continue;
                 moved += r->lists[k].n;
                 list_clear(&r->lists[k]);
                 build_list(r, k, sorted, m);
@@ -215,8 +215,34 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
         return changed;
 }
 
-const struct registry_entry *registry_find(const struct registry *r, enum catalog_kind kind, const char *key) {
-        const struct registry_list *l = &r->lists[kind];
+void registry_set_source(struct registry *r, const struct registry_source *source) {
+        r->source = *source;
+}
+
+void registry_mark(struct registry *r, unsigned kinds) {
+        r->dirty |= kinds & CATALOG_ALL_KINDS;
+}
+
+unsigned registry_sync(struct registry *r) {
+        struct server *const *servers;
+        unsigned kinds = r->dirty;
+        size_t n = 0;
+
+        if (!kinds || !r->source.servers)
+                return 0;
+        servers = r->source.servers(r->source.userdata, &n);
+        log_debug(r->log, "rebuilding %d list%s of what %zu servers offer", __builtin_popcount(kinds),
+                  __builtin_popcount(kinds) == 1 ? "" : "s", n);
+        return registry_rebuild(r, servers, n, kinds);
+}
+
+const struct registry_list *registry_list(struct registry *r, enum catalog_kind kind) {
+        (void)registry_sync(r);
+        return &r->lists[kind];
+}
+
+const struct registry_entry *registry_find(struct registry *r, enum catalog_kind kind, const char *key) {
+        const struct registry_list *l = registry_list(r, kind);
         json_object *i;
 
         if (!l->index || !json_object_object_get_ex(l->index, key, &i))
@@ -224,8 +250,8 @@ const struct registry_entry *registry_find(const struct registry *r, enum catalo
         return &l->entries[json_object_get_int(i)];
 }
 
-const struct registry_entry *registry_match_template(const struct registry *r, const char *uri) {
-        const struct registry_list *l = &r->lists[CATALOG_TEMPLATES];
+const struct registry_entry *registry_match_template(struct registry *r, const char *uri) {
+        const struct registry_list *l = registry_list(r, CATALOG_TEMPLATES);
         const struct registry_entry *best = NULL;
         size_t best_len = 0;
 

@@ -30,6 +30,10 @@ const char *server_state_name(enum server_state state) {
         return state_names[state];
 }
 
+bool server_state_listed(enum server_state state) {
+        return state == SERVER_READY || state == SERVER_UNHEALTHY;
+}
+
 bool server_running(const struct server *s) {
         return s->run != NULL;
 }
@@ -125,7 +129,11 @@ static void change_state(struct server *s, enum server_state state, const char *
         s->state_since = now_usec();
         server_log(s, state_priority(state), "%s -> %s%s%s%s", state_names[old], state_names[state],
                    *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
-        supervisor_server_changed(s->sv);
+        /* What clients see changes only when it enters or leaves the registry's lists. */
+        if (server_state_listed(old) != server_state_listed(state))
+                supervisor_server_changed(s->sv, CATALOG_ALL_KINDS, server_state_listed(old));
+        else
+                supervisor_server_changed(s->sv, 0, false);
 }
 
 static void set_state(struct server *s, enum server_state state, const char *cause) {
@@ -544,7 +552,10 @@ static void on_refreshed(int r, const char *why, void *userdata) {
                 return;
         }
         handshake_take(&s->handshake, &s->catalog);
-        supervisor_server_changed(s->sv);
+        if (server_state_listed(s->state))
+                supervisor_server_changed(s->sv, CATALOG_ALL_KINDS, true);
+        else
+                supervisor_server_changed(s->sv, 0, false);
         if (s->refresh_pending)
                 start_refresh(s);
 }

@@ -17,9 +17,9 @@
 
 extern char **environ;
 
-void supervisor_server_changed(struct supervisor *sv) {
+void supervisor_server_changed(struct supervisor *sv, unsigned kinds, bool dropped) {
         if (sv->ops && sv->ops->changed)
-                sv->ops->changed(sv->userdata);
+                sv->ops->changed(kinds, dropped, sv->userdata);
 }
 
 void supervisor_server_ready(struct supervisor *sv, struct server *s) {
@@ -212,8 +212,9 @@ static void free_removed(struct supervisor *sv) {
                 freed = true;
         }
         sv->n_servers = kept;
+        /* Stopped before being freed, so no longer listed: nothing clients see changes. */
         if (freed)
-                supervisor_server_changed(sv);
+                supervisor_server_changed(sv, 0, false);
 }
 
 static void free_retired_configs(struct supervisor *sv) {
@@ -342,7 +343,8 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
         free(sv->servers);
         sv->servers = servers;
         sv->n_servers = n;
-        supervisor_server_changed(sv);
+        /* The separator or a prefix may have changed every exposed name. */
+        supervisor_server_changed(sv, CATALOG_ALL_KINDS, false);
         return 0;
 }
 

@@ -118,6 +118,21 @@ static unsigned relist_until_all(struct h_client *x, unsigned n, const char *too
         return notices;
 }
 
+/* Starts n servers s0..s<n-1> (each given args) under settings, and a client whose first
+ * tools/list is sent once the daemon is ready; its answer in *first. */
+static struct h_client *start_and_list(unsigned n, const char *settings, const char *args, json_object **first) {
+        struct h_client *x;
+
+        set_settings(settings);
+        for (unsigned i = 0; i < n; i++)
+                add_demo(sf("s%u", i), "", args);
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        x = cl_open();
+        *first = h_client_call(x, "1", "tools/list", NULL);
+        return x;
+}
+
 /* The servers outlast listWait: the first answer holds none of their tools, and they become
  * ready at about the same time. */
 Test(lists, late_servers_announced_once_per_window) {
@@ -125,13 +140,7 @@ Test(lists, late_servers_announced_once_per_window) {
         json_object *r;
         unsigned notices;
 
-        set_settings("\"listWait\":0.2");
-        for (unsigned i = 0; i < N_SERVERS; i++)
-                add_demo(sf("s%u", i), "", "\"--slow-start\",\"700\"");
-        start(NULL);
-        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
-        x = cl_open();
-        r = h_client_call(x, "1", "tools/list", NULL);
+        x = start_and_list(N_SERVERS, "\"listWait\":0.2", "\"--slow-start\",\"700\"", &r);
         cr_assert_str_eq(h_tool_names(r), "", "a server was ready before listWait (too slow a machine?)");
         json_object_put(r);
         notices = relist_until_all(x, N_SERVERS, "echo");
@@ -245,5 +254,30 @@ Test(lists, change_told_once_per_list_held) {
                      "told of prompts it never fetched");
         cr_assert_eq(h_inbox_drop(x, h_is_method, "notifications/resources/list_changed"), 0,
                      "told of resources that did not change");
+        h_client_close(x);
+}
+
+/* Many servers start at once (issue 14): the registry is rebuilt when read, not at each
+ * server's change, and the client still sees one coherent list. Every server's tools end
+ * up listed under their own names (none renamed as the others arrive), and the client is
+ * told of the changes once per window, not once per server. */
+#define MANY_SERVERS 100
+
+Test(lists, many_servers_one_coherent_list, .timeout = 120) {
+        struct h_client *x;
+        json_object *r;
+        unsigned notices;
+
+        x = start_and_list(MANY_SERVERS, "\"listWait\":0, \"listPageSize\":0", "", &r);
+        json_object_put(r);
+        notices = relist_until_all(x, MANY_SERVERS, "echo");
+        cr_assert_lt(notices, MANY_SERVERS / 4, "%u notices for %u servers", notices, MANY_SERVERS);
+        r = h_client_call(x, "2", "tools/list", NULL);
+        cr_assert(holds_servers(r, MANY_SERVERS), "%s", h_tool_names(r));
+        cr_assert_null(strchr(h_tool_names(r), '/'), "a tool was renamed: %s", h_tool_names(r));
+        json_object_put(r);
+        r = h_client_call(x, "3", "tools/call", "{\"name\":\"s99__echo\",\"arguments\":{\"text\":\"hi\"}}");
+        cr_assert_not_null(h_get(r, "result"), "%s", json_object_to_json_string(r));
+        json_object_put(r);
         h_client_close(x);
 }

@@ -102,7 +102,7 @@ static void expect_tool(size_t i, const struct server *s, const char *name, cons
 /* Listing and naming */
 
 Test(registry, empty) {
-        registry_rebuild(&reg, NULL, 0);
+        registry_rebuild(&reg, NULL, 0, CATALOG_ALL_KINDS);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
                 cr_assert_eq(list(k)->n, 0);
         cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "x"));
@@ -121,7 +121,7 @@ Test(registry, two_servers_prefixed_in_name_order) {
         struct server *a = fake("alpha", NULL, SERVER_READY, "[{\"name\":\"search\"},{\"name\":\"read\"}]", NULL, NULL, NULL);
         struct server *servers[] = { z, a };
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 3);
         expect_tool(0, a, "search", "alpha__search");
         expect_tool(1, a, "read", "alpha__read");
@@ -133,7 +133,7 @@ Test(registry, two_servers_prefixed_in_name_order) {
 Test(registry, one_server_still_prefixed) {
         struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"read_file\"}]", NULL, NULL, NULL);
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
         expect_tool(0, s, "read_file", "fs__read_file");
 }
@@ -142,7 +142,7 @@ Test(registry, prompts_prefixed) {
         struct server *s = fake("fs", NULL, SERVER_READY, NULL, "[{\"name\":\"summarize\",\"arguments\":[]}]", NULL, NULL);
         const struct registry_entry *e;
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_PROMPTS)->n, 1);
         e = registry_find(&reg, CATALOG_PROMPTS, "fs__summarize");
         cr_assert_not_null(e);
@@ -156,7 +156,7 @@ Test(registry, prefix_override_and_empty_prefix) {
         struct server *f = fake("fs", "", SERVER_READY, "[{\"name\":\"read_file\"}]", NULL, NULL, NULL);
         struct server *servers[] = { g, f };
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
         expect_tool(0, f, "read_file", "read_file");
         expect_tool(1, g, "search", "gh__search");
@@ -168,7 +168,7 @@ Test(registry, custom_separator) {
 
         registry_done(&reg);
         registry_init(&reg, &lg, ".");
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         expect_tool(0, s, "read_file", "fs.read_file");
         cr_assert_not_null(registry_find(&reg, CATALOG_PROMPTS, "fs.p"));
         cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__read_file"));
@@ -182,7 +182,7 @@ Test(registry, disallowed_tool_name_uses_fallback) {
         struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"read file\"}]", NULL, NULL, NULL);
         char want[NAME_MAX_LEN + 1];
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         name_expose("fs", "__", "read file", want);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
         expect_tool(0, s, "read file", want);
@@ -207,7 +207,7 @@ Test(registry, only_ready_and_unhealthy_listed) {
                 servers[i] = fake(name, NULL, states[i].state, tools, "[{\"name\":\"p\"}]", resources,
                                   "[{\"uriTemplate\":\"x://{a}\"}]");
         }
-        registry_rebuild(&reg, servers, n);
+        registry_rebuild(&reg, servers, n, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
         cr_assert_eq(list(CATALOG_PROMPTS)->n, 2);
         cr_assert_eq(list(CATALOG_RESOURCES)->n, 2);
@@ -241,7 +241,7 @@ Test(registry, collision_empty_prefix) {
         char fb[NAME_MAX_LEN + 1];
 
         name_fallback("b/search", fb);
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
         expect_tool(0, a, "search", "search");
         expect_tool(1, b, "search", fb);
@@ -250,7 +250,7 @@ Test(registry, collision_empty_prefix) {
         /* The outcome does not depend on the order the servers are given in. */
         servers[0] = a;
         servers[1] = b;
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         expect_tool(0, a, "search", "search");
         expect_tool(1, b, "search", fb);
 }
@@ -263,7 +263,7 @@ Test(registry, collision_same_prefix_prompts) {
         const struct registry_entry *e;
 
         name_fallback("beta/p", fb);
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_PROMPTS)->n, 2);
         e = registry_find(&reg, CATALOG_PROMPTS, "x__p");
         cr_assert_not_null(e);
@@ -282,7 +282,7 @@ Test(registry, collision_with_prefixed_name) {
         char fb[NAME_MAX_LEN + 1];
 
         name_fallback("b/t", fb);
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         expect_tool(0, a, "b__t", "b__t");
         expect_tool(1, b, "t", fb);
 }
@@ -293,7 +293,7 @@ Test(registry, duplicate_within_one_server) {
         char fb[NAME_MAX_LEN + 1];
 
         name_fallback("fs/t", fb);
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
         expect_tool(0, s, "t", "fs__t");
         expect_tool(1, s, "t", fb);
@@ -310,7 +310,7 @@ Test(registry, collision_fallback_taken_too) {
         b = fake("b", "", SERVER_READY, "[{\"name\":\"search\"},{\"name\":\"other\"}]", NULL, NULL, NULL);
         servers[0] = a;
         servers[1] = b;
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 3, "b's search is left out");
         expect_tool(0, a, "search", "search");
         expect_tool(1, a, fb, fb);
@@ -327,7 +327,7 @@ Test(registry, items_without_name_skipped) {
                                 "[{\"name\":\"no uri\"},{\"uri\":\"\"},{\"uri\":3},{\"uri\":\"file:///a\"}]",
                                 "[{\"uri\":\"x://{a}\"},{\"uriTemplate\":\"\"},{\"uriTemplate\":\"y://{b}\"}]");
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
         expect_tool(0, s, "ok", "fs__ok");
         cr_assert_eq(list(CATALOG_PROMPTS)->n, 1);
@@ -360,7 +360,7 @@ Test(registry, exposed_tool_keeps_other_keys_verbatim) {
         orig = json_object_array_get_idx(s->catalog.items[CATALOG_TOOLS], 0);
         before = strdup(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN));
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         e = registry_find(&reg, CATALOG_TOOLS, "fs__search");
         cr_assert_not_null(e);
         cr_assert_eq(e->original, orig, "the original is the server's own item");
@@ -381,7 +381,7 @@ Test(registry, exposed_tool_keeps_other_keys_verbatim) {
 
         /* The server's object is untouched, also after a second rebuild and after done. */
         cr_assert_str_eq(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN), before);
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_str_eq(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN), before);
         registry_done(&reg);
         cr_assert_str_eq(json_object_to_json_string_ext(json_object_array_get_idx(s->catalog.items[CATALOG_TOOLS], 0),
@@ -398,7 +398,7 @@ Test(registry, resources_and_templates_exposed_as_they_are) {
                                 "[{\"uriTemplate\":\"file:///{path}\",\"name\":\"files\"}]");
         const struct registry_entry *e;
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         e = registry_find(&reg, CATALOG_RESOURCES, "file:///a");
         cr_assert_not_null(e);
         cr_assert_eq(e->exposed, e->original, "a resource is not renamed");
@@ -416,7 +416,7 @@ Test(registry, entries_survive_catalog_replacement) {
                                 "[{\"uri\":\"file:///a\"}]", NULL);
         const struct registry_entry *e;
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         /* The server restarts: its catalog is replaced before the registry is rebuilt. */
         set_items(s, CATALOG_TOOLS, "[{\"name\":\"other\"}]");
         set_items(s, CATALOG_RESOURCES, NULL);
@@ -426,7 +426,7 @@ Test(registry, entries_survive_catalog_replacement) {
         e = registry_find(&reg, CATALOG_RESOURCES, "file:///a");
         cr_assert_not_null(e);
         cr_assert_str_eq(e->name, "file:///a");
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__search"));
         cr_assert_not_null(registry_find(&reg, CATALOG_TOOLS, "fs__other"));
         cr_assert_null(registry_find(&reg, CATALOG_RESOURCES, "file:///a"));
@@ -442,7 +442,7 @@ Test(registry, find_each_kind) {
         struct server *servers[] = { a, b };
         const struct registry_entry *e;
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         e = registry_find(&reg, CATALOG_TOOLS, "b__t1");
         cr_assert_not_null(e);
         cr_assert_eq(e->server, b);
@@ -480,7 +480,7 @@ Test(registry, resource_listed_twice_belongs_to_first) {
         struct server *servers[] = { b, a };
         const struct registry_entry *e;
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_RESOURCES)->n, 3, "listed once");
         e = registry_find(&reg, CATALOG_RESOURCES, "file:///shared");
         cr_assert_not_null(e);
@@ -501,7 +501,7 @@ Test(registry, match_template_longest_literal_prefix) {
         struct server *servers[] = { b, a };
         const struct registry_entry *e;
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TEMPLATES)->n, 4);
 
         e = registry_match_template(&reg, "file:///home/bob/notes");
@@ -533,7 +533,7 @@ Test(registry, match_template_tie_goes_to_first_server) {
         struct server *servers[] = { b, a };
         const struct registry_entry *e;
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         e = registry_match_template(&reg, "mem://thing");
         cr_assert_not_null(e);
         cr_assert_eq(e->server, a);
@@ -548,49 +548,49 @@ Test(registry, rebuild_changed_bits) {
         struct server *servers[] = { a, b };
         struct server *reversed[] = { b, a };
 
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), ALL_KINDS, "first build of non-empty lists");
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0, "identical rebuild");
-        cr_assert_eq(registry_rebuild(&reg, reversed, 2), 0, "the same servers in another order");
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), ALL_KINDS, "first build of non-empty lists");
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), 0, "identical rebuild");
+        cr_assert_eq(registry_rebuild(&reg, reversed, 2, CATALOG_ALL_KINDS), 0, "the same servers in another order");
 
         b->state = SERVER_UNHEALTHY;
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0, "unhealthy but running: still listed");
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), 0, "unhealthy but running: still listed");
 
         b->state = SERVER_BACKOFF;
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
                      "b leaving");
         cr_assert_eq(list(CATALOG_PROMPTS)->n, 0);
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0);
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), 0);
 
         b->state = SERVER_READY;
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
                      "b back");
 
         a->state = SERVER_FAILED;
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_RESOURCES), "a leaving");
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS) | BIT(CATALOG_RESOURCES), "a leaving");
 
         b->state = SERVER_STOPPED;
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_TEMPLATES),
                      "everything gone");
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), 0);
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), 0);
 }
 
 Test(registry, rebuild_detects_content_changes) {
         struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"t\",\"description\":\"one\"}]", NULL,
                                 "[{\"uri\":\"mem://a\"}]", NULL);
 
-        cr_assert_eq(registry_rebuild(&reg, &s, 1) & BIT(CATALOG_TOOLS), BIT(CATALOG_TOOLS));
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS) & BIT(CATALOG_TOOLS), BIT(CATALOG_TOOLS));
         set_items(s, CATALOG_TOOLS, "[{\"name\":\"t\",\"description\":\"two\"}]");
-        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "a description changed");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS), "a description changed");
         set_items(s, CATALOG_TOOLS, "[{\"name\":\"u\",\"description\":\"two\"}]");
-        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "a tool renamed");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS), "a tool renamed");
         set_items(s, CATALOG_TOOLS, "[{\"name\":\"u\",\"description\":\"two\"},{\"name\":\"v\"}]");
-        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "a tool added");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS), "a tool added");
         set_items(s, CATALOG_TOOLS, "[{\"name\":\"v\"},{\"name\":\"u\",\"description\":\"two\"}]");
-        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_TOOLS), "reordered");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS), "reordered");
         set_items(s, CATALOG_RESOURCES, "[{\"uri\":\"mem://b\"}]");
-        cr_assert_eq(registry_rebuild(&reg, &s, 1), BIT(CATALOG_RESOURCES), "a resource replaced");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS), BIT(CATALOG_RESOURCES), "a resource replaced");
         set_items(s, CATALOG_RESOURCES, "[{\"uri\":\"mem://b\"}]");
-        cr_assert_eq(registry_rebuild(&reg, &s, 1), 0, "a new but equal catalog");
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS), 0, "a new but equal catalog");
 }
 
 Test(registry, rebuild_prefix_only_change_is_a_change) {
@@ -599,10 +599,10 @@ Test(registry, rebuild_prefix_only_change_is_a_change) {
         struct server *b = fake("b", NULL, SERVER_STOPPED, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
         struct server *servers[] = { a, b };
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         a->state = SERVER_STOPPED;
         b->state = SERVER_READY;
-        cr_assert_eq(registry_rebuild(&reg, servers, 2), BIT(CATALOG_TOOLS));
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS));
 }
 
 /* The signature is the content's: a server that leaves and comes back with the same items
@@ -614,18 +614,18 @@ Test(registry, signature_follows_content) {
         struct server *servers[] = { a, b };
         uint64_t both, without_b;
 
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         both = list(CATALOG_TOOLS)->signature;
         b->state = SERVER_BACKOFF;
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         without_b = list(CATALOG_TOOLS)->signature;
         cr_assert_neq(without_b, both);
         b->state = SERVER_READY;
         set_items(b, CATALOG_TOOLS, "[{\"name\":\"t\"},{\"name\":\"u\"}]"); /* a new catalog, equal */
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->signature, both);
         set_items(b, CATALOG_TOOLS, "[{\"name\":\"t\"}]");
-        registry_rebuild(&reg, servers, 2);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
         cr_assert_neq(list(CATALOG_TOOLS)->signature, both);
         cr_assert_neq(list(CATALOG_TOOLS)->signature, without_b);
 }
@@ -633,7 +633,7 @@ Test(registry, signature_follows_content) {
 /* The header: a bit per kind "whose client-visible list changed". An empty list before
  * and after is no change, also on the first build. */
 Test(registry, first_build_of_empty_lists_changes_nothing) {
-        unsigned changed = registry_rebuild(&reg, NULL, 0);
+        unsigned changed = registry_rebuild(&reg, NULL, 0, CATALOG_ALL_KINDS);
 
         cr_assert_eq(changed, 0, "nothing before, nothing now: got %#x", changed);
 }
@@ -641,7 +641,7 @@ Test(registry, first_build_of_empty_lists_changes_nothing) {
 Test(registry, first_build_sets_only_non_empty_kinds) {
         struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
 
-        unsigned changed = registry_rebuild(&reg, &s, 1);
+        unsigned changed = registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
 
         cr_assert_eq(changed, BIT(CATALOG_TOOLS), "only the tools list changed: got %#x", changed);
 }
@@ -649,7 +649,7 @@ Test(registry, first_build_sets_only_non_empty_kinds) {
 Test(registry, first_build_not_listed_changes_nothing) {
         struct server *s = fake("fs", NULL, SERVER_STARTING, "[{\"name\":\"t\"}]", "[{\"name\":\"p\"}]", NULL, NULL);
 
-        unsigned changed = registry_rebuild(&reg, &s, 1);
+        unsigned changed = registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
 
         cr_assert_eq(changed, 0, "a starting server is not listed yet: got %#x", changed);
 }
@@ -657,12 +657,12 @@ Test(registry, first_build_not_listed_changes_nothing) {
 Test(registry, done_and_reuse) {
         struct server *s = fake("fs", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
 
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         registry_done(&reg);
         cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__t"));
         registry_done(&reg); /* twice is harmless */
         registry_init(&reg, &lg, NULL);
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_not_null(registry_find(&reg, CATALOG_TOOLS, "fs__t"));
 }
 
@@ -680,7 +680,7 @@ Test(registry, many_tools) {
         fclose(f);
         s = fake("big", NULL, SERVER_READY, tools, NULL, NULL, NULL);
         free(tools);
-        registry_rebuild(&reg, &s, 1);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         cr_assert_eq(list(CATALOG_TOOLS)->n, 2000);
         for (int i = 0; i < 2000; i += 37) {
                 char name[32];
@@ -691,4 +691,66 @@ Test(registry, many_tools) {
                 cr_assert_not_null(e, "%s", name);
                 cr_assert_eq(e, &list(CATALOG_TOOLS)->entries[i]);
         }
+}
+
+/* Marked kinds, rebuilt when read (issue 14: a rebuild per server state change made 1,000
+ * servers take 27 s to start) */
+
+static unsigned source_calls;
+
+static struct server *const *fakes_source(void *userdata, size_t *ret_n) {
+        source_calls++;
+        *ret_n = n_fakes;
+        return fakes;
+}
+
+static void use_fakes_source(void) {
+        source_calls = 0;
+        registry_set_source(&reg, &(struct registry_source){ .servers = fakes_source });
+}
+
+Test(registry, changes_between_reads_cost_one_rebuild) {
+        struct server *s[8];
+        char name[8];
+        uint64_t builds;
+
+        use_fakes_source();
+        for (size_t i = 0; i < 8; i++) {
+                snprintf(name, sizeof name, "s%zu", i);
+                s[i] = fake(name, NULL, SERVER_STARTING, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        }
+        builds = reg.builds;
+        for (size_t i = 0; i < 8; i++) {
+                s[i]->state = SERVER_READY;
+                registry_mark(&reg, CATALOG_ALL_KINDS);
+        }
+        cr_assert_eq(reg.builds, builds, "rebuilt before anything was read");
+        cr_assert_not_null(registry_find(&reg, CATALOG_TOOLS, "s7__t"), "a read sees every change made before it");
+        cr_assert_eq(registry_list(&reg, CATALOG_TOOLS)->n, 8);
+        cr_assert_eq(source_calls, 1, "eight changes, then reads: one rebuild, not %u", source_calls);
+        cr_assert_eq(reg.builds, builds + CATALOG_KIND_COUNT, "each kind built once");
+}
+
+Test(registry, only_marked_kinds_are_rebuilt) {
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", "[{\"name\":\"p\"}]", NULL, NULL);
+        uint64_t builds;
+
+        use_fakes_source();
+        registry_mark(&reg, CATALOG_ALL_KINDS);
+        cr_assert_eq(registry_list(&reg, CATALOG_PROMPTS)->n, 1);
+        builds = reg.builds;
+        set_items(a, CATALOG_TOOLS, "[{\"name\":\"t\"},{\"name\":\"u\"}]");
+        registry_mark(&reg, BIT(CATALOG_TOOLS));
+        cr_assert_eq(registry_list(&reg, CATALOG_TOOLS)->n, 2, "the marked kind sees the change");
+        cr_assert_eq(reg.builds, builds + 1, "only the tools were rebuilt");
+        cr_assert_not_null(registry_find(&reg, CATALOG_PROMPTS, "a__p"));
+        cr_assert_eq(reg.builds, builds + 1, "an unmarked read builds nothing");
+}
+
+Test(registry, nothing_marked_nothing_rebuilt) {
+        use_fakes_source();
+        fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        registry_mark(&reg, 0);
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "a__t"), "a change that lists nothing new leaves the list");
+        cr_assert_eq(source_calls, 0);
 }
