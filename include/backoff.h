@@ -34,5 +34,9 @@ uint64_t backoff_next_delay(struct backoff *b, uint64_t now);
 /* True if starting now would make more than burst starts within interval. */
 bool backoff_limit_hit(const struct backoff *b, uint64_t now);
 
+/* Forgets the last start: it never ran a process (the daemon was out of descriptors or
+ * processes for a moment), so it must not bring the start limit closer. */
+void backoff_unstart(struct backoff *b);
+
 /* An operator's explicit start forgets the history. */
 void backoff_reset(struct backoff *b);

@@ -1,6 +1,7 @@
 /* The daemon's listening sockets: taken from systemd socket activation by name, or bound
- * by the daemon itself with stale-socket detection. A listener pauses accepting while
- * out of file descriptors instead of spinning the loop. */
+ * by the daemon itself with stale-socket detection. A listener turns clients away when
+ * descriptors run short (keeping a reserve for others, and a spare descriptor to close a
+ * client over the limit cleanly) instead of spinning the loop. */
 #pragma once
 
 #include <stdbool.h>
@@ -42,15 +43,27 @@ typedef void (*listener_accept_fn)(struct listener *l, int fd, const struct ucre
 
 struct listener {
         struct evconnlistener *evl;
+        int spare_fd;                 /* /dev/null, closed for a moment to turn away a client on EMFILE */
+        int fd_limit;                 /* RLIMIT_NOFILE at start */
+        int reserve;                  /* descriptors kept free for others; 0: none */
+        const char *refusal;          /* line written to a client turned away, or NULL */
         struct event *resume_timer;   /* re-enables accepting after EMFILE and friends */
         const struct logger *log;
         listener_accept_fn on_accept;
         void *userdata;
         const char *name;
         bool accept_failing; /* accept failed since the last success: warned once */
+        bool refusing;       /* a client was turned away since the last one accepted: warned once */
 };
+
+/* How many descriptors the MCP listener leaves to the control socket and to server
+ * (re)starts: an eighth of the limit, at least 16 and at most 256. */
+int listen_fd_reserve(int fd_limit);
 
 /* Takes ownership of fd (a listening, bound stream socket). */
 int listener_start(struct listener *l, struct event_base *base, int fd, const char *name,
                    const struct logger *log, listener_accept_fn on_accept, void *userdata);
 void listener_stop(struct listener *l);
+/* A client accepted with fewer than reserve descriptors left after it is sent refusal (one
+ * line, may be NULL) and closed at once, as is one that accept() would fail with EMFILE. */
+void listener_set_reserve(struct listener *l, int reserve, const char *refusal);

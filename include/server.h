@@ -77,6 +77,7 @@ struct server {
         struct backoff backoff;
         struct event *timer;
         unsigned starts;               /* restarts are starts - 1 */
+        bool spawn_short;              /* starts fail for lack of descriptors or processes: warned once */
         struct server_exit last_exit;  /* how its last process ended; code 0 if none has */
         uint64_t restart_at;           /* backoff: when the next start is due (usec, monotonic) */
         char last_stderr[STDERR_LAST_MAX]; /* the last line an ended run wrote to stderr, "" if none */

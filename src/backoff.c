@@ -22,6 +22,14 @@ void backoff_started(struct backoff *b, uint64_t now) {
         b->healthy_since = 0;
 }
 
+void backoff_unstart(struct backoff *b) {
+        if (b->n_starts == 0)
+                return;
+        b->next_slot = (b->next_slot + BACKOFF_BURST_MAX - 1) % BACKOFF_BURST_MAX;
+        b->starts[b->next_slot] = 0;
+        b->n_starts--;
+}
+
 void backoff_healthy(struct backoff *b, uint64_t now) {
         if (b->healthy_since == 0)
                 b->healthy_since = now;

@@ -278,12 +278,22 @@ static int bind_own(struct daemon *d, enum listen_role role, const char *path) {
         return r;
 }
 
+/* What an MCP client turned away for lack of descriptors reads before the close. */
+#define FD_SHORTAGE_REFUSAL \
+        "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":" \
+        "\"mcpvisord is out of file descriptors for new clients; try again later\"}}\n"
+
+/* MCP clients leave a reserve of descriptors to the control socket and to server starts, so
+ * that operators can still act and servers restart however many clients connect. */
 static int start_listener(struct daemon *d, enum listen_role role, int fd, const char *where) {
-        int r = listener_start(&d->listeners[role], d->base, fd, role_name(role), &d->log, on_accept, d);
+        struct listener *l = &d->listeners[role];
+        int r = listener_start(l, d->base, fd, role_name(role), &d->log, on_accept, d);
         if (r < 0) {
                 log_error(&d->log, "cannot watch the %s socket: %s", role_name(role), strerror(-r));
                 return r;
         }
+        if (role == LISTEN_MCP)
+                listener_set_reserve(l, listen_fd_reserve(l->fd_limit), FD_SHORTAGE_REFUSAL);
         log_info(&d->log, "listening for %s clients on %s", role_name(role), where);
         return 0;
 }

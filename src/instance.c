@@ -46,6 +46,9 @@ static int explain(int r, const struct server_config *c, const char *program, ch
                 q = asprintf(error, "cannot run %s in %s: %s (check command and cwd)", program, c->cwd, strerror(-r));
         else if (r == -EACCES)
                 q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)", program);
+        else if (r == -EMFILE || r == -ENFILE)
+                q = asprintf(error, "out of file descriptors (%s)",
+                             r == -EMFILE ? "the daemon's RLIMIT_NOFILE: LimitNOFILE= of the unit" : "the system's fs.file-max");
         else if (r == -EAGAIN)
                 q = asprintf(error, "cannot fork: process limit reached (TasksMax= of the unit, or RLIMIT_NPROC)");
         else

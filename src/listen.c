@@ -4,9 +4,11 @@
 #include <event2/listener.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
@@ -180,12 +182,44 @@ void bound_socket_done(struct bound_socket *b) {
         *b = (struct bound_socket){ .fd = -1, .lock_fd = -1 };
 }
 
+int listen_fd_reserve(int fd_limit) {
+        int reserve = fd_limit / 8;
+
+        return reserve < 16 ? 16 : reserve > 256 ? 256 : reserve;
+}
+
+/* Sends the refusal line, if any, without waiting, and closes. */
+static void turn_away(struct listener *l, int fd) {
+        if (l->refusal)
+                (void)!send(fd, l->refusal, strlen(l->refusal), MSG_DONTWAIT | MSG_NOSIGNAL);
+        close(fd);
+}
+
+/* Descriptors are allocated lowest first, so fd - 1 below the new one are all in use: at
+ * fd >= limit - reserve, fewer than reserve are left. One comparison per accept; descriptors
+ * freed below the new one make it err on the side of accepting. */
+static bool over_reserve(const struct listener *l, int fd) {
+        return l->reserve > 0 && fd >= l->fd_limit - l->reserve;
+}
+
 static void accepted(struct evconnlistener *evl, evutil_socket_t fd, struct sockaddr *sa, int salen,
                      void *userdata) {
         struct listener *l = userdata;
         struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
         socklen_t len = sizeof cred;
 
+        if (over_reserve(l, fd)) {
+                if (!l->refusing)
+                        log_warning(l->log,
+                                    "fewer than %d file descriptors left (limit %d); turning away new clients of the %s socket",
+                                    l->reserve, l->fd_limit, l->name);
+                l->refusing = true;
+                turn_away(l, fd);
+                return;
+        }
+        if (l->refusing)
+                log_info(l->log, "accepting clients of the %s socket again", l->name);
+        l->refusing = false;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 log_debug(l->log, "SO_PEERCRED failed on the %s socket: %s", l->name, strerror(errno));
         if (l->accept_failing)
@@ -200,25 +234,49 @@ static void resume(evutil_socket_t fd, short what, void *userdata) {
         evconnlistener_enable(l->evl);
 }
 
+/* Out of descriptors: the spare one makes room to take the waiting client and close it,
+ * so it hears why at once and the socket stops being readable for it. */
+static bool take_and_close(struct listener *l) {
+        int fd;
+
+        if (l->spare_fd < 0)
+                return false;
+        closep(&l->spare_fd);
+        fd = accept4(evconnlistener_get_fd(l->evl), NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+                turn_away(l, fd);
+        l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        return fd >= 0;
+}
+
 /* accept() failed with an error that will repeat at once (EMFILE, ENFILE, ENOBUFS,
- * ENOMEM): the socket stays readable, so stop watching it for a moment. Warned once per
- * shortage, not at every retry, until a connection is accepted again. */
+ * ENOMEM): the socket stays readable, so the client is closed with the spare descriptor, or
+ * the socket is not watched for a moment. Warned once per shortage, not at every retry,
+ * until a connection is accepted again. */
 static void accept_failed(struct evconnlistener *evl, void *userdata) {
         struct listener *l = userdata;
         struct timeval tv = { 0, LISTEN_RESUME_MS * 1000 };
         int err = EVUTIL_SOCKET_ERROR();
+        bool closed = err == EMFILE && take_and_close(l);
 
         if (!l->accept_failing)
-                log_warning(l->log, "cannot accept on the %s socket: %s; pausing new connections for %d ms",
-                            l->name, strerror(err), LISTEN_RESUME_MS);
+                log_warning(l->log, "cannot accept on the %s socket: %s; %s", l->name, strerror(err),
+                            closed ? "closing new connections" : "pausing new connections");
         l->accept_failing = true;
+        if (closed)
+                return;
         evconnlistener_disable(evl);
         event_add(l->resume_timer, &tv);
 }
 
 int listener_start(struct listener *l, struct event_base *base, int fd, const char *name,
                    const struct logger *log, listener_accept_fn on_accept, void *userdata) {
-        *l = (struct listener){ .log = log, .on_accept = on_accept, .userdata = userdata, .name = name };
+        struct rlimit rl;
+
+        *l = (struct listener){ .log = log, .on_accept = on_accept, .userdata = userdata, .name = name, .spare_fd = -1,
+                                .fd_limit = INT_MAX };
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < INT_MAX)
+                l->fd_limit = (int)rl.rlim_cur;
 
         /* Activated sockets are blocking unless the unit says NonBlocking=yes. */
         if (evutil_make_socket_nonblocking(fd) < 0 || evutil_make_socket_closeonexec(fd) < 0)
@@ -232,13 +290,21 @@ int listener_start(struct listener *l, struct event_base *base, int fd, const ch
                 return -ENOMEM;
         }
         evconnlistener_set_error_cb(l->evl, accept_failed);
+        l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* none: accept_failed pauses instead */
         return 0;
 }
 
+void listener_set_reserve(struct listener *l, int reserve, const char *refusal) {
+        l->reserve = reserve;
+        l->refusal = refusal;
+}
+
 void listener_stop(struct listener *l) {
-        if (l->evl)
+        if (l->evl) {
                 evconnlistener_free(l->evl);
+                closep(&l->spare_fd); /* opened once evl was */
+        }
         if (l->resume_timer)
                 event_free(l->resume_timer);
-        *l = (struct listener){ 0 };
+        *l = (struct listener){ .spare_fd = -1 };
 }

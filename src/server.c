@@ -186,6 +186,11 @@ static bool permanent_spawn_error(int r) {
                r == -ENAMETOOLONG || r == -EISDIR;
 }
 
+/* The daemon ran short of descriptors or processes for a moment: nothing the server did. */
+static bool transient_spawn_error(int r) {
+        return r == -EMFILE || r == -ENFILE || r == -EAGAIN;
+}
+
 static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *userdata);
 static void on_child_broken(struct child *ch, const char *why, bool violation, void *userdata);
 static const struct child_ops child_ops = { .message = on_child_message, .broken = on_child_broken };
@@ -224,6 +229,20 @@ static void adopt_next_config(struct server *s) {
         init_backoff(s);
 }
 
+/* A start that failed for the daemon's lack of descriptors or processes is retried with
+ * backoff and does not count toward startLimitBurst: the server did nothing wrong. Warned
+ * once per shortage; the state's cause says it meanwhile. */
+static void spawn_short(struct server *s, int r, const char *error) {
+        s->starts--;
+        backoff_unstart(&s->backoff);
+        if (!s->spawn_short)
+                server_log(s, LOG_WARNING, "cannot start: %s; retrying, not counted toward startLimitBurst",
+                           error ? error : strerror(-r));
+        else
+                server_log(s, LOG_DEBUG, "still cannot start: %s", strerror(-r));
+        s->spawn_short = true;
+}
+
 static void act_spawn(struct server *s, const char *detail) {
         _cleanup_free_ char *error = NULL;
         uint64_t number = supervisor_next_instance(s->sv);
@@ -241,14 +260,17 @@ static void act_spawn(struct server *s, const char *detail) {
                 s->run = NULL;
                 server_cause_set(&s->why, SERVER_CAUSE_SPAWN, error);
                 s->why.error = -r;
+                if (transient_spawn_error(r))
+                        spawn_short(s, r, error);
                 if (permanent_spawn_error(r))
                         set_state_why(s, SERVER_FAILED);
                 else
                         after_run(s, true);
                 return;
         }
-        server_log(s, LOG_DEBUG, "started %s as pid %d (instance %" PRIu64 ")", s->config->command,
-                   (int)s->run->proc.pid, number);
+        server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as pid %d (instance %" PRIu64 ")%s",
+                   s->config->command, (int)s->run->proc.pid, number, s->spawn_short ? " after the shortage" : "");
+        s->spawn_short = false;
         set_state(s, SERVER_STARTING, detail);
         arm_timer(s, usec_from_seconds(s->config->start_timeout));
         if (s->run->child && handshake_start(&s->handshake, s->run->child, s->config->name, s->config->max_catalog_items,

@@ -99,8 +99,15 @@ static void add(const char **argv, int *n, const char *arg) {
 }
 
 /* The daemon's program, after MCPVISOR_IT_WRAPPER's words (split in place in buf). */
-static void add_daemon(const char **argv, int *n, char *buf, size_t size) {
+static void add_daemon(const char **argv, int *n, char *buf, size_t size, const char *nofile) {
         const char *wrapper = getenv("MCPVISOR_IT_WRAPPER");
+
+        if (nofile[0]) {
+                /* prlimit execs the command: the pid stays the daemon's */
+                add(argv, n, "prlimit");
+                add(argv, n, nofile);
+                add(argv, n, "--");
+        }
 
         if (wrapper) {
                 cr_assert_lt(strlen(wrapper), size, "MCPVISOR_IT_WRAPPER is too long");
@@ -115,11 +122,14 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
         static const struct h_opts defaults = { 0 };
         const char *argv[MAX_ARGS] = { 0 }, *envp[MAX_ARGS] = { 0 };
         char notify_env[400], watchdog_env[64], fdname_arg[128], path_env[1024], journal_env[96], wrapper[2048];
+        char nofile[64] = "";
         posix_spawn_file_actions_t fa;
         int n = 0, e = 0, r;
 
         if (!o)
                 o = &defaults;
+        if (o->nofile)
+                snprintf(nofile, sizeof nofile, "--nofile=%u:%u", o->nofile, o->nofile);
         memset(d, 0, sizeof *d);
         d->notify_fd = -1;
         strcpy(d->dir, "/tmp/mcpvisor-it-XXXXXX");
@@ -166,12 +176,12 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
                         add(argv, &n, "-E");
                         add(argv, &n, watchdog_env);
                 }
-                add_daemon(argv, &n, wrapper, sizeof wrapper);
+                add_daemon(argv, &n, wrapper, sizeof wrapper, nofile);
         } else {
                 envp[e++] = notify_env;
                 if (o->watchdog_usec)
                         envp[e++] = watchdog_env;
-                add_daemon(argv, &n, wrapper, sizeof wrapper);
+                add_daemon(argv, &n, wrapper, sizeof wrapper, nofile);
                 add(argv, &n, "--socket");
                 add(argv, &n, d->sock);
                 add(argv, &n, "--control-socket");

@@ -20,6 +20,7 @@ struct h_opts {
         unsigned long watchdog_usec; /* WATCHDOG_USEC for the daemon; 0: none */
         const char *const *extra_args; /* more daemon arguments, NULL-terminated */
         const char *const *env;      /* more NAME=value for the daemon's environment, NULL-terminated */
+        unsigned nofile;             /* RLIMIT_NOFILE of the daemon, soft and hard (prlimit); 0: ours */
         bool journal_stream;         /* set JOURNAL_STREAM to the log file's dev:ino, as systemd
                                       * does when stderr is the journal */
 };

@@ -85,6 +85,10 @@ void start(const char *const *env) {
         start_with(&(struct h_opts){ .env = env });
 }
 
+void start_nofile(unsigned nofile) {
+        start_with(&(struct h_opts){ .nofile = nofile });
+}
+
 void start_logging_to_journal(void) {
         start_with(&(struct h_opts){ .journal_stream = true });
 }

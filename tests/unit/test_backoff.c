@@ -271,3 +271,28 @@ Test(backoff, largest_burst_honoured) {
         backoff_started(&b, t + BACKOFF_BURST_MAX * SEC);
         cr_assert(backoff_limit_hit(&b, t + (BACKOFF_BURST_MAX + 1) * SEC));
 }
+
+Test(backoff, unstart_keeps_start_limit_away) {
+        struct backoff b;
+
+        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 2, 60 * SEC);
+        for (int i = 0; i < 10; i++) {
+                backoff_started(&b, 1 + (uint64_t)i);
+                backoff_unstart(&b);
+        }
+        cr_assert_not(backoff_limit_hit(&b, 20));
+        backoff_started(&b, 21);
+        cr_assert_not(backoff_limit_hit(&b, 22));
+        backoff_started(&b, 23);
+        cr_assert(backoff_limit_hit(&b, 24));
+}
+
+Test(backoff, unstart_with_no_start_is_a_no_op) {
+        struct backoff b;
+
+        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 1, 60 * SEC);
+        backoff_unstart(&b);
+        cr_assert_eq(b.n_starts, 0);
+        backoff_started(&b, 5);
+        cr_assert(backoff_limit_hit(&b, 6));
+}
