@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct config_problems;
@@ -107,6 +108,26 @@ const struct access_profile *access_profile_find(const struct access_policy *a, 
  * initialize refuses unknown profiles before it comes to this. */
 struct access_decision access_decide(const struct access_policy *a, const struct access_who *who,
                                      const struct access_target *t);
+
+/* What of the policy depends on who a connection is: the rules whose principal fields match
+ * it, and its profile. Connections of one class see the same (view.h); it is computed once,
+ * when the connection chooses its profile, and again when the policy changes. */
+struct access_class {
+        uint64_t *rules;   /* bit i: rule i matches the principal */
+        size_t words;
+        char *profile;     /* NULL: none */
+};
+
+int access_class_of(const struct access_policy *a, const struct access_who *who, struct access_class *ret);
+void access_class_done(struct access_class *c);
+bool access_class_equal(const struct access_class *x, const struct access_class *y);
+int access_class_copy(struct access_class *dst, const struct access_class *src);
+/* access_decide() for a connection of class c. */
+struct access_decision access_decide_class(const struct access_policy *a, const struct access_class *c,
+                                           const struct access_target *t);
+/* True when the policy lets every class see everything (no rules, default allow, no
+ * profile in use): the common case, that needs no views at all. */
+bool access_policy_open(const struct access_policy *a);
 
 /* "allow", "deny", "not found". */
 const char *access_verdict_to_string(enum access_verdict v);

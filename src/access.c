@@ -396,17 +396,82 @@ static bool in_profile(const struct access_profile *prof, const struct access_ta
         return t->kind == ACCESS_SERVER || !prof->targets[t->kind] || globs_match(prof->targets[t->kind], t->name);
 }
 
-struct access_decision access_decide(const struct access_policy *a, const struct access_who *who,
-                                     const struct access_target *t) {
+static bool class_has(const struct access_class *c, size_t i) {
+        return i / 64 < c->words && (c->rules[i / 64] >> (i % 64) & 1);
+}
+
+struct access_decision access_decide_class(const struct access_policy *a, const struct access_class *c,
+                                           const struct access_target *t) {
         /* Outside the profile is outside this connection's world: not found, whatever the rules. */
-        if (who->profile && !in_profile(access_profile_find(a, who->profile), t))
+        if (c->profile && !in_profile(access_profile_find(a, c->profile), t))
                 return (struct access_decision){ ACCESS_NOT_FOUND, ACCESS_BY_PROFILE };
         for (size_t i = 0; i < a->n_rules; i++)
-                if (principal_matches(&a->rules[i], who) && rule_targets_match(a->rules[i].targets, t))
+                if (class_has(c, i) && rule_targets_match(a->rules[i].targets, t))
                         return (struct access_decision){
                                 a->rules[i].action == ACCESS_RULE_DENY ? ACCESS_DENY : ACCESS_ALLOW, (int)i };
         return (struct access_decision){ a->default_action == ACCESS_RULE_DENY ? ACCESS_DENY : ACCESS_ALLOW,
                                          ACCESS_BY_DEFAULT };
+}
+
+struct access_decision access_decide(const struct access_policy *a, const struct access_who *who,
+                                     const struct access_target *t) {
+        struct access_class c = {};
+        struct access_decision d;
+
+        if (access_class_of(a, who, &c) < 0)
+                return (struct access_decision){ ACCESS_DENY, ACCESS_BY_DEFAULT }; /* out of memory: refuse */
+        d = access_decide_class(a, &c, t);
+        access_class_done(&c);
+        return d;
+}
+
+int access_class_of(const struct access_policy *a, const struct access_who *who, struct access_class *ret) {
+        struct access_class c = { .words = (a->n_rules + 63) / 64 };
+
+        c.rules = calloc(c.words ? c.words : 1, sizeof *c.rules);
+        if (!c.rules)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n_rules; i++)
+                if (principal_matches(&a->rules[i], who))
+                        c.rules[i / 64] |= (uint64_t)1 << (i % 64);
+        if (who->profile && !(c.profile = strdup(who->profile))) {
+                free(c.rules);
+                return -ENOMEM;
+        }
+        *ret = c;
+        return 0;
+}
+
+void access_class_done(struct access_class *c) {
+        free(c->rules);
+        free(c->profile);
+        *c = (struct access_class){};
+}
+
+bool access_class_equal(const struct access_class *x, const struct access_class *y) {
+        if (x->words != y->words || (x->words && memcmp(x->rules, y->rules, x->words * sizeof *x->rules) != 0))
+                return false;
+        return x->profile == y->profile || (x->profile && y->profile && strcmp(x->profile, y->profile) == 0);
+}
+
+int access_class_copy(struct access_class *dst, const struct access_class *src) {
+        struct access_class c = { .words = src->words };
+
+        c.rules = calloc(c.words ? c.words : 1, sizeof *c.rules);
+        if (!c.rules)
+                return -ENOMEM;
+        if (c.words)
+                memcpy(c.rules, src->rules, c.words * sizeof *c.rules);
+        if (src->profile && !(c.profile = strdup(src->profile))) {
+                free(c.rules);
+                return -ENOMEM;
+        }
+        *dst = c;
+        return 0;
+}
+
+bool access_policy_open(const struct access_policy *a) {
+        return a->n_rules == 0 && a->default_action == ACCESS_RULE_ALLOW && a->n_profiles == 0;
 }
 
 const char *access_verdict_to_string(enum access_verdict v) {
