@@ -62,6 +62,7 @@ struct config {
         double idle_exit;            /* "idleExit": seconds without clients before exiting; 0 = never */
         char *control_group;         /* "controlGroup": a group whose members may use the control socket */
         struct access_policy access; /* "access" (rules) and "profiles": who sees and calls what */
+        int audit;                   /* "audit": enum audit_mode */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
 };

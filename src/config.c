@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "audit.h"
 #include "json-duplicates.h"
 #include "names.h"
 #include "settings.h"
@@ -79,6 +80,7 @@ void config_init_defaults(struct config *c) {
                 .shutdown_timeout = CONFIG_DEFAULT_SHUTDOWN_TIMEOUT,
                 .list_wait = CONFIG_DEFAULT_LIST_WAIT,
                 .list_page_size = CONFIG_DEFAULT_LIST_PAGE_SIZE,
+                .audit = AUDIT_MODE_DENIED,
         };
 }
 
@@ -113,6 +115,8 @@ static int parse_separator(json_object *v, const char *path, void *dst, struct c
 
 #define FIELD(key, type, field, lo, hi) { key, type, offsetof(struct config, field), lo, hi, NULL, NULL, NULL }
 
+static const char *const audit_modes[] = { "off", "denied", "calls", NULL };
+
 static const struct setting daemon_settings[] = {
         FIELD("socket", SETTING_PATH, socket_path, 0, 0),
         FIELD("controlSocket", SETTING_PATH, control_socket_path, 0, 0),
@@ -130,6 +134,7 @@ static const struct setting daemon_settings[] = {
         FIELD("idleExit", SETTING_SECONDS, idle_exit, 0, 86400 * 7),
         FIELD("controlGroup", SETTING_STRING, control_group, 0, 0),
         { "access", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_parse, NULL },
+        { "audit", SETTING_CHOICE, offsetof(struct config, audit), 0, 0, audit_modes, NULL, NULL },
         { "profiles", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_profiles_parse, NULL },
 };
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "audit.h"
 #include "config.h"
 
 static struct config cfg;
@@ -181,4 +182,34 @@ Test(access, bad_profiles_name_their_json_path) {
 Test(access, verdicts_have_names) {
         cr_assert_str_eq(access_verdict_to_string(ACCESS_NOT_FOUND), "not found");
         cr_assert_str_eq(access_verdict_to_string(ACCESS_DENY), "deny");
+}
+
+Test(access, audit_records_name_who_what_and_how_it_ended) {
+        struct audit_record r = { .client = 7, .uid = 1000, .pid = 4242, .server = "github", .method = "tools/call",
+                                  .target = "github__create_issue", .outcome = AUDIT_DENIED, .duration_usec = 12 };
+        struct audit_text t;
+
+        audit_format(&r, &t);
+        cr_assert_str_eq(t.message, "audit: uid 1000 pid 4242 tools/call github__create_issue: denied after 12 us");
+        cr_assert_str_eq(t.fields[0], "MCPVISOR_UID=1000");
+        cr_assert_str_eq(t.fields[1], "MCPVISOR_PEER_PID=4242");
+        cr_assert_str_eq(t.fields[3], "MCPVISOR_TOOL=github__create_issue");
+        cr_assert_str_eq(t.fields[4], "MCPVISOR_OUTCOME=denied");
+        cr_assert_str_eq(t.fields[5], "MCPVISOR_DURATION_USEC=12");
+        cr_assert_null(t.fields[6]);
+        r.method = "resources/read";
+        r.target = "file:///etc/x";
+        r.outcome = AUDIT_TIMEOUT;
+        audit_format(&r, &t);
+        cr_assert_str_eq(t.fields[3], "MCPVISOR_TARGET=file:///etc/x");
+        cr_assert_str_eq(t.fields[4], "MCPVISOR_OUTCOME=timeout");
+}
+
+Test(access, audit_setting_defaults_to_denied) {
+        cr_assert_eq(parse_settings("\"logLevel\": \"info\""), 0);
+        cr_assert_eq(cfg.audit, AUDIT_MODE_DENIED);
+        cr_assert_eq(parse_settings("\"audit\": \"calls\""), 0);
+        cr_assert_eq(cfg.audit, AUDIT_MODE_CALLS);
+        cr_assert_lt(parse_settings("\"audit\": \"all\""), 0);
+        expect_problem("mcpvisor.audit", "\"off\", \"denied\", \"calls\"");
 }
