@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "access.h"
 #include "macro.h"
 #include "server-config.h"
 
@@ -60,6 +61,8 @@ struct config {
         unsigned list_page_size;     /* "listPageSize": items per page toward clients; 0 = all */
         double idle_exit;            /* "idleExit": seconds without clients before exiting; 0 = never */
         char *control_group;         /* "controlGroup": a group whose members may use the control socket */
+        struct access_policy access; /* "access" (rules) and "profiles": who sees and calls what */
+        int audit;                   /* "audit": enum audit_mode */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
 };

@@ -24,6 +24,7 @@ const char *log_level_to_string(int priority);
 struct log_subject {
         const char *server;    /* MCPVISOR_SERVER= */
         uint64_t client;       /* MCPVISOR_CLIENT=, 0 = none */
+        const char *const *fields; /* more journal fields, "KEY=value", NULL-terminated; or NULL */
 };
 
 void log_emit(const struct logger *lg, int priority, const struct log_subject *subject,
@@ -35,6 +36,9 @@ void log_emit(const struct logger *lg, int priority, const struct log_subject *s
  * reader's terminal. Every record, of the journal too, is written through it; other
  * bytes, UTF-8 and backslashes among them, pass as they are. Malloc'd; NULL on ENOMEM. */
 char *log_escape(const char *text);
+
+/* A record written whatever the log level: one its own setting asked for (the audit). */
+void log_emit_always(const struct logger *lg, int priority, const struct log_subject *subject, const char *message);
 
 /* A line a downstream server wrote: recorded under the server's own identity. */
 void log_server_line(const struct logger *lg, int priority, const char *server, const char *line);

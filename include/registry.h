@@ -75,6 +75,14 @@ unsigned registry_sync(struct registry *r);
 /* The list of kind, up to date. The entries stay valid until the registry is next read
  * after a registry_mark(). */
 const struct registry_list *registry_list(struct registry *r, enum catalog_kind kind);
+
+/* 64-bit FNV-1a over the JSON text of the exposed items of l numbered shown[0..n) (all of
+ * them in order when shown is NULL) as one array: clients are told of a change only when
+ * their list's signature differs from the current one, so a collision would hide a change;
+ * at 64 bits that chance is negligible. The text is written once into the array's buffer,
+ * freed with it: json-c would keep each item's text cached in the item (about 300 bytes
+ * per tool, for as long as it is listed) if each were written alone. */
+uint64_t registry_signature_of(const struct registry_list *l, const size_t *shown, size_t n);
 /* The entry exposed as key (a tool or prompt name, a resource URI or URI template), or NULL. */
 const struct registry_entry *registry_find(struct registry *r, enum catalog_kind kind, const char *key);
 /* The template whose literal part before its first '{' is the longest prefix of uri. */

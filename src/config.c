@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "audit.h"
 #include "json-duplicates.h"
 #include "names.h"
 #include "settings.h"
@@ -79,6 +80,7 @@ void config_init_defaults(struct config *c) {
                 .shutdown_timeout = CONFIG_DEFAULT_SHUTDOWN_TIMEOUT,
                 .list_wait = CONFIG_DEFAULT_LIST_WAIT,
                 .list_page_size = CONFIG_DEFAULT_LIST_PAGE_SIZE,
+                .audit = AUDIT_MODE_DENIED,
         };
 }
 
@@ -87,6 +89,7 @@ void config_done(struct config *c) {
         free(c->control_socket_path);
         free(c->tool_name_separator);
         free(c->control_group);
+        access_policy_done(&c->access);
         for (size_t i = 0; i < c->n_servers; i++)
                 server_config_done(&c->servers[i]);
         free(c->servers);
@@ -112,6 +115,8 @@ static int parse_separator(json_object *v, const char *path, void *dst, struct c
 
 #define FIELD(key, type, field, lo, hi) { key, type, offsetof(struct config, field), lo, hi, NULL, NULL, NULL }
 
+static const char *const audit_modes[] = { "off", "denied", "calls", NULL };
+
 static const struct setting daemon_settings[] = {
         FIELD("socket", SETTING_PATH, socket_path, 0, 0),
         FIELD("controlSocket", SETTING_PATH, control_socket_path, 0, 0),
@@ -128,6 +133,9 @@ static const struct setting daemon_settings[] = {
         FIELD("listPageSize", SETTING_COUNT, list_page_size, 0, 1000000),
         FIELD("idleExit", SETTING_SECONDS, idle_exit, 0, 86400 * 7),
         FIELD("controlGroup", SETTING_STRING, control_group, 0, 0),
+        { "access", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_parse, NULL },
+        { "audit", SETTING_CHOICE, offsetof(struct config, audit), 0, 0, audit_modes, NULL, NULL },
+        { "profiles", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_profiles_parse, NULL },
 };
 
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */
@@ -353,12 +361,19 @@ static int apply_document(const char *text, size_t len, struct config *c, struct
         return doc.fatal ? -EINVAL : 0;
 }
 
+/* What no single document can check, as drop-ins may define what another one names. */
+static int check_whole(const struct config *c, struct config_problems *p) {
+        return access_policy_check(&c->access, p) ? -EINVAL : 0;
+}
+
 int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *p) {
         struct config c;
         int r;
 
         config_init_defaults(&c);
         r = apply_document(text, len, &c, p);
+        if (r == 0)
+                r = check_whole(&c, p);
         if (r < 0) {
                 config_done(&c);
                 return r;
@@ -487,6 +502,8 @@ int config_load(const char *path, bool missing_ok, struct config *ret, struct co
                 r = apply_file(path, &c, p);
         if (r == 0)
                 r = apply_dropins(path, &c, p);
+        if (r == 0)
+                r = check_whole(&c, p);
         if (r < 0) {
                 config_done(&c);
                 return r;

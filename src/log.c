@@ -98,11 +98,14 @@ char *log_escape(const char *text) {
         return out;
 }
 
+/* Fields beyond these are not sent: no record needs more. */
+#define LOG_MAX_FIELDS 12
+
 static void journal_record(int priority, const char *identifier, const struct log_subject *subject,
                            const char *message) {
         char prio[16], ident[256], server[256], client[64];
         _cleanup_free_ char *msg = NULL;
-        struct iovec iov[5];
+        struct iovec iov[5 + LOG_MAX_FIELDS];
         int n = 0;
 
         if (asprintf(&msg, "MESSAGE=%s", message) < 0)
@@ -120,6 +123,8 @@ static void journal_record(int priority, const char *identifier, const struct lo
                 snprintf(client, sizeof client, "MCPVISOR_CLIENT=%" PRIu64, subject->client);
                 iov[n++] = (struct iovec){ client, strlen(client) };
         }
+        for (size_t i = 0; subject && subject->fields && subject->fields[i] && i < LOG_MAX_FIELDS; i++)
+                iov[n++] = (struct iovec){ (void *)subject->fields[i], strlen(subject->fields[i]) };
         (void)sd_journal_sendv(iov, n);
 }
 
@@ -161,6 +166,13 @@ void log_emit(const struct logger *lg, int priority, const struct log_subject *s
                 return;
         snprintf(level, sizeof level, "%s: ", log_level_to_string(priority));
         write_record(lg, priority, lg->identifier, subject, level, line);
+}
+
+void log_emit_always(const struct logger *lg, int priority, const struct log_subject *subject, const char *message) {
+        char level[16];
+
+        snprintf(level, sizeof level, "%s: ", log_level_to_string(priority));
+        write_record(lg, priority, lg->identifier, subject, level, message);
 }
 
 void log_server_line(const struct logger *lg, int priority, const char *server, const char *line) {

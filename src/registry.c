@@ -145,23 +145,8 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
         l->n++;
 }
 
-/* 64-bit FNV-1a over the JSON text of the exposed items as one array: clients are told of
- * a change only when their list's signature differs from the current one, so a collision
- * would hide a change; at 64 bits that chance is negligible. The text is written once into
- * the array's buffer, freed with it: json-c would keep each item's text cached in the item
- * (about 300 bytes per tool, for as long as it is listed) if each were written alone. */
 static uint64_t signature(const struct registry_list *l) {
-        json_object *all = json_object_new_array_ext((int)(l->n ? l->n : 1));
-        uint64_t h = 14695981039346656037u;
-        const char *s;
-
-        for (size_t i = 0; all && i < l->n; i++)
-                json_object_array_add(all, json_object_get(l->entries[i].exposed));
-        s = all ? json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN) : NULL;
-        for (; s && *s; s++)
-                h = (h ^ (uint8_t)*s) * 1099511628211u;
-        json_object_put(all);
-        return h ^ (uint64_t)l->n;
+        return registry_signature_of(l, NULL, l->n);
 }
 
 static void build_list(struct registry *r, enum catalog_kind kind, struct server **sorted, size_t n) {
@@ -265,4 +250,18 @@ const struct registry_entry *registry_match_template(struct registry *r, const c
                 }
         }
         return best;
+}
+
+uint64_t registry_signature_of(const struct registry_list *l, const size_t *shown, size_t n) {
+        json_object *all = json_object_new_array_ext((int)(n ? n : 1));
+        uint64_t h = 14695981039346656037u;
+        const char *s;
+
+        for (size_t i = 0; all && i < n; i++)
+                json_object_array_add(all, json_object_get(l->entries[shown ? shown[i] : i].exposed));
+        s = all ? json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN) : NULL;
+        for (; s && *s; s++)
+                h = (h ^ (uint8_t)*s) * 1099511628211u;
+        json_object_put(all);
+        return h ^ (uint64_t)n;
 }
