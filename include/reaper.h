@@ -66,6 +66,10 @@ struct reaper {
         unsigned n_leftovers;
         struct descendant *known;       /* as the last scan saw them, sorted by pid */
         size_t n_known;
+        struct descendant *inherited;   /* children the daemon had before it started anything
+                                         * (a wrapper's `cmd & exec mcpvisord`, a tee of its
+                                         * output): never ours to end; sorted by pid */
+        size_t n_inherited;
         bool rescan;                    /* a process not a server's own was reaped: its
                                          * children, if any, are ours now */
 };

@@ -103,6 +103,25 @@ static void on_sigchld(evutil_socket_t sig, short what, void *userdata) {
         reaper_reap(userdata);
 }
 
+static int descendant_by_pid(const void *a, const void *b);
+
+/* What the process that exec'd into the daemon had started is not a server's leftover. */
+static void record_inherited(struct reaper *r) {
+        _cleanup_(proc_tree_done) struct proc_tree t = { 0 };
+        pid_t self = getpid();
+
+        if (proc_tree_read(&t, REAPER_SCAN_MAX) < 0 || !(r->inherited = calloc(t.n + 1, sizeof *r->inherited)))
+                return;
+        for (size_t i = 0; i < t.n; i++)
+                if (t.procs[i].ppid == self)
+                        r->inherited[r->n_inherited++] = (struct descendant){ .pid = t.procs[i].pid,
+                                                                             .start = t.procs[i].start };
+        qsort(r->inherited, r->n_inherited, sizeof *r->inherited, descendant_by_pid);
+        if (r->n_inherited)
+                log_info(r->log, "%zu process%s started before the daemon are its children; they are left alone",
+                         r->n_inherited, r->n_inherited == 1 ? "" : "es");
+}
+
 int reaper_init(struct reaper *r, struct event_base *base, const struct logger *log, const struct reaper_ops *ops,
                 void *userdata) {
         *r = (struct reaper){ .base = base, .log = log, .ops = ops, .userdata = userdata };
@@ -113,6 +132,7 @@ int reaper_init(struct reaper *r, struct event_base *base, const struct logger *
         r->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
         if (!r->sigchld || event_add(r->sigchld, NULL) < 0)
                 return -ENOMEM;
+        record_inherited(r);
         return 0;
 }
 
@@ -124,6 +144,9 @@ void reaper_done(struct reaper *r) {
         free(r->known);
         r->known = NULL;
         r->n_known = 0;
+        free(r->inherited);
+        r->inherited = NULL;
+        r->n_inherited = 0;
         if (r->sigchld)
                 event_free(r->sigchld);
         r->sigchld = NULL;
@@ -216,12 +239,17 @@ static int descendant_by_pid(const void *a, const void *b) {
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* The attribution the last scan recorded for this very process (same start), or NULL. */
-static const struct descendant *known_of(const struct descendant *list, size_t n, const struct proc_entry *e) {
-        struct descendant key = { .pid = e->pid };
+/* The record of this very process (same pid and start) in list, or NULL. */
+static const struct descendant *record_of(const struct descendant *list, size_t n, pid_t pid, uint64_t start) {
+        struct descendant key = { .pid = pid };
         const struct descendant *d = n ? bsearch(&key, list, n, sizeof *list, descendant_by_pid) : NULL;
 
-        return d && d->start == e->start ? d : NULL;
+        return d && d->start == start ? d : NULL;
+}
+
+/* The attribution the last scan recorded for this very process, or NULL. */
+static const struct descendant *known_of(const struct descendant *list, size_t n, const struct proc_entry *e) {
+        return record_of(list, n, e->pid, e->start);
 }
 
 /* Whose is our child e: a server's own process, attributed before, or marked. */
@@ -249,7 +277,8 @@ static void attribute_child(struct reaper *r, const struct proc_entry *e, struct
 static bool end_if_left(struct reaper *r, const struct descendant *d) {
         const char *server;
 
-        if (r->ops->run_of(d->pid, &server, r->userdata) != 0 || find_leftover(r, d->pid))
+        if (r->ops->run_of(d->pid, &server, r->userdata) != 0 || find_leftover(r, d->pid) ||
+            record_of(r->inherited, r->n_inherited, d->pid, d->start))
                 return false;
         if (d->instance != 0 && !r->ops->left_behind(d->server, d->instance, r->userdata))
                 return false;

@@ -705,6 +705,37 @@ Test(supervise, env_less_grandchild_of_a_running_server_kept) {
         expect_tree_gone(t, "after the daemon's stop");
 }
 
+/* A child the daemon had before it started anything: a wrapper's `sleep 1000 &` before its
+ * `exec mcpvisord`, as `exec > >(tee log)` or a container's entrypoint leave. It is no
+ * server's leftover: not ended when a run ends, nor when the daemon stops. */
+Test(supervise, child_inherited_from_the_wrapper_left_alone) {
+        const char *old = getenv("MCPVISOR_IT_WRAPPER");
+        char script[200], pidfile[200], wrapper[2048];
+        FILE *f;
+        pid_t sleeper;
+
+        snprintf(script, sizeof script, "%s/wrapper.sh", T);
+        snprintf(pidfile, sizeof pidfile, "%s/inherited.pid", T);
+        f = fopen(script, "we");
+        cr_assert_not_null(f);
+        fprintf(f, "sleep 1000 &\necho $! > %s\nexec \"$@\"\n", pidfile);
+        fclose(f);
+        snprintf(wrapper, sizeof wrapper, "/bin/sh %s%s%s", script, old ? " " : "", old ? old : "");
+        setenv("MCPVISOR_IT_WRAPPER", wrapper, 1);
+        add_demo("brief", "", "");
+        start(NULL);
+        old ? setenv("MCPVISOR_IT_WRAPPER", old, 1) : unsetenv("MCPVISOR_IT_WRAPPER");
+        sleeper = pidfile_wait(pidfile, 0);
+        expect_log("[brief] starting -> ready");
+        json_object_put(h_control(&D, "stop", "{\"name\":\"brief\"}"));
+        expect_log("[brief] stopping -> stopped");
+        cr_assert_not(h_pid_gone_wait(sleeper, 300), "the wrapper's child was ended when a run ended");
+        stop_daemon();
+        cr_assert_not(h_pid_gone(sleeper), "the wrapper's child was ended when the daemon stopped");
+        expect_no_log("was left behind");
+        kill(sleeper, SIGKILL);
+}
+
 /* ---- a daemon SIGKILLed outside systemd ---- */
 
 /* A daemon before D: on its own paths, with a server ignoring its stdin's end and SIGTERM
