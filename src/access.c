@@ -28,25 +28,40 @@ static bool all_digits(const char *s) {
         return true;
 }
 
-/* A name's uid or gid on this host; -ENOENT when there is none. */
-static int resolve_name(const char *name, bool group, unsigned *ret) {
-        char buf[16384];
+/* A name's uid or gid on this host, from a buffer of size bytes; -ERANGE when too small. */
+static int lookup_name(const char *name, bool group, char *buf, size_t size, unsigned *ret) {
         int r;
 
         if (group) {
                 struct group grp, *found = NULL;
 
-                r = getgrnam_r(name, &grp, buf, sizeof buf, &found);
+                r = getgrnam_r(name, &grp, buf, size, &found);
                 if (found)
                         *ret = grp.gr_gid;
         } else {
                 struct passwd pw, *found = NULL;
 
-                r = getpwnam_r(name, &pw, buf, sizeof buf, &found);
+                r = getpwnam_r(name, &pw, buf, size, &found);
                 if (found)
                         *ret = pw.pw_uid;
         }
         return r > 0 ? -r : 0;
+}
+
+/* A name's uid or gid; *ret is left alone when there is none. A group of many members
+ * needs more than the usual buffer. */
+static int resolve_name(const char *name, bool group, unsigned *ret) {
+        for (size_t size = 16384; size <= 16u << 20; size *= 4) {
+                _cleanup_free_ char *buf = malloc(size);
+                int r;
+
+                if (!buf)
+                        return -ENOMEM;
+                r = lookup_name(name, group, buf, size, ret);
+                if (r != -ERANGE)
+                        return r;
+        }
+        return -ERANGE;
 }
 
 static int parse_id(json_object *item, const char *path, bool group, unsigned *ret, struct config_problems *p) {
@@ -76,7 +91,11 @@ static int parse_id(json_object *item, const char *path, bool group, unsigned *r
         }
         *ret = UINT32_MAX;
         r = resolve_name(s, group, ret);
-        if (r < 0 || *ret == UINT32_MAX) {
+        if (r < 0) {
+                problems_add(p, PROBLEM_ERROR, path, "cannot look up the %s \"%s\": %s", what, s, strerror(-r));
+                return -EINVAL;
+        }
+        if (*ret == UINT32_MAX) {
                 /* A typo must not quietly match nobody: a deny rule would then protect nothing. */
                 problems_add(p, PROBLEM_ERROR, path, "no %s named \"%s\" on this host (a number names one yet to be created)",
                              what, s);
@@ -187,6 +206,14 @@ static int parse_rule(json_object *v, const char *path, struct access_rule *rule
         return bad ? -EINVAL : 0;
 }
 
+static void rules_clear(struct access_policy *a) {
+        for (size_t i = 0; i < a->n_rules; i++)
+                rule_done(&a->rules[i]);
+        free(a->rules);
+        a->rules = NULL;
+        a->n_rules = 0;
+}
+
 static int parse_rules(json_object *v, const char *path, void *dst, struct config_problems *p) {
         struct access_policy *a = dst;
         size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
@@ -196,10 +223,7 @@ static int parse_rules(json_object *v, const char *path, void *dst, struct confi
                 problems_add(p, PROBLEM_ERROR, path, "expected an array of rules");
                 return -EINVAL;
         }
-        for (size_t i = 0; i < a->n_rules; i++)
-                rule_done(&a->rules[i]);
-        free(a->rules);
-        a->n_rules = 0;
+        rules_clear(a);
         a->rules = calloc(n ? n : 1, sizeof *a->rules);
         if (!a->rules)
                 return -ENOMEM;
@@ -229,6 +253,9 @@ int access_parse(json_object *v, const char *path, void *dst, struct config_prob
                 problems_add(p, PROBLEM_ERROR, path, "expected an object: {\"default\": \"allow\", \"rules\": [...]}");
                 return -EINVAL;
         }
+        /* A later file's "access" replaces the earlier one whole: half of each (its rules
+         * with the other's default) would be a policy nobody wrote. */
+        rules_clear(a);
         a->default_action = ACCESS_RULE_ALLOW;
         return settings_apply(access_settings, ARRAY_SIZE(access_settings), v, path, a, p) ? -EINVAL : 0;
 }
@@ -332,9 +359,7 @@ size_t access_policy_check(const struct access_policy *a, struct config_problems
 }
 
 void access_policy_done(struct access_policy *a) {
-        for (size_t i = 0; i < a->n_rules; i++)
-                rule_done(&a->rules[i]);
-        free(a->rules);
+        rules_clear(a);
         profiles_clear(a);
         *a = (struct access_policy){};
 }

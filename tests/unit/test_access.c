@@ -213,3 +213,16 @@ Test(access, audit_setting_defaults_to_denied) {
         cr_assert_lt(parse_settings("\"audit\": \"all\""), 0);
         expect_problem("mcpvisor.audit", "\"off\", \"denied\", \"calls\"");
 }
+
+/* A drop-in's "access" replaces the main file's whole, default included. */
+Test(access, a_later_access_replaces_the_earlier_whole) {
+        json_object *later = json_tokener_parse("{\"rules\": [{\"users\": [6], \"action\": \"deny\"}]}");
+
+        cr_assert_eq(parse_settings("\"access\": {\"default\": \"deny\", \"rules\": [{\"users\": [5], \"action\": \"allow\"}]}"), 0);
+        cr_assert_eq(access_parse(later, "x", &cfg.access, &probs), 0);
+        json_object_put(later);
+        cr_assert_eq(cfg.access.default_action, ACCESS_RULE_ALLOW);
+        cr_assert_eq(cfg.access.n_rules, 1);
+        cr_assert_eq(decide(who(5, 5, NULL), ACCESS_SERVER, "a", NULL).verdict, ACCESS_ALLOW);
+        cr_assert_eq(decide(who(6, 6, NULL), ACCESS_SERVER, "a", NULL).verdict, ACCESS_DENY);
+}
