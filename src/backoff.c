@@ -54,8 +54,10 @@ bool backoff_limit_hit(const struct backoff *b, uint64_t now) {
 
         if (b->burst == 0)
                 return false;
-        for (unsigned i = 0; i < b->n_starts; i++)
-                if (now - b->starts[i] < b->interval)
+        /* The n_starts slots before next_slot: after an unstart of a full ring they are not
+         * the first n_starts. */
+        for (unsigned j = 1; j <= b->n_starts; j++)
+                if (now - b->starts[(b->next_slot + BACKOFF_BURST_MAX - j) % BACKOFF_BURST_MAX] < b->interval)
                         recent++;
         return recent >= b->burst;
 }

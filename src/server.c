@@ -236,7 +236,7 @@ static void spawn_short(struct server *s, int r, const char *error) {
         s->starts--;
         backoff_unstart(&s->backoff);
         if (!s->spawn_short)
-                server_log(s, LOG_WARNING, "cannot start: %s; retrying, not counted toward startLimitBurst",
+                server_log(s, LOG_WARNING, "cannot start: %s; not counted toward startLimitBurst",
                            error ? error : strerror(-r));
         else
                 server_log(s, LOG_DEBUG, "still cannot start: %s", strerror(-r));

@@ -296,3 +296,16 @@ Test(backoff, unstart_with_no_start_is_a_no_op) {
         backoff_started(&b, 5);
         cr_assert(backoff_limit_hit(&b, 6));
 }
+
+/* A full ring, then an unstart: the starts counted are the latest ones, wherever the ring
+ * put them, not its first slots (which left a real start out and a cleared one in). */
+Test(backoff, unstart_of_a_full_ring_counts_the_latest_starts) {
+        struct backoff b;
+
+        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, BACKOFF_BURST_MAX - 1, 60 * SEC);
+        for (unsigned i = 0; i < BACKOFF_BURST_MAX + 1; i++)
+                backoff_started(&b, 1000 * SEC + i);
+        backoff_unstart(&b);
+        cr_assert_eq(b.n_starts, BACKOFF_BURST_MAX - 1);
+        cr_assert(backoff_limit_hit(&b, 1000 * SEC + BACKOFF_BURST_MAX + 1));
+}
