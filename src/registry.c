@@ -170,8 +170,14 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
         unsigned changed = 0;
         size_t m = 0, moved = 0; /* items dropped and built */
 
-        if (!sorted)
-                return 0; /* still marked: tried again at the next read */
+        if (!sorted) {
+                /* The marked lists may name servers freed since: drop them rather than keep
+                 * them; still marked, they are built again at the next read. */
+                for (int k = 0; k < CATALOG_KIND_COUNT; k++)
+                        if (kinds & (1u << k))
+                                list_clear(&r->lists[k]);
+                return 0;
+        }
         r->dirty &= ~kinds;
         for (size_t i = 0; i < n; i++)
                 if (server_state_listed(servers[i]->state))
