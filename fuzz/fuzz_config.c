@@ -14,7 +14,9 @@
  * never aborted on: a failed load has at least one error; every problem has a path and a
  * message and the error count matches; a configuration that loads holds only valid values
  * (names, commands, ranges, NULL-terminated lists, unique servers, each with the JSON path
- * it was read at, roots that are local file:// URIs, each once, of a server offered roots);
+ * it was read at, roots that are local file:// URIs, each once, of a server offered roots,
+ * tool and prompt filters of non-empty patterns, access rules with an action and only
+ * profiles that exist, profiles with unique names, an audit mode);
  * a server's settings equal themselves after server_config_take(); text json-c reads as an
  * object, json_find_duplicates() walks through. */
 #include <errno.h>
@@ -25,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
+#include "audit.h"
 #include "config.h"
 #include "fuzz-input.h"
 #include "json-duplicates.h"
@@ -68,6 +72,45 @@ static void check_roots(const struct server_config *s) {
         }
 }
 
+static void check_globs(char *const *globs, const char *what, const char *server) {
+        if (!globs)
+                return;
+        fuzz_check(globs[0] != NULL, "%s of %s is an empty list", what, server);
+        for (; *globs; globs++)
+                fuzz_check(**globs, "%s of %s holds an empty pattern", what, server);
+}
+
+/* Each filter is absent, or a non-empty list of non-empty patterns. */
+static void check_filter(const struct server_config *s) {
+        for (size_t k = 0; k < ITEM_FILTER_KINDS; k++) {
+                check_globs(s->filter.include[k], "an include filter", s->name);
+                check_globs(s->filter.exclude[k], "an exclude filter", s->name);
+        }
+}
+
+/* Rules with an action and only profiles that exist; profiles named, each once. */
+static void check_access(const struct access_policy *a) {
+        fuzz_check(a->default_action == ACCESS_RULE_ALLOW || a->default_action == ACCESS_RULE_DENY, "access default");
+        fuzz_check(a->n_rules == 0 || a->rules, "rules");
+        for (size_t i = 0; i < a->n_rules; i++) {
+                const struct access_rule *r = &a->rules[i];
+
+                fuzz_check(r->action == ACCESS_RULE_ALLOW || r->action == ACCESS_RULE_DENY, "rule %zu's action", i);
+                fuzz_check(!r->users.given || (r->users.n > 0 && r->users.ids), "rule %zu's users: none", i);
+                fuzz_check(!r->groups.given || (r->groups.n > 0 && r->groups.ids), "rule %zu's groups: none", i);
+                for (char **p = r->profiles; p && *p; p++)
+                        fuzz_check(access_profile_find(a, *p) != NULL, "rule %zu names profile %s, which does not exist", i, *p);
+                for (size_t k = 0; k < _ACCESS_KIND_MAX; k++)
+                        check_globs(r->targets[k], "a rule's targets", "the policy");
+        }
+        fuzz_check(a->n_profiles == 0 || a->profiles, "profiles");
+        for (size_t i = 0; i < a->n_profiles; i++) {
+                fuzz_check(a->profiles[i].name && *a->profiles[i].name, "profile %zu has no name", i);
+                fuzz_check(access_profile_find(a, a->profiles[i].name) == &a->profiles[i], "profile %s twice",
+                           a->profiles[i].name);
+        }
+}
+
 static void check_server(const struct config *c, size_t i) {
         const struct server_config *s = &c->servers[i];
         struct server_config copy = *s;
@@ -101,11 +144,13 @@ static void check_server(const struct config *c, size_t i) {
         check_in_range(s->start_limit_interval, 0, 86400, "startLimitInterval");
         fuzz_check((s->client_capabilities & ~CLIENT_CAPS_ALL) == 0, "client capabilities");
         check_roots(s);
+        check_filter(s);
 
         /* Moving the settings to the heap keeps them equal, as a reload's comparison needs. */
         taken = server_config_take(&copy);
         fuzz_check(taken != NULL, "out of memory");
         fuzz_check(server_config_equal(taken, s) && server_config_equal(s, taken), "settings equal themselves");
+        fuzz_check(!server_config_changes_live(s, taken), "a reload of the same settings changes nothing live");
         free(taken); /* a shallow copy: the config still owns the fields */
 }
 
@@ -120,6 +165,8 @@ static void check_config(const struct config *c) {
         check_in_range(c->list_wait, 0, 600, "listWait");
         check_in_range(c->idle_exit, 0, 86400 * 7, "idleExit");
         fuzz_check(!c->tool_name_separator || name_separator_valid(c->tool_name_separator), "separator");
+        fuzz_check(c->audit >= AUDIT_MODE_OFF && c->audit <= AUDIT_MODE_CALLS, "audit %d", c->audit);
+        check_access(&c->access);
         fuzz_check(c->n_servers == 0 || c->servers, "servers");
         for (size_t i = 0; i < c->n_servers; i++)
                 check_server(c, i);
@@ -176,14 +223,21 @@ static void parse_text(const char *text, size_t len) {
 static const char base_config[] =
         "{\"mcpvisor\": {\"socket\": \"/run/mcp.sock\", \"controlSocket\": \"/run/control.sock\", \"socketMode\": \"0660\","
         " \"logLevel\": \"info\", \"maxMessageSize\": 1048576, \"clientOutputLimit\": 65536, \"shutdownTimeout\": 10,"
-        " \"toolNameSeparator\": \"__\", \"listWait\": 5, \"listPageSize\": 100, \"idleExit\": 0, \"controlGroup\": \"adm\"},"
+        " \"toolNameSeparator\": \"__\", \"listWait\": 5, \"listPageSize\": 100, \"idleExit\": 0, \"controlGroup\": \"adm\","
+        " \"access\": {\"default\": \"allow\", \"rules\": [{\"users\": [\"root\", 0], \"groups\": [\"root\", 0],"
+        " \"profiles\": [\"p\"], \"servers\": [\"a\"], \"tools\": [\"a__*\"], \"prompts\": [\"x?\"],"
+        " \"resources\": [\"file:///*\"], \"action\": \"deny\"}, {\"action\": \"allow\"}]},"
+        " \"profiles\": {\"p\": {\"servers\": [\"a\"], \"tools\": [\"a__get_*\"], \"resources\": [\"*\"]}},"
+        " \"audit\": \"denied\"},"
         " \"mcpServers\": {"
         "  \"a\": {\"command\": \"/bin/a\", \"args\": [\"-v\", \"x\"], \"env\": {\"K\": \"v\", \"C\": {\"credential\": \"c\"}},"
         "   \"cwd\": \"/\", \"disabled\": false, \"restart\": \"always\", \"startTimeout\": 5, \"stopTimeout\": 1,"
         "   \"killTimeout\": 1, \"healthInterval\": 30, \"healthTimeout\": 5, \"healthFailures\": 3, \"requestTimeout\": 60,"
         "   \"restartDelay\": 1, \"restartDelayMax\": 60, \"startLimitBurst\": 5, \"startLimitInterval\": 60,"
         "   \"prefix\": \"p\", \"clientCapabilities\": [\"roots\", \"sampling\"], \"type\": \"stdio\","
-        "   \"roots\": [{\"uri\": \"file:///srv/a\", \"name\": \"a\"}, \"file://localhost/b%20c\", \"/srv/d e\"]},"
+        "   \"roots\": [{\"uri\": \"file:///srv/a\", \"name\": \"a\"}, \"file://localhost/b%20c\", \"/srv/d e\"],"
+        "   \"includeTools\": [\"get_*\", \"list_*\"], \"excludeTools\": [\"get_secret\"], \"includePrompts\": [\"p*\"],"
+        "   \"excludePrompts\": [\"[ab]\"]},"
         "  \"b.c-d_e\": {\"command\": \"b\"}}}";
 
 static const char *const known_keys[] = {
@@ -197,6 +251,9 @@ static const char *const known_keys[] = {
         "servers", "inputs", "globalShortcut", "description", "autoApprove", "alwaysAllow", "trust", "timeout",
         "includeTools", "excludeTools", "disabledTools", "watchPaths", "dev", "envFile", "httpUrl", "serverUrl",
         "arg", "mcpservers", "PATH",
+        /* access rules, profiles, audit and the tool and prompt filters */
+        "access", "default", "rules", "users", "groups", "profiles", "servers", "tools", "prompts", "resources",
+        "action", "audit", "includePrompts", "excludePrompts", "p", "root", "nobody",
 };
 
 static const char *const some_strings[] = {
@@ -204,6 +261,8 @@ static const char *const some_strings[] = {
         "a b", "__", ".", "123456789", "on-failure", "always", "never", "roots", "sampling", "elicitation", "x/y",
         "-", "/", "a.b", "file:///srv/a", "file://localhost/b%20c", "file://host/x", "file:///x?y", "/srv/d e",
         "file:///%zz", "file:/x",
+        "allow", "deny", "off", "denied", "calls", "*", "?", "[", "[!a]", "a__*", "get_*", "root", "no-such-user",
+        "0", "4294967295", "-1",
 };
 
 static const double some_numbers[] = {

@@ -151,6 +151,31 @@ def config_seeds():
                              "timeout": 60, "trust": True, "includeTools": ["a"], "excludeTools": ["b"],
                              "description": "d", "cwd": "/srv", "httpUrl": "https://example.invalid"},
                        "t": {"command": "y", "arg": ["typo"], "Env": {}}}}).encode()
+    # who sees what: rules, profiles, audit, and a server's tool and prompt filters
+    seeds["text-access"] = b"\x00" + json.dumps({
+        "mcpvisor": {"access": {"default": "deny", "rules": [
+                         {"groups": ["root", 0], "servers": ["prod-db"], "action": "allow"},
+                         {"servers": ["prod-db"], "action": "deny"},
+                         {"users": ["root", "nobody", 65534], "profiles": ["research"],
+                          "tools": ["github__create_*", "github__merge_*"], "prompts": ["p?"],
+                          "resources": ["file:///srv/*"], "action": "allow"},
+                         {"tools": ["github__create_*"], "action": "deny"}, {"action": "allow"}]},
+                     "profiles": {"research": {"servers": ["search", "memory"], "tools": ["search__*", "memory__read_*"]},
+                                  "empty": {}},
+                     "audit": "calls"},
+        "mcpServers": {"github": {"command": "/bin/true", "includeTools": ["get_*", "list_*", "create_*"],
+                                  "excludeTools": ["get_secret*"], "includePrompts": ["[a-z]*"], "excludePrompts": ["q"]},
+                       "prod-db": {"command": "/bin/true", "excludeTools": ["drop_*"]}}}).encode()
+    seeds["text-access-bad"] = b"\x00" + json.dumps({
+        "mcpvisor": {"access": {"default": "maybe", "rules": [
+                         {"users": ["no-such-user-here", -1, 4294967296, 1.5], "groups": [], "action": "allow"},
+                         {"profiles": ["missing"], "servers": [""], "action": "deny"},
+                         {"tools": [], "action": "perhaps"}, {"servers": ["a"]}, "rule", {"action": "deny", "extra": 1}],
+                                "other": 1},
+                     "profiles": {"": {"tools": ["x"]}, "p": {"tools": "x", "users": ["a"]}, "q": []},
+                     "audit": "everything"},
+        "mcpServers": {"a": {"command": "x", "includeTools": [], "excludeTools": ["", 1],
+                             "includePrompts": "p*", "excludePrompts": {"a": 1}}}}).encode()
     seeds["text-repeated"] = (b'\x00{"mcpServers": {"a": {"command": "x", "args": [], "args": ["1"]},'
                               b' "b": {"command": "y"}, "a": {"command": "z", "env": {"K": "1", "\\u004b": "2"}}},'
                               b' "mcpvisor": {"logLevel": "info"}, "servers": {}, "mcpServers": {}}')

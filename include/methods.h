@@ -47,6 +47,7 @@ extern const struct method control_start;
 extern const struct method control_stop;
 extern const struct method control_restart;
 extern const struct method control_reload;
+extern const struct method control_access_query;
 extern const struct method notification_initialized;
 extern const struct method notification_cancelled;
 extern const struct method notification_progress;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "item-filter.h"
 #include "roots.h"
 
 struct config_problems;
@@ -55,6 +56,7 @@ struct server_config {
         unsigned client_capabilities; /* bits of enum client_capability */
         unsigned max_catalog_items; /* tools, prompts, resources, templates each: the first this many are served */
         struct roots roots;     /* answered to its roots/list; none: its caller's (server-request.h) */
+        struct item_filter filter; /* which of its tools and prompts are offered */
         /* Where the entry was read, for problems found after loading; not settings. */
         char *file;             /* NULL when parsed from text */
         char *json_path;        /* "mcpServers.github" */
@@ -78,7 +80,9 @@ struct server_config *server_config_take(struct server_config *src);
 void server_config_free(struct server_config *s);
 /* Same settings (wherever they were read): a reload keeps such a server running undisturbed. */
 bool server_config_equal(const struct server_config *a, const struct server_config *b);
-/* next differs from current only in its roots, and both have some: the server was offered
- * roots.listChanged at its initialize, so a reload can tell it instead of restarting it.
- * The first roots, or the removal of the last, change what it was offered: a restart. */
-bool server_config_roots_change_live(const struct server_config *current, const struct server_config *next);
+/* next differs from current only in what changes while the server runs: its tool and
+ * prompt filters (the registry's view of it), and its roots when both have some (it was
+ * offered roots.listChanged at its initialize, so a reload can tell it instead of
+ * restarting it; the first roots, or the removal of the last, change what it was offered:
+ * a restart). */
+bool server_config_changes_live(const struct server_config *current, const struct server_config *next);

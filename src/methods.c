@@ -27,6 +27,7 @@ static const struct method *const requests[] = {
         &control_stop,
         &control_restart,
         &control_reload,
+        &control_access_query,
 };
 
 static const struct method *const notifications[] = {

@@ -126,7 +126,8 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
                 return;
         }
         if (kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS) {
-                if (!exposed_name(r, l, s, key, exposed))
+                /* Left out before naming: a filtered item takes no name from another's. */
+                if (!item_filter_offers(&s->config->filter, kind, key) || !exposed_name(r, l, s, key, exposed))
                         return;
                 /* Renamed; every other member is passed on verbatim. */
                 shown = jsonrpc_copy_with(item, "name", json_object_new_string(exposed));

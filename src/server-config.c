@@ -122,7 +122,7 @@ static int parse_client_capabilities(json_object *v, const char *path, void *dst
 #define NOTED(key, note) { key, SETTING_NOTED, 0, 0, 0, NULL, NULL, note }
 #define REFUSED(key, note) { key, SETTING_REFUSED, 0, 0, 0, NULL, NULL, note }
 #define APPROVAL_IGNORED "ignored: mcpvisor approves nothing itself; the agent connected to mcpvisor asks you about tool calls"
-#define FILTER_NOT_APPLIED "not applied yet: every tool of this server is offered to clients"
+#define FILTER(key, field) { key, SETTING_STRINGS, offsetof(struct server_config, filter.field), 0, 0, NULL, NULL, NULL }
 #define WATCH_IGNORED "ignored: mcpvisor does not watch files; restart the server with mcpvisorctl restart NAME"
 #define SECONDS(key, field, lo, hi) { key, SETTING_SECONDS, offsetof(struct server_config, field), lo, hi, NULL, NULL, NULL }
 
@@ -149,6 +149,10 @@ static const struct setting server_settings[] = {
         { "clientCapabilities", SETTING_CUSTOM, offsetof(struct server_config, client_capabilities), 0, 0, NULL,
           parse_client_capabilities, NULL },
         { "roots", SETTING_CUSTOM, offsetof(struct server_config, roots), 0, 0, NULL, roots_parse, NULL },
+        FILTER("includeTools", include[CATALOG_TOOLS]),
+        FILTER("excludeTools", exclude[CATALOG_TOOLS]),
+        FILTER("includePrompts", include[CATALOG_PROMPTS]),
+        FILTER("excludePrompts", exclude[CATALOG_PROMPTS]),
         /* Written by other MCP clients' configs; "type" is checked by check_transport(). */
         { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
         { "description", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
@@ -156,9 +160,7 @@ static const struct setting server_settings[] = {
         NOTED("alwaysAllow", APPROVAL_IGNORED),
         NOTED("trust", APPROVAL_IGNORED),
         NOTED("timeout", "ignored (its unit differs between clients): mcpvisor's limit per request is \"requestTimeout\", in seconds"),
-        NOTED("includeTools", FILTER_NOT_APPLIED),
-        NOTED("excludeTools", FILTER_NOT_APPLIED),
-        NOTED("disabledTools", FILTER_NOT_APPLIED),
+        NOTED("disabledTools", "not applied: list the tools to hide in \"excludeTools\" (globs such as \"delete_*\" work too)"),
         NOTED("watchPaths", WATCH_IGNORED),
         NOTED("dev", WATCH_IGNORED),
         /* The variables would be lost without a word, and the server would start without them. */
@@ -196,6 +198,7 @@ void server_config_done(struct server_config *s) {
         free(s->cwd);
         free(s->prefix);
         roots_done(&s->roots);
+        item_filter_done(&s->filter);
         free(s->file);
         free(s->json_path);
         init_defaults(s);
@@ -228,6 +231,8 @@ static int check_transport(json_object *entry, const char *path, struct config_p
 static size_t check_entry(const struct server_config *s, const char *path, struct config_problems *p) {
         char item[512];
 
+        if (item_filter_check(&s->filter, path, p) > 0)
+                return 1;
         if (!s->command || !*s->command) {
                 snprintf(item, sizeof item, "%s.command", path);
                 problems_add(p, PROBLEM_ERROR, item, "missing: the program to run");
@@ -341,7 +346,7 @@ static bool env_equal(const struct server_config *a, const struct server_config 
         return true;
 }
 
-/* Everything but the roots. */
+/* Everything but the roots and the filters. */
 static bool settings_equal(const struct server_config *a, const struct server_config *b) {
         return str_equal(a->name, b->name) && str_equal(a->command, b->command) && strv_equal(a->args, b->args) &&
                env_equal(a, b) && str_equal(a->cwd, b->cwd) && str_equal(a->prefix, b->prefix) &&
@@ -355,10 +360,10 @@ static bool settings_equal(const struct server_config *a, const struct server_co
 }
 
 bool server_config_equal(const struct server_config *a, const struct server_config *b) {
-        return settings_equal(a, b) && roots_equal(&a->roots, &b->roots);
+        return settings_equal(a, b) && roots_equal(&a->roots, &b->roots) && item_filter_equal(&a->filter, &b->filter);
 }
 
-bool server_config_roots_change_live(const struct server_config *current, const struct server_config *next) {
-        return current->roots.n > 0 && next->roots.n > 0 && !roots_equal(&current->roots, &next->roots) &&
-               settings_equal(current, next);
+bool server_config_changes_live(const struct server_config *current, const struct server_config *next) {
+        return settings_equal(current, next) && !server_config_equal(current, next) &&
+               (roots_equal(&current->roots, &next->roots) || (current->roots.n > 0 && next->roots.n > 0));
 }

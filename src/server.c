@@ -633,11 +633,10 @@ static bool initialized(const struct server *s) {
         return server_serving(s) || (s->state == SERVER_STARTING && handshake_initialized(&s->handshake));
 }
 
-/* Only its roots changed (server_config_roots_change_live): a process keeps running and is
- * told to ask for them again; one that has not started yet asks when it does. */
+/* Its roots changed, and it has some: a process keeps running and is told to ask for them
+ * again; one that has not started yet asks when it does. */
 static void change_roots(struct server *s, struct server_config *next) {
         roots_move(&s->config->roots, &next->roots);
-        server_config_free(next);
         if (!initialized(s)) {
                 server_log(s, LOG_INFO, "roots changed; it gets them at its next roots/list");
                 return;
@@ -646,11 +645,24 @@ static void change_roots(struct server *s, struct server_config *next) {
         (void)child_notify(s->run->child, "notifications/roots/list_changed", NULL);
 }
 
+/* Only what can change while it runs changed (server_config_changes_live). The filters are
+ * read by the registry, which the reload marks out of date: clients see the new view at
+ * their next read and hear list_changed when theirs differs. */
+static void change_live(struct server *s, struct server_config *next) {
+        if (!roots_equal(&s->config->roots, &next->roots))
+                change_roots(s, next);
+        if (!item_filter_equal(&s->config->filter, &next->filter)) {
+                item_filter_move(&s->config->filter, &next->filter);
+                server_log(s, LOG_INFO, "tool and prompt filters changed; applied without restarting it");
+        }
+        server_config_free(next);
+}
+
 void server_reconfigure(struct server *s, struct server_config *next) {
         bool was_disabled = s->config->disabled;
 
-        if (!s->next_config && server_config_roots_change_live(s->config, next)) {
-                change_roots(s, next);
+        if (!s->next_config && server_config_changes_live(s->config, next)) {
+                change_live(s, next);
                 return;
         }
         server_config_free(s->next_config);

@@ -22,6 +22,8 @@ enum {
         CTL_OPT_JSON = 1 << 0,
         CTL_OPT_NO_WAIT = 1 << 1,
         CTL_OPT_TIMEOUT = 1 << 2,
+        CTL_OPT_ACCESS_USER = 1 << 3, /* access --user NAME */
+        CTL_OPT_PROFILE = 1 << 4,
 };
 
 struct ctl {
@@ -31,6 +33,8 @@ struct ctl {
         bool json;                /* --json */
         bool no_wait;             /* --no-wait */
         uint64_t timeout_usec;    /* --timeout, else the command's default */
+        const char *access_user;  /* access --user NAME */
+        const char *profile;      /* --profile */
         char *defaults[2];        /* default paths computed for this run, freed at exit */
 };
 
@@ -51,6 +55,7 @@ extern const struct ctl_command ctl_cmd_stop;
 extern const struct ctl_command ctl_cmd_restart;
 extern const struct ctl_command ctl_cmd_reload;
 extern const struct ctl_command ctl_cmd_connect;
+extern const struct ctl_command ctl_cmd_access;
 
 /* The socket to use: -s/-C, else --system/--user, else the environment, else the default
  * (path_client_socket()). NULL after printing why there is none. */

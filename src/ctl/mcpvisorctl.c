@@ -14,10 +14,11 @@
 
 static const struct ctl_command *const commands[] = {
         &ctl_cmd_status, &ctl_cmd_start, &ctl_cmd_stop, &ctl_cmd_restart, &ctl_cmd_reload, &ctl_cmd_connect,
+        &ctl_cmd_access,
 };
 
 enum { OPT_SOCKET = 's', OPT_CONTROL = 'C', OPT_HELP = 'h', OPT_VERSION = 'V',
-       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT };
+       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT, OPT_ACCESS_USER, OPT_PROFILE };
 
 static void usage(FILE *out) {
         fprintf(out,
@@ -38,14 +39,18 @@ static void usage(FILE *out) {
                 "  -C, --control-socket PATH   control socket ($MCPVISOR_CONTROL_SOCKET)\n"
                 "      --system                the system service's sockets in /run/mcpvisor/\n"
                 "      --user                  the user service's sockets in $XDG_RUNTIME_DIR/mcpvisor/\n"
-                "      --json                  status: print the daemon's answer as JSON\n"
+                "      --json                  status, access: print the daemon's answer as JSON\n"
+                "      --profile NAME          access: as a connection that chose this profile\n"
                 "      --no-wait               start, stop, restart: return once the action began\n"
                 "      --timeout SECONDS       how long to wait for the daemon (status and connect: 10,\n"
                 "                              start, stop, restart and reload: 60)\n"
                 "  -h, --help                  show this help\n"
+                "After the command access, --user NAME names the user to check (a name or uid);\n"
+                "pass -C PATH there for the user service's control socket.\n"
                 "  -V, --version               show the version\n"
                 "\n"
-                "Exit status: 0 done, 1 failed (the message says why), 2 usage error,\n"
+                "Exit status: 0 done, 1 failed (the message says why; access: an unknown user\n"
+                "or profile), 2 usage error,\n"
                 "3 status found an enabled server that is not ready. See mcpvisorctl(1).\n");
 }
 
@@ -71,6 +76,36 @@ static int parse_timeout(struct ctl *ctl, const char *arg) {
         return r;
 }
 
+/* Whether argv[i], an option, takes the next argument as its value. */
+static bool takes_value(const char *arg) {
+        static const char *const with_value[] = { "-s", "-C", "--socket", "--control-socket", "--timeout", "--profile" };
+
+        for (size_t i = 0; i < ARRAY_SIZE(with_value); i++)
+                if (strcmp(arg, with_value[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* After the command access, --user names the user to check, as operators write it
+ * (`mcpvisorctl access --user alice`), not the user service's sockets: it is renamed before
+ * the options are parsed, wherever getopt would have taken it. */
+static void rename_access_user(int argc, char **argv) {
+        static char renamed[] = "--access-user";
+        bool after_access = false;
+
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+                if (after_access && strcmp(argv[i], "--user") == 0)
+                        argv[i] = renamed;
+                else if (argv[i][0] == '-' && takes_value(argv[i]))
+                        i++;
+                else if (argv[i][0] != '-' && !after_access) {
+                        if (strcmp(argv[i], "access") != 0)
+                                return;
+                        after_access = true;
+                }
+        }
+}
+
 static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *seen) {
         static const struct option longopts[] = {
                 { "socket", required_argument, NULL, OPT_SOCKET },
@@ -80,6 +115,8 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                 { "json", no_argument, NULL, OPT_JSON },
                 { "no-wait", no_argument, NULL, OPT_NO_WAIT },
                 { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "access-user", required_argument, NULL, OPT_ACCESS_USER },
+                { "profile", required_argument, NULL, OPT_PROFILE },
                 { "help", no_argument, NULL, OPT_HELP },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
@@ -100,6 +137,8 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                                 return -EINVAL;
                         seen->options |= CTL_OPT_TIMEOUT;
                         break;
+                case OPT_ACCESS_USER: ctl->access_user = optarg; seen->options |= CTL_OPT_ACCESS_USER; break;
+                case OPT_PROFILE: ctl->profile = optarg; seen->options |= CTL_OPT_PROFILE; break;
                 case OPT_HELP: seen->help = true; break;
                 case OPT_VERSION: seen->version = true; break;
                 case ':':
@@ -116,7 +155,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
         return 0;
 }
 
-static const char *const option_names[] = { "--json", "--no-wait", "--timeout" };
+static const char *const option_names[] = { "--json", "--no-wait", "--timeout", "--user NAME", "--profile" };
 
 /* The command, its arguments counted and its options checked. NULL after a usage error. */
 static const struct ctl_command *pick_command(int argc, char **argv, const struct seen *seen) {
@@ -180,6 +219,7 @@ int main(int argc, char **argv) {
 
         /* A daemon or client that hangs up must cost us EPIPE, not the process. */
         signal(SIGPIPE, SIG_IGN);
+        rename_access_user(argc, argv);
         if (parse_options(argc, argv, &ctl, &seen) < 0)
                 return CTL_EXIT_USAGE;
         if (seen.help) {

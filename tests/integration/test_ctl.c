@@ -716,3 +716,113 @@ Test(ctl, the_daemon_refusing_a_peer_is_an_error) {
         expect_contains(R.errbuf, "mcpvisorctl: permission denied: the control socket is for root", "stderr");
         cr_expect_str_empty(R.outbuf);
 }
+
+/* ---- mcpvisorctl access: what a user would see, and the rule that decides ---- */
+
+/* The fields of the access table's row for kind and name, split at runs of spaces. */
+static unsigned access_row(const char *kind, const char *name, char fields[][64], unsigned max) {
+        char *copy = strdup(R.outbuf), *save = NULL;
+        unsigned n = 0;
+
+        for (char *line = strtok_r(copy, "\n", &save); line && n == 0; line = strtok_r(NULL, "\n", &save)) {
+                char *fsave = NULL, *f = strtok_r(line, " ", &fsave), *g = strtok_r(NULL, " ", &fsave);
+
+                if (!f || !g || strcmp(f, kind) != 0 || strcmp(g, name) != 0)
+                        continue;
+                snprintf(fields[n++], 64, "%s", f);
+                for (; g && n < max; g = strtok_r(NULL, " ", &fsave))
+                        snprintf(fields[n++], 64, "%s", g);
+        }
+        free(copy);
+        return n;
+}
+
+/* kind name server verdict rule ("not found" is two words: verdict "not", rule "found"). */
+static void expect_access(const char *kind, const char *name, const char *verdict, const char *rule) {
+        char f[8][64];
+        unsigned n = access_row(kind, name, f, 8);
+        bool not_found = strcmp(verdict, "not found") == 0;
+
+        cr_assert_geq(n, not_found ? 6u : 5u, "no row for %s %s: %s", kind, name, R.outbuf);
+        cr_expect_str_eq(not_found ? "not found" : f[3], verdict, "%s %s: %s", kind, name, R.outbuf);
+        if (not_found)
+                cr_expect_str_eq(sf("%s %s", f[3], f[4]), "not found", "%s %s: %s", kind, name, R.outbuf);
+        cr_expect_str_eq(f[not_found ? 5 : 4], rule, "%s %s: rule; %s", kind, name, R.outbuf);
+}
+
+/* Server a, filtered to echo, env and add; rules for nobody and root, and a profile. */
+static void start_with_rules(void) {
+        set_settings("\"access\":{\"rules\":["
+                     "{\"users\":[\"nobody\"],\"tools\":[\"a__add\"],\"action\":\"allow\"},"
+                     "{\"users\":[\"nobody\"],\"servers\":[\"a\"],\"action\":\"deny\"},"
+                     "{\"users\":[\"root\"],\"tools\":[\"a__env\"],\"action\":\"deny\"}]},"
+                     "\"profiles\":{\"small\":{\"tools\":[\"a__add\"]}}");
+        add_demo("a", "\"includeTools\":[\"e*\",\"add\"]", "");
+        start_daemon();
+        wait_ready_logged("a", 1);
+}
+
+Test(ctl, access_shows_each_verdict_and_the_rule_that_decided) {
+        start_with_rules();
+        expect_exit(CTL("access", "--user", "root"), 0);
+        expect_contains(R.outbuf, "user root (uid 0, gid 0, groups 0", "the first line");
+        expect_contains(R.outbuf, "profile none; 3 rules, default allow", "the first line");
+        expect_access("server", "a", "allow", "default");
+        expect_access("tool", "a__echo", "allow", "default");
+        expect_access("tool", "a__env", "deny", "3");
+        expect_access("prompt", "a__greeting", "allow", "default");
+        cr_expect_null(strstr(R.outbuf, "a__sleep"), "a filtered tool is listed: %s", R.outbuf);
+
+        /* nobody, by name and by uid: a is denied, but visible through the tool it may call */
+        for (const char *const *who = (const char *const[]){ "nobody", "65534", NULL }; *who; who++) {
+                expect_exit(CTL("access", "--user", *who), 0);
+                expect_access("server", "a", "allow", "1");
+                expect_contains(R.outbuf, "denied as a whole; visible because a__add is allowed", "the server's note");
+                expect_access("tool", "a__add", "allow", "1");
+                expect_access("tool", "a__echo", "deny", "2");
+                expect_access("resource", "demo://readme", "deny", "2");
+        }
+
+        /* a profile narrows: what is outside it is not found */
+        expect_exit(CTL("access", "--user", "root", "--profile", "small"), 0);
+        expect_contains(R.outbuf, "profile small;", "the first line");
+        expect_access("tool", "a__echo", "not found", "profile");
+        expect_access("tool", "a__add", "allow", "default");
+}
+
+Test(ctl, access_json_has_the_rule_numbers) {
+        json_object *o, *tools;
+
+        start_with_rules();
+        expect_exit(CTL("access", "--user", "nobody", "--json"), 0);
+        o = json_tokener_parse(R.outbuf);
+        cr_assert_not_null(o, "not JSON: %s", R.outbuf);
+        cr_expect_eq(json_object_get_int(h_get(o, "uid")), 65534);
+        cr_expect(json_object_is_type(h_get(o, "profile"), json_type_null));
+        tools = h_get(o, "tools");
+        cr_assert_eq(json_object_array_length(tools), 3, "%s", h_json_text(tools));
+        for (size_t i = 0; i < 3; i++) {
+                json_object *t = json_object_array_get_idx(tools, i);
+                bool add = strcmp(h_str(t, "name"), "a__add") == 0;
+
+                cr_expect_str_eq(h_str(t, "server"), "a");
+                cr_expect_str_eq(h_str(t, "verdict"), add ? "allow" : "deny", "%s", h_json_text(t));
+                cr_expect_eq(json_object_get_int(h_get(t, "rule")), add ? 1 : 2, "%s", h_json_text(t));
+        }
+        cr_expect_str_eq(h_str(json_object_array_get_idx(h_get(o, "servers"), 0), "throughItem"), "a__add");
+        json_object_put(o);
+}
+
+Test(ctl, access_errors) {
+        start_with_rules();
+        expect_exit(CTL("access", "--user", "no-such-user-here"), 1);
+        expect_contains(R.errbuf, "mcpvisorctl: unknown user 'no-such-user-here': no such user on this host", "stderr");
+        expect_exit(CTL("access", "--user", "root", "--profile", "huge"), 1);
+        expect_contains(R.errbuf, "mcpvisorctl: unknown profile 'huge'; the profiles are: small", "stderr");
+        cr_expect_str_empty(R.outbuf);
+        expect_exit(CTL("access"), 2);
+        expect_contains(R.errbuf, "access needs --user NAME", "stderr");
+        expect_exit(CTL("access", "--user", "root", "extra"), 2);
+        expect_exit(CTL("status", "--profile", "small"), 2);
+        expect_contains(R.errbuf, "--profile does not apply to status", "stderr");
+}

@@ -934,6 +934,83 @@ Test(reload, roots_change_without_restart) {
         h_client_close(x);
 }
 
+/* ---- tool and prompt filters ---- */
+
+/* The error message with the tool's name cut out: a call to a filtered tool must be
+ * answered exactly as one to a tool that does not exist. */
+static char *error_without(json_object *r, const char *name) {
+        const char *m = json_object_get_string(h_get(r, "error.message"));
+        char *text = strdup(m ? m : ""), *at;
+
+        cr_assert_not_null(text);
+        while ((at = strstr(text, name)))
+                memmove(at, at + strlen(name), strlen(at + strlen(name)) + 1);
+        return text;
+}
+
+static void expect_answered_as_unknown(struct h_client *x, const char *id, const char *filtered) {
+        json_object *r = h_client_tool_call(x, id, filtered, "{\"text\":\"x\"}"),
+                    *u = h_client_tool_call(x, sf("%s0", id), "a__no_such_tool", "{\"text\":\"x\"}");
+        char *a = error_without(r, filtered), *b = error_without(u, "a__no_such_tool");
+
+        cr_assert_neq(h_error_code(r), 0, "%s answered: %s", filtered, h_json_text(r));
+        cr_assert_eq(h_error_code(r), h_error_code(u), "%s vs unknown: %s", h_json_text(r), h_json_text(u));
+        cr_assert_str_eq(a, b);
+        free(a);
+        free(b);
+        json_object_put(r);
+        json_object_put(u);
+}
+
+/* includeTools/excludeTools (exclude wins) and excludePrompts: what is filtered is neither
+ * listed nor callable. A reload changing the filters applies them at once without
+ * restarting the server, and clients holding the lists hear list_changed. */
+Test(reload, filters_change_without_restart) {
+        struct h_client *x;
+        json_object *r;
+        const char *tools;
+        pid_t a;
+
+        demo("a", "\"includeTools\":[\"e*\",\"a?d\",\"ask\"],\"excludeTools\":[\"ask\",\"env\"],\"excludePrompts\":[\"greet*\"]", "");
+        start(NULL);
+        wait_all_ready(1);
+        a = pid_of("a", 0);
+        x = cl_open();
+        tools = tools_of(x, "1");
+        cr_assert_str_eq(tools, "a__echo,a__add", "%s", tools);
+        r = h_client_call(x, "2", "prompts/list", NULL);
+        cr_assert_str_eq(h_names_of(r, "prompts", "name"), "", "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_tool_call(x, "3", "a__echo", "{\"text\":\"offered\"}");
+        cr_assert_str_eq(h_result_text(r), "offered");
+        json_object_put(r);
+        expect_answered_as_unknown(x, "4", "a__ask");
+        expect_answered_as_unknown(x, "5", "a__sleep");
+        r = h_client_call(x, "6", "prompts/get", "{\"name\":\"a__greeting\",\"arguments\":{\"name\":\"x\"}}");
+        cr_assert_neq(h_error_code(r), 0, "a filtered prompt answered: %s", h_json_text(r));
+        json_object_put(r);
+
+        reload_a_changed("\"excludeTools\":[\"echo\"]", "");
+        expect_log("[a] tool and prompt filters changed; applied without restarting it");
+        expect_list_changed(x, "notifications/tools/list_changed");
+        expect_list_changed(x, "notifications/prompts/list_changed");
+        tools = tools_of(x, "7");
+        cr_assert(h_has_item(tools, "a__ask") && h_has_item(tools, "a__sleep"), "%s", tools);
+        cr_assert_not(h_has_item(tools, "a__echo"), "%s", tools);
+        expect_answered_as_unknown(x, "8", "a__echo");
+        r = h_client_tool_call(x, "9", "a__ask", "{\"method\":\"ping\"}");
+        cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(x, "10", "prompts/list", NULL);
+        cr_assert(h_has_item(h_names_of(r, "prompts", "name"), "a__greeting"), "%s", h_json_text(r));
+        json_object_put(r);
+
+        cr_assert_eq(pid_of("a", 0), a, "the server restarted for its filters");
+        expect_alive(a, "a");
+        cr_assert_eq(h_log_count(&D, "[a] ready -> "), 0, "a changed state");
+        h_client_close(x);
+}
+
 /* The first roots, or the removal of the last, change what initialize offered: a restart. */
 Test(reload, roots_added_or_removed_restart) {
         struct h_client *x;

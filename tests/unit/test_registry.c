@@ -2,6 +2,7 @@
  * fakes built by hand: the registry reads only config (name, prefix), state and catalog. */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "names.h"
 #include "registry.h"
 #include "server.h"
+#include "settings.h"
 
 #define BIT(k) (1u << (k))
 #define ALL_KINDS (BIT(CATALOG_TOOLS) | BIT(CATALOG_PROMPTS) | BIT(CATALOG_RESOURCES) | BIT(CATALOG_TEMPLATES))
@@ -30,6 +32,7 @@ static void teardown(void) {
                 struct server_config *c = (struct server_config *)fakes[i]->config;
 
                 catalog_done(&fakes[i]->catalog);
+                item_filter_done(&c->filter);
                 free(c->name);
                 free(c->prefix);
                 free(c);
@@ -149,6 +152,60 @@ Test(registry, prompts_prefixed) {
         cr_assert_eq(e->server, s);
         cr_assert_str_eq(e->name, "summarize");
         cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "fs__summarize"), "kinds are separate");
+}
+
+/* NULL-terminated copies of the globs given, for a fake's filter. */
+static char **globs(const char *first, ...) {
+        char **v = calloc(8, sizeof *v);
+        va_list ap;
+        size_t n = 0;
+
+        cr_assert_not_null(v);
+        va_start(ap, first);
+        for (const char *g = first; g && n < 7; g = va_arg(ap, const char *))
+                v[n++] = strdup(g);
+        va_end(ap);
+        return v;
+}
+
+/* includeTools and friends: what a server does not offer is neither listed nor found, and
+ * exclude wins over include. */
+Test(registry, filtered_items_absent_exclude_wins) {
+        struct server *s = fake("gh", NULL, SERVER_READY,
+                                "[{\"name\":\"get_issue\"},{\"name\":\"get_secret\"},{\"name\":\"create_issue\"}]",
+                                "[{\"name\":\"summarize\"},{\"name\":\"draft\"}]", "[{\"uri\":\"file:///a\"}]", NULL);
+        struct server_config *c = (struct server_config *)s->config;
+
+        c->filter.include[CATALOG_TOOLS] = globs("get_*", "create_issue", NULL);
+        c->filter.exclude[CATALOG_TOOLS] = globs("*secret*", "create_issue", NULL);
+        c->filter.exclude[CATALOG_PROMPTS] = globs("draft", NULL);
+        registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
+        expect_tool(0, s, "get_issue", "gh__get_issue");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "gh__get_secret"));
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "gh__create_issue"), "exclude wins over include");
+        cr_assert_eq(list(CATALOG_PROMPTS)->n, 1);
+        cr_assert_not_null(registry_find(&reg, CATALOG_PROMPTS, "gh__summarize"));
+        cr_assert_null(registry_find(&reg, CATALOG_PROMPTS, "gh__draft"));
+        cr_assert_eq(list(CATALOG_RESOURCES)->n, 1, "resources are not filtered by name");
+
+        /* A filter changed on reload: marked, the next read sees the new view. */
+        strv_free(c->filter.exclude[CATALOG_TOOLS]);
+        c->filter.exclude[CATALOG_TOOLS] = NULL;
+        cr_assert_eq(registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS), BIT(CATALOG_TOOLS));
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 3);
+}
+
+/* A filtered item takes no exposed name: another server's item of that name keeps it. */
+Test(registry, filtered_item_takes_no_name) {
+        struct server *a = fake("a", "", SERVER_READY, "[{\"name\":\"search\"}]", NULL, NULL, NULL);
+        struct server *b = fake("b", "", SERVER_READY, "[{\"name\":\"search\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { a, b };
+
+        ((struct server_config *)a->config)->filter.exclude[CATALOG_TOOLS] = globs("search", NULL);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
+        expect_tool(0, b, "search", "search");
 }
 
 Test(registry, prefix_override_and_empty_prefix) {

@@ -301,10 +301,57 @@ Test(server_config, unknown_keys_are_errors_with_a_suggestion) {
         cr_assert_str_eq(problem_at("mcpServers.a.frobnicate")->message, "unknown key (the keys are listed in mcpvisor.json(5))");
 }
 
+/* Gemini CLI's filter keys are ours: globs on the server's own names. */
+Test(server_config, filter_keys) {
+        const struct server_config *s;
+
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"includeTools\":[\"get_*\",\"list_*\"],"
+                           "\"excludeTools\":[\"get_secret\"],\"includePrompts\":[\"p*\"],\"excludePrompts\":[\"pq\"]}}}"),
+                     0);
+        cr_assert_eq(P.count, 0, "%s", P.count ? P.items[0].message : "");
+        s = config_find_server(&C, "a");
+        cr_assert_not_null(s);
+        cr_assert_str_eq(s->filter.include[CATALOG_TOOLS][1], "list_*");
+        cr_assert(item_filter_offers(&s->filter, CATALOG_TOOLS, "get_issue"));
+        cr_assert_not(item_filter_offers(&s->filter, CATALOG_TOOLS, "get_secret"), "exclude wins");
+        cr_assert_not(item_filter_offers(&s->filter, CATALOG_TOOLS, "delete"));
+        cr_assert(item_filter_offers(&s->filter, CATALOG_PROMPTS, "pa"));
+        cr_assert_not(item_filter_offers(&s->filter, CATALOG_PROMPTS, "pq"));
+        cr_assert(item_filter_offers(&s->filter, CATALOG_RESOURCES, "file:///x"));
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\"}}}"), 0);
+        cr_assert(item_filter_offers(&config_find_server(&C, "a")->filter, CATALOG_TOOLS, "anything"));
+}
+
+/* Each bad filter is an error at its JSON path, and the server does not run. */
+Test(server_config, filter_key_errors) {
+        static const struct {
+                const char *entry, *path, *message;
+        } cases[] = {
+                { "\"includeTools\":\"get_*\"", "mcpServers.a.includeTools", "expected an array of strings" },
+                { "\"excludeTools\":[\"rm\",3]", "mcpServers.a.excludeTools[1]", "expected a string" },
+                { "\"includePrompts\":[]", "mcpServers.a.includePrompts", "empty: it would match nothing (leave the key out instead)" },
+                { "\"excludePrompts\":[]", "mcpServers.a.excludePrompts", "empty: it would match nothing (leave the key out instead)" },
+                { "\"excludeTools\":[\"rm\",\"\"]", "mcpServers.a.excludeTools[1]", "an empty pattern matches no name" },
+                { "\"includeTools\":{\"get\":true}", "mcpServers.a.includeTools", "expected an array of strings" },
+        };
+        char text[256];
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{\"command\":\"x\",%s}}}", cases[i].entry);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_not_null(problem_at(cases[i].path), "%s: at %s", text, P.count ? P.items[0].path : "(none)");
+                cr_assert_str_eq(problem_at(cases[i].path)->message, cases[i].message);
+                cr_assert_eq(problem_at(cases[i].path)->severity, PROBLEM_ERROR);
+                cr_assert_null(config_find_server(&C, "a"), "%s: the server ran anyway", text);
+        }
+}
+
 /* What other clients' entries carry: each loads, warns what it loses, or is refused. */
 Test(server_config, other_clients_keys) {
-        static const char *const warned[] = { "autoApprove", "alwaysAllow", "trust", "timeout", "includeTools",
-                                              "excludeTools", "disabledTools", "watchPaths", "dev" };
+        static const char *const warned[] = { "autoApprove", "alwaysAllow", "trust", "timeout", "disabledTools",
+                                              "watchPaths", "dev" };
         char text[256], path[64];
 
         for (size_t i = 0; i < sizeof warned / sizeof warned[0]; i++) {
@@ -318,8 +365,8 @@ Test(server_config, other_clients_keys) {
                 cr_assert_not_null(config_find_server(&C, "a"), "%s: the server still runs", warned[i]);
         }
         done();
-        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"excludeTools\":[\"rm\"]}}}"), 0);
-        cr_assert(strstr(P.items[0].message, "not applied yet"), "%s", P.items[0].message);
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"disabledTools\":[\"rm\"]}}}"), 0);
+        cr_assert(strstr(P.items[0].message, "\"excludeTools\""), "%s", P.items[0].message);
         done();
         cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":60}}}"), 0);
         cr_assert(strstr(P.items[0].message, "requestTimeout"), "%s", P.items[0].message);
@@ -547,8 +594,8 @@ static void parse_pair(const char *a, const char *b, struct server_config **ra, 
         (*rb)->name = strdup("a");
 }
 
-/* What a reload may change without a restart: roots, from some to others. */
-Test(server_config, roots_change_live) {
+/* What a reload may change without a restart: roots, from some to others, and filters. */
+Test(server_config, changes_live) {
         static const struct {
                 const char *a, *b;
                 bool equal, live;
@@ -566,6 +613,15 @@ Test(server_config, roots_change_live) {
                 /* anything else changed as well: a restart */
                 { ",\"roots\":[\"/x\"]", ",\"roots\":[\"/y\"],\"args\":[\"-v\"]", false, false },
                 { ",\"roots\":[\"/x\"]", ",\"roots\":[\"/y\"],\"clientCapabilities\":[\"roots\"]", false, false },
+                /* filters: the registry's view, never the process */
+                { "", ",\"includeTools\":[\"get_*\"]", false, true },
+                { ",\"excludeTools\":[\"rm\"]", ",\"excludeTools\":[\"rm\",\"mv\"]", false, true },
+                { ",\"includePrompts\":[\"a\"]", ",\"excludePrompts\":[\"a\"]", false, true },
+                { ",\"includeTools\":[\"a\"]", ",\"includePrompts\":[\"a\"]", false, true },
+                { ",\"includeTools\":[\"a\"],\"roots\":[\"/x\"]", ",\"roots\":[\"/y\"]", false, true },
+                { ",\"includeTools\":[\"a\"]", ",\"includeTools\":[\"a\"]", true, false },
+                { "", ",\"includeTools\":[\"a\"],\"roots\":[\"/x\"]", false, false },
+                { "", ",\"excludeTools\":[\"a\"],\"args\":[\"-v\"]", false, false },
         };
 
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -574,8 +630,8 @@ Test(server_config, roots_change_live) {
                 parse_pair(cases[i].a, cases[i].b, &a, &b);
                 cr_assert_eq(server_config_equal(a, b), cases[i].equal, "%s vs %s: equal", cases[i].a, cases[i].b);
                 cr_assert_eq(server_config_equal(b, a), cases[i].equal, "%s vs %s: equal", cases[i].b, cases[i].a);
-                cr_assert_eq(server_config_roots_change_live(a, b), cases[i].live, "%s -> %s: live", cases[i].a, cases[i].b);
-                cr_assert_eq(server_config_roots_change_live(b, a), cases[i].live, "%s -> %s: live", cases[i].b, cases[i].a);
+                cr_assert_eq(server_config_changes_live(a, b), cases[i].live, "%s -> %s: live", cases[i].a, cases[i].b);
+                cr_assert_eq(server_config_changes_live(b, a), cases[i].live, "%s -> %s: live", cases[i].b, cases[i].a);
         }
 }
 
