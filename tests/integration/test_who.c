@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -154,4 +155,80 @@ Test(who, max_clients_per_user_zero_is_no_limit) {
         }
         for (int i = 0; i < 8; i++)
                 h_close(mine[i]);
+}
+
+/* ---- mcpvisorctl clients ---- */
+
+/* mcpvisorctl clients [json] against D: its stdout, malloc'd; it must exit 0. */
+static char *ctl_clients(const char *json) {
+        struct proc p;
+        char *out;
+        int status;
+
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "clients", json, NULL }, NULL);
+        proc_close_stdin(&p);
+        status = proc_wait(&p, CTL_MS);
+        cr_assert_eq(status, 0, "mcpvisorctl clients exited %d: %s", status, p.errbuf);
+        out = strdup(p.outbuf);
+        proc_free(&p);
+        return out;
+}
+
+static json_object *row_of_pid(json_object *rows, pid_t pid) {
+        for (size_t i = 0; i < json_object_array_length(rows); i++) {
+                json_object *row = json_object_array_get_idx(rows, i);
+
+                if (json_object_get_int(h_get(row, "pid")) == pid)
+                        return row;
+        }
+        cr_assert_fail("no client of pid %d in %s", (int)pid, json_object_to_json_string(rows));
+        return NULL;
+}
+
+/* Each MCP client with the identity the kernel gave its socket: uid 4242 and its groups,
+ * the pid and command of the process that connected (not of the test that holds the
+ * descriptor now); root's with its user name. The control connection is not listed. */
+Test(who, ctl_clients_lists_each_principal) {
+        struct h_conn *mine = NULL, *root;
+        json_object *answer, *rows, *row;
+        char *table, *json;
+        char pid_cell[32];
+
+        start_with("");
+        mine = connect_as_user();
+        expect_accepted(mine);
+        root = h_connect(D.sock, H_TIMEOUT_MS);
+        expect_accepted(root);
+
+        json = ctl_clients("--json");
+        answer = json_tokener_parse(json);
+        cr_assert_not_null(answer, "not JSON: %s", json);
+        rows = h_get(answer, "clients");
+        cr_assert_eq(json_object_array_length(rows), 2, "%s", json);
+        row = row_of_pid(rows, mine->as_pid);
+        cr_assert_eq(json_object_get_int(h_get(row, "uid")), AS_UID);
+        cr_assert_eq(json_object_get_int(h_get(row, "gid")), AS_GID);
+        cr_assert_str_eq(json_object_to_json_string_ext(h_get(row, "groups"), JSON_C_TO_STRING_PLAIN), "[4243,4244]");
+        cr_assert_str_eq(h_str(row, "command"), AS_COMM);
+        cr_assert(json_object_is_type(h_get(row, "user"), json_type_null), "%s", json); /* 4242 has no name */
+        cr_assert_null(h_get(row, "profile"));
+        cr_assert_eq(json_object_get_int(h_get(row, "inFlight")), 0);
+        cr_assert_eq(json_object_get_int(h_get(row, "calls")), 0);
+        cr_assert_geq(json_object_get_int64(h_get(row, "connectedAt")), (int64_t)time(NULL) - 60);
+        row = row_of_pid(rows, getpid());
+        cr_assert_eq(json_object_get_int(h_get(row, "uid")), 0);
+        cr_assert_str_eq(h_str(row, "user"), "root");
+        json_object_put(answer);
+        free(json);
+
+        table = ctl_clients(NULL);
+        cr_assert_not_null(strstr(table, "ID  USER"), "%s", table);
+        snprintf(pid_cell, sizeof pid_cell, " %d ", (int)mine->as_pid);
+        cr_assert_not_null(strstr(table, pid_cell), "no pid %d in:\n%s", (int)mine->as_pid, table);
+        cr_assert_not_null(strstr(table, "4242 "), "%s", table);
+        cr_assert_not_null(strstr(table, AS_COMM), "%s", table);
+        cr_assert_not_null(strstr(table, "root (0)"), "%s", table);
+        free(table);
+        h_close(mine);
+        h_close(root);
 }
