@@ -392,7 +392,7 @@ static void on_accept(struct listener *l, int fd, const struct ucred *peer, void
                 log_warning(&d->log, "out of memory accepting a client; connection closed");
                 return;
         }
-        if (role == LISTEN_CONTROL && !control_access_allowed(d->config.control_group, fd, peer, why, sizeof why)) {
+        if (role == LISTEN_CONTROL && !control_access_allowed(d->config.control_group, client_principal(c), why, sizeof why)) {
                 /* One answer saying why, then the connection closes. */
                 client_log(c, LOG_NOTICE, "refused control connection from uid %u (pid %d)", (unsigned)peer->uid,
                            (int)peer->pid);
