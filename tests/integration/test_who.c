@@ -232,3 +232,26 @@ Test(who, ctl_clients_lists_each_principal) {
         h_close(mine);
         h_close(root);
 }
+
+/* A command name is the peer's to choose, any byte but NUL: a newline in it cannot forge a
+ * line of the daemon's log, nor reach the operator's terminal from mcpvisorctl clients. */
+Test(who, command_name_escaped) {
+        struct h_conn *c;
+        char *table, *json;
+        json_object *answer;
+
+        start_with("");
+        c = h_connect_as(D.sock, AS_UID, AS_GID, AS_GROUPS, 2, "a\nmcpvisord: x");
+        expect_accepted(c);
+        cr_assert(h_log_wait(&D, "command a\\nmcpvisord: x, uid 4242", H_TIMEOUT_MS), "%s", h_log_text(&D));
+        cr_assert_eq(h_log_count(&D, "\nmcpvisord: x"), 0);
+        table = ctl_clients(NULL);
+        cr_assert_not_null(strstr(table, "a\\x0amcpvisord: x"), "%s", table);
+        json = ctl_clients("--json");
+        answer = json_tokener_parse(json);
+        cr_assert_str_eq(h_str(json_object_array_get_idx(h_get(answer, "clients"), 0), "command"), "a\nmcpvisord: x");
+        json_object_put(answer);
+        free(json);
+        free(table);
+        h_close(c);
+}
