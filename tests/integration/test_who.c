@@ -259,3 +259,24 @@ Test(who, command_name_escaped) {
         free(table);
         h_close(c);
 }
+
+/* CALLS counts what the client sent to servers, IN-FLIGHT what is not answered yet. */
+Test(who, ctl_clients_counts_calls) {
+        struct h_client *x = start_one_demo("demo", NULL);
+        json_object *answer, *row;
+        char *json;
+
+        for (int i = 0; i < 2; i++)
+                json_object_put(h_client_tool_call(x, sf("%d", i), "demo__echo", "{\"text\":\"hi\"}"));
+        h_client_tool_request(x, "10", "demo__sleep", "{\"ms\":30000}");
+        /* Answered after the call before it was taken, on the same connection. */
+        json_object_put(h_client_call(x, "11", "ping", NULL));
+        json = ctl_clients("--json");
+        answer = json_tokener_parse(json);
+        row = row_of_pid(h_get(answer, "clients"), getpid());
+        cr_assert_eq(json_object_get_int(h_get(row, "calls")), 3, "%s", json);
+        cr_assert_eq(json_object_get_int(h_get(row, "inFlight")), 1, "%s", json);
+        json_object_put(answer);
+        free(json);
+        h_client_close(x);
+}
