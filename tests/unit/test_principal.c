@@ -8,6 +8,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "access.h"
+#include "client.h"
 #include "principal.h"
 
 Test(principal, comm_newline_dropped) {
@@ -102,4 +104,18 @@ Test(principal, resolve_unknown_pid) {
         principal_done(&p);
         close(sv[0]);
         close(sv[1]);
+}
+
+/* What the access policy reads of a connection is its principal, groups included. */
+Test(principal, access_who_of_a_client) {
+        gid_t groups[2] = { 4243, 4244 };
+        struct client c = { .principal = { .uid = 4242, .gid = 4242, .pid = 9, .groups = groups, .n_groups = 2 } };
+        struct access_who w;
+
+        client_access_who(&c, &w);
+        cr_assert_eq(w.uid, 4242);
+        cr_assert_eq(w.gid, 4242);
+        cr_assert_eq(w.n_groups, 2);
+        cr_assert_eq(w.groups, groups);
+        cr_assert_null(w.profile);
 }
