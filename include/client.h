@@ -17,8 +17,10 @@
 #include "framing.h"
 #include "listen.h"
 #include "log.h"
+#include "principal.h"
 #include "session.h"
 
+struct access_who;
 struct daemon;
 struct bufferevent;
 struct route;
@@ -34,8 +36,10 @@ struct client {
         struct bufferevent *bev;
         struct framer framer;
         struct session session;
-        struct ucred peer;
+        struct principal principal;  /* who connected, resolved at accept (client_principal()) */
+        uint64_t connected_at;       /* now_usec() at accept */
         unsigned pending;            /* requests held (routed or waiting), not answered yet */
+        uint64_t held;               /* requests held so far (client_hold_request()) */
         bool told_in_flight;         /* maxInFlight was reached and logged once */
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
 };
@@ -45,6 +49,10 @@ TAILQ_HEAD(client_list, client);
 /* Takes ownership of fd. Returns NULL (fd closed) when out of memory. */
 struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role);
 void client_free(struct client *c);
+/* Who is at the other end: taken at accept, never read from the socket again. */
+const struct principal *client_principal(const struct client *c);
+/* The principal as the access policy reads it (access.h); valid while c is. */
+void client_access_who(const struct client *c, struct access_who *ret);
 void client_set_state(struct client *c, enum client_state state);
 const char *client_state_name(enum client_state state);
 

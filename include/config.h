@@ -44,6 +44,7 @@ void problems_done(struct config_problems *p);
 #define CONFIG_DEFAULT_LIST_WAIT 5.0
 #define CONFIG_DEFAULT_LIST_PAGE_SIZE 500
 #define CONFIG_DEFAULT_MAX_IN_FLIGHT 1024
+#define CONFIG_DEFAULT_MAX_CLIENTS_PER_USER 256
 
 struct config {
         char *socket_path;           /* "socket": NULL = default path */
@@ -55,6 +56,7 @@ struct config {
         size_t client_output_limit;  /* "clientOutputLimit": unsent bytes before a client is dropped */
         size_t server_input_limit;   /* "serverInputLimit": unsent bytes before calls to a server are refused */
         unsigned max_in_flight;      /* "maxInFlight": requests held for one client at a time */
+        unsigned max_clients_per_user; /* "maxClientsPerUser": MCP connections of one uid; 0 = no limit */
         double shutdown_timeout;     /* "shutdownTimeout": seconds for a clean stop */
         char *tool_name_separator;   /* "toolNameSeparator": NULL = "__" */
         double list_wait;            /* "listWait": seconds a list waits for starting servers */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "user-counts.h"
 #include "config.h"
 #include "jsonrpc.h"
 #include "list-changes.h"
@@ -63,6 +64,7 @@ struct daemon {
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
         uint64_t next_client_id;
+        struct user_counts user_counts;    /* MCP connections per uid, for maxClientsPerUser */
         struct event *signals[3];          /* SIGTERM, SIGINT, SIGHUP */
         struct event *stop_deadline;
         struct event *idle_timer;          /* idleExit */

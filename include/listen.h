@@ -67,3 +67,5 @@ void listener_stop(struct listener *l);
 /* A client accepted with fewer than reserve descriptors left after it is sent refusal (one
  * line, may be NULL) and closed at once, as is one that accept() would fail with EMFILE. */
 void listener_set_reserve(struct listener *l, int reserve, const char *refusal);
+/* Sends line (may be NULL) without waiting, and closes fd: for a client turned away. */
+void listen_turn_away(int fd, const char *line);

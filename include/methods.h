@@ -43,6 +43,7 @@ extern const struct method method_logging_set_level;
 extern const struct method method_resources_subscribe;
 extern const struct method method_resources_unsubscribe;
 extern const struct method control_status;
+extern const struct method control_clients;
 extern const struct method control_start;
 extern const struct method control_stop;
 extern const struct method control_restart;

@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "list-wait.h"
 #include "mcp-logging.h"
 #include "router.h"
+#include "time-util.h"
 #include "write-now.h"
 
 /* Bytes read and written per callback, so a multi-MiB message takes few system calls
@@ -80,6 +82,7 @@ bool client_hold_request(struct client *c, json_object *id) {
 
         if (c->pending < limit) {
                 c->pending++;
+                c->held++;
                 return true;
         }
         if (!c->told_in_flight) /* once: a client past it may send thousands */
@@ -235,23 +238,33 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
         }
 }
 
+static void log_connected(struct client *c) {
+        const struct principal *p = &c->principal;
+
+        client_log(c, LOG_INFO, "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u)",
+                   c->role == LISTEN_CONTROL ? "control" : "MCP", (int)p->pid, p->comm[0] ? p->comm : "unknown",
+                   (unsigned)p->uid, p->user ? " (" : "", p->user ?: "", p->user ? ")" : "", (unsigned)p->gid);
+}
+
 struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role) {
         struct client *c = calloc(1, sizeof *c);
 
-        if (!c) {
+        if (!c || principal_resolve(fd, peer, &c->principal) < 0) {
+                free(c);
                 close(fd);
                 return NULL;
         }
         c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
         if (!c->bev) {
                 close(fd);
+                principal_done(&c->principal);
                 free(c);
                 return NULL;
         }
         c->daemon = d;
         c->id = ++d->next_client_id;
         c->role = role;
-        c->peer = *peer;
+        c->connected_at = now_usec();
         c->state = CLIENT_ACTIVE;
         framer_init(&c->framer, d->config.max_message_size);
         session_init(&c->session);
@@ -263,11 +276,23 @@ struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, en
         bufferevent_set_max_single_write(c->bev, CLIENT_WRITE_CHUNK);
         bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
         bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-        client_log(c, LOG_INFO, "%s client connected (pid %d, uid %u, gid %u)",
-                   role == LISTEN_CONTROL ? "control" : "MCP", (int)peer->pid, (unsigned)peer->uid,
-                   (unsigned)peer->gid);
+        log_connected(c);
         daemon_clients_changed(d);
         return c;
+}
+
+const struct principal *client_principal(const struct client *c) {
+        return &c->principal;
+}
+
+void client_access_who(const struct client *c, struct access_who *ret) {
+        *ret = (struct access_who){
+                .uid = c->principal.uid,
+                .gid = c->principal.gid,
+                .groups = c->principal.groups,
+                .n_groups = c->principal.n_groups,
+                .profile = NULL, /* the session's profile, once initialize can choose one */
+        };
 }
 
 void client_free(struct client *c) {
@@ -286,6 +311,7 @@ void client_free(struct client *c) {
         d->client_count[c->state]--;
         session_done(&c->session);
         framer_done(&c->framer);
+        principal_done(&c->principal);
         bufferevent_free(c->bev);
         free(c);
 }

@@ -28,7 +28,7 @@ static void reload(struct client *c, struct jsonrpc_msg *m) {
         char why[64], message[256];
         int r;
 
-        snprintf(why, sizeof why, "reload by uid %u", (unsigned)c->peer.uid);
+        snprintf(why, sizeof why, "reload by uid %u", (unsigned)client_principal(c)->uid);
         r = daemon_reload(c->daemon, why, &outcome);
         if (r >= 0) {
                 client_reply_result(c, m->id, outcome);

@@ -42,7 +42,7 @@ static void command(struct client *c, struct jsonrpc_msg *m, enum server_event e
                 reply_unknown(c, m, json_object_get_string(v));
                 return;
         }
-        snprintf(detail, sizeof detail, "%s by uid %u (mcpvisorctl)", verb, (unsigned)c->peer.uid);
+        snprintf(detail, sizeof detail, "%s by uid %u (mcpvisorctl)", verb, (unsigned)client_principal(c)->uid);
         server_handle(s, ev, detail);
         result = json_object_new_object();
         json_object_object_add(result, "name", json_object_new_string(s->config->name));

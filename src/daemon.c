@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "control-access.h"
+#include "jsonrpc.h"
 #include "list-wait.h"
 #include "mcp-logging.h"
 #include "paths.h"
@@ -335,18 +336,63 @@ static int setup_sockets(struct daemon *d) {
         return 0;
 }
 
+/* One JSON-RPC error line (id null) for a connection turned away, with the limit in data. */
+static char *refusal_line(const char *message, const char *setting, unsigned limit) {
+        json_object *data = json_object_new_object(), *e;
+        char *line = NULL;
+
+        json_object_object_add(data, setting, json_object_new_int64(limit));
+        e = jsonrpc_error(NULL, JSONRPC_INTERNAL_ERROR, message, data);
+        if (asprintf(&line, "%s\n", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN)) < 0)
+                line = NULL;
+        json_object_put(e);
+        return line;
+}
+
+/* maxClientsPerUser: one local user cannot take every connection. A connection past it
+ * reads one error line and is closed; the first of each run of them is logged. */
+static bool count_user(struct daemon *d, int fd, uid_t uid) {
+        unsigned limit = d->config.max_clients_per_user;
+        _cleanup_free_ char *line = NULL;
+        char message[200];
+
+        switch (user_counts_take(&d->user_counts, uid, limit)) {
+        case USER_COUNT_TAKEN:
+                return true;
+        case USER_COUNT_NO_MEMORY:
+                log_warning(&d->log, "out of memory accepting a client; connection closed");
+                close(fd);
+                return false;
+        case USER_COUNT_OVER:
+                log_warning(&d->log, "uid %u has %u MCP connections (maxClientsPerUser); turning away more until one closes",
+                            (unsigned)uid, limit);
+                break;
+        case USER_COUNT_OVER_AGAIN:
+                break;
+        }
+        snprintf(message, sizeof message,
+                 "too many connections for uid %u (maxClientsPerUser %u); close one before connecting again",
+                 (unsigned)uid, limit);
+        listen_turn_away(fd, line = refusal_line(message, "maxClientsPerUser", limit));
+        return false;
+}
+
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata) {
         struct daemon *d = userdata;
         enum listen_role role = (enum listen_role)(l - d->listeners);
         char why[256];
         struct client *c;
 
+        if (role == LISTEN_MCP && !count_user(d, fd, peer->uid))
+                return;
         c = client_new(d, fd, peer, role);
         if (!c) {
+                if (role == LISTEN_MCP)
+                        user_counts_release(&d->user_counts, peer->uid);
                 log_warning(&d->log, "out of memory accepting a client; connection closed");
                 return;
         }
-        if (role == LISTEN_CONTROL && !control_access_allowed(d->config.control_group, fd, peer, why, sizeof why)) {
+        if (role == LISTEN_CONTROL && !control_access_allowed(d->config.control_group, client_principal(c), why, sizeof why)) {
                 /* One answer saying why, then the connection closes. */
                 client_log(c, LOG_NOTICE, "refused control connection from uid %u (pid %d)", (unsigned)peer->uid,
                            (int)peer->pid);
@@ -380,6 +426,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         /* The daemon owns it now; the caller's copy must not free what it points to. */
         config_init_defaults(config);
         TAILQ_INIT(&d->list_waiters);
+        user_counts_init(&d->user_counts);
         TAILQ_INIT(&d->subscriptions);
         TAILQ_INIT(&d->router.live);
         TAILQ_INIT(&d->router.lost);
@@ -431,11 +478,18 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         return 0;
 }
 
+/* The daemon learns here that a client is gone. */
+static void client_gone(struct daemon *d, struct client *c) {
+        if (c->role == LISTEN_MCP)
+                user_counts_release(&d->user_counts, client_principal(c)->uid);
+        client_free(c);
+}
+
 static void free_closed_clients(struct daemon *d) {
         struct client *c;
 
         while ((c = TAILQ_FIRST(&d->clients[CLIENT_JUSTFREE])))
-                client_free(c);
+                client_gone(d, c);
 }
 
 int daemon_iterate(struct daemon *d, int loop_flags) {
@@ -466,8 +520,9 @@ void daemon_done(struct daemon *d) {
         for (int s = 0; s < CLIENT_STATE_COUNT; s++) {
                 struct client *c;
                 while ((c = TAILQ_FIRST(&d->clients[s])))
-                        client_free(c);
+                        client_gone(d, c);
         }
+        user_counts_done(&d->user_counts);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++) {
                 listener_stop(&d->listeners[role]);
                 if (d->bound[role].path)

@@ -188,11 +188,14 @@ int listen_fd_reserve(int fd_limit) {
         return reserve < 16 ? 16 : reserve > 256 ? 256 : reserve;
 }
 
-/* Sends the refusal line, if any, without waiting, and closes. */
-static void turn_away(struct listener *l, int fd) {
-        if (l->refusal)
-                (void)!send(fd, l->refusal, strlen(l->refusal), MSG_DONTWAIT | MSG_NOSIGNAL);
+void listen_turn_away(int fd, const char *line) {
+        if (line)
+                (void)!send(fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
         close(fd);
+}
+
+static void turn_away(struct listener *l, int fd) {
+        listen_turn_away(fd, l->refusal);
 }
 
 /* Descriptors are allocated lowest first, so fd - 1 below the new one are all in use: at

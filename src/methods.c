@@ -23,6 +23,7 @@ static const struct method *const requests[] = {
         &method_resources_subscribe,
         &method_resources_unsubscribe,
         &control_status,
+        &control_clients,
         &control_start,
         &control_stop,
         &control_restart,

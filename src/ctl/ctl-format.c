@@ -99,6 +99,15 @@ int ctl_table_add(struct ctl_table *t, const char *text) {
         return 0;
 }
 
+int ctl_table_add_row(struct ctl_table *t, const char *const *cells, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int r = ctl_table_add(t, cells[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 void ctl_table_print(const struct ctl_table *t, FILE *out) {
         size_t widths[32] = { 0 };
         size_t n = t->n_columns < ARRAY_SIZE(widths) ? t->n_columns : ARRAY_SIZE(widths);

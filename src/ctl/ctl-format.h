@@ -32,6 +32,8 @@ struct ctl_table {
 int ctl_table_init(struct ctl_table *t, const char *const *header, size_t n_columns);
 /* Adds one cell; rows fill left to right. -ENOMEM on failure. */
 int ctl_table_add(struct ctl_table *t, const char *text);
+/* Adds n cells, a row when n is the number of columns. -ENOMEM on failure. */
+int ctl_table_add_row(struct ctl_table *t, const char *const *cells, size_t n);
 /* Sets the note of the last row begun (text ends in '\n', or is ""). -ENOMEM on failure. */
 int ctl_table_note(struct ctl_table *t, const char *text);
 void ctl_table_print(const struct ctl_table *t, FILE *out);

@@ -180,7 +180,7 @@ static void print_daemon_line(json_object *status) {
                (long long)clients, clients == 1 ? "" : "s", ctl_json_str(d, "config") ?: "-");
 }
 
-static const char *int_cell(json_object *s, const char *key, char *buf, size_t size) {
+const char *ctl_json_int_cell(json_object *s, const char *key, char *buf, size_t size) {
         int64_t v = ctl_json_int(s, key, -1);
 
         if (v < 0)
@@ -222,19 +222,18 @@ static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
         const char *cells[] = {
                 ctl_json_str(s, "name") ?: "?",
                 state_cell(s, state, sizeof state),
-                int_cell(s, "pid", pid, sizeof pid),
+                ctl_json_int_cell(s, "pid", pid, sizeof pid),
                 ctl_format_duration(ctl_json_double(s, "uptime", -1), up, sizeof up),
-                int_cell(s, "restarts", restarts, sizeof restarts),
+                ctl_json_int_cell(s, "restarts", restarts, sizeof restarts),
                 ctl_json_str(s, "lastExit") ?: "-",
-                int_cell(s, "tools", tools, sizeof tools),
-                int_cell(s, "inFlight", inflight, sizeof inflight),
+                ctl_json_int_cell(s, "tools", tools, sizeof tools),
+                ctl_json_int_cell(s, "inFlight", inflight, sizeof inflight),
         };
 
-        for (size_t i = 0; i < ARRAY_SIZE(cells); i++) {
-                int r = ctl_table_add(t, cells[i]);
-                if (r < 0)
-                        return r;
-        }
+        int r = ctl_table_add_row(t, cells, ARRAY_SIZE(cells));
+
+        if (r < 0)
+                return r;
         return server_is_fine(s) ? 0 : add_notes(t, status, s);
 }
 

@@ -28,4 +28,6 @@ void ctl_status_print_unknown(json_object *status, const char *name);
  * another type. */
 const char *ctl_json_str(json_object *o, const char *key);
 int64_t ctl_json_int(json_object *o, const char *key, int64_t def);
+/* A table cell for a whole number at key in o, written in buf: "-" when absent or negative. */
+const char *ctl_json_int_cell(json_object *o, const char *key, char *buf, size_t size);
 double ctl_json_double(json_object *o, const char *key, double def);

@@ -13,8 +13,8 @@
 #include "version.h"
 
 static const struct ctl_command *const commands[] = {
-        &ctl_cmd_status, &ctl_cmd_start, &ctl_cmd_stop, &ctl_cmd_restart, &ctl_cmd_reload, &ctl_cmd_connect,
-        &ctl_cmd_access,
+        &ctl_cmd_status, &ctl_cmd_clients, &ctl_cmd_start, &ctl_cmd_stop, &ctl_cmd_restart, &ctl_cmd_reload,
+        &ctl_cmd_connect, &ctl_cmd_access,
 };
 
 enum { OPT_SOCKET = 's', OPT_CONTROL = 'C', OPT_HELP = 'h', OPT_VERSION = 'V',
@@ -39,10 +39,10 @@ static void usage(FILE *out) {
                 "  -C, --control-socket PATH   control socket ($MCPVISOR_CONTROL_SOCKET)\n"
                 "      --system                the system service's sockets in /run/mcpvisor/\n"
                 "      --user                  the user service's sockets in $XDG_RUNTIME_DIR/mcpvisor/\n"
-                "      --json                  status, access: print the daemon's answer as JSON\n"
+                "      --json                  status, clients, access: print the daemon's answer as JSON\n"
                 "      --profile NAME          access: as a connection that chose this profile\n"
                 "      --no-wait               start, stop, restart: return once the action began\n"
-                "      --timeout SECONDS       how long to wait for the daemon (status and connect: 10,\n"
+                "      --timeout SECONDS       how long to wait for the daemon (status, clients and connect: 10,\n"
                 "                              start, stop, restart and reload: 60)\n"
                 "  -h, --help                  show this help\n"
                 "After the command access, --user NAME names the user to check (a name or uid);\n"

@@ -13,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <grp.h>
 #include <sys/mount.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -371,9 +374,99 @@ struct h_conn *h_connect(const char *path, int timeout_ms) {
         }
 }
 
+/* The child of h_connect_as(): 0 and the descriptor sent, or an errno as one byte. */
+static _Noreturn void connect_as_child(int sv, const char *path, uid_t uid, gid_t gid, const gid_t *groups,
+                                       size_t n_groups, const char *comm) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char buf[CMSG_SPACE(sizeof(int))] = { 0 }, err = 0;
+        struct iovec iov = { .iov_base = &err, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        int fd = -1;
+
+        /* Only its end of the socketpair: another child's end held here would keep that
+         * child waiting after its h_close(). */
+        if (sv > 3)
+                close_range(3, (unsigned)sv - 1, 0);
+        close_range((unsigned)sv + 1, ~0u, 0);
+        strncpy(sa.sun_path, path, sizeof sa.sun_path - 1);
+        if (setgroups(n_groups, groups) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0 ||
+            (comm && prctl(PR_SET_NAME, comm) < 0) || (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+            connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+                err = (char)errno;
+        if (!err) {
+                struct cmsghdr *cm;
+
+                mh.msg_control = buf;
+                mh.msg_controllen = sizeof buf;
+                cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+        }
+        if (sendmsg(sv, &mh, MSG_NOSIGNAL) < 0)
+                _exit(1);
+        (void)!read(sv, &err, 1); /* until h_close() closes the other end */
+        _exit(0);
+}
+
+static int receive_fd(int sv, int *ret_errno) {
+        char buf[CMSG_SPACE(sizeof(int))], err = 0;
+        struct iovec iov = { .iov_base = &err, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof buf };
+        struct cmsghdr *cm;
+        int fd = -1;
+
+        cr_assert_eq(recvmsg(sv, &mh, MSG_CMSG_CLOEXEC), 1, "h_connect_as: the child sent nothing");
+        cm = CMSG_FIRSTHDR(&mh);
+        if (cm && cm->cmsg_type == SCM_RIGHTS)
+                memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+        *ret_errno = err;
+        return fd;
+}
+
+struct h_conn *h_connect_as(const char *path, uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                            const char *comm) {
+        char dir[300];
+        struct stat st;
+        struct h_conn *c;
+        int sv[2], fd, err;
+        pid_t pid;
+
+        cr_assert_eq(geteuid(), 0, "h_connect_as needs root");
+        cr_assert_eq(stat(path, &st), 0, "%s: %s", path, strerror(errno));
+        cr_assert(st.st_mode & 0002, "%s has mode %o: set socketMode \"0666\" so uid %u may connect", path,
+                  (unsigned)(st.st_mode & 0777), (unsigned)uid);
+        snprintf(dir, sizeof dir, "%s", path);
+        *strrchr(dir, '/') = '\0';
+        cr_assert_eq(chmod(dir, 0711), 0);
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                close(sv[0]);
+                connect_as_child(sv[1], path, uid, gid, groups, n_groups, comm);
+        }
+        close(sv[1]);
+        fd = receive_fd(sv[0], &err);
+        if (fd < 0) {
+                close(sv[0]);
+                waitpid(pid, NULL, 0);
+                cr_assert(err == ECONNREFUSED || err == EAGAIN, "h_connect_as uid %u: %s", (unsigned)uid, strerror(err));
+                return NULL;
+        }
+        c = calloc(1, sizeof *c);
+        *c = (struct h_conn){ .fd = fd, .as_pid = pid, .as_fd = sv[0] };
+        return c;
+}
+
 void h_close(struct h_conn *c) {
         if (!c)
                 return;
+        if (c->as_pid > 0) {
+                close(c->as_fd);
+                waitpid(c->as_pid, NULL, 0);
+        }
         close(c->fd);
         free(c->buf);
         free(c);

@@ -70,10 +70,22 @@ struct h_conn {
         int fd;
         char *buf;
         size_t len, cap;
+        pid_t as_pid;         /* h_connect_as(): the child that connected, alive until h_close */
+        int as_fd;            /* our end of its socketpair; 0 or -1: none */
 };
 
 /* Connects, retrying until the deadline (the socket may not exist yet). */
 struct h_conn *h_connect(const char *path, int timeout_ms);
+/* Connects as another user (the test runs as root): a forked child takes uid, gid and
+ * groups (setgroups, setresgid, setresuid), names itself comm (NULL: unchanged), connects,
+ * and passes the connected descriptor back over a socketpair (SCM_RIGHTS). The kernel takes
+ * SO_PEERCRED and SO_PEERGROUPS at connect(), so the daemon sees the child's identity on the
+ * descriptor the test now holds. The child waits until h_close(), so its pid and /proc entry
+ * stay valid. The socket must let uid connect: socketMode "0666" (or a group of its), and
+ * the daemon's directory is opened to others for search (0711) here. Asserts on failure,
+ * except that a refused connect returns NULL. */
+struct h_conn *h_connect_as(const char *path, uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups,
+                            const char *comm);
 void h_close(struct h_conn *c);
 void h_send(struct h_conn *c, const char *text);        /* text sent as is */
 void h_sendf(struct h_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

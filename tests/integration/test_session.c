@@ -1,8 +1,10 @@
 /* The MCP session layer over the daemon's own socket: handshake, ids, and every bad input. */
 #include <criterion/criterion.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -261,10 +263,13 @@ Sess(bad_client_costs_another_nothing) {
 
 Sess(peer_credentials_logged) {
         struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
-        char expect[128];
+        struct passwd *pw = getpwuid(getuid());
+        char expect[256], comm[16] = "";
 
-        snprintf(expect, sizeof expect, "connected (pid %d, uid %u, gid %u)", (int)getpid(), (unsigned)getuid(),
-                 (unsigned)getgid());
+        /* The principal: who connected, with the command and user names it was resolved to. */
+        cr_assert_eq(prctl(PR_GET_NAME, comm), 0);
+        snprintf(expect, sizeof expect, "connected (pid %d, command %s, uid %u%s%s%s, gid %u)", (int)getpid(), comm,
+                 (unsigned)getuid(), pw ? " (" : "", pw ? pw->pw_name : "", pw ? ")" : "", (unsigned)getgid());
         cr_assert(h_log_wait(&D, expect, H_TIMEOUT_MS), "no log line with '%s'", expect);
         h_close(c);
 }

@@ -638,6 +638,17 @@ Test(config, max_in_flight_range) {
                              "whole number from 1 to 1000000");
 }
 
+Test(config, max_clients_per_user_range) {
+        static const struct count_case ok[] = { { "0", 0 }, { "1", 1 }, { "3", 3 }, { "1000000", 1000000 } };
+        static const char *const bad[] = { "-1", "1000001", "2.5", "\"3\"", "null", "true" };
+
+        cr_assert_eq(parse("{\"mcpvisor\":{}}"), 0);
+        cr_assert_eq(cfg.max_clients_per_user, CONFIG_DEFAULT_MAX_CLIENTS_PER_USER);
+        cr_assert_eq(cfg.max_clients_per_user, 256);
+        expect_count_setting("maxClientsPerUser", &cfg.max_clients_per_user, ok, ARRAY_SIZE(ok), bad, ARRAY_SIZE(bad),
+                             "whole number from 0 to 1000000");
+}
+
 Test(config, routing_problems_collected) {
         cr_assert_eq(parse("{\"mcpvisor\":{\"toolNameSeparator\":\"\",\"listWait\":-1,\"listPageSize\":-1}}"), -EINVAL);
         cr_assert_eq(probs.count, 3);

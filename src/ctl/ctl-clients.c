@@ -1,0 +1,136 @@
+/* mcpvisorctl clients [--json]: who is connected to the MCP socket, as a table or as the
+ * daemon's JSON: each client's id, user, pid, command, profile, requests in flight, calls so
+ * far and since when. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl-connection.h"
+#include "ctl-format.h"
+#include "ctl-status.h"
+#include "ctl.h"
+
+#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
+
+static int fetch(struct ctl *ctl, json_object **ret) {
+        _cleanup_json_ json_object *result = NULL, *error = NULL;
+        const char *path = ctl_control_path(ctl);
+        struct ctl_conn c;
+        json_object *rows;
+        int r;
+
+        if (!path || ctl_conn_open(&c, path, ctl->timeout_usec) < 0)
+                return -EIO;
+        r = ctl_call(&c, "clients", NULL, ctl->timeout_usec, &result, &error);
+        ctl_conn_done(&c);
+        if (r < 0)
+                return r;
+        if (error)
+                return ctl_print_daemon_error(error), -EREMOTEIO;
+        if (!json_object_object_get_ex(result, "clients", &rows) || !json_object_is_type(rows, json_type_array)) {
+                fprintf(stderr, CTL_NAME ": the daemon's answer has no clients list: %.200s\n",
+                        json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN));
+                return -EBADMSG;
+        }
+        *ret = TAKE_PTR(result);
+        return 0;
+}
+
+/* A peer chose its command name: control characters shown as \xNN, never sent to the
+ * terminal. */
+static const char *escaped(const char *text, char *buf, size_t size) {
+        size_t n = 0;
+
+        if (!text)
+                return "-";
+        for (const unsigned char *s = (const unsigned char *)text; *s && n + 5 < size; s++)
+                n += (size_t)snprintf(buf + n, size - n, *s < 0x20 || *s == 0x7f || *s == '\\' ? "\\x%02x" : "%c", *s);
+        buf[n] = '\0';
+        return buf;
+}
+
+static const char *user_cell(json_object *row, char *buf, size_t size) {
+        const char *user = ctl_json_str(row, "user");
+        long long uid = (long long)ctl_json_int(row, "uid", -1);
+
+        if (user)
+                snprintf(buf, size, "%s (%lld)", user, uid);
+        else
+                snprintf(buf, size, "%lld", uid);
+        return buf;
+}
+
+static const char *since_cell(json_object *row, char *buf, size_t size) {
+        time_t at = (time_t)ctl_json_int(row, "connectedAt", -1);
+        struct tm tm;
+
+        if (at < 0 || !localtime_r(&at, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+                return "-";
+        return buf;
+}
+
+static int add_row(struct ctl_table *t, json_object *row) {
+        char id[24], user[300], pid[24], command[80], inflight[24], calls[24], since[32];
+        const char *cells[] = {
+                ctl_json_int_cell(row, "id", id, sizeof id),
+                user_cell(row, user, sizeof user),
+                ctl_json_int_cell(row, "pid", pid, sizeof pid),
+                escaped(ctl_json_str(row, "command"), command, sizeof command),
+                ctl_json_str(row, "profile") ?: "-",
+                ctl_json_int_cell(row, "inFlight", inflight, sizeof inflight),
+                ctl_json_int_cell(row, "calls", calls, sizeof calls),
+                since_cell(row, since, sizeof since),
+        };
+
+        return ctl_table_add_row(t, cells, ARRAY_SIZE(cells));
+}
+
+static int print_table(json_object *rows) {
+        static const char *const header[] = { "ID", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE" };
+        struct ctl_table t;
+        int r;
+
+        if (json_object_array_length(rows) == 0) {
+                printf("no MCP clients connected\n");
+                return 0;
+        }
+        r = ctl_table_init(&t, header, ARRAY_SIZE(header));
+        for (size_t i = 0; r >= 0 && i < json_object_array_length(rows); i++)
+                r = add_row(&t, json_object_array_get_idx(rows, i));
+        if (r >= 0)
+                ctl_table_print(&t, stdout);
+        ctl_table_done(&t);
+        return r;
+}
+
+static int run_clients(struct ctl *ctl, int argc, char **argv) {
+        _cleanup_json_ json_object *result = NULL;
+        json_object *rows;
+        int r;
+
+        if (fetch(ctl, &result) < 0)
+                return CTL_EXIT_FAILURE;
+        json_object_object_get_ex(result, "clients", &rows);
+        if (ctl->json)
+                r = printf("%s\n", json_object_to_json_string_ext(result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                                  JSON_C_TO_STRING_NOSLASHESCAPE)) < 0 ? -EIO : 0;
+        else
+                r = print_table(rows);
+        if (r < 0 || fflush(stdout) != 0) {
+                fprintf(stderr, CTL_NAME ": cannot print the clients: %s\n", strerror(r < 0 ? -r : errno));
+                return CTL_EXIT_FAILURE;
+        }
+        return CTL_EXIT_OK;
+}
+
+const struct ctl_command ctl_cmd_clients = {
+        .name = "clients",
+        .synopsis = "[--json]",
+        .summary = "the MCP clients connected: user, pid, command, calls",
+        .min_args = 0,
+        .max_args = 0,
+        .options = CTL_OPT_JSON | CTL_OPT_TIMEOUT,
+        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
+        .run = run_clients,
+};
