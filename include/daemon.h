@@ -65,6 +65,8 @@ struct daemon {
         unsigned client_count[CLIENT_STATE_COUNT];
         uint64_t next_client_id;
         struct user_counts user_counts;    /* MCP connections per uid, for maxClientsPerUser */
+        int fds_at_start;                  /* descriptors open once the sockets were set up */
+        bool fd_refusing;                  /* MCP clients turned away for descriptors: warned once */
         struct event *signals[3];          /* SIGTERM, SIGINT, SIGHUP */
         struct event *stop_deadline;
         struct event *idle_timer;          /* idleExit */

@@ -10,6 +10,7 @@
 
 struct user_counts {
         struct idmap by_uid; /* uid -> struct user_count (user-counts.c), only while above 0 */
+        size_t total;        /* connections counted, of every uid */
 };
 
 enum user_count_verdict {

@@ -377,13 +377,50 @@ static bool count_user(struct daemon *d, int fd, uid_t uid) {
         return false;
 }
 
+/* How many descriptors are open now; 64, a guess above the daemon's own, if /proc says not. */
+static int count_open_fds(void) {
+        _cleanup_(closedirp) DIR *dir = opendir("/proc/self/fd");
+        struct dirent *de;
+        int n = 0;
+
+        if (!dir)
+                return 64;
+        while ((de = readdir(dir)))
+                n += de->d_name[0] != '.';
+        return n - 1; /* the directory's own */
+}
+
+/* Descriptors a server's run holds: its stdin, stdout and stderr pipes and its pidfd. */
+#define SERVER_RUN_FDS 4
+
+/* The listener's check sees the new descriptor's number, which a freed lower one (a
+ * crashed server's, during its restart delay) hides: counted instead, MCP clients leave
+ * every configured server its descriptors beside the reserve, so restarts do not fail for
+ * clients that keep connecting. */
+static bool room_for_client(struct daemon *d, int fd) {
+        const struct listener *l = &d->listeners[LISTEN_MCP];
+        long room = (long)l->fd_limit - l->reserve - d->fds_at_start - (long)SERVER_RUN_FDS * (long)d->supervisor.n_servers;
+
+        if (l->reserve == 0 || (long)d->user_counts.total < room) {
+                d->fd_refusing = false;
+                return true;
+        }
+        if (!d->fd_refusing)
+                log_warning(&d->log, "%zu MCP clients leave no more descriptors than the %d kept for the control socket "
+                            "and %zu servers' restarts (limit %d); turning away new clients of the mcp socket",
+                            d->user_counts.total, l->reserve, d->supervisor.n_servers, l->fd_limit);
+        d->fd_refusing = true;
+        listen_turn_away(fd, FD_SHORTAGE_REFUSAL);
+        return false;
+}
+
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata) {
         struct daemon *d = userdata;
         enum listen_role role = (enum listen_role)(l - d->listeners);
         char why[256];
         struct client *c;
 
-        if (role == LISTEN_MCP && !count_user(d, fd, peer->uid))
+        if (role == LISTEN_MCP && (!room_for_client(d, fd) || !count_user(d, fd, peer->uid)))
                 return;
         c = client_new(d, fd, peer, role);
         if (!c) {
@@ -464,6 +501,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
                 return r;
         }
+        d->fds_at_start = count_open_fds();
         /* Socket-activated, systemd owns the paths and the unit's cgroup ends what we leave. */
         if (!d->activated)
                 supervisor_claim(&d->supervisor, d->bound[LISTEN_MCP].path);

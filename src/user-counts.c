@@ -27,9 +27,12 @@ enum user_count_verdict user_counts_take(struct user_counts *u, uid_t uid, unsig
         unsigned n = count_of(v);
         bool told = (uintptr_t)v & 1;
 
-        if (limit == 0 || n < limit)
-                return idmap_put(&u->by_uid, (int64_t)uid, pack(n + 1, false)) < 0 ? USER_COUNT_NO_MEMORY
-                                                                                   : USER_COUNT_TAKEN;
+        if (limit == 0 || n < limit) {
+                if (idmap_put(&u->by_uid, (int64_t)uid, pack(n + 1, false)) < 0)
+                        return USER_COUNT_NO_MEMORY;
+                u->total++;
+                return USER_COUNT_TAKEN;
+        }
         (void)idmap_put(&u->by_uid, (int64_t)uid, pack(n, true)); /* replaces: cannot fail */
         return told ? USER_COUNT_OVER_AGAIN : USER_COUNT_OVER;
 }
@@ -37,6 +40,8 @@ enum user_count_verdict user_counts_take(struct user_counts *u, uid_t uid, unsig
 void user_counts_release(struct user_counts *u, uid_t uid) {
         unsigned n = count_of(idmap_get(&u->by_uid, (int64_t)uid));
 
+        if (n > 0)
+                u->total--;
         /* Below the limit again: the next refusal starts a new episode, and is logged. */
         if (n > 1)
                 (void)idmap_put(&u->by_uid, (int64_t)uid, pack(n - 1, false));

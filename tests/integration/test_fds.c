@@ -202,3 +202,29 @@ Test(fds, spawn_failures_out_of_fds_do_not_count_toward_the_start_limit) {
         expect_status("ready");
         stop_clean();
 }
+
+/* Servers that keep crashing while clients keep connecting: a client accepted into the
+ * descriptors a crashed server freed, during its restart delay, used to push the restart
+ * into the reserve; after a few rounds restarts failed for descriptors. Counted, clients
+ * leave every configured server its own. */
+Test(fds, restarts_keep_their_descriptors_while_clients_keep_connecting) {
+        long long end;
+
+        for (int i = 0; i < 6; i++)
+                add_demo(sf("crasher%d", i), "\"restart\":\"always\",\"restartDelay\":0.3,\"restartDelayMax\":0.3,"
+                                             "\"startLimitBurst\":0,\"healthInterval\":0.1",
+                         "\"--exit-after\",\"4\"");
+        start_nofile(NOFILE);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        for (end = h_now_ms() + 1900; h_now_ms() < end && n_idle < IDLE;) {
+                open_idle(D.sock, 1);
+                h_notify_drain(&D);
+                poll(NULL, 0, 10); /* a client every 10 ms, as agents come and go */
+        }
+        cr_assert_gt(h_log_count(&D, "-> backoff"), 6, "the servers did not crash and restart meanwhile");
+        cr_assert_eq(h_log_count(&D, "out of file descriptors"), 0, "a restart ran short of descriptors");
+        cr_assert_geq(h_log_count(&D, "turning away new clients of the mcp socket"), 1, "no client was turned away");
+        close_idle();
+        expect_accepted_again();
+        stop_clean();
+}
