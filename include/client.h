@@ -14,6 +14,8 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include "access.h"
+#include "client-access.h"
 #include "framing.h"
 #include "listen.h"
 #include "log.h"
@@ -38,6 +40,7 @@ struct client {
         unsigned pending;            /* requests held (routed or waiting), not answered yet */
         bool told_in_flight;         /* maxInFlight was reached and logged once */
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
+        struct client_access access; /* its class and view (client-access.h) */
 };
 
 TAILQ_HEAD(client_list, client);
@@ -45,6 +48,9 @@ TAILQ_HEAD(client_list, client);
 /* Takes ownership of fd. Returns NULL (fd closed) when out of memory. */
 struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role);
 void client_free(struct client *c);
+/* Who c is, for the access policy: the one place that says it (profile left NULL; the
+ * caller adds the one c chose). */
+void client_access_who(const struct client *c, struct access_who *ret);
 void client_set_state(struct client *c, enum client_state state);
 const char *client_state_name(enum client_state state);
 

@@ -270,6 +270,10 @@ struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, en
         return c;
 }
 
+void client_access_who(const struct client *c, struct access_who *ret) {
+        *ret = (struct access_who){ .uid = c->peer.uid, .gid = c->peer.gid };
+}
+
 void client_free(struct client *c) {
         struct daemon *d;
 
@@ -285,6 +289,7 @@ void client_free(struct client *c) {
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
         session_done(&c->session);
+        client_access_done(&c->access);
         framer_done(&c->framer);
         bufferevent_free(c->bev);
         free(c);

@@ -1,0 +1,321 @@
+/* Access rules, profiles and audit, run for real: clients of different uids (the test runs
+ * as root; a forked helper takes another uid with setresuid() and connects, so the daemon's
+ * SO_PEERCRED names that uid, then passes the socket back with SCM_RIGHTS), each seeing the
+ * daemon through its own view: lists, calls, log notifications, reloads that change the
+ * rules, and the audit lines in the daemon's log. */
+#include <criterion/criterion.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "servers.h"
+
+#define OTHER_UID 4242
+#define THIRD_UID 4243
+
+static struct h_daemon D;
+
+static void setup(void) {
+        servers_reset(&D);
+}
+
+TestSuite(access, .init = setup, .fini = servers_teardown, .timeout = 60);
+
+/* In the child: become uid/gid, connect to path, send the socket over to. */
+_Noreturn static void connect_as_child(const char *path, uid_t uid, gid_t gid, int to) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char control[CMSG_SPACE(sizeof(int))] = { 0 };
+        char byte = 'x';
+        struct iovec iov = { &byte, 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        int fd;
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                _exit(5);
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                _exit(2);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+                _exit(3);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+        _exit(sendmsg(to, &mh, 0) == 1 ? 0 : 4);
+}
+
+/* A connection to the test daemon's MCP socket made as uid/gid. */
+static struct h_conn *h_connect_as(uid_t uid, gid_t gid) {
+        char control[CMSG_SPACE(sizeof(int))] = { 0 };
+        char byte;
+        struct iovec iov = { &byte, 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+        struct h_conn *c;
+        int sv[2], status, fd;
+        pid_t pid;
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                close(sv[0]);
+                connect_as_child(D.sock, uid, gid, sv[1]);
+        }
+        close(sv[1]);
+        cr_assert_eq(recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC), 1, "the helper of uid %u did not pass a socket", uid);
+        close(sv[0]);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the helper of uid %u failed: %d", uid, status);
+        memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof fd);
+        c = calloc(1, sizeof *c);
+        cr_assert_not_null(c);
+        c->fd = fd;
+        return c;
+}
+
+static struct h_client *client_of(struct h_conn *conn) {
+        struct h_client *x = calloc(1, sizeof *x);
+
+        cr_assert_not_null(x);
+        x->d = &D;
+        x->c = conn;
+        x->inbox = json_object_new_array();
+        return x;
+}
+
+/* initialize with meta (JSON text of params._meta, or NULL); its answer. */
+static json_object *initialize(struct h_client *x, const char *meta) {
+        return h_client_call(x, "0", "initialize",
+                             sf("{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}%s%s}",
+                                meta ? ",\"_meta\":" : "", meta ? meta : ""));
+}
+
+/* A client of uid (0: root, connected as usual), initialized with profile (or NULL). */
+static struct h_client *open_as(uid_t uid, const char *profile) {
+        struct h_client *x = client_of(uid == 0 ? h_connect(D.sock, H_TIMEOUT_MS) : h_connect_as(uid, uid));
+        json_object *r = initialize(x, profile ? sf("{\"mcpvisor/profile\":\"%s\"}", profile) : NULL);
+
+        cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25", "initialize: %s", h_json_text(r));
+        json_object_put(r);
+        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return x;
+}
+
+/* The daemon's socket and directory reachable by every uid, then started. */
+static void start_shared(unsigned servers, const char *access) {
+        set_settings(sf("\"socketMode\":\"0666\",%s", access));
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(servers);
+}
+
+static const char *tools_of(struct h_client *x) {
+        json_object *r = h_client_call(x, "11", "tools/list", "{}");
+        static char names[4096];
+
+        snprintf(names, sizeof names, "%s", h_tool_names(r));
+        json_object_put(r);
+        return names;
+}
+
+/* Calls tool and expects a permission denied error naming it. */
+static void expect_denied(struct h_client *x, const char *tool) {
+        json_object *r = h_client_tool_call(x, "12", tool, "{\"text\":\"hi\",\"a\":1,\"b\":2}");
+        const char *message = h_str(r, "error.message");
+
+        cr_assert(message && strstr(message, "permission denied") && strstr(message, tool),
+                  "%s: expected permission denied naming it, got %s", tool, h_json_text(r));
+        json_object_put(r);
+}
+
+static void expect_ok(struct h_client *x, const char *tool) {
+        json_object *r = h_client_tool_call(x, "13", tool, "{\"text\":\"hi\",\"a\":1,\"b\":2}");
+
+        cr_assert_not_null(h_get(r, "result"), "%s: expected a result, got %s", tool, h_json_text(r));
+        json_object_put(r);
+}
+
+static void expect_unknown(struct h_client *x, const char *tool) {
+        json_object *r = h_client_tool_call(x, "14", tool, "{\"text\":\"hi\"}");
+        const char *message = h_str(r, "error.message");
+
+        cr_assert(h_error_code(r) == -32602 && message && strstr(message, "Unknown tool"),
+                  "%s: expected an unknown tool, got %s", tool, h_json_text(r));
+        json_object_put(r);
+}
+
+static const char *const SECRET_DENIED = "\"access\":{\"rules\":[{\"users\":[\"4242\"],\"servers\":[\"secret\"],\"action\":\"deny\"}]}";
+
+/* The issue's first rule: a server denied to one uid is not in its lists, a call to it is
+ * refused naming the tool (not the rule), its log messages reach root and not that uid,
+ * and the denial is audited (audit "denied", the default). */
+Test(access, server_denied_to_one_uid) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, SECRET_DENIED);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+
+        cr_assert(h_has_item(tools_of(root), "secret__echo") && h_has_item(tools_of(root), "pub__echo"));
+        cr_assert(h_has_item(tools_of(other), "pub__echo"));
+        cr_assert(!h_has_item(tools_of(other), "secret__echo"), "uid 4242 was shown %s", tools_of(other));
+        expect_denied(other, "secret__echo");
+        expect_ok(root, "secret__echo");
+        cr_assert(h_log_wait(&D, "audit: uid 4242 pid", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "tools/call secret__echo: denied", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "secret__echo: ok"), 0, "audit \"denied\" records only denials");
+
+        /* secret's log message goes to root; to 4242, whose ping answer comes after it
+         * would have, it does not */
+        expect_ok(root, "secret__log");
+        r = h_take(root, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "root did not get secret's log message");
+        json_object_put(r);
+        json_object_put(h_client_call(other, "15", "ping", "{}"));
+        cr_assert_eq(h_inbox_drop(other, h_is_method, "notifications/message"), 0, "uid 4242 heard from secret");
+        expect_ok(root, "pub__log");
+        r = h_take(other, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "uid 4242 did not get pub's log message");
+        cr_assert_str_eq(h_str(r, "params.logger"), "pub/demo");
+        json_object_put(r);
+        h_client_close(other);
+        h_client_close(root);
+        stop_clean();
+}
+
+/* A tool allowed to one uid and denied to everyone else, root included. */
+Test(access, tool_allowed_to_one_denied_to_others) {
+        struct h_client *alice, *bob, *root;
+
+        add_demo("pub", "", "");
+        start_shared(1, "\"access\":{\"rules\":["
+                        "{\"users\":[\"4242\"],\"tools\":[\"pub__add\"],\"action\":\"allow\"},"
+                        "{\"tools\":[\"pub__add\"],\"action\":\"deny\"}]}");
+        alice = open_as(OTHER_UID, NULL);
+        bob = open_as(THIRD_UID, NULL);
+        root = open_as(0, NULL);
+        expect_ok(alice, "pub__add");
+        expect_denied(bob, "pub__add");
+        expect_denied(root, "pub__add");
+        expect_ok(bob, "pub__echo");
+        cr_assert(h_has_item(tools_of(alice), "pub__add"));
+        cr_assert(!h_has_item(tools_of(bob), "pub__add") && h_has_item(tools_of(bob), "pub__echo"));
+        h_client_close(alice);
+        h_client_close(bob);
+        h_client_close(root);
+        stop_clean();
+}
+
+/* "default": "deny": only what a rule allows. */
+Test(access, default_deny) {
+        struct h_client *alice, *bob;
+
+        add_demo("pub", "", "");
+        start_shared(1, "\"access\":{\"default\":\"deny\",\"rules\":["
+                        "{\"users\":[\"4242\"],\"servers\":[\"pub\"],\"action\":\"allow\"}]}");
+        alice = open_as(OTHER_UID, NULL);
+        bob = open_as(THIRD_UID, NULL);
+        expect_ok(alice, "pub__echo");
+        cr_assert_str_eq(tools_of(bob), "");
+        expect_denied(bob, "pub__echo");
+        h_client_close(alice);
+        h_client_close(bob);
+        stop_clean();
+}
+
+static const char *const PROFILES = "\"profiles\":{\"research\":{\"tools\":[\"pub__echo\"]},\"ops\":{\"servers\":[\"pub\"]}}";
+
+/* A profile chosen in initialize's _meta narrows: what it leaves out is unknown, not denied. */
+Test(access, profile_from_meta) {
+        struct h_client *x, *plain;
+
+        add_demo("pub", "", "");
+        start_shared(1, PROFILES);
+        x = open_as(OTHER_UID, "research");
+        plain = open_as(OTHER_UID, NULL);
+        cr_assert_str_eq(tools_of(x), "pub__echo");
+        expect_ok(x, "pub__echo");
+        expect_unknown(x, "pub__add");
+        expect_ok(plain, "pub__add");
+        cr_assert(h_log_wait(&D, "profile research", H_TIMEOUT_MS));
+        h_client_close(x);
+        h_client_close(plain);
+        stop_clean();
+}
+
+/* An unknown profile fails initialize with -32602 naming the known ones; a profile that
+ * is not a string too. */
+Test(access, unknown_profile) {
+        struct h_client *x;
+        json_object *r;
+        const char *message;
+
+        add_demo("pub", "", "");
+        start_shared(1, PROFILES);
+        x = client_of(h_connect(D.sock, H_TIMEOUT_MS));
+        r = initialize(x, "{\"mcpvisor/profile\":\"nosuch\"}");
+        message = h_str(r, "error.message");
+        cr_assert(h_error_code(r) == -32602 && message && strstr(message, "nosuch") && strstr(message, "research") &&
+                          strstr(message, "ops"),
+                  "%s", h_json_text(r));
+        json_object_put(r);
+        r = initialize(x, "{\"mcpvisor/profile\":7}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        json_object_put(r);
+        r = initialize(x, "{\"mcpvisor/profile\":\"ops\"}");
+        cr_assert_not_null(h_get(r, "result"), "the session is still new after the refusals: %s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+        stop_clean();
+}
+
+/* A reload that denies a server to a connected uid: that client is told its tools changed
+ * and sees the new view at once; its call in flight across the reload is answered; root,
+ * whose view did not change, is told nothing. */
+Test(access, reload_changes_the_view) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, "\"access\":{}");
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        cr_assert(h_has_item(tools_of(other), "secret__echo"));
+        cr_assert(h_has_item(tools_of(root), "secret__echo"));
+        h_client_tool_request(other, "20", "pub__sleep", "{\"ms\":500}");
+
+        set_settings(sf("\"socketMode\":\"0666\",%s", SECRET_DENIED));
+        config_rewrite();
+        r = h_control(&D, "reload", NULL);
+        cr_assert_not_null(h_get(r, "result"), "reload: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_take(other, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "uid 4242 was not told its tools changed");
+        json_object_put(r);
+        cr_assert(!h_has_item(tools_of(other), "secret__echo") && h_has_item(tools_of(other), "pub__echo"));
+        expect_denied(other, "secret__echo");
+        r = h_client_answer(other, "20");
+        cr_assert_not_null(h_get(r, "result"), "the call in flight across the reload: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_has_item(tools_of(root), "secret__echo"));
+        cr_assert_eq(h_inbox_drop(root, h_is_method, "notifications/tools/list_changed"), 0,
+                     "root, whose view did not change, was told it had");
+        h_client_close(other);
+        h_client_close(root);
+        stop_clean();
+}
