@@ -412,6 +412,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         registry_set_source(&d->registry, &(struct registry_source){ .servers = registry_servers, .userdata = &d->supervisor });
         views_init(&d->views, &d->config.access, &d->registry);
         router_init(&d->router, d->base, &d->log);
+        router_set_audit(&d->router, &d->config.audit);
         server_requests_init(&d->server_requests, &d->router, &d->log);
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {

@@ -319,3 +319,43 @@ Test(access, reload_changes_the_view) {
         h_client_close(root);
         stop_clean();
 }
+
+/* The number of microseconds in the audit line of what (e.g. "tools/call pub__echo: ok"). */
+static unsigned long long audited_usec(const char *what) {
+        char *rest = h_log_rest_wait(&D, sf("%s after ", what), H_TIMEOUT_MS);
+        unsigned long long usec;
+
+        cr_assert_not_null(rest, "no audit line \"%s\"", what);
+        cr_assert_eq(sscanf(rest, "%llu us", &usec), 1, "%.100s", rest);
+        free(rest);
+        return usec;
+}
+
+/* audit "calls": every call's end is a notice with its outcome and duration, a denial too;
+ * lists are not audited. */
+Test(access, audit_calls) {
+        struct h_client *x;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        start_shared(1, "\"audit\":\"calls\",\"access\":{\"rules\":[{\"tools\":[\"pub__add\"],\"action\":\"deny\"}]}");
+        x = open_as(OTHER_UID, NULL);
+        cr_assert(h_has_item(tools_of(x), "pub__echo"));
+        expect_ok(x, "pub__echo");
+        cr_assert_lt(audited_usec("tools/call pub__echo: ok"), 5000000ULL);
+        r = h_client_tool_call(x, "21", "pub__sleep", "{\"ms\":200}");
+        json_object_put(r);
+        cr_assert_geq(audited_usec("tools/call pub__sleep: ok"), 200000ULL, "a call's duration is from its start");
+        expect_denied(x, "pub__add");
+        cr_assert_eq(audited_usec("tools/call pub__add: denied"), 0);
+        r = h_client_tool_call(x, "22", "pub__fail", "{}");
+        json_object_put(r);
+        audited_usec("tools/call pub__fail: error");
+        h_client_tool_request(x, "23", "pub__sleep", "{\"ms\":5000}");
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":23}}\n");
+        audited_usec("tools/call pub__sleep: cancelled");
+        cr_assert(h_log_wait(&D, "mcpvisord: notice: [pub] audit: uid 4242 pid", H_TIMEOUT_MS) && h_log_wait(&D, "mcpvisord: info: [pub] audit: uid 4242 pid", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "] audit: "), 5, "one record per call, none for the list");
+        h_client_close(x);
+        stop_clean();
+}
