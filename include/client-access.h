@@ -22,6 +22,8 @@ struct client_access {
         struct access_class class;   /* valid when ready */
         bool ready;
         char *profile;               /* the profile it chose at initialize; NULL: none */
+        char *asked;                 /* the profile notifications/mcpvisor/profile asked for before
+                                      * initialize (mcpvisorctl connect --profile); NULL: none */
         struct view *view;           /* cached; good while generation and registry_builds are current */
         uint64_t generation;
         uint64_t registry_builds;

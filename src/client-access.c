@@ -14,6 +14,7 @@
 void client_access_done(struct client_access *a) {
         access_class_done(&a->class);
         free(a->profile);
+        free(a->asked);
         *a = (struct client_access){};
 }
 

@@ -1,6 +1,7 @@
 /* initialize and notifications/initialized: the MCP handshake toward clients. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/printbuf.h>
@@ -115,9 +116,10 @@ static bool choose_profile(struct client *c, struct jsonrpc_msg *m) {
                                    "Invalid params: \"_meta\": {\"" PROFILE_META_KEY "\"} must be a string", NULL);
                 return false;
         }
-        r = client_access_choose(c, profile);
+        r = client_access_choose(c, profile ? profile : c->access.asked); /* the client's own choice wins */
         if (r == -ENOENT) {
-                used = (size_t)snprintf(message, sizeof message, "Invalid params: unknown profile '%.200s' (known:", profile);
+                used = (size_t)snprintf(message, sizeof message, "Invalid params: unknown profile '%.200s' (known:",
+                                        profile ? profile : c->access.asked);
                 for (size_t i = 0; i < a->n_profiles && used < sizeof message; i++)
                         used += (size_t)snprintf(message + used, sizeof message - used, " %s", a->profiles[i].name);
                 if (used < sizeof message)
@@ -183,6 +185,31 @@ static void initialized(struct client *c, struct jsonrpc_msg *m) {
         mcp_logging_client_operating(c);
         list_changes_client_operating(c);
 }
+
+/* notifications/mcpvisor/profile {"profile": NAME}, before initialize: the profile that
+ * initialize uses when its params do not choose one. mcpvisorctl connect --profile sends it
+ * ahead of the client's bytes, so the bridge need not rewrite them. */
+static void profile_hello(struct client *c, struct jsonrpc_msg *m) {
+        json_object *v;
+        char *copy;
+
+        if (c->session.phase != SESSION_NEW || !json_object_object_get_ex(m->params, "profile", &v) ||
+            !json_object_is_type(v, json_type_string)) {
+                client_log(c, LOG_WARNING, "ignored %s: it needs {\"profile\": NAME} before initialize", m->method);
+                return;
+        }
+        copy = strdup(json_object_get_string(v));
+        if (!copy)
+                return;
+        free(c->access.asked);
+        c->access.asked = copy;
+}
+
+const struct method notification_mcpvisor_profile = {
+        .name = "notifications/mcpvisor/profile",
+        .flags = METHOD_BEFORE_INIT | METHOD_MCP,
+        .handle = profile_hello,
+};
 
 const struct method notification_initialized = {
         .name = "notifications/initialized",

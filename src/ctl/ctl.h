@@ -22,6 +22,7 @@ enum {
         CTL_OPT_JSON = 1 << 0,
         CTL_OPT_NO_WAIT = 1 << 1,
         CTL_OPT_TIMEOUT = 1 << 2,
+        CTL_OPT_PROFILE = 1 << 3,
 };
 
 struct ctl {
@@ -31,6 +32,7 @@ struct ctl {
         bool json;                /* --json */
         bool no_wait;             /* --no-wait */
         uint64_t timeout_usec;    /* --timeout, else the command's default */
+        const char *profile;      /* --profile; NULL: none */
         char *defaults[2];        /* default paths computed for this run, freed at exit */
 };
 

@@ -17,7 +17,7 @@ static const struct ctl_command *const commands[] = {
 };
 
 enum { OPT_SOCKET = 's', OPT_CONTROL = 'C', OPT_HELP = 'h', OPT_VERSION = 'V',
-       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT };
+       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT, OPT_PROFILE };
 
 static void usage(FILE *out) {
         fprintf(out,
@@ -42,6 +42,7 @@ static void usage(FILE *out) {
                 "      --no-wait               start, stop, restart: return once the action began\n"
                 "      --timeout SECONDS       how long to wait for the daemon (status and connect: 10,\n"
                 "                              start, stop, restart and reload: 60)\n"
+                "      --profile NAME          connect: the daemon's profile to use ($MCPVISOR_PROFILE)\n"
                 "  -h, --help                  show this help\n"
                 "  -V, --version               show the version\n"
                 "\n"
@@ -80,6 +81,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                 { "json", no_argument, NULL, OPT_JSON },
                 { "no-wait", no_argument, NULL, OPT_NO_WAIT },
                 { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "profile", required_argument, NULL, OPT_PROFILE },
                 { "help", no_argument, NULL, OPT_HELP },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
@@ -100,6 +102,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                                 return -EINVAL;
                         seen->options |= CTL_OPT_TIMEOUT;
                         break;
+                case OPT_PROFILE: ctl->profile = optarg; seen->options |= CTL_OPT_PROFILE; break;
                 case OPT_HELP: seen->help = true; break;
                 case OPT_VERSION: seen->version = true; break;
                 case ':':
@@ -116,7 +119,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
         return 0;
 }
 
-static const char *const option_names[] = { "--json", "--no-wait", "--timeout" };
+static const char *const option_names[] = { "--json", "--no-wait", "--timeout", "--profile" };
 
 /* The command, its arguments counted and its options checked. NULL after a usage error. */
 static const struct ctl_command *pick_command(int argc, char **argv, const struct seen *seen) {

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctl-proc.h"
 #include "harness.h"
 #include "servers.h"
 
@@ -357,5 +358,73 @@ Test(access, audit_calls) {
         cr_assert(h_log_wait(&D, "mcpvisord: notice: [pub] audit: uid 4242 pid", H_TIMEOUT_MS) && h_log_wait(&D, "mcpvisord: info: [pub] audit: uid 4242 pid", H_TIMEOUT_MS));
         cr_assert_eq(h_log_count(&D, "] audit: "), 5, "one record per call, none for the list");
         h_client_close(x);
+        stop_clean();
+}
+
+/* initialize through mcpvisorctl connect (args, env), with meta (JSON text of _meta, or
+ * NULL); the names of tools/list's answer, or the initialize error's message. */
+static char *connect_tools(const char *const *args, const char *const *env, const char *meta) {
+        struct proc p;
+        char *line, *out;
+        json_object *o;
+
+        proc_start(&p, &D, args, env);
+        proc_write(&p, sf("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                          "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}%s%s}}\n",
+                          meta ? ",\"_meta\":" : "", meta ? meta : ""));
+        line = proc_line(&p, H_TIMEOUT_MS);
+        cr_assert_not_null(line, "no answer to initialize; stderr: %s", p.errbuf);
+        o = json_tokener_parse(line);
+        free(line);
+        if (h_error_code(o) != 0) {
+                out = strdup(h_str(o, "error.message"));
+        } else {
+                proc_write(&p, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+                               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
+                line = proc_line(&p, H_TIMEOUT_MS);
+                cr_assert_not_null(line, "no answer to tools/list; stderr: %s", p.errbuf);
+                json_object_put(o);
+                o = json_tokener_parse(line);
+                free(line);
+                out = strdup(h_tool_names(o));
+        }
+        json_object_put(o);
+        proc_close_stdin(&p);
+        cr_assert_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "connect: %s", p.errbuf);
+        proc_free(&p);
+        return out;
+}
+
+/* mcpvisorctl connect --profile and $MCPVISOR_PROFILE choose a profile for an unmodified
+ * client; the option wins over the variable, the client's own _meta over both, and an
+ * unknown one fails initialize. */
+Test(access, profile_from_connect) {
+        const char *const env[] = { "MCPVISOR_PROFILE=research", NULL };
+        const char *const bad_env[] = { "MCPVISOR_PROFILE=nosuch", NULL };
+        const char *const plain[] = { "-s", D.sock, "connect", NULL };
+        const char *const ops[] = { "-s", D.sock, "connect", "--profile", "ops", NULL };
+        char *t;
+
+        add_demo("pub", "", "");
+        add_demo("other", "", "");
+        start_shared(2, PROFILES);
+        t = connect_tools((const char *const[]){ "-s", D.sock, "connect", "--profile", "research", NULL }, NULL, NULL);
+        cr_assert_str_eq(t, "pub__echo");
+        free(t);
+        t = connect_tools(plain, env, NULL);
+        cr_assert_str_eq(t, "pub__echo", "MCPVISOR_PROFILE");
+        free(t);
+        t = connect_tools(ops, env, NULL);
+        cr_assert(h_has_item(t, "pub__add") && !h_has_item(t, "other__echo"), "--profile wins over the variable: %s", t);
+        free(t);
+        t = connect_tools(ops, NULL, "{\"mcpvisor/profile\":\"research\"}");
+        cr_assert_str_eq(t, "pub__echo", "the client's _meta wins");
+        free(t);
+        t = connect_tools(plain, NULL, NULL);
+        cr_assert(h_has_item(t, "other__echo"), "no profile: %s", t);
+        free(t);
+        t = connect_tools(plain, bad_env, NULL);
+        cr_assert(strstr(t, "unknown profile 'nosuch'") && strstr(t, "research"), "%s", t);
+        free(t);
         stop_clean();
 }
