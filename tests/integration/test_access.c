@@ -428,3 +428,41 @@ Test(access, profile_from_connect) {
         free(t);
         stop_clean();
 }
+
+/* A client denied a server cannot reach another client's call to it: not by cancelling its
+ * id, not by sending progress under its token, not by using the same id itself; and it
+ * hears none of that call's progress. */
+Test(access, denied_client_cannot_touch_another_clients_call) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, SECRET_DENIED);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        h_sendf(root->c, "{\"jsonrpc\":\"2.0\",\"id\":30,\"method\":\"tools/call\",\"params\":{\"name\":\"secret__sleep\","
+                         "\"arguments\":{\"ms\":400},\"_meta\":{\"progressToken\":\"tokA\"}}}\n");
+        r = h_take(root, h_is_method, "notifications/progress", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "root's call reports no progress");
+        cr_assert_str_eq(h_str(r, "params.progressToken"), "tokA");
+        json_object_put(r);
+
+        h_sendf(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":30}}\n");
+        h_sendf(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"tokA\","
+                          "\"progress\":99}}\n");
+        expect_denied(other, "secret__sleep");
+        r = h_client_tool_call(other, "30", "secret__echo", "{\"text\":\"mine\"}");
+        cr_assert(strstr(h_str(r, "error.message"), "permission denied"), "%s", h_json_text(r));
+        json_object_put(r);
+
+        r = h_client_answer(root, "30");
+        cr_assert_not_null(h_get(r, "result"), "root's call was touched by another client: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(h_inbox_drop(root, h_is_method, "notifications/cancelled"), 0);
+        json_object_put(h_client_call(other, "31", "ping", "{}"));
+        cr_assert_eq(h_inbox_drop(other, h_is_method, "notifications/progress"), 0, "uid 4242 heard root's progress");
+        h_client_close(other);
+        h_client_close(root);
+        stop_clean();
+}
