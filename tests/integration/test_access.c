@@ -466,3 +466,59 @@ Test(access, denied_client_cannot_touch_another_clients_call) {
         h_client_close(root);
         stop_clean();
 }
+
+/* Every path asks the view: prompts, resources, templates, subscriptions and completion of
+ * a denied server are not listed and are refused naming the target. */
+Test(access, every_path_asks_the_view) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "\"--no-resources\"");
+        add_demo("secret", "", "\"--subscribe\"");
+        start_shared(2, SECRET_DENIED);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        r = h_client_call(other, "40", "prompts/list", "{}");
+        cr_assert(h_has_item(h_names_of(r, "prompts", "name"), "pub__greeting") &&
+                          !h_has_item(h_names_of(r, "prompts", "name"), "secret__greeting"),
+                  "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(other, "41", "resources/list", "{}");
+        cr_assert_str_eq(h_names_of(r, "resources", "uri"), "", "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(other, "42", "resources/templates/list", "{}");
+        cr_assert_str_eq(h_names_of(r, "resourceTemplates", "uriTemplate"), "", "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(root, "43", "resources/list", "{}");
+        cr_assert(h_has_item(h_names_of(r, "resources", "uri"), "demo://readme"), "%s", h_json_text(r));
+        json_object_put(r);
+
+        static const struct {
+                const char *method, *params, *target;
+                int code;
+        } calls[] = {
+                { "prompts/get", "{\"name\":\"secret__greeting\"}", "prompt 'secret__greeting'", -32602 },
+                { "resources/read", "{\"uri\":\"demo://readme\"}", "resource 'demo://readme'", -32002 },
+                { "resources/read", "{\"uri\":\"demo://item/7\"}", "resource 'demo://item/7'", -32002 },
+                { "resources/subscribe", "{\"uri\":\"demo://readme\"}", "resource 'demo://readme'", -32602 },
+                { "completion/complete", "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"secret__greeting\"},"
+                                         "\"argument\":{\"name\":\"name\",\"value\":\"a\"}}",
+                  "prompt 'secret__greeting'", -32602 },
+        };
+        for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+                const char *message;
+
+                r = h_client_call(other, "44", calls[i].method, calls[i].params);
+                message = h_str(r, "error.message");
+                cr_assert(h_error_code(r) == calls[i].code && message && strstr(message, "permission denied") &&
+                                  strstr(message, calls[i].target),
+                          "%s: %s", calls[i].method, h_json_text(r));
+                json_object_put(r);
+        }
+        r = h_client_call(root, "45", "resources/read", "{\"uri\":\"demo://readme\"}");
+        cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(other);
+        h_client_close(root);
+        stop_clean();
+}
