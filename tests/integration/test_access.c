@@ -158,6 +158,24 @@ static void expect_unknown(struct h_client *x, const char *tool) {
 
 static const char *const SECRET_DENIED = "\"access\":{\"rules\":[{\"users\":[\"4242\"],\"servers\":[\"secret\"],\"action\":\"deny\"}]}";
 
+/* Servers pub and secret (with args), secret denied to uid 4242; a client of root's and
+ * one of 4242's. */
+static void start_secret_denied(const char *pub_args, const char *secret_args, struct h_client **root,
+                                struct h_client **other) {
+        add_demo("pub", "", pub_args);
+        add_demo("secret", "", secret_args);
+        start_shared(2, SECRET_DENIED);
+        *root = open_as(0, NULL);
+        *other = open_as(OTHER_UID, NULL);
+}
+
+/* Closes both clients, then stops the daemon cleanly. */
+static void close_and_stop(struct h_client *root, struct h_client *other) {
+        h_client_close(other);
+        h_client_close(root);
+        stop_clean();
+}
+
 /* The issue's first rule: a server denied to one uid is not in its lists, a call to it is
  * refused naming the tool (not the rule), its log messages reach root and not that uid,
  * and the denial is audited (audit "denied", the default). */
@@ -165,11 +183,7 @@ Test(access, server_denied_to_one_uid) {
         struct h_client *root, *other;
         json_object *r;
 
-        add_demo("pub", "", "");
-        add_demo("secret", "", "");
-        start_shared(2, SECRET_DENIED);
-        root = open_as(0, NULL);
-        other = open_as(OTHER_UID, NULL);
+        start_secret_denied("", "", &root, &other);
 
         cr_assert(h_has_item(tools_of(root), "secret__echo") && h_has_item(tools_of(root), "pub__echo"));
         cr_assert(h_has_item(tools_of(other), "pub__echo"));
@@ -193,9 +207,7 @@ Test(access, server_denied_to_one_uid) {
         cr_assert_not_null(r, "uid 4242 did not get pub's log message");
         cr_assert_str_eq(h_str(r, "params.logger"), "pub/demo");
         json_object_put(r);
-        h_client_close(other);
-        h_client_close(root);
-        stop_clean();
+        close_and_stop(root, other);
 }
 
 /* A tool allowed to one uid and denied to everyone else, root included. */
@@ -316,9 +328,7 @@ Test(access, reload_changes_the_view) {
         cr_assert(h_has_item(tools_of(root), "secret__echo"));
         cr_assert_eq(h_inbox_drop(root, h_is_method, "notifications/tools/list_changed"), 0,
                      "root, whose view did not change, was told it had");
-        h_client_close(other);
-        h_client_close(root);
-        stop_clean();
+        close_and_stop(root, other);
 }
 
 /* The number of microseconds in the audit line of what (e.g. "tools/call pub__echo: ok"). */
@@ -436,11 +446,7 @@ Test(access, denied_client_cannot_touch_another_clients_call) {
         struct h_client *root, *other;
         json_object *r;
 
-        add_demo("pub", "", "");
-        add_demo("secret", "", "");
-        start_shared(2, SECRET_DENIED);
-        root = open_as(0, NULL);
-        other = open_as(OTHER_UID, NULL);
+        start_secret_denied("", "", &root, &other);
         h_sendf(root->c, "{\"jsonrpc\":\"2.0\",\"id\":30,\"method\":\"tools/call\",\"params\":{\"name\":\"secret__sleep\","
                          "\"arguments\":{\"ms\":400},\"_meta\":{\"progressToken\":\"tokA\"}}}\n");
         r = h_take(root, h_is_method, "notifications/progress", H_TIMEOUT_MS);
@@ -462,9 +468,7 @@ Test(access, denied_client_cannot_touch_another_clients_call) {
         cr_assert_eq(h_inbox_drop(root, h_is_method, "notifications/cancelled"), 0);
         json_object_put(h_client_call(other, "31", "ping", "{}"));
         cr_assert_eq(h_inbox_drop(other, h_is_method, "notifications/progress"), 0, "uid 4242 heard root's progress");
-        h_client_close(other);
-        h_client_close(root);
-        stop_clean();
+        close_and_stop(root, other);
 }
 
 /* Every path asks the view: prompts, resources, templates, subscriptions and completion of
@@ -473,11 +477,7 @@ Test(access, every_path_asks_the_view) {
         struct h_client *root, *other;
         json_object *r;
 
-        add_demo("pub", "", "\"--no-resources\"");
-        add_demo("secret", "", "\"--subscribe\"");
-        start_shared(2, SECRET_DENIED);
-        root = open_as(0, NULL);
-        other = open_as(OTHER_UID, NULL);
+        start_secret_denied("\"--no-resources\"", "\"--subscribe\"", &root, &other);
         r = h_client_call(other, "40", "prompts/list", "{}");
         cr_assert(h_has_item(h_names_of(r, "prompts", "name"), "pub__greeting") &&
                           !h_has_item(h_names_of(r, "prompts", "name"), "secret__greeting"),
@@ -518,7 +518,5 @@ Test(access, every_path_asks_the_view) {
         r = h_client_call(root, "45", "resources/read", "{\"uri\":\"demo://readme\"}");
         cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
         json_object_put(r);
-        h_client_close(other);
-        h_client_close(root);
-        stop_clean();
+        close_and_stop(root, other);
 }
