@@ -14,6 +14,8 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include "access.h"
+#include "client-access.h"
 #include "framing.h"
 #include "listen.h"
 #include "log.h"
@@ -42,6 +44,7 @@ struct client {
         uint64_t held;               /* requests held so far (client_hold_request()) */
         bool told_in_flight;         /* maxInFlight was reached and logged once */
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
+        struct client_access access; /* its class and view (client-access.h) */
 };
 
 TAILQ_HEAD(client_list, client);

@@ -19,6 +19,7 @@
 #include "server-request.h"
 #include "subscriptions.h"
 #include "supervisor.h"
+#include "view.h"
 
 struct event_base;
 struct event;
@@ -51,6 +52,7 @@ struct daemon {
         bool activated;
         struct supervisor supervisor;
         struct registry registry;          /* what clients see of the ready servers */
+        struct views views;                /* what each class of clients sees of it (view.h) */
         bool servers_changed;              /* since the loop's last iteration (servers_settled) */
         bool registry_dropped;             /* and a server's items left the registry's lists */
         struct router router;              /* requests in flight to servers */

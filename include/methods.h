@@ -53,6 +53,7 @@ extern const struct method notification_initialized;
 extern const struct method notification_cancelled;
 extern const struct method notification_progress;
 extern const struct method notification_roots_list_changed;
+extern const struct method notification_mcpvisor_profile;
 
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */

@@ -49,6 +49,8 @@ struct route {
         int64_t child_id;
         char method[48];
         struct event *timer;            /* requestTimeout */
+        char *target;                   /* a call's tool, prompt or URI, for the audit; NULL: not a call */
+        uint64_t started;               /* usec, monotonic: when it was forwarded */
         bool lost;
         bool abandoned;                 /* given up, and may still run at the server */
 };
@@ -62,9 +64,12 @@ struct router {
         struct idmap by_token;          /* our progress token -> route */
         struct idmap by_client_id;      /* key -> first route with it, then ->same_key */
         int64_t next_token;
+        const int *audit_mode;          /* the daemon's "audit" setting (enum audit_mode); NULL: off */
 };
 
 void router_init(struct router *r, struct event_base *base, const struct logger *log);
+/* Calls are audited (audit.h) as *mode says, read at each call's end. */
+void router_set_audit(struct router *r, const int *mode);
 /* For the daemon's end, after its clients and servers are freed: frees the calls they gave up. */
 void router_done(struct router *r);
 

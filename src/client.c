@@ -310,6 +310,7 @@ void client_free(struct client *c) {
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
         session_done(&c->session);
+        client_access_done(&c->access);
         framer_done(&c->framer);
         principal_done(&c->principal);
         bufferevent_free(c->bev);

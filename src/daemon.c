@@ -494,7 +494,9 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
                 return r;
         registry_init(&d->registry, &d->log, d->config.tool_name_separator);
         registry_set_source(&d->registry, &(struct registry_source){ .servers = registry_servers, .userdata = &d->supervisor });
+        views_init(&d->views, &d->config.access, &d->registry);
         router_init(&d->router, d->base, &d->log);
+        router_set_audit(&d->router, &d->config.audit);
         server_requests_init(&d->server_requests, &d->router, &d->log);
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {
@@ -570,6 +572,7 @@ void daemon_done(struct daemon *d) {
                 supervisor_done(&d->supervisor);
         server_requests_done(&d->server_requests);
         router_done(&d->router);
+        views_done(&d->views);
         registry_done(&d->registry);
         list_waiters_done(d);
         list_changes_done(&d->list_changes);

@@ -42,15 +42,21 @@ void list_seen_told(struct list_seen *seen, unsigned kinds) {
         seen->told |= kinds & seen->listed;
 }
 
+/* The signature of kind as c's view shows it now (0, matching no copy, when out of memory). */
+static uint64_t current_signature(struct client *c, enum catalog_kind kind) {
+        const struct view *w = client_view(c);
+
+        return w ? w->signature[kind] : 0;
+}
+
 /* The kinds of n that c should be told about. A request of c's for a list that is waiting
  * to be answered (list-wait.h) will bring it the list as it is then: nothing to tell. */
-static unsigned kinds_to_tell(const struct client *c, const struct notice *n) {
+static unsigned kinds_to_tell(struct client *c, const struct notice *n) {
         struct daemon *d = c->daemon;
         unsigned kinds = 0;
 
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
-                if ((n->kinds & BIT(k)) &&
-                    list_seen_should_tell(&c->session.lists_seen, k, registry_list(&d->registry, k)->signature) &&
+                if ((n->kinds & BIT(k)) && list_seen_should_tell(&c->session.lists_seen, k, current_signature(c, k)) &&
                     !list_waiters_has(d, c, k))
                         kinds |= BIT(k);
         return kinds;
@@ -112,7 +118,7 @@ void list_changes_registry_changed(struct list_changes *lc, unsigned kinds) {
 }
 
 void list_changes_answered(struct client *c, enum catalog_kind kind, bool first_page) {
-        uint64_t current = registry_list(&c->daemon->registry, kind)->signature;
+        uint64_t current = current_signature(c, kind);
 
         list_seen_record(&c->session.lists_seen, kind, current, first_page);
         /* A later page of a list that changed since the first (a page held back by listWait

@@ -143,8 +143,7 @@ static void write_record(const struct logger *lg, int priority, const char *iden
 
 void log_emit(const struct logger *lg, int priority, const struct log_subject *subject,
               const char *fmt, ...) {
-        _cleanup_free_ char *message = NULL, *line = NULL;
-        char level[16];
+        _cleanup_free_ char *message = NULL;
         va_list ap;
 
         if (priority > lg->max_priority)
@@ -154,6 +153,13 @@ void log_emit(const struct logger *lg, int priority, const struct log_subject *s
         va_end(ap);
         if (r < 0)
                 return;
+        log_emit_always(lg, priority, subject, message);
+}
+
+void log_emit_always(const struct logger *lg, int priority, const struct log_subject *subject, const char *message) {
+        _cleanup_free_ char *line = NULL;
+        char level[16];
+        int r = 0;
 
         /* The subject leads the text in the journal too: journalctl -u shows no fields. */
         if (subject && subject->server)
@@ -161,18 +167,15 @@ void log_emit(const struct logger *lg, int priority, const struct log_subject *s
         else if (subject && subject->client)
                 r = asprintf(&line, "[client %" PRIu64 "] %s", subject->client, message);
         else
-                line = TAKE_PTR(message);
-        if (r < 0 || !line)
+                line = strdup(message);
+        if (r < 0) {
+                line = NULL; /* undefined after a failure */
+                return;
+        }
+        if (!line)
                 return;
         snprintf(level, sizeof level, "%s: ", log_level_to_string(priority));
         write_record(lg, priority, lg->identifier, subject, level, line);
-}
-
-void log_emit_always(const struct logger *lg, int priority, const struct log_subject *subject, const char *message) {
-        char level[16];
-
-        snprintf(level, sizeof level, "%s: ", log_level_to_string(priority));
-        write_record(lg, priority, lg->identifier, subject, level, message);
 }
 
 void log_server_line(const struct logger *lg, int priority, const char *server, const char *line) {

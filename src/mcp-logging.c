@@ -117,8 +117,16 @@ const struct method method_logging_set_level = {
         .name = "logging/setLevel", .flags = METHOD_MCP, .handle = set_level,
 };
 
+struct log_message {
+        int level;
+        const struct server *server;
+};
+
+/* A message goes to clients that asked for its level and may hear from its server. */
 static bool level_admits(struct client *c, void *arg) {
-        return *(const int *)arg <= client_level(c);
+        const struct log_message *lm = arg;
+
+        return lm->level <= client_level(c) && client_sees_server(c, lm->server);
 }
 
 void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
@@ -138,5 +146,6 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
                         json_object_is_type(data, json_type_string) ? json_object_get_string(data)
                                                                      : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
         params = jsonrpc_copy_with(m->params, "logger", jsonrpc_text(who)); /* who may be cut mid-character */
-        daemon_broadcast_to(d, "notifications/message", params, level_admits, &level);
+        daemon_broadcast_to(d, "notifications/message", params, level_admits,
+                            &(struct log_message){ .level = level, .server = s });
 }

@@ -9,6 +9,9 @@
 #include "jsonrpc.h"
 #include "methods.h"
 
+/* -32002 is "resource not found" from 2024-11-05 to 2025-11-25. */
+#define RESOURCE_NOT_FOUND (-32002)
+
 /* The server whose prefix an exposed name carries, for a server that is not listed now. */
 static struct server *server_by_prefix(const struct daemon *d, const char *name) {
         const char *sep = d->registry.separator;
@@ -57,6 +60,7 @@ void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, j
 /* tools/call and prompts/get: the exposed name is swapped for the server's own. */
 static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind, const char *what) {
         const struct registry_entry *e;
+        enum access_verdict verdict;
         struct server *s;
         const char *name;
         json_object *params;
@@ -69,7 +73,7 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
                 return;
         }
-        e = registry_find(&c->daemon->registry, kind, name);
+        e = client_access_find(c, kind, name, &verdict);
         if (!e) {
                 s = server_by_prefix(c->daemon, name);
                 if (s && !server_serving(s)) {
@@ -78,6 +82,10 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
                 }
                 snprintf(message, sizeof message, "Unknown %s: %.200s", what, name);
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
+                return;
+        }
+        if (verdict == ACCESS_DENY) {
+                client_access_deny(c, m->id, m->method, JSONRPC_INVALID_PARAMS, what, name, e->server->config->name);
                 return;
         }
         params = jsonrpc_copy_with(m->params, "name", json_object_new_string(e->name));
@@ -92,22 +100,28 @@ static void prompts_get(struct client *c, struct jsonrpc_msg *m) {
         call_by_name(c, m, CATALOG_PROMPTS, "prompt");
 }
 
-/* Which server serves a URI: the one that listed it, else the best matching template. */
-static struct server *server_of_uri(struct daemon *d, const char *uri) {
-        const struct registry_entry *e = registry_find(&d->registry, CATALOG_RESOURCES, uri);
-
-        if (!e)
-                e = registry_match_template(&d->registry, uri);
-        return e ? e->server : NULL;
-}
-
 static void reply_no_resource(struct client *c, struct jsonrpc_msg *m, const char *uri) {
         json_object *data = json_object_new_object();
 
         json_object_object_add(data, "uri", json_object_new_string(uri));
-        /* -32002 is "resource not found" from 2024-11-05 to 2025-11-25. */
-        client_reply_error(c, m->id, -32002, "Resource not found: no ready server lists it or a template that matches it",
+        client_reply_error(c, m->id, RESOURCE_NOT_FOUND, "Resource not found: no ready server lists it or a template that matches it",
                            data);
+}
+
+/* The server that may serve uri to c, or NULL when c has been answered. */
+static struct server *server_of_uri(struct client *c, struct jsonrpc_msg *m, const char *uri) {
+        enum access_verdict verdict;
+        const struct registry_entry *e = client_access_find_uri(c, uri, &verdict);
+
+        if (!e) {
+                reply_no_resource(c, m, uri);
+                return NULL;
+        }
+        if (verdict == ACCESS_DENY) {
+                client_access_deny(c, m->id, m->method, RESOURCE_NOT_FOUND, "resource", uri, e->server->config->name);
+                return NULL;
+        }
+        return e->server;
 }
 
 static void resources_read(struct client *c, struct jsonrpc_msg *m) {
@@ -121,18 +135,16 @@ static void resources_read(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"uri\" (a string) is required", NULL);
                 return;
         }
-        s = server_of_uri(c->daemon, uri);
-        if (!s) {
-                reply_no_resource(c, m, uri);
-                return;
-        }
-        method_send_to(c, m, s, json_object_get(m->params));
+        s = server_of_uri(c, m, uri);
+        if (s)
+                method_send_to(c, m, s, json_object_get(m->params));
 }
 
 /* completion/complete: a prompt ref by its exposed name (renamed on the way), a resource
  * ref by its template or URI. */
 static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
         const struct registry_entry *e = NULL;
+        enum access_verdict verdict = ACCESS_NOT_FOUND;
         json_object *ref, *params, *newref;
         const char *type, *key;
 
@@ -146,13 +158,16 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
                 return;
         }
         if (strcmp(type, "ref/prompt") == 0)
-                e = registry_find(&c->daemon->registry, CATALOG_PROMPTS, key);
-        else if (strcmp(type, "ref/resource") == 0) {
-                struct server *s = server_of_uri(c->daemon, key);
-                if (s) {
-                        method_send_to(c, m, s, json_object_get(m->params));
-                        return;
-                }
+                e = client_access_find(c, CATALOG_PROMPTS, key, &verdict);
+        else if (strcmp(type, "ref/resource") == 0 && (e = client_access_find_uri(c, key, &verdict)) &&
+                 verdict == ACCESS_ALLOW) {
+                method_send_to(c, m, e->server, json_object_get(m->params));
+                return;
+        }
+        if (e && verdict == ACCESS_DENY) {
+                client_access_deny(c, m->id, m->method, JSONRPC_INVALID_PARAMS, strcmp(type, "ref/prompt") == 0 ? "prompt" : "resource",
+                                   key, e->server->config->name);
+                return;
         }
         if (!e) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: no ready server has that prompt or resource", NULL);

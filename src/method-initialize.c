@@ -1,4 +1,7 @@
 /* initialize and notifications/initialized: the MCP handshake toward clients. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/printbuf.h>
@@ -10,6 +13,9 @@
 #include "methods.h"
 #include "protocol.h"
 #include "version.h"
+
+/* The key of initialize's params' "_meta" that chooses a profile (access.h). */
+#define PROFILE_META_KEY "mcpvisor/profile"
 
 static json_object *server_info(void) {
         json_object *info = json_object_new_object();
@@ -84,6 +90,50 @@ static const char *info_field(json_object *info, const char *key) {
         return json_object_get_string(v);
 }
 
+/* The profile params' "_meta" chooses (NULL: none) in *ret; false if it is not a string. */
+static bool profile_param(json_object *params, const char **ret) {
+        json_object *meta, *v;
+
+        *ret = NULL;
+        if (!json_object_object_get_ex(params, "_meta", &meta) || !json_object_object_get_ex(meta, PROFILE_META_KEY, &v))
+                return true;
+        if (!json_object_is_type(v, json_type_string))
+                return false;
+        *ret = json_object_get_string(v);
+        return true;
+}
+
+/* Sets c's profile; false when c was answered with why not. */
+static bool choose_profile(struct client *c, struct jsonrpc_msg *m) {
+        const struct access_policy *a = &c->daemon->config.access;
+        const char *profile;
+        char message[1024];
+        size_t used;
+        int r;
+
+        if (!profile_param(m->params, &profile)) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: \"_meta\": {\"" PROFILE_META_KEY "\"} must be a string", NULL);
+                return false;
+        }
+        r = client_access_choose(c, profile ? profile : c->access.asked); /* the client's own choice wins */
+        if (r == -ENOENT) {
+                used = (size_t)snprintf(message, sizeof message, "Invalid params: unknown profile '%.200s' (known:",
+                                        profile ? profile : c->access.asked);
+                for (size_t i = 0; i < a->n_profiles && used < sizeof message; i++)
+                        used += (size_t)snprintf(message + used, sizeof message - used, " %s", a->profiles[i].name);
+                if (used < sizeof message)
+                        snprintf(message + used, sizeof message - used, "%s)", a->n_profiles ? "" : " none");
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
+                return false;
+        }
+        if (r < 0) {
+                client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL);
+                return false;
+        }
+        return true;
+}
+
 static void initialize(struct client *c, struct jsonrpc_msg *m) {
         struct session *s = &c->session;
         json_object *caps = NULL, *info = NULL, *version, *result, *instr;
@@ -101,15 +151,18 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, problem, NULL);
                 return;
         }
+        if (!choose_profile(c, m))
+                return;
         json_object_object_get_ex(m->params, "protocolVersion", &version);
         s->protocol_version = protocol_negotiate(json_object_get_string(version));
         s->client_capabilities = caps ? json_object_get(caps) : json_object_new_object();
         s->client_info = info ? json_object_get(info) : json_object_new_object();
         s->phase = SESSION_INITIALIZING;
 
-        client_log(c, LOG_INFO, "initialized by %s %s (protocol %s, asked for %s)",
+        client_log(c, LOG_INFO, "initialized by %s %s (protocol %s, asked for %s%s%s)",
                    info_field(s->client_info, "name"), info_field(s->client_info, "version"),
-                   s->protocol_version, json_object_get_string(version));
+                   s->protocol_version, json_object_get_string(version), c->access.profile ? "; profile " : "",
+                   c->access.profile ? c->access.profile : "");
         result = json_object_new_object();
         json_object_object_add(result, "protocolVersion", json_object_new_string(s->protocol_version));
         json_object_object_add(result, "capabilities", capabilities());
@@ -132,6 +185,31 @@ static void initialized(struct client *c, struct jsonrpc_msg *m) {
         mcp_logging_client_operating(c);
         list_changes_client_operating(c);
 }
+
+/* notifications/mcpvisor/profile {"profile": NAME}, before initialize: the profile that
+ * initialize uses when its params do not choose one. mcpvisorctl connect --profile sends it
+ * ahead of the client's bytes, so the bridge need not rewrite them. */
+static void profile_hello(struct client *c, struct jsonrpc_msg *m) {
+        json_object *v;
+        char *copy;
+
+        if (c->session.phase != SESSION_NEW || !json_object_object_get_ex(m->params, "profile", &v) ||
+            !json_object_is_type(v, json_type_string)) {
+                client_log(c, LOG_WARNING, "ignored %s: it needs {\"profile\": NAME} before initialize", m->method);
+                return;
+        }
+        copy = strdup(json_object_get_string(v));
+        if (!copy)
+                return;
+        free(c->access.asked);
+        c->access.asked = copy;
+}
+
+const struct method notification_mcpvisor_profile = {
+        .name = "notifications/mcpvisor/profile",
+        .flags = METHOD_BEFORE_INIT | METHOD_MCP,
+        .handle = profile_hello,
+};
 
 const struct method notification_initialized = {
         .name = "notifications/initialized",

@@ -40,23 +40,28 @@ static int parse_cursor(json_object *params, size_t n, size_t *ret) {
 
 void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
         struct daemon *d = c->daemon;
-        const struct registry_list *l = registry_list(&d->registry, kind);
-        size_t page = d->config.list_page_size, start, end;
+        const struct view *w = client_view(c);
+        size_t page = d->config.list_page_size, n, start, end;
         json_object *result, *items;
         char next[64];
 
-        if (parse_cursor(params, l->n, &start) < 0) {
+        if (!w) {
+                client_reply_error(c, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL);
+                return;
+        }
+        n = w->n_shown[kind];
+        if (parse_cursor(params, n, &start) < 0) {
                 client_reply_error(c, id, JSONRPC_INVALID_PARAMS,
                                    "Invalid params: unknown cursor (cursors come from this daemon's last answer)", NULL);
                 return;
         }
-        end = page == 0 || l->n - start <= page ? l->n : start + page;
+        end = page == 0 || n - start <= page ? n : start + page;
         items = json_object_new_array_ext((int)(end - start));
         for (size_t i = start; i < end; i++)
-                json_object_array_add(items, json_object_get(l->entries[i].exposed));
+                json_object_array_add(items, json_object_get(view_entry(w, &d->registry, kind, i)->exposed));
         result = json_object_new_object();
         json_object_object_add(result, catalog_kinds[kind].key, items);
-        if (end < l->n) {
+        if (end < n) {
                 snprintf(next, sizeof next, CURSOR_PREFIX "%zu", end);
                 json_object_object_add(result, "nextCursor", json_object_new_string(next));
         }

@@ -36,6 +36,7 @@ static const struct method *const notifications[] = {
         &notification_cancelled,
         &notification_progress,
         &notification_roots_list_changed,
+        &notification_mcpvisor_profile,
 };
 
 static unsigned role_flag(enum listen_role role) {

@@ -102,6 +102,10 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         d->log.max_priority = daemon_log_level(d);
         d->supervisor.max_server_message_size = d->config.max_server_message_size;
         d->supervisor.server_input_limit = d->config.server_input_limit;
+        /* The policy may be another: every class and view is computed anew, and clients
+         * whose lists look different through the new one are told at the window's end. */
+        client_access_policy_changed(d);
+        list_changes_registry_changed(&d->list_changes, CATALOG_ALL_KINDS);
         return 0;
 }
 

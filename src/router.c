@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "audit.h"
 #include "child.h"
 #include "client.h"
 #include "instance.h"
@@ -67,7 +68,44 @@ static struct route *index_find(struct router *r, const struct client *c, json_o
 }
 
 /* Frees a route that was never sent. */
+void router_set_audit(struct router *r, const int *mode) {
+        r->audit_mode = mode;
+}
+
+/* What a call is about: tools/call and prompts/get name it, resources/read and
+ * completion/complete a URI or a ref; NULL for what is not a call (not audited). */
+static const char *call_target(const struct jsonrpc_msg *m) {
+        json_object *o = m->params, *v;
+
+        if (strcmp(m->method, "completion/complete") == 0 && !json_object_object_get_ex(o, "ref", &o))
+                return NULL;
+        if (strcmp(m->method, "tools/call") != 0 && strcmp(m->method, "prompts/get") != 0 &&
+            strcmp(m->method, "resources/read") != 0 && strcmp(m->method, "completion/complete") != 0)
+                return NULL;
+        if (!json_object_object_get_ex(o, "name", &v) && !json_object_object_get_ex(o, "uri", &v))
+                return "";
+        return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+/* One record as a call ends for its client: answered, failed, cancelled or timed out. */
+static void route_audit(struct route *rt, enum audit_outcome outcome) {
+        struct router *r = rt->router;
+        struct access_who who;
+
+        if (!rt->target || !rt->client || !r->audit_mode)
+                return;
+        client_access_who(rt->client, &who);
+        audit_emit(r->log, *r->audit_mode,
+                   &(struct audit_record){ .client = rt->client_number, .uid = who.uid, .pid = client_principal(rt->client)->pid,
+                                           .server = rt->server->config->name, .method = rt->method,
+                                           .target = rt->target, .outcome = outcome,
+                                           .duration_usec = now_usec() - rt->started });
+        free(rt->target);
+        rt->target = NULL; /* once */
+}
+
 static void route_drop(struct route *rt) {
+        free(rt->target);
         json_object_put(rt->client_id);
         json_object_put(rt->client_token);
         free(rt);
@@ -201,6 +239,7 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 TAILQ_INSERT_TAIL(&r->lost, rt, by_router);
                 return;
         }
+        route_audit(rt, error ? AUDIT_ERROR : AUDIT_OK);
         if (rt->client)
                 client_send(rt->client, error ? jsonrpc_error_object(rt->client_id, json_object_get(error))
                                               : jsonrpc_result(rt->client_id, json_object_get(result)));
@@ -210,6 +249,7 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
 static void on_result_text(struct child *ch, const char *text, size_t len, void *userdata) {
         struct route *rt = userdata;
 
+        route_audit(rt, AUDIT_OK);
         if (rt->client)
                 client_send_result_text(rt->client, rt->client_id, text, len);
         route_free(rt);
@@ -232,6 +272,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *userdata) {
                  "server '%s' did not answer %s within %g s (requestTimeout); the request was cancelled", c->name,
                  rt->method, c->request_timeout);
         log_emit(rt->router->log, LOG_WARNING, &(struct log_subject){ .server = c->name }, "%s", message);
+        route_audit(rt, AUDIT_TIMEOUT);
         reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "timeout");
         abandon_for_client(rt, "request timed out in mcpvisor");
 }
@@ -284,6 +325,12 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
         *rt = (struct route){ .router = r, .client = c, .client_number = c->id, .client_id = json_object_get(m->id),
                               .server = s, .instance = s->run->number };
         snprintf(rt->method, sizeof rt->method, "%s", method);
+        rt->started = now_usec();
+        if (call_target(m) && !(rt->target = strdup(call_target(m)))) {
+                route_drop(rt);
+                client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
+                return NULL;
+        }
         if (rewrite_token(r, rt, params) < 0) {
                 route_drop(rt);
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
@@ -306,6 +353,7 @@ static void refuse_send(struct route *rt, int64_t r) {
         const struct server *s = rt->server;
         char message[256];
 
+        route_audit(rt, AUDIT_ERROR);
         if (r != -ENOBUFS) {
                 reply_error(rt, JSONRPC_INTERNAL_ERROR, "cannot send the request to the server (its connection is closing)",
                             "send failed");
@@ -348,6 +396,7 @@ void router_cancel(struct router *r, struct client *c, json_object *id, const ch
                 return; /* unknown, answered already, or about to be answered */
         log_emit(r->log, LOG_DEBUG, &(struct log_subject){ .server = rt->server->config->name, .client = c->id },
                  "%s cancelled by the client%s%s", rt->method, reason ? ": " : "", reason ? reason : "");
+        route_audit(rt, AUDIT_CANCELLED);
         abandon_for_client(rt, reason ? reason : "cancelled by the client");
 }
 
@@ -355,6 +404,7 @@ void router_client_gone(struct router *r, struct client *c) {
         struct route *rt;
 
         while ((rt = TAILQ_FIRST(&c->routes))) {
+                route_audit(rt, AUDIT_CANCELLED);
                 route_detach(rt); /* a client being freed is told nothing */
                 route_abandon(rt, "the client disconnected");
         }
@@ -468,6 +518,7 @@ void router_collect(struct router *r) {
 
         while ((rt = TAILQ_FIRST(&r->lost))) {
                 outcome(r, rt->server, message, sizeof message);
+                route_audit(rt, AUDIT_ERROR);
                 reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "server ended");
                 route_free(rt);
         }

@@ -107,6 +107,11 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
         }
+        if (!client_sees_server(c, s)) {
+                snprintf(why, sizeof why, "the client with requests in flight to server '%s' may not hear from it", s->config->name);
+                refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
+                return NULL;
+        }
         if (cap >= 0 && !json_object_object_get_ex(c->session.client_capabilities, client_capability_names[cap], NULL)) {
                 snprintf(why, sizeof why, "the client with requests in flight to server '%s' did not declare the '%s' capability",
                          s->config->name, client_capability_names[cap]);
@@ -195,7 +200,7 @@ void server_requests_child_notification(struct server_requests *q, struct server
                 child_cancelled(q, s, m);
                 return;
         }
-        if (router_owner(q->router, s, &c) != ROUTER_OWNER_ONE || c->state != CLIENT_ACTIVE) {
+        if (router_owner(q->router, s, &c) != ROUTER_OWNER_ONE || c->state != CLIENT_ACTIVE || !client_sees_server(c, s)) {
                 server_log(s, LOG_DEBUG, "dropped a notification with no single client to go to");
                 return;
         }

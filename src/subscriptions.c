@@ -117,16 +117,21 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
         struct daemon *d = c->daemon;
         const char *uri = uri_param(c, m);
         const struct registry_entry *e;
+        enum access_verdict verdict;
         struct subscription *sub;
         json_object *cap, *v;
 
         if (!uri)
                 return;
+        e = client_access_find_uri(c, uri, &verdict);
+        if (e && verdict == ACCESS_DENY) {
+                client_access_deny(c, m->id, m->method, JSONRPC_INVALID_PARAMS, "resource", uri, e->server->config->name);
+                return;
+        }
         sub = find(d, uri);
+        if (sub && !e && !client_sees_server(c, sub->server))
+                sub = NULL; /* the resource is not in c's world: answered as an unknown one below */
         if (!sub) {
-                e = registry_find(&d->registry, CATALOG_RESOURCES, uri);
-                if (!e)
-                        e = registry_match_template(&d->registry, uri);
                 cap = e ? catalog_capability(&e->server->catalog, "resources") : NULL;
                 if (!cap || !json_object_object_get_ex(cap, "subscribe", &v) || !json_object_get_boolean(v)) {
                         client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
@@ -201,7 +206,8 @@ void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_ms
         if (!sub || sub->server != s)
                 return;
         for (size_t i = 0; i < sub->n_clients; i++)
-                client_send(sub->clients[i], jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
+                if (client_sees_server(sub->clients[i], s))
+                        client_send(sub->clients[i], jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
 }
 
 void subscriptions_done(struct daemon *d) {

@@ -1,0 +1,476 @@
+/* Access rules, profiles and audit, run for real: clients of different uids (the test runs
+ * as root; a forked helper takes another uid with setresuid() and connects, so the daemon's
+ * SO_PEERCRED names that uid, then passes the socket back with SCM_RIGHTS), each seeing the
+ * daemon through its own view: lists, calls, log notifications, reloads that change the
+ * rules, and the audit lines in the daemon's log. */
+#include <criterion/criterion.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctl-proc.h"
+#include "harness.h"
+#include "servers.h"
+
+#define OTHER_UID 4242
+#define THIRD_UID 4243
+
+static struct h_daemon D;
+
+static void setup(void) {
+        servers_reset(&D);
+}
+
+TestSuite(access, .init = setup, .fini = servers_teardown, .timeout = 60);
+
+/* A connection to the test daemon's MCP socket made as uid/gid (harness.c). */
+static struct h_conn *connect_as(uid_t uid, gid_t gid) {
+        struct h_conn *c = h_connect_as(D.sock, uid, gid, NULL, 0, "agent");
+
+        cr_assert_not_null(c, "uid %u could not connect", (unsigned)uid);
+        return c;
+}
+
+static struct h_client *client_of(struct h_conn *conn) {
+        struct h_client *x = calloc(1, sizeof *x);
+
+        cr_assert_not_null(x);
+        x->d = &D;
+        x->c = conn;
+        x->inbox = json_object_new_array();
+        return x;
+}
+
+/* initialize with meta (JSON text of params._meta, or NULL); its answer. */
+static json_object *initialize(struct h_client *x, const char *meta) {
+        return h_client_call(x, "0", "initialize",
+                             sf("{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}%s%s}",
+                                meta ? ",\"_meta\":" : "", meta ? meta : ""));
+}
+
+/* A client of uid (0: root, connected as usual), initialized with profile (or NULL). */
+static struct h_client *open_as(uid_t uid, const char *profile) {
+        struct h_client *x = client_of(uid == 0 ? h_connect(D.sock, H_TIMEOUT_MS) : connect_as(uid, uid));
+        json_object *r = initialize(x, profile ? sf("{\"mcpvisor/profile\":\"%s\"}", profile) : NULL);
+
+        cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25", "initialize: %s", h_json_text(r));
+        json_object_put(r);
+        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return x;
+}
+
+/* The daemon's socket and directory reachable by every uid, then started. */
+static void start_shared(unsigned servers, const char *access) {
+        set_settings(sf("\"socketMode\":\"0666\",%s", access));
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(servers);
+}
+
+static const char *tools_of(struct h_client *x) {
+        json_object *r = h_client_call(x, "11", "tools/list", "{}");
+        static char names[4096];
+
+        snprintf(names, sizeof names, "%s", h_tool_names(r));
+        json_object_put(r);
+        return names;
+}
+
+/* Calls tool and expects a permission denied error naming it. */
+static void expect_denied(struct h_client *x, const char *tool) {
+        json_object *r = h_client_tool_call(x, "12", tool, "{\"text\":\"hi\",\"a\":1,\"b\":2}");
+        const char *message = h_str(r, "error.message");
+
+        cr_assert(message && strstr(message, "permission denied") && strstr(message, tool),
+                  "%s: expected permission denied naming it, got %s", tool, h_json_text(r));
+        json_object_put(r);
+}
+
+static void expect_ok(struct h_client *x, const char *tool) {
+        json_object *r = h_client_tool_call(x, "13", tool, "{\"text\":\"hi\",\"a\":1,\"b\":2}");
+
+        cr_assert_not_null(h_get(r, "result"), "%s: expected a result, got %s", tool, h_json_text(r));
+        json_object_put(r);
+}
+
+static void expect_unknown(struct h_client *x, const char *tool) {
+        json_object *r = h_client_tool_call(x, "14", tool, "{\"text\":\"hi\"}");
+        const char *message = h_str(r, "error.message");
+
+        cr_assert(h_error_code(r) == -32602 && message && strstr(message, "Unknown tool"),
+                  "%s: expected an unknown tool, got %s", tool, h_json_text(r));
+        json_object_put(r);
+}
+
+static const char *const SECRET_DENIED = "\"access\":{\"rules\":[{\"users\":[\"4242\"],\"servers\":[\"secret\"],\"action\":\"deny\"}]}";
+
+/* Servers pub and secret (with args), secret denied to uid 4242; a client of root's and
+ * one of 4242's. */
+static void start_secret_denied(const char *pub_args, const char *secret_args, struct h_client **root,
+                                struct h_client **other) {
+        add_demo("pub", "", pub_args);
+        add_demo("secret", "", secret_args);
+        start_shared(2, SECRET_DENIED);
+        *root = open_as(0, NULL);
+        *other = open_as(OTHER_UID, NULL);
+}
+
+/* Closes both clients, then stops the daemon cleanly. */
+static void close_and_stop(struct h_client *root, struct h_client *other) {
+        h_client_close(other);
+        h_client_close(root);
+        stop_clean();
+}
+
+/* The issue's first rule: a server denied to one uid is not in its lists, a call to it is
+ * refused naming the tool (not the rule), its log messages reach root and not that uid,
+ * and the denial is audited (audit "denied", the default). */
+Test(access, server_denied_to_one_uid) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        start_secret_denied("", "", &root, &other);
+
+        cr_assert(h_has_item(tools_of(root), "secret__echo") && h_has_item(tools_of(root), "pub__echo"));
+        cr_assert(h_has_item(tools_of(other), "pub__echo"));
+        cr_assert(!h_has_item(tools_of(other), "secret__echo"), "uid 4242 was shown %s", tools_of(other));
+        expect_denied(other, "secret__echo");
+        expect_ok(root, "secret__echo");
+        cr_assert(h_log_wait(&D, "audit: uid 4242 pid", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "tools/call secret__echo: denied", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "secret__echo: ok"), 0, "audit \"denied\" records only denials");
+
+        /* secret's log message goes to root; to 4242, whose ping answer comes after it
+         * would have, it does not */
+        expect_ok(root, "secret__log");
+        r = h_take(root, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "root did not get secret's log message");
+        json_object_put(r);
+        json_object_put(h_client_call(other, "15", "ping", "{}"));
+        cr_assert_eq(h_inbox_drop(other, h_is_method, "notifications/message"), 0, "uid 4242 heard from secret");
+        expect_ok(root, "pub__log");
+        r = h_take(other, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "uid 4242 did not get pub's log message");
+        cr_assert_str_eq(h_str(r, "params.logger"), "pub/demo");
+        json_object_put(r);
+        close_and_stop(root, other);
+}
+
+/* A tool allowed to one uid and denied to everyone else, root included. */
+Test(access, tool_allowed_to_one_denied_to_others) {
+        struct h_client *alice, *bob, *root;
+
+        add_demo("pub", "", "");
+        start_shared(1, "\"access\":{\"rules\":["
+                        "{\"users\":[\"4242\"],\"tools\":[\"pub__add\"],\"action\":\"allow\"},"
+                        "{\"tools\":[\"pub__add\"],\"action\":\"deny\"}]}");
+        alice = open_as(OTHER_UID, NULL);
+        bob = open_as(THIRD_UID, NULL);
+        root = open_as(0, NULL);
+        expect_ok(alice, "pub__add");
+        expect_denied(bob, "pub__add");
+        expect_denied(root, "pub__add");
+        expect_ok(bob, "pub__echo");
+        cr_assert(h_has_item(tools_of(alice), "pub__add"));
+        cr_assert(!h_has_item(tools_of(bob), "pub__add") && h_has_item(tools_of(bob), "pub__echo"));
+        h_client_close(alice);
+        h_client_close(bob);
+        h_client_close(root);
+        stop_clean();
+}
+
+/* "default": "deny": only what a rule allows. */
+Test(access, default_deny) {
+        struct h_client *alice, *bob;
+
+        add_demo("pub", "", "");
+        start_shared(1, "\"access\":{\"default\":\"deny\",\"rules\":["
+                        "{\"users\":[\"4242\"],\"servers\":[\"pub\"],\"action\":\"allow\"}]}");
+        alice = open_as(OTHER_UID, NULL);
+        bob = open_as(THIRD_UID, NULL);
+        expect_ok(alice, "pub__echo");
+        cr_assert_str_eq(tools_of(bob), "");
+        expect_denied(bob, "pub__echo");
+        h_client_close(alice);
+        h_client_close(bob);
+        stop_clean();
+}
+
+static const char *const PROFILES = "\"profiles\":{\"research\":{\"tools\":[\"pub__echo\"]},\"ops\":{\"servers\":[\"pub\"]}}";
+
+/* A profile chosen in initialize's _meta narrows: what it leaves out is unknown, not denied. */
+Test(access, profile_from_meta) {
+        struct h_client *x, *plain;
+
+        add_demo("pub", "", "");
+        start_shared(1, PROFILES);
+        x = open_as(OTHER_UID, "research");
+        plain = open_as(OTHER_UID, NULL);
+        cr_assert_str_eq(tools_of(x), "pub__echo");
+        expect_ok(x, "pub__echo");
+        expect_unknown(x, "pub__add");
+        expect_ok(plain, "pub__add");
+        cr_assert(h_log_wait(&D, "profile research", H_TIMEOUT_MS));
+        h_client_close(x);
+        h_client_close(plain);
+        stop_clean();
+}
+
+/* An unknown profile fails initialize with -32602 naming the known ones; a profile that
+ * is not a string too. */
+Test(access, unknown_profile) {
+        struct h_client *x;
+        json_object *r;
+        const char *message;
+
+        add_demo("pub", "", "");
+        start_shared(1, PROFILES);
+        x = client_of(h_connect(D.sock, H_TIMEOUT_MS));
+        r = initialize(x, "{\"mcpvisor/profile\":\"nosuch\"}");
+        message = h_str(r, "error.message");
+        cr_assert(h_error_code(r) == -32602 && message && strstr(message, "nosuch") && strstr(message, "research") &&
+                          strstr(message, "ops"),
+                  "%s", h_json_text(r));
+        json_object_put(r);
+        r = initialize(x, "{\"mcpvisor/profile\":7}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        json_object_put(r);
+        r = initialize(x, "{\"mcpvisor/profile\":\"ops\"}");
+        cr_assert_not_null(h_get(r, "result"), "the session is still new after the refusals: %s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+        stop_clean();
+}
+
+/* A reload that denies a server to a connected uid: that client is told its tools changed
+ * and sees the new view at once; its call in flight across the reload is answered; root,
+ * whose view did not change, is told nothing. */
+Test(access, reload_changes_the_view) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, "\"access\":{}");
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        cr_assert(h_has_item(tools_of(other), "secret__echo"));
+        cr_assert(h_has_item(tools_of(root), "secret__echo"));
+        h_client_tool_request(other, "20", "pub__sleep", "{\"ms\":500}");
+
+        set_settings(sf("\"socketMode\":\"0666\",%s", SECRET_DENIED));
+        config_rewrite();
+        r = h_control(&D, "reload", NULL);
+        cr_assert_not_null(h_get(r, "result"), "reload: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_take(other, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "uid 4242 was not told its tools changed");
+        json_object_put(r);
+        cr_assert(!h_has_item(tools_of(other), "secret__echo") && h_has_item(tools_of(other), "pub__echo"));
+        expect_denied(other, "secret__echo");
+        r = h_client_answer(other, "20");
+        cr_assert_not_null(h_get(r, "result"), "the call in flight across the reload: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_has_item(tools_of(root), "secret__echo"));
+        cr_assert_eq(h_inbox_drop(root, h_is_method, "notifications/tools/list_changed"), 0,
+                     "root, whose view did not change, was told it had");
+        close_and_stop(root, other);
+}
+
+/* The number of microseconds in the audit line of what (e.g. "tools/call pub__echo: ok"). */
+static unsigned long long audited_usec(const char *what) {
+        char *rest = h_log_rest_wait(&D, sf("%s after ", what), H_TIMEOUT_MS);
+        unsigned long long usec;
+
+        cr_assert_not_null(rest, "no audit line \"%s\"", what);
+        cr_assert_eq(sscanf(rest, "%llu us", &usec), 1, "%.100s", rest);
+        free(rest);
+        return usec;
+}
+
+/* audit "calls": every call's end is a notice with its outcome and duration, a denial too;
+ * lists are not audited. */
+Test(access, audit_calls) {
+        struct h_client *x;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        start_shared(1, "\"audit\":\"calls\",\"access\":{\"rules\":[{\"tools\":[\"pub__add\"],\"action\":\"deny\"}]}");
+        x = open_as(OTHER_UID, NULL);
+        cr_assert(h_has_item(tools_of(x), "pub__echo"));
+        expect_ok(x, "pub__echo");
+        cr_assert_lt(audited_usec("tools/call pub__echo: ok"), 5000000ULL);
+        r = h_client_tool_call(x, "21", "pub__sleep", "{\"ms\":200}");
+        json_object_put(r);
+        cr_assert_geq(audited_usec("tools/call pub__sleep: ok"), 200000ULL, "a call's duration is from its start");
+        expect_denied(x, "pub__add");
+        cr_assert_eq(audited_usec("tools/call pub__add: denied"), 0);
+        r = h_client_tool_call(x, "22", "pub__fail", "{}");
+        json_object_put(r);
+        audited_usec("tools/call pub__fail: error");
+        h_client_tool_request(x, "23", "pub__sleep", "{\"ms\":5000}");
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":23}}\n");
+        audited_usec("tools/call pub__sleep: cancelled");
+        cr_assert(h_log_wait(&D, "mcpvisord: notice: [pub] audit: uid 4242 pid", H_TIMEOUT_MS) && h_log_wait(&D, "mcpvisord: info: [pub] audit: uid 4242 pid", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "] audit: "), 5, "one record per call, none for the list");
+        h_client_close(x);
+        stop_clean();
+}
+
+/* initialize through mcpvisorctl connect (args, env), with meta (JSON text of _meta, or
+ * NULL); the names of tools/list's answer, or the initialize error's message. */
+static char *connect_tools(const char *const *args, const char *const *env, const char *meta) {
+        struct proc p;
+        char *line, *out;
+        json_object *o;
+
+        proc_start(&p, &D, args, env);
+        proc_write(&p, sf("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                          "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}%s%s}}\n",
+                          meta ? ",\"_meta\":" : "", meta ? meta : ""));
+        line = proc_line(&p, H_TIMEOUT_MS);
+        cr_assert_not_null(line, "no answer to initialize; stderr: %s", p.errbuf);
+        o = json_tokener_parse(line);
+        free(line);
+        if (h_error_code(o) != 0) {
+                out = strdup(h_str(o, "error.message"));
+        } else {
+                proc_write(&p, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+                               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n");
+                line = proc_line(&p, H_TIMEOUT_MS);
+                cr_assert_not_null(line, "no answer to tools/list; stderr: %s", p.errbuf);
+                json_object_put(o);
+                o = json_tokener_parse(line);
+                free(line);
+                out = strdup(h_tool_names(o));
+        }
+        json_object_put(o);
+        proc_close_stdin(&p);
+        cr_assert_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "connect: %s", p.errbuf);
+        proc_free(&p);
+        return out;
+}
+
+/* mcpvisorctl connect --profile and $MCPVISOR_PROFILE choose a profile for an unmodified
+ * client; the option wins over the variable, the client's own _meta over both, and an
+ * unknown one fails initialize. */
+Test(access, profile_from_connect) {
+        const char *const env[] = { "MCPVISOR_PROFILE=research", NULL };
+        const char *const bad_env[] = { "MCPVISOR_PROFILE=nosuch", NULL };
+        const char *const plain[] = { "-s", D.sock, "connect", NULL };
+        const char *const ops[] = { "-s", D.sock, "connect", "--profile", "ops", NULL };
+        char *t;
+
+        add_demo("pub", "", "");
+        add_demo("other", "", "");
+        start_shared(2, PROFILES);
+        t = connect_tools((const char *const[]){ "-s", D.sock, "connect", "--profile", "research", NULL }, NULL, NULL);
+        cr_assert_str_eq(t, "pub__echo");
+        free(t);
+        t = connect_tools(plain, env, NULL);
+        cr_assert_str_eq(t, "pub__echo", "MCPVISOR_PROFILE");
+        free(t);
+        t = connect_tools(ops, env, NULL);
+        cr_assert(h_has_item(t, "pub__add") && !h_has_item(t, "other__echo"), "--profile wins over the variable: %s", t);
+        free(t);
+        t = connect_tools(ops, NULL, "{\"mcpvisor/profile\":\"research\"}");
+        cr_assert_str_eq(t, "pub__echo", "the client's _meta wins");
+        free(t);
+        t = connect_tools(plain, NULL, NULL);
+        cr_assert(h_has_item(t, "other__echo"), "no profile: %s", t);
+        free(t);
+        t = connect_tools(plain, bad_env, NULL);
+        cr_assert(strstr(t, "unknown profile 'nosuch'") && strstr(t, "research"), "%s", t);
+        free(t);
+        stop_clean();
+}
+
+/* A client denied a server cannot reach another client's call to it: not by cancelling its
+ * id, not by sending progress under its token, not by using the same id itself; and it
+ * hears none of that call's progress. */
+Test(access, denied_client_cannot_touch_another_clients_call) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        start_secret_denied("", "", &root, &other);
+        h_sendf(root->c, "{\"jsonrpc\":\"2.0\",\"id\":30,\"method\":\"tools/call\",\"params\":{\"name\":\"secret__sleep\","
+                         "\"arguments\":{\"ms\":400},\"_meta\":{\"progressToken\":\"tokA\"}}}\n");
+        r = h_take(root, h_is_method, "notifications/progress", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "root's call reports no progress");
+        cr_assert_str_eq(h_str(r, "params.progressToken"), "tokA");
+        json_object_put(r);
+
+        h_sendf(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":30}}\n");
+        h_sendf(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"tokA\","
+                          "\"progress\":99}}\n");
+        expect_denied(other, "secret__sleep");
+        r = h_client_tool_call(other, "30", "secret__echo", "{\"text\":\"mine\"}");
+        cr_assert(strstr(h_str(r, "error.message"), "permission denied"), "%s", h_json_text(r));
+        json_object_put(r);
+
+        r = h_client_answer(root, "30");
+        cr_assert_not_null(h_get(r, "result"), "root's call was touched by another client: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(h_inbox_drop(root, h_is_method, "notifications/cancelled"), 0);
+        json_object_put(h_client_call(other, "31", "ping", "{}"));
+        cr_assert_eq(h_inbox_drop(other, h_is_method, "notifications/progress"), 0, "uid 4242 heard root's progress");
+        close_and_stop(root, other);
+}
+
+/* Every path asks the view: prompts, resources, templates, subscriptions and completion of
+ * a denied server are not listed and are refused naming the target. */
+Test(access, every_path_asks_the_view) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        start_secret_denied("\"--no-resources\"", "\"--subscribe\"", &root, &other);
+        r = h_client_call(other, "40", "prompts/list", "{}");
+        cr_assert(h_has_item(h_names_of(r, "prompts", "name"), "pub__greeting") &&
+                          !h_has_item(h_names_of(r, "prompts", "name"), "secret__greeting"),
+                  "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(other, "41", "resources/list", "{}");
+        cr_assert_str_eq(h_names_of(r, "resources", "uri"), "", "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(other, "42", "resources/templates/list", "{}");
+        cr_assert_str_eq(h_names_of(r, "resourceTemplates", "uriTemplate"), "", "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(root, "43", "resources/list", "{}");
+        cr_assert(h_has_item(h_names_of(r, "resources", "uri"), "demo://readme"), "%s", h_json_text(r));
+        json_object_put(r);
+
+        static const struct {
+                const char *method, *params, *target;
+                int code;
+        } calls[] = {
+                { "prompts/get", "{\"name\":\"secret__greeting\"}", "prompt 'secret__greeting'", -32602 },
+                { "resources/read", "{\"uri\":\"demo://readme\"}", "resource 'demo://readme'", -32002 },
+                { "resources/read", "{\"uri\":\"demo://item/7\"}", "resource 'demo://item/7'", -32002 },
+                { "resources/subscribe", "{\"uri\":\"demo://readme\"}", "resource 'demo://readme'", -32602 },
+                { "completion/complete", "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"secret__greeting\"},"
+                                         "\"argument\":{\"name\":\"name\",\"value\":\"a\"}}",
+                  "prompt 'secret__greeting'", -32602 },
+        };
+        for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+                const char *message;
+
+                r = h_client_call(other, "44", calls[i].method, calls[i].params);
+                message = h_str(r, "error.message");
+                cr_assert(h_error_code(r) == calls[i].code && message && strstr(message, "permission denied") &&
+                                  strstr(message, calls[i].target),
+                          "%s: %s", calls[i].method, h_json_text(r));
+                json_object_put(r);
+        }
+        r = h_client_call(root, "45", "resources/read", "{\"uri\":\"demo://readme\"}");
+        cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
+        json_object_put(r);
+        close_and_stop(root, other);
+}
