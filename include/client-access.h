@@ -34,6 +34,8 @@ void client_access_done(struct client_access *a);
 /* Sets c's profile (may be NULL) and computes its class. -ENOENT: no such profile;
  * -ENOMEM. */
 int client_access_choose(struct client *c, const char *profile);
+/* The profile c chose, or NULL. */
+const char *client_access_profile(const struct client *c);
 /* The policy changed (a reload): drops every view and computes every client's class anew. */
 void client_access_policy_changed(struct daemon *d);
 

@@ -36,6 +36,10 @@ static int compute_class(struct client *c) {
         return 0;
 }
 
+const char *client_access_profile(const struct client *c) {
+        return c->access.profile;
+}
+
 int client_access_choose(struct client *c, const char *profile) {
         char *copy = NULL;
 

@@ -1,10 +1,11 @@
 /* "clients" on the control socket: who is connected to the MCP socket, for mcpvisorctl
  * clients. A row per MCP connection not yet closed: its principal as taken at accept, what
  * it has in flight and has sent so far, and since when. The facts only; mcpvisorctl renders
- * them. A connection's profile is listed once connections can choose one. */
+ * them, with the profile it chose (null: none). */
 #include <stdio.h>
 #include <time.h>
 
+#include "client-access.h"
 #include "client.h"
 #include "daemon.h"
 #include "jsonrpc.h"
@@ -47,6 +48,8 @@ static json_object *client_row(const struct client *c, uint64_t now) {
         json_object_object_add(row, "groups", groups_array(p));
         json_object_object_add(row, "pid", p->pid > 0 ? json_object_new_int(p->pid) : NULL);
         json_object_object_add(row, "command", p->comm[0] ? jsonrpc_text(p->comm) : NULL);
+        json_object_object_add(row, "profile",
+                               client_access_profile(c) ? jsonrpc_text(client_access_profile(c)) : NULL);
         json_object_object_add(row, "inFlight", json_object_new_int64(c->pending));
         json_object_object_add(row, "calls", json_object_new_int64((int64_t)c->held));
         json_object_object_add(row, "connectedAt", wall_clock_of(c->connected_at, now));

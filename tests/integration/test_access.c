@@ -207,6 +207,24 @@ Test(access, default_deny) {
 static const char *const PROFILES = "\"profiles\":{\"research\":{\"tools\":[\"pub__echo\"]},\"ops\":{\"servers\":[\"pub\"]}}";
 
 /* A profile chosen in initialize's _meta narrows: what it leaves out is unknown, not denied. */
+/* mcpvisorctl clients' rows (the control method's answer): n with profile, none_n without. */
+static void expect_listed_profiles(const char *profile, int n, int none_n) {
+        json_object *r = h_control(&D, "clients", "{}"), *rows = h_get(r, "result.clients");
+        int with = 0, without = 0;
+
+        cr_assert_not_null(rows, "clients: %s", h_json_text(r));
+        for (size_t i = 0; i < json_object_array_length(rows); i++) {
+                json_object *p = json_object_object_get(json_object_array_get_idx(rows, i), "profile");
+
+                if (!p)
+                        without++;
+                else if (strcmp(json_object_get_string(p), profile) == 0)
+                        with++;
+        }
+        cr_assert(with == n && without == none_n, "clients: %s", h_json_text(r));
+        json_object_put(r);
+}
+
 Test(access, profile_from_meta) {
         struct h_client *x, *plain;
 
@@ -219,6 +237,7 @@ Test(access, profile_from_meta) {
         expect_unknown(x, "pub__add");
         expect_ok(plain, "pub__add");
         cr_assert(h_log_wait(&D, "profile research", H_TIMEOUT_MS));
+        expect_listed_profiles("research", 1, 1);
         h_client_close(x);
         h_client_close(plain);
         stop_clean();
