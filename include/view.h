@@ -37,8 +37,10 @@ struct views {
         uint64_t registry_builds;                 /* the registry's count of builds the views are of */
         struct view **items;
         size_t n;
-        uint64_t generation;                      /* counts invalidations: a cached view pointer is
-                                                   * good while its generation is current */
+        uint64_t generation;                      /* counts the views dropped: a cached view pointer is
+                                                   * good while this and the registry's builds are
+                                                   * what they were (a read may rebuild the registry
+                                                   * before views_get() notices: client-access.c) */
 };
 
 void views_init(struct views *v, const struct access_policy *policy, struct registry *registry);
