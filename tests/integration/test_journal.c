@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -97,4 +98,35 @@ Test(journal, state_changes_carry_the_server, .init = fake_journald, .fini = sto
         cr_assert(record_with((const char *[]){ "SYSLOG_IDENTIFIER=mcpvisord\n", "MCPVISOR_SERVER=jstate\n",
                                                 "MESSAGE=[jstate] starting -> ready", NULL }, H_TIMEOUT_MS),
                   "no ready record with MCPVISOR_SERVER=");
+}
+
+/* An audit record is a record of its own fields, so that journalctl MCPVISOR_OUTCOME=denied
+ * or MCPVISOR_UID=0 finds it; the default audit ("denied") records the denial. */
+Test(journal, denial_audited_with_its_fields, .init = fake_journald, .fini = stop, .timeout = 30) {
+        char config[1024], pid_field[64];
+        struct h_conn *c;
+        json_object *r;
+
+        snprintf(config, sizeof config,
+                 "{\"mcpvisor\":{\"access\":{\"rules\":[{\"tools\":[\"jaudit__add\"],\"action\":\"deny\"}]}},"
+                 "\"mcpServers\":{\"jaudit\":{\"command\":\"%s\"}}}",
+                 h_demo_server_path());
+        h_start(&D, &(struct h_opts){ .config = config, .journal_stream = true });
+        cr_assert(h_notify_wait(&D, "1/1 servers ready", H_TIMEOUT_MS));
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        h_send(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                  "\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}}\n"
+                  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+                  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"jaudit__add\",\"arguments\":{}}}\n");
+        json_object_put(h_recv(c, H_TIMEOUT_MS));
+        r = h_recv(c, H_TIMEOUT_MS);
+        cr_assert(r && strstr(h_json_text(r), "permission denied"), "the call: %s", h_json_text(r));
+        json_object_put(r);
+        snprintf(pid_field, sizeof pid_field, "MCPVISOR_PEER_PID=%d\n", (int)getpid());
+        cr_assert(record_with((const char *[]){ "MCPVISOR_OUTCOME=denied\n", "MCPVISOR_UID=0\n", pid_field,
+                                                "MCPVISOR_TOOL=jaudit__add\n", "MCPVISOR_SERVER=jaudit\n",
+                                                "MCPVISOR_DURATION_USEC=", "PRIORITY=5\n", NULL },
+                              H_TIMEOUT_MS),
+                  "no audit record with its fields");
+        h_close(c);
 }
