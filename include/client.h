@@ -22,6 +22,7 @@
 struct daemon;
 struct bufferevent;
 struct route;
+struct subscriber;
 
 enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
 
@@ -38,6 +39,7 @@ struct client {
         unsigned pending;            /* requests held (routed or waiting), not answered yet */
         bool told_in_flight;         /* maxInFlight was reached and logged once */
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
+        LIST_HEAD(, subscriber) subscriptions; /* its resources/subscribe (subscriptions.h) */
 };
 
 TAILQ_HEAD(client_list, client);
