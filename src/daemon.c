@@ -51,7 +51,7 @@ static void update_idle_timer(struct daemon *d, unsigned open) {
         evtimer_add(d->idle_timer, &tv);
 }
 
-void daemon_clients_changed(struct daemon *d) {
+static void send_status(struct daemon *d) {
         unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
         char servers[512];
 
@@ -64,6 +64,17 @@ void daemon_clients_changed(struct daemon *d) {
         else
                 notify_status(&d->notify, "stopping; %s; %u client%s still draining", servers, open,
                               open == 1 ? "" : "s");
+}
+
+void daemon_clients_changed(struct daemon *d) {
+        d->status_due = true;
+}
+
+static void status_settled(struct daemon *d) {
+        if (!d->status_due)
+                return;
+        d->status_due = false;
+        send_status(d);
 }
 
 unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
@@ -109,7 +120,7 @@ static void servers_settled(struct daemon *d) {
                 (void)registry_sync(&d->registry);
         d->registry_dropped = false;
         list_waiters_flush(d, false);
-        daemon_clients_changed(d);
+        d->status_due = true;
 }
 
 static struct server *const *registry_servers(void *userdata, size_t *ret_n) {
@@ -431,14 +442,20 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         return 0;
 }
 
+/* Clients closed in one burst are freed a batch per loop iteration, and the next one
+ * does not wait: what another client sent meanwhile is answered between batches. */
+#define CLIENTS_FREED_PER_ITERATION 256
+
 static void free_closed_clients(struct daemon *d) {
         struct client *c;
 
-        while ((c = TAILQ_FIRST(&d->clients[CLIENT_JUSTFREE])))
+        for (unsigned n = 0; n < CLIENTS_FREED_PER_ITERATION && (c = TAILQ_FIRST(&d->clients[CLIENT_JUSTFREE])); n++)
                 client_free(c);
 }
 
 int daemon_iterate(struct daemon *d, int loop_flags) {
+        if (!TAILQ_EMPTY(&d->clients[CLIENT_JUSTFREE]))
+                loop_flags |= EVLOOP_NONBLOCK;
         if (event_base_loop(d->base, loop_flags) < 0) {
                 log_error(&d->log, "event loop failed");
                 return -EIO;
@@ -447,6 +464,7 @@ int daemon_iterate(struct daemon *d, int loop_flags) {
         free_closed_clients(d);
         supervisor_collect(&d->supervisor);
         servers_settled(d);
+        status_settled(d);
         check_stopped(d);
         return 0;
 }
