@@ -48,6 +48,18 @@ _child_code_ static int move_fd(int fd, int target) {
         return dup2(fd, target) < 0 ? -1 : 0;
 }
 
+/* The child shares the daemon's descriptor table (CLONE_FILES) until here, then takes a
+ * copy of it only up to the highest descriptor it keeps: not a copy of all of them
+ * (thousands with many servers running) to close one by one after. */
+_child_code_ static int unshare_fds(int fds[3][2], int error_fd) {
+        int top = error_fd;
+
+        for (int k = 0; k < 3; k++)
+                if ((k == 0 ? fds[0][0] : fds[k][1]) > top)
+                        top = k == 0 ? fds[0][0] : fds[k][1];
+        return close_range((unsigned)top + 1, ~0U, CLOSE_RANGE_UNSHARE);
+}
+
 /* In the child, between clone and exec: async-signal-safe calls only. Own process group, so
  * the close sequence signals the server and all it started; PR_SET_PDEATHSIG, so it dies
  * with the daemon even when the daemon is SIGKILLed; the daemon's mask and handlers (SIGPIPE
@@ -67,12 +79,14 @@ _child_code_ static void child_exec(pid_t daemon, const char *program, char *con
                 errno = ESRCH;
                 return;
         }
+        if (unshare_fds(fds, error_fd) < 0)
+                return;
         for (int k = 0; k < 3; k++)
                 if (move_fd(k == 0 ? fds[0][0] : fds[k][1], k) < 0)
                         return;
         if (cwd && chdir(cwd) < 0)
                 return;
-        /* Everything from 3 up but error_fd, which closes itself at exec. */
+        /* Everything else from 3 up but error_fd, which closes itself at exec. */
         if ((error_fd > 3 && close_range(3, (unsigned)error_fd - 1, 0) < 0) ||
             close_range((unsigned)error_fd + 1, ~0U, 0) < 0)
                 return;
@@ -134,7 +148,7 @@ static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *
                                     .cwd = cwd, .fds = fds, .error_fd = error_write };
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &old);
-        *pid = clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+        *pid = clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &args);
         error = *pid < 0 ? errno : 0;
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (*pid < 0)
