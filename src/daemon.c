@@ -17,6 +17,24 @@
 
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata);
 
+/* Events that spawn servers have a priority of their own (process.h): after each of them
+ * the loop polls again and runs what came meanwhile first. */
+static struct event_base *new_base(void) {
+        struct event_config *cfg = event_config_new();
+        struct event_base *base;
+
+        if (!cfg)
+                return NULL;
+        (void)event_config_set_max_dispatch_interval(cfg, NULL, 1, EVENT_PRIORITY_SPAWN);
+        base = event_base_new_with_config(cfg);
+        event_config_free(cfg);
+        if (base && event_base_priority_init(base, EVENT_PRIORITIES) < 0) {
+                event_base_free(base);
+                return NULL;
+        }
+        return base;
+}
+
 static const char *role_name(enum listen_role role) {
         return role == LISTEN_CONTROL ? "control" : "mcp";
 }
@@ -402,7 +420,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         logger_init(&d->log, daemon_log_level(d));
         raise_fd_limit(d);
 
-        d->base = event_base_new();
+        d->base = new_base();
         if (!d->base)
                 return -ENOMEM;
         d->stop_deadline = evtimer_new(d->base, stop_deadline_passed, d);

@@ -172,8 +172,13 @@ static int watch(struct process *p, struct event_base *base) {
         p->pidfd = (int)pidfd_open(p->pid, 0);
         if (p->pidfd < 0) /* pidfd_open always sets close-on-exec */
                 return -errno;
-        p->exit_event = event_new(base, p->pidfd, EV_READ | EV_PERSIST, on_pidfd, p);
-        if (!p->exit_event || event_add(p->exit_event, NULL) < 0)
+        /* Edge-triggered: a pidfd becomes readable once, at the exit, and is not reported again
+         * by every poll while its turn waits behind other exits (priority, process.h). */
+        p->exit_event = event_new(base, p->pidfd, EV_READ | EV_PERSIST | EV_ET, on_pidfd, p);
+        if (!p->exit_event)
+                return -ENOMEM;
+        (void)event_priority_set(p->exit_event, EVENT_PRIORITY_SPAWN); /* fails only on a base without them */
+        if (event_add(p->exit_event, NULL) < 0)
                 return -ENOMEM;
         return 0;
 }
