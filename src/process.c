@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
@@ -48,9 +49,10 @@ _child_code_ static int move_fd(int fd, int target) {
         return dup2(fd, target) < 0 ? -1 : 0;
 }
 
-/* The child shares the daemon's descriptor table (CLONE_FILES) until here, then takes a
- * copy of it only up to the highest descriptor it keeps: not a copy of all of them
- * (thousands with many servers running) to close one by one after. */
+/* The child shares the daemon's descriptor table (CLONE_FILES, but under valgrind) until
+ * here, then takes a copy of it only up to the highest descriptor it keeps: not a copy of
+ * all of them (thousands with many servers running) to close one by one after. Without
+ * CLONE_FILES its table is its own already, and this merely closes what is above. */
 _child_code_ static int unshare_fds(int fds[3][2], int error_fd) {
         int top = error_fd;
 
@@ -107,6 +109,17 @@ static int exec_error(int error_fd) {
         return n == (ssize_t)sizeof error ? error : 0;
 }
 
+/* valgrind runs a vfork as a fork, but aborts on a clone() that shares the descriptor
+ * table without being a thread: under it (its preload library says so), no CLONE_FILES. */
+static int clone_flags(void) {
+        const char *preload = getenv("LD_PRELOAD");
+        int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+
+        if (!preload || !strstr(preload, "/vgpreload_"))
+                flags |= CLONE_FILES;
+        return flags;
+}
+
 struct child_args {
         pid_t daemon;
         const char *program;
@@ -148,7 +161,7 @@ static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *
                                     .cwd = cwd, .fds = fds, .error_fd = error_write };
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &old);
-        *pid = clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_FILES | SIGCHLD, &args);
+        *pid = clone(child_main, stack + sizeof stack, clone_flags(), &args);
         error = *pid < 0 ? errno : 0;
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (*pid < 0)
