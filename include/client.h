@@ -26,6 +26,7 @@ struct access_who;
 struct daemon;
 struct bufferevent;
 struct route;
+struct subscriber;
 
 enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
 
@@ -45,6 +46,7 @@ struct client {
         bool told_in_flight;         /* maxInFlight was reached and logged once */
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
         struct client_access access; /* its class and view (client-access.h) */
+        LIST_HEAD(, subscriber) subscriptions; /* its resources/subscribe (subscriptions.h) */
 };
 
 TAILQ_HEAD(client_list, client);

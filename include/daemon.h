@@ -55,6 +55,7 @@ struct daemon {
         struct views views;                /* what each class of clients sees of it (view.h) */
         bool servers_changed;              /* since the loop's last iteration (servers_settled) */
         bool registry_dropped;             /* and a server's items left the registry's lists */
+        bool status_due;                   /* STATUS= to send at the end of this loop iteration */
         struct router router;              /* requests in flight to servers */
         struct server_requests server_requests; /* servers' requests waiting for a client */
         struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
@@ -105,5 +106,6 @@ int daemon_reload(struct daemon *d, const char *why, json_object **ret);
 unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
                              bool (*wants)(struct client *c, void *arg), void *arg);
 
-/* Called when client counts or server states change, to refresh STATUS=. */
+/* Called when client counts or server states change: STATUS= is sent once at the end of
+ * the loop iteration, however many clients changed in it. */
 void daemon_clients_changed(struct daemon *d);

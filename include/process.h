@@ -16,6 +16,15 @@ struct process_pipes {
         int err;  /* read end of its stderr */
 };
 
+/* The daemon's loop has three event priorities; everything runs at libevent's default (1)
+ * but what spawns servers: a process's exit and SIGCHLD (which restart it) and a server's
+ * timer (a restart after backoff). The loop polls again after each of those, and SIGCHLD
+ * takes at most PROCESS_SPAWNS_PER_POLL servers' exits a turn, so a client is answered
+ * between a few spawns, not after a thousand of them. */
+#define EVENT_PRIORITIES 3
+#define EVENT_PRIORITY_SPAWN 2
+#define PROCESS_SPAWNS_PER_POLL 8
+
 struct process;
 typedef void (*process_exit_fn)(struct process *p, void *userdata);
 

@@ -62,6 +62,7 @@ struct reaper {
         const struct reaper_ops *ops;
         void *userdata;
         struct event *sigchld;
+        struct event *more;             /* SIGCHLD left servers' exits for a later turn */
         TAILQ_HEAD(, leftover) leftovers;
         unsigned n_leftovers;
         struct descendant *known;       /* as the last scan saw them, sorted by pid */
@@ -80,6 +81,9 @@ void reaper_done(struct reaper *r);
 
 /* Reaps what has exited; returns how many were reaped. */
 unsigned reaper_reap(struct reaper *r);
+/* The same, but stops after max servers' exits (each may spawn a restart); *ret_more
+ * says whether it stopped there. */
+unsigned reaper_reap_some(struct reaper *r, unsigned max, bool *ret_more);
 /* Looks at the process tree: records which run each process below the daemon belongs to,
  * and ends our children that are no server's own process and belong to no live run.
  * Returns how many are being ended. Costs a read of

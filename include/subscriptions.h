@@ -11,18 +11,28 @@ struct server;
 struct daemon;
 struct jsonrpc_msg;
 
+/* One client's hold on one subscription: listed both in the subscription and in the
+ * client, so that a client leaving costs what it subscribed to, not every subscription. */
+struct subscriber {
+        struct subscription *sub;
+        struct client *client;
+        size_t index;                   /* in sub->subscribers */
+        LIST_ENTRY(subscriber) by_client;
+};
+
 struct subscription {
         TAILQ_ENTRY(subscription) entry;
         char *uri;
         struct subscription *same_hash; /* next one whose URI has the same hash */
         struct server *server;
-        struct client **clients;
-        size_t n_clients, cap;
+        struct subscriber **subscribers;
+        size_t n_subscribers, cap;
 };
 
 TAILQ_HEAD(subscription_list, subscription);
 
 void subscriptions_done(struct daemon *d);
+/* Drops the client from the subscriptions it holds (c->subscriptions), and only those. */
 void subscriptions_client_gone(struct daemon *d, struct client *c);
 /* A server is about to be freed: its subscriptions end (clients get no more updates). */
 void subscriptions_server_gone(struct daemon *d, const struct server *s);

@@ -220,7 +220,9 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
 
         if (what & BEV_EVENT_EOF) {
                 process_input(c, true);
-                if (peer_closed(c)) {
+                /* Nothing owed to it: whether it still reads makes no difference, and a
+                 * burst of closes is spared a poll() each. */
+                if ((c->pending == 0 && unsent(c) == 0) || peer_closed(c)) {
                         /* Nobody to answer: its calls are cancelled downstream now, not
                          * when an answer finally fails to be written. */
                         client_log(c, LOG_DEBUG, "connection closed by the client");

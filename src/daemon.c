@@ -18,6 +18,24 @@
 
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata);
 
+/* Events that spawn servers have a priority of their own (process.h): after each of them
+ * the loop polls again and runs what came meanwhile first. */
+static struct event_base *new_base(void) {
+        struct event_config *cfg = event_config_new();
+        struct event_base *base;
+
+        if (!cfg)
+                return NULL;
+        (void)event_config_set_max_dispatch_interval(cfg, NULL, 1, EVENT_PRIORITY_SPAWN);
+        base = event_base_new_with_config(cfg);
+        event_config_free(cfg);
+        if (base && event_base_priority_init(base, EVENT_PRIORITIES) < 0) {
+                event_base_free(base);
+                return NULL;
+        }
+        return base;
+}
+
 static const char *role_name(enum listen_role role) {
         return role == LISTEN_CONTROL ? "control" : "mcp";
 }
@@ -52,7 +70,7 @@ static void update_idle_timer(struct daemon *d, unsigned open) {
         evtimer_add(d->idle_timer, &tv);
 }
 
-void daemon_clients_changed(struct daemon *d) {
+static void send_status(struct daemon *d) {
         unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
         char servers[512];
 
@@ -65,6 +83,17 @@ void daemon_clients_changed(struct daemon *d) {
         else
                 notify_status(&d->notify, "stopping; %s; %u client%s still draining", servers, open,
                               open == 1 ? "" : "s");
+}
+
+void daemon_clients_changed(struct daemon *d) {
+        d->status_due = true;
+}
+
+static void status_settled(struct daemon *d) {
+        if (!d->status_due)
+                return;
+        d->status_due = false;
+        send_status(d);
 }
 
 unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
@@ -110,7 +139,7 @@ static void servers_settled(struct daemon *d) {
                 (void)registry_sync(&d->registry);
         d->registry_dropped = false;
         list_waiters_flush(d, false);
-        daemon_clients_changed(d);
+        d->status_due = true;
 }
 
 static struct server *const *registry_servers(void *userdata, size_t *ret_n) {
@@ -475,7 +504,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         logger_init(&d->log, daemon_log_level(d));
         raise_fd_limit(d);
 
-        d->base = event_base_new();
+        d->base = new_base();
         if (!d->base)
                 return -ENOMEM;
         d->stop_deadline = evtimer_new(d->base, stop_deadline_passed, d);
@@ -525,14 +554,20 @@ static void client_gone(struct daemon *d, struct client *c) {
         client_free(c);
 }
 
+/* Clients closed in one burst are freed a batch per loop iteration, and the next one
+ * does not wait: what another client sent meanwhile is answered between batches. */
+#define CLIENTS_FREED_PER_ITERATION 256
+
 static void free_closed_clients(struct daemon *d) {
         struct client *c;
 
-        while ((c = TAILQ_FIRST(&d->clients[CLIENT_JUSTFREE])))
+        for (unsigned n = 0; n < CLIENTS_FREED_PER_ITERATION && (c = TAILQ_FIRST(&d->clients[CLIENT_JUSTFREE])); n++)
                 client_gone(d, c);
 }
 
 int daemon_iterate(struct daemon *d, int loop_flags) {
+        if (!TAILQ_EMPTY(&d->clients[CLIENT_JUSTFREE]))
+                loop_flags |= EVLOOP_NONBLOCK;
         if (event_base_loop(d->base, loop_flags) < 0) {
                 log_error(&d->log, "event loop failed");
                 return -EIO;
@@ -541,6 +576,7 @@ int daemon_iterate(struct daemon *d, int loop_flags) {
         free_closed_clients(d);
         supervisor_collect(&d->supervisor);
         servers_settled(d);
+        status_settled(d);
         check_stopped(d);
         return 0;
 }

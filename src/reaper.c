@@ -7,6 +7,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +73,15 @@ static void on_leftover_timer(evutil_socket_t fd, short what, void *userdata) {
 }
 
 unsigned reaper_reap(struct reaper *r) {
-        unsigned n = 0;
+        bool more;
 
+        return reaper_reap_some(r, UINT_MAX, &more);
+}
+
+unsigned reaper_reap_some(struct reaper *r, unsigned max, bool *ret_more) {
+        unsigned n = 0, servers = 0;
+
+        *ret_more = false;
         for (;;) {
                 siginfo_t si = { 0 };
                 struct leftover *l;
@@ -81,8 +89,13 @@ unsigned reaper_reap(struct reaper *r) {
                 /* Peek first: a server's own process is reaped through its pidfd instead. */
                 if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
                         break;
+                if (servers == max) {
+                        *ret_more = true;
+                        break;
+                }
                 if (r->ops->server_exited(si.si_pid, r->userdata)) {
                         n++;
+                        servers++;
                         continue;
                 }
                 if (waitpid(si.si_pid, NULL, WNOHANG) <= 0)
@@ -99,8 +112,15 @@ unsigned reaper_reap(struct reaper *r) {
         return n;
 }
 
+/* A burst of exits (a reload that changed every server) is taken a few at a time, each
+ * turn at the priority of spawns (process.h), so clients are answered between turns. */
 static void on_sigchld(evutil_socket_t sig, short what, void *userdata) {
-        reaper_reap(userdata);
+        struct reaper *r = userdata;
+        bool more;
+
+        (void)reaper_reap_some(r, PROCESS_SPAWNS_PER_POLL, &more);
+        if (more)
+                event_active(r->more, 0, 0);
 }
 
 static int descendant_by_pid(const void *a, const void *b);
@@ -130,8 +150,11 @@ int reaper_init(struct reaper *r, struct event_base *base, const struct logger *
                 log_warning(log, "cannot become a child subreaper (%s); processes that leave their server's "
                             "process group will not be cleaned up", strerror(errno));
         r->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
-        if (!r->sigchld || event_add(r->sigchld, NULL) < 0)
+        r->more = event_new(base, -1, 0, on_sigchld, r);
+        if (!r->sigchld || !r->more || event_add(r->sigchld, NULL) < 0)
                 return -ENOMEM;
+        (void)event_priority_set(r->sigchld, EVENT_PRIORITY_SPAWN); /* fails only on a base without them */
+        (void)event_priority_set(r->more, EVENT_PRIORITY_SPAWN);
         record_inherited(r);
         return 0;
 }
@@ -150,6 +173,9 @@ void reaper_done(struct reaper *r) {
         if (r->sigchld)
                 event_free(r->sigchld);
         r->sigchld = NULL;
+        if (r->more)
+                event_free(r->more);
+        r->more = NULL;
 }
 
 static pid_t parent_of(pid_t pid) {

@@ -708,6 +708,8 @@ struct server *server_new(struct supervisor *sv, struct server_config *config) {
         route_owners_init(&s->owners);
         init_backoff(s);
         s->timer = evtimer_new(sv->base, on_timer, s);
+        if (s->timer) /* a restart after backoff spawns (process.h) */
+                (void)event_priority_set(s->timer, EVENT_PRIORITY_SPAWN);
         if (!s->timer || health_init(&s->health, sv->base, on_health, s) < 0) {
                 server_free(s);
                 return NULL;

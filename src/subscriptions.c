@@ -48,11 +48,11 @@ static void index_remove(struct daemon *d, struct subscription *sub) {
                 prev->same_hash = sub->same_hash;
 }
 
-static size_t index_of(const struct subscription *sub, const struct client *c) {
-        for (size_t i = 0; i < sub->n_clients; i++)
-                if (sub->clients[i] == c)
-                        return i;
-        return sub->n_clients;
+static struct subscriber *subscriber_of(const struct subscription *sub, const struct client *c) {
+        for (size_t i = 0; i < sub->n_subscribers; i++)
+                if (sub->subscribers[i]->client == c)
+                        return sub->subscribers[i];
+        return NULL;
 }
 
 /* Sends resources/subscribe or resources/unsubscribe for uri to the server. */
@@ -67,20 +67,26 @@ static void tell_server(struct server *s, const char *method, const char *uri) {
 }
 
 static void sub_free(struct daemon *d, struct subscription *sub) {
+        for (size_t i = 0; i < sub->n_subscribers; i++) {
+                LIST_REMOVE(sub->subscribers[i], by_client);
+                free(sub->subscribers[i]);
+        }
         index_remove(d, sub);
         TAILQ_REMOVE(&d->subscriptions, sub, entry);
         free(sub->uri);
-        free(sub->clients);
+        free(sub->subscribers);
         free(sub);
 }
 
-static void drop_client(struct daemon *d, struct subscription *sub, struct client *c) {
-        size_t i = index_of(sub, c);
+/* Ends one client's hold; the last one unsubscribes at the server. */
+static void drop_subscriber(struct daemon *d, struct subscriber *sr) {
+        struct subscription *sub = sr->sub;
 
-        if (i == sub->n_clients)
-                return;
-        sub->clients[i] = sub->clients[--sub->n_clients];
-        if (sub->n_clients == 0) {
+        sub->subscribers[sr->index] = sub->subscribers[--sub->n_subscribers];
+        sub->subscribers[sr->index]->index = sr->index;
+        LIST_REMOVE(sr, by_client);
+        free(sr);
+        if (sub->n_subscribers == 0) {
                 tell_server(sub->server, "resources/unsubscribe", sub->uri);
                 sub_free(d, sub);
         }
@@ -99,17 +105,24 @@ static const char *uri_param(struct client *c, struct jsonrpc_msg *m) {
 }
 
 static int add_client(struct subscription *sub, struct client *c) {
-        if (index_of(sub, c) < sub->n_clients)
+        struct subscriber *sr;
+
+        if (subscriber_of(sub, c))
                 return 0;
-        if (sub->n_clients == sub->cap) {
+        if (sub->n_subscribers == sub->cap) {
                 size_t cap = sub->cap ? sub->cap * 2 : 4;
-                struct client **v = realloc(sub->clients, cap * sizeof *v);
+                struct subscriber **v = realloc(sub->subscribers, cap * sizeof *v);
                 if (!v)
                         return -1;
-                sub->clients = v;
+                sub->subscribers = v;
                 sub->cap = cap;
         }
-        sub->clients[sub->n_clients++] = c;
+        sr = calloc(1, sizeof *sr);
+        if (!sr)
+                return -1;
+        *sr = (struct subscriber){ .sub = sub, .client = c, .index = sub->n_subscribers };
+        sub->subscribers[sub->n_subscribers++] = sr;
+        LIST_INSERT_HEAD(&c->subscriptions, sr, by_client);
         return 0;
 }
 
@@ -162,12 +175,14 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
 static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
         const char *uri = uri_param(c, m);
         struct subscription *sub;
+        struct subscriber *sr;
 
         if (!uri)
                 return;
         sub = find(c->daemon, uri);
-        if (sub)
-                drop_client(c->daemon, sub, c);
+        sr = sub ? subscriber_of(sub, c) : NULL;
+        if (sr)
+                drop_subscriber(c->daemon, sr);
         client_reply_result(c, m->id, json_object_new_object());
 }
 
@@ -179,12 +194,10 @@ const struct method method_resources_unsubscribe = {
 };
 
 void subscriptions_client_gone(struct daemon *d, struct client *c) {
-        struct subscription *sub, *next;
+        struct subscriber *sr;
 
-        for (sub = TAILQ_FIRST(&d->subscriptions); sub; sub = next) {
-                next = TAILQ_NEXT(sub, entry);
-                drop_client(d, sub, c);
-        }
+        while ((sr = LIST_FIRST(&c->subscriptions)))
+                drop_subscriber(d, sr);
 }
 
 void subscriptions_server_ready(struct daemon *d, struct server *s) {
@@ -205,9 +218,10 @@ void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_ms
         sub = find(d, json_object_get_string(v));
         if (!sub || sub->server != s)
                 return;
-        for (size_t i = 0; i < sub->n_clients; i++)
-                if (client_sees_server(sub->clients[i], s))
-                        client_send(sub->clients[i], jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
+        for (size_t i = 0; i < sub->n_subscribers; i++)
+                if (client_sees_server(sub->subscribers[i]->client, s))
+                        client_send(sub->subscribers[i]->client,
+                                    jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
 }
 
 void subscriptions_done(struct daemon *d) {

@@ -288,6 +288,41 @@ Test(features, subscribe_refcounted) {
         h_client_close(z);
 }
 
+/* A client that leaves drops the subscriptions it held, each once, and no other: the
+ * one it shared stays at the server and its other subscriber still gets updates. */
+Test(features, subscriptions_of_a_leaving_client) {
+        struct h_client *x, *y, *z;
+
+        add_demo("a", "", "\"--subscribe\"");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        y = cl_open();
+        z = cl_open();
+        subscribe(x, README);
+        subscribe(x, "demo://item/1");
+        subscribe(x, "demo://item/2");
+        subscribe(y, "demo://item/1");
+        expect_update(y, "y", "demo://item/1");
+
+        h_client_close(x);
+        cr_assert(h_log_count_wait(&D, "a: unsubscribed " README "\n", 1, H_TIMEOUT_MS),
+                  "x left and " README " stayed subscribed:\n%s", h_log_text(&D));
+        cr_assert(h_log_count_wait(&D, "a: unsubscribed demo://item/2\n", 1, H_TIMEOUT_MS),
+                  "x left and demo://item/2 stayed subscribed:\n%s", h_log_text(&D));
+        sync_stderr(z, "sync");
+        cr_assert_eq(h_log_count(&D, "a: unsubscribed demo://item/1\n"), 0,
+                     "y's subscription ended with x:\n%s", h_log_text(&D));
+        cr_assert_eq(h_log_count(&D, "a: unsubscribed "), 2, "unsubscribed more than x's own:\n%s",
+                     h_log_text(&D));
+        flush(y);
+        h_inbox_drop(y, h_is_method, UPDATED);
+        expect_update(y, "y after x left", "demo://item/1");
+        expect_no_update(z, "z");
+        h_client_close(y);
+        h_client_close(z);
+}
+
 Test(features, subscribe_unsupported) {
         struct h_client *x;
         json_object *r;

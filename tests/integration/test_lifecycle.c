@@ -59,6 +59,34 @@ Test(lifecycle, status_follows_clients) {
         cr_assert(h_notify_wait(&D, "STATUS=no servers configured; 0 clients connected|", H_TIMEOUT_MS), "got %s", D.notices);
 }
 
+/* Clients that close in one loop iteration change STATUS= once, not once each: the daemon
+ * is stopped while they close, so their ends of input are all ready when it resumes (fewer
+ * than libevent's first epoll batch of 32). */
+Test(lifecycle, status_once_for_clients_closed_together) {
+        enum { N = 24 };
+        struct h_conn *c[N];
+        char state = 0;
+
+        h_start(&D, NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        for (int i = 0; i < N; i++)
+                c[i] = h_connect(D.sock, H_TIMEOUT_MS);
+        cr_assert(h_notify_wait(&D, "STATUS=no servers configured; 24 clients connected", H_TIMEOUT_MS), "got %s",
+                  D.notices);
+        unsigned before = h_notify_count(&D, "STATUS=");
+        cr_assert_eq(kill(D.pid, SIGSTOP), 0);
+        /* kill() returns before the stop takes: a close seen before it would be a burst of its own */
+        for (long long deadline = h_now_ms() + H_TIMEOUT_MS; !(h_proc_stat(D.pid, &state, NULL, NULL) && state == 'T');)
+                cr_assert_lt(h_now_ms(), deadline, "the daemon did not stop");
+        for (int i = 0; i < N; i++)
+                h_close(c[i]);
+        cr_assert_eq(kill(D.pid, SIGCONT), 0);
+        cr_assert(h_notify_wait(&D, "STATUS=no servers configured; 0 clients connected|", H_TIMEOUT_MS), "got %s",
+                  D.notices);
+        cr_assert_eq(h_notify_count(&D, "STATUS=") - before, 1, "STATUS= sent more than once for one burst:\n%s",
+                     D.notices);
+}
+
 Test(lifecycle, socket_mode_from_config) {
         struct stat st;
 

@@ -499,6 +499,27 @@ Test(reload, changed_restarts_unchanged_untouched) {
         h_client_close(x);
 }
 
+/* Exits are reaped a few servers at a time (process.h): a reload that changes more servers
+ * than one turn takes still restarts every one of them. */
+Test(reload, every_changed_server_restarts) {
+        enum { N = 20 };
+
+        for (int i = 0; i < N; i++)
+                demo(sf("s%02d", i), "", "");
+        start(NULL);
+        wait_all_ready(N);
+        servers_reset(&D);
+        for (int i = 0; i < N; i++)
+                demo(sf("s%02d", i), "", "\"--tools\",\"2\"");
+        write_config();
+        json_object_put(reload_ok());
+        expect_log_n("] ready -> stopping: configuration changed", N);
+        expect_log_n("] starting -> ready: 12 tools", N);
+        for (int i = 0; i < N; i++)
+                cr_assert_eq(h_log_count(&D, sf("[s%02d] starting -> ready", i)), 2, "s%02d was not restarted once:\n%s",
+                             i, h_log_text(&D));
+}
+
 Test(reload, same_config_disturbs_nothing) {
         struct h_client *x;
         json_object *r;
