@@ -8,7 +8,6 @@
 #include "child.h"
 #include "client.h"
 #include "daemon.h"
-#include "instance.h"
 #include "jsonrpc.h"
 #include "methods.h"
 
@@ -45,5 +44,5 @@ void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m) {
                 client_log(c, LOG_DEBUG, "ignoring notification %s (no single server to pass it to)", m->method);
                 return;
         }
-        (void)child_send(s->run->child, json_object_get(m->root));
+        (void)child_send(server_child(s), json_object_get(m->root));
 }
