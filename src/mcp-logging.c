@@ -49,7 +49,7 @@ int mcp_levels_most_verbose(const struct mcp_levels *l) {
 /* The clients whose level counts: MCP clients from notifications/initialized on, until
  * they are freed (a phase never goes back). */
 static bool counted(const struct client *c) {
-        return c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING;
+        return c->role == LISTEN_MCP && session_operating(&c->session);
 }
 
 static void set_server_level(struct server *s, int level) {

@@ -38,7 +38,7 @@ void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
 }
 
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m) {
-        struct server *s = c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING ? sole_server(c->daemon) : NULL;
+        struct server *s = c->role == LISTEN_MCP && session_operating(&c->session) ? sole_server(c->daemon) : NULL;
 
         if (!s || !server_serving(s)) {
                 client_log(c, LOG_DEBUG, "ignoring notification %s (no single server to pass it to)", m->method);
