@@ -85,6 +85,8 @@ void child_free(struct child *ch);
 void child_limit_input(struct child *ch, size_t limit, uint64_t stall_usec);
 /* Bytes queued for the server's stdin, not yet written. */
 size_t child_input_queued(const struct child *ch);
+/* Queued bytes past which sends are refused (child_limit_input()); 0 for none. */
+size_t child_input_limit(const struct child *ch);
 
 /* Sends a request; reply is called exactly once (unless child_cancel_request is called);
  * reply NULL: nobody waits for the answer, which is dropped.

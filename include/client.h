@@ -53,6 +53,8 @@ TAILQ_HEAD(client_list, client);
 
 /* Takes ownership of fd. Returns NULL (fd closed) when out of memory. */
 struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role);
+/* Frees c and what only it holds. The daemon tells the other modules that c is gone first
+ * (daemon.c, client_gone()): this module calls none of them. */
 void client_free(struct client *c);
 /* Who is at the other end: taken at accept, never read from the socket again. */
 const struct principal *client_principal(const struct client *c);

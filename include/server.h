@@ -23,6 +23,7 @@
 #include "server-config.h"
 #include "stderr-reader.h"
 
+struct child;
 struct client;
 struct supervisor;
 struct instance;
@@ -114,6 +115,13 @@ const char *server_state_name(enum server_state state);
 bool server_state_listed(enum server_state state);
 /* Has a process (or one being closed). */
 bool server_running(const struct server *s);
+/* The MCP connection of its current process; NULL when it has none. */
+struct child *server_child(const struct server *s);
+/* The number of its current run (instance.h); 0 when it has none. */
+uint64_t server_run_number(const struct server *s);
+/* The connection of run number, if that run is still its current one; else NULL (the
+ * run ended, and what was sent on it is answered there no more). */
+struct child *server_run_child(const struct server *s, uint64_t number);
 
 /* The prefix of its exposed names: "prefix" when configured ("" for none), else its name. */
 const char *server_prefix(const struct server *s);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 
 #include "list-changes.h"
 
@@ -26,6 +27,15 @@ struct session {
 
 void session_init(struct session *s);
 void session_done(struct session *s);
+
+/* Only these move the phase, and only forward. initialize answered: new -> initializing,
+ * keeping the negotiated version (static) and references to caps and info (NULL: an empty
+ * object); -EALREADY (nothing changed) past new. notifications/initialized: initializing -> operating;
+ * false (nothing changed) from any other phase. */
+/* Past notifications/initialized: what a client is sent unasked is for it now. */
+bool session_operating(const struct session *s);
+int session_initialize(struct session *s, const char *protocol_version, json_object *caps, json_object *info);
+bool session_begin_operating(struct session *s);
 
 /* Handles one classified message from the client. */
 void session_handle(struct client *c, struct jsonrpc_msg *m);

@@ -387,6 +387,10 @@ size_t child_input_queued(const struct child *ch) {
         return evbuffer_get_length(bufferevent_get_output(ch->to));
 }
 
+size_t child_input_limit(const struct child *ch) {
+        return ch->input_limit;
+}
+
 int child_send(struct child *ch, json_object *msg) {
         size_t queued = child_input_queued(ch);
         struct iovec parts[2];

@@ -15,9 +15,6 @@
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "log.h"
-#include "list-wait.h"
-#include "mcp-logging.h"
-#include "router.h"
 #include "time-util.h"
 #include "write-now.h"
 
@@ -303,12 +300,6 @@ void client_free(struct client *c) {
         if (!c)
                 return;
         d = c->daemon;
-        client_log(c, LOG_INFO, "client disconnected");
-        router_client_gone(&d->router, c);
-        server_requests_client_gone(&d->server_requests, c);
-        list_waiters_client_gone(d, c);
-        subscriptions_client_gone(d, c);
-        mcp_logging_client_gone(c);
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
         session_done(&c->session);

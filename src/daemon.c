@@ -547,8 +547,15 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         return 0;
 }
 
-/* The daemon learns here that a client is gone. */
+/* The daemon learns here that a client is gone, and tells the modules that keep something
+ * of it before it is freed: its calls are cancelled downstream first. */
 static void client_gone(struct daemon *d, struct client *c) {
+        client_log(c, LOG_INFO, "client disconnected");
+        router_client_gone(&d->router, c);
+        server_requests_client_gone(&d->server_requests, c);
+        list_waiters_client_gone(d, c);
+        subscriptions_client_gone(d, c);
+        mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)
                 user_counts_release(&d->user_counts, client_principal(c)->uid);
         client_free(c);

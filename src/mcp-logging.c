@@ -8,7 +8,6 @@
 #include "child.h"
 #include "client.h"
 #include "daemon.h"
-#include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "methods.h"
@@ -50,7 +49,7 @@ int mcp_levels_most_verbose(const struct mcp_levels *l) {
 /* The clients whose level counts: MCP clients from notifications/initialized on, until
  * they are freed (a phase never goes back). */
 static bool counted(const struct client *c) {
-        return c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING;
+        return c->role == LISTEN_MCP && session_operating(&c->session);
 }
 
 static void set_server_level(struct server *s, int level) {
@@ -61,7 +60,7 @@ static void set_server_level(struct server *s, int level) {
         params = json_object_new_object();
         json_object_object_add(params, "level", json_object_new_string(mcp_level_to_string(level)));
         /* No answer awaited: a server that refuses keeps its own level. */
-        (void)child_request(s->run->child, "logging/setLevel", params, 0, NULL, NULL);
+        (void)child_request(server_child(s), "logging/setLevel", params, 0, NULL, NULL);
 }
 
 void mcp_logging_server_ready(struct daemon *d, struct server *s) {

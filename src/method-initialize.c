@@ -154,10 +154,7 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
         if (!choose_profile(c, m))
                 return;
         json_object_object_get_ex(m->params, "protocolVersion", &version);
-        s->protocol_version = protocol_negotiate(json_object_get_string(version));
-        s->client_capabilities = caps ? json_object_get(caps) : json_object_new_object();
-        s->client_info = info ? json_object_get(info) : json_object_new_object();
-        s->phase = SESSION_INITIALIZING;
+        (void)session_initialize(s, protocol_negotiate(json_object_get_string(version)), caps, info); /* new: checked above */
 
         client_log(c, LOG_INFO, "initialized by %s %s (protocol %s, asked for %s%s%s)",
                    info_field(s->client_info, "name"), info_field(s->client_info, "version"),
@@ -179,9 +176,8 @@ const struct method method_initialize = {
 };
 
 static void initialized(struct client *c, struct jsonrpc_msg *m) {
-        if (c->session.phase != SESSION_INITIALIZING)
+        if (!session_begin_operating(&c->session))
                 return;
-        c->session.phase = SESSION_OPERATING;
         mcp_logging_client_operating(c);
         list_changes_client_operating(c);
 }

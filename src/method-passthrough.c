@@ -8,7 +8,6 @@
 #include "child.h"
 #include "client.h"
 #include "daemon.h"
-#include "instance.h"
 #include "jsonrpc.h"
 #include "methods.h"
 
@@ -39,11 +38,11 @@ void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
 }
 
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m) {
-        struct server *s = c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING ? sole_server(c->daemon) : NULL;
+        struct server *s = c->role == LISTEN_MCP && session_operating(&c->session) ? sole_server(c->daemon) : NULL;
 
         if (!s || !server_serving(s)) {
                 client_log(c, LOG_DEBUG, "ignoring notification %s (no single server to pass it to)", m->method);
                 return;
         }
-        (void)child_send(s->run->child, json_object_get(m->root));
+        (void)child_send(server_child(s), json_object_get(m->root));
 }

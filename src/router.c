@@ -12,7 +12,6 @@
 #include "audit.h"
 #include "child.h"
 #include "client.h"
-#include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "server.h"
@@ -156,9 +155,7 @@ void router_done(struct router *r) {
 
 /* The child connection the route was sent on, if that run is still the server's. */
 static struct child *route_child(const struct route *rt) {
-        const struct instance *in = rt->server->run;
-
-        return in && in->number == rt->instance ? in->child : NULL;
+        return server_run_child(rt->server, rt->instance);
 }
 
 /* The route's client is owed nothing more: it may be leaving, and may reuse the id. */
@@ -323,7 +320,7 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                 return NULL;
         }
         *rt = (struct route){ .router = r, .client = c, .client_number = c->id, .client_id = json_object_get(m->id),
-                              .server = s, .instance = s->run->number };
+                              .server = s, .instance = server_run_number(s) };
         snprintf(rt->method, sizeof rt->method, "%s", method);
         rt->started = now_usec();
         if (call_target(m) && !(rt->target = strdup(call_target(m)))) {
@@ -361,7 +358,7 @@ static void refuse_send(struct route *rt, int64_t r) {
         }
         snprintf(message, sizeof message,
                  "server '%s' is not reading its input: %zu bytes queued for it, and this request would pass serverInputLimit (%zu bytes)",
-                 s->config->name, child_input_queued(s->run->child), s->run->child->input_limit);
+                 s->config->name, child_input_queued(server_child(s)), child_input_limit(server_child(s)));
         reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "input full");
 }
 
@@ -380,7 +377,7 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
-        rt->child_id = child_request_result_text(s->run->child, method, forwarded, on_reply, on_result_text, rt);
+        rt->child_id = child_request_result_text(server_child(s), method, forwarded, on_reply, on_result_text, rt);
         if (rt->child_id < 0) {
                 refuse_send(rt, rt->child_id);
                 route_free(rt);
@@ -447,7 +444,7 @@ enum router_owner router_owner(const struct router *r, const struct server *s, s
         unsigned n = server_route_owners(s, &owner);
 
         *ret = NULL;
-        if (!s->run || n == 0)
+        if (!server_running(s) || n == 0)
                 return ROUTER_OWNER_NONE;
         if (n > 1)
                 return ROUTER_OWNER_SEVERAL;

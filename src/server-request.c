@@ -9,7 +9,6 @@
 
 #include "child.h"
 #include "client.h"
-#include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "router.h"
@@ -46,9 +45,7 @@ void server_requests_done(struct server_requests *q) {
 
 /* The connection of the run that asked, if that run is still the server's. */
 static struct child *asking_child(const struct server_request *rq) {
-        const struct instance *in = rq->server->run;
-
-        return in && in->number == rq->instance ? in->child : NULL;
+        return server_run_child(rq->server, rq->instance);
 }
 
 /* Answers the server's request with an error, and says so once in the log. */
@@ -59,7 +56,7 @@ static void refuse(struct server *s, struct jsonrpc_msg *m, int code, const char
         snprintf(text, sizeof text, "cannot pass %.48s to a client: %s", m->method, why);
         server_log(s, LOG_INFO, "%s", text);
         json_object_object_add(data, "server", json_object_new_string(s->config->name));
-        child_send(s->run->child, jsonrpc_error(m->id, code, text, data));
+        child_send(server_child(s), jsonrpc_error(m->id, code, text, data));
 }
 
 static int capability_needed(const char *method) {
@@ -135,7 +132,7 @@ static bool answer_configured_roots(struct server *s, struct jsonrpc_msg *m) {
         if (strcmp(m->method, capability_methods[CLIENT_CAP_ROOTS]) != 0 || s->config->roots.n == 0)
                 return false;
         server_log(s, LOG_DEBUG, "answered roots/list with its %zu configured roots", s->config->roots.n);
-        child_send(s->run->child, jsonrpc_result(m->id, roots_result(&s->config->roots)));
+        child_send(server_child(s), jsonrpc_result(m->id, roots_result(&s->config->roots)));
         return true;
 }
 
@@ -151,10 +148,10 @@ void server_requests_forward(struct server_requests *q, struct server *s, struct
         rq = calloc(1, sizeof *rq);
         if (!rq || idmap_put(&q->by_id, q->next_id + 1, rq) < 0) {
                 free(rq);
-                child_send(s->run->child, jsonrpc_error(m->id, JSONRPC_INTERNAL_ERROR, "mcpvisor is out of memory", NULL));
+                child_send(server_child(s), jsonrpc_error(m->id, JSONRPC_INTERNAL_ERROR, "mcpvisor is out of memory", NULL));
                 return;
         }
-        *rq = (struct server_request){ .client = c, .server = s, .instance = s->run->number, .id = ++q->next_id,
+        *rq = (struct server_request){ .client = c, .server = s, .instance = server_run_number(s), .id = ++q->next_id,
                                        .child_id = json_object_get(m->id),
                                        .token = json_object_get(progress_token(m->params)) };
         snprintf(rq->method, sizeof rq->method, "%s", m->method);

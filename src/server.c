@@ -38,6 +38,18 @@ bool server_running(const struct server *s) {
         return s->run != NULL;
 }
 
+struct child *server_child(const struct server *s) {
+        return s->run ? s->run->child : NULL;
+}
+
+uint64_t server_run_number(const struct server *s) {
+        return s->run ? s->run->number : 0;
+}
+
+struct child *server_run_child(const struct server *s, uint64_t number) {
+        return s->run && s->run->number == number ? s->run->child : NULL;
+}
+
 const char *server_prefix(const struct server *s) {
         return s->config->prefix ? s->config->prefix : s->config->name;
 }

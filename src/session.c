@@ -1,6 +1,7 @@
 /* MCP session lifecycle and dispatch; see session.h. */
 #include "session.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,27 @@ void session_done(struct session *s) {
         json_object_put(s->client_info);
         json_object_put(s->client_capabilities);
         session_init(s);
+}
+
+bool session_operating(const struct session *s) {
+        return s->phase == SESSION_OPERATING;
+}
+
+int session_initialize(struct session *s, const char *protocol_version, json_object *caps, json_object *info) {
+        if (s->phase != SESSION_NEW)
+                return -EALREADY;
+        s->protocol_version = protocol_version;
+        s->client_capabilities = caps ? json_object_get(caps) : json_object_new_object();
+        s->client_info = info ? json_object_get(info) : json_object_new_object();
+        s->phase = SESSION_INITIALIZING;
+        return 0;
+}
+
+bool session_begin_operating(struct session *s) {
+        if (s->phase != SESSION_INITIALIZING)
+                return false;
+        s->phase = SESSION_OPERATING;
+        return true;
 }
 
 static void handle_request(struct client *c, struct jsonrpc_msg *m) {

@@ -36,7 +36,7 @@ void supervisor_server_request(struct supervisor *sv, struct server *s, struct j
         if (sv->ops && sv->ops->request)
                 sv->ops->request(s, m, sv->userdata);
         else /* Nobody to ask: the server must not wait for an answer that never comes. */
-                child_send(s->run->child, jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
+                child_send(server_child(s), jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
 }
 
 uint64_t supervisor_next_instance(struct supervisor *sv) {
