@@ -25,6 +25,9 @@
 #define TARGET_READY_NS 10000000
 /* Issue 14: another client's p99 while one client's calls and cancellations pile up. */
 #define TARGET_OTHER_P99_NS 10000000
+/* The daemon's settings unless a part says: the defaults, but every client of the bench is
+ * one uid, which the default maxClientsPerUser (256) would turn away past 256 clients. */
+#define BENCH_SETTINGS "\"maxClientsPerUser\": 0"
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
@@ -642,7 +645,7 @@ static void print_table(const struct options *o, const struct results *res) {
 
 int main(int argc, char **argv) {
         struct options o = {
-                .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH },
+                .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH, .settings = BENCH_SETTINGS },
                 .parts = PART_ALL, .calls = 20000, .seconds = 3, .levels = { 1, 16, 64 }, .n_levels = 3,
                 .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
                 .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
