@@ -42,8 +42,11 @@ static int write_config(const char *path, const struct daemon_opts *o) {
         if (!f)
                 return -errno;
         /* Defaults everywhere (what an installed daemon runs with) unless a part says. */
-        fprintf(f, "{\"mcpvisor\": {%s}, \"mcpServers\": {\"%s\": {\"command\": \"%s\"}", o->settings ? o->settings : "",
+        fprintf(f, "{\"mcpvisor\": {%s}, \"mcpServers\": {\"%s\": {\"command\": \"%s\"", o->settings ? o->settings : "",
                 BENCH_SERVER_NAME, o->server);
+        if (o->server_tools)
+                fprintf(f, ", \"args\": [\"--tools\", \"%u\"]", o->server_tools);
+        fprintf(f, "}");
         servers_config(f, o->server, o->servers, 0, 0);
         fprintf(f, "}}\n");
         return fclose(f) == 0 ? 0 : -errno;

@@ -25,12 +25,34 @@
 #define TARGET_READY_NS 10000000
 /* Issue 14: another client's p99 while one client's calls and cancellations pile up. */
 #define TARGET_OTHER_P99_NS 10000000
+/* The daemon's settings unless a part says: the defaults, but every client of the bench is
+ * one uid, which the default maxClientsPerUser (256) would turn away past 256 clients. */
+#define BENCH_SETTINGS "\"maxClientsPerUser\": 0"
+/* Issue 15: what 50 access rules over 1,000 tools may add, to CPU per call and to memory
+ * per idle client (a ratio). */
+#define TARGET_ACCESS_CPU_US 1.0
+#define TARGET_ACCESS_MEMORY 1.10
+#define ACCESS_RULES 50
+#define ACCESS_TOOLS 1000
+#define ACCESS_CLIENTS 16
+#define MAX_ROUNDS 5
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-/* PART_CANCEL, PART_CLOSE, PART_NOTIFY and PART_SERVERS are scale cases, run only when asked for (--only cancel). */
+/* PART_CANCEL, PART_CLOSE, PART_NOTIFY, PART_SERVERS and PART_ACCESS are scale cases, run only when asked for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
-            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256 };
+            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512 };
+
+/* The access case's two daemons: no access settings, and ACCESS_RULES rules. */
+enum access_mode { ACCESS_NONE, ACCESS_SOME, ACCESS_MODES };
+
+struct access_figures {
+        double cpu_us[ACCESS_MODES][MAX_ROUNDS];   /* daemon CPU per call, ACCESS_CLIENTS clients */
+        double kib[ACCESS_MODES][MAX_ROUNDS];      /* RSS per idle client */
+        double cpu_median[ACCESS_MODES], kib_median[ACCESS_MODES];
+        unsigned rounds, idle;
+        bool ok;
+};
 
 struct options {
         struct daemon_opts daemon;
@@ -50,6 +72,7 @@ struct options {
         unsigned closes;
         unsigned notifies;
         unsigned servers;
+        unsigned access_rounds;
 };
 
 struct results {
@@ -64,6 +87,7 @@ struct results {
         struct closes closes;
         struct notifies notifies;
         struct servers_figures servers;
+        struct access_figures access;
         bool failed;
 };
 
@@ -77,8 +101,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --server PATH        MCP server it runs (default: mcpvisor-bench-server)\n"
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
-                "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers\n"
-                "                       (the last four only when named)\n"
+                "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
+                "                       access (the last five only when named)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -95,6 +119,9 @@ static void usage(FILE *f, const char *argv0) {
                 "  --notifies N         notify: calls one client holds, then notifications from the server\n"
                 "                       (default 50000)\n"
                 "  --servers N          servers: how many servers besides the bench one (default 1000)\n"
+                "  --access-rounds N    access: daemons measured with and without 50 rules, alternating,\n"
+                "                       N times each (default 3, at most 5); 1,000 tools, 16 clients, and\n"
+                "                       the largest --idle count\n"
                 "  --pin-cpu N          the CPU for the second latency run, all processes on it (default 0;\n"
                 "                       -1: no second run)\n"
                 "  --keep               keep each daemon's directory (config, log) under /tmp\n"
@@ -118,7 +145,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
-                                             "servers" };
+                                             "servers", "access" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -149,12 +176,13 @@ static void quick_defaults(struct options *o) {
         o->closes = 500;
         o->notifies = 2000;
         o->servers = 50;
+        o->access_rounds = 1;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
-               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_HELP };
+               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_ACCESS_ROUNDS, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -167,6 +195,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "cancel-settings", required_argument, NULL, O_CANCEL_SETTINGS },
                 { "closes", required_argument, NULL, O_CLOSES }, { "notifies", required_argument, NULL, O_NOTIFIES },
                 { "servers", required_argument, NULL, O_SERVERS },
+                { "access-rounds", required_argument, NULL, O_ACCESS_ROUNDS },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -198,6 +227,10 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_CLOSES: bad = !(o->closes = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_NOTIFIES: bad = !(o->notifies = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_SERVERS: bad = !(o->servers = (unsigned)strtoul(optarg, NULL, 10)); break;
+                case O_ACCESS_ROUNDS:
+                        o->access_rounds = (unsigned)strtoul(optarg, NULL, 10);
+                        bad = o->access_rounds == 0 || o->access_rounds > MAX_ROUNDS;
+                        break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -376,6 +409,84 @@ static void run_servers(const struct options *o, struct results *res) {
                 failed(res, "many servers", r);
 }
 
+/* One daemon of the access case, its server listing ACCESS_TOOLS more tools: daemon CPU
+ * per call under load, or RSS per idle client (after one client listed the tools, so that
+ * the registry and the view are built before the RSS the clients are counted from). */
+static int access_once(const struct options *o, const char *settings, bool memory, double *ret) {
+        struct options with = *o;
+        struct daemon_run d;
+        unsigned tools, idle = o->idle[o->n_idle - 1];
+        int r, q;
+
+        with.daemon.settings = settings;
+        with.daemon.server_tools = ACCESS_TOOLS;
+        if ((r = start_ready(&d, &with)) < 0)
+                return r;
+        if ((r = count_listed_tools(&d, &tools)) >= 0 && tools != ACCESS_TOOLS) {
+                fprintf(stderr, "mcpvisor-bench: tools/list shows %u of the server's %u extra tools\n", tools, ACCESS_TOOLS);
+                r = -ENOENT;
+        }
+        if (r >= 0 && memory) {
+                struct idle i;
+                r = measure_idle(&d, &idle, 1, proc_rss_kib(d.pid), &i);
+                *ret = i.kib_per_client;
+        } else if (r >= 0) {
+                struct load l;
+                r = measure_load(&d, ACCESS_CLIENTS, o->in_flight, o->seconds, &l);
+                *ret = l.daemon_cpu_us;
+                /* A call the rules refused costs less than one served: it must not count. */
+                if (r >= 0 && l.errors > 0) {
+                        fprintf(stderr, "mcpvisor-bench: %llu of %llu calls were refused\n", (unsigned long long)l.errors,
+                                (unsigned long long)l.calls);
+                        r = -EPROTO;
+                }
+        }
+        q = daemon_stop(&d, 30000);
+        return r < 0 ? r : q != 0 ? -ECHILD : 0;
+}
+
+static double median(const double *v, unsigned n) {
+        double s[MAX_ROUNDS];
+
+        memcpy(s, v, n * sizeof *v);
+        for (unsigned i = 1; i < n; i++)
+                for (unsigned k = i; k > 0 && s[k - 1] > s[k]; k--) {
+                        double t = s[k];
+                        s[k] = s[k - 1];
+                        s[k - 1] = t;
+                }
+        return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* With and without the rules in turn, each round in the other order, so that whatever else
+ * the machine does falls on both alike. */
+static void run_access(const struct options *o, struct results *res) {
+        struct access_figures *a = &res->access;
+        const char *base = o->daemon.settings ? o->daemon.settings : "";
+        char *access = access_settings(ACCESS_RULES), *rules = NULL;
+        const char *settings[ACCESS_MODES] = { base };
+        int r = access && asprintf(&rules, "%s%s%s", base, *base ? ", " : "", access) >= 0 ? 0 : -ENOMEM;
+
+        settings[ACCESS_SOME] = rules;
+        a->rounds = o->access_rounds;
+        a->idle = o->idle[o->n_idle - 1];
+        for (int memory = 0; memory < 2 && r >= 0; memory++)
+                for (unsigned k = 0; k < a->rounds && r >= 0; k++)
+                        for (int i = 0; i < ACCESS_MODES && r >= 0; i++) {
+                                int m = k % 2 ? ACCESS_MODES - 1 - i : i;
+                                r = access_once(o, settings[m], memory, memory ? &a->kib[m][k] : &a->cpu_us[m][k]);
+                        }
+        for (int m = 0; m < ACCESS_MODES && r >= 0; m++) {
+                a->cpu_median[m] = median(a->cpu_us[m], a->rounds);
+                a->kib_median[m] = median(a->kib[m], a->rounds);
+        }
+        a->ok = r >= 0;
+        if (r < 0)
+                failed(res, "access rules at scale", r);
+        free(access);
+        free(rules);
+}
+
 static int cmp_unsigned(const void *a, const void *b) {
         unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
 
@@ -394,6 +505,8 @@ static unsigned most_descriptors(const struct options *o) {
         /* Each server: its stdin, stdout and stderr pipes and a pidfd. */
         if ((o->parts & PART_SERVERS) && 4 * o->servers > most)
                 most = 4 * o->servers;
+        if ((o->parts & PART_ACCESS) && o->idle[o->n_idle - 1] > most)
+                most = o->idle[o->n_idle - 1];
         return most + 64;
 }
 
@@ -556,6 +669,39 @@ static void servers_rows(const struct results *res) {
         row("  SIGTERM to exit", "", "", c, "-", x->stop_ok ? "-" : "n/a");
 }
 
+static void access_rows(const struct results *res) {
+        const struct access_figures *a = &res->access;
+        double cpu = a->cpu_median[ACCESS_SOME] - a->cpu_median[ACCESS_NONE];
+        double ratio = a->kib_median[ACCESS_NONE] > 0 ? a->kib_median[ACCESS_SOME] / a->kib_median[ACCESS_NONE] : 0;
+        char x[32], y[32], c[32];
+
+        snprintf(x, sizeof x, "%.2f us", a->cpu_median[ACCESS_SOME]);
+        snprintf(y, sizeof y, "%.2f us", a->cpu_median[ACCESS_NONE]);
+        snprintf(c, sizeof c, "%+.2f us", cpu);
+        row("access: daemon CPU per call, 50 rules vs none", x, y, c, "<= +1 us", verdict(a->ok, cpu <= TARGET_ACCESS_CPU_US));
+        snprintf(x, sizeof x, "%.2f KiB", a->kib_median[ACCESS_SOME]);
+        snprintf(y, sizeof y, "%.2f KiB", a->kib_median[ACCESS_NONE]);
+        snprintf(c, sizeof c, "%+.1f %%", (ratio - 1) * 100);
+        row("access: memory per idle client, 50 rules vs none", x, y, c, "<= +10 %",
+            verdict(a->ok && ratio > 0, ratio <= TARGET_ACCESS_MEMORY));
+}
+
+static void access_notes(const struct results *res) {
+        const struct access_figures *a = &res->access;
+
+        printf("  access: %u round%s, %u tools, %u clients under load, %u idle; each round:", a->rounds,
+               a->rounds == 1 ? "" : "s", ACCESS_TOOLS, ACCESS_CLIENTS, a->idle);
+        for (int m = 0; m < ACCESS_MODES; m++) {
+                printf("%s CPU us/call", m == ACCESS_NONE ? "\n    none:" : "\n    50 rules:");
+                for (unsigned k = 0; k < a->rounds; k++)
+                        printf(" %.2f", a->cpu_us[m][k]);
+                printf("; KiB/idle client");
+                for (unsigned k = 0; k < a->rounds; k++)
+                        printf(" %.2f", a->kib[m][k]);
+        }
+        printf("\n");
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -589,6 +735,8 @@ static void print_notes(const struct options *o, const struct results *res) {
                 printf("  servers: pings max %.2f ms starting, %.2f ms reloading one, %.2f ms reloading all\n",
                        (double)res->servers.start.max / 1e6, (double)res->servers.reload_one.max / 1e6,
                        (double)res->servers.reload_all.max / 1e6);
+        if (o->parts & PART_ACCESS)
+                access_notes(res);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -637,17 +785,19 @@ static void print_table(const struct options *o, const struct results *res) {
         scale_case_rows(o, res);
         if (o->parts & PART_SERVERS)
                 servers_rows(res);
+        if (o->parts & PART_ACCESS)
+                access_rows(res);
         print_notes(o, res);
 }
 
 int main(int argc, char **argv) {
         struct options o = {
-                .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH },
+                .daemon = { .daemon = MCPVISORD_PATH, .server = BENCH_SERVER_PATH, .settings = BENCH_SETTINGS },
                 .parts = PART_ALL, .calls = 20000, .seconds = 3, .levels = { 1, 16, 64 }, .n_levels = 3,
                 .in_flight = 1, .idle = { 1000, 10000 }, .n_idle = 2, .large_bytes = 10 * 1024 * 1024,
                 .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
-                .servers = 1000,
+                .servers = 1000, .access_rounds = 3,
         };
         struct results res = { 0 };
         int r;
@@ -686,6 +836,8 @@ int main(int argc, char **argv) {
                 run_scale(&o, &res, o.cancel_settings, "notifications at scale", notifies, o.notifies, &res.notifies);
         if (o.parts & PART_SERVERS)
                 run_servers(&o, &res);
+        if (o.parts & PART_ACCESS)
+                run_access(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /* mcpvisor-bench-server: the fastest MCP server we can reasonably write, so that the
  * benchmark measures the daemon and not its child.
  *
- * It answers initialize, ping, tools/list (five tools) and tools/call:
+ * It answers initialize, ping, tools/list (four tools, and N more with --tools N, "t0000" on,
+ * which a call finds unknown: a large registry for the access rules to decide on) and tools/call:
  *   - "echo" {text}: the text back, copied as raw JSON string content (no decoding);
  *   - "blob" {bytes}: a text of that many 'x', for the large-result measurement;
  *   - "hold" {}: never answered, for calls in flight until cancelled (bench-cancel.c);
@@ -177,6 +178,7 @@ static bool span_is(struct span s, const char *text) {
 
 struct server {
         struct outbuf out;
+        char *tools;    /* the tools/list result */
         char *blob; /* MAX_BLOB_BYTES at most of 'x', made on first use */
         size_t blob_len;
 };
@@ -221,6 +223,21 @@ static const char TOOLS[] =
         "{\"name\":\"hold\",\"description\":\"Never answers.\",\"inputSchema\":{\"type\":\"object\"}},"
         "{\"name\":\"notify\",\"description\":\"Sends count notifications, then answers.\",\"inputSchema\":"
         "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"}}}}]}";
+
+/* TOOLS with n more tools before its closing "]}". */
+static char *tools_list(unsigned n) {
+        struct outbuf o = { 0 };
+
+        out_add(&o, TOOLS, sizeof TOOLS - 1 - 2);
+        for (unsigned i = 0; i < n; i++) {
+                char tool[128];
+                snprintf(tool, sizeof tool, ",{\"name\":\"t%04u\",\"description\":\"One of many.\","
+                         "\"inputSchema\":{\"type\":\"object\"}}", i);
+                out_str(&o, tool);
+        }
+        out_add(&o, "]}", 3);
+        return o.data;
+}
 
 static void text_result(struct server *s, struct span id, struct span text) {
         reply_head(s, id);
@@ -290,24 +307,34 @@ static void handle_line(struct server *s, const char *line, size_t len) {
         else if (span_is(method, "ping"))
                 reply_result(s, id, "{}");
         else if (span_is(method, "tools/list"))
-                reply_result(s, id, TOOLS);
+                reply_result(s, id, s->tools);
         else if (span_is(method, "initialize"))
                 initialize(s, id, params);
         else
                 reply_error(s, id, -32601, "Method not found");
 }
 
+/* --tools N (at most 100000), or 0; exits after the usage otherwise. */
+static long parse_args(int argc, char **argv) {
+        char *end = NULL;
+        long n = 0;
+
+        if (argc == 3 && strcmp(argv[1], "--tools") == 0)
+                n = strtol(argv[2], &end, 10);
+        if (argc == 1 || (end && end != argv[2] && !*end && n >= 0 && n <= 100000))
+                return n;
+        fprintf(argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
+                "usage: %s [--tools N]\nA minimal MCP server on stdio for mcpvisor-bench: tools echo {text}, blob {bytes},\n"
+                "hold and notify {count}; with --tools N, N more tools t0000... (at most 100000) that do nothing.\n",
+                argv[0]);
+        exit(argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2);
+}
+
 int main(int argc, char **argv) {
-        struct server s = { 0 };
+        struct server s = { .tools = tools_list((unsigned)parse_args(argc, argv)) };
         size_t cap = READ_CHUNK, len = 0;
         char *in = malloc(cap);
 
-        if (argc > 1) {
-                fprintf(argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
-                        "usage: %s\nA minimal MCP server on stdio for mcpvisor-bench: tools echo {text} and blob {bytes}.\n",
-                        argv[0]);
-                return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
-        }
         if (!in)
                 die("malloc");
         for (;;) {

@@ -48,6 +48,7 @@ struct daemon_opts {
         bool keep;              /* keep the directory (config, log) */
         const char *settings;   /* members of the config's "mcpvisor" object, or NULL */
         unsigned servers;       /* servers besides the bench one, "s0000" on (bench-servers.c) */
+        unsigned server_tools;  /* tools the bench server lists besides its own, "t0000" on */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -228,3 +229,9 @@ int measure_servers(const struct daemon_opts *o, struct servers_figures *ret);
 
 /* Raises RLIMIT_NOFILE so that n descriptors fit, the hard limit too when we may. */
 int raise_nofile(unsigned n);
+
+/* Access rules (bench-access.c): the daemon's settings with rules rules, all but the last
+ * not matching us (malloc'd), and how many of the bench server's extra tools ("t0000" on)
+ * tools/list shows, page after page. */
+char *access_settings(unsigned rules);
+int count_listed_tools(struct daemon_run *d, unsigned *ret);
