@@ -63,7 +63,7 @@ static void tell_server(struct server *s, const char *method, const char *uri) {
                 return;
         params = json_object_new_object();
         json_object_object_add(params, "uri", json_object_new_string(uri));
-        (void)child_request(s->run->child, method, params, 0, NULL, NULL);
+        (void)child_request(server_child(s), method, params, 0, NULL, NULL);
 }
 
 static void sub_free(struct daemon *d, struct subscription *sub) {
