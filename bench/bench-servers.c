@@ -40,19 +40,12 @@ static int rewrite_config(const struct daemon_run *d, const struct daemon_opts *
 }
 
 static int ping(struct conn *b, struct daemon_run *d, struct phase_figures *p) {
-        uint64_t id = b->next_id++;
-        int64_t t0 = now_ns();
-        char text[96];
-        struct line l;
-        int r, n = snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"method\":\"ping\"}\n", id);
+        int64_t elapsed;
+        int r = conn_ping(b, d, SERVERS_TIMEOUT_NS, &elapsed);
 
-        if ((r = conn_write(b, text, (size_t)n)) < 0 || (r = conn_read_line(b, d, t0 + SERVERS_TIMEOUT_NS, &l)) < 0)
-                return r;
-        if (!line_is_result(l, id))
-                return -EPROTO;
-        if (p->n_samples < PHASE_SAMPLES)
-                p->samples[p->n_samples++] = now_ns() - t0;
-        return 0;
+        if (r >= 0 && p->n_samples < PHASE_SAMPLES)
+                p->samples[p->n_samples++] = elapsed;
+        return r;
 }
 
 /* All n + 1 servers ready, after at least one was not (a reload's restarts) if asked. */
