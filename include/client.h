@@ -78,7 +78,8 @@ bool client_hold_request(struct client *c, json_object *id);
 /* A request that was pending (c->pending) has been answered or cancelled. */
 void client_request_done(struct client *c);
 
-/* Stop reading; close once pending requests are answered and output is flushed. */
+/* Stop reading; close once pending requests are answered and output is flushed. The
+ * daemon tells the other modules (daemon_client_draining()). */
 void client_drain(struct client *c);
 
 /* Logs with MCPVISOR_CLIENT= set to this client. */

@@ -199,8 +199,8 @@ void client_drain(struct client *c) {
                 return;
         bufferevent_disable(c->bev, EV_READ);
         client_set_state(c, CLIENT_DRAINING);
-        /* It can no longer answer what servers asked of it. */
-        server_requests_client_gone(&c->daemon->server_requests, c);
+        /* It can no longer answer what servers asked of it: the daemon tells them. */
+        daemon_client_draining(c->daemon, c);
         maybe_finish(c);
 }
 
