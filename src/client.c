@@ -280,6 +280,14 @@ struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, en
         return c;
 }
 
+unsigned client_in_flight(const struct client *c) {
+        return c->pending;
+}
+
+uint64_t client_requests_held(const struct client *c) {
+        return c->held;
+}
+
 const struct principal *client_principal(const struct client *c) {
         return &c->principal;
 }
