@@ -298,7 +298,8 @@ void client_access_who(const struct client *c, struct access_who *ret) {
                 .gid = c->principal.gid,
                 .groups = c->principal.groups,
                 .n_groups = c->principal.n_groups,
-                .profile = NULL, /* the session's profile, once initialize can choose one */
+                .profile = NULL, /* the principal only: the profile it chose is client-access.c's, which
+                                  * sets it where a decision needs it (compute_class()) */
         };
 }
 
