@@ -5,6 +5,7 @@
  * rules, and the audit lines in the daemon's log. */
 #include <criterion/criterion.h>
 #include <grp.h>
+#include <pwd.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,23 +49,38 @@ static struct h_client *client_of(struct h_conn *conn) {
         return x;
 }
 
-/* initialize with meta (JSON text of params._meta, or NULL); its answer. */
-static json_object *initialize(struct h_client *x, const char *meta) {
+/* initialize declaring capabilities (JSON text) with meta (JSON text of params._meta, or
+ * NULL); its answer. */
+static json_object *initialize_with(struct h_client *x, const char *capabilities, const char *meta) {
         return h_client_call(x, "0", "initialize",
-                             sf("{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                             sf("{\"protocolVersion\":\"2025-11-25\",\"capabilities\":%s,"
                                 "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}%s%s}",
-                                meta ? ",\"_meta\":" : "", meta ? meta : ""));
+                                capabilities, meta ? ",\"_meta\":" : "", meta ? meta : ""));
 }
 
-/* A client of uid (0: root, connected as usual), initialized with profile (or NULL). */
-static struct h_client *open_as(uid_t uid, const char *profile) {
-        struct h_client *x = client_of(uid == 0 ? h_connect(D.sock, H_TIMEOUT_MS) : connect_as(uid, uid));
-        json_object *r = initialize(x, profile ? sf("{\"mcpvisor/profile\":\"%s\"}", profile) : NULL);
+static json_object *initialize(struct h_client *x, const char *meta) {
+        return initialize_with(x, "{}", meta);
+}
+
+/* conn initialized as a client declaring capabilities, with profile (or NULL). */
+static struct h_client *open_on(struct h_conn *conn, const char *profile, const char *capabilities) {
+        struct h_client *x = client_of(conn);
+        json_object *r = initialize_with(x, capabilities, profile ? sf("{\"mcpvisor/profile\":\"%s\"}", profile) : NULL);
 
         cr_assert_str_eq(h_str(r, "result.protocolVersion"), "2025-11-25", "initialize: %s", h_json_text(r));
         json_object_put(r);
         h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
         return x;
+}
+
+/* A client of uid (0: root, connected as usual), initialized with profile (or NULL),
+ * declaring capabilities. */
+static struct h_client *open_as_with(uid_t uid, const char *profile, const char *capabilities) {
+        return open_on(uid == 0 ? h_connect(D.sock, H_TIMEOUT_MS) : connect_as(uid, uid), profile, capabilities);
+}
+
+static struct h_client *open_as(uid_t uid, const char *profile) {
+        return open_as_with(uid, profile, "{}");
 }
 
 /* The daemon's socket and directory reachable by every uid, then started. */
@@ -84,9 +100,12 @@ static const char *tools_of(struct h_client *x) {
         return names;
 }
 
+/* Arguments the demo's echo, add, sleep and log take alike. */
+#define ANY_ARGS "{\"text\":\"hi\",\"a\":1,\"b\":2,\"ms\":1}"
+
 /* Calls tool and expects a permission denied error naming it. */
 static void expect_denied(struct h_client *x, const char *tool) {
-        json_object *r = h_client_tool_call(x, "12", tool, "{\"text\":\"hi\",\"a\":1,\"b\":2}");
+        json_object *r = h_client_tool_call(x, "12", tool, ANY_ARGS);
         const char *message = h_str(r, "error.message");
 
         cr_assert(message && strstr(message, "permission denied") && strstr(message, tool),
@@ -95,7 +114,7 @@ static void expect_denied(struct h_client *x, const char *tool) {
 }
 
 static void expect_ok(struct h_client *x, const char *tool) {
-        json_object *r = h_client_tool_call(x, "13", tool, "{\"text\":\"hi\",\"a\":1,\"b\":2}");
+        json_object *r = h_client_tool_call(x, "13", tool, ANY_ARGS);
 
         cr_assert_not_null(h_get(r, "result"), "%s: expected a result, got %s", tool, h_json_text(r));
         json_object_put(r);
@@ -492,4 +511,75 @@ Test(access, every_path_asks_the_view) {
         cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
         json_object_put(r);
         close_and_stop(root, other);
+}
+
+/* ---- rules by user and group, names and numbers ---- */
+
+static const char *const PUB_TOOLS[] = { "pub__echo", "pub__add", "pub__sleep", "pub__env", "pub__log" };
+
+/* The tools of PUB_TOOLS x is shown are all but denied (NULL: all); a call to denied is
+ * refused, and one to another of them answered. */
+static void expect_only_denied(struct h_client *x, const char *who, const char *denied) {
+        const char *tools = tools_of(x);
+
+        for (size_t i = 0; i < sizeof PUB_TOOLS / sizeof PUB_TOOLS[0]; i++) {
+                bool want = !denied || strcmp(PUB_TOOLS[i], denied) != 0;
+
+                cr_assert_eq(h_has_item(tools, PUB_TOOLS[i]), want, "%s: %s %s listed in %s", who, PUB_TOOLS[i],
+                             want ? "is not" : "is", tools);
+        }
+        if (denied)
+                expect_denied(x, denied);
+        expect_ok(x, denied && strcmp(denied, "pub__echo") == 0 ? "pub__add" : "pub__echo");
+}
+
+/* "users" by name and by number (JSON number or digits), "groups" by name and by gid, each
+ * matching the primary gid or a supplementary one, decide for real connections; a
+ * principal no rule names is not touched. */
+Test(access, rules_by_user_and_group_names_and_numbers) {
+        struct passwd *pw = getpwnam("nobody");
+        struct group *gr = getgrnam("daemon");
+        uid_t nobody;
+        gid_t nobody_gid, daemon_gid;
+
+        if (!pw || !gr)
+                cr_skip_test("this host has no user \"nobody\" or no group \"daemon\"");
+        nobody = pw->pw_uid;
+        nobody_gid = pw->pw_gid;
+        daemon_gid = gr->gr_gid;
+        add_demo("pub", "", "");
+        start_shared(1, "\"access\":{\"rules\":["
+                        "{\"users\":[\"nobody\"],\"tools\":[\"pub__echo\"],\"action\":\"deny\"},"
+                        "{\"users\":[4242],\"tools\":[\"pub__add\"],\"action\":\"deny\"},"
+                        "{\"users\":[\"4243\"],\"tools\":[\"pub__sleep\"],\"action\":\"deny\"},"
+                        "{\"groups\":[\"daemon\"],\"tools\":[\"pub__env\"],\"action\":\"deny\"},"
+                        "{\"groups\":[4300],\"tools\":[\"pub__log\"],\"action\":\"deny\"}]}");
+
+        const struct {
+                const char *who;
+                uid_t uid;
+                gid_t gid;
+                gid_t group;           /* one supplementary group, 0: none */
+                const char *denied;
+        } cases[] = {
+                { "user nobody, by name", nobody, nobody_gid, 0, "pub__echo" },
+                { "uid 4242, by number", 4242, 4242, 0, "pub__add" },
+                { "uid 4243, by digits", 4243, 4243, 0, "pub__sleep" },
+                { "group daemon by name, supplementary", 4244, 4244, daemon_gid, "pub__env" },
+                { "group daemon by name, primary", 4245, daemon_gid, 0, "pub__env" },
+                { "gid 4300, primary", 4246, 4300, 0, "pub__log" },
+                { "gid 4300, supplementary", 4247, 4247, 4300, "pub__log" },
+                { "uid 4248, named by no rule", 4248, 4248, 0, NULL },
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                gid_t groups[1] = { cases[i].group };
+                struct h_conn *conn = h_connect_as(D.sock, cases[i].uid, cases[i].gid, groups, cases[i].group ? 1 : 0, "agent");
+                struct h_client *x;
+
+                cr_assert_not_null(conn, "%s could not connect", cases[i].who);
+                x = open_on(conn, NULL, "{}");
+                expect_only_denied(x, cases[i].who, cases[i].denied);
+                h_client_close(x);
+        }
+        stop_clean();
 }
