@@ -583,3 +583,55 @@ Test(access, rules_by_user_and_group_names_and_numbers) {
         }
         stop_clean();
 }
+
+/* ---- profiles and rules together ---- */
+
+/* A profile only narrows what the rules allow: what it leaves out is unknown, what the rules
+ * deny within it stays denied, and one naming every server widens nothing. A rule that
+ * matches on "profiles" applies to the connections that chose that profile, and only to
+ * them. */
+Test(access, profile_narrows_the_rules_and_rules_match_on_it) {
+        struct h_client *x;
+
+        add_demo("pub", "", "");
+        add_demo("other", "", "");
+        start_shared(2, "\"profiles\":{\"research\":{\"tools\":[\"pub__*\"]},\"wide\":{\"servers\":[\"*\"]}},"
+                        "\"access\":{\"rules\":["
+                        "{\"profiles\":[\"research\"],\"tools\":[\"pub__add\"],\"action\":\"deny\"},"
+                        "{\"users\":[4242],\"tools\":[\"pub__sleep\"],\"action\":\"deny\"},"
+                        "{\"users\":[4243],\"servers\":[\"other\"],\"action\":\"deny\"}]}");
+
+        /* 4242 in research: the profile's rule and 4242's own both deny; other is unknown */
+        x = open_as(OTHER_UID, "research");
+        cr_assert(h_has_item(tools_of(x), "pub__echo") && !h_has_item(tools_of(x), "pub__add") &&
+                          !h_has_item(tools_of(x), "pub__sleep") && !h_has_item(tools_of(x), "other__echo"),
+                  "4242 in research was shown %s", tools_of(x));
+        expect_denied(x, "pub__add");
+        expect_denied(x, "pub__sleep");
+        expect_unknown(x, "other__echo");
+        expect_ok(x, "pub__echo");
+        h_client_close(x);
+
+        /* 4242 without a profile: the profile's rule does not apply */
+        x = open_as(OTHER_UID, NULL);
+        expect_ok(x, "pub__add");
+        expect_denied(x, "pub__sleep");
+        expect_ok(x, "other__echo");
+        h_client_close(x);
+
+        /* 4243 in research: the profile's rule, not 4242's */
+        x = open_as(THIRD_UID, "research");
+        expect_denied(x, "pub__add");
+        expect_ok(x, "pub__sleep");
+        expect_unknown(x, "other__echo");
+        h_client_close(x);
+
+        /* 4243 in wide: every server named, other still denied to it */
+        x = open_as(THIRD_UID, "wide");
+        cr_assert(!h_has_item(tools_of(x), "other__echo") && h_has_item(tools_of(x), "pub__add"), "4243 in wide was shown %s",
+                  tools_of(x));
+        expect_denied(x, "other__echo");
+        expect_ok(x, "pub__add");
+        h_client_close(x);
+        stop_clean();
+}
