@@ -635,3 +635,63 @@ Test(access, profile_narrows_the_rules_and_rules_match_on_it) {
         h_client_close(x);
         stop_clean();
 }
+
+/* ---- prompt filters ---- */
+
+/* The error message with name cut out: a filtered prompt must be answered exactly as one
+ * that does not exist. */
+static char *message_without(json_object *r, const char *name) {
+        const char *m = h_str(r, "error.message");
+        char *text = strdup(m ? m : ""), *at;
+
+        cr_assert_not_null(text);
+        while ((at = strstr(text, name)))
+                memmove(at, at + strlen(name), strlen(at + strlen(name)) + 1);
+        return text;
+}
+
+/* prompts/get, or completion of the prompt's argument: params naming prompt name. */
+static const char *prompt_params(bool complete, const char *name) {
+        return complete ? sf("{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"%s\"},"
+                             "\"argument\":{\"name\":\"name\",\"value\":\"a\"}}", name)
+                        : sf("{\"name\":\"%s\",\"arguments\":{\"name\":\"x\"}}", name);
+}
+
+/* The filtered prompt name and one that does not exist get the same answer. */
+static void expect_prompt_unknown(struct h_client *x, bool complete, const char *name) {
+        const char *method = complete ? "completion/complete" : "prompts/get";
+        json_object *r = h_client_call(x, "70", method, prompt_params(complete, name)),
+                    *u = h_client_call(x, "71", method, prompt_params(complete, "a__no_such_prompt"));
+        char *a = message_without(r, name), *b = message_without(u, "a__no_such_prompt");
+
+        cr_assert_neq(h_error_code(r), 0, "%s %s answered: %s", method, name, h_json_text(r));
+        cr_assert_eq(h_error_code(r), h_error_code(u), "%s vs unknown: %s", h_json_text(r), h_json_text(u));
+        cr_assert_str_eq(a, b, "%s %s", method, name);
+        free(a);
+        free(b);
+        json_object_put(r);
+        json_object_put(u);
+}
+
+/* includePrompts and excludePrompts (exclude wins): a filtered prompt is not listed, and
+ * prompts/get or completion of it is answered as for a prompt that does not exist. */
+Test(access, prompt_filters) {
+        struct h_client *x;
+        json_object *r;
+
+        add_demo("a", "\"includePrompts\":[\"prompt_*\"],\"excludePrompts\":[\"prompt_2\"]", "\"--prompts\",\"3\"");
+        start_shared(1, "\"access\":{}");
+        x = open_as(OTHER_UID, NULL);
+        r = h_client_call(x, "72", "prompts/list", "{}");
+        cr_assert_str_eq(h_names_of(r, "prompts", "name"), "a__prompt_1,a__prompt_3", "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(x, "73", "prompts/get", "{\"name\":\"a__prompt_3\"}");
+        cr_assert_not_null(h_get(r, "result.messages"), "%s", h_json_text(r));
+        json_object_put(r);
+        expect_prompt_unknown(x, false, "a__greeting");
+        expect_prompt_unknown(x, false, "a__prompt_2");
+        expect_prompt_unknown(x, true, "a__greeting");
+        expect_prompt_unknown(x, true, "a__prompt_2");
+        h_client_close(x);
+        stop_clean();
+}
