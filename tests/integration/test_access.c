@@ -695,3 +695,200 @@ Test(access, prompt_filters) {
         h_client_close(x);
         stop_clean();
 }
+
+/* ---- what a denied server sends: requests, resource updates, list changes ---- */
+
+#define SAMPLING_CAPS "{\"sampling\":{}}"
+#define SAMPLING "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}],\"maxTokens\":5}"
+#define UPDATED "notifications/resources/updated"
+
+/* A request (id and method) whose method is arg. */
+static bool is_request(json_object *msg, const char *arg) {
+        return h_get(msg, "id") && h_get(msg, "method") && strcmp(h_str(msg, "method"), arg) == 0;
+}
+
+/* A ping answered by the daemon: whatever it sent x before is in x's inbox now. */
+static void flush(struct h_client *x) {
+        json_object *r = h_client_call(x, "\"flush\"", "ping", NULL);
+
+        cr_assert_not_null(h_get(r, "result"), "ping: %s", h_json_text(r));
+        json_object_put(r);
+}
+
+/* x got no request of method (none in its inbox after a ping). */
+static void expect_not_asked(struct h_client *x, const char *who, const char *method) {
+        json_object *msg;
+
+        flush(x);
+        msg = h_take(x, is_request, method, 0);
+        cr_assert_null(msg, "%s was asked: %s", who, msg ? h_json_text(msg) : "");
+}
+
+/* The status row of server name, from the control socket: n calls in flight there, waited for. */
+static void wait_in_flight(const char *name, long long n) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+
+        for (;;) {
+                json_object *st = h_control(&D, "status", NULL), *rows = h_get(st, "result.servers");
+                bool done = false;
+
+                for (size_t i = 0; i < json_object_array_length(rows); i++) {
+                        json_object *row = json_object_array_get_idx(rows, i);
+
+                        if (strcmp(h_str(row, "name"), name) == 0)
+                                done = json_object_get_int64(h_get(row, "inFlight")) == n;
+                }
+                if (!done && h_now_ms() >= deadline)
+                        cr_assert_fail("%s has not %lld calls in flight: %s", name, n, h_json_text(st));
+                json_object_put(st);
+                if (done)
+                        return;
+                poll(NULL, 0, 20); /* the status has no readiness to wait on */
+                h_notify_drain(&D);
+        }
+}
+
+/* The socket shared and the access rules as given, written and reloaded. */
+static void reload_with(const char *access) {
+        json_object *r;
+
+        set_settings(sf("\"socketMode\":\"0666\",%s", access));
+        config_rewrite();
+        r = h_control(&D, "reload", NULL);
+        cr_assert_not_null(h_get(r, "result"), "reload: %s", h_json_text(r));
+        json_object_put(r);
+}
+
+/* secret asks for sampling while root's call to it runs: root, the one client with a call
+ * there, is asked; uid 4242, denied secret, idle there but declaring sampling and busy on
+ * another server, is never asked, and its answer under the daemon's id of root's request
+ * does not reach the server. */
+Test(access, server_request_goes_to_the_allowed_owner_only) {
+        struct h_client *root, *other;
+        json_object *u, *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, SECRET_DENIED);
+        root = open_as_with(0, NULL, SAMPLING_CAPS);
+        other = open_as_with(OTHER_UID, NULL, SAMPLING_CAPS);
+        h_client_tool_request(other, "50", "pub__sleep", "{\"ms\":300}");
+        h_client_tool_request(root, "51", "secret__ask", "{\"method\":\"sampling/createMessage\",\"params\":" SAMPLING "}");
+        u = h_take(root, is_request, "sampling/createMessage", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "root, whose call asked, was not asked");
+
+        h_sendf(other->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\","
+                          "\"text\":\"forged\"},\"model\":\"m\"}}\n",
+                h_json_text(h_get(u, "id")));
+        expect_not_asked(other, "uid 4242, denied secret,", "sampling/createMessage");
+        h_sendf(root->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\","
+                         "\"text\":\"genuine\"},\"model\":\"m\"}}\n",
+                h_json_text(h_get(u, "id")));
+        r = h_client_answer(root, "51");
+        cr_assert(strstr(h_result_text(r), "genuine") && !strstr(h_result_text(r), "forged"), "secret got %s",
+                  h_json_text(r));
+        json_object_put(r);
+        json_object_put(u);
+        r = h_client_answer(other, "50");
+        cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(h_log_count(&D, "secret: unexpected answer"), 0, "the server got a second answer");
+        close_and_stop(root, other);
+}
+
+/* uid 4242's call to secret asks for sampling 1.5 s after it began; a reload meanwhile
+ * denies secret to 4242. The one client with a call there may no longer hear from secret:
+ * the server gets an error, and neither 4242 nor root (idle there) is asked. */
+Test(access, server_request_refused_when_its_owner_lost_the_server) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, "\"access\":{}");
+        root = open_as_with(0, NULL, SAMPLING_CAPS);
+        other = open_as_with(OTHER_UID, NULL, SAMPLING_CAPS);
+        h_client_tool_request(other, "60", "secret__ask",
+                              "{\"method\":\"sampling/createMessage\",\"params\":" SAMPLING ",\"afterMs\":1500}");
+        wait_in_flight("secret", 1);
+        reload_with(SECRET_DENIED);
+        cr_assert_eq(h_log_count(&D, "secret: asked "), 0, "secret asked before the reload was done (too slow a machine?)");
+
+        r = h_client_answer(other, "60");
+        cr_assert(json_object_get_boolean(h_get(r, "result.isError")) &&
+                          strstr(h_result_text(r), "error -32603: cannot pass sampling/createMessage to a client") &&
+                          strstr(h_result_text(r), "may not hear from it"),
+                  "secret was not refused: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "secret: asked sampling/createMessage", H_TIMEOUT_MS));
+        expect_not_asked(other, "uid 4242, denied secret since its call began,", "sampling/createMessage");
+        expect_not_asked(root, "root, with no call to secret,", "sampling/createMessage");
+        close_and_stop(root, other);
+}
+
+/* Both clients subscribe to secret's resource while it is allowed to both; once a reload
+ * denies secret to uid 4242, its updates go on reaching root and no longer reach 4242. */
+Test(access, resource_updates_of_a_denied_server_do_not_reach) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "\"--no-resources\"");
+        add_demo("secret", "", "\"--subscribe\"");
+        start_shared(2, "\"access\":{}");
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        for (int i = 0; i < 2; i++) {
+                struct h_client *x = i ? other : root;
+
+                r = h_client_call(x, "80", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+                cr_assert_not_null(h_get(r, "result"), "subscribe: %s", h_json_text(r));
+                json_object_put(r);
+                r = h_take(x, h_is_method, UPDATED, H_TIMEOUT_MS);
+                cr_assert_not_null(r, "%s got no update while secret was allowed", i ? "uid 4242" : "root");
+                json_object_put(r);
+        }
+
+        reload_with(SECRET_DENIED);
+        flush(other); /* what was sent to it before the reload */
+        h_inbox_drop(other, h_is_method, UPDATED);
+        h_inbox_drop(root, h_is_method, UPDATED);
+        for (int i = 0; i < 3; i++) {
+                r = h_take(root, h_is_method, UPDATED, H_TIMEOUT_MS);
+                cr_assert_not_null(r, "root got no update after the reload (%d)", i);
+                json_object_put(r);
+        }
+        flush(other);
+        cr_assert_eq(h_inbox_drop(other, h_is_method, UPDATED), 0, "uid 4242 got secret's updates once denied it");
+        r = h_client_call(other, "81", "resources/read", "{\"uri\":\"demo://readme\"}");
+        cr_assert(strstr(h_str(r, "error.message"), "permission denied"), "%s", h_json_text(r));
+        json_object_put(r);
+        close_and_stop(root, other);
+}
+
+/* secret's tool list changes 2 s after it starts: root, holding its list, is told and sees
+ * the new tool; uid 4242, denied secret, is told nothing and its list stays as it was. */
+Test(access, list_changes_of_a_denied_server_do_not_reach) {
+        struct h_client *root, *other;
+        json_object *r;
+        char before[4096];
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "\"--list-changed-after-ms\",\"2000\"");
+        start_shared(2, SECRET_DENIED);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        cr_assert(h_has_item(tools_of(root), "secret__echo") && !h_has_item(tools_of(root), "secret__late_tool"),
+                  "root's first list: %s (too slow a machine?)", tools_of(root));
+        snprintf(before, sizeof before, "%s", tools_of(other));
+        cr_assert(!strstr(before, "secret__"), "uid 4242 was shown %s", before);
+
+        r = h_take(root, h_is_method, "notifications/tools/list_changed", 2 * H_TIMEOUT_MS);
+        cr_assert_not_null(r, "root was not told of secret's new tool");
+        json_object_put(r);
+        cr_assert(h_has_item(tools_of(root), "secret__late_tool"), "%s", tools_of(root));
+        flush(other);
+        cr_assert_eq(h_inbox_drop(other, h_is_method, "notifications/tools/list_changed"), 0,
+                     "uid 4242 was told of a change in secret's tools");
+        cr_assert_str_eq(tools_of(other), before);
+        close_and_stop(root, other);
+}
