@@ -7,6 +7,8 @@
 #include <grp.h>
 #include <pwd.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -891,4 +893,393 @@ Test(access, list_changes_of_a_denied_server_do_not_reach) {
                      "uid 4242 was told of a change in secret's tools");
         cr_assert_str_eq(tools_of(other), before);
         close_and_stop(root, other);
+}
+
+/* ---- reloads changing rules and filters under load ---- */
+
+/* Clients of four uids keep calls in flight (pipelined, some slow) to servers a and b while
+ * the test reloads, by the control socket and by SIGHUP in turn, between configs that change
+ * the access rules and the tool filters. Each answer is checked against the configs that
+ * were in force at some moment between its request and its answer: a result (the right
+ * one) where one allowed the tool, "permission denied" naming it where one denied it, an
+ * unknown tool where one filtered it out. After each reload each client's tools/list is
+ * what the new config shows its uid. */
+
+#define LOAD_CLIENTS 4
+#define LOAD_WINDOW 8           /* calls each client keeps in flight */
+#define LOAD_ROUND 40           /* calls each client has answered between two reloads */
+#define LOAD_AHEAD (2 * LOAD_ROUND) /* calls it may send past its round meanwhile */
+#define LOAD_MAX_CALLS 1024
+#define LOAD_LIST_ID 100000     /* tools/list after reload n has id LOAD_LIST_ID + n */
+
+enum load_outcome { LOAD_RESULT, LOAD_DENIED, LOAD_UNKNOWN };
+static const char *const load_outcome_names[] = { "a result", "permission denied", "an unknown tool" };
+
+static const char *const load_tools[] = { "a__echo", "a__sleep", "a__add", "b__echo", "b__sleep" };
+#define LOAD_TOOLS (sizeof load_tools / sizeof load_tools[0])
+static const uid_t load_uids[LOAD_CLIENTS] = { 0, OTHER_UID, THIRD_UID, 4244 };
+
+/* The configs: access rules, and the filters of a and b ("" for none). */
+static const struct {
+        const char *access, *a, *b;
+} load_configs[] = {
+        { "\"access\":{}", "", "" },
+        { "\"access\":{\"rules\":[{\"users\":[4242],\"servers\":[\"b\"],\"action\":\"deny\"},"
+          "{\"users\":[4243],\"tools\":[\"a__echo\"],\"action\":\"deny\"}]}",
+          "\"excludeTools\":[\"add\"]", "" },
+        { "\"access\":{\"rules\":[{\"users\":[4243],\"servers\":[\"b\"],\"action\":\"deny\"},"
+          "{\"users\":[4242],\"tools\":[\"a__sleep\"],\"action\":\"deny\"}]}",
+          "", "\"includeTools\":[\"echo\"]" },
+};
+
+/* What a config makes of a call to tool by uid: filters first (a filtered tool is unknown
+ * to everyone), then the rules. */
+static enum load_outcome load_expected(unsigned config, uid_t uid, const char *tool) {
+        bool on_b = strncmp(tool, "b__", 3) == 0;
+
+        switch (config) {
+        case 1:
+                if (strcmp(tool, "a__add") == 0)
+                        return LOAD_UNKNOWN;
+                if ((uid == OTHER_UID && on_b) || (uid == THIRD_UID && strcmp(tool, "a__echo") == 0))
+                        return LOAD_DENIED;
+                return LOAD_RESULT;
+        case 2:
+                if (on_b && strcmp(tool, "b__echo") != 0)
+                        return LOAD_UNKNOWN;
+                if ((uid == THIRD_UID && on_b) || (uid == OTHER_UID && strcmp(tool, "a__sleep") == 0))
+                        return LOAD_DENIED;
+                return LOAD_RESULT;
+        }
+        return LOAD_RESULT;
+}
+
+/* The config at start, then the one each reload brings. */
+static const unsigned load_sequence[] = { 0, 1, 2, 0, 2, 1, 0 };
+#define LOAD_RELOADS (sizeof load_sequence / sizeof load_sequence[0] - 1)
+
+struct load_call {
+        uint8_t tool;
+        uint8_t answers;
+        uint8_t lo;             /* reloads known to be in force when it was sent */
+};
+
+struct load_client {
+        struct h_client *x;
+        uid_t uid;
+        unsigned target, sent, answered, in_flight;
+        struct load_call calls[LOAD_MAX_CALLS];
+        json_object *list;      /* the answer to the last tools/list, once it came */
+        bool list_pending;
+};
+
+static struct {
+        struct load_client c[LOAD_CLIENTS];
+        unsigned requested, applied; /* reloads asked for, and known to be in force */
+        struct h_conn *control;      /* a "reload" on the control socket awaiting its answer */
+        unsigned reloaded_lines;     /* "reloaded: " lines in the log before a SIGHUP */
+        unsigned outcomes[3];
+        unsigned across;             /* calls answered after a reload asked for since they were sent */
+} L;
+
+static void load_write_config(unsigned config) {
+        servers_reset(&D);
+        add_demo("a", load_configs[config].a, "");
+        add_demo("b", load_configs[config].b, "");
+        set_settings(sf("\"socketMode\":\"0666\",%s", load_configs[config].access));
+}
+
+static unsigned load_sleep_ms(unsigned n) {
+        return n % 7 == 1 ? 400 : 10 + (n % 5) * 20; /* a few cross a reload */
+}
+
+static void load_send(unsigned i) {
+        struct load_client *c = &L.c[i];
+        unsigned n = c->sent, tool = (i + n) % LOAD_TOOLS;
+
+        cr_assert_lt(n, LOAD_MAX_CALLS);
+        c->calls[n] = (struct load_call){ .tool = (uint8_t)tool, .lo = (uint8_t)L.applied };
+        h_sendf(c->x->c, "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+                         "\"arguments\":{\"text\":\"c%u-%u\",\"a\":%u,\"b\":1,\"ms\":%u}}}\n",
+                n + 1, load_tools[tool], i, n, n, load_sleep_ms(n));
+        c->sent++;
+        c->in_flight++;
+}
+
+/* What msg, the answer to call n of client i, is; fails the test if it is none of them. */
+static enum load_outcome load_outcome_of(unsigned i, unsigned n, json_object *msg) {
+        const char *tool = load_tools[L.c[i].calls[n].tool], *message = h_str(msg, "error.message");
+        char want[64];
+
+        if (h_get(msg, "result")) {
+                if (strcmp(tool + 3, "echo") == 0)
+                        snprintf(want, sizeof want, "c%u-%u", i, n);
+                else if (strcmp(tool + 3, "add") == 0)
+                        snprintf(want, sizeof want, "%u", n + 1);
+                else
+                        snprintf(want, sizeof want, "slept %u ms", load_sleep_ms(n));
+                cr_assert_str_eq(h_str(msg, "result.content.0.text"), want, "client %u, call %u to %s: %s", i, n + 1, tool,
+                                 h_json_text(msg));
+                return LOAD_RESULT;
+        }
+        if (message && strstr(message, "permission denied") && strstr(message, tool))
+                return LOAD_DENIED;
+        if (h_error_code(msg) == -32602 && message && strstr(message, "Unknown tool") && strstr(message, tool))
+                return LOAD_UNKNOWN;
+        cr_assert_fail("client %u, call %u to %s: %s", i, n + 1, tool, h_json_text(msg));
+        return LOAD_RESULT;
+}
+
+static void load_take(unsigned i, json_object *msg) {
+        struct load_client *c = &L.c[i];
+        json_object *id;
+        int64_t n;
+        enum load_outcome got;
+        bool possible = false;
+
+        if (json_object_object_get_ex(msg, "method", NULL))
+                return; /* list_changed and the like */
+        cr_assert(json_object_object_get_ex(msg, "id", &id) && json_object_is_type(id, json_type_int),
+                  "client %u: an answer to no call of its: %s", i, h_json_text(msg));
+        n = json_object_get_int64(id);
+        if (n >= LOAD_LIST_ID) {
+                cr_assert(c->list_pending && n == LOAD_LIST_ID + L.applied, "client %u: a stray list: %.200s", i,
+                          h_json_text(msg));
+                c->list = json_object_get(msg);
+                c->list_pending = false;
+                return;
+        }
+        cr_assert(n >= 1 && n <= c->sent, "client %u: an answer to no call of its: %s", i, h_json_text(msg));
+        n--;
+        cr_assert_eq(c->calls[n].answers++, 0, "client %u, call %lld: a second answer %s", i, (long long)n + 1,
+                     h_json_text(msg));
+        c->answered++;
+        c->in_flight--;
+        got = load_outcome_of(i, (unsigned)n, msg);
+        L.outcomes[got]++;
+        L.across += c->calls[n].lo < L.requested;
+        /* Any config in force between the request and its answer may have decided. */
+        for (unsigned k = c->calls[n].lo; k <= L.requested; k++)
+                possible |= load_expected(load_sequence[k], c->uid, load_tools[c->calls[n].tool]) == got;
+        cr_assert(possible, "client %u (uid %u), call %lld to %s: %s, which no config in force since it was sent "
+                            "(configs %u to %u of the sequence) gives",
+                  i, (unsigned)c->uid, (long long)n + 1, load_tools[c->calls[n].tool], load_outcome_names[got],
+                  c->calls[n].lo, L.requested);
+}
+
+/* Whether the reload asked for is known to be in force: the control socket answered, or
+ * the log says a SIGHUP's reload is done. */
+static void load_check_reload(void) {
+        char *line;
+        json_object *r;
+
+        if (L.applied == L.requested)
+                return;
+        if (L.control) {
+                if (!(line = h_conn_take_line(L.control)))
+                        return;
+                r = json_tokener_parse(line);
+                cr_assert(r && h_get(r, "result"), "reload %u: %s", L.requested, line);
+                free(line);
+                json_object_put(r);
+                h_close(L.control);
+                L.control = NULL;
+        } else if (h_log_count(&D, "reloaded: ") <= L.reloaded_lines)
+                return;
+        L.applied = L.requested;
+}
+
+/* Reads, checks and sends (calls keep flowing up to each client's target) until done()
+ * holds; every wait is on the sockets, at most 20 ms at a time (a SIGHUP's reload shows
+ * only in the log). */
+static void load_pump(bool (*done)(void), const char *what) {
+        long long deadline = h_now_ms() + 30000;
+        struct pollfd p[LOAD_CLIENTS + 2];
+
+        for (;;) {
+                for (unsigned i = 0; i < LOAD_CLIENTS; i++) {
+                        struct load_client *c = &L.c[i];
+                        char *line;
+
+                        while ((line = h_conn_take_line(c->x->c))) {
+                                json_object *msg = json_tokener_parse(line);
+
+                                cr_assert_not_null(msg, "client %u: not JSON: %.200s", i, line);
+                                free(line);
+                                load_take(i, msg);
+                                json_object_put(msg);
+                        }
+                        while (c->sent < c->target && c->in_flight < LOAD_WINDOW)
+                                load_send(i);
+                }
+                load_check_reload();
+                h_notify_drain(&D);
+                if (done())
+                        return;
+                cr_assert_lt(h_now_ms(), deadline, "the load did not get %s in time (reload %u asked, %u applied)", what,
+                             L.requested, L.applied);
+                for (unsigned i = 0; i < LOAD_CLIENTS; i++)
+                        p[i] = (struct pollfd){ L.c[i].x->c->fd, POLLIN, 0 };
+                p[LOAD_CLIENTS] = (struct pollfd){ D.notify_fd, POLLIN, 0 };
+                p[LOAD_CLIENTS + 1] = (struct pollfd){ L.control ? L.control->fd : -1, POLLIN, 0 };
+                if (poll(p, LOAD_CLIENTS + 2, 20) <= 0)
+                        continue;
+                for (unsigned i = 0; i < LOAD_CLIENTS; i++)
+                        if (p[i].revents)
+                                cr_assert(h_conn_fill_now(L.c[i].x->c), "client %u (uid %u) was disconnected", i,
+                                          (unsigned)L.c[i].uid);
+                if (p[LOAD_CLIENTS + 1].revents)
+                        cr_assert(h_conn_fill_now(L.control), "the control socket closed before answering the reload");
+        }
+}
+
+static unsigned load_goal;
+
+static bool is_any_answer(json_object *msg, const char *arg) {
+        (void)arg;
+        return h_get(msg, "id") && !h_get(msg, "method");
+}
+
+static bool load_round_done(void) {
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++)
+                if (L.c[i].answered < load_goal)
+                        return false;
+        return true;
+}
+
+static bool load_reload_done(void) {
+        return L.applied == L.requested;
+}
+
+static bool load_lists_done(void) {
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++)
+                if (L.c[i].list_pending)
+                        return false;
+        return true;
+}
+
+static bool load_all_answered(void) {
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++)
+                if (L.c[i].in_flight > 0 || L.c[i].sent < L.c[i].target)
+                        return false;
+        return true;
+}
+
+/* Every client lists its tools (calls still flowing) and is shown what config shows its
+ * uid of all, the tools of a and b unfiltered. */
+static void load_check_lists(unsigned config, const char *all) {
+        char *names = strdup(all), *save = NULL, want[4096];
+
+        cr_assert_not_null(names);
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++) {
+                L.c[i].list_pending = true;
+                json_object_put(L.c[i].list);
+                L.c[i].list = NULL;
+                h_sendf(L.c[i].x->c, "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/list\"}\n", LOAD_LIST_ID + L.applied);
+        }
+        load_pump(load_lists_done, "its tools/list answered");
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++) {
+                size_t used = 0;
+
+                strcpy(names, all);
+                want[0] = '\0';
+                for (char *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                        if (load_expected(config, L.c[i].uid, t) == LOAD_RESULT)
+                                used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", used ? "," : "", t);
+                cr_assert_str_eq(h_tool_names(L.c[i].list), want, "uid %u after reload %u (config %u) was shown %s, not %s",
+                                 (unsigned)L.c[i].uid, L.applied, config, h_tool_names(L.c[i].list), want);
+        }
+        free(names);
+}
+
+/* The pid of each server (a, b) and its restarts, from the status. */
+static void load_servers(pid_t pids[2], long long restarts[2]) {
+        json_object *st = h_control(&D, "status", NULL), *rows = h_get(st, "result.servers");
+
+        cr_assert_eq(json_object_array_length(rows), 2, "%s", h_json_text(st));
+        for (size_t i = 0; i < 2; i++) {
+                json_object *row = json_object_array_get_idx(rows, i);
+                size_t k = strcmp(h_str(row, "name"), "a") == 0 ? 0 : 1;
+
+                pids[k] = json_object_get_int(h_get(row, "pid"));
+                restarts[k] = json_object_get_int64(h_get(row, "restarts"));
+                cr_assert_str_eq(h_str(row, "state"), "ready", "%s", h_json_text(row));
+        }
+        json_object_put(st);
+}
+
+Test(access, reloads_under_load_lose_nothing, .timeout = 180) {
+        pid_t pids[2], pids_after[2];
+        long long restarts[2], restarts_after[2];
+        json_object *r;
+        char *all;
+
+        load_write_config(load_sequence[0]);
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(2);
+        load_servers(pids, restarts);
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++) {
+                L.c[i].uid = load_uids[i];
+                L.c[i].x = open_as(load_uids[i], NULL);
+        }
+        r = h_client_call(L.c[0].x, "0", "tools/list", NULL);
+        all = strdup(h_tool_names(r));
+        json_object_put(r);
+        for (size_t t = 0; t < LOAD_TOOLS; t++)
+                cr_assert(h_has_item(all, load_tools[t]), "%s not in %s", load_tools[t], all);
+        load_check_lists(load_sequence[0], all);
+
+        for (unsigned round = 0; round <= LOAD_RELOADS; round++) {
+                load_goal = (round + 1) * LOAD_ROUND;
+                for (unsigned i = 0; i < LOAD_CLIENTS; i++)
+                        L.c[i].target = load_goal + LOAD_AHEAD;
+                load_pump(load_round_done, "its round of calls answered");
+                if (round == LOAD_RELOADS)
+                        break;
+                /* the next config, while calls are in flight */
+                load_write_config(load_sequence[round + 1]);
+                config_rewrite();
+                L.requested++;
+                if (round % 2 == 0) {
+                        L.control = h_connect(D.control, H_TIMEOUT_MS);
+                        h_send(L.control, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"reload\"}\n");
+                } else {
+                        L.reloaded_lines = h_log_count(&D, "reloaded: ");
+                        cr_assert_eq(kill(D.pid, SIGHUP), 0);
+                }
+                load_pump(load_reload_done, "the reload done");
+                load_check_lists(load_sequence[round + 1], all);
+        }
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++)
+                L.c[i].target = L.c[i].sent;
+        load_pump(load_all_answered, "every call answered");
+
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++) {
+                for (unsigned n = 0; n < L.c[i].sent; n++)
+                        cr_assert_eq(L.c[i].calls[n].answers, 1, "client %u, call %u: %u answers", i, n + 1,
+                                     L.c[i].calls[n].answers);
+                flush(L.c[i].x);
+                cr_assert_eq(h_inbox_drop(L.c[i].x, is_any_answer, NULL), 0, "client %u: answers after the last", i);
+        }
+        cr_assert(L.outcomes[LOAD_RESULT] > 0 && L.outcomes[LOAD_DENIED] > 0 && L.outcomes[LOAD_UNKNOWN] > 0,
+                  "the load saw %u results, %u denials, %u unknown tools", L.outcomes[LOAD_RESULT],
+                  L.outcomes[LOAD_DENIED], L.outcomes[LOAD_UNKNOWN]);
+        cr_assert_geq(L.across, LOAD_RELOADS, "only %u calls were in flight across a reload", L.across);
+        cr_assert_eq(h_log_count(&D, "reloaded: "), LOAD_RELOADS);
+        load_servers(pids_after, restarts_after);
+        for (int k = 0; k < 2; k++)
+                cr_assert(pids_after[k] == pids[k] && restarts_after[k] == restarts[k],
+                          "server %c restarted: pid %d -> %d, restarts %lld -> %lld", "ab"[k], (int)pids[k],
+                          (int)pids_after[k], restarts[k], restarts_after[k]);
+        cr_assert_eq(h_log_count(&D, "] ready -> "), 0, "a server changed state");
+        if (getenv("H_VERBOSE"))
+                fprintf(stderr, "reloads under load: %u results, %u denied, %u unknown; %u across a reload\n",
+                        L.outcomes[LOAD_RESULT], L.outcomes[LOAD_DENIED], L.outcomes[LOAD_UNKNOWN], L.across);
+        for (unsigned i = 0; i < LOAD_CLIENTS; i++) {
+                json_object_put(L.c[i].list);
+                h_client_close(L.c[i].x);
+        }
+        free(all);
+        stop_clean();
 }
