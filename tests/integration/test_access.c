@@ -798,7 +798,7 @@ Test(access, server_request_goes_to_the_allowed_owner_only) {
         close_and_stop(root, other);
 }
 
-/* uid 4242's call to secret asks for sampling 1.5 s after it began; a reload meanwhile
+/* uid 4242's call to secret asks for sampling 2.5 s after it began; a reload meanwhile
  * denies secret to 4242. The one client with a call there may no longer hear from secret:
  * the server gets an error, and neither 4242 nor root (idle there) is asked. */
 Test(access, server_request_refused_when_its_owner_lost_the_server) {
@@ -811,7 +811,7 @@ Test(access, server_request_refused_when_its_owner_lost_the_server) {
         root = open_as_with(0, NULL, SAMPLING_CAPS);
         other = open_as_with(OTHER_UID, NULL, SAMPLING_CAPS);
         h_client_tool_request(other, "60", "secret__ask",
-                              "{\"method\":\"sampling/createMessage\",\"params\":" SAMPLING ",\"afterMs\":1500}");
+                              "{\"method\":\"sampling/createMessage\",\"params\":" SAMPLING ",\"afterMs\":2500}");
         wait_in_flight("secret", 1);
         reload_with(SECRET_DENIED);
         cr_assert_eq(h_log_count(&D, "secret: asked "), 0, "secret asked before the reload was done (too slow a machine?)");
@@ -867,7 +867,7 @@ Test(access, resource_updates_of_a_denied_server_do_not_reach) {
         close_and_stop(root, other);
 }
 
-/* secret's tool list changes 2 s after it starts: root, holding its list, is told and sees
+/* secret's tool list changes 3 s after it starts: root, holding its list, is told and sees
  * the new tool; uid 4242, denied secret, is told nothing and its list stays as it was. */
 Test(access, list_changes_of_a_denied_server_do_not_reach) {
         struct h_client *root, *other;
@@ -875,7 +875,7 @@ Test(access, list_changes_of_a_denied_server_do_not_reach) {
         char before[4096];
 
         add_demo("pub", "", "");
-        add_demo("secret", "", "\"--list-changed-after-ms\",\"2000\"");
+        add_demo("secret", "", "\"--list-changed-after-ms\",\"3000\"");
         start_shared(2, SECRET_DENIED);
         root = open_as(0, NULL);
         other = open_as(OTHER_UID, NULL);
