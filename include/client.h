@@ -77,8 +77,13 @@ void client_reply_error(struct client *c, json_object *id, int code, const char 
 bool client_hold_request(struct client *c, json_object *id);
 /* A request that was pending (c->pending) has been answered or cancelled. */
 void client_request_done(struct client *c);
+/* How many of its requests are held, not answered yet (c->pending). */
+unsigned client_in_flight(const struct client *c);
+/* How many requests it has had held so far (c->held). */
+uint64_t client_requests_held(const struct client *c);
 
-/* Stop reading; close once pending requests are answered and output is flushed. */
+/* Stop reading; close once pending requests are answered and output is flushed. The
+ * daemon tells the other modules (daemon_client_draining()). */
 void client_drain(struct client *c);
 
 /* Logs with MCPVISOR_CLIENT= set to this client. */

@@ -106,6 +106,10 @@ int daemon_reload(struct daemon *d, const char *why, json_object **ret);
 unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
                              bool (*wants)(struct client *c, void *arg), void *arg);
 
+/* A client stopped reading (client_drain()): the daemon tells the modules that wait on
+ * something from it (the server requests it was asked) that no more will come. */
+void daemon_client_draining(struct daemon *d, struct client *c);
+
 /* Called when client counts or server states change: STATUS= is sent once at the end of
  * the loop iteration, however many clients changed in it. */
 void daemon_clients_changed(struct daemon *d);

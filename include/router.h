@@ -49,6 +49,7 @@ struct route {
         int64_t child_id;
         char method[48];
         struct event *timer;            /* requestTimeout */
+        uint64_t deadline;              /* usec, monotonic: when requestTimeout ends, as last armed */
         char *target;                   /* a call's tool, prompt or URI, for the audit; NULL: not a call */
         uint64_t started;               /* usec, monotonic: when it was forwarded */
         bool lost;

@@ -199,8 +199,8 @@ void client_drain(struct client *c) {
                 return;
         bufferevent_disable(c->bev, EV_READ);
         client_set_state(c, CLIENT_DRAINING);
-        /* It can no longer answer what servers asked of it. */
-        server_requests_client_gone(&c->daemon->server_requests, c);
+        /* It can no longer answer what servers asked of it: the daemon tells them. */
+        daemon_client_draining(c->daemon, c);
         maybe_finish(c);
 }
 
@@ -280,6 +280,14 @@ struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, en
         return c;
 }
 
+unsigned client_in_flight(const struct client *c) {
+        return c->pending;
+}
+
+uint64_t client_requests_held(const struct client *c) {
+        return c->held;
+}
+
 const struct principal *client_principal(const struct client *c) {
         return &c->principal;
 }
@@ -290,7 +298,8 @@ void client_access_who(const struct client *c, struct access_who *ret) {
                 .gid = c->principal.gid,
                 .groups = c->principal.groups,
                 .n_groups = c->principal.n_groups,
-                .profile = NULL, /* the session's profile, once initialize can choose one */
+                .profile = NULL, /* the principal only: the profile it chose is client-access.c's, which
+                                  * sets it where a decision needs it (compute_class()) */
         };
 }
 

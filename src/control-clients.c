@@ -50,8 +50,8 @@ static json_object *client_row(const struct client *c, uint64_t now) {
         json_object_object_add(row, "command", p->comm[0] ? jsonrpc_text(p->comm) : NULL);
         json_object_object_add(row, "profile",
                                client_access_profile(c) ? jsonrpc_text(client_access_profile(c)) : NULL);
-        json_object_object_add(row, "inFlight", json_object_new_int64(c->pending));
-        json_object_object_add(row, "calls", json_object_new_int64((int64_t)c->held));
+        json_object_object_add(row, "inFlight", json_object_new_int64(client_in_flight(c)));
+        json_object_object_add(row, "calls", json_object_new_int64((int64_t)client_requests_held(c)));
         json_object_object_add(row, "connectedAt", wall_clock_of(c->connected_at, now));
         json_object_object_add(row, "connected", seconds(now - c->connected_at));
         return row;

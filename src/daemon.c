@@ -561,6 +561,10 @@ static void client_gone(struct daemon *d, struct client *c) {
         client_free(c);
 }
 
+void daemon_client_draining(struct daemon *d, struct client *c) {
+        server_requests_client_gone(&d->server_requests, c);
+}
+
 /* Clients closed in one burst are freed a batch per loop iteration, and the next one
  * does not wait: what another client sent meanwhile is answered between batches. */
 #define CLIENTS_FREED_PER_ITERATION 256

@@ -264,7 +264,16 @@ static void on_timeout(evutil_socket_t fd, short what, void *userdata) {
         struct route *rt = userdata;
         const struct server_config *c = rt->server->config;
         char message[256];
+        uint64_t now = now_usec();
 
+        /* libevent's clock is coarse (and cached for the loop iteration): its timer may end a
+         * few milliseconds early. A call is timed out only once requestTimeout has passed. */
+        if (now < rt->deadline) {
+                struct timeval tv = timeval_from_usec(rt->deadline - now);
+
+                evtimer_add(rt->timer, &tv);
+                return;
+        }
         snprintf(message, sizeof message,
                  "server '%s' did not answer %s within %g s (requestTimeout); the request was cancelled", c->name,
                  rt->method, c->request_timeout);
@@ -275,10 +284,13 @@ static void on_timeout(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static void arm_timeout(struct route *rt) {
-        struct timeval tv = timeval_from_seconds(rt->server->config->request_timeout);
+        uint64_t usec = usec_from_seconds(rt->server->config->request_timeout);
+        struct timeval tv = timeval_from_usec(usec);
 
-        if (rt->timer)
-                evtimer_add(rt->timer, &tv);
+        if (!rt->timer)
+                return;
+        rt->deadline = now_usec() + usec;
+        evtimer_add(rt->timer, &tv);
 }
 
 /* Gives *params our progress token in place of the client's, in copies made only then

@@ -524,6 +524,14 @@ static char *take_line(struct h_conn *c) {
         return line;
 }
 
+char *h_conn_take_line(struct h_conn *c) {
+        return take_line(c);
+}
+
+bool h_conn_fill_now(struct h_conn *c) {
+        return fill(c, h_now_ms()) != 0;
+}
+
 char *h_recv_line(struct h_conn *c, int timeout_ms) {
         long long deadline = h_now_ms() + timeout_ms;
 

@@ -89,6 +89,11 @@ struct h_conn *h_connect_as(const char *path, uid_t uid, gid_t gid, const gid_t 
 void h_close(struct h_conn *c);
 void h_send(struct h_conn *c, const char *text);        /* text sent as is */
 void h_sendf(struct h_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For a test that polls many connections itself: the next line already read (without
+ * '\n'), malloc'd, or NULL without reading; and a read of what c has now, once poll() says
+ * it is readable: false on EOF or error. */
+char *h_conn_take_line(struct h_conn *c);
+bool h_conn_fill_now(struct h_conn *c);
 /* Next line (without '\n'), malloc'd; NULL on EOF or timeout. */
 char *h_recv_line(struct h_conn *c, int timeout_ms);
 /* Next line parsed as JSON; fails the test on timeout, EOF or bad JSON. */

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,35 +14,75 @@
 static struct h_daemon D;
 static int journal_fd = -1;
 
+/* Every record received so far, each as sent (native fields may hold any byte). */
+static struct record {
+        char *data;
+        size_t len;
+} records[4096];
+static size_t n_records, next_record; /* record_with() looks from next_record on */
+
 static void fake_journald(void) {
         journal_fd = h_fake_journald();
 }
 
 static void stop(void) {
+        for (size_t i = 0; i < n_records; i++)
+                free(records[i].data);
+        n_records = next_record = 0;
         h_log_dump_if_verbose(&D);
         h_teardown_expect(h_cleanup(&D), "the daemon did not stop with exit status 0");
 }
 
-/* Waits for a record containing every needle (each a "FIELD=value" line). */
+/* Receives one record into records[], waiting until the deadline; false if none came. */
+static bool receive(long long deadline) {
+        static char buf[65536];
+        struct pollfd p = { journal_fd, POLLIN, 0 };
+        ssize_t n;
+
+        if (poll(&p, 1, (int)(deadline > h_now_ms() ? deadline - h_now_ms() : 0)) <= 0)
+                return false;
+        n = recv(journal_fd, buf, sizeof buf, 0);
+        if (n <= 0)
+                return true;
+        cr_assert_lt(n_records, sizeof records / sizeof records[0], "more records than the test keeps");
+        records[n_records].data = malloc((size_t)n);
+        cr_assert_not_null(records[n_records].data);
+        memcpy(records[n_records].data, buf, (size_t)n);
+        records[n_records++].len = (size_t)n;
+        return true;
+}
+
+static bool has(const struct record *r, const char *needle) {
+        return memmem(r->data, r->len, needle, strlen(needle)) != NULL;
+}
+
+/* Waits for a record containing every needle (each a "FIELD=value" line), after the one the
+ * last call found. */
 static bool record_with(const char *const *needles, int timeout_ms) {
         long long deadline = h_now_ms() + timeout_ms;
-        char buf[8192];
 
-        while (h_now_ms() < deadline) {
-                struct pollfd p = { journal_fd, POLLIN, 0 };
-                if (poll(&p, 1, (int)(deadline - h_now_ms())) <= 0)
-                        break;
-                ssize_t n = recv(journal_fd, buf, sizeof buf - 1, 0);
-                if (n <= 0)
-                        continue;
-                buf[n] = '\0';
-                bool all = true;
-                for (const char *const *s = needles; *s && all; s++)
-                        all = strstr(buf, *s) != NULL;
-                if (all)
-                        return true;
+        for (;;) {
+                for (; next_record < n_records; next_record++) {
+                        bool all = true;
+
+                        for (const char *const *s = needles; *s && all; s++)
+                                all = has(&records[next_record], *s);
+                        if (all) {
+                                next_record++;
+                                return true;
+                        }
+                }
+                if (!receive(deadline))
+                        return false;
         }
-        return false;
+}
+
+/* The first record received so far that contains needle, or NULL. */
+static const struct record *any_record_with(const char *needle) {
+        for (size_t i = 0; i < n_records; i++)
+                if (has(&records[i], needle))
+                        return &records[i];
+        return NULL;
 }
 
 Test(journal, structured_records_with_client_field, .init = fake_journald, .fini = stop, .timeout = 30) {
@@ -101,7 +142,8 @@ Test(journal, state_changes_carry_the_server, .init = fake_journald, .fini = sto
 }
 
 /* An audit record is a record of its own fields, so that journalctl MCPVISOR_OUTCOME=denied
- * or MCPVISOR_UID=0 finds it; the default audit ("denied") records the denial. */
+ * or MCPVISOR_UID=0 finds it, and MCPVISOR_CLIENT names the connection; the default audit
+ * ("denied") records the denial. */
 Test(journal, denial_audited_with_its_fields, .init = fake_journald, .fini = stop, .timeout = 30) {
         char config[1024], pid_field[64];
         struct h_conn *c;
@@ -123,10 +165,126 @@ Test(journal, denial_audited_with_its_fields, .init = fake_journald, .fini = sto
         cr_assert(r && strstr(h_json_text(r), "permission denied"), "the call: %s", h_json_text(r));
         json_object_put(r);
         snprintf(pid_field, sizeof pid_field, "MCPVISOR_PEER_PID=%d\n", (int)getpid());
-        cr_assert(record_with((const char *[]){ "MCPVISOR_OUTCOME=denied\n", "MCPVISOR_UID=0\n", pid_field,
+        cr_assert(record_with((const char *[]){ "MCPVISOR_OUTCOME=denied\n", "MCPVISOR_UID=0\n", pid_field, "MCPVISOR_CLIENT=1\n",
                                                 "MCPVISOR_TOOL=jaudit__add\n", "MCPVISOR_SERVER=jaudit\n",
                                                 "MCPVISOR_DURATION_USEC=", "PRIORITY=5\n", NULL },
                               H_TIMEOUT_MS),
                   "no audit record with its fields");
         h_close(c);
+}
+
+/* The next message on c, receiving records meanwhile: the daemon's sd_journal_sendv() blocks,
+ * as with journald, while the socket's queue is full (net.unix.max_dgram_qlen, 10 without
+ * systemd's sysctl), and a call's audit record may come before its answer. */
+static json_object *answer(struct h_conn *c) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+        json_object *o;
+        char *line;
+
+        while (!(line = h_conn_take_line(c))) {
+                struct pollfd p[2] = { { c->fd, POLLIN, 0 }, { journal_fd, POLLIN, 0 } };
+
+                h_notify_drain(&D);
+                cr_assert_lt(h_now_ms(), deadline, "no answer from the daemon within %d ms", H_TIMEOUT_MS);
+                if (poll(p, 2, 20) <= 0)
+                        continue;
+                if (p[1].revents)
+                        receive(h_now_ms());
+                if (p[0].revents)
+                        cr_assert(h_conn_fill_now(c), "the daemon closed the connection");
+        }
+        o = json_tokener_parse(line);
+        cr_assert_not_null(o, "not JSON: %s", line);
+        free(line);
+        return o;
+}
+
+/* The daemon with one demo server jaudit (more members keys) and settings (JSON members of
+ * "mcpvisor"), logging to the journal; a client connected and initialized. */
+static struct h_conn *start_audited(const char *settings, const char *keys) {
+        char config[2048];
+        struct h_conn *c;
+
+        snprintf(config, sizeof config, "{\"mcpvisor\":{%s},\"mcpServers\":{\"jaudit\":{\"command\":\"%s\"%s%s}}}",
+                 settings, h_demo_server_path(), keys[0] ? "," : "", keys);
+        h_start(&D, &(struct h_opts){ .config = config, .journal_stream = true });
+        cr_assert(record_with((const char *[]){ "MESSAGE=[jaudit] starting -> ready", NULL }, H_TIMEOUT_MS),
+                  "jaudit did not become ready");
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        h_send(c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                  "\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}}\n"
+                  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        json_object_put(answer(c));
+        return c;
+}
+
+/* tools/call of tool with arguments (JSON text) as id; its answer. */
+static json_object *call(struct h_conn *c, int id, const char *tool, const char *arguments) {
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n",
+                id, tool, arguments);
+        return answer(c);
+}
+
+/* A call past requestTimeout is recorded as a timeout (audit "calls"), with the client, the
+ * tool and how long it ran. */
+Test(journal, timeout_audited, .init = fake_journald, .fini = stop, .timeout = 30) {
+        struct h_conn *c = start_audited("\"audit\":\"calls\"", "\"requestTimeout\":0.3");
+        json_object *r = call(c, 1, "jaudit__sleep", "{\"ms\":3000}");
+        const struct record *rec;
+        const char *usec;
+
+        cr_assert(strstr(h_json_text(r), "requestTimeout"), "the call: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(record_with((const char *[]){ "MCPVISOR_OUTCOME=timeout\n", "MCPVISOR_TOOL=jaudit__sleep\n",
+                                                "MCPVISOR_SERVER=jaudit\n", "MCPVISOR_CLIENT=1\n", "MCPVISOR_UID=0\n",
+                                                "PRIORITY=6\n", NULL },
+                              H_TIMEOUT_MS),
+                  "no audit record of the timeout");
+        rec = &records[next_record - 1];
+        usec = memmem(rec->data, rec->len, "MCPVISOR_DURATION_USEC=", strlen("MCPVISOR_DURATION_USEC="));
+        cr_assert_not_null(usec);
+        cr_assert_geq(strtoull(usec + strlen("MCPVISOR_DURATION_USEC="), NULL, 10), 300000ULL,
+                      "the timeout came before requestTimeout: %.*s", (int)rec->len, rec->data);
+        h_close(c);
+}
+
+#define ARG_SECRET "argument-secret-5b9e"
+#define NAME_SECRET "NAME_SECRET_C41D"
+#define RESULT_SECRET "result-secret-7f3a"
+
+/* Arguments and results are never logged: with audit "calls", no record of a call that
+ * succeeded, failed or was denied holds a text that only its arguments or its result held. */
+Test(journal, audit_records_hold_no_arguments_or_results, .init = fake_journald, .fini = stop, .timeout = 30) {
+        struct h_conn *c = start_audited("\"audit\":\"calls\",\"access\":{\"rules\":[{\"tools\":[\"jaudit__add\"],"
+                                         "\"action\":\"deny\"}]}",
+                                         "\"env\":{\"" NAME_SECRET "\":\"" RESULT_SECRET "\"}");
+        json_object *r;
+
+        r = call(c, 1, "jaudit__echo", "{\"text\":\"" ARG_SECRET "\"}");
+        cr_assert(strstr(h_json_text(r), ARG_SECRET), "the echo: %s", h_json_text(r));
+        json_object_put(r);
+        r = call(c, 2, "jaudit__env", "{\"name\":\"" NAME_SECRET "\"}");
+        cr_assert(strstr(h_json_text(r), RESULT_SECRET), "the env call: %s", h_json_text(r));
+        json_object_put(r);
+        r = call(c, 3, "jaudit__add", "{\"a\":\"" ARG_SECRET "\",\"b\":\"" NAME_SECRET "\"}");
+        cr_assert(strstr(h_json_text(r), "permission denied"), "the denied call: %s", h_json_text(r));
+        json_object_put(r);
+        r = call(c, 4, "jaudit__fail", "{\"why\":\"" ARG_SECRET "\"}");
+        cr_assert(h_error_code(r) != 0, "the failing call: %s", h_json_text(r));
+        json_object_put(r);
+
+        cr_assert(record_with((const char *[]){ "MCPVISOR_TOOL=jaudit__echo\n", "MCPVISOR_OUTCOME=ok\n", NULL }, H_TIMEOUT_MS));
+        cr_assert(record_with((const char *[]){ "MCPVISOR_TOOL=jaudit__env\n", "MCPVISOR_OUTCOME=ok\n", NULL }, H_TIMEOUT_MS));
+        cr_assert(record_with((const char *[]){ "MCPVISOR_TOOL=jaudit__add\n", "MCPVISOR_OUTCOME=denied\n", NULL },
+                              H_TIMEOUT_MS));
+        cr_assert(record_with((const char *[]){ "MCPVISOR_TOOL=jaudit__fail\n", "MCPVISOR_OUTCOME=error\n", NULL },
+                              H_TIMEOUT_MS));
+        h_close(c);
+        /* the records of the client's going too */
+        cr_assert(record_with((const char *[]){ "MCPVISOR_CLIENT=1\n", "client disconnected", NULL }, H_TIMEOUT_MS));
+        for (const char *const *secret = (const char *[]){ ARG_SECRET, NAME_SECRET, RESULT_SECRET, NULL }; *secret; secret++) {
+                const struct record *rec = any_record_with(*secret);
+
+                cr_assert_null(rec, "a record holds %s: %.*s", *secret, rec ? (int)rec->len : 0, rec ? rec->data : "");
+        }
 }
