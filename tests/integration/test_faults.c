@@ -244,8 +244,8 @@ Test(faults, hang) {
 /* Calls whose requests wait unsent for a stopped b: the first few fill serverInputLimit
  * (4 MiB), the rest are refused at once, naming b; then b, having read nothing for
  * healthTimeout, is restarted, the queued calls fail, and the daemon holds no more than
- * the limit meanwhile. On the old code every call was queued (the daemon grew by each one)
- * and b was restarted only by health checks, after healthFailures pings. */
+ * the limit meanwhile. On the old code every call was queued (the daemon grew by each one,
+ * 32 MiB in all) and b was restarted only by health checks, after healthFailures pings. */
 #define BIG_CALLS 32
 #define BIG_TEXT (1024 * 1024)
 #define INPUT_LIMIT (4 * 1024 * 1024)
@@ -274,12 +274,14 @@ static void send_big_calls(struct h_client *x) {
         }
 }
 
-/* Takes the answers of all the calls, each exactly once: errors all, refused ones (the
- * count returned) naming b and the limit. */
+/* Takes the answers of all the calls, each exactly once, all errors naming b, and returns
+ * how many were queued for b (they end with its run: "ended ... during this call"). The
+ * others were refused at once: past the limit while b was stopped, or, when sending took
+ * longer than healthTimeout (a loaded machine), because b was by then being restarted. */
 static unsigned take_big_answers(struct h_client *x) {
         bool seen[BIG_CALLS + 1] = { false };
         long long deadline = h_now_ms() + FAULT_MS;
-        unsigned refused = 0;
+        unsigned queued = 0;
 
         for (unsigned n = 0; n < BIG_CALLS; n++) {
                 json_object *r;
@@ -293,14 +295,16 @@ static unsigned take_big_answers(struct h_client *x) {
                 seen[id] = true;
                 m = h_str(r, "error.message");
                 cr_assert_not_null(m, "%.300s", h_json_text(r));
-                if (strstr(m, "not reading")) {
+                if (strstr(m, "during this call"))
+                        queued++;
+                else if (strstr(m, "not reading"))
                         cr_assert(strstr(m, "server 'b' is not reading its input") &&
                                   strstr(m, "serverInputLimit (4194304 bytes)"), "%s", m);
-                        refused++;
-                }
+                else
+                        cr_assert(strstr(m, "server 'b' is not ready"), "%s", m);
                 json_object_put(r);
         }
-        return refused;
+        return queued;
 }
 
 /* RSS is checked without ASan only: under it, freed memory waits in the quarantine. */
@@ -312,7 +316,7 @@ static unsigned take_big_answers(struct h_client *x) {
 
 Test(faults, server_input_bounded) {
         struct h_client *x;
-        unsigned refused;
+        unsigned queued;
         long rss_before, rss_during;
         long long start_ms;
         json_object *r;
@@ -332,17 +336,17 @@ Test(faults, server_input_bounded) {
         send_big_calls(x);
         rss_during = proc_rss_kib(D.pid);
         if (CHECK_RSS && !getenv("MCPVISOR_IT_WRAPPER"))
-                cr_assert_lt(rss_during - rss_before, (INPUT_LIMIT + 4 * BIG_TEXT) / 1024 + 8 * 1024,
+                cr_assert_lt(rss_during - rss_before, (INPUT_LIMIT + 16 * BIG_TEXT) / 1024,
                              "the daemon grew from %ld to %ld KiB", rss_before, rss_during);
         expect_log("[b] not reading its stdin: ");
         cr_assert_eq(h_log_count(&D, "refusing what would pass serverInputLimit (4194304 bytes)"), 1, "logged once");
         expect_log("[b] ready -> stopping: read none of its stdin for 1 s (healthTimeout) while ");
         cr_assert_lt(h_now_ms() - start_ms, 7000, "b's stall was seen after %lld ms", h_now_ms() - start_ms);
-        refused = take_big_answers(x);
+        queued = take_big_answers(x);
         if (getenv("H_VERBOSE"))
-                fprintf(stderr, "server_input_bounded: %u of %d refused, RSS %ld -> %ld KiB\n", refused, BIG_CALLS,
+                fprintf(stderr, "server_input_bounded: %u of %d queued, RSS %ld -> %ld KiB\n", queued, BIG_CALLS,
                         rss_before, rss_during);
-        cr_assert_geq(refused, BIG_CALLS - INPUT_LIMIT / BIG_TEXT, "only %u of %d calls refused", refused, BIG_CALLS);
+        cr_assert_leq(queued, INPUT_LIMIT / BIG_TEXT, "%u of %d calls queued past the limit", queued, BIG_CALLS);
         cr_assert(h_log_count_wait(&D, "[b] starting -> ready", 2, FAULT_MS), "b was not restarted");
         r = h_client_tool_call(x, "\"again\"", "b__echo", "{\"text\":\"back\"}");
         cr_assert_str_eq(h_result_text(r), "back");
