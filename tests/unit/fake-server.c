@@ -32,7 +32,7 @@ static void server_start(struct event_base *base, int *to, int *from) {
 
         /* Writing to a pipe nobody reads must fail with EPIPE, not end the test. */
         signal(SIGPIPE, SIG_IGN);
-        /* The daemon's ends non-blocking, as process.c makes them; the server's stdin too,
+        /* The daemon's ends non-blocking, as instance.c makes them; the server's stdin too,
          * so that on_rx never blocks the loop. */
         open_pipe(in, PIPE_READ_NONBLOCK | PIPE_WRITE_NONBLOCK);
         open_pipe(out, PIPE_READ_NONBLOCK);
