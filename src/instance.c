@@ -12,6 +12,7 @@
 #include "environment.h"
 #include "log.h"
 #include "server.h"
+#include "server-transport.h"
 #include "settings.h"
 #include "supervisor.h"
 #include "time-util.h"
@@ -69,13 +70,16 @@ static int make_pipes(int ours[3], struct run_stdio *theirs) {
 static int connect_pipes(struct instance *in, const struct server_config *c, const struct child_ops *ops,
                          int ours[3]) {
         struct supervisor *sv = in->server->sv;
+        struct server_transport *t;
 
         if (stderr_reader_start(&in->err, sv->base, ours[2], c->name, sv->log) < 0) {
                 close_fds(ours, 2);
                 return -ENOMEM;
         }
-        in->child = child_new(sv->base, ours[0], ours[1], sv->max_server_message_size, c->name, sv->log, sv->parser,
-                              ops, in->server);
+        t = transport_pipe_new(sv->base, ours[0], ours[1], sv->max_server_message_size, c->name, sv->log);
+        if (t)
+                in->child = child_new(sv->base, t, sv->max_server_message_size, c->name, sv->log, sv->parser, ops,
+                                      in->server);
         if (!in->child)
                 return -ENOMEM;
         child_limit_input(in->child, sv->server_input_limit, usec_from_seconds(c->health_timeout));
