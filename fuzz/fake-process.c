@@ -52,6 +52,13 @@ struct fake_process *fake_process_of(const struct process *p) {
         return NULL;
 }
 
+struct fake_process *fake_process_of_pid(pid_t pid) {
+        for (size_t i = 0; i < registry.n; i++)
+                if (registry.items[i]->proc->pid == pid)
+                        return registry.items[i];
+        return NULL;
+}
+
 void fake_process_close_fd(int *fd) {
         if (*fd >= 0)
                 close(*fd);
@@ -117,26 +124,18 @@ static void on_exit_event(evutil_socket_t fd, short what, void *userdata) {
         p->on_exit(p, p->userdata);
 }
 
-/* Pipes as process.c makes them: every end close-on-exec, the daemon's non-blocking; the
- * harness's too, so that it never blocks on a server that does not read. */
-static int make_pipes(int fds[3][2]) {
+/* The server's ends, taken as process.c takes them, kept as the harness's own:
+ * non-blocking, so that the harness never blocks on a server that does not read. */
+static void take_stdio(struct fake_process *fp, const int stdio[3]) {
         for (int k = 0; k < 3; k++)
-                if (pipe2(fds[k], O_CLOEXEC | O_NONBLOCK) < 0)
-                        return -errno;
-        return 0;
-}
-
-static void close_pipes(int fds[3][2]) {
-        for (int k = 0; k < 3; k++)
-                for (int e = 0; e < 2; e++)
-                        if (fds[k][e] >= 0)
-                                close(fds[k][e]);
+                (void)fcntl(stdio[k], F_SETFL, O_NONBLOCK);
+        fp->stdin_fd = stdio[0];
+        fp->stdout_fd = stdio[1];
+        fp->stderr_fd = stdio[2];
 }
 
 int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
-                  char *const *envp, const char *cwd, struct process_pipes *ret, process_exit_fn on_exit,
-                  void *userdata) {
-        int fds[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+                  char *const *envp, const char *cwd, const int stdio[3], process_exit_fn on_exit, void *userdata) {
         struct fake_process *fp;
         int r;
 
@@ -149,11 +148,8 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
         if (registry.fail_next) {
                 r = registry.fail_next;
                 registry.fail_next = 0;
-                return r;
-        }
-        r = make_pipes(fds);
-        if (r < 0) {
-                close_pipes(fds);
+                for (int k = 0; k < 3; k++)
+                        close(stdio[k]);
                 return r;
         }
         fp = calloc(1, sizeof *fp);
@@ -162,10 +158,9 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
         p->exit_event = event_new(base, -1, 0, on_exit_event, p);
         if (!p->exit_event)
                 abort();
-        *fp = (struct fake_process){ .proc = p, .serial = ++registry.spawned, .argv = copy_argv(argv),
-                                     .stdin_fd = fds[0][0], .stdout_fd = fds[1][1], .stderr_fd = fds[2][1] };
+        *fp = (struct fake_process){ .proc = p, .serial = ++registry.spawned, .argv = copy_argv(argv) };
+        take_stdio(fp, stdio);
         p->pid = FAKE_PID_BASE + (pid_t)fp->serial;
-        *ret = (struct process_pipes){ .in = fds[0][1], .out = fds[1][0], .err = fds[2][0] };
         registry_add(fp);
         if (registry.hooks && registry.hooks->spawned)
                 registry.hooks->spawned(fp, registry.userdata);

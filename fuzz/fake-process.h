@@ -1,10 +1,11 @@
 /* Fake server processes for the router harness: fake-process.c implements process.h and
- * reaper.h (linked in place of process.c and reaper.c) with pipes whose far ends the
- * harness holds, fake pids, and exits that the harness decides. Nothing is spawned.
+ * reaper.h (linked in place of process.c and reaper.c): the server's ends of the pipes
+ * the daemon made are kept for the harness, the pids are fake, and the harness decides the
+ * exits. Nothing is spawned.
  *
- * The daemon's side sees what process.c gives it: O_NONBLOCK pipes on the server's stdin,
- * stdout and stderr, and on_exit called from the loop once the process has "ended"; then
- * process_reap() reports the exit chosen by fake_process_exit(). */
+ * The daemon's side sees what process.c gives it: its stdio taken, and on_exit called from
+ * the loop once the process has "ended"; then process_reap() reports the exit chosen by
+ * fake_process_exit(). */
 #pragma once
 
 #include <stdbool.h>
@@ -50,6 +51,8 @@ size_t fake_process_count(void);
 struct fake_process *fake_process_at(size_t i);
 /* The fake behind a daemon's process record, or NULL. */
 struct fake_process *fake_process_of(const struct process *p);
+/* The fake with this pid (a run's instance_main_pid()), or NULL. */
+struct fake_process *fake_process_of_pid(pid_t pid);
 
 /* Closes one of the harness's ends (the server closing its stdout, not reading its stdin). */
 void fake_process_close_fd(int *fd);

@@ -1194,7 +1194,7 @@ static struct fchild *child_at(unsigned j) {
         if (sv->n_servers == 0)
                 return NULL;
         s = sv->servers[j % sv->n_servers];
-        fp = s->run ? fake_process_of(&s->run->proc) : NULL;
+        fp = s->run ? fake_process_of_pid(instance_main_pid(s->run)) : NULL;
         return fp && !fp->exited ? fp->harness : NULL;
 }
 
@@ -1421,8 +1421,8 @@ static unsigned pending_timers(struct event **timers, unsigned max, bool with_st
                 const struct child_request *rq;
                 ADD_TIMER(s->timer);
                 ADD_TIMER(s->health.timer);
-                if (s->run && s->run->child)
-                        TAILQ_FOREACH(rq, &s->run->child->pending, entry)
+                if (server_child(s))
+                        TAILQ_FOREACH(rq, &server_child(s)->pending, entry)
                                 ADD_TIMER(rq->timer);
         }
         TAILQ_FOREACH(rt, &d->router.live, by_router)

@@ -1,6 +1,7 @@
-/* The MCP connection to one server process, as its client: JSON-RPC lines written to its
- * stdin and read from its stdout, requests with daemon-chosen ids matched to their
- * responses, and everything else the server sends handed to the owner. */
+/* The MCP connection to one server, as its client: JSON-RPC messages sent and received
+ * through a transport (server-transport.h: the server's stdin and stdout, for now),
+ * requests with daemon-chosen ids matched to their responses, and everything else the
+ * server sends handed to the owner. It knows nothing of descriptors. */
 #pragma once
 
 #include <json-c/json.h>
@@ -8,12 +9,11 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "framing.h"
 #include "idmap.h"
 
+struct event;
 struct event_base;
-struct bufferevent;
-struct evbuffer_cb_entry;
+struct server_transport;
 struct jsonrpc_msg;
 struct jsonrpc_parser;
 struct logger;
@@ -31,9 +31,10 @@ typedef void (*child_result_text_fn)(struct child *ch, const char *text, size_t 
 struct child_ops {
         /* A request or notification from the server (responses are matched here). */
         void (*message)(struct child *ch, struct jsonrpc_msg *m, void *userdata);
-        /* The server closed its stdout or stopped reading its stdin, or (violation) wrote
-         * what leaves its stdout unusable: a line over the size limit that answers no call
-         * its head can tell, whose run must end as a failure. why is valid during the call. */
+        /* The transport broke (the server closed its stdout or stopped reading its stdin),
+         * or (violation) the server wrote what leaves its output unusable: a line over the
+         * size limit that answers no call its head can tell, whose run must end as a
+         * failure. why is valid during the call. */
         void (*broken)(struct child *ch, const char *why, bool violation, void *userdata);
 };
 
@@ -48,42 +49,36 @@ struct child_request {
 };
 
 struct child {
+        struct event_base *base;       /* for the requests' timers */
         const struct logger *log;
         const char *name;              /* the server's name, for logs */
         struct jsonrpc_parser *parser;
-        struct bufferevent *to;        /* the server's stdin */
-        struct event *from;            /* the server's stdout, read into the framer */
-        int from_fd;                   /* -1 once closed after a violation */
-        struct framer framer;
+        struct server_transport *transport; /* owned */
+        size_t max_line;               /* the transport's line limit (maxServerMessageSize), for errors */
+        size_t input_limit;            /* as given to child_limit_input(); 0 none */
         int64_t next_id;
         TAILQ_HEAD(, child_request) pending;   /* in the order sent */
         struct idmap by_id;                     /* id -> child_request */
         unsigned n_pending;
         const struct child_ops *ops;
         void *userdata;
-        size_t input_limit;            /* queued bytes for stdin past which sends are refused; 0 none */
-        uint64_t stall_usec;           /* queued input unread this long breaks the connection; 0 never */
-        uint64_t input_progress;       /* when the server last took bytes of its stdin, or the queue began */
-        struct event *stall_timer;
-        struct evbuffer_cb_entry *input_taken; /* notes input_progress */
-        bool input_full;               /* a send was refused since the queue was last empty */
-        bool input_closed;             /* stdin closed (or closing once flushed) */
-        bool broken;
+        bool broken;                   /* nothing more is sent or received */
         unsigned garbage_lines;        /* lines that were not JSON-RPC */
 };
 
-/* Takes ownership of both fds. NULL (fds closed) on failure. */
-struct child *child_new(struct event_base *base, int to_fd, int from_fd, size_t max_line, const char *name,
+/* Takes ownership of t (freed on failure), whose lines are at most max_line bytes. NULL
+ * when out of memory. */
+struct child *child_new(struct event_base *base, struct server_transport *t, size_t max_line, const char *name,
                         const struct logger *log, struct jsonrpc_parser *parser, const struct child_ops *ops,
                         void *userdata);
 /* Fails every pending request with -ECONNRESET, then frees. */
 void child_free(struct child *ch);
 
-/* Bounds what is queued for the server's stdin: a message that would take the queue past
- * limit is refused with -ENOBUFS (one goes out whole when nothing is queued); a queue the
- * server takes nothing of for stall_usec breaks the connection. Either 0: no bound. */
+/* Bounds what is queued for the server: a message that would take the queue past limit
+ * is refused with -ENOBUFS (one goes out whole when nothing is queued); a queue the server
+ * takes nothing of for stall_usec breaks the connection. Either 0: no bound. */
 void child_limit_input(struct child *ch, size_t limit, uint64_t stall_usec);
-/* Bytes queued for the server's stdin, not yet written. */
+/* Bytes queued for the server, not yet taken by it. */
 size_t child_input_queued(const struct child *ch);
 /* Queued bytes past which sends are refused (child_limit_input()); 0 for none. */
 size_t child_input_limit(const struct child *ch);
@@ -105,6 +100,6 @@ int child_notify(struct child *ch, const char *method, json_object *params);
 /* Sends any message (consumed) as it is; -ENOBUFS past the input limit. */
 int child_send(struct child *ch, json_object *msg);
 
-/* Closes the server's stdin once what is queued has been written: the first step of the
- * MCP stdio shutdown. */
+/* Closes the server's input (its stdin) once what is queued has been written: the first
+ * step of the MCP stdio shutdown. */
 void child_close_input(struct child *ch);

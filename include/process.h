@@ -1,5 +1,5 @@
 /* One server process: spawned directly (no shell) in its own process group with a reset
- * signal state, fds >= 3 closed, pipes on 0/1/2, and SIGKILL as its parent-death signal
+ * signal state, fds >= 3 closed, the fds it is given on 0/1/2, and SIGKILL as its parent-death signal
  * (the daemon is single-threaded, so that is the daemon's death); watched through a pidfd,
  * so its pid can never be mistaken for a recycled one; signalled and reaped exactly once. */
 #pragma once
@@ -9,12 +9,6 @@
 
 struct event_base;
 struct event;
-
-struct process_pipes {
-        int in;   /* write end of the server's stdin */
-        int out;  /* read end of its stdout */
-        int err;  /* read end of its stderr */
-};
 
 /* The daemon's loop has three event priorities; everything runs at libevent's default (1)
  * but what spawns servers: a process's exit and SIGCHLD (which restart it) and a server's
@@ -41,13 +35,12 @@ struct process {
 
 void process_init(struct process *p);
 
-/* Spawns argv[0]=program with envp in cwd (NULL: the daemon's). On success the pipes'
- * daemon ends (O_CLOEXEC, O_NONBLOCK) are returned and on_exit fires when the process
- * ends; call process_reap() from it. Returns the exec error itself (-ENOENT, -EACCES,
- * -EAGAIN, ...). */
+/* Spawns argv[0]=program with envp in cwd (NULL: the daemon's), with stdio[0], [1] and
+ * [2] as its fds 0, 1 and 2; they are closed here whatever happens (the daemon keeps no
+ * copy of the server's ends). On success on_exit fires when the process ends; call
+ * process_reap() from it. Returns the exec error itself (-ENOENT, -EACCES, -EAGAIN, ...). */
 int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
-                  char *const *envp, const char *cwd, struct process_pipes *ret, process_exit_fn on_exit,
-                  void *userdata);
+                  char *const *envp, const char *cwd, const int stdio[3], process_exit_fn on_exit, void *userdata);
 
 /* Collects the exit status if the process has ended. 1: reaped now or before; 0: running. */
 int process_reap(struct process *p);

@@ -104,6 +104,7 @@ static json_object *last_stderr_object(const struct server *s, uint64_t now) {
 static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct instance *in = s->run;
+        pid_t pid = in ? instance_main_pid(in) : 0;
         _cleanup_free_ char *cause = server_cause_now(s);
         char end[128];
 
@@ -112,7 +113,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object_object_add(row, "disabled", json_object_new_boolean(s->config->disabled));
         if (s->removed)
                 json_object_object_add(row, "removed", json_object_new_boolean(true));
-        json_object_object_add(row, "pid", in ? json_object_new_int(in->proc.pid) : NULL);
+        json_object_object_add(row, "pid", pid ? json_object_new_int(pid) : NULL);
         json_object_object_add(row, "uptime", in ? seconds_since(in->started_at, now) : NULL);
         json_object_object_add(row, "since", seconds_since(s->state_since, now));
         json_object_object_add(row, "restarts", json_object_new_int64(s->starts > 0 ? s->starts - 1 : 0));

@@ -14,6 +14,7 @@
 #include "list-wait.h"
 #include "mcp-logging.h"
 #include "paths.h"
+#include "process.h"
 #include "time-util.h"
 
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata);

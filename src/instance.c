@@ -2,95 +2,119 @@
 #include "instance.h"
 
 #include <errno.h>
-#include <signal.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "child.h"
 #include "environment.h"
 #include "log.h"
 #include "server.h"
+#include "server-transport.h"
 #include "settings.h"
 #include "supervisor.h"
 #include "time-util.h"
 
-static void on_exit_event(struct process *p, void *userdata) {
-        struct instance *in = userdata;
-
-        if (process_reap(&in->proc) > 0)
-                server_handle(in->server, SERVER_EV_EXITED, NULL);
+/* The one place a run's launcher is picked; issue 16's "launcher" setting decides here. */
+static const struct run_ops *run_ops_for(const struct server_config *c) {
+        (void)c;
+        return &run_exec_ops;
 }
 
-/* argv for exec: the command as given (what ps shows), then the configured args. */
-static char **make_argv(const struct server_config *c) {
-        size_t n = 0;
-        char **argv;
-
-        while (c->args && c->args[n])
-                n++;
-        argv = calloc(n + 2, sizeof *argv);
-        if (!argv)
-                return NULL;
-        argv[0] = c->command;
-        for (size_t i = 0; i < n; i++)
-                argv[i + 1] = c->args[i];
-        return argv;
-}
-
-/* What a failed spawn means; a program that cannot be found is explained by environment.c. */
-static int explain(int r, const struct server_config *c, const char *program, char **error) {
+bool run_explain_shortage(int r, char **error) {
         int q;
 
-        if (r == -ENOENT && c->cwd)
-                q = asprintf(error, "cannot run %s in %s: %s (check command and cwd)", program, c->cwd, strerror(-r));
-        else if (r == -EACCES)
-                q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)", program);
-        else if (r == -EMFILE || r == -ENFILE)
+        if (r == -EMFILE || r == -ENFILE)
                 q = asprintf(error, "out of file descriptors (%s)",
                              r == -EMFILE ? "the daemon's RLIMIT_NOFILE: LimitNOFILE= of the unit" : "the system's fs.file-max");
         else if (r == -EAGAIN)
                 q = asprintf(error, "cannot fork: process limit reached (TasksMax= of the unit, or RLIMIT_NPROC)");
         else
-                q = asprintf(error, "cannot run %s: %s", program, strerror(-r));
+                return false;
         if (q < 0)
                 *error = NULL;
-        return r;
+        return true;
 }
 
-static int spawn(struct instance *in, const struct server_config *c, char **env, const struct child_ops *ops,
-                 char **error) {
-        struct supervisor *sv = in->server->sv;
-        _cleanup_free_ char *program = NULL;
-        _cleanup_free_ char **argv = NULL;
-        struct process_pipes pipes;
-        int r;
+static void close_fds(int *fds, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+}
 
-        r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
-        if (r < 0)
-                return r;
-        argv = make_argv(c);
-        if (!argv)
+/* The three pipes: the daemon's ends (non-blocking) in ours[] (its stdin's write end, its
+ * stdout's and stderr's read ends), the server's in *theirs. All close-on-exec. */
+static int make_pipes(int ours[3], struct run_stdio *theirs) {
+        int fds[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+
+        for (int k = 0; k < 3; k++)
+                if (pipe2(fds[k], O_CLOEXEC) < 0) {
+                        int r = -errno;
+
+                        close_fds(&fds[0][0], 6);
+                        return r;
+                }
+        ours[0] = fds[0][1];
+        ours[1] = fds[1][0];
+        ours[2] = fds[2][0];
+        *theirs = (struct run_stdio){ .in = fds[0][0], .out = fds[1][1], .err = fds[2][1] };
+        for (int k = 0; k < 3; k++)
+                (void)fcntl(ours[k], F_SETFL, O_NONBLOCK);
+        return 0;
+}
+
+/* The stderr reader and the MCP connection on the daemon's ends, which they take. A
+ * server that stops reading its stdin is caught within the time a ping may take. */
+static int connect_pipes(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+                         int ours[3]) {
+        struct supervisor *sv = in->server->sv;
+        struct server_transport *t;
+
+        if (stderr_reader_start(&in->err, sv->base, ours[2], c->name, sv->log) < 0) {
+                close_fds(ours, 2);
                 return -ENOMEM;
-        r = process_spawn(&in->proc, sv->base, program, argv, env, c->cwd, &pipes, on_exit_event, in);
-        if (r < 0)
-                return explain(r, c, program, error);
+        }
+        t = transport_pipe_new(sv->base, ours[0], ours[1], sv->max_server_message_size, c->name, sv->log);
+        if (t)
+                in->child = child_new(sv->base, t, sv->max_server_message_size, c->name, sv->log, sv->parser, ops,
+                                      in->server);
+        if (!in->child)
+                return -ENOMEM;
+        child_limit_input(in->child, sv->server_input_limit, usec_from_seconds(c->health_timeout));
+        return 0;
+}
+
+/* Undoes connect_pipes() for a run that never started: nothing was sent or logged yet. */
+static void disconnect(struct instance *in) {
+        child_free(in->child);
+        in->child = NULL;
+        stderr_reader_finish(&in->err);
+}
+
+static int launch(struct instance *in, const struct server_config *c, char **env, const struct child_ops *ops,
+                  char **error) {
+        struct run_stdio theirs;
+        int ours[3], r;
+
+        r = make_pipes(ours, &theirs);
+        if (r < 0) {
+                run_explain_shortage(r, error);
+                return r;
+        }
+        r = connect_pipes(in, c, ops, ours);
+        if (r < 0) {
+                close_fds((int[]){ theirs.in, theirs.out, theirs.err }, 3);
+                disconnect(in);
+                return r;
+        }
+        r = in->ops->start(in, c, env, &theirs, error);
+        if (r < 0) {
+                disconnect(in);
+                return r;
+        }
         in->started_at = now_usec();
-        if (stderr_reader_start(&in->err, sv->base, pipes.err, c->name, sv->log) == 0)
-                in->child = child_new(sv->base, pipes.in, pipes.out, sv->max_server_message_size, c->name, sv->log,
-                                      sv->parser, ops, in->server);
-        else {
-                close(pipes.in);
-                close(pipes.out);
-        }
-        /* A server that stops reading its stdin is caught within the time a ping may take. */
-        if (in->child)
-                child_limit_input(in->child, sv->server_input_limit, usec_from_seconds(c->health_timeout));
-        else {
-                /* Out of memory after the spawn: end it; the pidfd still reports its exit. */
-                server_log(in->server, LOG_ERR, "out of memory setting up its pipes; killing it");
-                process_signal_group(&in->proc, SIGKILL);
-        }
         return 0;
 }
 
@@ -106,10 +130,10 @@ int instance_start(struct server *s, uint64_t number, const struct child_ops *op
                 return -ENOMEM;
         in->server = s;
         in->number = number;
-        process_init(&in->proc);
+        in->ops = run_ops_for(s->config);
         r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
         if (r == 0)
-                r = spawn(in, s->config, env, ops, error);
+                r = launch(in, s->config, env, ops, error);
         strv_free(env);
         if (r < 0) {
                 free(in);
@@ -123,7 +147,7 @@ void instance_retire(struct instance *in, struct instance_list *retired) {
         stderr_reader_finish(&in->err);
         child_free(in->child);
         in->child = NULL;
-        /* The pidfd event may be the caller: it is freed with the instance, later. */
+        /* The launcher's event may be the caller: it is freed with the instance, later. */
         TAILQ_INSERT_TAIL(retired, in, entry);
 }
 
@@ -132,6 +156,47 @@ void instance_free(struct instance *in) {
                 return;
         stderr_reader_finish(&in->err);
         child_free(in->child);
-        process_done(&in->proc);
+        if (in->launcher)
+                in->ops->free(in);
         free(in);
+}
+
+void instance_ended(struct instance *in) {
+        if (in->ended)
+                return;
+        in->ended = true;
+        server_handle(in->server, SERVER_EV_EXITED, NULL);
+}
+
+struct event_base *instance_event_base(const struct instance *in) {
+        return in->server->sv->base;
+}
+
+bool instance_running(const struct instance *in) {
+        return !in->ended;
+}
+
+pid_t instance_main_pid(const struct instance *in) {
+        return in->ops->main_pid(in);
+}
+
+int instance_terminate(struct instance *in) {
+        return in->ops->terminate(in);
+}
+
+int instance_kill(struct instance *in) {
+        return in->ops->kill(in);
+}
+
+void instance_kill_wait(struct instance *in) {
+        in->ops->kill_wait(in);
+        in->ended = true;
+}
+
+bool instance_reap(struct instance *in) {
+        return !in->ended && in->ops->reap && in->ops->reap(in);
+}
+
+void instance_describe_end(const struct instance *in, struct server_exit *ret) {
+        in->ops->describe_end(in, ret);
 }

@@ -20,21 +20,6 @@ void process_init(struct process *p) {
         *p = (struct process){ .pidfd = -1 };
 }
 
-static void closep_pair(int fds[2]) {
-        for (int i = 0; i < 2; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
-        fds[0] = fds[1] = -1;
-}
-
-/* Three pipes: [0] stdin, [1] stdout, [2] stderr; each [k][0] read end, [k][1] write end. */
-static int make_pipes(int fds[3][2]) {
-        for (int k = 0; k < 3; k++)
-                if (pipe2(fds[k], O_CLOEXEC) < 0)
-                        return -errno;
-        return 0;
-}
-
 /* The child runs on the daemon's memory until it execs (CLONE_VM): the sanitizer's
  * bookkeeping of its stack frames would be left behind in the daemon's, so it has none. */
 #define _child_code_ __attribute__((no_sanitize("address", "undefined")))
@@ -53,12 +38,12 @@ _child_code_ static int move_fd(int fd, int target) {
  * here, then takes a copy of it only up to the highest descriptor it keeps: not a copy of
  * all of them (thousands with many servers running) to close one by one after. Without
  * CLONE_FILES its table is its own already, and this merely closes what is above. */
-_child_code_ static int unshare_fds(int fds[3][2], int error_fd) {
+_child_code_ static int unshare_fds(const int stdio[3], int error_fd) {
         int top = error_fd;
 
         for (int k = 0; k < 3; k++)
-                if ((k == 0 ? fds[0][0] : fds[k][1]) > top)
-                        top = k == 0 ? fds[0][0] : fds[k][1];
+                if (stdio[k] > top)
+                        top = stdio[k];
         return close_range((unsigned)top + 1, ~0U, CLOSE_RANGE_UNSHARE);
 }
 
@@ -67,7 +52,7 @@ _child_code_ static int unshare_fds(int fds[3][2], int error_fd) {
  * with the daemon even when the daemon is SIGKILLed; the daemon's mask and handlers (SIGPIPE
  * ignored, libevent's) do not leak into it. Returns only on failure, with errno set. */
 _child_code_ static void child_exec(pid_t daemon, const char *program, char *const *argv, char *const *envp, const char *cwd,
-                       int fds[3][2], int error_fd) {
+                       const int stdio[3], int error_fd) {
         struct sigaction dfl = { .sa_handler = SIG_DFL };
         sigset_t none;
 
@@ -81,10 +66,10 @@ _child_code_ static void child_exec(pid_t daemon, const char *program, char *con
                 errno = ESRCH;
                 return;
         }
-        if (unshare_fds(fds, error_fd) < 0)
+        if (unshare_fds(stdio, error_fd) < 0)
                 return;
         for (int k = 0; k < 3; k++)
-                if (move_fd(k == 0 ? fds[0][0] : fds[k][1], k) < 0)
+                if (move_fd(stdio[k], k) < 0)
                         return;
         if (cwd && chdir(cwd) < 0)
                 return;
@@ -125,7 +110,7 @@ struct child_args {
         const char *program;
         char *const *argv, *const *envp;
         const char *cwd;
-        int (*fds)[2];
+        const int *stdio;
         int error_fd;
 };
 
@@ -133,7 +118,7 @@ _child_code_ static int child_main(void *userdata) {
         struct child_args *a = userdata;
         int error;
 
-        child_exec(a->daemon, a->program, a->argv, a->envp, a->cwd, a->fds, a->error_fd);
+        child_exec(a->daemon, a->program, a->argv, a->envp, a->cwd, a->stdio, a->error_fd);
         error = errno;
         (void)!write(a->error_fd, &error, sizeof error);
         _exit(127);
@@ -146,7 +131,7 @@ _child_code_ static int child_main(void *userdata) {
  * across clone() so no handler of the daemon's runs in the child, on the daemon's memory,
  * before its reset. */
 static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *const *envp, const char *cwd,
-                      int fds[3][2]) {
+                      const int stdio[3]) {
         _cleanup_close_ int error_read = -1, error_write = -1;
         _Alignas(16) char stack[CHILD_STACK_SIZE];
         struct child_args args;
@@ -158,7 +143,7 @@ static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *
         error_read = pipe_fds[0];
         error_write = pipe_fds[1];
         args = (struct child_args){ .daemon = getpid(), .program = program, .argv = argv, .envp = envp,
-                                    .cwd = cwd, .fds = fds, .error_fd = error_write };
+                                    .cwd = cwd, .stdio = stdio, .error_fd = error_write };
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &old);
         *pid = clone(child_main, stack + sizeof stack, clone_flags(), &args);
@@ -197,29 +182,20 @@ static int watch(struct process *p, struct event_base *base) {
 }
 
 int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
-                  char *const *envp, const char *cwd, struct process_pipes *ret, process_exit_fn on_exit,
-                  void *userdata) {
-        int fds[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+                  char *const *envp, const char *cwd, const int stdio[3], process_exit_fn on_exit, void *userdata) {
         int r;
 
         process_init(p);
         p->on_exit = on_exit;
         p->userdata = userdata;
-        r = make_pipes(fds);
-        if (r == 0)
-                r = spawn_with(&p->pid, program, argv, envp, cwd, fds);
+        r = spawn_with(&p->pid, program, argv, envp, cwd, stdio);
+        /* The program has its own copies now, or failed. */
+        for (int k = 0; k < 3; k++)
+                close(stdio[k]);
         if (r < 0) {
-                for (int k = 0; k < 3; k++)
-                        closep_pair(fds[k]);
                 p->pid = 0;
                 return r;
         }
-        close(fds[0][0]);
-        close(fds[1][1]);
-        close(fds[2][1]);
-        *ret = (struct process_pipes){ .in = fds[0][1], .out = fds[1][0], .err = fds[2][0] };
-        for (int k = 0; k < 3; k++)
-                (void)fcntl(k == 0 ? ret->in : k == 1 ? ret->out : ret->err, F_SETFL, O_NONBLOCK);
         r = watch(p, base);
         if (r < 0) {
                 /* Without a pidfd we cannot watch it safely: end it now rather than leak it. */
@@ -228,9 +204,6 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
                 p->reaped = true;
                 p->code = CLD_KILLED;
                 p->status = SIGKILL;
-                close(ret->in);
-                close(ret->out);
-                close(ret->err);
                 return r;
         }
         return 0;

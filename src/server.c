@@ -14,6 +14,7 @@
 #include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "process.h"
 #include "supervisor.h"
 #include "time-util.h"
 
@@ -281,7 +282,7 @@ static void act_spawn(struct server *s, const char *detail) {
                 return;
         }
         server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as pid %d (instance %" PRIu64 ")%s",
-                   s->config->command, (int)s->run->proc.pid, number, s->spawn_short ? " after the shortage" : "");
+                   s->config->command, (int)instance_main_pid(s->run), number, s->spawn_short ? " after the shortage" : "");
         s->spawn_short = false;
         set_state(s, SERVER_STARTING, detail);
         arm_timer(s, usec_from_seconds(s->config->start_timeout));
@@ -395,7 +396,7 @@ static void act_escalate(struct server *s, const char *detail) {
                 server_log(s, LOG_NOTICE, "still running %s after its stdin was closed; sending SIGTERM",
                            seconds(s->config->stop_timeout, t, sizeof t));
                 s->stage = STOP_STAGE_TERM;
-                process_signal_group(&s->run->proc, SIGTERM);
+                (void)instance_terminate(s->run);
                 arm_timer(s, usec_from_seconds(s->config->kill_timeout));
                 return;
         }
@@ -404,9 +405,9 @@ static void act_escalate(struct server *s, const char *detail) {
                            seconds(s->config->kill_timeout, t, sizeof t));
         else
                 server_log(s, LOG_ERR, "pid %d has not exited after SIGKILL (stuck in the kernel?)",
-                           (int)s->run->proc.pid);
+                           (int)instance_main_pid(s->run));
         s->stage = STOP_STAGE_KILL;
-        process_signal_group(&s->run->proc, SIGKILL);
+        (void)instance_kill(s->run);
         arm_timer(s, KILL_WAIT_USEC);
 }
 
@@ -417,7 +418,7 @@ static void end_run(struct server *s) {
         disarm_timer(s);
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
-        s->last_exit = (struct server_exit){ .code = in->proc.code, .status = in->proc.status };
+        instance_describe_end(in, &s->last_exit);
         if (s->state == SERVER_STOPPING && s->stage != STOP_STAGE_CLOSE) {
                 /* act_escalate's signals: SIGKILL comes after SIGTERM */
                 s->last_exit.signal_sent = s->stage == STOP_STAGE_TERM ? SIGTERM : SIGKILL;

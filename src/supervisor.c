@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -53,21 +51,17 @@ struct server *supervisor_find(const struct supervisor *sv, const char *name) {
 /* The server whose current process is pid, or NULL. */
 static struct server *server_of_pid(const struct supervisor *sv, pid_t pid) {
         for (size_t i = 0; i < sv->n_servers; i++)
-                if (sv->servers[i]->run && sv->servers[i]->run->proc.pid == pid)
+                if (sv->servers[i]->run && instance_main_pid(sv->servers[i]->run) == pid)
                         return sv->servers[i];
         return NULL;
 }
 
-/* reaper_ops: the pid of a server's own process? Then it is reaped through its pidfd. */
+/* reaper_ops: the pid of a server's own process? Then its launcher reaps it, and the
+ * run's end reaches its server. */
 static bool server_exited(pid_t pid, void *userdata) {
         struct server *s = server_of_pid(userdata, pid);
 
-        /* Reaped here only if its pidfd agrees; otherwise the reaper's waitpid takes it, so
-         * the reaper's loop can never spin on one zombie. */
-        if (!s || s->run->proc.reaped || process_reap(&s->run->proc) <= 0)
-                return false;
-        server_handle(s, SERVER_EV_EXITED, NULL);
-        return true;
+        return s && instance_reap(s->run);
 }
 
 /* reaper_ops: a server's own process, reaped and closed by its server, not the reaper. */
@@ -247,11 +241,9 @@ void supervisor_collect(struct supervisor *sv) {
 void supervisor_done(struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
-                if (s->run && !s->run->proc.reaped) {
-                        server_log(s, LOG_WARNING, "still running at exit; killing pid %d", (int)s->run->proc.pid);
-                        process_signal_group(&s->run->proc, SIGKILL);
-                        (void)waitpid(s->run->proc.pid, NULL, 0);
-                        s->run->proc.reaped = true;
+                if (s->run && instance_running(s->run)) {
+                        server_log(s, LOG_WARNING, "still running at exit; killing pid %d", (int)instance_main_pid(s->run));
+                        instance_kill_wait(s->run);
                 }
         }
         supervisor_collect(sv);

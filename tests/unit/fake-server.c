@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server-transport.h"
 #include "unit-helpers.h"
 
 static int srv_in = -1;  /* the server's stdin: the test reads what the daemon sent */
@@ -32,7 +33,7 @@ static void server_start(struct event_base *base, int *to, int *from) {
 
         /* Writing to a pipe nobody reads must fail with EPIPE, not end the test. */
         signal(SIGPIPE, SIG_IGN);
-        /* The daemon's ends non-blocking, as process.c makes them; the server's stdin too,
+        /* The daemon's ends non-blocking, as instance.c makes them; the server's stdin too,
          * so that on_rx never blocks the loop. */
         open_pipe(in, PIPE_READ_NONBLOCK | PIPE_WRITE_NONBLOCK);
         open_pipe(out, PIPE_READ_NONBLOCK);
@@ -56,11 +57,14 @@ void server_pauses_reading(bool paused) {
 struct child *server_connect(const struct logger *lg, struct jsonrpc_parser *parser, size_t max_line,
                              const struct child_ops *ops, void *userdata) {
         struct event_base *base = loop_start();
+        struct server_transport *t;
         struct child *ch;
         int to, from;
 
         server_start(base, &to, &from);
-        ch = child_new(base, to, from, max_line, "srv", lg, parser, ops, userdata);
+        t = transport_pipe_new(base, to, from, max_line, "srv", lg);
+        cr_assert_not_null(t);
+        ch = child_new(base, t, max_line, "srv", lg, parser, ops, userdata);
         cr_assert_not_null(ch);
         return ch;
 }

@@ -14,7 +14,7 @@
 #include "log.h"
 
 /* Starts the loop and the server and connects to it as the daemon does, with pipes as
- * process.c makes them: the child connection "srv" that the test drives. */
+ * instance.c makes them: the child connection "srv" that the test drives. */
 struct child *server_connect(const struct logger *lg, struct jsonrpc_parser *parser, size_t max_line,
                              const struct child_ops *ops, void *userdata);
 /* Closes the server's ends and stops the loop; after child_free. */

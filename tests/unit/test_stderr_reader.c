@@ -28,7 +28,7 @@ static void start_with_level(int max_priority) {
 
         logger_init(&lg, max_priority);
         cr_assert_not(lg.journal);
-        /* The daemon's end is non-blocking, as process.c makes it. */
+        /* The daemon's end is non-blocking, as instance.c makes it. */
         open_pipe(fds, PIPE_READ_NONBLOCK);
         server_end = fds[1];
         cr_assert_eq(stderr_reader_start(&rd, base, fds[0], "srv", &lg), 0);

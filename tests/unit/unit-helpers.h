@@ -1,5 +1,5 @@
 /* Helpers the unit tests share: the daemon's log captured from stderr, an event loop run
- * until a condition or a deadline, pipes as process.c makes them, and a directory of the
+ * until a condition or a deadline, pipes as instance.c makes them, and a directory of the
  * test's own. Their state lives here, once per test: Criterion runs each test in a
  * process of its own. Failures are Criterion assertions. */
 #pragma once
@@ -49,7 +49,7 @@ void run_for(uint64_t usec);
 
 enum { PIPE_READ_NONBLOCK = 1 << 0, PIPE_WRITE_NONBLOCK = 1 << 1 };
 
-/* An O_CLOEXEC pipe, as process.c makes them, with the ends flags names non-blocking. */
+/* An O_CLOEXEC pipe, as instance.c makes them, with the ends flags names non-blocking. */
 void open_pipe(int fds[2], int flags);
 /* Writes all of data to a blocking fd. */
 void write_all(int fd, const void *data, size_t len);

@@ -1,0 +1,147 @@
+/* The exec launcher: the program spawned as the daemon's own child (process.c), in its own
+ * process group, with PR_SET_PDEATHSIG; watched through a pidfd, reaped by it, or by the
+ * reaper's SIGCHLD when that comes first (supervisor.c asks instance_reap()). */
+#include "run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "environment.h"
+#include "instance.h"
+#include "macro.h"
+#include "process.h"
+#include "server-cause.h"
+#include "server-config.h"
+
+struct exec_run {
+        struct process proc;
+};
+
+static struct process *proc_of(const struct instance *in) {
+        return &((struct exec_run *)in->launcher)->proc;
+}
+
+static void on_exit_event(struct process *p, void *userdata) {
+        if (process_reap(p) > 0)
+                instance_ended(userdata);
+}
+
+/* argv for exec: the command as given (what ps shows), then the configured args. */
+static char **make_argv(const struct server_config *c) {
+        size_t n = 0;
+        char **argv;
+
+        while (c->args && c->args[n])
+                n++;
+        argv = calloc(n + 2, sizeof *argv);
+        if (!argv)
+                return NULL;
+        argv[0] = c->command;
+        for (size_t i = 0; i < n; i++)
+                argv[i + 1] = c->args[i];
+        return argv;
+}
+
+/* What a failed spawn means; a program that cannot be found is explained by environment.c. */
+static int explain(int r, const struct server_config *c, const char *program, char **error) {
+        int q;
+
+        if (run_explain_shortage(r, error))
+                return r;
+        if (r == -ENOENT && c->cwd)
+                q = asprintf(error, "cannot run %s in %s: %s (check command and cwd)", program, c->cwd, strerror(-r));
+        else if (r == -EACCES)
+                q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)", program);
+        else
+                q = asprintf(error, "cannot run %s: %s", program, strerror(-r));
+        if (q < 0)
+                *error = NULL;
+        return r;
+}
+
+static int exec_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+                      char **error) {
+        const int fds[3] = { stdio->in, stdio->out, stdio->err };
+        _cleanup_free_ char *program = NULL;
+        _cleanup_free_ char **argv = NULL;
+        struct exec_run *x = NULL;
+        int r;
+
+        r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
+        if (r == 0 && (!(argv = make_argv(c)) || !(x = calloc(1, sizeof *x))))
+                r = -ENOMEM;
+        if (r < 0) {
+                for (int k = 0; k < 3; k++)
+                        close(fds[k]);
+                free(x);
+                return r;
+        }
+        r = process_spawn(&x->proc, instance_event_base(in), program, argv, env, c->cwd, fds, on_exit_event, in);
+        if (r < 0) {
+                process_done(&x->proc);
+                free(x);
+                return explain(r, c, program, error);
+        }
+        in->launcher = x;
+        return 0;
+}
+
+static int exec_terminate(struct instance *in) {
+        return process_signal_group(proc_of(in), SIGTERM);
+}
+
+static int exec_kill(struct instance *in) {
+        return process_signal_group(proc_of(in), SIGKILL);
+}
+
+static void exec_kill_wait(struct instance *in) {
+        struct process *p = proc_of(in);
+
+        process_signal_group(p, SIGKILL);
+        (void)waitpid(p->pid, NULL, 0);
+        p->reaped = true;
+}
+
+/* Reaped here only if its pidfd agrees; otherwise the reaper's waitpid takes it, so the
+ * reaper's loop can never spin on one zombie. */
+static bool exec_reap(struct instance *in) {
+        struct process *p = proc_of(in);
+
+        if (p->reaped || process_reap(p) <= 0)
+                return false;
+        instance_ended(in);
+        return true;
+}
+
+static void exec_describe_end(const struct instance *in, struct server_exit *ret) {
+        const struct process *p = proc_of(in);
+
+        *ret = (struct server_exit){ .code = p->code, .status = p->status };
+}
+
+static pid_t exec_main_pid(const struct instance *in) {
+        return in->launcher ? proc_of(in)->pid : 0;
+}
+
+static void exec_free(struct instance *in) {
+        process_done(proc_of(in));
+        free(in->launcher);
+        in->launcher = NULL;
+}
+
+const struct run_ops run_exec_ops = {
+        .name = "exec",
+        .start = exec_start,
+        .terminate = exec_terminate,
+        .kill = exec_kill,
+        .kill_wait = exec_kill_wait,
+        .reap = exec_reap,
+        .describe_end = exec_describe_end,
+        .main_pid = exec_main_pid,
+        .free = exec_free,
+};
