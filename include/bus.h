@@ -75,7 +75,8 @@ char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid);
  * tried and what failed. */
 int bus_open(struct event_base *base, const struct logger *log, char *const *env, struct bus **ret, char **error);
 
-/* The same over a connected socket (a test's own manager): direct as the private socket. */
+/* The same over a connected socket (a test's own manager): direct as the private socket.
+ * fd is the connection's from the call on, even when it fails. */
 int bus_open_fd(struct event_base *base, const struct logger *log, int fd, enum manager_kind kind, struct bus **ret,
                 char **error);
 

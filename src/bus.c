@@ -726,8 +726,8 @@ int bus_open_fd(struct event_base *base, const struct logger *log, int fd, enum 
         sd_bus *sdbus = NULL;
         int r = sd_bus_new(&sdbus);
 
-        if (r >= 0)
-                r = sd_bus_set_fd(sdbus, fd, fd);
+        if (r < 0 || (r = sd_bus_set_fd(sdbus, fd, fd)) < 0)
+                close(fd); /* not the connection's yet */
         if (r >= 0)
                 r = sd_bus_start(sdbus);
         if (r < 0) {
