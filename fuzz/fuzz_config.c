@@ -16,11 +16,14 @@
  * (names, commands, ranges, NULL-terminated lists, unique servers, each with the JSON path
  * it was read at, roots that are local file:// URIs, each once, of a server offered roots,
  * tool and prompt filters of non-empty patterns, access rules with an action and only
- * profiles that exist, profiles with unique names, an audit mode);
+ * profiles that exist, profiles with unique names, an audit mode, a launcher resolved
+ * for every server, confinement values systemd takes, and none for a server the exec
+ * launcher runs);
  * a server's settings equal themselves after server_config_take(); text json-c reads as an
  * object, json_find_duplicates() walks through. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <string.h>
@@ -111,6 +114,29 @@ static void check_access(const struct access_policy *a) {
         }
 }
 
+/* Paths absolute, limits in range, names and a state directory systemd takes; an exec
+ * server gave no confinement key. */
+static void check_confinement(const struct server_config *s) {
+        const struct confinement *k = &s->confinement;
+
+        fuzz_check(s->launcher >= LAUNCHER_AUTO && s->launcher <= LAUNCHER_EXEC, "launcher %d of %s", s->launcher, s->name);
+        fuzz_check(s->launcher != LAUNCHER_EXEC || k->keys == 0, "%s runs with exec and gave %s", s->name,
+                   confinement_first_key(k) ? confinement_first_key(k) : "?");
+        fuzz_check(k->sandbox >= SANDBOX_STRICT && k->sandbox <= SANDBOX_NONE, "sandbox %d", k->sandbox);
+        for (char **p = k->read_write_paths; p && *p; p++)
+                fuzz_check(**p == '/' && !strstr(*p, "/../"), "readWritePaths %s", *p);
+        for (char **p = k->read_only_paths; p && *p; p++)
+                fuzz_check(**p == '/' && !strstr(*p, "/./"), "readOnlyPaths %s", *p);
+        fuzz_check(k->tasks_max <= CONFINEMENT_TASKS_MAX, "tasksMax %u", k->tasks_max);
+        fuzz_check(k->cpu_quota_usec <= (uint64_t)CONFINEMENT_CPU_PERCENT_MAX * 10000, "cpuQuota %" PRIu64, k->cpu_quota_usec);
+        fuzz_check(!k->user || (*k->user && strlen(k->user) <= 32 && !strchr(k->user, '/')), "user");
+        fuzz_check(!k->group || (*k->group && strlen(k->group) <= 32 && !strchr(k->group, '/')), "group");
+        fuzz_check(!k->state_directory ||
+                           (*k->state_directory && k->state_directory[0] != '/' && !strstr(k->state_directory, "..") &&
+                            strncmp(k->state_directory, "private", 7) != 0),
+                   "stateDirectory %s", k->state_directory);
+}
+
 static void check_server(const struct config *c, size_t i) {
         const struct server_config *s = &c->servers[i];
         struct server_config copy = *s;
@@ -145,6 +171,7 @@ static void check_server(const struct config *c, size_t i) {
         fuzz_check((s->client_capabilities & ~CLIENT_CAPS_ALL) == 0, "client capabilities");
         check_roots(s);
         check_filter(s);
+        check_confinement(s);
 
         /* Moving the settings to the heap keeps them equal, as a reload's comparison needs. */
         taken = server_config_take(&copy);
@@ -166,6 +193,7 @@ static void check_config(const struct config *c) {
         check_in_range(c->idle_exit, 0, 86400 * 7, "idleExit");
         fuzz_check(!c->tool_name_separator || name_separator_valid(c->tool_name_separator), "separator");
         fuzz_check(c->audit >= AUDIT_MODE_OFF && c->audit <= AUDIT_MODE_CALLS, "audit %d", c->audit);
+        fuzz_check(c->launcher >= LAUNCHER_AUTO && c->launcher <= LAUNCHER_EXEC, "launcher %d", c->launcher);
         check_access(&c->access);
         fuzz_check(c->n_servers == 0 || c->servers, "servers");
         for (size_t i = 0; i < c->n_servers; i++)
@@ -228,7 +256,7 @@ static const char base_config[] =
         " \"profiles\": [\"p\"], \"servers\": [\"a\"], \"tools\": [\"a__*\"], \"prompts\": [\"x?\"],"
         " \"resources\": [\"file:///*\"], \"action\": \"deny\"}, {\"action\": \"allow\"}]},"
         " \"profiles\": {\"p\": {\"servers\": [\"a\"], \"tools\": [\"a__get_*\"], \"resources\": [\"*\"]}},"
-        " \"audit\": \"denied\"},"
+        " \"audit\": \"denied\", \"launcher\": \"auto\"},"
         " \"mcpServers\": {"
         "  \"a\": {\"command\": \"/bin/a\", \"args\": [\"-v\", \"x\"], \"env\": {\"K\": \"v\", \"C\": {\"credential\": \"c\"}},"
         "   \"cwd\": \"/\", \"disabled\": false, \"restart\": \"always\", \"startTimeout\": 5, \"stopTimeout\": 1,"
@@ -237,7 +265,10 @@ static const char base_config[] =
         "   \"prefix\": \"p\", \"clientCapabilities\": [\"roots\", \"sampling\"], \"type\": \"stdio\","
         "   \"roots\": [{\"uri\": \"file:///srv/a\", \"name\": \"a\"}, \"file://localhost/b%20c\", \"/srv/d e\"],"
         "   \"includeTools\": [\"get_*\", \"list_*\"], \"excludeTools\": [\"get_secret\"], \"includePrompts\": [\"p*\"],"
-        "   \"excludePrompts\": [\"[ab]\"]},"
+        "   \"excludePrompts\": [\"[ab]\"], \"launcher\": \"systemd\", \"sandbox\": \"strict\","
+        "   \"readWritePaths\": [\"/srv/a\"], \"readOnlyPaths\": [\"/srv/b\"], \"network\": false, \"memoryMax\": \"256M\","
+        "   \"tasksMax\": 64, \"cpuQuota\": \"50%\", \"user\": \"nobody\", \"group\": \"nogroup\", \"dynamicUser\": false,"
+        "   \"stateDirectory\": true},"
         "  \"b.c-d_e\": {\"command\": \"b\"}}}";
 
 static const char *const known_keys[] = {
@@ -254,6 +285,9 @@ static const char *const known_keys[] = {
         /* access rules, profiles, audit and the tool and prompt filters */
         "access", "default", "rules", "users", "groups", "profiles", "servers", "tools", "prompts", "resources",
         "action", "audit", "includePrompts", "excludePrompts", "p", "root", "nobody",
+        /* the launcher and confinement */
+        "launcher", "sandbox", "readWritePaths", "readOnlyPaths", "network", "memoryMax", "tasksMax", "cpuQuota",
+        "user", "group", "dynamicUser", "stateDirectory",
 };
 
 static const char *const some_strings[] = {
@@ -263,6 +297,8 @@ static const char *const some_strings[] = {
         "file:///%zz", "file:/x",
         "allow", "deny", "off", "denied", "calls", "*", "?", "[", "[!a]", "a__*", "get_*", "root", "no-such-user",
         "0", "4294967295", "-1",
+        "auto", "systemd", "exec", "strict", "basic", "none", "256M", "1.5G", "0M", "1g", "infinity", "50%", "0%",
+        "12.5%", "200", "private", "mcpvisor/state", "a/../b", "..", "_mcp", "1000", "/srv/..", "/srv/./x",
 };
 
 static const double some_numbers[] = {

@@ -176,6 +176,19 @@ def config_seeds():
                      "audit": "everything"},
         "mcpServers": {"a": {"command": "x", "includeTools": [], "excludeTools": ["", 1],
                              "includePrompts": "p*", "excludePrompts": {"a": 1}}}}).encode()
+    # the launcher and confinement: every key, good values and bad ones, exec refusing them
+    seeds["text-confinement"] = b"\x00" + json.dumps({
+        "mcpvisor": {"launcher": "exec"},
+        "mcpServers": {"c": {"command": "/bin/true", "launcher": "systemd", "sandbox": "strict",
+                             "readWritePaths": ["/srv/a"], "readOnlyPaths": ["/srv/b"], "network": False,
+                             "memoryMax": "1.5G", "tasksMax": 64, "cpuQuota": "200%", "user": "nobody",
+                             "group": "nogroup", "dynamicUser": True, "stateDirectory": True},
+                       "d": {"command": "x", "memoryMax": "infinity"},
+                       "e": {"command": "x", "launcher": "auto", "sandbox": "none", "stateDirectory": "mcpvisor/e"},
+                       "bad": {"command": "x", "launcher": "docker", "sandbox": "full", "readWritePaths": ["rel", "/a/../b"],
+                               "memoryMax": "1g", "tasksMax": 0, "cpuQuota": "0%", "user": "1000",
+                               "stateDirectory": "private/x"},
+                       "..": {"command": "x", "launcher": "systemd", "stateDirectory": True}}}).encode()
     seeds["text-repeated"] = (b'\x00{"mcpServers": {"a": {"command": "x", "args": [], "args": ["1"]},'
                               b' "b": {"command": "y"}, "a": {"command": "z", "env": {"K": "1", "\\u004b": "2"}}},'
                               b' "mcpvisor": {"logLevel": "info"}, "servers": {}, "mcpServers": {}}')

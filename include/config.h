@@ -65,6 +65,7 @@ struct config {
         char *control_group;         /* "controlGroup": a group whose members may use the control socket */
         struct access_policy access; /* "access" (rules) and "profiles": who sees and calls what */
         int audit;                   /* "audit": enum audit_mode */
+        int launcher;                /* "launcher": enum launcher, of the servers that do not choose one */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
 };

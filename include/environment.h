@@ -23,10 +23,18 @@
 
 /* Builds a NULL-terminated "NAME=value" array in *ret: PATH, HOME, LANG, LC_*, TZ from
  * daemon_env, then the configured env (credentials read from credentials_dir, which may be
- * NULL), then MCPVISOR_SERVER, MCPVISOR_INSTANCE and, unless daemon_id is NULL,
+ * NULL; see credential.h), then MCPVISOR_SERVER, MCPVISOR_INSTANCE and, unless daemon_id is NULL,
  * MCPVISOR_DAEMON. On failure *error says what to fix. */
 int environment_build(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
                       uint64_t instance, const char *credentials_dir, char ***ret, char **error);
+
+/* The same for a transient unit's Environment= property, which every local user can read
+ * (systemctl show, the bus): the values read from credentials are left out (the unit
+ * gets them through LoadCredential= and mcpvisor-exec-credentials, see
+ * unit-properties.h), and so is the daemon's HOME (the service manager sets the unit
+ * user's own). Reads no file. */
+int environment_build_public(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
+                             uint64_t instance, char ***ret);
 
 /* The value of name in a NULL-terminated environment, or NULL. */
 const char *environment_get(char *const *env, const char *name);

@@ -5,12 +5,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "confinement.h"
 #include "item-filter.h"
 #include "roots.h"
 
 struct config_problems;
 
 enum restart_policy { RESTART_ON_FAILURE, RESTART_ALWAYS, RESTART_NEVER };
+
+/* How a server is run: "auto" is systemd when the daemon runs under a service manager it
+ * can reach, else exec; "systemd" a transient unit of that manager (confined, limited,
+ * accounted: confinement.h); "exec" today's spawn, a child of the daemon. */
+enum launcher { LAUNCHER_AUTO, LAUNCHER_SYSTEMD, LAUNCHER_EXEC };
+/* A server's "launcher" before the configuration was read whole: the daemon's, whatever
+ * "mcpvisor.launcher" says (config.c resolves it). */
+#define LAUNCHER_UNSET (-1)
+
+extern const char *const launcher_names[]; /* "auto", "systemd", "exec", NULL */
 
 /* What a server may ask of the client, each advertised to it in initialize only when
  * configured ("clientCapabilities"); see server-request.h for how they are routed. */
@@ -57,6 +68,8 @@ struct server_config {
         unsigned max_catalog_items; /* tools, prompts, resources, templates each: the first this many are served */
         struct roots roots;     /* answered to its roots/list; none: its caller's (server-request.h) */
         struct item_filter filter; /* which of its tools and prompts are offered */
+        int launcher;           /* enum launcher, once loaded; LAUNCHER_UNSET while being parsed */
+        struct confinement confinement; /* sandbox, limits, user, state: the systemd launcher's */
         /* Where the entry was read, for problems found after loading; not settings. */
         char *file;             /* NULL when parsed from text */
         char *json_path;        /* "mcpServers.github" */
@@ -80,6 +93,14 @@ struct server_config *server_config_take(struct server_config *src);
 void server_config_free(struct server_config *s);
 /* Same settings (wherever they were read): a reload keeps such a server running undisturbed. */
 bool server_config_equal(const struct server_config *a, const struct server_config *b);
+/* Whether s may run with launcher (the one a start chose, or the configuration's): the
+ * exec launcher cannot confine, so an entry giving any confinement key needs systemd.
+ * 0, or -EINVAL with *error (malloc'd) naming the first such key. */
+int server_config_check_launcher(const struct server_config *s, int launcher, char **error);
+/* The same for the configuration: an error at each confinement key s gave (in the file
+ * it was read from), for a server whose launcher is "exec", its own or, when
+ * daemon_default, the daemon's "launcher". Returns how many. */
+size_t server_config_refuse_confinement(const struct server_config *s, bool daemon_default, struct config_problems *p);
 /* next differs from current only in what changes while the server runs: its tool and
  * prompt filters (the registry's view of it), and its roots when both have some (it was
  * offered roots.listChanged at its initialize, so a reload can tell it instead of

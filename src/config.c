@@ -82,6 +82,7 @@ void config_init_defaults(struct config *c) {
                 .list_wait = CONFIG_DEFAULT_LIST_WAIT,
                 .list_page_size = CONFIG_DEFAULT_LIST_PAGE_SIZE,
                 .audit = AUDIT_MODE_DENIED,
+                .launcher = LAUNCHER_AUTO,
         };
 }
 
@@ -138,6 +139,7 @@ static const struct setting daemon_settings[] = {
         { "access", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_parse, NULL },
         { "audit", SETTING_CHOICE, offsetof(struct config, audit), 0, 0, audit_modes, NULL, NULL },
         { "profiles", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_profiles_parse, NULL },
+        { "launcher", SETTING_CHOICE, offsetof(struct config, launcher), 0, 0, launcher_names, NULL, NULL },
 };
 
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */
@@ -363,8 +365,29 @@ static int apply_document(const char *text, size_t len, struct config *c, struct
         return doc.fatal ? -EINVAL : 0;
 }
 
+/* A server without a "launcher" of its own gets the daemon's, known only once every file
+ * was read (a drop-in may set it). One the exec launcher would run is skipped, as any
+ * error in its entry does, when it gives confinement keys. */
+static void resolve_launchers(struct config *c, struct config_problems *p) {
+        for (size_t i = 0; i < c->n_servers;) {
+                struct server_config *s = &c->servers[i];
+
+                if (s->launcher != LAUNCHER_UNSET) {
+                        i++;
+                        continue;
+                }
+                if (c->launcher == LAUNCHER_EXEC && server_config_refuse_confinement(s, true, p) > 0) {
+                        remove_server(c, s->name);
+                        continue;
+                }
+                s->launcher = c->launcher;
+                i++;
+        }
+}
+
 /* What no single document can check, as drop-ins may define what another one names. */
-static int check_whole(const struct config *c, struct config_problems *p) {
+static int check_whole(struct config *c, struct config_problems *p) {
+        resolve_launchers(c, p);
         return access_policy_check(&c->access, p) ? -EINVAL : 0;
 }
 

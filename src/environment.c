@@ -2,7 +2,6 @@
 #include "environment.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,18 +10,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "credential.h"
 #include "macro.h"
 #include "settings.h"
 
-/* Credentials are small secrets; a bigger file is a mistake, not a token. */
-#define CREDENTIAL_MAX (64 * 1024)
-
-static bool inherited(const char *entry) {
+/* For a unit, the service manager sets HOME itself, from its User= (which need not be
+ * the daemon's user). */
+static bool inherited(const char *entry, bool for_unit) {
         static const char *const names[] = { "PATH=", "HOME=", "LANG=", "TZ=", "LC_" };
 
         for (size_t i = 0; i < ARRAY_SIZE(names); i++)
                 if (strncmp(entry, names[i], strlen(names[i])) == 0)
-                        return strchr(entry, '=') != NULL;
+                        return strchr(entry, '=') != NULL && !(for_unit && i == 1);
         return false;
 }
 
@@ -64,32 +63,6 @@ static void env_drop(char **env, size_t *n, const char *name) {
                 }
 }
 
-static int read_credential(const char *dir, const char *id, char **ret) {
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        _cleanup_close_ int fd = -1;
-        ssize_t len;
-
-        if (asprintf(&path, "%s/%s", dir, id) < 0)
-                return -ENOMEM;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        buf = malloc(CREDENTIAL_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        len = read(fd, buf, CREDENTIAL_MAX + 1);
-        if (len < 0)
-                return -errno;
-        if (len > CREDENTIAL_MAX || memchr(buf, '\0', (size_t)len))
-                return -EBADMSG;
-        /* Files written with echo end in a newline that is not part of the secret. */
-        if (len > 0 && buf[len - 1] == '\n')
-                len--;
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 static void set_error(char **error, const char *fmt, ...) _printf_(2, 3);
 static void set_error(char **error, const char *fmt, ...) {
         va_list ap;
@@ -109,7 +82,7 @@ static int credential_value(const struct env_var *e, const char *dir, char **ret
                                e->name, e->credential, e->credential);
                 return -ENOENT;
         }
-        r = read_credential(dir, e->credential, ret);
+        r = credential_read(dir, e->credential, ret);
         if (r == -EBADMSG)
                 set_error(error, "env %s: credential '%s' is not text of at most %d bytes", e->name,
                                e->credential, CREDENTIAL_MAX);
@@ -119,13 +92,16 @@ static int credential_value(const struct env_var *e, const char *dir, char **ret
         return r;
 }
 
-static int put_configured(const struct server_config *s, const char *credentials_dir, char **env, size_t *n,
-                          char **error) {
+/* for_unit: the values read from credentials are left out (see environment.h). */
+static int put_configured(const struct server_config *s, const char *credentials_dir, bool for_unit, char **env,
+                          size_t *n, char **error) {
         for (size_t i = 0; i < s->n_env; i++) {
                 const struct env_var *e = &s->env[i];
                 _cleanup_free_ char *secret = NULL;
                 int r;
 
+                if (e->credential && for_unit)
+                        continue;
                 if (e->credential) {
                         r = credential_value(e, credentials_dir, &secret, error);
                         if (r < 0)
@@ -138,8 +114,8 @@ static int put_configured(const struct server_config *s, const char *credentials
         return 0;
 }
 
-int environment_build(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
-                      uint64_t instance, const char *credentials_dir, char ***ret, char **error) {
+static int build(const struct server_config *s, char *const *daemon_env, const char *daemon_id, uint64_t instance,
+                 const char *credentials_dir, bool for_unit, char ***ret, char **error) {
         size_t n = 0, cap = s->n_env + 4;
         char **env, number[32];
         int r = 0;
@@ -150,12 +126,12 @@ int environment_build(const struct server_config *s, char *const *daemon_env, co
         if (!env)
                 return -ENOMEM;
         for (size_t i = 0; daemon_env && daemon_env[i] && r == 0; i++)
-                if (inherited(daemon_env[i]))
+                if (inherited(daemon_env[i], for_unit))
                         r = (env[n] = strdup(daemon_env[i])) ? (n++, 0) : -ENOMEM;
         if (r == 0 && !environment_get(env, "PATH"))
                 r = env_put(env, &n, "PATH", ENVIRONMENT_DEFAULT_PATH);
         if (r == 0)
-                r = put_configured(s, credentials_dir, env, &n, error);
+                r = put_configured(s, credentials_dir, for_unit, env, &n, error);
         snprintf(number, sizeof number, "%" PRIu64, instance);
         if (r == 0)
                 r = env_put(env, &n, ENV_SERVER, s->name);
@@ -172,6 +148,16 @@ int environment_build(const struct server_config *s, char *const *daemon_env, co
         }
         *ret = env;
         return 0;
+}
+
+int environment_build(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
+                      uint64_t instance, const char *credentials_dir, char ***ret, char **error) {
+        return build(s, daemon_env, daemon_id, instance, credentials_dir, false, ret, error);
+}
+
+int environment_build_public(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
+                             uint64_t instance, char ***ret) {
+        return build(s, daemon_env, daemon_id, instance, NULL, true, ret, NULL);
 }
 
 static bool runnable(const char *path, int *error) {

@@ -13,6 +13,8 @@
 
 static const char *const restart_choices[] = { "on-failure", "always", "never", NULL };
 
+const char *const launcher_names[] = { "auto", "systemd", "exec", NULL };
+
 const char *const client_capability_names[CLIENT_CAP_COUNT] = {
         [CLIENT_CAP_ROOTS] = "roots",
         [CLIENT_CAP_SAMPLING] = "sampling",
@@ -125,6 +127,7 @@ static int parse_client_capabilities(json_object *v, const char *path, void *dst
 #define FILTER(key, field) { key, SETTING_STRINGS, offsetof(struct server_config, filter.field), 0, 0, NULL, NULL, NULL }
 #define WATCH_IGNORED "ignored: mcpvisor does not watch files; restart the server with mcpvisorctl restart NAME"
 #define SECONDS(key, field, lo, hi) { key, SETTING_SECONDS, offsetof(struct server_config, field), lo, hi, NULL, NULL, NULL }
+#define CONFINED(key, type, field, parse) { key, type, offsetof(struct server_config, confinement.field), 0, 0, NULL, parse, NULL }
 
 static const struct setting server_settings[] = {
         { "command", SETTING_STRING, offsetof(struct server_config, command), 0, 0, NULL, NULL, NULL },
@@ -153,6 +156,20 @@ static const struct setting server_settings[] = {
         FILTER("excludeTools", exclude[CATALOG_TOOLS]),
         FILTER("includePrompts", include[CATALOG_PROMPTS]),
         FILTER("excludePrompts", exclude[CATALOG_PROMPTS]),
+        { "launcher", SETTING_CHOICE, offsetof(struct server_config, launcher), 0, 0, launcher_names, NULL, NULL },
+        { "sandbox", SETTING_CHOICE, offsetof(struct server_config, confinement.sandbox), 0, 0, confinement_sandbox_names,
+          NULL, NULL },
+        CONFINED("readWritePaths", SETTING_CUSTOM, read_write_paths, confinement_parse_paths),
+        CONFINED("readOnlyPaths", SETTING_CUSTOM, read_only_paths, confinement_parse_paths),
+        CONFINED("network", SETTING_BOOL, network, NULL),
+        CONFINED("memoryMax", SETTING_CUSTOM, memory_max, confinement_parse_memory),
+        { "tasksMax", SETTING_COUNT, offsetof(struct server_config, confinement.tasks_max), 1, CONFINEMENT_TASKS_MAX, NULL,
+          NULL, NULL },
+        CONFINED("cpuQuota", SETTING_CUSTOM, cpu_quota_usec, confinement_parse_cpu_quota),
+        CONFINED("user", SETTING_CUSTOM, user, confinement_parse_name),
+        CONFINED("group", SETTING_CUSTOM, group, confinement_parse_name),
+        CONFINED("dynamicUser", SETTING_BOOL, dynamic_user, NULL),
+        CONFINED("stateDirectory", SETTING_CUSTOM, state_directory, confinement_parse_state_directory),
         /* Written by other MCP clients' configs; "type" is checked by check_transport(). */
         { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
         { "description", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
@@ -182,7 +199,9 @@ static void init_defaults(struct server_config *s) {
                 .start_limit_interval = 60,
                 .client_capabilities = CLIENT_CAPS_ALL,
                 .max_catalog_items = SERVER_DEFAULT_MAX_CATALOG_ITEMS,
+                .launcher = LAUNCHER_UNSET,
         };
+        confinement_init(&s->confinement);
 }
 
 void server_config_done(struct server_config *s) {
@@ -199,6 +218,7 @@ void server_config_done(struct server_config *s) {
         free(s->prefix);
         roots_done(&s->roots);
         item_filter_done(&s->filter);
+        confinement_done(&s->confinement);
         free(s->file);
         free(s->json_path);
         init_defaults(s);
@@ -227,10 +247,44 @@ static int check_transport(json_object *entry, const char *path, struct config_p
         return 0;
 }
 
+static size_t refuse_confinement(const struct server_config *s, const char *file, const char *path, bool daemon_default,
+                                 struct config_problems *p) {
+        size_t n = 0;
+        char item[600];
+
+        for (int k = 0; k < CONFINEMENT_KEY_COUNT; k++) {
+                if (!(s->confinement.keys & (1u << k)))
+                        continue;
+                snprintf(item, sizeof item, "%s.%s", path, confinement_key_names[k]);
+                problems_add_in(p, file, PROBLEM_ERROR, item,
+                                "needs the systemd launcher: the exec launcher cannot confine a server, and this server's "
+                                "launcher is \"exec\"%s (remove the key, or set \"launcher\" to \"auto\" or \"systemd\")",
+                                daemon_default ? " (the daemon's, mcpvisor.launcher)" : "");
+                n++;
+        }
+        return n;
+}
+
+size_t server_config_refuse_confinement(const struct server_config *s, bool daemon_default, struct config_problems *p) {
+        return refuse_confinement(s, s->file, s->json_path, daemon_default, p);
+}
+
+int server_config_check_launcher(const struct server_config *s, int launcher, char **error) {
+        const char *key = confinement_first_key(&s->confinement);
+
+        if (launcher != LAUNCHER_EXEC || !key)
+                return 0;
+        if (asprintf(error, "%s needs the systemd launcher, but this server is run by the exec launcher", key) < 0)
+                *error = NULL;
+        return -EINVAL;
+}
+
 /* What the settings of an entry must be together. */
 static size_t check_entry(const struct server_config *s, const char *path, struct config_problems *p) {
         char item[512];
 
+        if (s->launcher == LAUNCHER_EXEC && s->confinement.keys)
+                return refuse_confinement(s, p->file, path, false, p);
         if (item_filter_check(&s->filter, path, p) > 0)
                 return 1;
         if (!s->command || !*s->command) {
@@ -297,6 +351,8 @@ int server_config_parse(const char *name, json_object *entry, const char *path, 
         if (json_object_is_type(entry, json_type_object) && check_transport(entry, path, p) < 0)
                 return -EINVAL;
         errors = settings_apply(server_settings, ARRAY_SIZE(server_settings), entry, path, &s, p);
+        if (errors == 0 && confinement_finish(&s.confinement, entry, name, path, p) < 0)
+                errors++;
         if (errors == 0)
                 errors += check_entry(&s, path, p);
         if (errors > 0 || set_origin(&s, name, path, p) < 0) {
@@ -346,7 +402,8 @@ static bool env_equal(const struct server_config *a, const struct server_config 
         return true;
 }
 
-/* Everything but the roots and the filters. */
+/* Everything but the roots and the filters: a change of launcher or confinement needs a
+ * new unit, so a restart. */
 static bool settings_equal(const struct server_config *a, const struct server_config *b) {
         return str_equal(a->name, b->name) && str_equal(a->command, b->command) && strv_equal(a->args, b->args) &&
                env_equal(a, b) && str_equal(a->cwd, b->cwd) && str_equal(a->prefix, b->prefix) &&
@@ -356,7 +413,8 @@ static bool settings_equal(const struct server_config *a, const struct server_co
                a->health_failures == b->health_failures && a->request_timeout == b->request_timeout &&
                a->restart_delay == b->restart_delay && a->restart_delay_max == b->restart_delay_max &&
                a->start_limit_burst == b->start_limit_burst && a->start_limit_interval == b->start_limit_interval &&
-               a->client_capabilities == b->client_capabilities && a->max_catalog_items == b->max_catalog_items;
+               a->client_capabilities == b->client_capabilities && a->max_catalog_items == b->max_catalog_items &&
+               a->launcher == b->launcher && confinement_equal(&a->confinement, &b->confinement);
 }
 
 bool server_config_equal(const struct server_config *a, const struct server_config *b) {

@@ -246,3 +246,21 @@ Test(config, fifo_config_files_are_refused) {
         expect_out(expected);
         h_remove_tree(dir);
 }
+
+/* The exec launcher cannot confine: a confinement key it would have to ignore is an
+ * error naming the key, whichever of the server and the daemon chose exec. */
+Test(config, check_confinement_needs_systemd) {
+        cr_assert_eq(check("{\"mcpvisor\":{\"launcher\":\"exec\"},\"mcpServers\":{\"fs\":{\"command\":\"cat\",\"memoryMax\":\"256M\"},"
+                           "\"ok\":{\"command\":\"cat\"}}}"),
+                     1, "%s", out);
+        expect_out("error: mcpServers.fs.memoryMax: needs the systemd launcher: the exec launcher cannot confine a server, and "
+                   "this server's launcher is \"exec\" (the daemon's, mcpvisor.launcher)");
+        expect_out("not valid: 1 error");
+        cr_assert_eq(check("{\"mcpServers\":{\"fs\":{\"command\":\"cat\",\"launcher\":\"exec\",\"sandbox\":\"strict\"}}}"), 1,
+                     "%s", out);
+        expect_out("error: mcpServers.fs.sandbox: needs the systemd launcher");
+        cr_assert_eq(check("{\"mcpServers\":{\"fs\":{\"command\":\"cat\",\"sandbox\":\"strict\",\"memoryMax\":\"1G\","
+                           "\"tasksMax\":32,\"cpuQuota\":\"50%\",\"network\":false,\"stateDirectory\":true}}}"),
+                     0, "%s", out);
+        expect_out("valid: 1 server, 0 warnings");
+}

@@ -53,6 +53,7 @@ static void expect_defaults(const struct config *c) {
         cr_assert_eq(c->client_output_limit, 64u * 1024 * 1024);
         cr_assert_eq(c->server_input_limit, 64u * 1024 * 1024);
         cr_assert_float_eq(c->shutdown_timeout, 10.0, 1e-9);
+        cr_assert_eq(c->launcher, LAUNCHER_AUTO);
         cr_assert_null(c->tool_name_separator);
         cr_assert_float_eq(c->list_wait, 5.0, 1e-9);
         cr_assert_eq(c->list_page_size, 500);
@@ -111,7 +112,8 @@ Test(config, all_settings) {
                            "\"maxServerMessageSize\":2097152,"
                            "\"clientOutputLimit\":4096,"
                            "\"serverInputLimit\":8388608,"
-                           "\"shutdownTimeout\":2.5}}"), 0);
+                           "\"shutdownTimeout\":2.5,"
+                           "\"launcher\":\"exec\"}}"), 0);
         cr_assert_eq(probs.count, 0, "%s: %s", probs.count ? probs.items[0].path : "", probs.count ? probs.items[0].message : "");
         cr_assert_str_eq(cfg.socket_path, "/run/m/mcp.sock");
         cr_assert_str_eq(cfg.control_socket_path, "/run/m/control.sock");
@@ -122,6 +124,7 @@ Test(config, all_settings) {
         cr_assert_eq(cfg.client_output_limit, 4096);
         cr_assert_eq(cfg.server_input_limit, 8388608);
         cr_assert_float_eq(cfg.shutdown_timeout, 2.5, 1e-9);
+        cr_assert_eq(cfg.launcher, LAUNCHER_EXEC);
 }
 
 Test(config, log_level_forms) {
@@ -204,6 +207,10 @@ Test(config, invalid_settings) {
                 { "shutdownTimeout", "3600.5", "seconds" },
                 { "shutdownTimeout", "\"10\"", "seconds" },
                 { "shutdownTimeout", "null", "seconds" },
+                { "launcher", "\"docker\"", "\"auto\", \"systemd\", \"exec\"" },
+                { "launcher", "\"Systemd\"", "\"auto\", \"systemd\", \"exec\"" },
+                { "launcher", "true", "\"auto\", \"systemd\", \"exec\"" },
+                { "launcher", "null", "\"auto\", \"systemd\", \"exec\"" },
         };
 
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -116,6 +116,40 @@ Test(environment, only_allowed_names_inherited) {
                 cr_assert_null(environment_get(env, never[i]), "%s must not be inherited", never[i]);
 }
 
+/* What a unit's Environment= may show: no value read from a credential (the unit loads
+ * those itself), no daemon's HOME (systemd sets the unit user's), the rest as for exec. */
+Test(environment, public_for_a_unit) {
+        char *daemon_env[] = { "PATH=/opt/bin:/usr/bin", "HOME=/var/lib/mcpvisor", "LANG=C.UTF-8", "TZ=UTC",
+                               "CREDENTIALS_DIRECTORY=/run/credentials/mcpvisor.service", "SECRET=1", NULL };
+        struct env_var vars[] = { { .name = "PLAIN", .value = "x" }, { .name = "GITHUB_TOKEN", .credential = "gh-token" },
+                                  { .name = "PATH", .credential = "path" } };
+        struct server_config s = { .name = (char *)"github", .command = (char *)"npx", .env = vars, .n_env = 3 };
+
+        strv_free(env);
+        env = NULL;
+        cr_assert_eq(environment_build_public(&s, daemon_env, "/run/mcpvisor/mcp.sock", 9, &env), 0,
+                     "credentials are not read, so a missing directory is no error");
+        cr_assert_str_eq(environment_get(env, "PATH"), "/opt/bin:/usr/bin", "a PATH credential is set by the helper");
+        cr_assert_null(environment_get(env, "HOME"));
+        cr_assert_null(environment_get(env, "GITHUB_TOKEN"));
+        cr_assert_null(environment_get(env, "CREDENTIALS_DIRECTORY"));
+        cr_assert_null(environment_get(env, "SECRET"));
+        cr_assert_str_eq(environment_get(env, "PLAIN"), "x");
+        cr_assert_str_eq(environment_get(env, "LANG"), "C.UTF-8");
+        cr_assert_str_eq(environment_get(env, "TZ"), "UTC");
+        cr_assert_str_eq(environment_get(env, ENV_SERVER), "github");
+        cr_assert_str_eq(environment_get(env, ENV_INSTANCE), "9");
+        cr_assert_str_eq(environment_get(env, ENV_DAEMON), "/run/mcpvisor/mcp.sock");
+        cr_assert_eq(count(env), 7);
+
+        /* a HOME the entry sets is its own */
+        vars[0] = (struct env_var){ .name = "HOME", .value = "/srv/home" };
+        strv_free(env);
+        env = NULL;
+        cr_assert_eq(environment_build_public(&s, daemon_env, NULL, 1, &env), 0);
+        cr_assert_str_eq(environment_get(env, "HOME"), "/srv/home");
+}
+
 Test(environment, daemon_entry_without_equals_ignored) {
         char *daemon_env[] = { "LC_BROKEN", "PATH=/bin", NULL };
 

@@ -1,12 +1,14 @@
 /* Server entries of "mcpServers", drop-ins, and the JSON paths of their problems. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "macro.h"
 
 static struct config C;
 static struct config_problems P;
@@ -652,4 +654,309 @@ Test(server_config, roots_result_and_move) {
         cr_assert_str_eq(json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN), "{\"roots\":[]}");
         json_object_put(result);
         roots_done(&moved);
+}
+
+/* ---- launcher and confinement ---- */
+
+Test(server_config, confinement_defaults) {
+        const struct server_config *s = parse_one("");
+
+        cr_assert_eq(s->launcher, LAUNCHER_AUTO, "the daemon's default, resolved");
+        cr_assert_eq(s->confinement.sandbox, SANDBOX_BASIC);
+        cr_assert(s->confinement.network);
+        cr_assert_null(s->confinement.read_write_paths);
+        cr_assert_null(s->confinement.read_only_paths);
+        cr_assert_eq(s->confinement.memory_max, 0);
+        cr_assert_eq(s->confinement.tasks_max, 0);
+        cr_assert_eq(s->confinement.cpu_quota_usec, 0);
+        cr_assert_null(s->confinement.user);
+        cr_assert_null(s->confinement.group);
+        cr_assert_not(s->confinement.dynamic_user);
+        cr_assert_null(s->confinement.state_directory);
+        cr_assert_eq(s->confinement.keys, 0);
+        cr_assert_null(confinement_first_key(&s->confinement));
+}
+
+Test(server_config, confinement_keys) {
+        const struct server_config *s;
+
+        s = parse_one("\"launcher\":\"systemd\",\"sandbox\":\"strict\",\"readWritePaths\":[\"/srv/data\",\"/var/tmp/x y\"],"
+                      "\"readOnlyPaths\":[\"/srv/ro\"],\"network\":false,\"memoryMax\":\"256M\",\"tasksMax\":64,"
+                      "\"cpuQuota\":\"50%\",\"user\":\"mcp-fs\",\"group\":\"_mcp\",\"dynamicUser\":true,"
+                      "\"stateDirectory\":true");
+        cr_assert_eq(s->launcher, LAUNCHER_SYSTEMD);
+        cr_assert_eq(s->confinement.sandbox, SANDBOX_STRICT);
+        cr_assert_str_eq(s->confinement.read_write_paths[0], "/srv/data");
+        cr_assert_str_eq(s->confinement.read_write_paths[1], "/var/tmp/x y");
+        cr_assert_null(s->confinement.read_write_paths[2]);
+        cr_assert_str_eq(s->confinement.read_only_paths[0], "/srv/ro");
+        cr_assert_not(s->confinement.network);
+        cr_assert_eq(s->confinement.memory_max, 256ull << 20);
+        cr_assert_eq(s->confinement.tasks_max, 64);
+        cr_assert_eq(s->confinement.cpu_quota_usec, 500000, "50%% of a CPU: half a second per second");
+        cr_assert_str_eq(s->confinement.user, "mcp-fs");
+        cr_assert_str_eq(s->confinement.group, "_mcp");
+        cr_assert(s->confinement.dynamic_user);
+        cr_assert_str_eq(s->confinement.state_directory, "mcpvisor/servers/s");
+        cr_assert_eq(s->confinement.keys, (1u << CONFINEMENT_KEY_COUNT) - 1, "every key recorded");
+        cr_assert_str_eq(confinement_first_key(&s->confinement), "sandbox");
+
+        s = parse_one("\"sandbox\":\"none\",\"memoryMax\":1073741824,\"cpuQuota\":\"200%\",\"stateDirectory\":\"mcpvisor/memory\"");
+        cr_assert_eq(s->confinement.sandbox, SANDBOX_NONE);
+        cr_assert_eq(s->confinement.memory_max, 1ull << 30);
+        cr_assert_eq(s->confinement.cpu_quota_usec, 2000000);
+        cr_assert_str_eq(s->confinement.state_directory, "mcpvisor/memory");
+        cr_assert_eq(s->launcher, LAUNCHER_AUTO);
+
+        s = parse_one("\"sandbox\":\"basic\",\"memoryMax\":\"infinity\",\"cpuQuota\":\"12.5%\",\"stateDirectory\":false,"
+                      "\"readWritePaths\":[],\"network\":true,\"launcher\":\"auto\"");
+        cr_assert_eq(s->confinement.sandbox, SANDBOX_BASIC);
+        cr_assert_eq(s->confinement.memory_max, CONFINEMENT_INFINITY);
+        cr_assert_eq(s->confinement.cpu_quota_usec, 125000);
+        cr_assert_null(s->confinement.state_directory);
+        cr_assert_null(s->confinement.read_write_paths[0]);
+        cr_assert(s->confinement.network);
+        cr_assert_str_eq(confinement_first_key(&s->confinement), "sandbox");
+}
+
+Test(server_config, sizes_and_percentages) {
+        static const struct {
+                const char *text;
+                uint64_t bytes;
+        } sizes[] = {
+                { "1", 1 }, { "4096", 4096 }, { "512K", 512 << 10 }, { "256M", 256 << 20 }, { "1G", 1ull << 30 },
+                { "1.5G", 3ull << 29 }, { "2T", 2ull << 40 }, { "0.5K", 512 }, { "infinity", UINT64_MAX },
+        };
+        static const char *const bad_sizes[] = { "", "M", "1.G", ".5G", "1g", "1GB", "1 G", "-1", "1P", "+1", "1e3",
+                                                 "99999999999999999999", "8388608T", "Infinity" };
+        static const struct {
+                const char *text;
+                uint64_t usec;
+        } percents[] = { { "1%", 10000 }, { "50%", 500000 }, { "100%", 1000000 }, { "250%", 2500000 }, { "0.01%", 100 },
+                         { "12.5%", 125000 }, { "1000000%", 10000000000ull } };
+        static const char *const bad_percents[] = { "", "%", "50", "0%", "0.00%", "-5%", "5.%", "5.123%", "50 %", "1e2%",
+                                                    "1000001%", "50%%", "12345678%" };
+        uint64_t v;
+
+        for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+                cr_assert_eq(confinement_parse_size(sizes[i].text, &v), 0, "%s", sizes[i].text);
+                cr_assert_eq(v, sizes[i].bytes, "%s: %" PRIu64, sizes[i].text, v);
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(bad_sizes); i++)
+                cr_assert_lt(confinement_parse_size(bad_sizes[i], &v), 0, "%s", bad_sizes[i]);
+        for (size_t i = 0; i < ARRAY_SIZE(percents); i++) {
+                cr_assert_eq(confinement_parse_percent(percents[i].text, &v), 0, "%s", percents[i].text);
+                cr_assert_eq(v, percents[i].usec, "%s: %" PRIu64, percents[i].text, v);
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(bad_percents); i++)
+                cr_assert_lt(confinement_parse_percent(bad_percents[i], &v), 0, "%s", bad_percents[i]);
+}
+
+/* Each bad value is an error at its JSON path, and the server is skipped. */
+Test(server_config, confinement_bad_values) {
+        static const struct {
+                const char *entry, *path, *message;
+        } bad[] = {
+                { "\"launcher\":\"docker\"", "mcpServers.s.launcher", "expected one of \"auto\", \"systemd\", \"exec\"" },
+                { "\"launcher\":null", "mcpServers.s.launcher", "expected one of" },
+                { "\"sandbox\":\"full\"", "mcpServers.s.sandbox", "expected one of \"strict\", \"basic\", \"none\"" },
+                { "\"sandbox\":true", "mcpServers.s.sandbox", "expected one of" },
+                { "\"readWritePaths\":\"/srv\"", "mcpServers.s.readWritePaths", "expected an array of absolute paths" },
+                { "\"readWritePaths\":[\"/srv\",\"data\"]", "mcpServers.s.readWritePaths[1]", "expected an absolute path" },
+                { "\"readWritePaths\":[5]", "mcpServers.s.readWritePaths[0]", "expected an absolute path" },
+                { "\"readOnlyPaths\":[\"/srv/../etc\"]", "mcpServers.s.readOnlyPaths[0]", "without \".\" or \"..\"" },
+                { "\"readOnlyPaths\":[\"/srv/./x\"]", "mcpServers.s.readOnlyPaths[0]", "without \".\" or \"..\"" },
+                { "\"readOnlyPaths\":[\"/srv/..\"]", "mcpServers.s.readOnlyPaths[0]", "without" },
+                { "\"readOnlyPaths\":[\"/a\\u0000b\"]", "mcpServers.s.readOnlyPaths[0]", "NUL" },
+                { "\"network\":\"no\"", "mcpServers.s.network", "expected true or false" },
+                { "\"memoryMax\":0", "mcpServers.s.memoryMax", "expected a number of bytes above 0" },
+                { "\"memoryMax\":-1", "mcpServers.s.memoryMax", "expected a number of bytes" },
+                { "\"memoryMax\":1.5", "mcpServers.s.memoryMax", "expected a number of bytes" },
+                { "\"memoryMax\":\"256MB\"", "mcpServers.s.memoryMax", "\"256M\"" },
+                { "\"memoryMax\":\"256m\"", "mcpServers.s.memoryMax", "\"256M\"" },
+                { "\"memoryMax\":\"0M\"", "mcpServers.s.memoryMax", "above 0" },
+                { "\"memoryMax\":\"50%\"", "mcpServers.s.memoryMax", "\"infinity\"" },
+                { "\"memoryMax\":null", "mcpServers.s.memoryMax", "expected a number of bytes" },
+                { "\"tasksMax\":0", "mcpServers.s.tasksMax", "expected a whole number from 1 to 4194304" },
+                { "\"tasksMax\":4194305", "mcpServers.s.tasksMax", "from 1 to 4194304" },
+                { "\"tasksMax\":\"64\"", "mcpServers.s.tasksMax", "whole number" },
+                { "\"tasksMax\":2.5", "mcpServers.s.tasksMax", "whole number" },
+                { "\"cpuQuota\":50", "mcpServers.s.cpuQuota", "such as \"50%\"" },
+                { "\"cpuQuota\":\"0%\"", "mcpServers.s.cpuQuota", "above 0%" },
+                { "\"cpuQuota\":\"half\"", "mcpServers.s.cpuQuota", "percentage" },
+                { "\"user\":\"\"", "mcpServers.s.user", "expected a name" },
+                { "\"user\":\"1000\"", "mcpServers.s.user", "starting with a letter" },
+                { "\"user\":\"a b\"", "mcpServers.s.user", "expected a name" },
+                { "\"user\":\"abcdefghijklmnopqrstuvwxyz0123456\"", "mcpServers.s.user", "1-32" },
+                { "\"user\":0", "mcpServers.s.user", "expected a name" },
+                { "\"group\":\"-g\"", "mcpServers.s.group", "expected a name" },
+                { "\"group\":[\"g\"]", "mcpServers.s.group", "expected a name" },
+                { "\"dynamicUser\":1", "mcpServers.s.dynamicUser", "expected true or false" },
+                { "\"stateDirectory\":\"/var/lib/x\"", "mcpServers.s.stateDirectory", "relative path" },
+                { "\"stateDirectory\":\"\"", "mcpServers.s.stateDirectory", "relative path" },
+                { "\"stateDirectory\":\"a/../b\"", "mcpServers.s.stateDirectory", "no \".\" or \"..\"" },
+                { "\"stateDirectory\":\"a//b\"", "mcpServers.s.stateDirectory", "relative path" },
+                { "\"stateDirectory\":\"a/\"", "mcpServers.s.stateDirectory", "relative path" },
+                { "\"stateDirectory\":\"private/x\"", "mcpServers.s.stateDirectory", "not \"private\"" },
+                { "\"stateDirectory\":\"a b\"", "mcpServers.s.stateDirectory", "relative path" },
+                { "\"stateDirectory\":1", "mcpServers.s.stateDirectory", "expected true, false" },
+                { "\"sandbox\":\"strict\",\"launcher\":\"exec\"", "mcpServers.s.sandbox", "needs the systemd launcher" },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                const struct config_problem *q;
+                char text[512];
+
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",%s},\"ok\":{\"command\":\"y\"}}}",
+                         bad[i].entry);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 1, "%s: %zu errors (first at %s: %s)", text, P.errors, P.count ? P.items[0].path : "-",
+                             P.count ? P.items[0].message : "-");
+                q = problem_at(bad[i].path);
+                cr_assert_not_null(q, "%s: no problem at %s (first: %s)", text, bad[i].path, P.count ? P.items[0].path : "-");
+                cr_assert_eq(q->severity, PROBLEM_ERROR);
+                cr_assert_not_null(strstr(q->message, bad[i].message), "%s: message \"%s\" does not say \"%s\"", text,
+                                   q->message, bad[i].message);
+                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
+                cr_assert_not_null(config_find_server(&C, "ok"));
+        }
+}
+
+/* A name that cannot be a directory's has no default state directory. */
+Test(server_config, state_directory_of_odd_names) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"..\":{\"command\":\"x\",\"stateDirectory\":true},"
+                           "\".npm\":{\"command\":\"x\",\"stateDirectory\":true}}}"),
+                     0);
+        cr_assert_null(config_find_server(&C, ".."));
+        cr_assert_not_null(strstr(problem_at("mcpServers....stateDirectory")->message, "cannot have a directory of its name"));
+        cr_assert_str_eq(config_find_server(&C, ".npm")->confinement.state_directory, "mcpvisor/servers/.npm",
+                         "below mcpvisor/servers, never on the daemon's own files");
+        cr_assert_eq(P.errors, 1);
+}
+
+/* The exec launcher cannot confine: each key is refused, whether the server or the daemon
+ * chose exec, wherever the daemon's setting is in the file. */
+Test(server_config, exec_launcher_refuses_confinement) {
+        const struct config_problem *q;
+
+        cr_assert_eq(parse("{\"mcpServers\":{\"s\":{\"command\":\"x\",\"launcher\":\"exec\",\"memoryMax\":\"1G\",\"network\":true},"
+                           "\"e\":{\"command\":\"x\",\"launcher\":\"exec\"}}}"),
+                     0);
+        cr_assert_eq(P.errors, 2, "one per key");
+        q = problem_at("mcpServers.s.memoryMax");
+        cr_assert_not_null(q);
+        cr_assert_str_eq(q->message, "needs the systemd launcher: the exec launcher cannot confine a server, and this server's "
+                                     "launcher is \"exec\" (remove the key, or set \"launcher\" to \"auto\" or \"systemd\")");
+        cr_assert_not_null(problem_at("mcpServers.s.network"), "even a value that asks for nothing");
+        cr_assert_null(config_find_server(&C, "s"));
+        cr_assert_eq(config_find_server(&C, "e")->launcher, LAUNCHER_EXEC);
+
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"s\":{\"command\":\"x\",\"sandbox\":\"strict\"},\"t\":{\"command\":\"x\"},"
+                           "\"u\":{\"command\":\"x\",\"launcher\":\"systemd\",\"sandbox\":\"strict\"},"
+                           "\"a\":{\"command\":\"x\",\"launcher\":\"auto\",\"tasksMax\":5}},"
+                           "\"mcpvisor\":{\"launcher\":\"exec\"}}"),
+                     0, "a server's error does not stop the daemon");
+        cr_assert_eq(P.errors, 1);
+        q = problem_at("mcpServers.s.sandbox");
+        cr_assert_not_null(q);
+        cr_assert_not_null(strstr(q->message, "\"exec\" (the daemon's, mcpvisor.launcher)"), "%s", q->message);
+        cr_assert_null(config_find_server(&C, "s"));
+        cr_assert_eq(config_find_server(&C, "t")->launcher, LAUNCHER_EXEC, "the daemon's default");
+        cr_assert_eq(config_find_server(&C, "u")->launcher, LAUNCHER_SYSTEMD);
+        cr_assert_eq(config_find_server(&C, "a")->launcher, LAUNCHER_AUTO);
+        cr_assert_eq(C.n_servers, 3);
+}
+
+/* A drop-in's launcher applies to the main file's servers too. */
+Test(server_config, daemon_launcher_from_a_dropin) {
+        char dir[] = "/tmp/mcpvisor-dropin-XXXXXX", path[256], d[256], f[300];
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/mcpvisor.json", dir);
+        snprintf(d, sizeof d, "%s/mcpvisor.d", dir);
+        mkdir(d, 0755);
+        write_file(path, "{\"mcpServers\":{\"a\":{\"command\":\"x\",\"cpuQuota\":\"50%\"},\"b\":{\"command\":\"x\"}}}");
+        snprintf(f, sizeof f, "%s/10-exec.json", d);
+        write_file(f, "{\"mcpvisor\":{\"launcher\":\"exec\"}}");
+        memset(&P, 0, sizeof P);
+        cr_assert_eq(config_load(path, false, &C, &P), 0);
+        cr_assert_null(config_find_server(&C, "a"));
+        cr_assert_eq(config_find_server(&C, "b")->launcher, LAUNCHER_EXEC);
+        cr_assert_eq(P.errors, 1);
+        cr_assert_str_eq(P.items[0].path, "mcpServers.a.cpuQuota");
+        cr_assert_str_eq(P.items[0].file, path, "named in the file the server was read from");
+}
+
+/* What a start checks once it knows the launcher and the manager. */
+Test(server_config, run_time_checks) {
+        const struct server_config *s;
+        char *error = NULL;
+
+        s = parse_one("\"memoryMax\":\"1G\"");
+        cr_assert_eq(server_config_check_launcher(s, LAUNCHER_SYSTEMD, &error), 0);
+        cr_assert_eq(server_config_check_launcher(s, LAUNCHER_EXEC, &error), -EINVAL);
+        cr_assert_str_eq(error, "memoryMax needs the systemd launcher, but this server is run by the exec launcher");
+        free(error);
+        error = NULL;
+        cr_assert_eq(confinement_check_manager(&s->confinement, MANAGER_USER, &error), 0, "limits work under a user manager");
+        s = parse_one("");
+        cr_assert_eq(server_config_check_launcher(s, LAUNCHER_EXEC, &error), 0, "nothing to confine");
+
+        s = parse_one("\"group\":\"mcp\"");
+        cr_assert_eq(confinement_check_manager(&s->confinement, MANAGER_SYSTEM, &error), 0);
+        cr_assert_eq(confinement_check_manager(&s->confinement, MANAGER_USER, &error), -EPERM);
+        cr_assert_not_null(strstr(error, "group needs the system service manager"), "%s", error);
+        free(error);
+        error = NULL;
+        s = parse_one("\"dynamicUser\":true");
+        cr_assert_eq(confinement_check_manager(&s->confinement, MANAGER_USER, &error), -EPERM);
+        cr_assert_not_null(strstr(error, "dynamicUser"), "%s", error);
+        free(error);
+        error = NULL;
+        s = parse_one("\"user\":\"nobody\",\"dynamicUser\":false");
+        cr_assert_eq(confinement_check_manager(&s->confinement, MANAGER_USER, &error), -EPERM);
+        cr_assert_not_null(strstr(error, "user needs"), "%s", error);
+        free(error);
+}
+
+/* A change of launcher or confinement needs a new unit: never live. */
+Test(server_config, confinement_changes_restart) {
+        static const struct {
+                const char *a, *b;
+                bool equal;
+        } cases[] = {
+                { "", ",\"sandbox\":\"basic\"", true },
+                { "", ",\"network\":true", true },
+                { "", ",\"launcher\":\"auto\"", true },
+                { "", ",\"stateDirectory\":false", true },
+                { ",\"stateDirectory\":true", ",\"stateDirectory\":\"mcpvisor/servers/a\"", true },
+                { ",\"memoryMax\":\"1G\"", ",\"memoryMax\":1073741824", true },
+                { "", ",\"sandbox\":\"strict\"", false },
+                { "", ",\"launcher\":\"exec\"", false },
+                { "", ",\"launcher\":\"systemd\"", false },
+                { "", ",\"network\":false", false },
+                { ",\"memoryMax\":\"1G\"", ",\"memoryMax\":\"2G\"", false },
+                { "", ",\"tasksMax\":10", false },
+                { ",\"cpuQuota\":\"50%\"", ",\"cpuQuota\":\"50.01%\"", false },
+                { "", ",\"user\":\"nobody\"", false },
+                { ",\"group\":\"a\"", ",\"group\":\"b\"", false },
+                { "", ",\"dynamicUser\":true", false },
+                { ",\"readWritePaths\":[\"/a\"]", ",\"readWritePaths\":[\"/a\",\"/b\"]", false },
+                { ",\"readOnlyPaths\":[\"/a\"]", ",\"readWritePaths\":[\"/a\"]", false },
+                { "", ",\"stateDirectory\":true", false },
+                /* with a change of filters too: still a restart */
+                { "", ",\"memoryMax\":\"1G\",\"includeTools\":[\"a\"]", false },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                struct server_config *a, *b;
+
+                parse_pair(cases[i].a, cases[i].b, &a, &b);
+                cr_assert_eq(server_config_equal(a, b), cases[i].equal, "%s vs %s: equal", cases[i].a, cases[i].b);
+                cr_assert_eq(server_config_equal(b, a), cases[i].equal, "%s vs %s: equal", cases[i].b, cases[i].a);
+                cr_assert_not(server_config_changes_live(a, b), "%s -> %s: live", cases[i].a, cases[i].b);
+                cr_assert_not(server_config_changes_live(b, a), "%s -> %s: live", cases[i].b, cases[i].a);
+        }
 }

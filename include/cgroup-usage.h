@@ -1,0 +1,32 @@
+/* What a server's unit uses, read from its cgroup (cgroup v2): memory now and at its
+ * peak, CPU time, tasks, and the kernel's counts of OOM kills and of forks refused at
+ * pids.max, for the status answer and for telling how a run ended. Plain file reads of
+ * the cgroup's directory; the unit's ControlGroup= property names it. */
+#pragma once
+
+#include <stdint.h>
+
+/* A figure whose file or key is absent: a controller not enabled for the cgroup, or
+ * memory.peak on kernels before 5.19. */
+#define CGROUP_USAGE_UNKNOWN UINT64_MAX
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+struct cgroup_usage {
+        uint64_t memory_current; /* memory.current, bytes */
+        uint64_t memory_peak;    /* memory.peak, bytes */
+        uint64_t cpu_usec;       /* cpu.stat usage_usec */
+        uint64_t tasks;          /* pids.current */
+        uint64_t oom_kills;      /* memory.events oom_kill: processes the OOM killer ended (memoryMax) */
+        uint64_t tasks_refused;  /* pids.events max: forks refused at pids.max (tasksMax) */
+};
+
+/* The directory of control_group (a unit's ControlGroup=, "/mcpvisor.slice/...") below
+ * root (CGROUP_ROOT; a test's own tree). -EINVAL for a group that is not an absolute,
+ * plain path. */
+int cgroup_usage_path(const char *root, const char *control_group, char **ret);
+
+/* Reads every figure of the cgroup at dir; each one absent is CGROUP_USAGE_UNKNOWN.
+ * -ENOENT when dir is gone (the unit was collected), another negative errno when it
+ * cannot be opened. */
+int cgroup_usage_read(const char *dir, struct cgroup_usage *ret);

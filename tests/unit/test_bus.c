@@ -1,0 +1,678 @@
+/* Unit tests for bus.c, against a service manager of the test's own: an sd-bus server in a
+ * thread, at the other end of a socket pair, with the Manager methods, unit objects and
+ * signals of systemd's D-Bus API that the daemon uses. The connection is direct, as over
+ * the manager's private socket. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "server-config.h"
+#include "unit-helpers.h"
+
+/* ---- the fake manager ---- */
+
+#define FAKE_UNITS 4
+
+struct fake_unit {
+        char name[128];
+        char active[32], sub[32], result[32];
+        int32_t code, status;
+        const char *env[3];
+};
+
+struct fake {
+        int fd;
+        pthread_t thread;
+        atomic_bool stop;
+        pthread_mutex_t lock;
+        /* what it was asked */
+        atomic_uint subscribes, starts, stops, kills, unrefs;
+        char list_pattern[64], start_unit[128], start_mode[16], exec_path[256], property_names[2048], stopped[512], kill_who[16];
+        int kill_signal;
+        /* how it behaves */
+        atomic_bool fail_start, hold_job;
+        struct fake_unit units[FAKE_UNITS];
+        unsigned n_units, jobs;
+};
+
+static struct fake F = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct fake_unit *fake_find(const char *name) {
+        for (unsigned i = 0; i < F.n_units; i++)
+                if (strcmp(F.units[i].name, name) == 0)
+                        return &F.units[i];
+        return NULL;
+}
+
+static struct fake_unit *fake_add(const char *name) {
+        struct fake_unit *u = fake_find(name);
+
+        if (!u && F.n_units < FAKE_UNITS) {
+                u = &F.units[F.n_units++];
+                *u = (struct fake_unit){ .code = 0 };
+                snprintf(u->name, sizeof u->name, "%s", name);
+        }
+        snprintf(u->active, sizeof u->active, "activating");
+        snprintf(u->sub, sizeof u->sub, "start");
+        snprintf(u->result, sizeof u->result, "success");
+        return u;
+}
+
+static int unit_path(const char *name, char **ret) {
+        return sd_bus_path_encode("/org/freedesktop/systemd1/unit", name, ret);
+}
+
+/* The unit object's two interfaces changed; Result only invalidated, as a test of reads. */
+static void emit_changes(sd_bus *bus, const char *name) {
+        char *path = NULL;
+
+        if (unit_path(name, &path) < 0)
+                return;
+        (void)sd_bus_emit_properties_changed(bus, path, "org.freedesktop.systemd1.Unit", "ActiveState", "SubState", NULL);
+        (void)sd_bus_emit_properties_changed(bus, path, "org.freedesktop.systemd1.Service", "ExecMainCode", "ExecMainStatus",
+                                             "Result", NULL);
+        free(path);
+}
+
+/* Reads the a(sv) of properties, noting their names and ExecStart's path, and writes
+ * "hello" to a StandardOutputFileDescriptor, as the unit's process would. */
+static int read_start_properties(sd_bus_message *m) {
+        const char *name, *contents, *path;
+        char type;
+        int r = sd_bus_message_enter_container(m, 'a', "(sv)");
+
+        while (r > 0 && (r = sd_bus_message_enter_container(m, 'r', "sv")) > 0) {
+                sd_bus_message_read(m, "s", &name);
+                strncat(F.property_names, name, sizeof F.property_names - strlen(F.property_names) - 2);
+                strcat(F.property_names, " ");
+                sd_bus_message_peek_type(m, &type, &contents);
+                if (strcmp(name, "ExecStart") == 0) {
+                        sd_bus_message_enter_container(m, 'v', "a(sasb)");
+                        sd_bus_message_enter_container(m, 'a', "(sasb)");
+                        sd_bus_message_enter_container(m, 'r', "sasb");
+                        sd_bus_message_read(m, "s", &path);
+                        snprintf(F.exec_path, sizeof F.exec_path, "%s", path);
+                        sd_bus_message_skip(m, "asb");
+                        sd_bus_message_exit_container(m);
+                        sd_bus_message_exit_container(m);
+                        sd_bus_message_exit_container(m);
+                } else if (strcmp(name, "StandardOutputFileDescriptor") == 0) {
+                        int fd;
+
+                        sd_bus_message_read(m, "v", "h", &fd);
+                        (void)!write(fd, "hello", 5);
+                } else
+                        sd_bus_message_skip(m, "v");
+                r = sd_bus_message_exit_container(m);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
+static int method_start(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *unit, *mode;
+        char job[64];
+        unsigned id;
+
+        sd_bus_message_read(m, "ss", &unit, &mode);
+        pthread_mutex_lock(&F.lock);
+        snprintf(F.start_unit, sizeof F.start_unit, "%s", unit);
+        snprintf(F.start_mode, sizeof F.start_mode, "%s", mode);
+        F.property_names[0] = '\0';
+        read_start_properties(m);
+        pthread_mutex_unlock(&F.lock);
+        F.starts++;
+        if (F.fail_start)
+                return sd_bus_error_setf(error, "org.freedesktop.systemd1.UnitExists", "Unit %s already exists.", unit);
+        id = ++F.jobs;
+        snprintf(job, sizeof job, "/org/freedesktop/systemd1/job/%u", id);
+        fake_add(unit);
+        sd_bus_reply_method_return(m, "o", job);
+        if (F.hold_job)
+                return 1;
+        snprintf(fake_find(unit)->active, 32, "active");
+        snprintf(fake_find(unit)->sub, 32, "running");
+        sd_bus_emit_signal(sd_bus_message_get_bus(m), "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                           "JobRemoved", "uoss", id, job, unit, "done");
+        emit_changes(sd_bus_message_get_bus(m), unit);
+        return 1;
+}
+
+/* SIGTERM to the cgroup: the process ends by it, the unit is inactive. */
+static int method_stop(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *unit, *mode;
+        struct fake_unit *u;
+
+        sd_bus_message_read(m, "ss", &unit, &mode);
+        pthread_mutex_lock(&F.lock);
+        strncat(F.stopped, unit, sizeof F.stopped - strlen(F.stopped) - 2);
+        strcat(F.stopped, " ");
+        pthread_mutex_unlock(&F.lock);
+        F.stops++;
+        if (!(u = fake_find(unit)))
+                return sd_bus_error_setf(error, "org.freedesktop.systemd1.NoSuchUnit", "Unit %s not loaded.", unit);
+        snprintf(u->active, 32, "inactive");
+        snprintf(u->sub, 32, "dead");
+        u->code = CLD_KILLED;
+        u->status = SIGTERM;
+        sd_bus_reply_method_return(m, "o", "/org/freedesktop/systemd1/job/99");
+        emit_changes(sd_bus_message_get_bus(m), unit);
+        return 1;
+}
+
+static int method_kill(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *unit, *who;
+        int32_t signal;
+
+        sd_bus_message_read(m, "ssi", &unit, &who, &signal);
+        pthread_mutex_lock(&F.lock);
+        snprintf(F.kill_who, sizeof F.kill_who, "%s", who);
+        F.kill_signal = signal;
+        pthread_mutex_unlock(&F.lock);
+        F.kills++;
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_unref(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        F.unrefs++;
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_subscribe(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        F.subscribes++;
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        sd_bus_message *reply = NULL;
+        char **states = NULL, **patterns = NULL;
+
+        sd_bus_message_read_strv(m, &states);
+        sd_bus_message_read_strv(m, &patterns);
+        pthread_mutex_lock(&F.lock);
+        snprintf(F.list_pattern, sizeof F.list_pattern, "%s|%s", states && states[0] ? states[0] : "",
+                 patterns && patterns[0] && !patterns[1] ? patterns[0] : "?");
+        pthread_mutex_unlock(&F.lock);
+        sd_bus_message_new_method_return(m, &reply);
+        sd_bus_message_open_container(reply, 'a', "(ssssssouso)");
+        for (unsigned i = 0; i < F.n_units; i++) {
+                char *path = NULL;
+
+                unit_path(F.units[i].name, &path);
+                sd_bus_message_append(reply, "(ssssssouso)", F.units[i].name, "", "loaded", F.units[i].active, F.units[i].sub,
+                                      "", path, 0, "", "/");
+                free(path);
+        }
+        sd_bus_message_close_container(reply);
+        sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        for (char **s = states; s && *s; s++)
+                free(*s);
+        free(states);
+        for (char **s = patterns; s && *s; s++)
+                free(*s);
+        free(patterns);
+        return 1;
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Subscribe", "", "", method_subscribe, 0),
+        SD_BUS_METHOD("StartTransientUnit", "ssa(sv)a(sa(sv))", "o", method_start, 0),
+        SD_BUS_METHOD("StopUnit", "ss", "o", method_stop, 0),
+        SD_BUS_METHOD("KillUnit", "ssi", "", method_kill, 0),
+        SD_BUS_METHOD("UnrefUnit", "s", "", method_unref, 0),
+        SD_BUS_METHOD("ListUnitsByPatterns", "asas", "a(ssssssouso)", method_list, 0),
+        SD_BUS_SIGNAL("JobRemoved", "uoss", 0),
+        SD_BUS_VTABLE_END,
+};
+
+static int get_string(sd_bus *bus, const char *path, const char *interface, const char *property, sd_bus_message *reply,
+                      void *userdata, sd_bus_error *error) {
+        struct fake_unit *u = userdata;
+
+        if (strcmp(property, "ActiveState") == 0)
+                return sd_bus_message_append(reply, "s", u->active);
+        if (strcmp(property, "SubState") == 0)
+                return sd_bus_message_append(reply, "s", u->sub);
+        if (strcmp(property, "Result") == 0)
+                return sd_bus_message_append(reply, "s", u->result);
+        return sd_bus_message_append(reply, "s", "/mcpvisor.slice/x.service");
+}
+
+static int get_int(sd_bus *bus, const char *path, const char *interface, const char *property, sd_bus_message *reply,
+                   void *userdata, sd_bus_error *error) {
+        struct fake_unit *u = userdata;
+
+        if (strcmp(property, "ExecMainPID") == 0)
+                return sd_bus_message_append(reply, "u", (uint32_t)4242);
+        return sd_bus_message_append(reply, "i", strcmp(property, "ExecMainCode") == 0 ? u->code : u->status);
+}
+
+static int get_environment(sd_bus *bus, const char *path, const char *interface, const char *property, sd_bus_message *reply,
+                           void *userdata, sd_bus_error *error) {
+        struct fake_unit *u = userdata;
+
+        return sd_bus_message_append_strv(reply, (char **)u->env);
+}
+
+static const sd_bus_vtable unit_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("ActiveState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("SubState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Id", "s", get_string, 0, 0),
+        SD_BUS_VTABLE_END,
+};
+
+static const sd_bus_vtable service_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Result", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
+        SD_BUS_PROPERTY("ControlGroup", "s", get_string, 0, 0),
+        SD_BUS_PROPERTY("ExecMainCode", "i", get_int, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ExecMainStatus", "i", get_int, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ExecMainPID", "u", get_int, 0, 0),
+        SD_BUS_PROPERTY("Environment", "as", get_environment, 0, 0),
+        SD_BUS_VTABLE_END,
+};
+
+static int find_unit(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found, sd_bus_error *error) {
+        char *name = NULL;
+        struct fake_unit *u;
+
+        if (sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0)
+                return 0;
+        u = fake_find(name);
+        free(name);
+        if (!u)
+                return 0;
+        *found = u;
+        return 1;
+}
+
+/* No assertion here: a failure in this thread would not reach Criterion; the test
+ * notices a manager that does not answer instead. */
+static void *fake_run(void *arg) {
+        sd_bus *bus = NULL;
+        sd_id128_t id;
+
+        if (sd_bus_new(&bus) < 0 || sd_bus_set_fd(bus, F.fd, F.fd) < 0 || sd_id128_randomize(&id) < 0 ||
+            sd_bus_set_server(bus, 1, id) < 0 ||
+            sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                                     manager_vtable, NULL) < 0 ||
+            sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/systemd1/unit", "org.freedesktop.systemd1.Unit",
+                                       unit_vtable, find_unit, NULL) < 0 ||
+            sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/systemd1/unit", "org.freedesktop.systemd1.Service",
+                                       service_vtable, find_unit, NULL) < 0 ||
+            sd_bus_start(bus) < 0) {
+                sd_bus_close_unref(bus);
+                return NULL;
+        }
+        while (!F.stop) {
+                int r = sd_bus_process(bus, NULL);
+
+                if (r < 0)
+                        break;
+                if (r == 0)
+                        (void)sd_bus_wait(bus, 20000);
+        }
+        sd_bus_close_unref(bus); /* no flush: it would wait for a peer that never authenticated */
+        return NULL;
+}
+
+/* ---- the daemon's side ---- */
+
+static struct logger log_;
+static struct event_base *base;
+static struct bus *B;
+static int client_fd = -1;
+
+static void start_fake(void) {
+        int pair[2];
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+        F.fd = pair[1];
+        client_fd = pair[0];
+        cr_assert_eq(pthread_create(&F.thread, NULL, fake_run, NULL), 0);
+}
+
+static void stop_fake(void) {
+        if (F.fd < 0)
+                return;
+        F.stop = true;
+        pthread_join(F.thread, NULL);
+        F.fd = -1;
+}
+
+static void setup(void) {
+        log_capture_start();
+        logger_init(&log_, LOG_DEBUG);
+        base = loop_start();
+}
+
+static void teardown(void) {
+        if (!B && client_fd >= 0)
+                close(client_fd); /* bus_open_fd() owns it otherwise */
+        client_fd = -1;
+        B = bus_free(B);
+        stop_fake();
+        loop_stop();
+        log_capture_stop();
+        tmpdir_remove();
+}
+
+TestSuite(bus, .init = setup, .fini = teardown, .timeout = 30);
+
+/* The fake manager, and the daemon's connection to it. */
+static void open_bus(void) {
+        char *error = NULL;
+
+        start_fake();
+        cr_assert_eq(bus_open_fd(base, &log_, client_fd, MANAGER_SYSTEM, &B, &error), 0, "%s", error);
+        cr_assert_eq(F.subscribes, 1, "subscribed at start-up");
+        cr_assert_eq(bus_manager(B), MANAGER_SYSTEM);
+        cr_assert_not(bus_can_add_ref(B), "a direct connection cannot be tracked");
+}
+
+/* The unit of server "s" ({"command": "/bin/true"} and entry), run 1. */
+static struct config C;
+
+static void properties(const char *entry, int out_fd, struct unit_properties *ret) {
+        struct config_problems p = { 0 };
+        char text[512], *error = NULL;
+        struct unit_input in;
+
+        snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"/bin/true\"%s%s}}}", entry[0] ? "," : "", entry);
+        config_done(&C);
+        cr_assert_eq(config_parse(text, strlen(text), &C, &p), 0);
+        problems_done(&p);
+        in = (struct unit_input){ .server = config_find_server(&C, "s"), .manager = MANAGER_SYSTEM, .run = 1,
+                                  .program = "/bin/true", .daemon_id = "/run/test.sock", .stdio = { -1, out_fd, -1 } };
+        cr_assert_eq(unit_properties_build(&in, ret, &error), 0, "%s", error);
+}
+
+/* What the callbacks heard. */
+static struct {
+        unsigned started, done, reads, changes, lost;
+        char job[128], result[64], error[256], active[32], sub[32], unit_result[32], cgroup[128];
+        int code, status;
+        unsigned pid, has;
+        struct bus_call *cancel_in_callback;
+        struct bus_watch *free_in_callback;
+} H;
+
+static void on_started(const char *job, const char *result, const char *error, void *userdata) {
+        H.started++;
+        snprintf(H.job, sizeof H.job, "%s", job ? job : "");
+        snprintf(H.result, sizeof H.result, "%s", result ? result : "");
+        snprintf(H.error, sizeof H.error, "%s", error ? error : "");
+}
+
+static void on_done(const char *error, void *userdata) {
+        H.done++;
+        snprintf(H.error, sizeof H.error, "%s", error ? error : "");
+}
+
+static void note_status(const struct bus_unit_status *st) {
+        if (st->active_state)
+                snprintf(H.active, sizeof H.active, "%s", st->active_state);
+        if (st->sub_state)
+                snprintf(H.sub, sizeof H.sub, "%s", st->sub_state);
+        if (st->result)
+                snprintf(H.unit_result, sizeof H.unit_result, "%s", st->result);
+        if (st->control_group)
+                snprintf(H.cgroup, sizeof H.cgroup, "%s", st->control_group);
+        if (st->has & BUS_HAS_EXEC_MAIN_CODE)
+                H.code = st->exec_main_code;
+        if (st->has & BUS_HAS_EXEC_MAIN_STATUS)
+                H.status = st->exec_main_status;
+        if (st->has & BUS_HAS_EXEC_MAIN_PID)
+                H.pid = st->exec_main_pid;
+        H.has |= st->has;
+        snprintf(H.error, sizeof H.error, "%s", st->error ? st->error : "");
+}
+
+static void on_read(const struct bus_unit_status *st, void *userdata) {
+        H.reads++;
+        cr_assert_eq(strncmp(st->unit, "mcpvisor-", 9), 0, "%s", st->unit);
+        note_status(st);
+}
+
+static void on_change(const struct bus_unit_status *st, void *userdata) {
+        H.changes++;
+        cr_assert_str_eq(st->unit, "mcpvisor-s@1.service");
+        note_status(st);
+        if (H.free_in_callback)
+                bus_watch_free(TAKE_PTR(H.free_in_callback));
+}
+
+static void on_lost(void *userdata) {
+        H.lost++;
+}
+
+/* ---- tests ---- */
+
+Test(bus, which_manager) {
+        char runtime[300], *address, sock[400];
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        cr_assert_eq(bus_manager_kind((char *[]){ "PATH=/bin", NULL }), MANAGER_SYSTEM);
+        cr_assert_eq(bus_manager_kind((char *[]){ "MANAGERPID=1234", NULL }), MANAGER_USER);
+        cr_assert_eq(bus_manager_kind(NULL), MANAGER_SYSTEM);
+
+        snprintf(runtime, sizeof runtime, "XDG_RUNTIME_DIR=%s", tmpdir_make());
+        cr_assert_null(bus_private_address(MANAGER_USER, (char *[]){ runtime, NULL }, 1000), "no socket there");
+        cr_assert_eq(mkdir(tmp_path("systemd"), 0700), 0);
+        snprintf(sock, sizeof sock, "%s/systemd/private", tmpdir_make());
+        cr_assert_lt(strlen(sock), sizeof sa.sun_path);
+        memcpy(sa.sun_path, sock, strlen(sock) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+        address = bus_private_address(MANAGER_USER, (char *[]){ runtime, NULL }, 1000);
+        cr_assert_not_null(address);
+        cr_assert_eq(strncmp(address, "unix:path=", 10), 0);
+        cr_assert_str_eq(address + 10, sock);
+        free(address);
+        close(fd);
+        cr_assert_null(bus_private_address(MANAGER_USER, (char *[]){ "XDG_RUNTIME_DIR=relative", NULL }, 1000));
+        cr_assert_null(bus_private_address(MANAGER_USER, NULL, 1000));
+        cr_assert_null(bus_private_address(MANAGER_SYSTEM, NULL, 1000), "the system manager's is root's only");
+}
+
+/* "auto" without a service manager, or without one to reach: exec, said once. */
+Test(bus, auto_falls_back_to_exec) {
+        struct bus *b = (struct bus *)1;
+
+        cr_assert_eq(bus_open_auto(base, &log_, (char *[]){ "PATH=/bin", NULL }, &b), LAUNCHER_EXEC);
+        cr_assert_null(b);
+        cr_assert(strstr(logged(), "launcher \"auto\": mcpvisord was not started by a service manager"), "%s", logged());
+
+        cr_assert_eq(setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus", 1), 0);
+        cr_assert_eq(bus_open_auto(base, &log_,
+                                   (char *[]){ "INVOCATION_ID=0123456789abcdef", "MANAGERPID=1", "XDG_RUNTIME_DIR=/nonexistent",
+                                               NULL },
+                                   &b),
+                     LAUNCHER_EXEC);
+        cr_assert_null(b);
+        cr_assert(strstr(logged(), "launcher \"auto\": cannot connect to the user manager (the user bus)"), "%s", logged());
+}
+
+/* A start completes with its job; its properties and descriptors reach the manager. */
+Test(bus, start_transient_unit) {
+        struct unit_properties p;
+        char buf[16] = "";
+        int out[2];
+
+        open_bus();
+        open_pipe(out, 0);
+        properties("\"memoryMax\":\"1G\"", out[1], &p);
+        cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
+        close(out[1]);
+        unit_properties_done(&p);
+        WAIT_UNTIL(H.started == 1);
+        cr_assert_str_eq(H.error, "");
+        cr_assert_str_eq(H.job, "/org/freedesktop/systemd1/job/1");
+        cr_assert_str_eq(H.result, "done");
+        cr_assert_str_eq(F.start_unit, "mcpvisor-s@1.service");
+        cr_assert_str_eq(F.start_mode, "fail");
+        cr_assert_str_eq(F.exec_path, "/bin/true");
+        cr_assert(strstr(F.property_names, " MemoryMax "), "%s", F.property_names);
+        cr_assert(strstr(F.property_names, "StandardOutputFileDescriptor"), "%s", F.property_names);
+        cr_assert_eq(read(out[0], buf, sizeof buf - 1), 5, "the descriptor passed is the pipe's");
+        cr_assert_str_eq(buf, "hello");
+        close(out[0]);
+}
+
+Test(bus, start_refused) {
+        struct unit_properties p;
+
+        open_bus();
+        F.fail_start = true;
+        properties("", -1, &p);
+        cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
+        unit_properties_done(&p);
+        WAIT_UNTIL(H.started == 1);
+        cr_assert_str_eq(H.error, "Unit mcpvisor-s@1.service already exists.");
+        cr_assert_str_eq(H.job, "");
+}
+
+/* A unit's changes reach its watch; a property only invalidated is read. */
+Test(bus, watch_and_stop) {
+        struct unit_properties p;
+        struct bus_watch *w = NULL;
+
+        open_bus();
+        cr_assert_eq(bus_watch_unit(B, "mcpvisor-s@1.service", on_change, NULL, &w), 0);
+        cr_assert_eq(bus_watch_unit(B, "mcpvisor-s@1.service", on_change, NULL, NULL), -EEXIST);
+        properties("", -1, &p);
+        cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
+        unit_properties_done(&p);
+        WAIT_UNTIL(H.started == 1 && strcmp(H.active, "active") == 0);
+        cr_assert_str_eq(H.sub, "running");
+
+        H.unit_result[0] = '\0';
+        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), 0);
+        WAIT_UNTIL(H.done == 1 && strcmp(H.active, "inactive") == 0 && H.code == CLD_KILLED && H.unit_result[0]);
+        cr_assert_str_eq(H.error, "");
+        cr_assert_str_eq(H.sub, "dead");
+        cr_assert_eq(H.code, CLD_KILLED);
+        cr_assert_eq(H.status, SIGTERM);
+        cr_assert_str_eq(H.unit_result, "success", "read, as the manager only invalidated it");
+        cr_assert_str_eq(F.stopped, "mcpvisor-s@1.service ");
+
+        /* freed from its own callback: nothing more arrives */
+        H.free_in_callback = w;
+        unsigned changes = H.changes;
+        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), 0);
+        WAIT_UNTIL(H.done == 2);
+        run_for(100000);
+        cr_assert_eq(H.changes, changes + 1);
+}
+
+Test(bus, read_kill_unref) {
+        struct unit_properties p;
+
+        open_bus();
+        properties("", -1, &p);
+        cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
+        unit_properties_done(&p);
+        WAIT_UNTIL(H.started == 1);
+        cr_assert_eq(bus_read_unit(B, "mcpvisor-s@1.service", on_read, NULL, NULL), 0);
+        WAIT_UNTIL(H.reads == 1);
+        cr_assert_str_eq(H.error, "");
+        cr_assert_str_eq(H.active, "active");
+        cr_assert_str_eq(H.unit_result, "success");
+        cr_assert_str_eq(H.cgroup, "/mcpvisor.slice/x.service");
+        cr_assert_eq(H.pid, 4242);
+        cr_assert_eq(H.has, BUS_HAS_EXEC_MAIN_CODE | BUS_HAS_EXEC_MAIN_STATUS | BUS_HAS_EXEC_MAIN_PID);
+
+        cr_assert_eq(bus_kill_unit(B, "mcpvisor-s@1.service", SIGKILL, on_done, NULL, NULL), 0);
+        WAIT_UNTIL(H.done == 1);
+        cr_assert_eq(F.kill_signal, SIGKILL);
+        cr_assert_str_eq(F.kill_who, "all");
+        cr_assert_eq(bus_unref_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), 0);
+        WAIT_UNTIL(H.done == 2);
+        cr_assert_eq(F.unrefs, 1);
+
+        /* a unit the manager does not know */
+        cr_assert_eq(bus_read_unit(B, "mcpvisor-gone@1.service", on_read, NULL, NULL), 0);
+        WAIT_UNTIL(H.reads == 2);
+        cr_assert_neq(H.error[0], '\0', "an error, not an empty state");
+}
+
+/* A call cancelled is never answered to its owner. */
+Test(bus, cancel) {
+        struct unit_properties p;
+        struct bus_call *c = NULL;
+
+        open_bus();
+        properties("", -1, &p);
+        cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, &c), 0);
+        unit_properties_done(&p);
+        cr_assert_not_null(c);
+        bus_call_cancel(c);
+        cr_assert_eq(bus_stop_unit(B, "mcpvisor-x@1.service", on_done, NULL, &c), 0);
+        bus_call_cancel(c);
+        bus_call_cancel(NULL);
+        WAIT_UNTIL(F.starts == 1 && F.stops == 1);
+        run_for(100000);
+        cr_assert_eq(H.started, 0);
+        cr_assert_eq(H.done, 0);
+}
+
+/* The manager gone: the start waiting for its job hears it, then the owner. */
+Test(bus, connection_lost) {
+        struct unit_properties p;
+
+        open_bus();
+        bus_set_lost(B, on_lost, NULL);
+        F.hold_job = true;
+        properties("", -1, &p);
+        cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
+        unit_properties_done(&p);
+        WAIT_UNTIL(F.starts == 1);
+        run_for(50000);
+        cr_assert_eq(H.started, 0, "waiting for JobRemoved");
+        stop_fake();
+        WAIT_UNTIL(H.lost == 1);
+        cr_assert_eq(H.started, 1);
+        cr_assert_str_eq(H.error, "lost the connection to the service manager");
+        cr_assert(strstr(logged(), "lost the connection to the service manager"), "%s", logged());
+        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), -ENOTCONN);
+}
+
+/* At start-up: a dead predecessor's units (its marker) are stopped, nobody else's. */
+Test(bus, stop_leftovers) {
+        char *error = NULL;
+
+        pthread_mutex_lock(&F.lock);
+        fake_add("mcpvisor-a@1.service")->env[0] = "MCPVISOR_DAEMON=/run/test.sock";
+        fake_add("mcpvisor-b@2.service")->env[0] = "MCPVISOR_DAEMON=/run/other.sock";
+        fake_add("mcpvisor-c@3.service")->env[0] = "PATH=/bin";
+        F.units[2].env[1] = "MCPVISOR_DAEMON=/run/test.sock.old";
+        fake_add("mcpvisor-d@4.service");
+        F.units[3].env[0] = "X=1";
+        F.units[3].env[1] = "MCPVISOR_DAEMON=/run/test.sock";
+        pthread_mutex_unlock(&F.lock);
+        open_bus();
+        int stopped = bus_stop_leftovers(B, "/run/test.sock", &error);
+        cr_assert_eq(stopped, 2, "%d: %s (%s)", stopped, error ? error : "", F.stopped);
+        cr_assert_str_eq(F.stopped, "mcpvisor-a@1.service mcpvisor-d@4.service ");
+        cr_assert_str_eq(F.list_pattern, "|mcpvisor-*@*.service", "every state, our units only");
+        cr_assert_eq(bus_stop_leftovers(B, "/run/none.sock", &error), 0);
+        cr_assert_null(error);
+}
