@@ -36,10 +36,74 @@ static void list_clear(struct registry_list *l) {
                 json_object_put(l->entries[i].exposed);
         }
         free(l->entries);
-        json_object_put(l->index);
+        free(l->index);
         l->entries = NULL;
         l->n = 0;
         l->index = NULL;
+        l->index_size = 0;
+}
+
+#define FNV64_OFFSET 14695981039346656037u
+
+static uint64_t fnv64(uint64_t h, const void *data, size_t size) {
+        const uint8_t *p = data;
+
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ p[i]) * 1099511628211u;
+        return h;
+}
+
+/* The entry of l found by key, or NULL. */
+static struct registry_entry *lookup(const struct registry_list *l, const char *key) {
+        size_t mask = l->index_size - 1;
+
+        if (l->index_size == 0)
+                return NULL;
+        for (size_t i = name_hash(key) & mask;; i = (i + 1) & mask) {
+                uint32_t v = l->index[i];
+
+                if (v == 0)
+                        return NULL;
+                if (strcmp(l->entries[v - 1].key, key) == 0)
+                        return &l->entries[v - 1];
+        }
+}
+
+/* Indexes entry number i, whose key is not indexed yet. */
+static void index_put(struct registry_list *l, size_t i) {
+        size_t mask = l->index_size - 1, slot = name_hash(l->entries[i].key) & mask;
+
+        while (l->index[slot] != 0)
+                slot = (slot + 1) & mask;
+        l->index[slot] = (uint32_t)(i + 1);
+}
+
+/* What one rebuild of a list works with: the list it replaces, whose entries are kept when
+ * their item and exposed name are unchanged, and a scratch array to write new items in. */
+struct build {
+        const struct registry_list *old;
+        json_object *scratch;
+        size_t kept, made;
+};
+
+/* The FNV-1a of item's JSON text, written inside the scratch array: written alone, json-c
+ * would keep the text cached in the item (about 300 bytes per tool, as long as it is listed). */
+static uint64_t text_hash(struct build *b, json_object *item) {
+        const char *text;
+        uint64_t h = 0;
+        size_t len = 0;
+
+        if (!b->scratch && !(b->scratch = json_object_new_array_ext(1)))
+                return 0;
+        if (json_object_array_add(b->scratch, json_object_get(item)) < 0) {
+                json_object_put(item);
+                return 0;
+        }
+        text = json_object_to_json_string_length(b->scratch, JSON_C_TO_STRING_PLAIN, &len);
+        if (text)
+                h = fnv64(FNV64_OFFSET, text, len);
+        (void)json_object_array_del_idx(b->scratch, 0, 1);
+        return h;
 }
 
 void registry_done(struct registry *r) {
@@ -95,7 +159,7 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
         bool ok;
 
         name_expose(prefix, r->separator, name, first);
-        if (!json_object_object_get_ex(l->index, first, NULL)) {
+        if (!lookup(l, first)) {
                 memcpy(out, first, sizeof first);
                 return true;
         }
@@ -103,7 +167,7 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
                 return false;
         name_fallback(alt, out);
         free(alt);
-        ok = !json_object_object_get_ex(l->index, out, NULL);
+        ok = !lookup(l, out);
         if (ok)
                 warn_once(r, s, "'%s' is already exposed by another server; this server's '%s' is exposed as '%s'", first,
                           name, out);
@@ -113,11 +177,20 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
         return ok;
 }
 
-static void add_entry(struct registry *r, enum catalog_kind kind, struct server *s, json_object *item) {
+/* The entry the last build made for item under the same key, whose copy and hash still hold. */
+static const struct registry_entry *kept_entry(const struct build *b, const struct server *s, json_object *item,
+                                               const char *key) {
+        const struct registry_entry *e = lookup(b->old, key);
+
+        return e && e->original == item && e->server == s ? e : NULL;
+}
+
+static void add_entry(struct registry *r, struct build *b, enum catalog_kind kind, struct server *s, json_object *item) {
         struct registry_list *l = &r->lists[kind];
-        const char *key = item_key(item, kind);
+        const char *key = item_key(item, kind), *found_by = key;
+        const struct registry_entry *kept;
         char exposed[NAME_MAX_LEN + 1];
-        json_object *shown;
+        json_object *shown, *v;
 
         if (!key) {
                 log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name },
@@ -129,20 +202,33 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
                 /* Left out before naming: a filtered item takes no name from another's. */
                 if (!item_filter_offers(&s->config->filter, kind, key) || !exposed_name(r, l, s, key, exposed))
                         return;
-                /* Renamed; every other member is passed on verbatim. */
-                shown = jsonrpc_copy_with(item, "name", json_object_new_string(exposed));
-        } else if (json_object_object_get_ex(l->index, key, NULL)) {
+                found_by = exposed;
+        } else if (lookup(l, key)) {
                 warn_once(r, s, "%s %s is also listed by another server, which serves it",
                           kind == CATALOG_RESOURCES ? "resource" : "resource template", key);
                 return;
-        } else {
-                snprintf(exposed, sizeof exposed, "%s", "");
-                shown = json_object_get(item);
         }
-        l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .original = json_object_get(item),
-                                                    .exposed = shown };
-        json_object_object_add(l->index, kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS ? exposed : key,
-                               json_object_new_int((int)l->n));
+        kept = kept_entry(b, s, item, found_by);
+        if (kept) {
+                shown = json_object_get(kept->exposed);
+                b->kept++;
+        } else {
+                /* Tools and prompts renamed; every other member is passed on verbatim. */
+                shown = found_by == key ? json_object_get(item)
+                                        : jsonrpc_copy_with(item, "name", json_object_new_string(exposed));
+                b->made++;
+        }
+        if (found_by != key) {
+                if (!json_object_object_get_ex(shown, "name", &v) || !json_object_is_type(v, json_type_string)) {
+                        json_object_put(shown); /* out of memory */
+                        return;
+                }
+                found_by = json_object_get_string(v);
+        }
+        l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .key = found_by,
+                                                    .original = json_object_get(item), .exposed = shown,
+                                                    .hash = kept ? kept->hash : text_hash(b, shown) };
+        index_put(l, l->n);
         l->n++;
 }
 
@@ -150,20 +236,23 @@ static uint64_t signature(const struct registry_list *l) {
         return registry_signature_of(l, NULL, l->n);
 }
 
-static void build_list(struct registry *r, enum catalog_kind kind, struct server **sorted, size_t n) {
+static void build_list(struct registry *r, struct build *b, enum catalog_kind kind, struct server **sorted, size_t n) {
         struct registry_list *l = &r->lists[kind];
-        size_t total = 0;
+        size_t total = 0, size = 8;
 
         r->builds++;
         for (size_t i = 0; i < n; i++)
                 total += catalog_count(&sorted[i]->catalog, kind);
+        while (size < 2 * total)
+                size *= 2;
         l->entries = calloc(total ? total : 1, sizeof *l->entries);
-        l->index = json_object_new_object();
+        l->index = calloc(size, sizeof *l->index);
         if (!l->entries || !l->index)
                 return;
+        l->index_size = size;
         for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < catalog_count(&sorted[i]->catalog, kind); j++)
-                        add_entry(r, kind, sorted[i], json_object_array_get_idx(sorted[i]->catalog.items[kind], j));
+                        add_entry(r, b, kind, sorted[i], json_object_array_get_idx(sorted[i]->catalog.items[kind], j));
 }
 
 unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n, unsigned kinds) {
@@ -185,16 +274,18 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
                         sorted[m++] = servers[i];
         qsort(sorted, m, sizeof *sorted, by_name);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
-                uint64_t before = r->lists[k].signature;
+                struct registry_list old = r->lists[k];
+                struct build b = { .old = &old };
 
                 if (!(kinds & (1u << k)))
                         continue;
-                moved += r->lists[k].n;
-                list_clear(&r->lists[k]);
-                build_list(r, k, sorted, m);
+                r->lists[k] = (struct registry_list){ 0 };
+                build_list(r, &b, k, sorted, m);
                 r->lists[k].signature = signature(&r->lists[k]);
-                moved += r->lists[k].n;
-                if (r->lists[k].signature != before)
+                moved += old.n - b.kept + b.made;
+                list_clear(&old);
+                json_object_put(b.scratch);
+                if (r->lists[k].signature != old.signature)
                         changed |= 1u << k;
         }
         free(sorted);
@@ -234,12 +325,7 @@ const struct registry_list *registry_list(struct registry *r, enum catalog_kind 
 }
 
 const struct registry_entry *registry_find(struct registry *r, enum catalog_kind kind, const char *key) {
-        const struct registry_list *l = registry_list(r, kind);
-        json_object *i;
-
-        if (!l->index || !json_object_object_get_ex(l->index, key, &i))
-                return NULL;
-        return &l->entries[json_object_get_int(i)];
+        return lookup(registry_list(r, kind), key);
 }
 
 const struct registry_entry *registry_match_template(struct registry *r, const char *uri) {
@@ -260,15 +346,9 @@ const struct registry_entry *registry_match_template(struct registry *r, const c
 }
 
 uint64_t registry_signature_of(const struct registry_list *l, const size_t *shown, size_t n) {
-        json_object *all = json_object_new_array_ext((int)(n ? n : 1));
-        uint64_t h = 14695981039346656037u;
-        const char *s;
+        uint64_t h = FNV64_OFFSET;
 
-        for (size_t i = 0; all && i < n; i++)
-                json_object_array_add(all, json_object_get(l->entries[shown ? shown[i] : i].exposed));
-        s = all ? json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN) : NULL;
-        for (; s && *s; s++)
-                h = (h ^ (uint8_t)*s) * 1099511628211u;
-        json_object_put(all);
+        for (size_t i = 0; i < n; i++)
+                h = fnv64(h, &l->entries[shown ? shown[i] : i].hash, sizeof(uint64_t));
         return h ^ (uint64_t)n;
 }

@@ -687,6 +687,37 @@ Test(registry, signature_follows_content) {
         cr_assert_neq(list(CATALOG_TOOLS)->signature, without_b);
 }
 
+/* A rebuild keeps the entries (the renamed copy, its hash) of items that are the same
+ * server object under the same exposed name, and makes new ones for the rest: what a
+ * rebuild allocates follows what changed (issue 14). */
+Test(registry, rebuild_keeps_unchanged_entries) {
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, "[{\"uri\":\"file:///r\"}]", NULL);
+        struct server *b = fake("b", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { a, b };
+        json_object *a_tool, *b_tool;
+        uint64_t signature;
+
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        a_tool = list(CATALOG_TOOLS)->entries[0].exposed;
+        b_tool = list(CATALOG_TOOLS)->entries[1].exposed;
+        signature = list(CATALOG_TOOLS)->signature;
+        set_items(b, CATALOG_TOOLS, "[{\"name\":\"t\"}]"); /* a new catalog, equal */
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), 0);
+        cr_assert_eq(list(CATALOG_TOOLS)->entries[0].exposed, a_tool, "a's tool kept");
+        cr_assert_neq(list(CATALOG_TOOLS)->entries[1].exposed, b_tool, "b's new item copied anew");
+        cr_assert_eq(list(CATALOG_TOOLS)->signature, signature);
+        expect_tool(1, b, "t", "b__t");
+        cr_assert_eq(registry_find(&reg, CATALOG_RESOURCES, "file:///r")->server, a);
+
+        /* Another exposed name for the same item: a new copy under it. */
+        registry_set_separator(&reg, "-");
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        cr_assert_neq(list(CATALOG_TOOLS)->entries[0].exposed, a_tool);
+        expect_tool(0, a, "t", "a-t");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "a__t"));
+        cr_assert_neq(list(CATALOG_TOOLS)->signature, signature);
+}
+
 /* The header: a bit per kind "whose client-visible list changed". An empty list before
  * and after is no change, also on the first build. */
 Test(registry, first_build_of_empty_lists_changes_nothing) {
