@@ -7,9 +7,12 @@
  * so any number of changes between two reads cost one rebuild, and a read always sees the
  * servers as they are (issue 14: 1,000 servers starting once cost 1,000 rebuilds).
  *
- * A rebuild walks every listed item, but keeps the entry (its renamed copy and its hash)
- * of every item that is the same server object under the same exposed name as before, so
- * what it allocates and writes is proportional to what changed.
+ * A rebuild takes the entries of a server whose catalog and naming (prefix, separator,
+ * filter) are unchanged from the last build as they were, unless one of their names is
+ * taken by then or was contested in the last build; for the other servers, it keeps the entry
+ * (renamed copy and hash) of each item that is the same object under the same exposed name.
+ * What it reads and allocates follows what changed (issue 14: a reload that changed one of
+ * 1,000 servers rebuilt every item of every server, twice).
  *
  * Collisions are resolved deterministically: servers are taken in name order, the first
  * keeps an exposed name, a later one gets the fallback form of "server/name" (and a
@@ -35,6 +38,17 @@ struct registry_entry {
         json_object *original;   /* the server's item, referenced */
         json_object *exposed;    /* what clients see: tools and prompts renamed, else original */
         uint64_t hash;           /* FNV-1a of exposed's JSON text */
+        uint32_t key_hash;       /* name_hash() of key */
+};
+
+/* The entries one server's catalog gave a list: kept whole by the next build when its
+ * catalog and naming are the same and none of its names is taken by then. */
+struct registry_block {
+        struct server *server;   /* compared, never followed: it may be freed by the next build */
+        json_object *items;      /* the catalog's array they came from, referenced */
+        uint64_t naming;         /* hash of what named them: prefix, separator, filter */
+        size_t start, n;         /* its entries */
+        bool clean;              /* none was renamed or left out for another server's name */
 };
 
 struct registry_list {
@@ -42,6 +56,8 @@ struct registry_list {
         size_t n;
         uint32_t *index;         /* open addressing by key: entry number + 1, 0 for a free slot */
         size_t index_size;       /* a power of two above twice n, or 0 */
+        struct registry_block *blocks; /* in the entries' order */
+        size_t n_blocks;
         uint64_t signature;      /* hash of what clients see, to tell whether it changed (and
                                   * whether a client's copy is current: list-changes.h) */
 };

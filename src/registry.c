@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idmap.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "names.h"
@@ -35,12 +36,12 @@ static void list_clear(struct registry_list *l) {
                 json_object_put(l->entries[i].original);
                 json_object_put(l->entries[i].exposed);
         }
+        for (size_t i = 0; i < l->n_blocks; i++)
+                json_object_put(l->blocks[i].items);
         free(l->entries);
         free(l->index);
-        l->entries = NULL;
-        l->n = 0;
-        l->index = NULL;
-        l->index_size = 0;
+        free(l->blocks);
+        *l = (struct registry_list){ .signature = l->signature };
 }
 
 #define FNV64_OFFSET 14695981039346656037u
@@ -53,35 +54,41 @@ static uint64_t fnv64(uint64_t h, const void *data, size_t size) {
         return h;
 }
 
-/* The entry of l found by key, or NULL. */
-static struct registry_entry *lookup(const struct registry_list *l, const char *key) {
+/* The entry of l found by key, whose name_hash() is hash, or NULL. */
+static struct registry_entry *lookup_hashed(const struct registry_list *l, const char *key, uint32_t hash) {
         size_t mask = l->index_size - 1;
 
         if (l->index_size == 0)
                 return NULL;
-        for (size_t i = name_hash(key) & mask;; i = (i + 1) & mask) {
+        for (size_t i = hash & mask;; i = (i + 1) & mask) {
                 uint32_t v = l->index[i];
 
                 if (v == 0)
                         return NULL;
-                if (strcmp(l->entries[v - 1].key, key) == 0)
+                if (l->entries[v - 1].key_hash == hash && strcmp(l->entries[v - 1].key, key) == 0)
                         return &l->entries[v - 1];
         }
 }
 
+static struct registry_entry *lookup(const struct registry_list *l, const char *key) {
+        return lookup_hashed(l, key, name_hash(key));
+}
+
 /* Indexes entry number i, whose key is not indexed yet. */
 static void index_put(struct registry_list *l, size_t i) {
-        size_t mask = l->index_size - 1, slot = name_hash(l->entries[i].key) & mask;
+        size_t mask = l->index_size - 1, slot = l->entries[i].key_hash & mask;
 
         while (l->index[slot] != 0)
                 slot = (slot + 1) & mask;
         l->index[slot] = (uint32_t)(i + 1);
 }
 
-/* What one rebuild of a list works with: the list it replaces, whose entries are kept when
- * their item and exposed name are unchanged, and a scratch array to write new items in. */
+/* What one rebuild of a list works with: the list it replaces, whose blocks and entries are
+ * kept when unchanged (old_blocks finds a server's block), and a scratch array to write new
+ * items in. */
 struct build {
-        const struct registry_list *old;
+        struct registry_list *old;
+        struct idmap old_blocks;  /* server address -> block number + 1 */
         json_object *scratch;
         size_t kept, made;
 };
@@ -152,7 +159,7 @@ static const char *item_key(json_object *item, enum catalog_kind kind) {
 
 /* The exposed name of a tool or prompt, resolving collisions; false to skip it. */
 static bool exposed_name(struct registry *r, struct registry_list *l, const struct server *s, const char *name,
-                         char out[NAME_MAX_LEN + 1]) {
+                         char out[NAME_MAX_LEN + 1], bool *clean) {
         const struct server_config *c = s->config;
         const char *prefix = server_prefix(s);
         char first[NAME_MAX_LEN + 1], *alt = NULL;
@@ -163,6 +170,7 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
                 memcpy(out, first, sizeof first);
                 return true;
         }
+        *clean = false;
         if (asprintf(&alt, "%s/%s", c->name, name) < 0)
                 return false;
         name_fallback(alt, out);
@@ -179,14 +187,59 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
 
 /* The entry the last build made for item under the same key, whose copy and hash still hold. */
 static const struct registry_entry *kept_entry(const struct build *b, const struct server *s, json_object *item,
-                                               const char *key) {
-        const struct registry_entry *e = lookup(b->old, key);
+                                               const char *key, uint32_t key_hash) {
+        const struct registry_entry *e = lookup_hashed(b->old, key, key_hash);
 
         return e && e->original == item && e->server == s ? e : NULL;
 }
 
-static void add_entry(struct registry *r, struct build *b, enum catalog_kind kind, struct server *s, json_object *item) {
+static uint64_t hash_string(uint64_t h, const char *s) {
+        return s ? fnv64(h, s, strlen(s) + 1) : fnv64(h, "", 0) * 31;
+}
+
+static uint64_t hash_globs(uint64_t h, char *const *globs) {
+        h = fnv64(h, globs ? "[" : "-", 1);
+        for (; globs && *globs; globs++)
+                h = hash_string(h, *globs);
+        return h;
+}
+
+/* What the exposed names of s's items of kind follow, besides the items themselves. */
+static uint64_t naming_of(const struct registry *r, const struct server *s, enum catalog_kind kind) {
+        uint64_t h = hash_string(hash_string(FNV64_OFFSET, server_prefix(s)), r->separator);
+
+        if ((int)kind < ITEM_FILTER_KINDS)
+                h = hash_globs(hash_globs(h, s->config->filter.include[kind]), s->config->filter.exclude[kind]);
+        return h;
+}
+
+/* Takes the block the last build made of the same catalog, named the same way, as it is, if
+ * none of its names was contested then or is taken now: its entries move to the new list. */
+static bool keep_block(struct build *b, struct registry_list *l, struct registry_block *block) {
+        void *found = idmap_get(&b->old_blocks, (int64_t)(intptr_t)block->server);
+        struct registry_block *old = found ? &b->old->blocks[(uintptr_t)found - 1] : NULL;
+
+        if (!old || !old->clean || old->items != block->items || old->naming != block->naming)
+                return false;
+        for (size_t i = old->start; i < old->start + old->n; i++)
+                if (lookup_hashed(l, b->old->entries[i].key, b->old->entries[i].key_hash))
+                        return false;
+        for (size_t i = old->start; i < old->start + old->n; i++) {
+                struct registry_entry *e = &b->old->entries[i];
+
+                l->entries[l->n] = *e;
+                e->original = e->exposed = NULL; /* moved: the old list no longer holds them */
+                index_put(l, l->n++);
+        }
+        b->kept += old->n;
+        return true;
+}
+
+static void add_entry(struct registry *r, struct build *b, enum catalog_kind kind, struct registry_block *block,
+                      json_object *item) {
         struct registry_list *l = &r->lists[kind];
+        struct server *s = block->server;
+        uint32_t key_hash;
         const char *key = item_key(item, kind), *found_by = key;
         const struct registry_entry *kept;
         char exposed[NAME_MAX_LEN + 1];
@@ -200,15 +253,19 @@ static void add_entry(struct registry *r, struct build *b, enum catalog_kind kin
         }
         if (kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS) {
                 /* Left out before naming: a filtered item takes no name from another's. */
-                if (!item_filter_offers(&s->config->filter, kind, key) || !exposed_name(r, l, s, key, exposed))
+                if (!item_filter_offers(&s->config->filter, kind, key))
+                        return;
+                if (!exposed_name(r, l, s, key, exposed, &block->clean))
                         return;
                 found_by = exposed;
         } else if (lookup(l, key)) {
+                block->clean = false;
                 warn_once(r, s, "%s %s is also listed by another server, which serves it",
                           kind == CATALOG_RESOURCES ? "resource" : "resource template", key);
                 return;
         }
-        kept = kept_entry(b, s, item, found_by);
+        key_hash = name_hash(found_by);
+        kept = kept_entry(b, s, item, found_by, key_hash);
         if (kept) {
                 shown = json_object_get(kept->exposed);
                 b->kept++;
@@ -221,13 +278,15 @@ static void add_entry(struct registry *r, struct build *b, enum catalog_kind kin
         if (found_by != key) {
                 if (!json_object_object_get_ex(shown, "name", &v) || !json_object_is_type(v, json_type_string)) {
                         json_object_put(shown); /* out of memory */
+                        block->clean = false;
                         return;
                 }
                 found_by = json_object_get_string(v);
         }
         l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .key = found_by,
                                                     .original = json_object_get(item), .exposed = shown,
-                                                    .hash = kept ? kept->hash : text_hash(b, shown) };
+                                                    .hash = kept ? kept->hash : text_hash(b, shown),
+                                                    .key_hash = key_hash };
         index_put(l, l->n);
         l->n++;
 }
@@ -247,12 +306,28 @@ static void build_list(struct registry *r, struct build *b, enum catalog_kind ki
                 size *= 2;
         l->entries = calloc(total ? total : 1, sizeof *l->entries);
         l->index = calloc(size, sizeof *l->index);
-        if (!l->entries || !l->index)
+        l->blocks = calloc(n ? n : 1, sizeof *l->blocks);
+        if (!l->entries || !l->index || !l->blocks)
                 return;
         l->index_size = size;
-        for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < catalog_count(&sorted[i]->catalog, kind); j++)
-                        add_entry(r, b, kind, sorted[i], json_object_array_get_idx(sorted[i]->catalog.items[kind], j));
+        for (size_t i = 0; i < b->old->n_blocks; i++)
+                if (idmap_put(&b->old_blocks, (int64_t)(intptr_t)b->old->blocks[i].server, (void *)(uintptr_t)(i + 1)) < 0)
+                        break; /* out of memory: the rest is built item by item */
+        for (size_t i = 0; i < n; i++) {
+                struct server *s = sorted[i];
+                size_t items = catalog_count(&s->catalog, kind);
+                struct registry_block *block = &l->blocks[l->n_blocks];
+
+                if (items == 0)
+                        continue;
+                *block = (struct registry_block){ .server = s, .items = json_object_get(s->catalog.items[kind]),
+                                                  .naming = naming_of(r, s, kind), .start = l->n, .clean = true };
+                l->n_blocks++;
+                if (!keep_block(b, l, block))
+                        for (size_t j = 0; j < items; j++)
+                                add_entry(r, b, kind, block, json_object_array_get_idx(block->items, j));
+                block->n = l->n - block->start;
+        }
 }
 
 unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n, unsigned kinds) {
@@ -279,11 +354,13 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
 
                 if (!(kinds & (1u << k)))
                         continue;
+                idmap_init(&b.old_blocks);
                 r->lists[k] = (struct registry_list){ 0 };
                 build_list(r, &b, k, sorted, m);
                 r->lists[k].signature = signature(&r->lists[k]);
                 moved += old.n - b.kept + b.made;
                 list_clear(&old);
+                idmap_done(&b.old_blocks);
                 json_object_put(b.scratch);
                 if (r->lists[k].signature != old.signature)
                         changed |= 1u << k;
