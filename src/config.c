@@ -198,10 +198,14 @@ static int put_server(struct config *c, struct server_config *s) {
                 c->servers[i] = *s;
                 return 0;
         }
-        servers = realloc(c->servers, (c->n_servers + 1) * sizeof *servers);
-        if (!servers)
-                return -ENOMEM;
-        c->servers = servers;
+        /* Room for twice as many each time n_servers reaches a power of two: a realloc per
+         * entry copied the array again and again. */
+        if ((c->n_servers & (c->n_servers - 1)) == 0) {
+                servers = realloc(c->servers, (c->n_servers ? 2 * c->n_servers : 1) * sizeof *servers);
+                if (!servers)
+                        return -ENOMEM;
+                c->servers = servers;
+        }
         c->servers[c->n_servers++] = *s;
         if (2 * c->n_servers < c->server_index_size)
                 index_server(c, c->n_servers - 1);
