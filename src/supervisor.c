@@ -178,7 +178,8 @@ bool supervisor_idle(const struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (server_running(sv->servers[i]))
                         return false;
-        return TAILQ_EMPTY(&sv->retired) && sv->reaper.n_leftovers == 0 && !sv->scan_due && !sv->reaper.rescan;
+        return TAILQ_EMPTY(&sv->retired) && sv->reaper.n_leftovers == 0 && !sv->scan_due && !sv->reaper.rescan &&
+               !reaper_scanning(&sv->reaper);
 }
 
 void supervisor_retire_config(struct supervisor *sv, struct server_config *c) {
@@ -240,7 +241,7 @@ void supervisor_collect(struct supervisor *sv) {
         free_retired_configs(sv);
         if (sv->scan_due || sv->reaper.rescan) {
                 sv->scan_due = false;
-                reaper_scan(&sv->reaper);
+                reaper_scan_soon(&sv->reaper);
         }
 }
 
