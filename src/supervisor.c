@@ -2,6 +2,7 @@
 #include "supervisor.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,8 @@ static const struct reaper_ops reaper_ops = {
         .kill_timeout = kill_timeout,
 };
 
+static void on_start_turn(evutil_socket_t fd, short what, void *userdata);
+
 /* Takes every server entry out of config into new servers, appended to sv->servers
  * (which has room for them). */
 static int add_servers(struct supervisor *sv, struct config *config) {
@@ -136,6 +139,10 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
         r = reaper_init(&sv->reaper, base, log, &reaper_ops, sv);
         if (r < 0)
                 return r;
+        sv->start_turn = event_new(base, -1, 0, on_start_turn, sv);
+        if (!sv->start_turn)
+                return -ENOMEM;
+        (void)event_priority_set(sv->start_turn, EVENT_PRIORITY_SPAWN);
         sv->servers = calloc(config->n_servers + 1, sizeof *sv->servers);
         if (!sv->servers)
                 return -ENOMEM;
@@ -157,14 +164,41 @@ void supervisor_claim(struct supervisor *sv, const char *daemon_id) {
 }
 
 void supervisor_start_all(struct supervisor *sv) {
+        size_t queued = 0;
+
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
 
-                if (s->config->disabled)
+                if (s->config->disabled) {
                         server_mark_disabled(s);
-                else
-                        server_handle(s, SERVER_EV_START, "configured");
+                        continue;
+                }
+                server_queue_start(s);
+                queued++;
         }
+        sv->start_from = 0;
+        if (queued > 0)
+                event_active(sv->start_turn, 0, 0);
+}
+
+static void on_start_turn(evutil_socket_t fd, short what, void *userdata) {
+        struct supervisor *sv = userdata;
+
+        for (unsigned n = 0; n < PROCESS_SPAWNS_PER_POLL && sv->start_from < sv->n_servers;) {
+                struct server *s = sv->servers[sv->start_from++];
+
+                if (!s->start_queued)
+                        continue;
+                server_handle(s, SERVER_EV_START, "configured");
+                n++;
+        }
+        if (sv->start_from < sv->n_servers)
+                event_active(sv->start_turn, 0, 0);
+}
+
+/* The servers moved in the array: the queue is looked through again from its start. */
+static void servers_moved(struct supervisor *sv) {
+        sv->start_from = 0;
 }
 
 void supervisor_stop_all(struct supervisor *sv) {
@@ -214,8 +248,10 @@ static void free_removed(struct supervisor *sv) {
         }
         sv->n_servers = kept;
         /* Stopped before being freed, so no longer listed: nothing clients see changes. */
-        if (freed)
+        if (freed) {
+                servers_moved(sv);
                 supervisor_server_changed(sv, 0, false);
+        }
 }
 
 static void free_retired_configs(struct supervisor *sv) {
@@ -269,6 +305,9 @@ void supervisor_done(struct supervisor *sv) {
                 reaper_kill_all(&sv->reaper);
         }
         reaper_done(&sv->reaper);
+        if (sv->start_turn)
+                event_free(sv->start_turn);
+        sv->start_turn = NULL;
         free(sv->daemon_id);
         sv->daemon_id = NULL;
 }
@@ -381,6 +420,7 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
         free(sv->servers);
         sv->servers = servers;
         sv->n_servers = n;
+        servers_moved(sv);
         /* The separator or a prefix may have changed every exposed name. */
         supervisor_server_changed(sv, CATALOG_ALL_KINDS, false);
         return 0;
@@ -394,7 +434,8 @@ static int status_entry(const struct server *s, char *buf, size_t size) {
 
         if (s->state == SERVER_BACKOFF || s->state == SERVER_FAILED)
                 why = server_cause_brief(&s->why, brief, sizeof brief);
-        return snprintf(buf, size, "; %s %s%s%s%s", s->config->name, server_state_name(s->state), why ? " (" : "",
+        return snprintf(buf, size, "; %s %s%s%s%s", s->config->name,
+                        s->start_queued ? "queued" : server_state_name(s->state), why ? " (" : "",
                         why ? why : "", why ? ")" : "");
 }
 
