@@ -438,6 +438,7 @@ static void on_scan_step(evutil_socket_t fd, short what, void *userdata) {
 
         if (done == 0) {
                 event_active(r->scan_step, 0, 0);
+                event_base_loopbreak(r->base); /* as supervisor.c's starts do */
                 return;
         }
         if (done > 0)

@@ -192,8 +192,12 @@ static void on_start_turn(evutil_socket_t fd, short what, void *userdata) {
                 server_handle(s, SERVER_EV_START, "configured");
                 n++;
         }
-        if (sv->start_from < sv->n_servers)
+        if (sv->start_from < sv->n_servers) {
                 event_active(sv->start_turn, 0, 0);
+                /* The loop would run on while an event is active: the daemon's work after
+                 * each iteration (STATUS=, freeing) is done between turns too. */
+                event_base_loopbreak(sv->base);
+        }
 }
 
 /* The servers moved in the array: the queue is looked through again from its start. */
