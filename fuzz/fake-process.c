@@ -247,6 +247,15 @@ unsigned reaper_scan(struct reaper *r) {
         return 0;
 }
 
+void reaper_scan_soon(struct reaper *r) {
+        (void)r;
+}
+
+bool reaper_scanning(const struct reaper *r) {
+        (void)r;
+        return false;
+}
+
 unsigned reaper_end_predecessors(struct reaper *r, const char *daemon_id) {
         (void)r;
         (void)daemon_id;

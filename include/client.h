@@ -36,7 +36,9 @@ struct client {
         uint64_t id;                 /* daemon-unique, logged as MCPVISOR_CLIENT= */
         enum listen_role role;       /* which socket it came from */
         enum client_state state;
-        struct bufferevent *bev;
+        struct bufferevent *bev;     /* writes */
+        struct event *readable;      /* its socket, read by client.c itself */
+        struct evbuffer *input;      /* what was read and not yet taken as messages */
         struct framer framer;
         struct session session;
         struct principal principal;  /* who connected, resolved at accept (client_principal()) */

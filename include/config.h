@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "access.h"
@@ -68,6 +69,8 @@ struct config {
         int launcher;                /* "launcher": enum launcher, of the servers that do not choose one */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
+        uint32_t *server_index;      /* servers by name (open addressing: entry number + 1, 0 free) */
+        size_t server_index_size;    /* a power of two above twice n_servers, or 0: none */
 };
 
 void config_init_defaults(struct config *c);

@@ -11,13 +11,16 @@ struct event_base;
 struct event;
 
 /* The daemon's loop has three event priorities; everything runs at libevent's default (1)
- * but what spawns servers: a process's exit and SIGCHLD (which restart it) and a server's
- * timer (a restart after backoff). The loop polls again after each of those, and SIGCHLD
- * takes at most PROCESS_SPAWNS_PER_POLL servers' exits a turn, so a client is answered
- * between a few spawns, not after a thousand of them. */
+ * but what spawns servers: a process's exit and SIGCHLD (which restart it), a server's
+ * timer (a restart after backoff), the first start of every server (supervisor.h) and the
+ * reaper's scan. The loop polls again after each of those, and SIGCHLD and the first
+ * starts take at most PROCESS_SPAWNS_PER_POLL servers a turn, so a client is answered
+ * between spawns, not after a thousand of them. One: a spawn waits until the child has
+ * exec'd, which on a busy machine is a wait for a CPU (5 ms and more with 1,000 servers
+ * starting on two CPUs shared with other work, where 8 a turn kept a ping waiting 40 ms). */
 #define EVENT_PRIORITIES 3
 #define EVENT_PRIORITY_SPAWN 2
-#define PROCESS_SPAWNS_PER_POLL 8
+#define PROCESS_SPAWNS_PER_POLL 1
 
 struct process;
 typedef void (*process_exit_fn)(struct process *p, void *userdata);

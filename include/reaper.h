@@ -22,6 +22,7 @@
 struct event_base;
 struct event;
 struct logger;
+struct proc_tree_reader;
 
 struct reaper_ops {
         /* A server's own process with this pid has exited: reap it through its pidfd.
@@ -73,6 +74,9 @@ struct reaper {
         size_t n_inherited;
         bool rescan;                    /* a process not a server's own was reaped: its
                                          * children, if any, are ours now */
+        struct proc_tree_reader *scanning; /* reaper_scan_soon()'s read, NULL when none runs */
+        bool scan_again;                /* asked for while scanning: once more after it */
+        struct event *scan_step;
 };
 
 int reaper_init(struct reaper *r, struct event_base *base, const struct logger *log, const struct reaper_ops *ops,
@@ -91,6 +95,14 @@ unsigned reaper_reap_some(struct reaper *r, unsigned max, bool *ret_more);
  * ends or r->rescan is set, never on a timer. */
 #define REAPER_SCAN_MAX 65536
 unsigned reaper_scan(struct reaper *r);
+/* The same scan read REAPER_SCAN_PER_TURN processes a loop turn, at the priority of spawns
+ * (process.h), and done when the last is read (issue 14: with 1,000 servers, a scan took
+ * 16 to 25 ms in one go each time a run ended). Asked for again while it runs, it runs once
+ * more after. A child the scan would end is checked to be the very process it read. */
+#define REAPER_SCAN_PER_TURN 64
+void reaper_scan_soon(struct reaper *r);
+/* A scan of reaper_scan_soon() is under way. */
+bool reaper_scanning(const struct reaper *r);
 /* At start, once this daemon holds the lock of its socket (so whoever used that socket
  * before is dead): ends the processes whose MCPVISOR_DAEMON is daemon_id, of our user,
  * wherever they were re-parented. Returns how many are being ended. */

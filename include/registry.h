@@ -7,6 +7,13 @@
  * so any number of changes between two reads cost one rebuild, and a read always sees the
  * servers as they are (issue 14: 1,000 servers starting once cost 1,000 rebuilds).
  *
+ * A rebuild takes the entries of a server whose catalog and naming (prefix, separator,
+ * filter) are unchanged from the last build as they were, unless one of their names is
+ * taken by then or was contested in the last build; for the other servers, it keeps the entry
+ * (renamed copy and hash) of each item that is the same object under the same exposed name.
+ * What it reads and allocates follows what changed (issue 14: a reload that changed one of
+ * 1,000 servers rebuilt every item of every server, twice).
+ *
  * Collisions are resolved deterministically: servers are taken in name order, the first
  * keeps an exposed name, a later one gets the fallback form of "server/name" (and a
  * warning). A URI listed by two servers belongs to the first. */
@@ -26,14 +33,31 @@ struct registry_entry {
         struct server *server;
         const char *name;        /* the server's own name for it (tools, prompts), or its URI
                                   * or URI template; borrowed from original */
+        const char *key;         /* what it is found by: its exposed name (borrowed from
+                                  * exposed), or name */
         json_object *original;   /* the server's item, referenced */
         json_object *exposed;    /* what clients see: tools and prompts renamed, else original */
+        uint64_t hash;           /* FNV-1a of exposed's JSON text */
+        uint32_t key_hash;       /* name_hash() of key */
+};
+
+/* The entries one server's catalog gave a list: kept whole by the next build when its
+ * catalog and naming are the same and none of its names is taken by then. */
+struct registry_block {
+        struct server *server;   /* compared, never followed: it may be freed by the next build */
+        json_object *items;      /* the catalog's array they came from, referenced */
+        uint64_t naming;         /* hash of what named them: prefix, separator, filter */
+        size_t start, n;         /* its entries */
+        bool clean;              /* none was renamed or left out for another server's name */
 };
 
 struct registry_list {
         struct registry_entry *entries;
         size_t n;
-        json_object *index;      /* exposed name, URI or URI template -> entry number */
+        uint32_t *index;         /* open addressing by key: entry number + 1, 0 for a free slot */
+        size_t index_size;       /* a power of two above twice n, or 0 */
+        struct registry_block *blocks; /* in the entries' order */
+        size_t n_blocks;
         uint64_t signature;      /* hash of what clients see, to tell whether it changed (and
                                   * whether a client's copy is current: list-changes.h) */
 };
@@ -76,12 +100,13 @@ unsigned registry_sync(struct registry *r);
  * after a registry_mark(). */
 const struct registry_list *registry_list(struct registry *r, enum catalog_kind kind);
 
-/* 64-bit FNV-1a over the JSON text of the exposed items of l numbered shown[0..n) (all of
- * them in order when shown is NULL) as one array: clients are told of a change only when
- * their list's signature differs from the current one, so a collision would hide a change;
- * at 64 bits that chance is negligible. The text is written once into the array's buffer,
- * freed with it: json-c would keep each item's text cached in the item (about 300 bytes
- * per tool, for as long as it is listed) if each were written alone. */
+/* 64-bit FNV-1a over the hashes of the exposed items of l numbered shown[0..n) (all of
+ * them in order when shown is NULL), each the FNV-1a of the item's JSON text: clients are
+ * told of a change only when their list's signature differs from the current one, so a
+ * collision would hide a change; at 64 bits that chance is negligible. An item's text is
+ * hashed once, when its entry is made; a rebuild keeps the entries whose server item and
+ * exposed name are unchanged (issue 14: a reload that changed one of 1,000 servers wrote
+ * every item of every list again, twice). */
 uint64_t registry_signature_of(const struct registry_list *l, const size_t *shown, size_t n);
 /* The entry exposed as key (a tool or prompt name, a resource URI or URI template), or NULL. */
 const struct registry_entry *registry_find(struct registry *r, enum catalog_kind kind, const char *key);

@@ -85,6 +85,8 @@ struct server {
         uint64_t last_stderr_at;       /* when it was written (usec, monotonic) */
         bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
         bool removed;                  /* a reload removed it: stopping, then freed */
+        bool start_queued;             /* stopped, to be started on a later loop turn
+                                        * (supervisor_start_all()); any event cancels it */
         unsigned in_flight;            /* clients' requests forwarded and not answered */
         unsigned abandoned;            /* calls given up that may still run there */
         struct route_owners owners;    /* whose those calls are (server_route_*()) */
@@ -148,6 +150,8 @@ const char *server_last_stderr(const struct server *s, uint64_t *ret_at);
 void server_reconfigure(struct server *s, struct server_config *next);
 /* A server left stopped because its entry is disabled: its cause says so. */
 void server_mark_disabled(struct server *s);
+/* A stopped server to be started on a later loop turn: its cause says so. */
+void server_queue_start(struct server *s);
 /* Between loop iterations: a stopped server takes settings still waiting for it. */
 void server_adopt_pending(struct server *s);
 

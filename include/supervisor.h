@@ -52,6 +52,8 @@ struct supervisor {
         struct reaper reaper;
         bool scan_due;                     /* look for left-behind processes next iteration */
         bool stopping;                     /* daemon shutdown: no restarts */
+        struct event *start_turn;          /* starts queued servers, a few a loop turn */
+        size_t start_from;                 /* where in servers the next turn looks */
         const struct supervisor_ops *ops;
         void *userdata;
 };
@@ -71,7 +73,12 @@ void supervisor_retire_config(struct supervisor *sv, struct server_config *c);
  * server from now on with daemon_id (MCPVISOR_DAEMON; copied) and ends what a
  * dead daemon with the same id left running. */
 void supervisor_claim(struct supervisor *sv, const char *daemon_id);
-/* Starts every enabled server. */
+/* Starts every enabled server: PROCESS_SPAWNS_PER_POLL a loop turn, at the priority of
+ * spawns (process.h), so that clients are answered between and the servers' handshakes
+ * come a few at a time (issue 14: 1,000 servers spawned before the loop ran, then
+ * answering at once, kept a client's ping waiting 46 to 50 ms). Until its turn a server is
+ * stopped, with start_queued set (its cause, STATUS= and list requests say so); any event
+ * for it (a stop, a start, a reload that removes or disables it) takes it off the queue. */
 void supervisor_start_all(struct supervisor *sv);
 /* Daemon shutdown: every server closes at once, in parallel. */
 void supervisor_stop_all(struct supervisor *sv);

@@ -7,6 +7,7 @@
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -95,14 +96,61 @@ void config_done(struct config *c) {
         for (size_t i = 0; i < c->n_servers; i++)
                 server_config_done(&c->servers[i]);
         free(c->servers);
+        free(c->server_index);
         config_init_defaults(c);
 }
 
+/* Servers are found by name through a hash (issue 14: with 1,000 servers, loading the
+ * configuration compared every entry with every other, and so did a reload). An entry
+ * taken out (server_config_take) has no name and is never found. */
+static size_t name_slot(const struct config *c, const char *name) {
+        return name_hash(name) & (c->server_index_size - 1);
+}
+
+static ssize_t find_server(const struct config *c, const char *name) {
+        size_t mask = c->server_index_size - 1;
+
+        if (c->server_index_size == 0) {
+                for (size_t i = 0; i < c->n_servers; i++)
+                        if (c->servers[i].name && strcmp(c->servers[i].name, name) == 0)
+                                return (ssize_t)i;
+                return -1;
+        }
+        for (size_t slot = name_slot(c, name);; slot = (slot + 1) & mask) {
+                uint32_t v = c->server_index[slot];
+
+                if (v == 0)
+                        return -1;
+                if (c->servers[v - 1].name && strcmp(c->servers[v - 1].name, name) == 0)
+                        return (ssize_t)(v - 1);
+        }
+}
+
+static void index_server(struct config *c, size_t i) {
+        size_t mask = c->server_index_size - 1, slot = name_slot(c, c->servers[i].name);
+
+        while (c->server_index[slot] != 0)
+                slot = (slot + 1) & mask;
+        c->server_index[slot] = (uint32_t)(i + 1);
+}
+
+/* Indexes every entry anew, with room for one more; without memory, none (found by a walk). */
+static void reindex_servers(struct config *c) {
+        size_t size = 8;
+
+        while (size <= 2 * (c->n_servers + 1))
+                size *= 2;
+        free(c->server_index);
+        c->server_index = calloc(size, sizeof *c->server_index);
+        c->server_index_size = c->server_index ? size : 0;
+        for (size_t i = 0; c->server_index && i < c->n_servers; i++)
+                index_server(c, i);
+}
+
 const struct server_config *config_find_server(const struct config *c, const char *name) {
-        for (size_t i = 0; i < c->n_servers; i++)
-                if (strcmp(c->servers[i].name, name) == 0)
-                        return &c->servers[i];
-        return NULL;
+        ssize_t i = find_server(c, name);
+
+        return i < 0 ? NULL : &c->servers[i];
 }
 
 static int parse_separator(json_object *v, const char *path, void *dst, struct config_problems *p) {
@@ -144,30 +192,39 @@ static const struct setting daemon_settings[] = {
 
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */
 static int put_server(struct config *c, struct server_config *s) {
+        ssize_t i = find_server(c, s->name);
         struct server_config *servers;
 
-        for (size_t i = 0; i < c->n_servers; i++)
-                if (strcmp(c->servers[i].name, s->name) == 0) {
-                        server_config_done(&c->servers[i]);
-                        c->servers[i] = *s;
-                        return 0;
-                }
-        servers = realloc(c->servers, (c->n_servers + 1) * sizeof *servers);
-        if (!servers)
-                return -ENOMEM;
-        c->servers = servers;
+        if (i >= 0) {
+                server_config_done(&c->servers[i]);
+                c->servers[i] = *s;
+                return 0;
+        }
+        /* Room for twice as many each time n_servers reaches a power of two: a realloc per
+         * entry copied the array again and again. */
+        if ((c->n_servers & (c->n_servers - 1)) == 0) {
+                servers = realloc(c->servers, (c->n_servers ? 2 * c->n_servers : 1) * sizeof *servers);
+                if (!servers)
+                        return -ENOMEM;
+                c->servers = servers;
+        }
         c->servers[c->n_servers++] = *s;
+        if (2 * c->n_servers < c->server_index_size)
+                index_server(c, c->n_servers - 1);
+        else
+                reindex_servers(c);
         return 0;
 }
 
 static void remove_server(struct config *c, const char *name) {
-        for (size_t i = 0; i < c->n_servers; i++)
-                if (strcmp(c->servers[i].name, name) == 0) {
-                        server_config_done(&c->servers[i]);
-                        memmove(&c->servers[i], &c->servers[i + 1], (c->n_servers - i - 1) * sizeof *c->servers);
-                        c->n_servers--;
-                        return;
-                }
+        ssize_t i = find_server(c, name);
+
+        if (i < 0)
+                return;
+        server_config_done(&c->servers[i]);
+        memmove(&c->servers[i], &c->servers[i + 1], (c->n_servers - (size_t)i - 1) * sizeof *c->servers);
+        c->n_servers--;
+        reindex_servers(c);
 }
 
 /* One document being applied: the settings' base of its top-level keys. */

@@ -538,7 +538,8 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         if (!d->activated)
                 supervisor_claim(&d->supervisor, d->bound[LISTEN_MCP].path);
         d->phase = DAEMON_RUNNING;
-        /* Spawning is quick; handshakes finish on the loop, and STATUS= follows them. */
+        /* Servers are spawned one a loop turn from the first turn on (supervisor.h); their
+         * handshakes finish on the loop, and STATUS= follows them. */
         supervisor_start_all(&d->supervisor);
         char servers[512];
         servers_status(d, servers, sizeof servers);

@@ -15,7 +15,7 @@ bool list_wait_needed(const struct daemon *d) {
 
         for (size_t i = 0; i < sv->n_servers; i++) {
                 const struct server *s = sv->servers[i];
-                if (s->state == SERVER_STARTING && !s->catalog.initialize)
+                if ((s->state == SERVER_STARTING && !s->catalog.initialize) || s->start_queued)
                         return true;
         }
         return false;

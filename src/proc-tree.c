@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,33 +45,69 @@ static int by_pid(const void *a, const void *b) {
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-int proc_tree_read(struct proc_tree *t, size_t max) {
+int proc_tree_reader_open(struct proc_tree_reader *rd, size_t max) {
         _cleanup_(closedirp) DIR *dir = opendir("/proc");
         size_t size = 0;
         struct dirent *de;
 
-        *t = (struct proc_tree){ 0 };
+        *rd = (struct proc_tree_reader){ 0 };
         if (!dir)
                 return -errno;
-        while ((de = readdir(dir)) && t->n < max) {
-                struct proc_entry e;
-
-                if (!isdigit((unsigned char)de->d_name[0]) || proc_stat_read((pid_t)atoi(de->d_name), &e) < 0)
+        /* The pids at once, so that the directory is not held open between steps. */
+        while ((de = readdir(dir)) && rd->n_pids < max) {
+                if (!isdigit((unsigned char)de->d_name[0]))
                         continue;
-                if (t->n == size) {
+                if (rd->n_pids == size) {
                         size_t bigger = size ? size * 2 : 256;
-                        struct proc_entry *grown = reallocarray(t->procs, bigger, sizeof *grown);
+                        pid_t *grown = reallocarray(rd->pids, bigger, sizeof *grown);
 
                         if (!grown) {
-                                proc_tree_done(t);
+                                proc_tree_reader_done(rd);
                                 return -ENOMEM;
                         }
-                        t->procs = grown;
+                        rd->pids = grown;
                         size = bigger;
                 }
-                t->procs[t->n++] = e;
+                rd->pids[rd->n_pids++] = (pid_t)atoi(de->d_name);
         }
-        qsort(t->procs, t->n, sizeof *t->procs, by_pid);
+        rd->tree.procs = calloc(rd->n_pids + 1, sizeof *rd->tree.procs);
+        if (!rd->tree.procs) {
+                proc_tree_reader_done(rd);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int proc_tree_reader_step(struct proc_tree_reader *rd, size_t count) {
+        struct proc_tree *t = &rd->tree;
+
+        for (size_t read = 0; read < count && rd->next < rd->n_pids; read++)
+                if (proc_stat_read(rd->pids[rd->next++], &t->procs[t->n]) == 0)
+                        t->n++;
+        if (rd->next < rd->n_pids)
+                return 0;
+        if (!rd->sorted)
+                qsort(t->procs, t->n, sizeof *t->procs, by_pid);
+        rd->sorted = true;
+        return 1;
+}
+
+void proc_tree_reader_done(struct proc_tree_reader *rd) {
+        free(rd->pids);
+        proc_tree_done(&rd->tree);
+        *rd = (struct proc_tree_reader){ 0 };
+}
+
+int proc_tree_read(struct proc_tree *t, size_t max) {
+        struct proc_tree_reader rd;
+        int r = proc_tree_reader_open(&rd, max);
+
+        *t = (struct proc_tree){ 0 };
+        if (r < 0)
+                return r;
+        (void)proc_tree_reader_step(&rd, SIZE_MAX);
+        *t = rd.tree;
+        free(rd.pids);
         return 0;
 }
 

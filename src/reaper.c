@@ -124,6 +124,8 @@ static void on_sigchld(evutil_socket_t sig, short what, void *userdata) {
 }
 
 static int descendant_by_pid(const void *a, const void *b);
+static void on_scan_step(evutil_socket_t fd, short what, void *userdata);
+static void scan_cancel(struct reaper *r);
 
 /* What the process that exec'd into the daemon had started is not a server's leftover. */
 static void record_inherited(struct reaper *r) {
@@ -151,10 +153,12 @@ int reaper_init(struct reaper *r, struct event_base *base, const struct logger *
                             "process group will not be cleaned up", strerror(errno));
         r->sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
         r->more = event_new(base, -1, 0, on_sigchld, r);
-        if (!r->sigchld || !r->more || event_add(r->sigchld, NULL) < 0)
+        r->scan_step = event_new(base, -1, 0, on_scan_step, r);
+        if (!r->sigchld || !r->more || !r->scan_step || event_add(r->sigchld, NULL) < 0)
                 return -ENOMEM;
         (void)event_priority_set(r->sigchld, EVENT_PRIORITY_SPAWN); /* fails only on a base without them */
         (void)event_priority_set(r->more, EVENT_PRIORITY_SPAWN);
+        (void)event_priority_set(r->scan_step, EVENT_PRIORITY_SPAWN);
         record_inherited(r);
         return 0;
 }
@@ -164,6 +168,10 @@ void reaper_done(struct reaper *r) {
 
         while ((l = TAILQ_FIRST(&r->leftovers)))
                 leftover_free(r, l);
+        scan_cancel(r);
+        if (r->scan_step)
+                event_free(r->scan_step);
+        r->scan_step = NULL;
         free(r->known);
         r->known = NULL;
         r->n_known = 0;
@@ -298,19 +306,36 @@ static void attribute_child(struct reaper *r, const struct proc_entry *e, struct
         }
 }
 
+/* The pidfd of our child d, the very process the scan saw (a scan read over several loop
+ * turns may have seen one that we reaped since, its pid now another's), or -1. */
+static int child_pidfd(const struct descendant *d) {
+        int pidfd = (int)pidfd_open(d->pid, 0);
+        struct proc_entry now;
+
+        /* Our child stays ours until we reap it: then the pidfd is the process read here. */
+        if (pidfd >= 0 && (proc_stat_read(d->pid, &now) < 0 || now.ppid != getpid() || now.start != d->start)) {
+                close(pidfd);
+                return -1;
+        }
+        return pidfd;
+}
+
 /* Ends our child d unless it is a server's own process or belongs to a live run. One
  * attributed to none is a leftover too: the daemon starts nothing but servers. */
 static bool end_if_left(struct reaper *r, const struct descendant *d) {
         const char *server;
+        int pidfd;
 
         if (r->ops->run_of(d->pid, &server, r->userdata) != 0 || find_leftover(r, d->pid) ||
             record_of(r->inherited, r->n_inherited, d->pid, d->start))
                 return false;
         if (d->instance != 0 && !r->ops->left_behind(d->server, d->instance, r->userdata))
                 return false;
-        /* Our child: its pid stays ours until we reap it. */
-        end_leftover(r, d->pid, (int)pidfd_open(d->pid, 0), d->server, r->ops->kill_timeout(d->server, r->userdata),
-                     false, d->server[0] ? "its server" : "a server that cleared its environment");
+        pidfd = child_pidfd(d);
+        if (pidfd < 0)
+                return false;
+        end_leftover(r, d->pid, pidfd, d->server, r->ops->kill_timeout(d->server, r->userdata), false,
+                     d->server[0] ? "its server" : "a server that cleared its environment");
         return true;
 }
 
@@ -334,16 +359,15 @@ static bool attribute_below(const struct reaper *r, const struct proc_tree *t, c
 
 #define ANCESTRY_MAX 64
 
-unsigned reaper_scan(struct reaper *r) {
-        _cleanup_(proc_tree_done) struct proc_tree t = { 0 };
+/* What a scan sees in the tree t, read since the scan began. */
+static unsigned scan_tree(struct reaper *r, const struct proc_tree *tree) {
+        const struct proc_tree t = *tree;
         struct descendant *seen;
         size_t n_seen = 0, n_tops;
         pid_t self = getpid();
         unsigned ending = 0;
 
-        reaper_reap(r);
-        r->rescan = false;
-        if (proc_tree_read(&t, REAPER_SCAN_MAX) < 0 || !(seen = calloc(t.n + 1, sizeof *seen)))
+        if (!(seen = calloc(t.n + 1, sizeof *seen)))
                 return 0;
         /* Our children first: each one's attribution is its subtree's when nothing nearer is known. */
         for (size_t i = 0; i < t.n; i++)
@@ -363,6 +387,80 @@ unsigned reaper_scan(struct reaper *r) {
         r->known = reallocarray(seen, n_seen + 1, sizeof *seen) ?: seen; /* only what was kept */
         r->n_known = n_seen;
         return ending;
+}
+
+static void scan_begin(struct reaper *r) {
+        reaper_reap(r);
+        r->rescan = false;
+}
+
+static void scan_cancel(struct reaper *r) {
+        if (!r->scanning)
+                return;
+        proc_tree_reader_done(r->scanning);
+        free(r->scanning);
+        r->scanning = NULL;
+        r->scan_again = false;
+        if (r->scan_step)
+                event_del(r->scan_step);
+}
+
+unsigned reaper_scan(struct reaper *r) {
+        _cleanup_(proc_tree_done) struct proc_tree t = { 0 };
+
+        scan_cancel(r);
+        scan_begin(r);
+        if (proc_tree_read(&t, REAPER_SCAN_MAX) < 0)
+                return 0;
+        return scan_tree(r, &t);
+}
+
+/* Without reaping first: exits are taken a few a turn (on_sigchld, a server's pidfd), each
+ * of which may spawn a restart, and a zombie is not in the tree anyway. */
+static void scan_start(struct reaper *r) {
+        r->rescan = false;
+        r->scanning = malloc(sizeof *r->scanning);
+        if (r->scanning && proc_tree_reader_open(r->scanning, REAPER_SCAN_MAX) < 0) {
+                free(r->scanning);
+                r->scanning = NULL;
+        }
+        if (!r->scanning) {
+                (void)reaper_scan(r); /* at once, then */
+                return;
+        }
+        event_active(r->scan_step, 0, 0);
+}
+
+/* A few processes read a turn, at the priority of spawns: the loop answers clients between. */
+static void on_scan_step(evutil_socket_t fd, short what, void *userdata) {
+        struct reaper *r = userdata;
+        int done = proc_tree_reader_step(r->scanning, REAPER_SCAN_PER_TURN);
+
+        if (done == 0) {
+                event_active(r->scan_step, 0, 0);
+                event_base_loopbreak(r->base); /* as supervisor.c's starts do */
+                return;
+        }
+        if (done > 0)
+                (void)scan_tree(r, &r->scanning->tree);
+        proc_tree_reader_done(r->scanning);
+        free(r->scanning);
+        r->scanning = NULL;
+        if (r->scan_again) {
+                r->scan_again = false;
+                scan_start(r);
+        }
+}
+
+void reaper_scan_soon(struct reaper *r) {
+        if (r->scanning)
+                r->scan_again = true; /* what changed may have been read already */
+        else
+                scan_start(r);
+}
+
+bool reaper_scanning(const struct reaper *r) {
+        return r->scanning != NULL;
 }
 
 /* Ours to end: our user's, not us, and not ours. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "idmap.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "names.h"
@@ -35,11 +36,81 @@ static void list_clear(struct registry_list *l) {
                 json_object_put(l->entries[i].original);
                 json_object_put(l->entries[i].exposed);
         }
+        for (size_t i = 0; i < l->n_blocks; i++)
+                json_object_put(l->blocks[i].items);
         free(l->entries);
-        json_object_put(l->index);
-        l->entries = NULL;
-        l->n = 0;
-        l->index = NULL;
+        free(l->index);
+        free(l->blocks);
+        *l = (struct registry_list){ .signature = l->signature };
+}
+
+#define FNV64_OFFSET 14695981039346656037u
+
+static uint64_t fnv64(uint64_t h, const void *data, size_t size) {
+        const uint8_t *p = data;
+
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ p[i]) * 1099511628211u;
+        return h;
+}
+
+/* The entry of l found by key, whose name_hash() is hash, or NULL. */
+static struct registry_entry *lookup_hashed(const struct registry_list *l, const char *key, uint32_t hash) {
+        size_t mask = l->index_size - 1;
+
+        if (l->index_size == 0)
+                return NULL;
+        for (size_t i = hash & mask;; i = (i + 1) & mask) {
+                uint32_t v = l->index[i];
+
+                if (v == 0)
+                        return NULL;
+                if (l->entries[v - 1].key_hash == hash && strcmp(l->entries[v - 1].key, key) == 0)
+                        return &l->entries[v - 1];
+        }
+}
+
+static struct registry_entry *lookup(const struct registry_list *l, const char *key) {
+        return lookup_hashed(l, key, name_hash(key));
+}
+
+/* Indexes entry number i, whose key is not indexed yet. */
+static void index_put(struct registry_list *l, size_t i) {
+        size_t mask = l->index_size - 1, slot = l->entries[i].key_hash & mask;
+
+        while (l->index[slot] != 0)
+                slot = (slot + 1) & mask;
+        l->index[slot] = (uint32_t)(i + 1);
+}
+
+/* What one rebuild of a list works with: the list it replaces, whose blocks and entries are
+ * kept when unchanged (old_blocks finds a server's block), and a scratch array to write new
+ * items in. */
+struct build {
+        struct registry_list *old;
+        struct idmap old_blocks;  /* server address -> block number + 1 */
+        json_object *scratch;
+        size_t kept, made;
+};
+
+/* The FNV-1a of item's JSON text, written inside the scratch array: written alone, json-c
+ * would keep the text cached in the item (about 300 bytes per tool, as long as it is listed). */
+static uint64_t text_hash(struct build *b, json_object *item) {
+        const char *text;
+        uint64_t h = 0;
+        size_t len = 0;
+
+        if (!b->scratch && !(b->scratch = json_object_new_array_ext(1)))
+                return 0;
+        if (json_object_array_add(b->scratch, json_object_get(item)) < 0) {
+                json_object_put(item);
+                return 0;
+        }
+        text = json_object_to_json_string_length(b->scratch, JSON_C_TO_STRING_PLAIN, &len);
+        if (text)
+                h = fnv64(FNV64_OFFSET, text, len);
+        (void)json_object_array_del_idx(b->scratch, 0, 1);
+        return h;
 }
 
 void registry_done(struct registry *r) {
@@ -88,22 +159,23 @@ static const char *item_key(json_object *item, enum catalog_kind kind) {
 
 /* The exposed name of a tool or prompt, resolving collisions; false to skip it. */
 static bool exposed_name(struct registry *r, struct registry_list *l, const struct server *s, const char *name,
-                         char out[NAME_MAX_LEN + 1]) {
+                         char out[NAME_MAX_LEN + 1], bool *clean) {
         const struct server_config *c = s->config;
         const char *prefix = server_prefix(s);
         char first[NAME_MAX_LEN + 1], *alt = NULL;
         bool ok;
 
         name_expose(prefix, r->separator, name, first);
-        if (!json_object_object_get_ex(l->index, first, NULL)) {
+        if (!lookup(l, first)) {
                 memcpy(out, first, sizeof first);
                 return true;
         }
+        *clean = false;
         if (asprintf(&alt, "%s/%s", c->name, name) < 0)
                 return false;
         name_fallback(alt, out);
         free(alt);
-        ok = !json_object_object_get_ex(l->index, out, NULL);
+        ok = !lookup(l, out);
         if (ok)
                 warn_once(r, s, "'%s' is already exposed by another server; this server's '%s' is exposed as '%s'", first,
                           name, out);
@@ -113,11 +185,65 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
         return ok;
 }
 
-static void add_entry(struct registry *r, enum catalog_kind kind, struct server *s, json_object *item) {
+/* The entry the last build made for item under the same key, whose copy and hash still hold. */
+static const struct registry_entry *kept_entry(const struct build *b, const struct server *s, json_object *item,
+                                               const char *key, uint32_t key_hash) {
+        const struct registry_entry *e = lookup_hashed(b->old, key, key_hash);
+
+        return e && e->original == item && e->server == s ? e : NULL;
+}
+
+static uint64_t hash_string(uint64_t h, const char *s) {
+        return s ? fnv64(h, s, strlen(s) + 1) : fnv64(h, "", 0) * 31;
+}
+
+static uint64_t hash_globs(uint64_t h, char *const *globs) {
+        h = fnv64(h, globs ? "[" : "-", 1);
+        for (; globs && *globs; globs++)
+                h = hash_string(h, *globs);
+        return h;
+}
+
+/* What the exposed names of s's items of kind follow, besides the items themselves. */
+static uint64_t naming_of(const struct registry *r, const struct server *s, enum catalog_kind kind) {
+        uint64_t h = hash_string(hash_string(FNV64_OFFSET, server_prefix(s)), r->separator);
+
+        if ((int)kind < ITEM_FILTER_KINDS)
+                h = hash_globs(hash_globs(h, s->config->filter.include[kind]), s->config->filter.exclude[kind]);
+        return h;
+}
+
+/* Takes the block the last build made of the same catalog, named the same way, as it is, if
+ * none of its names was contested then or is taken now: its entries move to the new list. */
+static bool keep_block(struct build *b, struct registry_list *l, struct registry_block *block) {
+        void *found = idmap_get(&b->old_blocks, (int64_t)(intptr_t)block->server);
+        struct registry_block *old = found ? &b->old->blocks[(uintptr_t)found - 1] : NULL;
+
+        if (!old || !old->clean || old->items != block->items || old->naming != block->naming)
+                return false;
+        for (size_t i = old->start; i < old->start + old->n; i++)
+                if (lookup_hashed(l, b->old->entries[i].key, b->old->entries[i].key_hash))
+                        return false;
+        for (size_t i = old->start; i < old->start + old->n; i++) {
+                struct registry_entry *e = &b->old->entries[i];
+
+                l->entries[l->n] = *e;
+                e->original = e->exposed = NULL; /* moved: the old list no longer holds them */
+                index_put(l, l->n++);
+        }
+        b->kept += old->n;
+        return true;
+}
+
+static void add_entry(struct registry *r, struct build *b, enum catalog_kind kind, struct registry_block *block,
+                      json_object *item) {
         struct registry_list *l = &r->lists[kind];
-        const char *key = item_key(item, kind);
+        struct server *s = block->server;
+        uint32_t key_hash;
+        const char *key = item_key(item, kind), *found_by = key;
+        const struct registry_entry *kept;
         char exposed[NAME_MAX_LEN + 1];
-        json_object *shown;
+        json_object *shown, *v;
 
         if (!key) {
                 log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name },
@@ -127,22 +253,41 @@ static void add_entry(struct registry *r, enum catalog_kind kind, struct server 
         }
         if (kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS) {
                 /* Left out before naming: a filtered item takes no name from another's. */
-                if (!item_filter_offers(&s->config->filter, kind, key) || !exposed_name(r, l, s, key, exposed))
+                if (!item_filter_offers(&s->config->filter, kind, key))
                         return;
-                /* Renamed; every other member is passed on verbatim. */
-                shown = jsonrpc_copy_with(item, "name", json_object_new_string(exposed));
-        } else if (json_object_object_get_ex(l->index, key, NULL)) {
+                if (!exposed_name(r, l, s, key, exposed, &block->clean))
+                        return;
+                found_by = exposed;
+        } else if (lookup(l, key)) {
+                block->clean = false;
                 warn_once(r, s, "%s %s is also listed by another server, which serves it",
                           kind == CATALOG_RESOURCES ? "resource" : "resource template", key);
                 return;
-        } else {
-                snprintf(exposed, sizeof exposed, "%s", "");
-                shown = json_object_get(item);
         }
-        l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .original = json_object_get(item),
-                                                    .exposed = shown };
-        json_object_object_add(l->index, kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS ? exposed : key,
-                               json_object_new_int((int)l->n));
+        key_hash = name_hash(found_by);
+        kept = kept_entry(b, s, item, found_by, key_hash);
+        if (kept) {
+                shown = json_object_get(kept->exposed);
+                b->kept++;
+        } else {
+                /* Tools and prompts renamed; every other member is passed on verbatim. */
+                shown = found_by == key ? json_object_get(item)
+                                        : jsonrpc_copy_with(item, "name", json_object_new_string(exposed));
+                b->made++;
+        }
+        if (found_by != key) {
+                if (!json_object_object_get_ex(shown, "name", &v) || !json_object_is_type(v, json_type_string)) {
+                        json_object_put(shown); /* out of memory */
+                        block->clean = false;
+                        return;
+                }
+                found_by = json_object_get_string(v);
+        }
+        l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .key = found_by,
+                                                    .original = json_object_get(item), .exposed = shown,
+                                                    .hash = kept ? kept->hash : text_hash(b, shown),
+                                                    .key_hash = key_hash };
+        index_put(l, l->n);
         l->n++;
 }
 
@@ -150,20 +295,39 @@ static uint64_t signature(const struct registry_list *l) {
         return registry_signature_of(l, NULL, l->n);
 }
 
-static void build_list(struct registry *r, enum catalog_kind kind, struct server **sorted, size_t n) {
+static void build_list(struct registry *r, struct build *b, enum catalog_kind kind, struct server **sorted, size_t n) {
         struct registry_list *l = &r->lists[kind];
-        size_t total = 0;
+        size_t total = 0, size = 8;
 
         r->builds++;
         for (size_t i = 0; i < n; i++)
                 total += catalog_count(&sorted[i]->catalog, kind);
+        while (size < 2 * total)
+                size *= 2;
         l->entries = calloc(total ? total : 1, sizeof *l->entries);
-        l->index = json_object_new_object();
-        if (!l->entries || !l->index)
+        l->index = calloc(size, sizeof *l->index);
+        l->blocks = calloc(n ? n : 1, sizeof *l->blocks);
+        if (!l->entries || !l->index || !l->blocks)
                 return;
-        for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < catalog_count(&sorted[i]->catalog, kind); j++)
-                        add_entry(r, kind, sorted[i], json_object_array_get_idx(sorted[i]->catalog.items[kind], j));
+        l->index_size = size;
+        for (size_t i = 0; i < b->old->n_blocks; i++)
+                if (idmap_put(&b->old_blocks, (int64_t)(intptr_t)b->old->blocks[i].server, (void *)(uintptr_t)(i + 1)) < 0)
+                        break; /* out of memory: the rest is built item by item */
+        for (size_t i = 0; i < n; i++) {
+                struct server *s = sorted[i];
+                size_t items = catalog_count(&s->catalog, kind);
+                struct registry_block *block = &l->blocks[l->n_blocks];
+
+                if (items == 0)
+                        continue;
+                *block = (struct registry_block){ .server = s, .items = json_object_get(s->catalog.items[kind]),
+                                                  .naming = naming_of(r, s, kind), .start = l->n, .clean = true };
+                l->n_blocks++;
+                if (!keep_block(b, l, block))
+                        for (size_t j = 0; j < items; j++)
+                                add_entry(r, b, kind, block, json_object_array_get_idx(block->items, j));
+                block->n = l->n - block->start;
+        }
 }
 
 unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n, unsigned kinds) {
@@ -185,16 +349,20 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
                         sorted[m++] = servers[i];
         qsort(sorted, m, sizeof *sorted, by_name);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
-                uint64_t before = r->lists[k].signature;
+                struct registry_list old = r->lists[k];
+                struct build b = { .old = &old };
 
                 if (!(kinds & (1u << k)))
                         continue;
-                moved += r->lists[k].n;
-                list_clear(&r->lists[k]);
-                build_list(r, k, sorted, m);
+                idmap_init(&b.old_blocks);
+                r->lists[k] = (struct registry_list){ 0 };
+                build_list(r, &b, k, sorted, m);
                 r->lists[k].signature = signature(&r->lists[k]);
-                moved += r->lists[k].n;
-                if (r->lists[k].signature != before)
+                moved += old.n - b.kept + b.made;
+                list_clear(&old);
+                idmap_done(&b.old_blocks);
+                json_object_put(b.scratch);
+                if (r->lists[k].signature != old.signature)
                         changed |= 1u << k;
         }
         free(sorted);
@@ -234,12 +402,7 @@ const struct registry_list *registry_list(struct registry *r, enum catalog_kind 
 }
 
 const struct registry_entry *registry_find(struct registry *r, enum catalog_kind kind, const char *key) {
-        const struct registry_list *l = registry_list(r, kind);
-        json_object *i;
-
-        if (!l->index || !json_object_object_get_ex(l->index, key, &i))
-                return NULL;
-        return &l->entries[json_object_get_int(i)];
+        return lookup(registry_list(r, kind), key);
 }
 
 const struct registry_entry *registry_match_template(struct registry *r, const char *uri) {
@@ -260,15 +423,9 @@ const struct registry_entry *registry_match_template(struct registry *r, const c
 }
 
 uint64_t registry_signature_of(const struct registry_list *l, const size_t *shown, size_t n) {
-        json_object *all = json_object_new_array_ext((int)(n ? n : 1));
-        uint64_t h = 14695981039346656037u;
-        const char *s;
+        uint64_t h = FNV64_OFFSET;
 
-        for (size_t i = 0; all && i < n; i++)
-                json_object_array_add(all, json_object_get(l->entries[shown ? shown[i] : i].exposed));
-        s = all ? json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN) : NULL;
-        for (; s && *s; s++)
-                h = (h ^ (uint8_t)*s) * 1099511628211u;
-        json_object_put(all);
+        for (size_t i = 0; i < n; i++)
+                h = fnv64(h, &l->entries[shown ? shown[i] : i].hash, sizeof(uint64_t));
         return h ^ (uint64_t)n;
 }

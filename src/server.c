@@ -513,6 +513,7 @@ static void act_to_stopped(struct server *s, const char *detail) {
 static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
         [SERVER_STOPPED] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_RESTART] = act_spawn_fresh,
+                [SERVER_EV_STOP] = act_to_stopped, /* one waiting for its first start: says who stopped it */
         },
         [SERVER_STARTING] = {
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
@@ -551,6 +552,7 @@ static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
 void server_handle(struct server *s, enum server_event ev, const char *detail) {
         server_action action = actions[s->state][ev];
 
+        s->start_queued = false;
         (action ? action : act_ignore)(s, detail);
 }
 
@@ -698,6 +700,11 @@ void server_reconfigure(struct server *s, struct server_config *next) {
 
 void server_mark_disabled(struct server *s) {
         replace_cause(s, "disabled in the configuration");
+}
+
+void server_queue_start(struct server *s) {
+        s->start_queued = true;
+        replace_cause(s, "waiting for its turn to start");
 }
 
 void server_adopt_pending(struct server *s) {

@@ -2,6 +2,7 @@
 #include "supervisor.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "environment.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "process.h"
 
 extern char **environ;
 
@@ -98,6 +100,8 @@ static const struct reaper_ops reaper_ops = {
         .kill_timeout = kill_timeout,
 };
 
+static void on_start_turn(evutil_socket_t fd, short what, void *userdata);
+
 /* Takes every server entry out of config into new servers, appended to sv->servers
  * (which has room for them). */
 static int add_servers(struct supervisor *sv, struct config *config) {
@@ -130,6 +134,10 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
         r = reaper_init(&sv->reaper, base, log, &reaper_ops, sv);
         if (r < 0)
                 return r;
+        sv->start_turn = event_new(base, -1, 0, on_start_turn, sv);
+        if (!sv->start_turn)
+                return -ENOMEM;
+        (void)event_priority_set(sv->start_turn, EVENT_PRIORITY_SPAWN);
         sv->servers = calloc(config->n_servers + 1, sizeof *sv->servers);
         if (!sv->servers)
                 return -ENOMEM;
@@ -151,14 +159,45 @@ void supervisor_claim(struct supervisor *sv, const char *daemon_id) {
 }
 
 void supervisor_start_all(struct supervisor *sv) {
+        size_t queued = 0;
+
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
 
-                if (s->config->disabled)
+                if (s->config->disabled) {
                         server_mark_disabled(s);
-                else
-                        server_handle(s, SERVER_EV_START, "configured");
+                        continue;
+                }
+                server_queue_start(s);
+                queued++;
         }
+        sv->start_from = 0;
+        if (queued > 0)
+                event_active(sv->start_turn, 0, 0);
+}
+
+static void on_start_turn(evutil_socket_t fd, short what, void *userdata) {
+        struct supervisor *sv = userdata;
+
+        for (unsigned n = 0; n < PROCESS_SPAWNS_PER_POLL && sv->start_from < sv->n_servers;) {
+                struct server *s = sv->servers[sv->start_from++];
+
+                if (!s->start_queued)
+                        continue;
+                server_handle(s, SERVER_EV_START, "configured");
+                n++;
+        }
+        if (sv->start_from < sv->n_servers) {
+                event_active(sv->start_turn, 0, 0);
+                /* The loop would run on while an event is active: the daemon's work after
+                 * each iteration (STATUS=, freeing) is done between turns too. */
+                event_base_loopbreak(sv->base);
+        }
+}
+
+/* The servers moved in the array: the queue is looked through again from its start. */
+static void servers_moved(struct supervisor *sv) {
+        sv->start_from = 0;
 }
 
 void supervisor_stop_all(struct supervisor *sv) {
@@ -172,7 +211,8 @@ bool supervisor_idle(const struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (server_running(sv->servers[i]))
                         return false;
-        return TAILQ_EMPTY(&sv->retired) && sv->reaper.n_leftovers == 0 && !sv->scan_due && !sv->reaper.rescan;
+        return TAILQ_EMPTY(&sv->retired) && sv->reaper.n_leftovers == 0 && !sv->scan_due && !sv->reaper.rescan &&
+               !reaper_scanning(&sv->reaper);
 }
 
 void supervisor_retire_config(struct supervisor *sv, struct server_config *c) {
@@ -207,8 +247,10 @@ static void free_removed(struct supervisor *sv) {
         }
         sv->n_servers = kept;
         /* Stopped before being freed, so no longer listed: nothing clients see changes. */
-        if (freed)
+        if (freed) {
+                servers_moved(sv);
                 supervisor_server_changed(sv, 0, false);
+        }
 }
 
 static void free_retired_configs(struct supervisor *sv) {
@@ -234,7 +276,7 @@ void supervisor_collect(struct supervisor *sv) {
         free_retired_configs(sv);
         if (sv->scan_due || sv->reaper.rescan) {
                 sv->scan_due = false;
-                reaper_scan(&sv->reaper);
+                reaper_scan_soon(&sv->reaper);
         }
 }
 
@@ -260,6 +302,9 @@ void supervisor_done(struct supervisor *sv) {
                 reaper_kill_all(&sv->reaper);
         }
         reaper_done(&sv->reaper);
+        if (sv->start_turn)
+                event_free(sv->start_turn);
+        sv->start_turn = NULL;
         free(sv->daemon_id);
         sv->daemon_id = NULL;
 }
@@ -285,9 +330,43 @@ static void remove_missing(struct supervisor *sv, const struct config *next, jso
         }
 }
 
+static int by_name(const void *a, const void *b) {
+        return strcmp((*(struct server *const *)a)->config->name, (*(struct server *const *)b)->config->name);
+}
+
+static int name_vs_server(const void *name, const void *s) {
+        return strcmp(name, (*(struct server *const *)s)->config->name);
+}
+
+/* The servers not removed, sorted by name: a reload finds each entry's server in log time
+ * (issue 14: a walk of them all per entry, with 1,000 servers, was a million comparisons). */
+struct by_name {
+        struct server **servers;
+        size_t n;
+};
+
+static void sort_by_name(const struct supervisor *sv, struct by_name *ret) {
+        *ret = (struct by_name){ .servers = calloc(sv->n_servers + 1, sizeof *ret->servers) };
+        for (size_t i = 0; ret->servers && i < sv->n_servers; i++)
+                if (!sv->servers[i]->removed)
+                        ret->servers[ret->n++] = sv->servers[i];
+        if (ret->servers)
+                qsort(ret->servers, ret->n, sizeof *ret->servers, by_name);
+}
+
+static struct server *find_sorted(const struct supervisor *sv, const struct by_name *sorted, const char *name) {
+        struct server **found;
+
+        if (!sorted->servers) /* out of memory: the walk */
+                return supervisor_find(sv, name);
+        found = bsearch(name, sorted->servers, sorted->n, sizeof *sorted->servers, name_vs_server);
+        return found ? *found : NULL;
+}
+
 /* One entry of next, taken: kept, reconfigured or added. */
-static struct server *apply_entry(struct supervisor *sv, struct server_config *c, json_object *summary) {
-        struct server *s = supervisor_find(sv, c->name);
+static struct server *apply_entry(struct supervisor *sv, const struct by_name *sorted, struct server_config *c,
+                                  json_object *summary) {
+        struct server *s = find_sorted(sv, sorted, c->name);
         const struct server_config *current;
 
         if (!s) {
@@ -313,16 +392,18 @@ static struct server *apply_entry(struct supervisor *sv, struct server_config *c
 int supervisor_reload(struct supervisor *sv, struct config *next, json_object *summary) {
         size_t n_old = sv->n_servers, n = 0;
         struct server **servers = calloc(n_old + next->n_servers + 1, sizeof *servers);
+        struct by_name sorted;
 
         if (!servers)
                 return -ENOMEM;
         for (const char *const *k = (const char *const[]){ "added", "removed", "changed", "unchanged", NULL }; *k; k++)
                 json_object_object_add(summary, *k, json_object_new_array());
         remove_missing(sv, next, summary);
+        sort_by_name(sv, &sorted);
         /* The new order is the config's, then what is still stopping after its removal. */
         for (size_t i = 0; i < next->n_servers; i++) {
                 struct server_config *c = server_config_take(&next->servers[i]);
-                struct server *s = c ? apply_entry(sv, c, summary) : NULL;
+                struct server *s = c ? apply_entry(sv, &sorted, c, summary) : NULL;
 
                 if (s)
                         servers[n++] = s;
@@ -332,9 +413,11 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
         for (size_t i = 0; i < n_old; i++)
                 if (sv->servers[i]->removed)
                         servers[n++] = sv->servers[i];
+        free(sorted.servers);
         free(sv->servers);
         sv->servers = servers;
         sv->n_servers = n;
+        servers_moved(sv);
         /* The separator or a prefix may have changed every exposed name. */
         supervisor_server_changed(sv, CATALOG_ALL_KINDS, false);
         return 0;
@@ -348,7 +431,8 @@ static int status_entry(const struct server *s, char *buf, size_t size) {
 
         if (s->state == SERVER_BACKOFF || s->state == SERVER_FAILED)
                 why = server_cause_brief(&s->why, brief, sizeof brief);
-        return snprintf(buf, size, "; %s %s%s%s%s", s->config->name, server_state_name(s->state), why ? " (" : "",
+        return snprintf(buf, size, "; %s %s%s%s%s", s->config->name,
+                        s->start_queued ? "queued" : server_state_name(s->state), why ? " (" : "",
                         why ? why : "", why ? ")" : "");
 }
 

@@ -203,6 +203,66 @@ Test(config, daemon_skips_bad_entries_and_runs_the_rest) {
         cr_assert(h_log_wait(&D, "[gone] stopped -> failed: cannot start: command 'no-such-program-xyz' not found in PATH", 0));
 }
 
+/* The pid and state of the one server, from the control socket's status. */
+static pid_t server_pid(const char **ret_state) {
+        static char state[32];
+        json_object *r = h_control(&D, "status", NULL);
+        json_object *row = json_object_array_get_idx(h_get(r, "result.servers"), 0);
+        pid_t pid;
+
+        cr_assert_not_null(row, "%s", h_json_text(r));
+        pid = (pid_t)json_object_get_int(h_get(row, "pid"));
+        snprintf(state, sizeof state, "%s", h_str(row, "state"));
+        json_object_put(r);
+        *ret_state = state;
+        return pid;
+}
+
+/* A NUL (\u0000) in an env value cut it short there on its way to the server, silently
+ * (issue 14 item 13): --check-config refuses it naming its JSON path, and a reload that
+ * brings one changes nothing: the server keeps running with the value it had. */
+Test(config, nul_in_an_env_value_is_refused) {
+        static const char *const shape = "{\"mcpServers\":{\"s\":{\"command\":\"%s\",\"env\":{\"TOKEN\":\"%s\"}}}}";
+        char good[1024], bad[1024], env[65536];
+        const char *state;
+        json_object *r, *p;
+        pid_t pid, again;
+        size_t len;
+        FILE *f;
+
+        snprintf(bad, sizeof bad, shape, h_demo_server_path(), "secret\\u0000tail");
+        cr_assert_eq(check(bad), 1, "%s", out);
+        expect_out("error: mcpServers.s.env.TOKEN: contains a NUL character (\\u0000)");
+        expect_out("not valid: 1 error");
+
+        snprintf(good, sizeof good, shape, h_demo_server_path(), "secret");
+        h_start(&D, &(struct h_opts){ .config = good });
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", H_TIMEOUT_MS), "got %s", D.notices);
+        pid = server_pid(&state);
+        cr_assert_gt(pid, 0);
+        f = fopen(D.config, "we");
+        cr_assert_not_null(f);
+        fputs(bad, f);
+        fclose(f);
+        r = h_control(&D, "reload", NULL);
+        cr_assert_eq(h_error_code(r), -32000, "expected a reload error: %s", h_json_text(r));
+        p = json_object_array_get_idx(h_get(r, "error.data.problems"), 0);
+        cr_assert_not_null(p, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(p, "path"), "mcpServers.s.env.TOKEN", "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(p, "severity"), "error");
+        cr_assert(strstr(h_str(p, "message"), "NUL"), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "mcpServers.s.env.TOKEN: contains a NUL character", 0));
+        cr_assert(h_log_wait(&D, "configuration not reloaded (1 error); nothing changed", 0));
+        again = server_pid(&state);
+        cr_assert_eq(again, pid, "the server was restarted");
+        cr_assert_str_eq(state, "ready");
+        len = h_read_environ(pid, env, sizeof env);
+        cr_assert_gt(len, 0);
+        cr_assert(h_environ_has(env, len, "TOKEN=secret", true), "the server's TOKEN changed");
+        cr_assert_eq(h_log_count(&D, " -> stopping"), 0, "a server was stopped");
+}
+
 /* A file that cannot be read as meant is refused whole, as before. */
 Test(config, daemon_refuses_a_misspelt_section) {
         cr_assert_neq(run("{\"mcpservers\":{\"fs\":{\"command\":\"cat\"}}}", NULL, NULL), 0, "%s", out);

@@ -194,6 +194,30 @@ Test(supervise, disabled) {
         cr_assert_null(strstr(D.notices, "sleeper"), "STATUS mentions the disabled server: %s", D.notices);
 }
 
+/* Servers are started one a loop turn (issue 14), the daemon answering in between: an
+ * operator's stop of a server still waiting for its turn stands, as one of a starting
+ * server does, and the others start. */
+#define MANY 30
+
+Test(supervise, started_a_turn_at_a_time) {
+        json_object *r, *row;
+
+        for (int i = 0; i < MANY; i++)
+                add_demo(sf("s%02d", i), "", "");
+        start(NULL);
+        r = h_control(&D, "stop", sf("{\"name\":\"s%02d\"}", MANY - 1));
+        cr_assert_str_eq(h_str(r, "result.name"), sf("s%02d", MANY - 1));
+        json_object_put(r);
+        expect_notify(sf("STATUS=%d/%d servers ready; s%02d stopped", MANY - 1, MANY, MANY - 1));
+        r = h_control(&D, "status", NULL);
+        row = json_object_array_get_idx(h_get(r, "result.servers"), MANY - 1);
+        cr_assert_str_eq(h_str(row, "name"), sf("s%02d", MANY - 1));
+        cr_assert_str_eq(h_str(row, "state"), "stopped");
+        cr_assert(strstr(h_str(row, "cause"), "stopped by uid"), "cause: %s", h_str(row, "cause"));
+        json_object_put(r);
+        stop_daemon();
+}
+
 /* ---- the starting environment and process hygiene ---- */
 
 static void expect_env(const char *env, size_t len, const char *text, bool exact, bool present) {

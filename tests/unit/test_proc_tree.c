@@ -114,3 +114,24 @@ Test(proc_tree, read_stops_at_max) {
         cr_assert_leq(t.n, 2);
         proc_tree_done(&t);
 }
+
+/* Read a few at a time, the tree is the same as in one go: here, us and our child. */
+Test(proc_tree, reader_reads_in_steps) {
+        struct proc_tree_reader rd;
+        unsigned steps = 0;
+        int done, r;
+        pid_t pid = start_child(&done);
+
+        cr_assert_eq(proc_tree_reader_open(&rd, 1 << 20), 0);
+        while ((r = proc_tree_reader_step(&rd, 2)) == 0)
+                steps++;
+        cr_assert_eq(r, 1);
+        cr_assert_gt(steps, 0, "more than two processes run, so more than one step");
+        cr_assert_eq(proc_tree_reader_step(&rd, 2), 1, "done stays done");
+        cr_assert_not_null(proc_tree_find(&rd.tree, getpid()));
+        cr_assert_eq(proc_tree_find(&rd.tree, pid)->ppid, getpid());
+        for (size_t i = 1; i < rd.tree.n; i++)
+                cr_assert_lt(rd.tree.procs[i - 1].pid, rd.tree.procs[i].pid, "sorted by pid");
+        proc_tree_reader_done(&rd);
+        end_child(pid, done);
+}

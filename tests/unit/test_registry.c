@@ -687,6 +687,92 @@ Test(registry, signature_follows_content) {
         cr_assert_neq(list(CATALOG_TOOLS)->signature, without_b);
 }
 
+/* A rebuild keeps the entries (the renamed copy, its hash) of items that are the same
+ * server object under the same exposed name, and makes new ones for the rest: what a
+ * rebuild allocates follows what changed (issue 14). */
+Test(registry, rebuild_keeps_unchanged_entries) {
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, "[{\"uri\":\"file:///r\"}]", NULL);
+        struct server *b = fake("b", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { a, b };
+        json_object *a_tool, *b_tool;
+        uint64_t signature;
+
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        a_tool = list(CATALOG_TOOLS)->entries[0].exposed;
+        b_tool = list(CATALOG_TOOLS)->entries[1].exposed;
+        signature = list(CATALOG_TOOLS)->signature;
+        set_items(b, CATALOG_TOOLS, "[{\"name\":\"t\"}]"); /* a new catalog, equal */
+        cr_assert_eq(registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS), 0);
+        cr_assert_eq(list(CATALOG_TOOLS)->entries[0].exposed, a_tool, "a's tool kept");
+        cr_assert_neq(list(CATALOG_TOOLS)->entries[1].exposed, b_tool, "b's new item copied anew");
+        cr_assert_eq(list(CATALOG_TOOLS)->signature, signature);
+        expect_tool(1, b, "t", "b__t");
+        cr_assert_eq(registry_find(&reg, CATALOG_RESOURCES, "file:///r")->server, a);
+
+        /* Another exposed name for the same item: a new copy under it. */
+        registry_set_separator(&reg, "-");
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        cr_assert_neq(list(CATALOG_TOOLS)->entries[0].exposed, a_tool);
+        expect_tool(0, a, "t", "a-t");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "a__t"));
+        cr_assert_neq(list(CATALOG_TOOLS)->signature, signature);
+}
+
+/* A server's entries are kept whole only while none of its names is contested: one that
+ * took a fallback name gets its own back when the other server leaves, and gives it up
+ * again when that one returns, as a build from nothing would name them. */
+Test(registry, kept_blocks_follow_collisions) {
+        struct server *x = fake("x", "", SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *y = fake("y", "", SERVER_READY, "[{\"name\":\"t\"},{\"name\":\"u\"}]", NULL,
+                                "[{\"uri\":\"file:///r\"}]", NULL);
+        struct server *z = fake("z", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, "[{\"uri\":\"file:///r\"}]", NULL);
+        struct server *servers[] = { x, y, z };
+        char fallback[NAME_MAX_LEN + 1];
+
+        name_fallback("y/t", fallback);
+        for (int round = 0; round < 2; round++) {
+                x->state = SERVER_READY;
+                registry_rebuild(&reg, servers, 3, CATALOG_ALL_KINDS);
+                cr_assert_eq(list(CATALOG_TOOLS)->n, 4);
+                expect_tool(0, x, "t", "t");
+                expect_tool(1, y, "t", fallback);
+                expect_tool(2, y, "u", "u");
+                expect_tool(3, z, "t", "z__t");
+                cr_assert_eq(registry_find(&reg, CATALOG_RESOURCES, "file:///r")->server, y);
+
+                x->state = SERVER_BACKOFF;
+                registry_rebuild(&reg, servers, 3, CATALOG_ALL_KINDS);
+                cr_assert_eq(list(CATALOG_TOOLS)->n, 3);
+                expect_tool(0, y, "t", "t");
+                expect_tool(1, y, "u", "u");
+                expect_tool(2, z, "t", "z__t");
+
+                y->state = SERVER_BACKOFF;
+                registry_rebuild(&reg, servers, 3, CATALOG_ALL_KINDS);
+                cr_assert_eq(registry_find(&reg, CATALOG_RESOURCES, "file:///r")->server, z, "z's resource, kept aside, now served");
+                y->state = SERVER_READY;
+                registry_rebuild(&reg, servers, 3, CATALOG_ALL_KINDS);
+                cr_assert_eq(registry_find(&reg, CATALOG_RESOURCES, "file:///r")->server, y);
+                cr_assert_eq(list(CATALOG_RESOURCES)->n, 1);
+        }
+}
+
+/* A filter changed live (the same catalog, the same server) names the items anew. */
+Test(registry, kept_blocks_follow_filters) {
+        struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"},{\"name\":\"u\"}]", NULL, NULL, NULL);
+        struct server_config *c = (struct server_config *)a->config;
+        struct server *servers[] = { a };
+
+        registry_rebuild(&reg, servers, 1, CATALOG_ALL_KINDS);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 2);
+        c->filter.exclude[CATALOG_TOOLS] = calloc(2, sizeof(char *));
+        c->filter.exclude[CATALOG_TOOLS][0] = strdup("u");
+        registry_rebuild(&reg, servers, 1, CATALOG_ALL_KINDS);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
+        expect_tool(0, a, "t", "a__t");
+        cr_assert_null(registry_find(&reg, CATALOG_TOOLS, "a__u"));
+}
+
 /* The header: a bit per kind "whose client-visible list changed". An empty list before
  * and after is no change, also on the first build. */
 Test(registry, first_build_of_empty_lists_changes_nothing) {

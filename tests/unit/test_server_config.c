@@ -470,6 +470,44 @@ Test(server_config, dropins_merge_in_name_order) {
         cr_assert_str_eq(config_find_server(&C, "c")->json_path, "mcpServers.c");
 }
 
+/* Many servers, found by name through the index as it grows, and after a broken override
+ * took one out from the middle (the others move down a place). */
+Test(server_config, many_servers_found_by_name) {
+        char dir[] = "/tmp/mcpvisor-dropin-XXXXXX", path[256], d[256], f[300], name[16];
+        FILE *m;
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/mcpvisor.json", dir);
+        snprintf(d, sizeof d, "%s/mcpvisor.d", dir);
+        mkdir(d, 0755);
+        m = fopen(path, "w");
+        cr_assert_not_null(m);
+        fprintf(m, "{\"mcpServers\":{");
+        for (int i = 0; i < 300; i++)
+                fprintf(m, "%s\"s%03d\":{\"command\":\"c%d\"}", i ? "," : "", i, i);
+        fprintf(m, "}}");
+        fclose(m);
+        snprintf(f, sizeof f, "%s/10-more.json", d);
+        write_file(f, "{\"mcpServers\":{\"s150\":{\"command\":5},\"s007\":{\"command\":\"again\"},"
+                      "\"z\":{\"command\":\"z\"}}}");
+        memset(&P, 0, sizeof P);
+        cr_assert_eq(config_load(path, false, &C, &P), 0);
+        cr_assert_eq(C.n_servers, 300, "300 - s150 + z");
+        for (int i = 0; i < 300; i++) {
+                snprintf(name, sizeof name, "s%03d", i);
+                if (i == 150) {
+                        cr_assert_null(config_find_server(&C, name));
+                        continue;
+                }
+                cr_assert_not_null(config_find_server(&C, name), "%s", name);
+                cr_assert_str_eq(config_find_server(&C, name)->name, name);
+        }
+        cr_assert_str_eq(config_find_server(&C, "s007")->command, "again");
+        cr_assert_str_eq(C.servers[150].name, "s151", "the entries keep their order");
+        cr_assert_str_eq(C.servers[299].name, "z");
+        cr_assert_null(config_find_server(&C, "s300"));
+}
+
 Test(server_config, dropins_without_main_file_at_default_path) {
         char dir[] = "/tmp/mcpvisor-dropin-XXXXXX", path[256], d[256], f[300];
 
