@@ -124,6 +124,8 @@ void bus_watch_free(struct bus_watch *w);
 
 /* At start-up, before any server runs: stops the units named UNIT_PATTERN whose
  * Environment= holds MCPVISOR_DAEMON=daemon_id (a dead predecessor's on the same socket,
- * environment.h). Waits for the manager's answers. Returns how many were stopped, or a
- * negative errno with *error (malloc'd). */
+ * environment.h), and waits until the manager collected them (at most
+ * BUS_LEFTOVER_WAIT_USEC), since the new runs may be given their names. Returns how many
+ * were stopped, or a negative errno with *error (malloc'd). */
+#define BUS_LEFTOVER_WAIT_USEC (30 * UINT64_C(1000000))
 int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error);

@@ -33,6 +33,7 @@ struct fake_unit {
         char active[32], sub[32], result[32];
         int32_t code, status;
         const char *env[3];
+        bool collected; /* stopped: no longer listed, as CollectMode=inactive-or-failed does */
 };
 
 struct fake {
@@ -169,6 +170,7 @@ static int method_stop(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         snprintf(u->sub, 32, "dead");
         u->code = CLD_KILLED;
         u->status = SIGTERM;
+        u->collected = true;
         sd_bus_reply_method_return(m, "o", "/org/freedesktop/systemd1/job/99");
         emit_changes(sd_bus_message_get_bus(m), unit);
         return 1;
@@ -212,6 +214,8 @@ static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         for (unsigned i = 0; i < F.n_units; i++) {
                 char *path = NULL;
 
+                if (F.units[i].collected)
+                        continue;
                 unit_path(F.units[i].name, &path);
                 sd_bus_message_append(reply, "(ssssssouso)", F.units[i].name, "", "loaded", F.units[i].active, F.units[i].sub,
                                       "", path, 0, "", "/");
@@ -673,6 +677,8 @@ Test(bus, stop_leftovers) {
         cr_assert_eq(stopped, 2, "%d: %s (%s)", stopped, error ? error : "", F.stopped);
         cr_assert_str_eq(F.stopped, "mcpvisor-a@1.service mcpvisor-d@4.service ");
         cr_assert_str_eq(F.list_pattern, "|mcpvisor-*@*.service", "every state, our units only");
+        /* it waited until they were collected: the next start may reuse their names */
+        cr_assert(F.units[0].collected && F.units[3].collected && !F.units[1].collected);
         cr_assert_eq(bus_stop_leftovers(B, "/run/none.sock", &error), 0);
         cr_assert_null(error);
 }
