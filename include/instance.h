@@ -61,3 +61,7 @@ void instance_kill_wait(struct instance *in);
 bool instance_reap(struct instance *in);
 /* How it ended (code and status); zero while it runs. */
 void instance_describe_end(const struct instance *in, struct server_exit *ret);
+/* Its launcher's name: "exec", "systemd". */
+const char *instance_launcher(const struct instance *in);
+/* What it uses now (run.h): read when asked. */
+void instance_usage(const struct instance *in, struct run_usage *ret);
