@@ -62,6 +62,7 @@ struct systemd_run {
         bool was_active;      /* a state after the start was seen, so "inactive" is its end */
         bool inactive;
         bool ended;
+        bool final_read;      /* read once more at the end */
         bool add_ref;
         uint64_t tasks_refused; /* pids.events max, as last read */
         char failure[160];    /* why it ended without running, or why it is no longer known */
@@ -104,10 +105,21 @@ static void fail(struct systemd_run *x, const char *fmt, ...) {
         end(x);
 }
 
-/* The unit ended once its start ran and it is inactive or failed: nothing of it is left. */
+static void read_unit(struct systemd_run *x);
+
+/* The unit ended once its start ran and it is inactive or failed: nothing of it is left.
+ * Result= and ExecMain*= came before (the manager sends the Service interface's changes
+ * first), unless only invalidated: one read more has the last word, or finds the unit
+ * collected already (CollectMode=), and then what the signals said stands. */
 static void check_end(struct systemd_run *x) {
-        if (x->job_done && x->inactive)
+        if (!x->job_done || !x->inactive)
+                return;
+        if (x->final_read) {
                 end(x);
+                return;
+        }
+        x->final_read = true;
+        read_unit(x);
 }
 
 /* pids.events max counts the forks refused at TasksMax=; read while the cgroup is there
