@@ -212,6 +212,10 @@ void instance_describe_end(const struct instance *in, struct server_exit *ret) {
         in->ops->describe_end(in, ret);
 }
 
+const char *instance_describe(const struct instance *in, char *buf, size_t size) {
+        return in->ops->describe(in, buf, size);
+}
+
 const char *instance_launcher(const struct instance *in) {
         return in->ops->name;
 }

@@ -125,6 +125,11 @@ static void exec_describe_end(const struct instance *in, struct server_exit *ret
         *ret = (struct server_exit){ .code = p->code, .status = p->status };
 }
 
+static const char *exec_describe(const struct instance *in, char *buf, size_t size) {
+        snprintf(buf, size, "pid %d", in->launcher ? (int)proc_of(in)->pid : 0);
+        return buf;
+}
+
 static pid_t exec_main_pid(const struct instance *in) {
         return in->launcher ? proc_of(in)->pid : 0;
 }
@@ -189,6 +194,7 @@ const struct run_ops run_exec_ops = {
         .kill_wait = exec_kill_wait,
         .reap = exec_reap,
         .describe_end = exec_describe_end,
+        .describe = exec_describe,
         .main_pid = exec_main_pid,
         .usage = exec_usage,
         .free = exec_free,

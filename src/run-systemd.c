@@ -423,6 +423,13 @@ static void systemd_describe_end(const struct instance *in, struct server_exit *
         describe_reason(x, ret, ret->reason, sizeof ret->reason);
 }
 
+static const char *systemd_describe(const struct instance *in, char *buf, size_t size) {
+        const struct systemd_run *x = run_of(in);
+
+        snprintf(buf, size, "unit %s", x ? x->unit : "?");
+        return buf;
+}
+
 static pid_t systemd_main_pid(const struct instance *in) {
         const struct systemd_run *x = run_of(in);
 
@@ -460,6 +467,7 @@ const struct run_ops run_systemd_ops = {
         .kill_wait = systemd_kill_wait,
         .reap = NULL, /* the manager's child, not the daemon's */
         .describe_end = systemd_describe_end,
+        .describe = systemd_describe,
         .main_pid = systemd_main_pid,
         .usage = systemd_usage,
         .free = systemd_free,
