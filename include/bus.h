@@ -81,7 +81,8 @@ int bus_open_fd(struct event_base *base, const struct logger *log, int fd, enum 
                 char **error);
 
 /* "auto": LAUNCHER_SYSTEMD with *ret connected when the daemon was started by a service
- * manager ($INVOCATION_ID) and bus_open() succeeds; else LAUNCHER_EXEC, *ret NULL, and
+ * manager ($INVOCATION_ID) that can start its units (a user manager, or the system
+ * manager for a root daemon) and bus_open() succeeds; else LAUNCHER_EXEC, *ret NULL, and
  * the reason logged once. */
 int bus_open_auto(struct event_base *base, const struct logger *log, char *const *env, struct bus **ret);
 

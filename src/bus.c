@@ -746,6 +746,14 @@ int bus_open_auto(struct event_base *base, const struct logger *log, char *const
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": mcpvisord was not started by a service manager)");
                 return LAUNCHER_EXEC;
         }
+        /* Over the system bus, StartTransientUnit needs polkit's grant, which no package
+         * should give (it is root-equivalent): an unprivileged daemon's units would all be
+         * refused. Its path is its own user's manager (MANAGERPID). */
+        if (bus_manager_kind(env) == MANAGER_SYSTEM && geteuid() != 0) {
+                log_notice(log, "servers run as the daemon's children (launcher \"auto\": an unprivileged mcpvisord "
+                                "cannot start units of the system manager; run it under its user's manager)");
+                return LAUNCHER_EXEC;
+        }
         if (bus_open(base, log, env, ret, &error) < 0) {
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": %s)", error ? error : "out of memory");
                 return LAUNCHER_EXEC;
