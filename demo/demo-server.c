@@ -54,6 +54,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include <json-c/json.h>
 
@@ -109,6 +110,7 @@ static long arg_long_stderr_line = -1;
 static const char *arg_protocol_version;
 static bool arg_no_tools, arg_no_prompts, arg_no_resources;
 static unsigned arg_tools, arg_prompts, arg_resources;
+static bool arg_probe_tools;
 static unsigned arg_page_size;
 static const char *arg_instructions = DEFAULT_INSTRUCTIONS;
 static long arg_list_changed_after_ms = -1;
@@ -780,6 +782,95 @@ static const struct tool tools[] = {
           tool_client_capabilities },
 };
 
+
+/* --probe-tools: what the server may do where it runs, for the tests of confinement. Each
+ * answers "ok ..." or an isError result naming the errno. */
+static void probe_result(json_object *id, int r, const char *what, const char *ok_text) {
+        char text[512];
+
+        if (r < 0)
+                snprintf(text, sizeof(text), "%s: %s", what, strerror(-r));
+        else
+                snprintf(text, sizeof(text), "ok %s", ok_text);
+        send_result(id, text_result(text, r < 0));
+}
+
+static void tool_write_file(json_object *id, json_object *params, json_object *args) {
+        const char *path = get_string(args, "path"), *text = get_string(args, "text");
+        int fd, r = 0;
+
+        if (!path) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'path' (string) is required");
+                return;
+        }
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || (text && write(fd, text, strlen(text)) < 0))
+                r = -errno;
+        if (fd >= 0)
+                close(fd);
+        probe_result(id, r, path, path);
+}
+
+static void tool_read_file(json_object *id, json_object *params, json_object *args) {
+        const char *path = get_string(args, "path");
+        char buf[256] = "";
+        ssize_t n = -1;
+        int fd;
+
+        if (!path) {
+                send_error(id, ERR_INVALID_PARAMS, "argument 'path' (string) is required");
+                return;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+                n = read(fd, buf, sizeof(buf) - 1);
+        probe_result(id, fd < 0 || n < 0 ? -errno : 0, path, (buf[n > 0 ? n : 0] = '\0', buf));
+        if (fd >= 0)
+                close(fd);
+}
+
+static void tool_inet(json_object *id, json_object *params, json_object *args) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        probe_result(id, fd < 0 ? -errno : 0, "socket(AF_INET)", "socket(AF_INET)");
+        if (fd >= 0)
+                close(fd);
+}
+
+static void tool_whoami(json_object *id, json_object *params, json_object *args) {
+        char text[64];
+
+        snprintf(text, sizeof(text), "uid=%u gid=%u", (unsigned)getuid(), (unsigned)getgid());
+        probe_result(id, 0, "", text);
+}
+
+/* Touches mb megabytes, a page at a time, and keeps them: past memoryMax, the OOM killer. */
+static void tool_alloc(json_object *id, json_object *params, json_object *args) {
+        json_object *mb = get_number(args, "mb");
+        size_t size = mb ? (size_t)json_object_get_int64(mb) << 20 : 0;
+        char *p = size ? malloc(size) : NULL;
+
+        if (p)
+                for (size_t i = 0; i < size; i += 4096)
+                        p[i] = 1;
+        probe_result(id, p ? 0 : -ENOMEM, "malloc", "allocated");
+}
+
+static const struct tool probe_tools[] = {
+        { "write_file", "Writes text to path.",
+          "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}},"
+          "\"required\":[\"path\"]}",
+          tool_write_file },
+        { "read_file", "Returns the first 255 bytes of path.",
+          "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\"required\":[\"path\"]}",
+          tool_read_file },
+        { "inet", "Opens an AF_INET socket.", SCHEMA_NONE, tool_inet },
+        { "whoami", "Returns the server's uid and gid.", SCHEMA_NONE, tool_whoami },
+        { "alloc", "Allocates and touches mb megabytes, and keeps them.",
+          "{\"type\":\"object\",\"properties\":{\"mb\":{\"type\":\"integer\"}},\"required\":[\"mb\"]}",
+          tool_alloc },
+};
+
 static json_object *tool_entry(const char *name, const char *description, const char *schema) {
         json_object *t = json_object_new_object();
 
@@ -795,6 +886,8 @@ static json_object *all_tools(void) {
 
         for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
                 json_object_array_add(a, tool_entry(tools[i].name, tools[i].description, tools[i].schema));
+        for (size_t i = 0; arg_probe_tools && i < sizeof(probe_tools) / sizeof(probe_tools[0]); i++)
+                json_object_array_add(a, tool_entry(probe_tools[i].name, probe_tools[i].description, probe_tools[i].schema));
         for (unsigned k = 1; k <= arg_tools; k++) {
                 snprintf(name, sizeof(name), "tool_%u", k);
                 snprintf(description, sizeof(description), "Synthetic tool %u; returns its text argument.", k);
@@ -812,6 +905,9 @@ static tool_fn find_tool(const char *name) {
         for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
                 if (strcmp(tools[i].name, name) == 0)
                         return tools[i].call;
+        for (size_t i = 0; arg_probe_tools && i < sizeof(probe_tools) / sizeof(probe_tools[0]); i++)
+                if (strcmp(probe_tools[i].name, name) == 0)
+                        return probe_tools[i].call;
         if (synthetic_index(name, "tool_", arg_tools) > 0 || (late_tool_added && strcmp(name, "late_tool") == 0))
                 return tool_echo;
         return NULL;
@@ -1715,6 +1811,9 @@ static void help(void) {
                "A stdio MCP server: mcpvisor's demo server, and on command a misbehaving one for its tests.\n\n"
                "Catalogue:\n"
                "  --tools N                  Add tools tool_1..tool_N (each like echo)\n"
+               "  --probe-tools              Add write_file {path, text?}, read_file {path}, inet,\n"
+               "                             whoami and alloc {mb}: what the server may do where\n"
+               "                             it runs (confinement tests)\n"
                "  --prompts N                Add prompts prompt_1..prompt_N\n"
                "  --resources N              Add resources demo://res/1..N\n"
                "  --page-size N              Page lists N items at a time (0: one page)\n"
@@ -1814,6 +1913,7 @@ enum {
         OPT_NO_PROMPTS,
         OPT_NO_RESOURCES,
         OPT_TOOLS,
+        OPT_PROBE_TOOLS,
         OPT_PROMPTS,
         OPT_RESOURCES,
         OPT_PAGE_SIZE,
@@ -1852,6 +1952,7 @@ static const struct option options[] = {
         { "no-prompts", no_argument, NULL, OPT_NO_PROMPTS },
         { "no-resources", no_argument, NULL, OPT_NO_RESOURCES },
         { "tools", required_argument, NULL, OPT_TOOLS },
+        { "probe-tools", no_argument, NULL, OPT_PROBE_TOOLS },
         { "prompts", required_argument, NULL, OPT_PROMPTS },
         { "resources", required_argument, NULL, OPT_RESOURCES },
         { "page-size", required_argument, NULL, OPT_PAGE_SIZE },
@@ -1875,6 +1976,7 @@ static void set_number_option(int c, const char *name, const char *s) {
         case OPT_FLOOD_STDERR: arg_flood_stderr = parse_number(name, s, 0, LONG_MAX); break;
         case OPT_LONG_STDERR_LINE: arg_long_stderr_line = parse_number(name, s, 0, LONG_MAX); break;
         case OPT_TOOLS: arg_tools = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
+        case OPT_PROBE_TOOLS: arg_probe_tools = true; break;
         case OPT_PROMPTS: arg_prompts = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
         case OPT_RESOURCES: arg_resources = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
         case OPT_PAGE_SIZE: arg_page_size = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;

@@ -81,7 +81,8 @@ int bus_open_fd(struct event_base *base, const struct logger *log, int fd, enum 
                 char **error);
 
 /* "auto": LAUNCHER_SYSTEMD with *ret connected when the daemon was started by a service
- * manager ($INVOCATION_ID) and bus_open() succeeds; else LAUNCHER_EXEC, *ret NULL, and
+ * manager ($INVOCATION_ID) that can start its units (a user manager, or the system
+ * manager for a root daemon) and bus_open() succeeds; else LAUNCHER_EXEC, *ret NULL, and
  * the reason logged once. */
 int bus_open_auto(struct event_base *base, const struct logger *log, char *const *env, struct bus **ret);
 
@@ -124,6 +125,8 @@ void bus_watch_free(struct bus_watch *w);
 
 /* At start-up, before any server runs: stops the units named UNIT_PATTERN whose
  * Environment= holds MCPVISOR_DAEMON=daemon_id (a dead predecessor's on the same socket,
- * environment.h). Waits for the manager's answers. Returns how many were stopped, or a
- * negative errno with *error (malloc'd). */
+ * environment.h), and waits until the manager collected them (at most
+ * BUS_LEFTOVER_WAIT_USEC), since the new runs may be given their names. Returns how many
+ * were stopped, or a negative errno with *error (malloc'd). */
+#define BUS_LEFTOVER_WAIT_USEC (30 * UINT64_C(1000000))
 int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error);

@@ -21,6 +21,11 @@ struct cgroup_usage {
         uint64_t tasks_refused;  /* pids.events max: forks refused at pids.max (tasksMax) */
 };
 
+/* Where the cgroup v2 hierarchy is mounted: CGROUP_ROOT, or its "unified" directory on a
+ * host of the hybrid layout (v1 controllers, systemd's v2 tree beside them), where the
+ * v2 tree holds no memory or pids controller and those figures stay unknown. */
+const char *cgroup_usage_root(void);
+
 /* The directory of control_group (a unit's ControlGroup=, "/mcpvisor.slice/...") below
  * root (CGROUP_ROOT; a test's own tree). -EINVAL for a group that is not an absolute,
  * plain path. */

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/types.h>
@@ -61,3 +62,9 @@ void instance_kill_wait(struct instance *in);
 bool instance_reap(struct instance *in);
 /* How it ended (code and status); zero while it runs. */
 void instance_describe_end(const struct instance *in, struct server_exit *ret);
+/* What the logs call it: "pid 1234", "unit mcpvisor-fs@3.service". */
+const char *instance_describe(const struct instance *in, char *buf, size_t size);
+/* Its launcher's name: "exec", "systemd". */
+const char *instance_launcher(const struct instance *in);
+/* What it uses now (run.h): read when asked. */
+void instance_usage(const struct instance *in, struct run_usage *ret);

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct instance;
@@ -23,8 +25,19 @@ struct run_stdio {
         int err;
 };
 
+/* What a run uses now, read when asked (the status answer): cheap file reads. A figure
+ * not known is RUN_USAGE_UNKNOWN, shown as a dash; none is ever guessed. */
+#define RUN_USAGE_UNKNOWN UINT64_MAX
+struct run_usage {
+        const char *unit;        /* the unit that runs it, or NULL (valid while the run is) */
+        uint64_t memory_current; /* bytes */
+        uint64_t memory_peak;    /* bytes */
+        uint64_t cpu_usec;
+        uint64_t tasks;
+};
+
 struct run_ops {
-        const char *name;   /* "exec" */
+        const char *name;   /* "exec", "systemd" */
         /* Starts the program of c with environment env. Takes the fds of stdio in any case
          * (closed, or handed to the program). 0, or a negative errno with *error malloc'd
          * (what to fix) or NULL. May complete later: a start that fails then is reported
@@ -45,14 +58,33 @@ struct run_ops {
         /* How it ended, once it has: code and status as struct server_exit holds them
          * (issue 16 adds a launcher's reason there, "killed by the OOM killer"). */
         void (*describe_end)(const struct instance *in, struct server_exit *ret);
+        /* What the logs call it: "pid 1234", "unit mcpvisor-fs@3.service". */
+        const char *(*describe)(const struct instance *in, char *buf, size_t size);
         /* The pid of the program it started; 0 when not known (yet). */
         pid_t (*main_pid)(const struct instance *in);
+        /* What it uses now: its unit's cgroup, or its main process as /proc shows it. */
+        void (*usage)(const struct instance *in, struct run_usage *ret);
         /* Releases in->launcher: the run has ended, or the daemon is exiting. */
         void (*free)(struct instance *in);
 };
 
 /* Spawns the program as the daemon's child; see run-exec.c and process.h. */
 extern const struct run_ops run_exec_ops;
+
+/* Starts the program as a transient unit of the service manager that runs the daemon;
+ * see run-systemd.c. Its runs need the daemon's struct run_systemd (supervisor.h). */
+extern const struct run_ops run_systemd_ops;
+
+struct bus;
+struct logger;
+struct run_systemd;
+
+/* The systemd launcher's daemon-wide part over bus (connected, kept by the caller, freed
+ * after this): the credentials helper's path, User= for units, the runs to end when the
+ * connection is lost. */
+int run_systemd_new(struct bus *bus, const struct logger *log, struct run_systemd **ret);
+/* After every run of it was freed. NULL-safe. */
+void run_systemd_free(struct run_systemd *rs);
 
 /* For a launcher's start: sets *error for a lack of descriptors or processes (-EMFILE,
  * -ENFILE, -EAGAIN), where to raise the limit; false, and nothing set, for other errors. */

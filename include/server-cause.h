@@ -27,6 +27,10 @@ struct server_exit {
         int signal_sent;            /* 0, SIGTERM (after stopTimeout) or SIGKILL (after killTimeout too) */
         double stop_timeout;        /* seconds, when a signal was sent */
         double kill_timeout;        /* seconds, when SIGKILL was sent */
+        /* What the launcher knows beyond code and status, said instead of them: "killed by
+         * the OOM killer (memoryMax 256M)", "unit mcpvisor-fs@3.service failed to start: ...";
+         * "" for none. */
+        char reason[160];
 };
 
 struct server_cause {

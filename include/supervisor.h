@@ -43,6 +43,10 @@ struct supervisor {
         const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
         char **daemon_env;                 /* the daemon's environ, read-only */
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */
+        struct bus *bus;                   /* the service manager that runs the daemon, or NULL */
+        struct run_systemd *systemd;       /* the systemd launcher's part over bus, or NULL */
+        int launcher_auto;                 /* what "auto" is here: LAUNCHER_SYSTEMD or LAUNCHER_EXEC */
+        char *manager_error;               /* why there is no bus, for a server that needs one */
         struct server **servers;           /* in config order; then removed ones until they stop */
         size_t n_servers;
         struct server_config **retired_configs; /* replaced by a reload; freed after the iteration */
@@ -73,6 +77,11 @@ void supervisor_retire_config(struct supervisor *sv, struct server_config *c);
  * server from now on with daemon_id (MCPVISOR_DAEMON; copied) and ends what a
  * dead daemon with the same id left running. */
 void supervisor_claim(struct supervisor *sv, const char *daemon_id);
+/* Before the first start: connects to the service manager when a server may need it (the
+ * daemon's "launcher", and every server's own), decides what "auto" means once (bus.h),
+ * and stops the units a dead predecessor on daemon_id left. Logs what it decided; a
+ * failure leaves the servers that need the manager unable to start, with the reason. */
+void supervisor_connect_manager(struct supervisor *sv, int launcher, const char *daemon_id);
 /* Starts every enabled server: PROCESS_SPAWNS_PER_POLL a loop turn, at the priority of
  * spawns (process.h), so that clients are answered between and the servers' handshakes
  * come a few at a time (issue 14: 1,000 servers spawned before the loop ran, then

@@ -746,6 +746,14 @@ int bus_open_auto(struct event_base *base, const struct logger *log, char *const
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": mcpvisord was not started by a service manager)");
                 return LAUNCHER_EXEC;
         }
+        /* Over the system bus, StartTransientUnit needs polkit's grant, which no package
+         * should give (it is root-equivalent): an unprivileged daemon's units would all be
+         * refused. Its path is its own user's manager (MANAGERPID). */
+        if (bus_manager_kind(env) == MANAGER_SYSTEM && geteuid() != 0) {
+                log_notice(log, "servers run as the daemon's children (launcher \"auto\": an unprivileged mcpvisord "
+                                "cannot start units of the system manager; run it under its user's manager)");
+                return LAUNCHER_EXEC;
+        }
         if (bus_open(base, log, env, ret, &error) < 0) {
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": %s)", error ? error : "out of memory");
                 return LAUNCHER_EXEC;
@@ -845,10 +853,57 @@ static int list_units(struct bus *b, sd_bus_message **ret, char **error) {
         return r;
 }
 
+/* Appends a copy of name to the NULL-terminated *list of *n names. */
+static int push_name(char ***list, int *n, const char *name) {
+        char **l = realloc(*list, (size_t)(*n + 2) * sizeof *l);
+
+        if (!l)
+                return -ENOMEM;
+        *list = l;
+        l[*n] = strdup(name);
+        if (!l[*n])
+                return -ENOMEM;
+        l[++*n] = NULL;
+        return 0;
+}
+
+/* Whether the manager still lists a unit named in units (loaded: not yet collected). */
+static int any_listed(struct bus *b, char **units, char **error) {
+        const char *unit;
+        sd_bus_message *reply = NULL;
+        int r = list_units(b, &reply, error), found = 0;
+
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
+        while (r > 0 && !found &&
+               (r = sd_bus_message_read(reply, "(ssssssouso)", &unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                        NULL)) > 0)
+                for (char **u = units; *u; u++)
+                        found = found || strcmp(*u, unit) == 0;
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : found;
+}
+
+/* A new run may be given the name of one a predecessor left (its numbers start at 1
+ * again), and StartTransientUnit refuses a name still loaded: wait until they are
+ * collected, which takes at most their TimeoutStopUSec= (killTimeout). */
+static int wait_collected(struct bus *b, char **units, char **error) {
+        uint64_t deadline = now_usec() + BUS_LEFTOVER_WAIT_USEC;
+        int r;
+
+        while ((r = any_listed(b, units, error)) > 0 && now_usec() < deadline)
+                usleep(50000);
+        if (r > 0)
+                set_error(error, "units a previous mcpvisord left are still stopping after %g s",
+                          (double)BUS_LEFTOVER_WAIT_USEC / 1e6);
+        return r > 0 ? -ETIMEDOUT : r;
+}
+
 int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
         const char *unit, *path;
         sd_bus_message *reply = NULL;
-        int r = list_units(b, &reply, error), stopped = 0;
+        char **stopped = NULL;
+        int r = list_units(b, &reply, error), n = 0;
 
         if (r >= 0)
                 r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
@@ -857,16 +912,20 @@ int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
                 int ours = unit_is_ours(b, path, daemon_id);
 
                 if (ours > 0)
-                        ours = stop_now(b, unit, error) ?: 1;
+                        ours = stop_now(b, unit, error) ?: push_name(&stopped, &n, unit);
                 if (ours < 0) {
                         r = ours;
                         break;
                 }
-                stopped += ours;
         }
         if (r < 0 && !*error)
                 set_error(error, "cannot read the units " UNIT_PATTERN ": %s", strerror(-r));
         sd_bus_message_unref(reply);
+        if (r >= 0 && n > 0)
+                r = wait_collected(b, stopped, error);
+        for (int i = 0; i < n; i++)
+                free(stopped[i]);
+        free(stopped);
         kick(b);
-        return r < 0 ? r : stopped;
+        return r < 0 ? r : n;
 }

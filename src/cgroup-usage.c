@@ -14,6 +14,12 @@
 /* The files read are a few lines each; cpu.stat, the longest, is about 200 bytes. */
 #define CGROUP_FILE_MAX 4096
 
+const char *cgroup_usage_root(void) {
+        if (access(CGROUP_ROOT "/cgroup.controllers", F_OK) < 0 && access(CGROUP_ROOT "/unified/cgroup.controllers", F_OK) == 0)
+                return CGROUP_ROOT "/unified";
+        return CGROUP_ROOT;
+}
+
 int cgroup_usage_path(const char *root, const char *control_group, char **ret) {
         if (control_group[0] != '/' || strstr(control_group, "/../") || strstr(control_group, "/./") ||
             (strlen(control_group) >= 3 && strcmp(control_group + strlen(control_group) - 3, "/..") == 0))

@@ -56,6 +56,8 @@ static json_object *exit_object(const struct server_exit *e) {
                 json_object_object_add(o, "coreDumped", json_object_new_boolean(e->code == CLD_DUMPED));
         }
         json_object_object_add(o, "byDaemon", json_object_new_boolean(server_exit_by_daemon(e)));
+        if (e->reason[0])
+                json_object_object_add(o, "reason", jsonrpc_text(e->reason));
         if (e->signal_sent) {
                 json_object_object_add(o, "daemonSignal", signal_name(e->signal_sent));
                 json_object_object_add(o, "stopTimeout", seconds_setting(e->stop_timeout));
@@ -101,12 +103,32 @@ static json_object *last_stderr_object(const struct server *s, uint64_t now) {
         return o;
 }
 
+static json_object *usage_number(uint64_t v) {
+        return v == RUN_USAGE_UNKNOWN ? NULL : json_object_new_int64((int64_t)v);
+}
+
+/* The launcher that runs it and what it uses now, read here (a few small files); null
+ * for what is not known, never a guess. */
+static void add_usage(json_object *row, const struct instance *in) {
+        struct run_usage u = { .memory_current = RUN_USAGE_UNKNOWN, .memory_peak = RUN_USAGE_UNKNOWN,
+                               .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
+
+        if (in && instance_running(in))
+                instance_usage(in, &u);
+        json_object_object_add(row, "launcher", in ? json_object_new_string(instance_launcher(in)) : NULL);
+        json_object_object_add(row, "unit", u.unit ? json_object_new_string(u.unit) : NULL);
+        json_object_object_add(row, "memory", usage_number(u.memory_current));
+        json_object_object_add(row, "memoryPeak", usage_number(u.memory_peak));
+        json_object_object_add(row, "cpuUsec", usage_number(u.cpu_usec));
+        json_object_object_add(row, "tasks", usage_number(u.tasks));
+}
+
 static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct instance *in = s->run;
         pid_t pid = in ? instance_main_pid(in) : 0;
         _cleanup_free_ char *cause = server_cause_now(s);
-        char end[128];
+        char end[256];
 
         json_object_object_add(row, "name", json_object_new_string(s->config->name));
         json_object_object_add(row, "state", json_object_new_string(server_state_name(s->state)));
@@ -132,6 +154,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object_object_add(row, "templates",
                                json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_TEMPLATES)));
         json_object_object_add(row, "inFlight", json_object_new_int64(s->in_flight));
+        add_usage(row, in);
         return row;
 }
 

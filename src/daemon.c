@@ -533,6 +533,8 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
                 return r;
         }
+        /* Before counting descriptors: the bus's is the daemon's for good. */
+        supervisor_connect_manager(&d->supervisor, d->config.launcher, d->bound[LISTEN_MCP].path);
         d->fds_at_start = count_open_fds();
         /* Socket-activated, systemd owns the paths and the unit's cgroup ends what we leave. */
         if (!d->activated)

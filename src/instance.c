@@ -17,10 +17,19 @@
 #include "supervisor.h"
 #include "time-util.h"
 
-/* The one place a run's launcher is picked; issue 16's "launcher" setting decides here. */
-static const struct run_ops *run_ops_for(const struct server_config *c) {
-        (void)c;
-        return &run_exec_ops;
+/* The one place a run's launcher is picked: the server's "launcher" (its own, else the
+ * daemon's), "auto" as the daemon decided it once at start (supervisor_connect_manager). */
+static const struct run_ops *run_ops_for(const struct server_config *c, const struct supervisor *sv) {
+        int launcher = c->launcher == LAUNCHER_SYSTEMD || c->launcher == LAUNCHER_EXEC ? c->launcher : sv->launcher_auto;
+
+        return launcher == LAUNCHER_SYSTEMD ? &run_systemd_ops : &run_exec_ops;
+}
+
+/* Confinement keys are never ignored: with "auto" resolved to exec, the start fails. */
+static int check_launcher(const struct server_config *c, const struct run_ops *ops, char **error) {
+        int r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
+
+        return r < 0 ? -EPERM : 0;
 }
 
 bool run_explain_shortage(int r, char **error) {
@@ -130,8 +139,10 @@ int instance_start(struct server *s, uint64_t number, const struct child_ops *op
                 return -ENOMEM;
         in->server = s;
         in->number = number;
-        in->ops = run_ops_for(s->config);
-        r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
+        in->ops = run_ops_for(s->config, sv);
+        r = check_launcher(s->config, in->ops, error);
+        if (r == 0)
+                r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
         if (r == 0)
                 r = launch(in, s->config, env, ops, error);
         strv_free(env);
@@ -199,4 +210,16 @@ bool instance_reap(struct instance *in) {
 
 void instance_describe_end(const struct instance *in, struct server_exit *ret) {
         in->ops->describe_end(in, ret);
+}
+
+const char *instance_describe(const struct instance *in, char *buf, size_t size) {
+        return in->ops->describe(in, buf, size);
+}
+
+const char *instance_launcher(const struct instance *in) {
+        return in->ops->name;
+}
+
+void instance_usage(const struct instance *in, struct run_usage *ret) {
+        in->ops->usage(in, ret);
 }

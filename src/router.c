@@ -481,7 +481,7 @@ static bool ended_by_daemon(const struct server *s) {
  * why the daemon ended it: "ended (startTimeout (30 s) passed before it was ready, ...)". */
 static void how_it_ended(const struct server *s, char *buf, size_t size) {
         const struct server_exit *e = &s->last_exit;
-        char end[128];
+        char end[256];
 
         if (ended_by_daemon(s)) {
                 _cleanup_free_ char *why = server_cause_text(&s->why);

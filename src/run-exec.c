@@ -4,6 +4,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,8 +125,59 @@ static void exec_describe_end(const struct instance *in, struct server_exit *ret
         *ret = (struct server_exit){ .code = p->code, .status = p->status };
 }
 
+static const char *exec_describe(const struct instance *in, char *buf, size_t size) {
+        snprintf(buf, size, "pid %d", in->launcher ? (int)proc_of(in)->pid : 0);
+        return buf;
+}
+
 static pid_t exec_main_pid(const struct instance *in) {
         return in->launcher ? proc_of(in)->pid : 0;
+}
+
+/* The "VmRSS:" line's kB of /proc/PID/status text, in bytes. */
+static uint64_t status_kb(const char *text, const char *key) {
+        const char *line = strstr(text, key);
+        unsigned long long kb;
+
+        if (!line || sscanf(line + strlen(key), " %llu kB", &kb) != 1)
+                return RUN_USAGE_UNKNOWN;
+        return (uint64_t)kb * 1024;
+}
+
+static bool read_proc(pid_t pid, const char *name, char *buf, size_t size) {
+        char path[64];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || (n = read(fd, buf, size - 1)) < 0)
+                return false;
+        buf[n] = '\0';
+        return true;
+}
+
+/* The main process only, as /proc shows it (its resident memory and peak, its CPU time):
+ * what it started besides is not counted, and tasks are not known. */
+static void exec_usage(const struct instance *in, struct run_usage *ret) {
+        const struct process *p = in->launcher ? proc_of(in) : NULL;
+        unsigned long long utime, stime;
+        char buf[4096];
+        const char *after;
+        long tick = sysconf(_SC_CLK_TCK);
+
+        *ret = (struct run_usage){ .memory_current = RUN_USAGE_UNKNOWN, .memory_peak = RUN_USAGE_UNKNOWN,
+                                   .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
+        if (!p || p->reaped || p->pid <= 0)
+                return;
+        if (read_proc(p->pid, "status", buf, sizeof buf)) {
+                ret->memory_current = status_kb(buf, "VmRSS:");
+                ret->memory_peak = status_kb(buf, "VmHWM:");
+        }
+        /* utime and stime are fields 14 and 15, counted after the ")" that ends comm. */
+        if (tick > 0 && read_proc(p->pid, "stat", buf, sizeof buf) && (after = strrchr(buf, ')')) &&
+            sscanf(after + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2)
+                ret->cpu_usec = (uint64_t)(utime + stime) * 1000000 / (uint64_t)tick;
 }
 
 static void exec_free(struct instance *in) {
@@ -142,6 +194,8 @@ const struct run_ops run_exec_ops = {
         .kill_wait = exec_kill_wait,
         .reap = exec_reap,
         .describe_end = exec_describe_end,
+        .describe = exec_describe,
         .main_pid = exec_main_pid,
+        .usage = exec_usage,
         .free = exec_free,
 };

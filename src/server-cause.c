@@ -44,8 +44,17 @@ bool server_exit_by_daemon(const struct server_exit *e) {
                (e->status == SIGTERM || (e->status == SIGKILL && e->signal_sent == SIGKILL));
 }
 
+/* The launcher's reason when it gave one, else the code and status. */
+static const char *describe(const struct server_exit *e, char *buf, size_t size) {
+        if (e->reason[0]) {
+                snprintf(buf, size, "%s", e->reason);
+                return buf;
+        }
+        return process_describe_exit(e->code, e->status, buf, size);
+}
+
 const char *server_exit_text(const struct server_exit *e, char *buf, size_t size) {
-        char plain[64];
+        char plain[sizeof e->reason];
 
         if (e->code == 0)
                 snprintf(buf, size, "%s", "");
@@ -55,13 +64,13 @@ const char *server_exit_text(const struct server_exit *e, char *buf, size_t size
                 snprintf(buf, size, "stopped with SIGKILL after stopTimeout (%g s) and killTimeout (%g s)",
                          e->stop_timeout, e->kill_timeout);
         else if (e->signal_sent == SIGTERM)
-                snprintf(buf, size, "%s after SIGTERM at stopTimeout (%g s)",
-                         process_describe_exit(e->code, e->status, plain, sizeof plain), e->stop_timeout);
+                snprintf(buf, size, "%s after SIGTERM at stopTimeout (%g s)", describe(e, plain, sizeof plain),
+                         e->stop_timeout);
         else if (e->signal_sent == SIGKILL)
-                snprintf(buf, size, "%s after SIGKILL at killTimeout (%g s)",
-                         process_describe_exit(e->code, e->status, plain, sizeof plain), e->kill_timeout);
+                snprintf(buf, size, "%s after SIGKILL at killTimeout (%g s)", describe(e, plain, sizeof plain),
+                         e->kill_timeout);
         else
-                process_describe_exit(e->code, e->status, buf, size);
+                describe(e, buf, size);
         return buf;
 }
 
@@ -98,7 +107,7 @@ static char *reason_text(const struct server_cause *c) {
 
 char *server_cause_text(const struct server_cause *c) {
         _cleanup_free_ char *reason = reason_text(c);
-        char end[128], *text = NULL;
+        char end[256], *text = NULL;
         int r;
 
         if (!reason)

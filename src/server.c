@@ -259,6 +259,7 @@ static void spawn_short(struct server *s, int r, const char *error) {
 static void act_spawn(struct server *s, const char *detail) {
         _cleanup_free_ char *error = NULL;
         uint64_t number = supervisor_next_instance(s->sv);
+        char what[192];
         int r;
 
         if (s->next_config)
@@ -281,8 +282,9 @@ static void act_spawn(struct server *s, const char *detail) {
                         after_run(s, true);
                 return;
         }
-        server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as pid %d (instance %" PRIu64 ")%s",
-                   s->config->command, (int)instance_main_pid(s->run), number, s->spawn_short ? " after the shortage" : "");
+        server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as %s (instance %" PRIu64 ")%s",
+                   s->config->command, instance_describe(s->run, what, sizeof what), number,
+                   s->spawn_short ? " after the shortage" : "");
         s->spawn_short = false;
         set_state(s, SERVER_STARTING, detail);
         arm_timer(s, usec_from_seconds(s->config->start_timeout));

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "child.h"
 #include "config.h"
 #include "environment.h"
@@ -129,6 +130,7 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
                 .server_input_limit = config->server_input_limit,
                 .credentials_dir = getenv("CREDENTIALS_DIRECTORY"),
                 .daemon_env = environ,
+                .launcher_auto = LAUNCHER_EXEC,
         };
         TAILQ_INIT(&sv->retired);
         r = reaper_init(&sv->reaper, base, log, &reaper_ops, sv);
@@ -156,6 +158,53 @@ void supervisor_claim(struct supervisor *sv, const char *daemon_id) {
         if (!sv->daemon_id)
                 log_warning(sv->log, "out of memory; servers will not carry %s=", ENV_DAEMON);
         reaper_end_predecessors(&sv->reaper, daemon_id);
+}
+
+/* Whether some server is run by this launcher (each has its own or the daemon's). */
+static bool launcher_used(const struct supervisor *sv, int daemon_launcher, int launcher) {
+        if (daemon_launcher == launcher)
+                return true;
+        for (size_t i = 0; i < sv->n_servers; i++)
+                if (sv->servers[i]->config->launcher == launcher)
+                        return true;
+        return false;
+}
+
+static void open_manager(struct supervisor *sv, int launcher) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (launcher_used(sv, launcher, LAUNCHER_AUTO))
+                sv->launcher_auto = bus_open_auto(sv->base, sv->log, sv->daemon_env, &sv->bus);
+        if (sv->bus || !launcher_used(sv, launcher, LAUNCHER_SYSTEMD))
+                return;
+        r = bus_open(sv->base, sv->log, sv->daemon_env, &sv->bus, &error);
+        if (r < 0) {
+                sv->manager_error = error ? TAKE_PTR(error) : strdup(strerror(-r));
+                log_error(sv->log, "servers with launcher \"systemd\" cannot start: %s",
+                          sv->manager_error ? sv->manager_error : strerror(-r));
+        }
+}
+
+void supervisor_connect_manager(struct supervisor *sv, int launcher, const char *daemon_id) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        open_manager(sv, launcher);
+        if (!sv->bus)
+                return;
+        r = run_systemd_new(sv->bus, sv->log, &sv->systemd);
+        if (r < 0) {
+                log_error(sv->log, "cannot set up the systemd launcher: %s", strerror(-r));
+                sv->bus = bus_free(sv->bus);
+                sv->manager_error = strdup(strerror(-r));
+                return;
+        }
+        r = bus_stop_leftovers(sv->bus, daemon_id, &error);
+        if (r < 0)
+                log_warning(sv->log, "%s", error ? error : strerror(-r));
+        else if (r > 0)
+                log_notice(sv->log, "stopped %d unit%s a previous mcpvisord on this socket left", r, r == 1 ? "" : "s");
 }
 
 void supervisor_start_all(struct supervisor *sv) {
@@ -305,6 +354,12 @@ void supervisor_done(struct supervisor *sv) {
         if (sv->start_turn)
                 event_free(sv->start_turn);
         sv->start_turn = NULL;
+        /* After the runs, whose calls and watches are the bus's. */
+        run_systemd_free(sv->systemd);
+        sv->systemd = NULL;
+        sv->bus = bus_free(sv->bus);
+        free(sv->manager_error);
+        sv->manager_error = NULL;
         free(sv->daemon_id);
         sv->daemon_id = NULL;
 }

@@ -217,8 +217,44 @@ static int add_notes(struct ctl_table *t, json_object *status, json_object *s) {
         return ctl_table_note(t, text);
 }
 
+/* "12.3M", "812K", "1.2G" for a number of bytes; "-" when the daemon did not know it. */
+static const char *bytes_cell(json_object *s, const char *key, char *buf, size_t size) {
+        static const char units[] = "KMGT";
+        json_object *v;
+        double n;
+        int u = -1;
+
+        if (!json_object_object_get_ex(s, key, &v) || !json_object_is_type(v, json_type_int))
+                return "-";
+        n = (double)json_object_get_int64(v);
+        while (u < 3 && n >= 1024.0) {
+                n /= 1024.0;
+                u++;
+        }
+        if (u < 0)
+                snprintf(buf, size, "%.0fB", n);
+        else
+                snprintf(buf, size, n < 10 ? "%.1f%c" : "%.0f%c", n, units[u]);
+        return buf;
+}
+
+/* CPU time as "0.42s", "3m12s". */
+static const char *cpu_cell(json_object *s, char *buf, size_t size) {
+        json_object *v;
+        double sec;
+
+        if (!json_object_object_get_ex(s, "cpuUsec", &v) || !json_object_is_type(v, json_type_int))
+                return "-";
+        sec = (double)json_object_get_int64(v) / 1e6;
+        if (sec < 60)
+                snprintf(buf, size, "%.2fs", sec);
+        else
+                ctl_format_duration(sec, buf, size);
+        return buf;
+}
+
 static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
-        char state[48], pid[24], up[16], restarts[24], tools[24], inflight[24];
+        char state[48], pid[24], up[16], restarts[24], tools[24], inflight[24], memory[16], peak[16], cpu[24], tasks[24];
         const char *cells[] = {
                 ctl_json_str(s, "name") ?: "?",
                 state_cell(s, state, sizeof state),
@@ -228,6 +264,12 @@ static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
                 ctl_json_str(s, "lastExit") ?: "-",
                 ctl_json_int_cell(s, "tools", tools, sizeof tools),
                 ctl_json_int_cell(s, "inFlight", inflight, sizeof inflight),
+                /* systemd's unit says which launcher too */
+                ctl_json_str(s, "unit") ?: ctl_json_str(s, "launcher") ?: "-",
+                bytes_cell(s, "memory", memory, sizeof memory),
+                bytes_cell(s, "memoryPeak", peak, sizeof peak),
+                cpu_cell(s, cpu, sizeof cpu),
+                ctl_json_int_cell(s, "tasks", tasks, sizeof tasks),
         };
 
         int r = ctl_table_add_row(t, cells, ARRAY_SIZE(cells));
@@ -238,7 +280,8 @@ static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
 }
 
 static int print_table(json_object *status, json_object *servers) {
-        static const char *const header[] = { "NAME", "STATE", "PID", "UPTIME", "RESTARTS", "LAST EXIT", "TOOLS", "IN-FLIGHT" };
+        static const char *const header[] = { "NAME", "STATE", "PID", "UPTIME", "RESTARTS", "LAST EXIT", "TOOLS", "IN-FLIGHT",
+                                              "LAUNCHER", "MEMORY", "PEAK", "CPU", "TASKS" };
         struct ctl_table t;
         int r;
 

@@ -163,7 +163,7 @@ static pid_t start_demo(void) {
 /* ---- status ---- */
 
 Test(ctl, status_prints_the_daemon_and_a_row_per_server) {
-        char f[10][64];
+        char f[16][64];
         pid_t pid;
         const char *header;
 
@@ -179,8 +179,11 @@ Test(ctl, status_prints_the_daemon_and_a_row_per_server) {
                           strstr(header, "UPTIME") && strstr(header, "RESTARTS") && strstr(header, "LAST EXIT") &&
                           strstr(header, "TOOLS") && strstr(header, "IN-FLIGHT"),
                   "table header: %s", header);
-        /* NAME STATE PID UPTIME RESTARTS LAST-EXIT TOOLS IN-FLIGHT */
-        cr_assert_eq(row_fields(R.outbuf, "demo", f, 10), 8, "demo's row: %s", R.outbuf);
+        cr_expect(strstr(header, "LAUNCHER") && strstr(header, "MEMORY") && strstr(header, "PEAK") &&
+                          strstr(header, "CPU") && strstr(header, "TASKS"),
+                  "table header: %s", header);
+        /* NAME STATE PID UPTIME RESTARTS LAST-EXIT TOOLS IN-FLIGHT LAUNCHER MEMORY PEAK CPU TASKS */
+        cr_assert_eq(row_fields(R.outbuf, "demo", f, 16), 13, "demo's row: %s", R.outbuf);
         cr_expect_str_eq(f[1], "ready");
         cr_expect_str_eq(f[2], sf("%d", (int)pid));
         cr_expect(f[3][strlen(f[3]) - 1] == 's', "uptime as 12s or 3m12s: %s", f[3]);
@@ -188,9 +191,17 @@ Test(ctl, status_prints_the_daemon_and_a_row_per_server) {
         cr_expect_str_eq(f[5], "-");
         cr_expect_str_eq(f[6], "10");
         cr_expect_str_eq(f[7], "0");
-        cr_assert_eq(row_fields(R.outbuf, "off", f, 10), 8, "off's row: %s", R.outbuf);
+        /* exec: the main process's resident memory and CPU time from /proc; tasks unknown */
+        cr_expect_str_eq(f[8], "exec");
+        cr_expect(strchr("KMG", f[9][strlen(f[9]) - 1]) != NULL, "memory as 3.2M: %s", f[9]);
+        cr_expect(strchr("KMG", f[10][strlen(f[10]) - 1]) != NULL, "peak as 3.2M: %s", f[10]);
+        cr_expect(f[11][strlen(f[11]) - 1] == 's', "CPU as 0.02s: %s", f[11]);
+        cr_expect_str_eq(f[12], "-");
+        cr_assert_eq(row_fields(R.outbuf, "off", f, 16), 13, "off's row: %s", R.outbuf);
         cr_expect_str_eq(f[1], "disabled");
         cr_expect_str_eq(f[2], "-");
+        cr_expect_str_eq(f[8], "-");
+        cr_expect_str_eq(f[9], "-");
         /* the rows in config order: off before demo */
         cr_expect_lt(strstr(R.outbuf, "\noff "), strstr(R.outbuf, "\ndemo "), "config order: %s", R.outbuf);
 }
@@ -211,6 +222,12 @@ Test(ctl, status_json_is_the_daemons_answer) {
         cr_expect_eq(json_object_get_int(h_get(s, "pid")), pid);
         cr_expect_eq(json_object_get_int(h_get(s, "tools")), 10);
         cr_expect(json_object_is_type(h_get(s, "lastExit"), json_type_null), "lastExit null: %s", h_json_text(s));
+        cr_expect_str_eq(h_str(s, "launcher"), "exec");
+        cr_expect(json_object_is_type(h_get(s, "unit"), json_type_null), "no unit: %s", h_json_text(s));
+        cr_expect_gt(json_object_get_int64(h_get(s, "memory")), 0, "memory: %s", h_json_text(s));
+        cr_expect_geq(json_object_get_int64(h_get(s, "memoryPeak")), json_object_get_int64(h_get(s, "memory")));
+        cr_expect(json_object_is_type(h_get(s, "cpuUsec"), json_type_int), "cpuUsec: %s", h_json_text(s));
+        cr_expect(json_object_is_type(h_get(s, "tasks"), json_type_null), "tasks unknown with exec: %s", h_json_text(s));
         json_object_put(st);
 }
 
@@ -237,14 +254,14 @@ Test(ctl, status_names_select_servers) {
 }
 
 Test(ctl, status_exits_3_while_an_enabled_server_is_not_ready) {
-        char f[12][64];
+        char f[16][64];
 
         add_demo("bad", "\"restart\":\"never\"", "\"--exit-at-start\",\"1\"");
         start_demo();
         wait_state("bad", "failed");
         expect_exit(CTL("status"), 3);
-        /* bad failed - - 0 exit status 1 0 0 */
-        cr_assert_eq(row_fields(R.outbuf, "bad", f, 12), 10, "bad's row: %s", R.outbuf);
+        /* bad failed - - 0 exit status 1 0 0 - - - - - */
+        cr_assert_eq(row_fields(R.outbuf, "bad", f, 16), 15, "bad's row: %s", R.outbuf);
         cr_expect_str_eq(f[1], "failed");
         cr_expect(strcmp(f[5], "exit") == 0 && strcmp(f[6], "status") == 0 && strcmp(f[7], "1") == 0,
                   "LAST EXIT: %s", R.outbuf);

@@ -370,6 +370,19 @@ Test(supervise, not_executable) {
         ping_daemon();
 }
 
+/* Launcher "auto" without a service manager is exec, which cannot confine: a server with
+ * a confinement key fails to start, saying so, and is never run unconfined. */
+Test(supervise, confinement_without_systemd_fails_to_start) {
+        add_demo("boxed", "\"sandbox\":\"strict\",\"memoryMax\":\"64M\"", "");
+        add_demo("good", "", "");
+        start(NULL);
+        expect_line("[boxed] stopped -> failed: cannot start: sandbox needs the systemd launcher, but this server is run "
+                    "by the exec launcher",
+                    NULL);
+        expect_notify("STATUS=1/2 servers ready; boxed failed");
+        ping_daemon();
+}
+
 /* ---- exits, restarts and the throttle ---- */
 
 Test(supervise, crash_restarts_and_reinitializes) {

@@ -18,6 +18,11 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "instance.h"
+#include "run.h"
+#include "server-cause.h"
+#include "server.h"
+#include "supervisor.h"
 #include "config.h"
 #include "log.h"
 #include "macro.h"
@@ -33,6 +38,7 @@ struct fake_unit {
         char active[32], sub[32], result[32];
         int32_t code, status;
         const char *env[3];
+        bool collected; /* stopped: no longer listed, as CollectMode=inactive-or-failed does */
 };
 
 struct fake {
@@ -43,6 +49,7 @@ struct fake {
         /* what it was asked */
         atomic_uint subscribes, starts, stops, kills, unrefs;
         char list_pattern[64], start_unit[128], start_mode[16], exec_path[256], property_names[2048], stopped[512], kill_who[16];
+        char kill_result[32]; /* KillUnit ends the unit with this Result=, if set */
         int kill_signal;
         /* how it behaves */
         atomic_bool fail_start, hold_job;
@@ -83,9 +90,10 @@ static void emit_changes(sd_bus *bus, const char *name) {
 
         if (unit_path(name, &path) < 0)
                 return;
-        (void)sd_bus_emit_properties_changed(bus, path, "org.freedesktop.systemd1.Unit", "ActiveState", "SubState", NULL);
+        /* The type's interface first, then the Unit's, as systemd sends them. */
         (void)sd_bus_emit_properties_changed(bus, path, "org.freedesktop.systemd1.Service", "ExecMainCode", "ExecMainStatus",
                                              "Result", NULL);
+        (void)sd_bus_emit_properties_changed(bus, path, "org.freedesktop.systemd1.Unit", "ActiveState", "SubState", NULL);
         free(path);
 }
 
@@ -169,6 +177,7 @@ static int method_stop(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         snprintf(u->sub, 32, "dead");
         u->code = CLD_KILLED;
         u->status = SIGTERM;
+        u->collected = true;
         sd_bus_reply_method_return(m, "o", "/org/freedesktop/systemd1/job/99");
         emit_changes(sd_bus_message_get_bus(m), unit);
         return 1;
@@ -184,6 +193,18 @@ static int method_kill(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         F.kill_signal = signal;
         pthread_mutex_unlock(&F.lock);
         F.kills++;
+        if (F.kill_result[0] && fake_find(unit)) {
+                struct fake_unit *u = fake_find(unit);
+
+                snprintf(u->active, 32, "failed");
+                snprintf(u->sub, 32, "failed");
+                snprintf(u->result, 32, "%s", F.kill_result);
+                u->code = CLD_KILLED;
+                u->status = signal;
+                sd_bus_reply_method_return(m, NULL);
+                emit_changes(sd_bus_message_get_bus(m), unit);
+                return 1;
+        }
         return sd_bus_reply_method_return(m, NULL);
 }
 
@@ -212,6 +233,8 @@ static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         for (unsigned i = 0; i < F.n_units; i++) {
                 char *path = NULL;
 
+                if (F.units[i].collected)
+                        continue;
                 unit_path(F.units[i].name, &path);
                 sd_bus_message_append(reply, "(ssssssouso)", F.units[i].name, "", "loaded", F.units[i].active, F.units[i].sub,
                                       "", path, 0, "", "/");
@@ -673,6 +696,123 @@ Test(bus, stop_leftovers) {
         cr_assert_eq(stopped, 2, "%d: %s (%s)", stopped, error ? error : "", F.stopped);
         cr_assert_str_eq(F.stopped, "mcpvisor-a@1.service mcpvisor-d@4.service ");
         cr_assert_str_eq(F.list_pattern, "|mcpvisor-*@*.service", "every state, our units only");
+        /* it waited until they were collected: the next start may reuse their names */
+        cr_assert(F.units[0].collected && F.units[3].collected && !F.units[1].collected);
         cr_assert_eq(bus_stop_leftovers(B, "/run/none.sock", &error), 0);
         cr_assert_null(error);
+}
+
+/* ---- the systemd launcher (run-systemd.c) over the fake manager ---- */
+
+/* What run-systemd.c reports through instance.c, heard here instead of a server's. */
+static unsigned ended_runs;
+
+void instance_ended(struct instance *in) {
+        in->ended = true;
+        ended_runs++;
+}
+
+static struct supervisor SV;
+static struct server SRV;
+static struct instance IN;
+static int daemon_ends[3] = { -1, -1, -1 }; /* the daemon's ends of the run's pipes */
+
+/* Run 1 of server "s" ({"command": "/bin/true"} and entry) started by the launcher. */
+static void launch(const char *entry) {
+        struct config_problems p = { 0 };
+        char text[512], *error = NULL, *env[] = { "PATH=/usr/bin:/bin", NULL };
+        int in[2], out[2], err[2];
+
+        open_bus();
+        snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"/bin/true\"%s%s}}}", entry[0] ? "," : "", entry);
+        config_done(&C);
+        cr_assert_eq(config_parse(text, strlen(text), &C, &p), 0);
+        problems_done(&p);
+        SV = (struct supervisor){ .base = base, .log = &log_, .daemon_env = env, .daemon_id = "/run/test.sock" };
+        cr_assert_eq(run_systemd_new(B, &log_, &SV.systemd), 0);
+        SRV = (struct server){ .sv = &SV, .config = (struct server_config *)config_find_server(&C, "s") };
+        IN = (struct instance){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
+        open_pipe(in, 0);
+        open_pipe(out, 0);
+        open_pipe(err, 0);
+        cr_assert_eq(run_systemd_ops.start(&IN, SRV.config, env, &(struct run_stdio){ in[0], out[1], err[1] }, &error), 0,
+                     "%s", error ? error : "");
+        /* kept: the fake writes to the unit's stdout */
+        daemon_ends[0] = in[1];
+        daemon_ends[1] = out[0];
+        daemon_ends[2] = err[0];
+        WAIT_UNTIL(F.starts == 1);
+        run_for(100000);
+}
+
+static void finish(void) {
+        for (int k = 0; k < 3; k++)
+                if (daemon_ends[k] >= 0)
+                        close(TAKE_FD(daemon_ends[k]));
+        if (IN.launcher)
+                run_systemd_ops.free(&IN);
+        run_systemd_free(SV.systemd);
+        SV.systemd = NULL;
+}
+
+/* Result=oom-kill is said as the OOM killer's, with the server's memoryMax. */
+Test(bus, launcher_oom_kill) {
+        struct server_exit e;
+        struct run_usage u;
+
+        launch("\"memoryMax\":\"256M\"");
+        cr_assert_eq(ended_runs, 0, "running");
+        run_systemd_ops.usage(&IN, &u);
+        cr_assert_str_eq(u.unit, "mcpvisor-s@1.service");
+        snprintf(F.kill_result, sizeof F.kill_result, "oom-kill");
+        cr_assert_eq(run_systemd_ops.kill(&IN), 0);
+        WAIT_UNTIL(ended_runs == 1);
+        cr_assert_str_eq(F.kill_who, "all");
+        cr_assert_eq(F.kill_signal, SIGKILL);
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_eq(e.code, CLD_KILLED);
+        cr_assert_eq(e.status, SIGKILL);
+        cr_assert_str_eq(e.reason, "killed by the OOM killer (memoryMax 256M)");
+        cr_assert_eq(run_systemd_ops.terminate(&IN), -ESRCH, "ended");
+        finish();
+}
+
+/* StopUnit ends it by SIGTERM: code and status as exec would say them, no reason. */
+Test(bus, launcher_stop) {
+        struct server_exit e;
+
+        launch("");
+        cr_assert_eq(run_systemd_ops.terminate(&IN), 0);
+        WAIT_UNTIL(ended_runs == 1);
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_eq(e.code, CLD_KILLED);
+        cr_assert_eq(e.status, SIGTERM);
+        cr_assert_str_eq(e.reason, "");
+        finish();
+}
+
+/* A start the manager refuses is the run's end, naming the unit and the manager's error. */
+Test(bus, launcher_start_refused) {
+        struct server_exit e;
+
+        F.fail_start = true;
+        launch("");
+        WAIT_UNTIL(ended_runs == 1);
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_str_eq(e.reason, "the service manager did not start unit mcpvisor-s@1.service: "
+                                   "Unit mcpvisor-s@1.service already exists.");
+        cr_assert_not(server_exit_clean(&e));
+        finish();
+}
+
+/* The connection lost: every run ends, saying so. */
+Test(bus, launcher_connection_lost) {
+        struct server_exit e;
+
+        launch("");
+        stop_fake();
+        WAIT_UNTIL(ended_runs == 1);
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_str_eq(e.reason, "lost the connection to the service manager that runs its unit mcpvisor-s@1.service");
+        finish();
 }

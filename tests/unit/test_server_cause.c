@@ -159,3 +159,23 @@ Test(server_cause, details_are_copied_capped_and_valid_utf8) {
         server_cause_set(&C, SERVER_CAUSE_HANDSHAKE, "");
         cr_expect_null(C.detail);
 }
+
+/* A launcher's reason (the systemd launcher's Result=oom-kill) is said instead of the
+ * signal, alone or after the daemon's own, and in the cause of a run that ended. */
+Test(server_cause, a_launchers_reason_replaces_the_signal) {
+        char buf[256];
+        struct server_exit e = { .code = CLD_KILLED, .status = SIGKILL,
+                                 .reason = "killed by the OOM killer (memoryMax 256M)" };
+
+        cr_expect_str_eq(server_exit_text(&e, buf, sizeof buf), "killed by the OOM killer (memoryMax 256M)");
+        e.signal_sent = SIGTERM;
+        e.stop_timeout = 5;
+        e.status = SIGKILL;
+        cr_expect_str_eq(server_exit_text(&e, buf, sizeof buf),
+                         "killed by the OOM killer (memoryMax 256M) after SIGTERM at stopTimeout (5 s)");
+        server_cause_set(&C, SERVER_CAUSE_EXIT, NULL);
+        C.exit = (struct server_exit){ .code = CLD_KILLED, .status = SIGKILL,
+                                       .reason = "killed by the OOM killer (memoryMax 256M)" };
+        expect_text("killed by the OOM killer (memoryMax 256M)");
+        cr_expect_not(server_exit_by_daemon(&C.exit));
+}

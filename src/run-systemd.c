@@ -1,0 +1,551 @@
+/* The systemd launcher: each start of a server is a transient unit of the service manager
+ * that runs the daemon (mcpvisor-NAME@N.service, unit-properties.h), started over bus.c
+ * with the server's ends of its pipes handed over as its stdin, stdout and stderr. The
+ * daemon keeps reading the other ends as with exec (the <N> prefixes and flood limits of
+ * stderr-reader.c), and supervision stays its own; this file only starts the unit, stops
+ * or kills it when server.c escalates, and watches it until it is inactive or failed: all
+ * of its processes gone. Then Result=, ExecMainCode= and ExecMainStatus= say how it ended,
+ * with the manager's words for what code and status cannot tell (the OOM killer). */
+#include "run.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "cgroup-usage.h"
+#include "environment.h"
+#include "instance.h"
+#include "log.h"
+#include "macro.h"
+#include "process.h"
+#include "server-cause.h"
+#include "server-config.h"
+#include "server.h"
+#include "supervisor.h"
+#include "unit-properties.h"
+
+#ifndef MCPVISOR_LIBEXECDIR
+#define MCPVISOR_LIBEXECDIR "/usr/libexec/mcpvisor"
+#endif
+
+struct systemd_run;
+
+struct run_systemd {
+        struct bus *bus;
+        const struct logger *log;
+        char *helper;        /* mcpvisor-exec-credentials, absolute; NULL: none found */
+        char *default_user;  /* User= of units under the system manager; NULL as root */
+        struct systemd_run *runs;
+};
+
+struct systemd_run {
+        struct systemd_run *prev, *next;
+        struct run_systemd *rs;
+        struct instance *in;
+        char *unit;
+        struct bus_call *start, *read, *stop, *kill;
+        struct bus_watch *watch;
+        char *control_group;
+        char result[32];      /* Result=, "" while not known */
+        int code, status;     /* ExecMainCode=, ExecMainStatus= */
+        pid_t main_pid;
+        bool job_done;        /* its start job ended "done": it ran */
+        bool was_active;      /* a state after the start was seen, so "inactive" is its end */
+        bool inactive;
+        bool ended;
+        bool final_read;      /* read once more at the end */
+        bool add_ref;
+        uint64_t tasks_refused; /* pids.events max, as last read */
+        char failure[160];    /* why it ended without running, or why it is no longer known */
+        uint64_t memory_max;  /* the limits it was started with, for the words of its end */
+        unsigned tasks_max;
+};
+
+static struct systemd_run *run_of(const struct instance *in) {
+        return in->launcher;
+}
+
+/* ---- the end ---- */
+
+static void unref_unit(struct systemd_run *x) {
+        /* AddRef= kept the unit for the daemon; dropping it lets CollectMode= collect it. */
+        if (x->add_ref)
+                (void)bus_unref_unit(x->rs->bus, x->unit, NULL, NULL, NULL);
+        x->add_ref = false;
+}
+
+static void end(struct systemd_run *x) {
+        if (x->ended)
+                return;
+        x->ended = true;
+        bus_watch_free(x->watch);
+        x->watch = NULL;
+        unref_unit(x);
+        instance_ended(x->in);
+}
+
+static void fail(struct systemd_run *x, const char *fmt, ...) _printf_(2, 3);
+static void fail(struct systemd_run *x, const char *fmt, ...) {
+        va_list ap;
+
+        if (!x->failure[0]) {
+                va_start(ap, fmt);
+                vsnprintf(x->failure, sizeof x->failure, fmt, ap);
+                va_end(ap);
+        }
+        end(x);
+}
+
+static void read_unit(struct systemd_run *x);
+
+/* The unit ended once its start ran and it is inactive or failed: nothing of it is left.
+ * Result= and ExecMain*= came before (the manager sends the Service interface's changes
+ * first), unless only invalidated: one read more has the last word, or finds the unit
+ * collected already (CollectMode=), and then what the signals said stands. */
+static void check_end(struct systemd_run *x) {
+        if (!x->job_done || !x->inactive)
+                return;
+        if (x->final_read) {
+                end(x);
+                return;
+        }
+        x->final_read = true;
+        read_unit(x);
+}
+
+/* pids.events max counts the forks refused at TasksMax=; read while the cgroup is there
+ * (it goes with the unit), so the end can tell. */
+static void sample_tasks(struct systemd_run *x) {
+        _cleanup_free_ char *dir = NULL;
+        struct cgroup_usage u;
+
+        if (!x->tasks_max || !x->control_group ||
+            cgroup_usage_path(cgroup_usage_root(), x->control_group, &dir) < 0 || cgroup_usage_read(dir, &u) < 0)
+                return;
+        if (u.tasks_refused != CGROUP_USAGE_UNKNOWN)
+                x->tasks_refused = u.tasks_refused;
+}
+
+static bool state_is(const char *s, const char *a, const char *b) {
+        return s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0));
+}
+
+/* A report of the unit's state, from a watch or a read: kept, then the end checked. The
+ * manager sends the Service interface's changes before the Unit's, so Result= and
+ * ExecMain*= are known when ActiveState= says it ended. */
+static void take_status(struct systemd_run *x, const struct bus_unit_status *st) {
+        if (st->result)
+                snprintf(x->result, sizeof x->result, "%s", st->result);
+        if (st->control_group && st->control_group[0] && (!x->control_group || strcmp(x->control_group, st->control_group))) {
+                free(x->control_group);
+                x->control_group = strdup(st->control_group);
+        }
+        if (st->has & BUS_HAS_EXEC_MAIN_CODE)
+                x->code = st->exec_main_code;
+        if (st->has & BUS_HAS_EXEC_MAIN_STATUS)
+                x->status = st->exec_main_status;
+        if ((st->has & BUS_HAS_EXEC_MAIN_PID) && st->exec_main_pid)
+                x->main_pid = (pid_t)st->exec_main_pid;
+        if (state_is(st->active_state, "activating", "active") || state_is(st->active_state, "deactivating", "reloading"))
+                x->was_active = true;
+        else if (state_is(st->active_state, "inactive", "failed") && x->was_active)
+                x->inactive = true;
+        sample_tasks(x);
+}
+
+static void on_unit(const struct bus_unit_status *st, void *userdata) {
+        struct systemd_run *x = userdata;
+
+        if (x->ended)
+                return;
+        take_status(x, st);
+        check_end(x);
+}
+
+/* A read after the start, or after a stop or kill the manager refused. An error once the
+ * unit ran: the manager no longer knows it (collected already), so it ended. */
+static void on_read(const struct bus_unit_status *st, void *userdata) {
+        struct systemd_run *x = userdata;
+
+        x->read = NULL;
+        if (x->ended)
+                return;
+        if (st->error) {
+                if (x->job_done && !x->inactive && x->code == 0)
+                        snprintf(x->failure, sizeof x->failure, "its unit %s is gone (%s)", x->unit, st->error);
+                end(x);
+                return;
+        }
+        on_unit(st, x);
+}
+
+static void read_unit(struct systemd_run *x) {
+        if (!x->read && bus_read_unit(x->rs->bus, x->unit, on_read, x, &x->read) < 0)
+                fail(x, "cannot read the state of its unit %s", x->unit);
+}
+
+static void on_started(const char *job, const char *result, const char *error, void *userdata) {
+        struct systemd_run *x = userdata;
+
+        x->start = NULL;
+        if (error) {
+                fail(x, "the service manager did not start unit %s: %s", x->unit, error);
+                return;
+        }
+        if (strcmp(result, "done") != 0) {
+                /* The unit is collected at once (CollectMode=); Result= came before. */
+                fail(x, "unit %s failed to start (job %s%s%s)", x->unit, result, x->result[0] ? ", Result=" : "",
+                     x->result);
+                return;
+        }
+        /* What came before may be a predecessor's unit of the same name, stopped at start-up
+         * (bus_stop_leftovers()): its signals were queued before this answer. Forgotten;
+         * a read says where this one is. */
+        x->job_done = true;
+        x->was_active = true;
+        x->inactive = false;
+        x->code = x->status = 0;
+        x->result[0] = '\0';
+        read_unit(x);
+}
+
+/* StopUnit or KillUnit answered. A refusal is the manager's; whether the unit still runs,
+ * a read tells. */
+static void on_signalled(const char *error, void *userdata, struct bus_call **slot) {
+        struct systemd_run *x = userdata;
+
+        *slot = NULL;
+        if (error && !x->ended) {
+                log_debug(x->rs->log, "%s: %s", x->unit, error);
+                read_unit(x);
+        }
+}
+
+static void on_stopped(const char *error, void *userdata) {
+        on_signalled(error, userdata, &((struct systemd_run *)userdata)->stop);
+}
+
+static void on_killed(const char *error, void *userdata) {
+        on_signalled(error, userdata, &((struct systemd_run *)userdata)->kill);
+}
+
+/* ---- starting ---- */
+
+static void close_stdio(const struct run_stdio *stdio) {
+        close(stdio->in);
+        close(stdio->out);
+        close(stdio->err);
+}
+
+static int build_unit(struct run_systemd *rs, const struct instance *in, const struct server_config *c, char **env,
+                      const struct run_stdio *stdio, struct unit_properties *p, char **error) {
+        const struct supervisor *sv = in->server->sv;
+        _cleanup_free_ char *program = NULL;
+        struct unit_input ui;
+        int r;
+
+        r = confinement_check_manager(&c->confinement, bus_manager(rs->bus), error);
+        if (r < 0)
+                return r;
+        r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
+        if (r < 0)
+                return r;
+        ui = (struct unit_input){
+                .server = c,
+                .manager = bus_manager(rs->bus),
+                .daemon_id = sv->daemon_id,
+                .run = in->number,
+                .program = program,
+                .daemon_env = sv->daemon_env,
+                .credentials_dir = sv->credentials_dir,
+                .credential_helper = rs->helper,
+                .default_user = rs->default_user,
+                .add_ref = bus_can_add_ref(rs->bus),
+                .stdio = { stdio->in, stdio->out, stdio->err },
+        };
+        r = unit_properties_build(&ui, p, error);
+        /* What the entry asks cannot be a unit: a start again would fail the same. */
+        return r == -EINVAL ? -EPERM : r;
+}
+
+static void run_free(struct systemd_run *x) {
+        if (!x)
+                return;
+        bus_call_cancel(x->start);
+        bus_call_cancel(x->read);
+        bus_call_cancel(x->stop);
+        bus_call_cancel(x->kill);
+        bus_watch_free(x->watch);
+        if (x->rs) {
+                if (x->prev)
+                        x->prev->next = x->next;
+                else if (x->rs->runs == x)
+                        x->rs->runs = x->next;
+                if (x->next)
+                        x->next->prev = x->prev;
+        }
+        free(x->control_group);
+        free(x->unit);
+        free(x);
+}
+
+static int systemd_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+                         char **error) {
+        struct run_systemd *rs = in->server->sv->systemd;
+        struct unit_properties p = { 0 };
+        struct systemd_run *x = NULL;
+        int r;
+
+        if (!rs) {
+                close_stdio(stdio);
+                if (asprintf(error, "launcher \"systemd\" needs the service manager, and mcpvisord has no connection to it (%s)",
+                             in->server->sv->manager_error ? in->server->sv->manager_error : "not tried") < 0)
+                        *error = NULL;
+                return -ENOTCONN;
+        }
+        r = build_unit(rs, in, c, env, stdio, &p, error);
+        if (r == 0 && (!(x = calloc(1, sizeof *x)) || !(x->unit = strdup(p.unit))))
+                r = -ENOMEM;
+        if (r == 0) {
+                *x = (struct systemd_run){ .rs = rs, .in = in, .unit = x->unit, .memory_max = c->confinement.memory_max,
+                                           .tasks_max = c->confinement.tasks_max,
+                                           .add_ref = unit_properties_find(&p, "AddRef") != NULL };
+                /* Watched first, so no change of its state comes before the watch. */
+                r = bus_watch_unit(rs->bus, x->unit, on_unit, x, &x->watch);
+        }
+        if (r == 0)
+                r = bus_start_transient_unit(rs->bus, &p, on_started, x, &x->start);
+        /* sd-bus holds its own copies of the descriptors now. */
+        unit_properties_done(&p);
+        close_stdio(stdio);
+        if (r < 0) {
+                if (x && !*error && asprintf(error, "cannot ask the service manager to start unit %s: %s", x->unit,
+                                             strerror(-r)) < 0)
+                        *error = NULL;
+                run_free(x);
+                return r;
+        }
+        x->next = rs->runs;
+        if (rs->runs)
+                rs->runs->prev = x;
+        rs->runs = x;
+        in->launcher = x;
+        return 0;
+}
+
+/* ---- the close sequence's steps ---- */
+
+/* SIGTERM to the unit's cgroup; the manager sends SIGKILL itself after TimeoutStopUSec=
+ * (killTimeout), should server.c's own SIGKILL not come first. */
+static int systemd_terminate(struct instance *in) {
+        struct systemd_run *x = run_of(in);
+
+        if (x->ended)
+                return -ESRCH;
+        if (x->stop)
+                return 0;
+        return bus_stop_unit(x->rs->bus, x->unit, on_stopped, x, &x->stop);
+}
+
+static int systemd_kill(struct instance *in) {
+        struct systemd_run *x = run_of(in);
+
+        if (x->ended)
+                return -ESRCH;
+        bus_call_cancel(x->kill);
+        x->kill = NULL;
+        return bus_kill_unit(x->rs->bus, x->unit, SIGKILL, on_killed, x, &x->kill);
+}
+
+/* The daemon exits without its loop: the calls are queued and written out as the bus is
+ * freed (bus_free() flushes). Nothing waits for the unit's end: the manager has it. */
+static void systemd_kill_wait(struct instance *in) {
+        struct systemd_run *x = run_of(in);
+
+        if (x->ended)
+                return;
+        (void)bus_kill_unit(x->rs->bus, x->unit, SIGKILL, NULL, NULL, NULL);
+        (void)bus_stop_unit(x->rs->bus, x->unit, NULL, NULL, NULL);
+        unref_unit(x);
+        x->ended = true;
+}
+
+/* "768M", "1.5G": a size as the configuration gives it. */
+static void size_text(uint64_t bytes, char *buf, size_t size) {
+        static const char units[] = "KMGT";
+        double v = (double)bytes;
+        int u = -1;
+
+        while (u < 3 && v >= 1024.0) {
+                v /= 1024.0;
+                u++;
+        }
+        if (u < 0)
+                snprintf(buf, size, "%" PRIu64, bytes);
+        else
+                snprintf(buf, size, "%g%c", v, units[u]);
+}
+
+static void describe_reason(const struct systemd_run *x, const struct server_exit *e, char *buf, size_t size) {
+        char limit[32], plain[64];
+
+        if (x->failure[0]) {
+                snprintf(buf, size, "%s", x->failure);
+        } else if (strcmp(x->result, "oom-kill") == 0) {
+                if (x->memory_max && x->memory_max != CONFINEMENT_INFINITY) {
+                        size_text(x->memory_max, limit, sizeof limit);
+                        snprintf(buf, size, "killed by the OOM killer (memoryMax %s)", limit);
+                } else {
+                        snprintf(buf, size, "killed by the OOM killer");
+                }
+        } else if (x->tasks_refused > 0 && !server_exit_clean(e)) {
+                snprintf(buf, size, "%s (tasksMax %u refused %" PRIu64 " fork%s)",
+                         process_describe_exit(e->code, e->status, plain, sizeof plain), x->tasks_max,
+                         x->tasks_refused, x->tasks_refused == 1 ? "" : "s");
+        }
+}
+
+static void systemd_describe_end(const struct instance *in, struct server_exit *ret) {
+        const struct systemd_run *x = run_of(in);
+
+        *ret = (struct server_exit){ .code = x->code, .status = x->status };
+        if (ret->code == 0) /* never ran, or its end unknown: said by the reason */
+                *ret = (struct server_exit){ .code = CLD_EXITED, .status = 255 };
+        describe_reason(x, ret, ret->reason, sizeof ret->reason);
+}
+
+static const char *systemd_describe(const struct instance *in, char *buf, size_t size) {
+        const struct systemd_run *x = run_of(in);
+
+        snprintf(buf, size, "unit %s", x ? x->unit : "?");
+        return buf;
+}
+
+static pid_t systemd_main_pid(const struct instance *in) {
+        const struct systemd_run *x = run_of(in);
+
+        return x ? x->main_pid : 0;
+}
+
+static void systemd_usage(const struct instance *in, struct run_usage *ret) {
+        const struct systemd_run *x = run_of(in);
+        _cleanup_free_ char *dir = NULL;
+        struct cgroup_usage u;
+
+        *ret = (struct run_usage){ .unit = x ? x->unit : NULL, .memory_current = RUN_USAGE_UNKNOWN,
+                                   .memory_peak = RUN_USAGE_UNKNOWN, .cpu_usec = RUN_USAGE_UNKNOWN,
+                                   .tasks = RUN_USAGE_UNKNOWN };
+        if (!x || x->ended || !x->control_group ||
+            cgroup_usage_path(cgroup_usage_root(), x->control_group, &dir) < 0 || cgroup_usage_read(dir, &u) < 0)
+                return;
+        /* CGROUP_USAGE_UNKNOWN and RUN_USAGE_UNKNOWN are the same value. */
+        ret->memory_current = u.memory_current;
+        ret->memory_peak = u.memory_peak;
+        ret->cpu_usec = u.cpu_usec;
+        ret->tasks = u.tasks;
+}
+
+static void systemd_free(struct instance *in) {
+        run_free(in->launcher);
+        in->launcher = NULL;
+}
+
+const struct run_ops run_systemd_ops = {
+        .name = "systemd",
+        .start = systemd_start,
+        .terminate = systemd_terminate,
+        .kill = systemd_kill,
+        .kill_wait = systemd_kill_wait,
+        .reap = NULL, /* the manager's child, not the daemon's */
+        .describe_end = systemd_describe_end,
+        .describe = systemd_describe,
+        .main_pid = systemd_main_pid,
+        .usage = systemd_usage,
+        .free = systemd_free,
+};
+
+/* ---- the daemon-wide part ---- */
+
+/* Every run ends: no end of a unit can be heard any more. Their pipes close with them,
+ * which a server reading its stdin takes as the end; a unit left running is stopped by
+ * the next daemon's bus_stop_leftovers(). */
+static void on_lost(void *userdata) {
+        struct run_systemd *rs = userdata;
+        struct systemd_run *x, *next;
+
+        for (x = rs->runs; x; x = next) {
+                next = x->next;
+                if (!x->ended)
+                        fail(x, "lost the connection to the service manager that runs its unit %s", x->unit);
+        }
+}
+
+/* The installed helper, else the one beside the running mcpvisord (a build tree). */
+static char *find_helper(void) {
+        char self[PATH_MAX], *slash, *path = NULL;
+        ssize_t n;
+
+        if (access(MCPVISOR_LIBEXECDIR "/" UNIT_CREDENTIAL_HELPER, X_OK) == 0)
+                return strdup(MCPVISOR_LIBEXECDIR "/" UNIT_CREDENTIAL_HELPER);
+        n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+                return NULL;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (!slash)
+                return NULL;
+        *slash = '\0';
+        if (asprintf(&path, "%s/%s", self, UNIT_CREDENTIAL_HELPER) < 0)
+                return NULL;
+        if (access(path, X_OK) < 0) {
+                free(path);
+                return NULL;
+        }
+        return path;
+}
+
+int run_systemd_new(struct bus *bus, const struct logger *log, struct run_systemd **ret) {
+        struct run_systemd *rs = calloc(1, sizeof *rs);
+        struct passwd *pw;
+
+        if (!rs)
+                return -ENOMEM;
+        rs->bus = bus;
+        rs->log = log;
+        rs->helper = find_helper();
+        if (!rs->helper)
+                log_notice(log, "%s not found in %s: servers with credentials in env cannot run as units",
+                           UNIT_CREDENTIAL_HELPER, MCPVISOR_LIBEXECDIR);
+        /* A transient unit runs as root unless told: units of an unprivileged daemon run as it. */
+        if (geteuid() != 0 && bus_manager(bus) == MANAGER_SYSTEM) {
+                pw = getpwuid(geteuid());
+                if (!pw || !(rs->default_user = strdup(pw->pw_name))) {
+                        free(rs->helper);
+                        free(rs);
+                        return pw ? -ENOMEM : -ESRCH;
+                }
+        }
+        bus_set_lost(bus, on_lost, rs);
+        *ret = rs;
+        return 0;
+}
+
+void run_systemd_free(struct run_systemd *rs) {
+        if (!rs)
+                return;
+        for (struct systemd_run *x = rs->runs; x; x = x->next)
+                x->rs = NULL;
+        bus_set_lost(rs->bus, NULL, NULL);
+        free(rs->helper);
+        free(rs->default_user);
+        free(rs);
+}
