@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "server-config.h"
+#include "text.h"
 #include "time-util.h"
 
 #define MANAGER_NAME "org.freedesktop.systemd1"
@@ -118,16 +119,6 @@ char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid) 
         if (!path || !is_socket(path) || asprintf(&address, "unix:path=%s", path) < 0)
                 return NULL;
         return address;
-}
-
-static void set_error(char **error, const char *fmt, ...) _printf_(2, 3);
-static void set_error(char **error, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(error, fmt, ap) < 0)
-                *error = NULL;
-        va_end(ap);
 }
 
 /* The manager's error as one line: its message, else its name. */
@@ -650,7 +641,7 @@ static int subscribe(struct bus *b, char **error) {
         int r = sd_bus_call_method(b->bus, MANAGER_NAME, MANAGER_PATH, MANAGER_INTERFACE, "Subscribe", &e, NULL, NULL);
 
         if (r < 0 && !sd_bus_error_has_name(&e, "org.freedesktop.systemd1.AlreadySubscribed"))
-                set_error(error, "Subscribe(): %s", error_text(&e, r));
+                text_error(error, "Subscribe(): %s", error_text(&e, r));
         else
                 r = 0;
         sd_bus_error_free(&e);
@@ -669,9 +660,9 @@ static int attach(struct event_base *base, const struct logger *log, sd_bus *sdb
         *b = (struct bus){ .bus = sdbus, .base = base, .log = log, .manager = kind, .direct = direct };
         r = subscribe(b, error);
         if (r >= 0 && (r = add_matches(b)) < 0)
-                set_error(error, "cannot watch the service manager's signals: %s", strerror(-r));
+                text_error(error, "cannot watch the service manager's signals: %s", strerror(-r));
         if (r >= 0 && (r = assign_io(b)) < 0)
-                set_error(error, "cannot watch the connection: %s", strerror(-r));
+                text_error(error, "cannot watch the connection: %s", strerror(-r));
         if (r < 0) {
                 bus_free(b);
                 return r;
@@ -710,14 +701,14 @@ int bus_open(struct event_base *base, const struct logger *log, char *const *env
         else
                 r = kind == MANAGER_USER ? sd_bus_open_user(&sdbus) : sd_bus_open_system(&sdbus);
         if (r < 0) {
-                set_error(error, "cannot connect to %s (%s): %s", manager, address ? address + strlen("unix:path=")
+                text_error(error, "cannot connect to %s (%s): %s", manager, address ? address + strlen("unix:path=")
                                                                                     : kind == MANAGER_USER ? "the user bus" : "the system bus",
                           strerror(-r));
                 return r;
         }
         r = attach(base, log, sdbus, kind, address != NULL, ret, &detail);
         if (r < 0)
-                set_error(error, "cannot use %s: %s", manager, detail ? detail : strerror(-r));
+                text_error(error, "cannot use %s: %s", manager, detail ? detail : strerror(-r));
         return r;
 }
 
@@ -731,7 +722,7 @@ int bus_open_fd(struct event_base *base, const struct logger *log, int fd, enum 
         if (r >= 0)
                 r = sd_bus_start(sdbus);
         if (r < 0) {
-                set_error(error, "cannot start the connection: %s", strerror(-r));
+                text_error(error, "cannot start the connection: %s", strerror(-r));
                 sd_bus_unref(sdbus);
                 return r;
         }
@@ -827,7 +818,7 @@ static int stop_now(struct bus *b, const char *unit, char **error) {
                                    "replace");
 
         if (r < 0 && !sd_bus_error_has_name(&e, "org.freedesktop.systemd1.NoSuchUnit"))
-                set_error(error, "cannot stop %s: %s", unit, error_text(&e, r));
+                text_error(error, "cannot stop %s: %s", unit, error_text(&e, r));
         else
                 r = 0;
         sd_bus_error_free(&e);
@@ -847,7 +838,7 @@ static int list_units(struct bus *b, sd_bus_message **ret, char **error) {
         if (r >= 0)
                 r = sd_bus_call(b->bus, m, 0, &e, ret);
         if (r < 0)
-                set_error(error, "cannot list the units " UNIT_PATTERN ": %s", error_text(&e, r));
+                text_error(error, "cannot list the units " UNIT_PATTERN ": %s", error_text(&e, r));
         sd_bus_message_unref(m);
         sd_bus_error_free(&e);
         return r;
@@ -894,7 +885,7 @@ static int wait_collected(struct bus *b, char **units, char **error) {
         while ((r = any_listed(b, units, error)) > 0 && now_usec() < deadline)
                 usleep(50000);
         if (r > 0)
-                set_error(error, "units a previous mcpvisord left are still stopping after %g s",
+                text_error(error, "units a previous mcpvisord left are still stopping after %g s",
                           (double)BUS_LEFTOVER_WAIT_USEC / 1e6);
         return r > 0 ? -ETIMEDOUT : r;
 }
@@ -919,7 +910,7 @@ int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
                 }
         }
         if (r < 0 && !*error)
-                set_error(error, "cannot read the units " UNIT_PATTERN ": %s", strerror(-r));
+                text_error(error, "cannot read the units " UNIT_PATTERN ": %s", strerror(-r));
         sd_bus_message_unref(reply);
         if (r >= 0 && n > 0)
                 r = wait_collected(b, stopped, error);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "macro.h"
 #include "settings.h"
+#include "text.h"
 
 const char *const confinement_sandbox_names[] = { "strict", "basic", "none", NULL };
 
@@ -280,25 +281,14 @@ const char *confinement_first_key(const struct confinement *c) {
         return NULL;
 }
 
-static bool str_equal(const char *a, const char *b) {
-        return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-static bool strv_equal(char *const *a, char *const *b) {
-        for (; a && b && *a && *b; a++, b++)
-                if (strcmp(*a, *b) != 0)
-                        return false;
-        return (!a || !*a) && (!b || !*b);
-}
-
 /* What the unit would be given; which keys said so does not matter ("network": true is
  * the same as no "network"). */
 bool confinement_equal(const struct confinement *a, const struct confinement *b) {
-        return a->sandbox == b->sandbox && strv_equal(a->read_write_paths, b->read_write_paths) &&
-               strv_equal(a->read_only_paths, b->read_only_paths) && a->network == b->network &&
+        return a->sandbox == b->sandbox && text_strv_equal(a->read_write_paths, b->read_write_paths) &&
+               text_strv_equal(a->read_only_paths, b->read_only_paths) && a->network == b->network &&
                a->memory_max == b->memory_max && a->tasks_max == b->tasks_max && a->cpu_quota_usec == b->cpu_quota_usec &&
-               str_equal(a->user, b->user) && str_equal(a->group, b->group) && a->dynamic_user == b->dynamic_user &&
-               str_equal(a->state_directory, b->state_directory);
+               text_equal(a->user, b->user) && text_equal(a->group, b->group) && a->dynamic_user == b->dynamic_user &&
+               text_equal(a->state_directory, b->state_directory);
 }
 
 int confinement_check_manager(const struct confinement *c, enum manager_kind kind, char **error) {

@@ -13,6 +13,7 @@
 #include "credential.h"
 #include "macro.h"
 #include "settings.h"
+#include "text.h"
 
 /* For a unit, the service manager sets HOME itself, from its User= (which need not be
  * the daemon's user). */
@@ -63,31 +64,21 @@ static void env_drop(char **env, size_t *n, const char *name) {
                 }
 }
 
-static void set_error(char **error, const char *fmt, ...) _printf_(2, 3);
-static void set_error(char **error, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(error, fmt, ap) < 0)
-                *error = NULL;
-        va_end(ap);
-}
-
 static int credential_value(const struct env_var *e, const char *dir, char **ret, char **error) {
         int r;
 
         if (!dir) {
-                set_error(error, "env %s needs credential '%s', but the daemon has no credentials "
+                text_error(error, "env %s needs credential '%s', but the daemon has no credentials "
                                "(add LoadCredential=%s:/path/to/secret or SetCredential= to mcpvisor.service)",
                                e->name, e->credential, e->credential);
                 return -ENOENT;
         }
         r = credential_read(dir, e->credential, ret);
         if (r == -EBADMSG)
-                set_error(error, "env %s: credential '%s' is not text of at most %d bytes", e->name,
+                text_error(error, "env %s: credential '%s' is not text of at most %d bytes", e->name,
                                e->credential, CREDENTIAL_MAX);
         else if (r < 0)
-                set_error(error, "env %s: cannot read credential '%s' from %s: %s (check LoadCredential= in mcpvisor.service)",
+                text_error(error, "env %s: cannot read credential '%s' from %s: %s (check LoadCredential= in mcpvisor.service)",
                                e->name, e->credential, dir, strerror(-r));
         return r;
 }

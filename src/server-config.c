@@ -10,6 +10,7 @@
 #include "config.h"
 #include "macro.h"
 #include "settings.h"
+#include "text.h"
 
 static const char *const restart_choices[] = { "on-failure", "always", "never", NULL };
 
@@ -381,23 +382,12 @@ void server_config_free(struct server_config *s) {
         free(s);
 }
 
-static bool str_equal(const char *a, const char *b) {
-        return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-static bool strv_equal(char *const *a, char *const *b) {
-        for (; a && b && *a && *b; a++, b++)
-                if (strcmp(*a, *b) != 0)
-                        return false;
-        return (!a || !*a) && (!b || !*b);
-}
-
 static bool env_equal(const struct server_config *a, const struct server_config *b) {
         if (a->n_env != b->n_env)
                 return false;
         for (size_t i = 0; i < a->n_env; i++)
-                if (!str_equal(a->env[i].name, b->env[i].name) || !str_equal(a->env[i].value, b->env[i].value) ||
-                    !str_equal(a->env[i].credential, b->env[i].credential))
+                if (!text_equal(a->env[i].name, b->env[i].name) || !text_equal(a->env[i].value, b->env[i].value) ||
+                    !text_equal(a->env[i].credential, b->env[i].credential))
                         return false;
         return true;
 }
@@ -405,8 +395,8 @@ static bool env_equal(const struct server_config *a, const struct server_config 
 /* Everything but the roots and the filters: a change of launcher or confinement needs a
  * new unit, so a restart. */
 static bool settings_equal(const struct server_config *a, const struct server_config *b) {
-        return str_equal(a->name, b->name) && str_equal(a->command, b->command) && strv_equal(a->args, b->args) &&
-               env_equal(a, b) && str_equal(a->cwd, b->cwd) && str_equal(a->prefix, b->prefix) &&
+        return text_equal(a->name, b->name) && text_equal(a->command, b->command) && text_strv_equal(a->args, b->args) &&
+               env_equal(a, b) && text_equal(a->cwd, b->cwd) && text_equal(a->prefix, b->prefix) &&
                a->disabled == b->disabled && a->restart == b->restart && a->start_timeout == b->start_timeout &&
                a->stop_timeout == b->stop_timeout && a->kill_timeout == b->kill_timeout &&
                a->health_interval == b->health_interval && a->health_timeout == b->health_timeout &&

@@ -12,6 +12,7 @@
 #include "environment.h"
 #include "macro.h"
 #include "settings.h"
+#include "text.h"
 #include "time-util.h"
 #include "utf8.h"
 
@@ -156,16 +157,6 @@ static int add_strv(struct unit_properties *p, const char *name, enum unit_prope
         return add_strv_owned(p, name, type, flag, strv_dup(strv));
 }
 
-static void set_error(char **error, const char *fmt, ...) _printf_(2, 3);
-static void set_error(char **error, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(error, fmt, ap) < 0)
-                *error = NULL;
-        va_end(ap);
-}
-
 /* ---- how it runs ---- */
 
 static int add_service(struct unit_properties *p, const struct unit_input *in) {
@@ -239,7 +230,7 @@ static int add_credentials(struct unit_properties *p, const struct unit_input *i
                 if (!e->credential || credential_listed(pairs, n, e->credential))
                         continue;
                 if (!in->credentials_dir) {
-                        set_error(error, "env %s needs credential '%s', but the daemon has no credentials "
+                        text_error(error, "env %s needs credential '%s', but the daemon has no credentials "
                                          "(add LoadCredential=%s:/path/to/secret to mcpvisor.service)",
                                   e->name, e->credential, e->credential);
                         strv_free(pairs);
@@ -297,7 +288,7 @@ static int add_exec_start(struct unit_properties *p, const struct unit_input *in
         bool helper = count_credentials(s) > 0;
 
         if (in->program[0] != '/' && !s->cwd) {
-                set_error(error, "command '%s' is a relative path: give an absolute one, or a cwd it is relative to",
+                text_error(error, "command '%s' is a relative path: give an absolute one, or a cwd it is relative to",
                           in->program);
                 return -EINVAL;
         }
@@ -321,7 +312,7 @@ static int add_environment(struct unit_properties *p, const struct unit_input *i
                 return r;
         for (size_t i = 0; env[i]; i++)
                 if (!utf8_valid(env[i], strlen(env[i]))) {
-                        set_error(error, "env %.*s: the value is not UTF-8 text, which a unit's Environment= must be",
+                        text_error(error, "env %.*s: the value is not UTF-8 text, which a unit's Environment= must be",
                                   (int)strcspn(env[i], "="), env[i]);
                         strv_free(env);
                         return -EINVAL;
@@ -416,7 +407,7 @@ int unit_properties_build(const struct unit_input *in, struct unit_properties *r
 
         assert(in->server && in->program);
         if (count_credentials(in->server) > 0 && (!in->credential_helper || in->credential_helper[0] != '/')) {
-                set_error(error, "its credentials need " UNIT_CREDENTIAL_HELPER ", which was not found");
+                text_error(error, "its credentials need " UNIT_CREDENTIAL_HELPER ", which was not found");
                 return -EINVAL;
         }
         r = unit_name(in->server->name, in->run, &p.unit);

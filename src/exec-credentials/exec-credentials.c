@@ -11,16 +11,7 @@
 
 #include "credential.h"
 #include "macro.h"
-
-static void set_error(char **error, const char *fmt, ...) _printf_(2, 3);
-static void set_error(char **error, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(error, fmt, ap) < 0)
-                *error = NULL;
-        va_end(ap);
-}
+#include "text.h"
 
 static bool name_valid(const char *s, size_t len) {
         if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
@@ -47,15 +38,15 @@ int exec_credentials_parse(int argc, char **argv, struct exec_credentials *ret, 
 
         for (; i < argc && strcmp(argv[i], "--") != 0; i++)
                 if (!pair_valid(argv[i])) {
-                        set_error(error, "'%s' is not VAR=ID (a variable name, '=', a credential's name)", argv[i]);
+                        text_error(error, "'%s' is not VAR=ID (a variable name, '=', a credential's name)", argv[i]);
                         return -EINVAL;
                 }
         if (i == argc) {
-                set_error(error, "no '--' before the command");
+                text_error(error, "no '--' before the command");
                 return -EINVAL;
         }
         if (i + 1 == argc) {
-                set_error(error, "no command after '--'");
+                text_error(error, "no command after '--'");
                 return -EINVAL;
         }
         *ret = (struct exec_credentials){ .pairs = argv + 1, .n_pairs = (size_t)(i - 1), .command = argv + i + 1 };
@@ -73,9 +64,9 @@ static int apply_one(const char *pair, const char *dir, char **error) {
                 return -ENOMEM;
         r = credential_read(dir, id, &value);
         if (r == -EBADMSG)
-                set_error(error, "%s: credential '%s' is not text of at most %d bytes", name, id, CREDENTIAL_MAX);
+                text_error(error, "%s: credential '%s' is not text of at most %d bytes", name, id, CREDENTIAL_MAX);
         else if (r < 0)
-                set_error(error, "%s: cannot read credential '%s' from %s: %s (is LoadCredential=%s:... in the unit?)", name,
+                text_error(error, "%s: cannot read credential '%s' from %s: %s (is LoadCredential=%s:... in the unit?)", name,
                           id, dir, strerror(-r), id);
         if (r < 0)
                 return r;
@@ -87,7 +78,7 @@ static int apply_one(const char *pair, const char *dir, char **error) {
 
 int exec_credentials_apply(const struct exec_credentials *c, const char *dir, char **error) {
         if (c->n_pairs > 0 && (!dir || !*dir)) {
-                set_error(error, "no $CREDENTIALS_DIRECTORY: the unit has no LoadCredential= for %s", c->pairs[0]);
+                text_error(error, "no $CREDENTIALS_DIRECTORY: the unit has no LoadCredential= for %s", c->pairs[0]);
                 return -ENOENT;
         }
         for (size_t i = 0; i < c->n_pairs; i++) {
