@@ -565,11 +565,37 @@ Test(server_config, roots_forms) {
         cr_assert_eq(s->roots.n, 0);
 }
 
+/* A server entry's bad value: what it adds to the entry of server "s", where the error is
+ * and what it says. */
+struct bad_entry {
+        const char *entry, *path, *message;
+};
+
+/* Each bad value is one error at its JSON path, and only its server is skipped. */
+static void expect_bad_entries(const struct bad_entry *bad, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const struct config_problem *q;
+                char text[512];
+
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",%s},\"ok\":{\"command\":\"y\"}}}",
+                         bad[i].entry);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 1, "%s: %zu errors (first at %s: %s)", text, P.errors, P.count ? P.items[0].path : "-",
+                             P.count ? P.items[0].message : "-");
+                q = problem_at(bad[i].path);
+                cr_assert_not_null(q, "%s: no problem at %s (first: %s)", text, bad[i].path, P.count ? P.items[0].path : "-");
+                cr_assert_eq(q->severity, PROBLEM_ERROR);
+                cr_assert_not_null(strstr(q->message, bad[i].message), "%s: message \"%s\" does not say \"%s\"", text,
+                                   q->message, bad[i].message);
+                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
+                cr_assert_not_null(config_find_server(&C, "ok"));
+        }
+}
+
 /* Each bad root is an error at its JSON path, and the server is skipped. */
 Test(server_config, roots_bad_values) {
-        static const struct {
-                const char *entry, *path, *message;
-        } bad[] = {
+        static const struct bad_entry bad[] = {
                 { "\"roots\":\"file:///srv\"", "mcpServers.s.roots", "expected an array" },
                 { "\"roots\":{\"uri\":\"file:///srv\"}", "mcpServers.s.roots", "expected an array" },
                 { "\"roots\":[\"file:///a\",5]", "mcpServers.s.roots[1]", "expected a file:// URI" },
@@ -600,24 +626,7 @@ Test(server_config, roots_bad_values) {
                   "add \"roots\" to its clientCapabilities" },
         };
 
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-                const struct config_problem *q;
-                char text[512];
-
-                done();
-                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",%s},\"ok\":{\"command\":\"y\"}}}",
-                         bad[i].entry);
-                cr_assert_eq(parse(text), 0, "%s", text);
-                cr_assert_eq(P.errors, 1, "%s: %zu errors (first at %s: %s)", text, P.errors, P.count ? P.items[0].path : "-",
-                             P.count ? P.items[0].message : "-");
-                q = problem_at(bad[i].path);
-                cr_assert_not_null(q, "%s: no problem at %s (first: %s)", text, bad[i].path, P.count ? P.items[0].path : "-");
-                cr_assert_eq(q->severity, PROBLEM_ERROR);
-                cr_assert_not_null(strstr(q->message, bad[i].message), "%s: message \"%s\" does not say \"%s\"", text,
-                                   q->message, bad[i].message);
-                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
-                cr_assert_not_null(config_find_server(&C, "ok"));
-        }
+        expect_bad_entries(bad, ARRAY_SIZE(bad));
 }
 
 /* Two entries "a" and "b" of one document, for comparing them; the names are made the same. */
@@ -792,9 +801,7 @@ Test(server_config, sizes_and_percentages) {
 
 /* Each bad value is an error at its JSON path, and the server is skipped. */
 Test(server_config, confinement_bad_values) {
-        static const struct {
-                const char *entry, *path, *message;
-        } bad[] = {
+        static const struct bad_entry bad[] = {
                 { "\"launcher\":\"docker\"", "mcpServers.s.launcher", "expected one of \"auto\", \"systemd\", \"exec\"" },
                 { "\"launcher\":null", "mcpServers.s.launcher", "expected one of" },
                 { "\"sandbox\":\"full\"", "mcpServers.s.sandbox", "expected one of \"strict\", \"basic\", \"none\"" },
@@ -841,24 +848,7 @@ Test(server_config, confinement_bad_values) {
                 { "\"sandbox\":\"strict\",\"launcher\":\"exec\"", "mcpServers.s.sandbox", "needs the systemd launcher" },
         };
 
-        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-                const struct config_problem *q;
-                char text[512];
-
-                done();
-                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",%s},\"ok\":{\"command\":\"y\"}}}",
-                         bad[i].entry);
-                cr_assert_eq(parse(text), 0, "%s", text);
-                cr_assert_eq(P.errors, 1, "%s: %zu errors (first at %s: %s)", text, P.errors, P.count ? P.items[0].path : "-",
-                             P.count ? P.items[0].message : "-");
-                q = problem_at(bad[i].path);
-                cr_assert_not_null(q, "%s: no problem at %s (first: %s)", text, bad[i].path, P.count ? P.items[0].path : "-");
-                cr_assert_eq(q->severity, PROBLEM_ERROR);
-                cr_assert_not_null(strstr(q->message, bad[i].message), "%s: message \"%s\" does not say \"%s\"", text,
-                                   q->message, bad[i].message);
-                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
-                cr_assert_not_null(config_find_server(&C, "ok"));
-        }
+        expect_bad_entries(bad, ARRAY_SIZE(bad));
 }
 
 /* A name that cannot be a directory's has no default state directory. */
