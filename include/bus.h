@@ -35,6 +35,8 @@ struct bus_watch;
  * in has. */
 struct bus_unit_status {
         const char *unit;
+        const char *load_state;   /* "loaded"; "not-found" when the manager collected the unit
+                                   * already: the rest is then a stub's, not the unit's */
         const char *active_state; /* "activating", "active", "deactivating", "inactive", "failed" */
         const char *sub_state;
         const char *result;       /* "success", "exit-code", "signal", "core-dump", "oom-kill", "timeout", ... */

@@ -391,6 +391,7 @@ static int read_property(sd_bus_message *m, const char *name, struct bus_unit_st
                 size_t offset;
                 unsigned bit;
         } wanted[] = {
+                { "LoadState", "s", offsetof(struct bus_unit_status, load_state), 0 },
                 { "ActiveState", "s", offsetof(struct bus_unit_status, active_state), 0 },
                 { "SubState", "s", offsetof(struct bus_unit_status, sub_state), 0 },
                 { "Result", "s", offsetof(struct bus_unit_status, result), 0 },

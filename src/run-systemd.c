@@ -162,17 +162,37 @@ static void take_status(struct systemd_run *x, const struct bus_unit_status *st)
         sample_tasks(x);
 }
 
+/* The manager no longer knows the unit once it ran (collected already), so it ended: what
+ * the signals said stands. */
+static void unit_gone(struct systemd_run *x, const char *why) {
+        if (x->job_done && !x->inactive && x->code == 0)
+                snprintf(x->failure, sizeof x->failure, "its unit %s is gone (%s)", x->unit, why);
+        end(x);
+}
+
+/* A "not-found" stub: the manager loads one to answer for a unit it collected already
+ * (inactive, Result=success, ExecMain*=0); its zeros are never the unit's end. */
+static bool is_stub(const struct bus_unit_status *st) {
+        return state_is(st->load_state, "not-found", NULL);
+}
+
+/* A report from the watch, or a read's. */
 static void on_unit(const struct bus_unit_status *st, void *userdata) {
         struct systemd_run *x = userdata;
 
         if (x->ended)
                 return;
+        if (is_stub(st)) {
+                if (x->job_done)
+                        unit_gone(x, "collected by the service manager");
+                return;
+        }
         take_status(x, st);
         check_end(x);
 }
 
-/* A read after the start, or after a stop or kill the manager refused. An error once the
- * unit ran: the manager no longer knows it (collected already), so it ended. */
+/* A read after the start, or after a stop or kill the manager refused: an error once the
+ * unit ran means it is gone. */
 static void on_read(const struct bus_unit_status *st, void *userdata) {
         struct systemd_run *x = userdata;
 
@@ -180,9 +200,7 @@ static void on_read(const struct bus_unit_status *st, void *userdata) {
         if (x->ended)
                 return;
         if (st->error) {
-                if (x->job_done && !x->inactive && x->code == 0)
-                        snprintf(x->failure, sizeof x->failure, "its unit %s is gone (%s)", x->unit, st->error);
-                end(x);
+                unit_gone(x, st->error);
                 return;
         }
         on_unit(st, x);

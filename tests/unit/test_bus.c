@@ -39,6 +39,9 @@ struct fake_unit {
         int32_t code, status;
         const char *env[3];
         bool collected; /* stopped: no longer listed, as CollectMode=inactive-or-failed does */
+        /* collected, and read since: systemd loads a "not-found" stub to answer for it
+         * (inactive, Result=success, ExecMain*=0), not an error */
+        bool stub;
 };
 
 struct fake {
@@ -53,6 +56,7 @@ struct fake {
         int kill_signal;
         /* how it behaves */
         atomic_bool fail_start, hold_job;
+        atomic_bool stub_after_kill; /* a unit KillUnit ended is a stub to later reads */
         struct fake_unit units[FAKE_UNITS];
         unsigned n_units, jobs;
 };
@@ -203,6 +207,7 @@ static int method_kill(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 u->status = signal;
                 sd_bus_reply_method_return(m, NULL);
                 emit_changes(sd_bus_message_get_bus(m), unit);
+                u->stub = F.stub_after_kill; /* after the signals, which carry the real values */
                 return 1;
         }
         return sd_bus_reply_method_return(m, NULL);
@@ -268,6 +273,13 @@ static int get_string(sd_bus *bus, const char *path, const char *interface, cons
                       void *userdata, sd_bus_error *error) {
         struct fake_unit *u = userdata;
 
+        if (strcmp(property, "LoadState") == 0)
+                return sd_bus_message_append(reply, "s", u->stub ? "not-found" : "loaded");
+        if (u->stub && (strcmp(property, "ActiveState") == 0 || strcmp(property, "SubState") == 0 ||
+                        strcmp(property, "Result") == 0))
+                return sd_bus_message_append(reply, "s", strcmp(property, "ActiveState") == 0 ? "inactive"
+                                                         : strcmp(property, "SubState") == 0  ? "dead"
+                                                                                                : "success");
         if (strcmp(property, "ActiveState") == 0)
                 return sd_bus_message_append(reply, "s", u->active);
         if (strcmp(property, "SubState") == 0)
@@ -282,7 +294,9 @@ static int get_int(sd_bus *bus, const char *path, const char *interface, const c
         struct fake_unit *u = userdata;
 
         if (strcmp(property, "ExecMainPID") == 0)
-                return sd_bus_message_append(reply, "u", (uint32_t)4242);
+                return sd_bus_message_append(reply, "u", u->stub ? (uint32_t)0 : (uint32_t)4242);
+        if (u->stub)
+                return sd_bus_message_append(reply, "i", (int32_t)0);
         return sd_bus_message_append(reply, "i", strcmp(property, "ExecMainCode") == 0 ? u->code : u->status);
 }
 
@@ -295,6 +309,7 @@ static int get_environment(sd_bus *bus, const char *path, const char *interface,
 
 static const sd_bus_vtable unit_vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("LoadState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ActiveState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("SubState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Id", "s", get_string, 0, 0),
@@ -774,6 +789,23 @@ Test(bus, launcher_oom_kill) {
         cr_assert_eq(e.status, SIGKILL);
         cr_assert_str_eq(e.reason, "killed by the OOM killer (memoryMax 256M)");
         cr_assert_eq(run_systemd_ops.terminate(&IN), -ESRCH, "ended");
+        finish();
+}
+
+/* The last read after the end finds the unit collected: systemd answers with a "not-found"
+ * stub's zeros, which must not replace what the signals said (it was "exit status 255"). */
+Test(bus, launcher_end_read_from_a_collected_unit) {
+        struct server_exit e;
+
+        launch("");
+        F.stub_after_kill = true;
+        snprintf(F.kill_result, sizeof F.kill_result, "signal");
+        cr_assert_eq(run_systemd_ops.kill(&IN), 0);
+        WAIT_UNTIL(ended_runs == 1);
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_eq(e.code, CLD_KILLED);
+        cr_assert_eq(e.status, SIGKILL);
+        cr_assert_str_eq(e.reason, "");
         finish();
 }
 
