@@ -50,6 +50,7 @@ struct daemon {
         struct listener listeners[LISTEN_ROLE_COUNT];
         struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */
         bool activated;
+        char *id;                          /* the MCP socket's path, bound or passed: MCPVISOR_DAEMON= */
         struct supervisor supervisor;
         struct registry registry;          /* what clients see of the ready servers */
         struct views views;                /* what each class of clients sees of it (view.h) */

@@ -25,6 +25,10 @@ struct activated_fds {
 int listen_pick_activated(unsigned n, const int *fds, char *const *names, struct activated_fds *ret,
                           const char **ret_why);
 
+/* The path a listening Unix socket is bound to (getsockname), malloc'd; NULL for one with
+ * no path (unnamed or abstract) or on error. */
+char *listen_socket_path(int fd);
+
 /* A socket the daemon bound itself; removed again at exit. */
 struct bound_socket {
         int fd;

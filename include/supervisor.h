@@ -73,9 +73,12 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
 int supervisor_reload(struct supervisor *sv, struct config *next, json_object *summary);
 /* Settings no server uses any more, freed after this loop iteration. */
 void supervisor_retire_config(struct supervisor *sv, struct server_config *c);
-/* Before the first start, once the daemon holds the lock of its MCP socket: marks every
- * server from now on with daemon_id (MCPVISOR_DAEMON; copied) and ends what a
- * dead daemon with the same id left running. */
+/* Before the first start, socket-activated or not: marks every server from now on with
+ * daemon_id (MCPVISOR_DAEMON; copied), by which the next daemon finds what this one left
+ * (its processes, its units). */
+void supervisor_mark(struct supervisor *sv, const char *daemon_id);
+/* Before the first start, once the daemon holds the lock of its MCP socket: ends what a
+ * dead daemon with the same id left running (processes; units: supervisor_connect_manager). */
 void supervisor_claim(struct supervisor *sv, const char *daemon_id);
 /* Before the first start: connects to the service manager when a server may need it (the
  * daemon's "launcher", and every server's own), decides what "auto" means once (bus.h),

@@ -363,6 +363,8 @@ static int setup_sockets(struct daemon *d) {
         }
         if (d->activated && act.fd[LISTEN_MCP] < 0)
                 log_notice(&d->log, "socket-activated without an mcp socket; only the control socket is served");
+        d->id = d->activated ? (act.fd[LISTEN_MCP] >= 0 ? listen_socket_path(act.fd[LISTEN_MCP]) : NULL)
+                             : strdup(d->bound[LISTEN_MCP].path);
         return 0;
 }
 
@@ -533,8 +535,12 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
                 return r;
         }
+        /* Activated too: a unit outlives the daemon's cgroup, and the next daemon finds a
+         * dead one's units by this mark. */
+        if (d->id)
+                supervisor_mark(&d->supervisor, d->id);
         /* Before counting descriptors: the bus's is the daemon's for good. */
-        supervisor_connect_manager(&d->supervisor, d->config.launcher, d->bound[LISTEN_MCP].path);
+        supervisor_connect_manager(&d->supervisor, d->config.launcher, d->id);
         d->fds_at_start = count_open_fds();
         /* Socket-activated, systemd owns the paths and the unit's cgroup ends what we leave. */
         if (!d->activated)
@@ -621,6 +627,8 @@ void daemon_done(struct daemon *d) {
         }
         if (d->supervisor.base)
                 supervisor_done(&d->supervisor);
+        free(d->id);
+        d->id = NULL;
         server_requests_done(&d->server_requests);
         router_done(&d->router);
         views_done(&d->views);

@@ -5,7 +5,9 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -310,4 +312,16 @@ void listener_stop(struct listener *l) {
         if (l->resume_timer)
                 event_free(l->resume_timer);
         *l = (struct listener){ .spare_fd = -1 };
+}
+
+char *listen_socket_path(int fd) {
+        struct sockaddr_un sa = { 0 };
+        socklen_t len = sizeof sa;
+        size_t n;
+
+        if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || sa.sun_family != AF_UNIX ||
+            len <= offsetof(struct sockaddr_un, sun_path) || sa.sun_path[0] == '\0')
+                return NULL;
+        n = len - offsetof(struct sockaddr_un, sun_path);
+        return strndup(sa.sun_path, n < sizeof sa.sun_path ? n : sizeof sa.sun_path);
 }

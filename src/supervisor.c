@@ -152,11 +152,14 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
         return 0;
 }
 
-void supervisor_claim(struct supervisor *sv, const char *daemon_id) {
+void supervisor_mark(struct supervisor *sv, const char *daemon_id) {
         free(sv->daemon_id);
         sv->daemon_id = strdup(daemon_id);
         if (!sv->daemon_id)
                 log_warning(sv->log, "out of memory; servers will not carry %s=", ENV_DAEMON);
+}
+
+void supervisor_claim(struct supervisor *sv, const char *daemon_id) {
         reaper_end_predecessors(&sv->reaper, daemon_id);
 }
 
@@ -200,6 +203,8 @@ void supervisor_connect_manager(struct supervisor *sv, int launcher, const char 
                 sv->manager_error = strdup(strerror(-r));
                 return;
         }
+        if (!daemon_id) /* no MCP socket to be known by: nothing was marked as ours */
+                return;
         r = bus_stop_leftovers(sv->bus, daemon_id, &error);
         if (r < 0)
                 log_warning(sv->log, "%s", error ? error : strerror(-r));

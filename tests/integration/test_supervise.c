@@ -250,6 +250,26 @@ Test(supervise, clean_environment) {
         expect_env(environ_buf, len, "WATCHDOG_", false, false);
 }
 
+/* Socket-activated, the servers carry the daemon's mark too (the activated socket's path):
+ * the next daemon finds a dead one's units by it, which outlive the daemon's cgroup. */
+Test(supervise, daemon_mark_when_socket_activated) {
+        static char environ_buf[65536];
+        char *config;
+        size_t len;
+        struct h_conn *c;
+
+        add_demo("envy", "", sf("\"--pidfile\",\"%s\"", PIDFILE));
+        config = config_text();
+        h_start(&D, &(struct h_opts){ .config = config, .activate = true });
+        free(config);
+        c = h_connect(D.sock, H_TIMEOUT_MS); /* systemd-socket-activate starts it on the first connection */
+        len = h_read_environ(ready_pid("envy"), environ_buf, sizeof environ_buf);
+        cr_assert_gt(len, 0);
+        expect_env(environ_buf, len, sf("MCPVISOR_DAEMON=%s", D.sock), true, true);
+        h_close(c);
+        stop_daemon();
+}
+
 /* The names in /proc/PID/fd, as "0,1,2". */
 static void list_fds(pid_t pid, char *out, size_t size) {
         DIR *dir = opendir(sf("/proc/%d/fd", (int)pid));
