@@ -130,6 +130,18 @@ static const char *error_text(const sd_bus_error *e, int r) {
         return strerror(r < 0 ? -r : r);
 }
 
+/* The manager knows no such unit: it is gone, or never was. Only these say so; a timeout,
+ * a refusal or a busy manager say nothing of the unit. */
+static bool error_is_not_found(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, "org.freedesktop.systemd1.NoSuchUnit", SD_BUS_ERROR_UNKNOWN_OBJECT);
+}
+
+/* No answer came in time (sd-bus's own timeout, or a broker's): the call may have been
+ * carried out. */
+static bool error_is_no_reply(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT);
+}
+
 /* ---- the loop ---- */
 
 static void turn(struct bus *b);
@@ -285,7 +297,8 @@ static int on_start_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 
         if (r >= 0 && (c->job = strdup(job)))
                 return 0; /* its end comes with JobRemoved */
-        DISPATCH(c, c->started(NULL, NULL, e ? error_text(e, 0) : "the manager's answer could not be read", c->userdata));
+        DISPATCH(c, c->started(NULL, e && error_is_no_reply(e) ? BUS_START_NO_REPLY : NULL,
+                               e ? error_text(e, 0) : "the manager's answer could not be read", c->userdata));
         return 0;
 }
 
@@ -441,9 +454,10 @@ static int on_read_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
                 c->first = sd_bus_message_ref(m);
                 return 0;
         }
-        if (e)
+        if (e) {
                 st.error = error_text(e, 0);
-        else if (read_properties(c->first, &st) < 0 || read_properties(m, &st) < 0)
+                st.not_found = error_is_not_found(e);
+        } else if (read_properties(c->first, &st) < 0 || read_properties(m, &st) < 0)
                 st = (struct bus_unit_status){ .unit = c->unit, .error = "the manager's answer could not be read" };
         DISPATCH(c, c->read(&st, c->userdata));
         return 0;
@@ -785,6 +799,10 @@ bool bus_can_add_ref(const struct bus *b) {
         return !b->direct;
 }
 
+int bus_set_call_timeout(struct bus *b, uint64_t usec) {
+        return sd_bus_set_method_call_timeout(b->bus, usec);
+}
+
 void bus_set_lost(struct bus *b, bus_lost_fn on_lost, void *userdata) {
         b->on_lost = on_lost;
         b->lost_userdata = userdata;
@@ -792,17 +810,36 @@ void bus_set_lost(struct bus *b, bus_lost_fn on_lost, void *userdata) {
 
 /* ---- a dead predecessor's units ---- */
 
+/* Reads the tries a unit's Environment= is asked for before the start-up gives up. */
+#define LEFTOVER_READ_TRIES 3
+
+/* The unit's Environment= into *env: 1; 0 when the unit is gone meanwhile or no service;
+ * another error is asked again (the manager may be busy), then returned with *error. */
+static int read_environment(struct bus *b, const char *unit, const char *path, char ***env, char **error) {
+        for (int i = 1;; i++) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+                int r = sd_bus_get_property_strv(b->bus, MANAGER_NAME, path, SERVICE_INTERFACE, "Environment", &e, env);
+                bool gone = r < 0 && (error_is_not_found(&e) ||
+                                      sd_bus_error_has_names(&e, SD_BUS_ERROR_UNKNOWN_INTERFACE, SD_BUS_ERROR_UNKNOWN_PROPERTY));
+
+                if (r < 0 && !gone && r != -ENOMEM && i == LEFTOVER_READ_TRIES)
+                        text_error(error, "cannot read the environment of %s: %s", unit, error_text(&e, r));
+                sd_bus_error_free(&e);
+                if (r >= 0 || gone || r == -ENOMEM || i == LEFTOVER_READ_TRIES)
+                        return r >= 0 ? 1 : gone ? 0 : r;
+                usleep(100000);
+        }
+}
+
 /* Whether the unit's Environment= names daemon_id as its daemon. */
-static int unit_is_ours(struct bus *b, const char *path, const char *daemon_id) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
+static int unit_is_ours(struct bus *b, const char *unit, const char *path, const char *daemon_id, char **error) {
         _cleanup_free_ char *marker = NULL;
         char **env = NULL;
-        int r = sd_bus_get_property_strv(b->bus, MANAGER_NAME, path, SERVICE_INTERFACE, "Environment", &e, &env);
+        int r = read_environment(b, unit, path, &env, error);
         bool ours = false;
 
-        sd_bus_error_free(&e);
-        if (r < 0)
-                return r == -ENOMEM ? r : 0; /* gone meanwhile, or not a service */
+        if (r <= 0)
+                return r;
         if (asprintf(&marker, ENV_DAEMON "=%s", daemon_id) < 0)
                 marker = NULL;
         for (char **v = env; v && *v; v++) {
@@ -860,7 +897,7 @@ static int push_name(char ***list, int *n, const char *name) {
 }
 
 /* Whether the manager still lists a unit named in units (loaded: not yet collected). */
-static int any_listed(struct bus *b, char **units, char **error) {
+static int any_listed(struct bus *b, char *const *units, char **error) {
         const char *unit;
         sd_bus_message *reply = NULL;
         int r = list_units(b, &reply, error), found = 0;
@@ -870,24 +907,22 @@ static int any_listed(struct bus *b, char **units, char **error) {
         while (r > 0 && !found &&
                (r = sd_bus_message_read(reply, "(ssssssouso)", &unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                         NULL)) > 0)
-                for (char **u = units; *u; u++)
+                for (char *const *u = units; *u; u++)
                         found = found || strcmp(*u, unit) == 0;
         sd_bus_message_unref(reply);
         return r < 0 ? r : found;
 }
 
-/* A new run may be given the name of one a predecessor left (its numbers start at 1
- * again), and StartTransientUnit refuses a name still loaded: wait until they are
- * collected, which takes at most their TimeoutStopUSec= (killTimeout). */
-static int wait_collected(struct bus *b, char **units, char **error) {
-        uint64_t deadline = now_usec() + BUS_LEFTOVER_WAIT_USEC;
+int bus_wait_collected(struct bus *b, char *const *units, uint64_t timeout_usec, char **error) {
+        uint64_t deadline = now_usec() + timeout_usec;
         int r;
 
         while ((r = any_listed(b, units, error)) > 0 && now_usec() < deadline)
-                usleep(50000);
+                usleep(20000);
         if (r > 0)
-                text_error(error, "units a previous mcpvisord left are still stopping after %g s",
-                          (double)BUS_LEFTOVER_WAIT_USEC / 1e6);
+                text_error(error, "%s%s still loaded after %g s", units[0], units[1] ? " and others" : "",
+                          (double)timeout_usec / 1e6);
+        kick(b); /* what came meanwhile waits in sd-bus's queue for the loop */
         return r > 0 ? -ETIMEDOUT : r;
 }
 
@@ -901,7 +936,7 @@ int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
                 r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
         while (r > 0 && (r = sd_bus_message_read(reply, "(ssssssouso)", &unit, NULL, NULL, NULL, NULL, NULL, &path, NULL, NULL,
                                                  NULL)) > 0) {
-                int ours = unit_is_ours(b, path, daemon_id);
+                int ours = unit_is_ours(b, unit, path, daemon_id, error);
 
                 if (ours > 0)
                         ours = stop_now(b, unit, error) ?: push_name(&stopped, &n, unit);
@@ -913,8 +948,11 @@ int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
         if (r < 0 && !*error)
                 text_error(error, "cannot read the units " UNIT_PATTERN ": %s", strerror(-r));
         sd_bus_message_unref(reply);
+        /* A new run may be given the name of one the predecessor left (its numbers start
+         * at 1 again), and StartTransientUnit refuses a name still loaded: wait until they
+         * are collected, which takes at most their TimeoutStopUSec= (killTimeout). */
         if (r >= 0 && n > 0)
-                r = wait_collected(b, stopped, error);
+                r = bus_wait_collected(b, stopped, BUS_LEFTOVER_WAIT_USEC, error);
         for (int i = 0; i < n; i++)
                 free(stopped[i]);
         free(stopped);
