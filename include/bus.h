@@ -69,11 +69,18 @@ typedef void (*bus_done_fn)(const char *error, void *userdata);
 /* The connection is gone; every call in flight was answered with an error first. */
 typedef void (*bus_lost_fn)(void *userdata);
 
-/* The manager that runs a process with this environment. */
-enum manager_kind bus_manager_kind(char *const *env);
+/* The manager that starts the units of a process with this environment and effective
+ * uid: the user manager that runs it (MANAGERPID); else the system manager for root; else
+ * (an unprivileged daemon under the system manager, or none) its own user's manager,
+ * user@UID.service: StartTransientUnit over the system bus would need polkit's grant for
+ * org.freedesktop.systemd1.manage-units, root-equivalent whatever the unit, which no
+ * package should give (packaging/README.md). */
+enum manager_kind bus_manager_kind(char *const *env, uid_t euid);
 
 /* The manager's private socket as an sd-bus address ("unix:path=..."), when this process
- * may use it (the system one as root only) and it exists; NULL otherwise (use the bus). */
+ * may use it (the system one as root only; a user manager's is $XDG_RUNTIME_DIR/systemd/
+ * private, or /run/user/UID/systemd/private without XDG_RUNTIME_DIR) and it exists; NULL
+ * otherwise (use the bus). */
 char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid);
 
 /* Connects to the manager that runs the daemon (env: the daemon's environment), attaches
@@ -88,9 +95,9 @@ int bus_open_fd(struct event_base *base, const struct logger *log, int fd, enum 
                 char **error);
 
 /* "auto": LAUNCHER_SYSTEMD with *ret connected when the daemon was started by a service
- * manager ($INVOCATION_ID) that can start its units (a user manager, or the system
- * manager for a root daemon) and bus_open() succeeds; else LAUNCHER_EXEC, *ret NULL, and
- * the reason logged once. */
+ * manager ($INVOCATION_ID) and bus_open() reaches the manager of bus_manager_kind() (for
+ * an unprivileged system service, its user's manager must run: lingering); else
+ * LAUNCHER_EXEC, *ret NULL, and the reason logged once. */
 int bus_open_auto(struct event_base *base, const struct logger *log, char *const *env, struct bus **ret);
 
 /* Never from one of the bus's callbacks (on_lost is the exception: it comes last). No

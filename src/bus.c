@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@
 #define PROPERTIES_INTERFACE "org.freedesktop.DBus.Properties"
 #define UNIT_PATH_PREFIX "/org/freedesktop/systemd1/unit"
 #define SYSTEM_PRIVATE "/run/systemd/private"
+/* How long an unprivileged system service waits at start for its lingering user's
+ * manager (user@UID.service, started by logind at boot). */
+#define BUS_USER_MANAGER_WAIT_USEC (10 * UINT64_C(1000000))
 
 /* Messages handled in one turn of the loop before it polls again: a burst of signals (a
  * reload restarting every server) must not hold the clients up. */
@@ -97,8 +101,8 @@ struct bus {
 
 /* ---- where the manager is ---- */
 
-enum manager_kind bus_manager_kind(char *const *env) {
-        return environment_get(env, "MANAGERPID") ? MANAGER_USER : MANAGER_SYSTEM;
+enum manager_kind bus_manager_kind(char *const *env, uid_t euid) {
+        return environment_get(env, "MANAGERPID") || euid != 0 ? MANAGER_USER : MANAGER_SYSTEM;
 }
 
 static bool is_socket(const char *path) {
@@ -107,15 +111,28 @@ static bool is_socket(const char *path) {
         return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid) {
+/* $XDG_RUNTIME_DIR/systemd/private; without it (a system service's environment),
+ * /run/user/UID/systemd/private, where user@UID.service's manager listens. */
+static char *user_private_path(char *const *env, uid_t euid) {
         const char *runtime = environment_get(env, "XDG_RUNTIME_DIR");
+        char *path = NULL;
+
+        if (runtime && runtime[0] != '/')
+                return NULL;
+        if (runtime ? asprintf(&path, "%s/systemd/private", runtime) < 0
+                    : asprintf(&path, "/run/user/%u/systemd/private", (unsigned)euid) < 0)
+                return NULL;
+        return path;
+}
+
+char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid) {
         _cleanup_free_ char *path = NULL;
         char *address = NULL;
 
         if (kind == MANAGER_SYSTEM && euid == 0)
                 path = strdup(SYSTEM_PRIVATE);
-        else if (kind == MANAGER_USER && runtime && runtime[0] == '/' && asprintf(&path, "%s/systemd/private", runtime) < 0)
-                path = NULL;
+        else if (kind == MANAGER_USER)
+                path = user_private_path(env, euid);
         if (!path || !is_socket(path) || asprintf(&address, "unix:path=%s", path) < 0)
                 return NULL;
         return address;
@@ -703,14 +720,49 @@ static int connect_direct(const char *address, sd_bus **ret) {
         return 0;
 }
 
+/* An unprivileged daemon the system manager runs (mcpvisor.service, User=mcpvisor) has
+ * its own user's manager when user@UID.service runs: lingering starts it at boot, maybe
+ * after the daemon was socket-activated, so a lingering user's is waited for a while. */
+static char *wait_user_manager(char *const *env, uid_t euid, const char *name) {
+        _cleanup_free_ char *linger = NULL;
+        uint64_t deadline = now_usec() + BUS_USER_MANAGER_WAIT_USEC;
+        char *address;
+
+        if (asprintf(&linger, "/var/lib/systemd/linger/%s", name) < 0 || access(linger, F_OK) < 0)
+                return NULL;
+        while (!(address = bus_private_address(MANAGER_USER, env, euid)) && now_usec() < deadline)
+                usleep(50000);
+        return address;
+}
+
+static int no_user_manager(uid_t euid, char **error) {
+        struct passwd *pw = getpwuid(euid);
+        const char *name = pw ? pw->pw_name : "USER";
+
+        text_error(error, "cannot reach the user manager of %s (uid %u): no /run/user/%u/systemd/private "
+                          "(user@%u.service does not run: loginctl enable-linger %s starts it now and at boot; or the "
+                          "service does not see /run/user: ProtectHome=tmpfs with BindReadOnlyPaths=-/run/user shows it)",
+                   name, (unsigned)euid, (unsigned)euid, (unsigned)euid, name);
+        return -ENOENT;
+}
+
 int bus_open(struct event_base *base, const struct logger *log, char *const *env, struct bus **ret, char **error) {
-        enum manager_kind kind = bus_manager_kind(env);
-        _cleanup_free_ char *address = bus_private_address(kind, env, geteuid());
+        uid_t euid = geteuid();
+        enum manager_kind kind = bus_manager_kind(env, euid);
+        _cleanup_free_ char *address = bus_private_address(kind, env, euid);
         const char *manager = kind == MANAGER_USER ? "the user manager" : "the system manager";
         _cleanup_free_ char *detail = NULL;
         sd_bus *sdbus = NULL;
         int r;
 
+        if (!address && kind == MANAGER_USER && !environment_get(env, "MANAGERPID") &&
+            !environment_get(env, "XDG_RUNTIME_DIR") && !environment_get(env, "DBUS_SESSION_BUS_ADDRESS")) {
+                struct passwd *pw = getpwuid(euid);
+
+                address = pw ? wait_user_manager(env, euid, pw->pw_name) : NULL;
+                if (!address)
+                        return no_user_manager(euid, error);
+        }
         if (address)
                 r = connect_direct(address, &sdbus);
         else
@@ -752,18 +804,17 @@ int bus_open_auto(struct event_base *base, const struct logger *log, char *const
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": mcpvisord was not started by a service manager)");
                 return LAUNCHER_EXEC;
         }
-        /* Over the system bus, StartTransientUnit needs polkit's grant, which no package
-         * should give (it is root-equivalent): an unprivileged daemon's units would all be
-         * refused. Its path is its own user's manager (MANAGERPID). */
-        if (bus_manager_kind(env) == MANAGER_SYSTEM && geteuid() != 0) {
-                log_notice(log, "servers run as the daemon's children (launcher \"auto\": an unprivileged mcpvisord "
-                                "cannot start units of the system manager; run it under its user's manager)");
-                return LAUNCHER_EXEC;
-        }
         if (bus_open(base, log, env, ret, &error) < 0) {
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": %s)", error ? error : "out of memory");
                 return LAUNCHER_EXEC;
         }
+        /* StartTransientUnit over the system bus would need polkit's grant, root-equivalent
+         * whatever the unit (packaging/README.md): an unprivileged system service starts
+         * its units in its own user's manager instead, which needs none. Said once. */
+        if (!environment_get(env, "MANAGERPID") && geteuid() != 0)
+                log_notice(log, "servers run as units of the user manager of uid %u (launcher \"auto\": an unprivileged "
+                                "mcpvisord under the system manager uses its own user's, which needs no polkit grant)",
+                           (unsigned)geteuid());
         return LAUNCHER_SYSTEMD;
 }
 

@@ -540,9 +540,12 @@ Test(bus, which_manager) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
 
-        cr_assert_eq(bus_manager_kind((char *[]){ "PATH=/bin", NULL }), MANAGER_SYSTEM);
-        cr_assert_eq(bus_manager_kind((char *[]){ "MANAGERPID=1234", NULL }), MANAGER_USER);
-        cr_assert_eq(bus_manager_kind(NULL), MANAGER_SYSTEM);
+        cr_assert_eq(bus_manager_kind((char *[]){ "PATH=/bin", NULL }, 0), MANAGER_SYSTEM);
+        cr_assert_eq(bus_manager_kind((char *[]){ "MANAGERPID=1234", NULL }, 0), MANAGER_USER);
+        cr_assert_eq(bus_manager_kind((char *[]){ "MANAGERPID=1234", NULL }, 1000), MANAGER_USER);
+        cr_assert_eq(bus_manager_kind(NULL, 0), MANAGER_SYSTEM);
+        cr_assert_eq(bus_manager_kind(NULL, 998), MANAGER_USER,
+                     "an unprivileged system service: its own user's manager, never the system bus (polkit)");
 
         snprintf(runtime, sizeof runtime, "XDG_RUNTIME_DIR=%s", tmpdir_make());
         cr_assert_null(bus_private_address(MANAGER_USER, (char *[]){ runtime, NULL }, 1000), "no socket there");
@@ -559,7 +562,7 @@ Test(bus, which_manager) {
         free(address);
         close(fd);
         cr_assert_null(bus_private_address(MANAGER_USER, (char *[]){ "XDG_RUNTIME_DIR=relative", NULL }, 1000));
-        cr_assert_null(bus_private_address(MANAGER_USER, NULL, 1000));
+        cr_assert_null(bus_private_address(MANAGER_USER, NULL, 3999999999u), "/run/user/3999999999/systemd/private: none");
         cr_assert_null(bus_private_address(MANAGER_SYSTEM, NULL, 1000), "the system manager's is root's only");
 }
 
@@ -579,6 +582,27 @@ Test(bus, auto_falls_back_to_exec) {
                      LAUNCHER_EXEC);
         cr_assert_null(b);
         cr_assert(strstr(logged(), "launcher \"auto\": cannot connect to the user manager (the user bus)"), "%s", logged());
+}
+
+/* An unprivileged daemon the system manager started (no MANAGERPID) never tries the
+ * system bus: its own user's manager, and without one, exec, saying how to get one. */
+Test(bus, auto_unprivileged_without_its_user_manager) {
+        struct bus *b = (struct bus *)1;
+        char expect[256];
+
+        if (geteuid() == 0)
+                cr_assert_eq(setresuid(65534, 65534, 65534), 0, "becoming uid 65534: %s", strerror(errno));
+        else if (access("/run/user", F_OK) == 0 && bus_private_address(MANAGER_USER, NULL, geteuid()))
+                cr_skip_test("this user's manager runs");
+        cr_assert_eq(bus_open_auto(base, &log_, (char *[]){ "INVOCATION_ID=0123456789abcdef", "PATH=/bin", NULL }, &b),
+                     LAUNCHER_EXEC);
+        cr_assert_null(b);
+        snprintf(expect, sizeof expect, "launcher \"auto\": cannot reach the user manager of ");
+        cr_assert(strstr(logged(), expect), "%s", logged());
+        snprintf(expect, sizeof expect, "no /run/user/%u/systemd/private (user@%u.service does not run: loginctl enable-linger ",
+                 (unsigned)geteuid(), (unsigned)geteuid());
+        cr_assert(strstr(logged(), expect), "%s", logged());
+        cr_assert_null(strstr(logged(), "system bus"), "%s", logged());
 }
 
 /* A start completes with its job; its properties and descriptors reach the manager. */
