@@ -1,8 +1,8 @@
 /* Start to ready of the bench server through each launcher (issue 16): one daemon with
  * "launcher": "exec", then one with "launcher": "systemd", each timing `runs` starts of
  * its server from the control socket's "start" until its STATUS= says 1/1 servers ready
- * (the server stopped, and its run or unit gone, before each). The difference is what a
- * transient unit costs a start. The systemd launcher needs a systemd as PID 1 and, for a
+ * (the server stopped before each, its run or unit gone: STATUS= says "bench stopped").
+ * The difference is what a transient unit costs a start. The systemd launcher needs a systemd as PID 1 and, for a
  * daemon of the bench's (not started by a service manager), root's access to the system
  * manager's private socket: elsewhere nothing is measured and the reason is kept. */
 #include "bench.h"
@@ -63,7 +63,7 @@ static int time_starts(const struct daemon_opts *base, const char *launcher, uns
         for (unsigned i = 0; i < runs && r >= 0; i++) {
                 r = control(&d, "stop", 2 * i + 1);
                 if (r >= 0)
-                        r = daemon_wait_status(&d, "0/1 servers ready", LAUNCHER_TIMEOUT_MS);
+                        r = daemon_wait_status(&d, "0/1 servers ready; " BENCH_SERVER_NAME " stopped", LAUNCHER_TIMEOUT_MS);
                 t0 = now_ns();
                 if (r >= 0)
                         r = control(&d, "start", 2 * i + 2);
