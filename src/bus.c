@@ -735,10 +735,7 @@ static char *wait_user_manager(char *const *env, uid_t euid, const char *name) {
         return address;
 }
 
-static int no_user_manager(uid_t euid, char **error) {
-        struct passwd *pw = getpwuid(euid);
-        const char *name = pw ? pw->pw_name : "USER";
-
+static int no_user_manager(uid_t euid, const char *name, char **error) {
         text_error(error, "cannot reach the user manager of %s (uid %u): no /run/user/%u/systemd/private "
                           "(user@%u.service does not run: loginctl enable-linger %s starts it now and at boot; or the "
                           "service does not see /run/user: ProtectHome=tmpfs with BindReadOnlyPaths=-/run/user shows it)",
@@ -761,7 +758,7 @@ int bus_open(struct event_base *base, const struct logger *log, char *const *env
 
                 address = pw ? wait_user_manager(env, euid, pw->pw_name) : NULL;
                 if (!address)
-                        return no_user_manager(euid, error);
+                        return no_user_manager(euid, pw ? pw->pw_name : "USER", error);
         }
         if (address)
                 r = connect_direct(address, &sdbus);
@@ -861,7 +858,7 @@ void bus_set_lost(struct bus *b, bus_lost_fn on_lost, void *userdata) {
 
 /* ---- a dead predecessor's units ---- */
 
-/* Reads the tries a unit's Environment= is asked for before the start-up gives up. */
+/* How many times a unit's Environment= is asked for before the start-up gives up. */
 #define LEFTOVER_READ_TRIES 3
 
 /* The unit's Environment= into *env: 1; 0 when the unit is gone meanwhile or no service;

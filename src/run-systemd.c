@@ -109,18 +109,15 @@ static void end(struct systemd_run *x) {
 }
 
 /* The first words of why it ended stand. */
-static void note_failure(struct systemd_run *x, const char *fmt, va_list ap) {
-        if (!x->failure[0])
-                vsnprintf(x->failure, sizeof x->failure, fmt, ap);
-}
-
 static void fail(struct systemd_run *x, const char *fmt, ...) _printf_(2, 3);
 static void fail(struct systemd_run *x, const char *fmt, ...) {
         va_list ap;
 
-        va_start(ap, fmt);
-        note_failure(x, fmt, ap);
-        va_end(ap);
+        if (!x->failure[0]) {
+                va_start(ap, fmt);
+                vsnprintf(x->failure, sizeof x->failure, fmt, ap);
+                va_end(ap);
+        }
         end(x);
 }
 
@@ -187,7 +184,8 @@ static void take_status(struct systemd_run *x, const struct bus_unit_status *st)
 static void unit_gone(struct systemd_run *x, const char *why) {
         if (x->job_done && !x->inactive && x->code == 0)
                 fail(x, "its unit %s is gone (%s)", x->unit, why);
-        end(x);
+        else
+                end(x);
 }
 
 /* A "not-found" stub: the manager loads one to answer for a unit it collected already
