@@ -644,7 +644,8 @@ int run_systemd_new(struct bus *bus, const struct logger *log, struct run_system
         if (!rs->helper)
                 log_notice(log, "%s not found in %s: servers with credentials in env cannot run as units",
                            UNIT_CREDENTIAL_HELPER, MCPVISOR_LIBEXECDIR);
-        /* A transient unit runs as root unless told: units of an unprivileged daemon run as it. */
+        /* A transient unit runs as root unless told: should a non-root daemon's units ever be
+         * the system manager's (bus.c sends it to its own user's manager), they run as it. */
         if (geteuid() != 0 && bus_manager(bus) == MANAGER_SYSTEM) {
                 pw = getpwuid(geteuid());
                 if (!pw || !(rs->default_user = strdup(pw->pw_name))) {
