@@ -32,6 +32,8 @@
  * per idle client (a ratio). */
 #define TARGET_ACCESS_CPU_US 1.0
 #define TARGET_ACCESS_MEMORY 1.10
+/* Issue 16: start to ready through a transient unit, at most this much more than exec. */
+#define TARGET_LAUNCHER_ADDED_NS 30000000
 #define ACCESS_RULES 50
 #define ACCESS_TOOLS 1000
 #define ACCESS_CLIENTS 16
@@ -39,9 +41,11 @@
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-/* PART_CANCEL, PART_CLOSE, PART_NOTIFY, PART_SERVERS and PART_ACCESS are scale cases, run only when asked for (--only cancel). */
+/* PART_CANCEL, PART_CLOSE, PART_NOTIFY, PART_SERVERS, PART_ACCESS and PART_LAUNCHER are run only when asked
+ * for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
-            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512 };
+            PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512,
+            PART_LAUNCHER = 1024 };
 
 /* The access case's two daemons: no access settings, and ACCESS_RULES rules. */
 enum access_mode { ACCESS_NONE, ACCESS_SOME, ACCESS_MODES };
@@ -88,6 +92,7 @@ struct results {
         struct notifies notifies;
         struct servers_figures servers;
         struct access_figures access;
+        struct launcher_figures launchers;
         bool failed;
 };
 
@@ -102,7 +107,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access (the last five only when named)\n"
+                "                       access,launcher (the last six only when named; launcher: start to\n"
+                "                       ready of a server, exec vs systemd, --startup-runs starts each)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -145,7 +151,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
-                                             "servers", "access" };
+                                             "servers", "access", "launcher" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -655,6 +661,22 @@ static void phase_rows(const char *what, const struct phase_figures *p) {
         row(w, "", "", c, "<= 10 ms", verdict(p->ok && p->n_samples > 0, p->p99 <= TARGET_OTHER_P99_NS));
 }
 
+/* Where the systemd launcher cannot run, the row says so and the note why. */
+static void launcher_rows(const struct results *res) {
+        const struct launcher_figures *x = &res->launchers;
+        char a[32], b[32], c[32];
+
+        if (x->unavailable) {
+                row("server start to ready, systemd vs exec", "", "", "skipped", "<= +30 ms", "n/a");
+                return;
+        }
+        snprintf(a, sizeof a, "%.1f ms", (double)x->systemd_p50 / 1e6);
+        snprintf(b, sizeof b, "exec %.1f ms", (double)x->exec_p50 / 1e6);
+        snprintf(c, sizeof c, "%+.1f ms", (double)(x->systemd_p50 - x->exec_p50) / 1e6);
+        row("server start to ready, systemd vs exec", a, b, c, "<= +30 ms",
+            verdict(x->ok, x->systemd_p50 - x->exec_p50 <= TARGET_LAUNCHER_ADDED_NS));
+}
+
 static void servers_rows(const struct results *res) {
         const struct servers_figures *x = &res->servers;
         char what[64], c[32];
@@ -737,6 +759,12 @@ static void print_notes(const struct options *o, const struct results *res) {
                        (double)res->servers.reload_all.max / 1e6);
         if (o->parts & PART_ACCESS)
                 access_notes(res);
+        if ((o->parts & PART_LAUNCHER) && res->launchers.unavailable)
+                printf("  launcher: not measured: %s\n", res->launchers.unavailable);
+        else if (o->parts & PART_LAUNCHER)
+                printf("  launcher: %u starts each, p50 (max): exec %.1f ms (%.1f), systemd %.1f ms (%.1f)\n",
+                       res->launchers.runs, (double)res->launchers.exec_p50 / 1e6, (double)res->launchers.exec_max / 1e6,
+                       (double)res->launchers.systemd_p50 / 1e6, (double)res->launchers.systemd_max / 1e6);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -787,6 +815,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 servers_rows(res);
         if (o->parts & PART_ACCESS)
                 access_rows(res);
+        if (o->parts & PART_LAUNCHER)
+                launcher_rows(res);
         print_notes(o, res);
 }
 
@@ -838,6 +868,8 @@ int main(int argc, char **argv) {
                 run_servers(&o, &res);
         if (o.parts & PART_ACCESS)
                 run_access(&o, &res);
+        if ((o.parts & PART_LAUNCHER) && (r = measure_launchers(&o.daemon, o.startup_runs, &res.launchers)) < 0)
+                failed(&res, "launcher", r);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

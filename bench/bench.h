@@ -174,6 +174,18 @@ int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs,
 /* Connects clients (each initialized, then idle) up to each of the counts in turn. */
 int measure_idle(struct daemon_run *d, const unsigned *counts, unsigned n_counts, long rss_before, struct idle *ret);
 int measure_startup(const struct daemon_opts *o, unsigned runs, struct startup *ret);
+
+/* Start to ready of one server (the daemon running, the server stopped, then started)
+ * under the exec launcher and under the systemd one (bench-launcher.c). */
+struct launcher_figures {
+        int64_t exec_p50, exec_max, systemd_p50, systemd_max; /* ns */
+        unsigned runs;
+        const char *unavailable;    /* why the systemd launcher cannot be measured here, or NULL */
+        bool ok;
+};
+/* NULL, or why a daemon of the bench's cannot use the systemd launcher here. */
+const char *launcher_unavailable(void);
+int measure_launchers(const struct daemon_opts *o, unsigned runs, struct launcher_figures *ret);
 /* n calls held by one client, n cancellations of unknown ids, n of its calls; another
  * client's latency meanwhile (bench-cancel.c). */
 int measure_cancels(struct daemon_run *d, unsigned n, struct cancels *ret);

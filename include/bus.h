@@ -40,12 +40,15 @@ struct bus_unit_status {
         const char *active_state; /* "activating", "active", "deactivating", "inactive", "failed" */
         const char *sub_state;
         const char *result;       /* "success", "exit-code", "signal", "core-dump", "oom-kill", "timeout", ... */
-        const char *control_group; /* "/mcpvisor.slice/mcpvisor-fs@3.service" (cgroup-usage.h) */
+        const char *control_group; /* "/mcpvisor.slice/mcpvisor-fs@106bb1be-3.service" (cgroup-usage.h) */
         int32_t exec_main_code;   /* CLD_EXITED, CLD_KILLED, CLD_DUMPED; 0 while it runs */
         int32_t exec_main_status; /* its exit status or signal */
         uint32_t exec_main_pid;
         unsigned has;             /* BUS_HAS_* */
         const char *error;        /* a read that failed: the manager's error; nothing else is set */
+        bool not_found;           /* the read failed because the manager knows no such unit
+                                   * (NoSuchUnit, no such object); any other error (no answer
+                                   * in time, a refusal, a busy manager) says nothing of the unit */
 };
 
 enum {
@@ -56,7 +59,9 @@ enum {
 
 /* A start's end: the job and how it ended (JobRemoved's result: "done", "failed",
  * "canceled", "timeout", "dependency", "skipped"), or error (the manager's answer to the
- * call, or the connection lost) with job and result NULL. */
+ * call, or the connection lost) with job and result NULL; or error with result
+ * BUS_START_NO_REPLY when no answer came in time: the unit may have started then. */
+#define BUS_START_NO_REPLY "no-reply"
 typedef void (*bus_started_fn)(const char *job, const char *result, const char *error, void *userdata);
 typedef void (*bus_unit_fn)(const struct bus_unit_status *status, void *userdata);
 /* error is NULL on success. */
@@ -64,11 +69,18 @@ typedef void (*bus_done_fn)(const char *error, void *userdata);
 /* The connection is gone; every call in flight was answered with an error first. */
 typedef void (*bus_lost_fn)(void *userdata);
 
-/* The manager that runs a process with this environment. */
-enum manager_kind bus_manager_kind(char *const *env);
+/* The manager that starts the units of a process with this environment and effective
+ * uid: the user manager that runs it (MANAGERPID); else the system manager for root; else
+ * (an unprivileged daemon under the system manager, or none) its own user's manager,
+ * user@UID.service: StartTransientUnit over the system bus would need polkit's grant for
+ * org.freedesktop.systemd1.manage-units, root-equivalent whatever the unit, which no
+ * package should give (packaging/README.md). */
+enum manager_kind bus_manager_kind(char *const *env, uid_t euid);
 
 /* The manager's private socket as an sd-bus address ("unix:path=..."), when this process
- * may use it (the system one as root only) and it exists; NULL otherwise (use the bus). */
+ * may use it (the system one as root only; a user manager's is $XDG_RUNTIME_DIR/systemd/
+ * private, or /run/user/UID/systemd/private without XDG_RUNTIME_DIR) and it exists; NULL
+ * otherwise (use the bus). */
 char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid);
 
 /* Connects to the manager that runs the daemon (env: the daemon's environment), attaches
@@ -83,9 +95,9 @@ int bus_open_fd(struct event_base *base, const struct logger *log, int fd, enum 
                 char **error);
 
 /* "auto": LAUNCHER_SYSTEMD with *ret connected when the daemon was started by a service
- * manager ($INVOCATION_ID) that can start its units (a user manager, or the system
- * manager for a root daemon) and bus_open() succeeds; else LAUNCHER_EXEC, *ret NULL, and
- * the reason logged once. */
+ * manager ($INVOCATION_ID) and bus_open() reaches the manager of bus_manager_kind() (for
+ * an unprivileged system service, its user's manager must run: lingering); else
+ * LAUNCHER_EXEC, *ret NULL, and the reason logged once. */
 int bus_open_auto(struct event_base *base, const struct logger *log, char *const *env, struct bus **ret);
 
 /* Never from one of the bus's callbacks (on_lost is the exception: it comes last). No
@@ -96,6 +108,8 @@ enum manager_kind bus_manager(const struct bus *b);
 /* Whether the manager can track the daemon as a peer (a bus, not the private socket):
  * unit_input.add_ref. */
 bool bus_can_add_ref(const struct bus *b);
+/* How long a call waits for its answer (sd-bus's default: 25 s); tests shorten it. */
+int bus_set_call_timeout(struct bus *b, uint64_t usec);
 /* on_lost is called once if the connection drops. */
 void bus_set_lost(struct bus *b, bus_lost_fn on_lost, void *userdata);
 
@@ -132,3 +146,8 @@ void bus_watch_free(struct bus_watch *w);
  * were stopped, or a negative errno with *error (malloc'd). */
 #define BUS_LEFTOVER_WAIT_USEC (30 * UINT64_C(1000000))
 int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error);
+
+/* Waits (blocking: the daemon's exit, without its loop) until the manager no longer has
+ * any of the NULL-terminated units loaded, at most timeout_usec. 0, -ETIMEDOUT with *error
+ * naming what is still there, or another negative errno with *error (malloc'd). */
+int bus_wait_collected(struct bus *b, char *const *units, uint64_t timeout_usec, char **error);

@@ -62,7 +62,7 @@ void instance_kill_wait(struct instance *in);
 bool instance_reap(struct instance *in);
 /* How it ended (code and status); zero while it runs. */
 void instance_describe_end(const struct instance *in, struct server_exit *ret);
-/* What the logs call it: "pid 1234", "unit mcpvisor-fs@3.service". */
+/* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
 const char *instance_describe(const struct instance *in, char *buf, size_t size);
 /* Its launcher's name: "exec", "systemd". */
 const char *instance_launcher(const struct instance *in);

@@ -58,7 +58,7 @@ struct run_ops {
         /* How it ended, once it has: code and status as struct server_exit holds them
          * (issue 16 adds a launcher's reason there, "killed by the OOM killer"). */
         void (*describe_end)(const struct instance *in, struct server_exit *ret);
-        /* What the logs call it: "pid 1234", "unit mcpvisor-fs@3.service". */
+        /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
         const char *(*describe)(const struct instance *in, char *buf, size_t size);
         /* The pid of the program it started; 0 when not known (yet). */
         pid_t (*main_pid)(const struct instance *in);

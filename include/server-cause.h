@@ -28,7 +28,7 @@ struct server_exit {
         double stop_timeout;        /* seconds, when a signal was sent */
         double kill_timeout;        /* seconds, when SIGKILL was sent */
         /* What the launcher knows beyond code and status, said instead of them: "killed by
-         * the OOM killer (memoryMax 256M)", "unit mcpvisor-fs@3.service failed to start: ...";
+         * the OOM killer (memoryMax 256M)", "unit mcpvisor-fs@106bb1be-3.service failed to start: ...";
          * "" for none. */
         char reason[160];
 };

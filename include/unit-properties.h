@@ -25,8 +25,11 @@
 #include "confinement.h"
 #include "server-config.h"
 
-/* Units are mcpvisor-NAME@N.service: N the server's run, so a new start never waits for
- * the old unit to be collected. */
+/* Units are mcpvisor-NAME@TAG-N.service: TAG the daemon's, 8 hex digits of the hash of
+ * its MCPVISOR_DAEMON= (the MCP socket's path), so two daemons on one manager never give
+ * the same name, and one on the socket a dead daemon used gives that one's names (found
+ * and stopped at start-up, bus_stop_leftovers()); N the server's run, so a new start never
+ * waits for the old unit to be collected. */
 #define UNIT_PREFIX "mcpvisor-"
 #define UNIT_PATTERN "mcpvisor-*@*.service"
 #define UNIT_SLICE_SYSTEM "mcpvisor.slice"
@@ -56,7 +59,7 @@ struct unit_property {
 };
 
 struct unit_properties {
-        char *unit;           /* mcpvisor-NAME@N.service */
+        char *unit;           /* mcpvisor-NAME@TAG-N.service */
         struct unit_property *items;
         size_t n, allocated;
 };
@@ -81,8 +84,9 @@ struct unit_input {
         int stdio[3];                 /* stdin, stdout, stderr to hand over; -1: not passed */
 };
 
-/* mcpvisor-NAME@N.service in *ret; -EINVAL for a name that is not a server's. */
-int unit_name(const char *server, uint64_t run, char **ret);
+/* mcpvisor-NAME@TAG-N.service in *ret (mcpvisor-NAME@N.service without a daemon_id);
+ * -EINVAL for a name that is not a server's. */
+int unit_name(const char *server, const char *daemon_id, uint64_t run, char **ret);
 
 /* Builds the unit's name and properties into *ret. -EINVAL with *error (malloc'd) saying
  * what to change when the entry cannot be such a unit (User= under a user manager, a

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@
 #define PROPERTIES_INTERFACE "org.freedesktop.DBus.Properties"
 #define UNIT_PATH_PREFIX "/org/freedesktop/systemd1/unit"
 #define SYSTEM_PRIVATE "/run/systemd/private"
+/* How long an unprivileged system service waits at start for its lingering user's
+ * manager (user@UID.service, started by logind at boot). */
+#define BUS_USER_MANAGER_WAIT_USEC (10 * UINT64_C(1000000))
 
 /* Messages handled in one turn of the loop before it polls again: a burst of signals (a
  * reload restarting every server) must not hold the clients up. */
@@ -97,8 +101,8 @@ struct bus {
 
 /* ---- where the manager is ---- */
 
-enum manager_kind bus_manager_kind(char *const *env) {
-        return environment_get(env, "MANAGERPID") ? MANAGER_USER : MANAGER_SYSTEM;
+enum manager_kind bus_manager_kind(char *const *env, uid_t euid) {
+        return environment_get(env, "MANAGERPID") || euid != 0 ? MANAGER_USER : MANAGER_SYSTEM;
 }
 
 static bool is_socket(const char *path) {
@@ -107,15 +111,28 @@ static bool is_socket(const char *path) {
         return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid) {
+/* $XDG_RUNTIME_DIR/systemd/private; without it (a system service's environment),
+ * /run/user/UID/systemd/private, where user@UID.service's manager listens. */
+static char *user_private_path(char *const *env, uid_t euid) {
         const char *runtime = environment_get(env, "XDG_RUNTIME_DIR");
+        char *path = NULL;
+
+        if (runtime && runtime[0] != '/')
+                return NULL;
+        if (runtime ? asprintf(&path, "%s/systemd/private", runtime) < 0
+                    : asprintf(&path, "/run/user/%u/systemd/private", (unsigned)euid) < 0)
+                return NULL;
+        return path;
+}
+
+char *bus_private_address(enum manager_kind kind, char *const *env, uid_t euid) {
         _cleanup_free_ char *path = NULL;
         char *address = NULL;
 
         if (kind == MANAGER_SYSTEM && euid == 0)
                 path = strdup(SYSTEM_PRIVATE);
-        else if (kind == MANAGER_USER && runtime && runtime[0] == '/' && asprintf(&path, "%s/systemd/private", runtime) < 0)
-                path = NULL;
+        else if (kind == MANAGER_USER)
+                path = user_private_path(env, euid);
         if (!path || !is_socket(path) || asprintf(&address, "unix:path=%s", path) < 0)
                 return NULL;
         return address;
@@ -128,6 +145,18 @@ static const char *error_text(const sd_bus_error *e, int r) {
         if (e && e->name)
                 return e->name;
         return strerror(r < 0 ? -r : r);
+}
+
+/* The manager knows no such unit: it is gone, or never was. Only these say so; a timeout,
+ * a refusal or a busy manager say nothing of the unit. */
+static bool error_is_not_found(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, "org.freedesktop.systemd1.NoSuchUnit", SD_BUS_ERROR_UNKNOWN_OBJECT);
+}
+
+/* No answer came in time (sd-bus's own timeout, or a broker's): the call may have been
+ * carried out. */
+static bool error_is_no_reply(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT);
 }
 
 /* ---- the loop ---- */
@@ -285,7 +314,8 @@ static int on_start_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 
         if (r >= 0 && (c->job = strdup(job)))
                 return 0; /* its end comes with JobRemoved */
-        DISPATCH(c, c->started(NULL, NULL, e ? error_text(e, 0) : "the manager's answer could not be read", c->userdata));
+        DISPATCH(c, c->started(NULL, e && error_is_no_reply(e) ? BUS_START_NO_REPLY : NULL,
+                               e ? error_text(e, 0) : "the manager's answer could not be read", c->userdata));
         return 0;
 }
 
@@ -441,9 +471,10 @@ static int on_read_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
                 c->first = sd_bus_message_ref(m);
                 return 0;
         }
-        if (e)
+        if (e) {
                 st.error = error_text(e, 0);
-        else if (read_properties(c->first, &st) < 0 || read_properties(m, &st) < 0)
+                st.not_found = error_is_not_found(e);
+        } else if (read_properties(c->first, &st) < 0 || read_properties(m, &st) < 0)
                 st = (struct bus_unit_status){ .unit = c->unit, .error = "the manager's answer could not be read" };
         DISPATCH(c, c->read(&st, c->userdata));
         return 0;
@@ -689,14 +720,46 @@ static int connect_direct(const char *address, sd_bus **ret) {
         return 0;
 }
 
+/* An unprivileged daemon the system manager runs (mcpvisor.service, User=mcpvisor) has
+ * its own user's manager when user@UID.service runs: lingering starts it at boot, maybe
+ * after the daemon was socket-activated, so a lingering user's is waited for a while. */
+static char *wait_user_manager(char *const *env, uid_t euid, const char *name) {
+        _cleanup_free_ char *linger = NULL;
+        uint64_t deadline = now_usec() + BUS_USER_MANAGER_WAIT_USEC;
+        char *address;
+
+        if (asprintf(&linger, "/var/lib/systemd/linger/%s", name) < 0 || access(linger, F_OK) < 0)
+                return NULL;
+        while (!(address = bus_private_address(MANAGER_USER, env, euid)) && now_usec() < deadline)
+                usleep(50000);
+        return address;
+}
+
+static int no_user_manager(uid_t euid, const char *name, char **error) {
+        text_error(error, "cannot reach the user manager of %s (uid %u): no /run/user/%u/systemd/private "
+                          "(user@%u.service does not run: loginctl enable-linger %s starts it now and at boot; or the "
+                          "service does not see /run/user: ProtectHome=tmpfs with BindReadOnlyPaths=-/run/user shows it)",
+                   name, (unsigned)euid, (unsigned)euid, (unsigned)euid, name);
+        return -ENOENT;
+}
+
 int bus_open(struct event_base *base, const struct logger *log, char *const *env, struct bus **ret, char **error) {
-        enum manager_kind kind = bus_manager_kind(env);
-        _cleanup_free_ char *address = bus_private_address(kind, env, geteuid());
+        uid_t euid = geteuid();
+        enum manager_kind kind = bus_manager_kind(env, euid);
+        _cleanup_free_ char *address = bus_private_address(kind, env, euid);
         const char *manager = kind == MANAGER_USER ? "the user manager" : "the system manager";
         _cleanup_free_ char *detail = NULL;
         sd_bus *sdbus = NULL;
         int r;
 
+        if (!address && kind == MANAGER_USER && !environment_get(env, "MANAGERPID") &&
+            !environment_get(env, "XDG_RUNTIME_DIR") && !environment_get(env, "DBUS_SESSION_BUS_ADDRESS")) {
+                struct passwd *pw = getpwuid(euid);
+
+                address = pw ? wait_user_manager(env, euid, pw->pw_name) : NULL;
+                if (!address)
+                        return no_user_manager(euid, pw ? pw->pw_name : "USER", error);
+        }
         if (address)
                 r = connect_direct(address, &sdbus);
         else
@@ -738,18 +801,17 @@ int bus_open_auto(struct event_base *base, const struct logger *log, char *const
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": mcpvisord was not started by a service manager)");
                 return LAUNCHER_EXEC;
         }
-        /* Over the system bus, StartTransientUnit needs polkit's grant, which no package
-         * should give (it is root-equivalent): an unprivileged daemon's units would all be
-         * refused. Its path is its own user's manager (MANAGERPID). */
-        if (bus_manager_kind(env) == MANAGER_SYSTEM && geteuid() != 0) {
-                log_notice(log, "servers run as the daemon's children (launcher \"auto\": an unprivileged mcpvisord "
-                                "cannot start units of the system manager; run it under its user's manager)");
-                return LAUNCHER_EXEC;
-        }
         if (bus_open(base, log, env, ret, &error) < 0) {
                 log_notice(log, "servers run as the daemon's children (launcher \"auto\": %s)", error ? error : "out of memory");
                 return LAUNCHER_EXEC;
         }
+        /* StartTransientUnit over the system bus would need polkit's grant, root-equivalent
+         * whatever the unit (packaging/README.md): an unprivileged system service starts
+         * its units in its own user's manager instead, which needs none. Said once. */
+        if (!environment_get(env, "MANAGERPID") && geteuid() != 0)
+                log_notice(log, "servers run as units of the user manager of uid %u (launcher \"auto\": an unprivileged "
+                                "mcpvisord under the system manager uses its own user's, which needs no polkit grant)",
+                           (unsigned)geteuid());
         return LAUNCHER_SYSTEMD;
 }
 
@@ -785,6 +847,10 @@ bool bus_can_add_ref(const struct bus *b) {
         return !b->direct;
 }
 
+int bus_set_call_timeout(struct bus *b, uint64_t usec) {
+        return sd_bus_set_method_call_timeout(b->bus, usec);
+}
+
 void bus_set_lost(struct bus *b, bus_lost_fn on_lost, void *userdata) {
         b->on_lost = on_lost;
         b->lost_userdata = userdata;
@@ -792,17 +858,36 @@ void bus_set_lost(struct bus *b, bus_lost_fn on_lost, void *userdata) {
 
 /* ---- a dead predecessor's units ---- */
 
+/* How many times a unit's Environment= is asked for before the start-up gives up. */
+#define LEFTOVER_READ_TRIES 3
+
+/* The unit's Environment= into *env: 1; 0 when the unit is gone meanwhile or no service;
+ * another error is asked again (the manager may be busy), then returned with *error. */
+static int read_environment(struct bus *b, const char *unit, const char *path, char ***env, char **error) {
+        for (int i = 1;; i++) {
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+                int r = sd_bus_get_property_strv(b->bus, MANAGER_NAME, path, SERVICE_INTERFACE, "Environment", &e, env);
+                bool gone = r < 0 && (error_is_not_found(&e) ||
+                                      sd_bus_error_has_names(&e, SD_BUS_ERROR_UNKNOWN_INTERFACE, SD_BUS_ERROR_UNKNOWN_PROPERTY));
+
+                if (r < 0 && !gone && r != -ENOMEM && i == LEFTOVER_READ_TRIES)
+                        text_error(error, "cannot read the environment of %s: %s", unit, error_text(&e, r));
+                sd_bus_error_free(&e);
+                if (r >= 0 || gone || r == -ENOMEM || i == LEFTOVER_READ_TRIES)
+                        return r >= 0 ? 1 : gone ? 0 : r;
+                usleep(100000);
+        }
+}
+
 /* Whether the unit's Environment= names daemon_id as its daemon. */
-static int unit_is_ours(struct bus *b, const char *path, const char *daemon_id) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
+static int unit_is_ours(struct bus *b, const char *unit, const char *path, const char *daemon_id, char **error) {
         _cleanup_free_ char *marker = NULL;
         char **env = NULL;
-        int r = sd_bus_get_property_strv(b->bus, MANAGER_NAME, path, SERVICE_INTERFACE, "Environment", &e, &env);
+        int r = read_environment(b, unit, path, &env, error);
         bool ours = false;
 
-        sd_bus_error_free(&e);
-        if (r < 0)
-                return r == -ENOMEM ? r : 0; /* gone meanwhile, or not a service */
+        if (r <= 0)
+                return r;
         if (asprintf(&marker, ENV_DAEMON "=%s", daemon_id) < 0)
                 marker = NULL;
         for (char **v = env; v && *v; v++) {
@@ -860,7 +945,7 @@ static int push_name(char ***list, int *n, const char *name) {
 }
 
 /* Whether the manager still lists a unit named in units (loaded: not yet collected). */
-static int any_listed(struct bus *b, char **units, char **error) {
+static int any_listed(struct bus *b, char *const *units, char **error) {
         const char *unit;
         sd_bus_message *reply = NULL;
         int r = list_units(b, &reply, error), found = 0;
@@ -870,24 +955,22 @@ static int any_listed(struct bus *b, char **units, char **error) {
         while (r > 0 && !found &&
                (r = sd_bus_message_read(reply, "(ssssssouso)", &unit, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                         NULL)) > 0)
-                for (char **u = units; *u; u++)
+                for (char *const *u = units; *u; u++)
                         found = found || strcmp(*u, unit) == 0;
         sd_bus_message_unref(reply);
         return r < 0 ? r : found;
 }
 
-/* A new run may be given the name of one a predecessor left (its numbers start at 1
- * again), and StartTransientUnit refuses a name still loaded: wait until they are
- * collected, which takes at most their TimeoutStopUSec= (killTimeout). */
-static int wait_collected(struct bus *b, char **units, char **error) {
-        uint64_t deadline = now_usec() + BUS_LEFTOVER_WAIT_USEC;
+int bus_wait_collected(struct bus *b, char *const *units, uint64_t timeout_usec, char **error) {
+        uint64_t deadline = now_usec() + timeout_usec;
         int r;
 
         while ((r = any_listed(b, units, error)) > 0 && now_usec() < deadline)
-                usleep(50000);
+                usleep(20000);
         if (r > 0)
-                text_error(error, "units a previous mcpvisord left are still stopping after %g s",
-                          (double)BUS_LEFTOVER_WAIT_USEC / 1e6);
+                text_error(error, "%s%s still loaded after %g s", units[0], units[1] ? " and others" : "",
+                          (double)timeout_usec / 1e6);
+        kick(b); /* what came meanwhile waits in sd-bus's queue for the loop */
         return r > 0 ? -ETIMEDOUT : r;
 }
 
@@ -901,7 +984,7 @@ int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
                 r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
         while (r > 0 && (r = sd_bus_message_read(reply, "(ssssssouso)", &unit, NULL, NULL, NULL, NULL, NULL, &path, NULL, NULL,
                                                  NULL)) > 0) {
-                int ours = unit_is_ours(b, path, daemon_id);
+                int ours = unit_is_ours(b, unit, path, daemon_id, error);
 
                 if (ours > 0)
                         ours = stop_now(b, unit, error) ?: push_name(&stopped, &n, unit);
@@ -913,8 +996,11 @@ int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
         if (r < 0 && !*error)
                 text_error(error, "cannot read the units " UNIT_PATTERN ": %s", strerror(-r));
         sd_bus_message_unref(reply);
+        /* A new run may be given the name of one the predecessor left (its numbers start
+         * at 1 again), and StartTransientUnit refuses a name still loaded: wait until they
+         * are collected, which takes at most their TimeoutStopUSec= (killTimeout). */
         if (r >= 0 && n > 0)
-                r = wait_collected(b, stopped, error);
+                r = bus_wait_collected(b, stopped, BUS_LEFTOVER_WAIT_USEC, error);
         for (int i = 0; i < n; i++)
                 free(stopped[i]);
         free(stopped);

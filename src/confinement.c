@@ -296,8 +296,9 @@ int confinement_check_manager(const struct confinement *c, enum manager_kind kin
 
         if (kind == MANAGER_SYSTEM || !key)
                 return 0;
-        if (asprintf(error, "%s needs the system service manager, but mcpvisord runs under a user manager, which runs "
-                            "every service as its own user (remove %s, or run the system mcpvisor.service)", key, key) < 0)
+        if (asprintf(error, "%s needs the system service manager; this mcpvisord's servers are units of a user manager "
+                            "(its own, or an unprivileged mcpvisord's user's), which runs them as that user (remove %s, "
+                            "or run mcpvisord as root)", key, key) < 0)
                 *error = NULL;
         return -EPERM;
 }

@@ -1,5 +1,5 @@
 /* The systemd launcher: each start of a server is a transient unit of the service manager
- * that runs the daemon (mcpvisor-NAME@N.service, unit-properties.h), started over bus.c
+ * that runs the daemon (mcpvisor-NAME@TAG-N.service, unit-properties.h), started over bus.c
  * with the server's ends of its pipes handed over as its stdin, stdout and stderr. The
  * daemon keeps reading the other ends as with exec (the <N> prefixes and flood limits of
  * stderr-reader.c), and supervision stays its own; this file only starts the unit, stops
@@ -9,6 +9,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <limits.h>
@@ -31,11 +32,21 @@
 #include "server-config.h"
 #include "server.h"
 #include "supervisor.h"
+#include "time-util.h"
 #include "unit-properties.h"
 
 #ifndef MCPVISOR_LIBEXECDIR
 #define MCPVISOR_LIBEXECDIR "/usr/libexec/mcpvisor"
 #endif
+
+/* A read of the unit the manager answered with an error other than "no such unit" (no
+ * answer in time, a busy or refusing manager) is tried again after 100 ms, then twice as
+ * long each time: 6 tries over 3.1 s, then the run is given up and its unit stopped. */
+#define READ_TRIES 6
+#define READ_RETRY_USEC (100 * UINT64_C(1000))
+
+/* At the daemon's exit: how long it waits for its units to be collected once killed. */
+#define EXIT_WAIT_USEC (5 * UINT64_C(1000000))
 
 struct systemd_run;
 
@@ -54,6 +65,8 @@ struct systemd_run {
         char *unit;
         struct bus_call *start, *read, *stop, *kill;
         struct bus_watch *watch;
+        struct event *retry;  /* the next read after one that failed */
+        unsigned read_failures; /* in a row */
         char *control_group;
         char result[32];      /* Result=, "" while not known */
         int code, status;     /* ExecMainCode=, ExecMainStatus= */
@@ -89,10 +102,13 @@ static void end(struct systemd_run *x) {
         x->ended = true;
         bus_watch_free(x->watch);
         x->watch = NULL;
+        if (x->retry)
+                evtimer_del(x->retry);
         unref_unit(x);
         instance_ended(x->in);
 }
 
+/* The first words of why it ended stand. */
 static void fail(struct systemd_run *x, const char *fmt, ...) _printf_(2, 3);
 static void fail(struct systemd_run *x, const char *fmt, ...) {
         va_list ap;
@@ -106,6 +122,7 @@ static void fail(struct systemd_run *x, const char *fmt, ...) {
 }
 
 static void read_unit(struct systemd_run *x);
+static void on_retry(evutil_socket_t fd, short what, void *userdata);
 
 /* The unit ended once its start ran and it is inactive or failed: nothing of it is left.
  * Result= and ExecMain*= came before (the manager sends the Service interface's changes
@@ -166,8 +183,9 @@ static void take_status(struct systemd_run *x, const struct bus_unit_status *st)
  * the signals said stands. */
 static void unit_gone(struct systemd_run *x, const char *why) {
         if (x->job_done && !x->inactive && x->code == 0)
-                snprintf(x->failure, sizeof x->failure, "its unit %s is gone (%s)", x->unit, why);
-        end(x);
+                fail(x, "its unit %s is gone (%s)", x->unit, why);
+        else
+                end(x);
 }
 
 /* A "not-found" stub: the manager loads one to answer for a unit it collected already
@@ -191,14 +209,45 @@ static void on_unit(const struct bus_unit_status *st, void *userdata) {
         check_end(x);
 }
 
-/* A read after the start, or after a stop or kill the manager refused: an error once the
- * unit ran means it is gone. */
+/* Reads failed READ_TRIES times in a row: the run is given up, and its unit stopped, since
+ * it may still run (a new start has another name). */
+static void give_up(struct systemd_run *x, const char *error) {
+        log_warning(x->rs->log, "cannot read the state of unit %s (%s): stopping it", x->unit, error);
+        (void)bus_stop_unit(x->rs->bus, x->unit, NULL, NULL, NULL);
+        fail(x, "the service manager did not say how its unit %s is (%s)", x->unit, error);
+}
+
+/* An error that says nothing of the unit: read again, later. */
+static void retry_read(struct systemd_run *x, const char *error) {
+        uint64_t delay = READ_RETRY_USEC << x->read_failures;
+        struct timeval tv = timeval_from_usec(delay);
+
+        if (++x->read_failures >= READ_TRIES) {
+                give_up(x, error);
+                return;
+        }
+        log_debug(x->rs->log, "%s: reading its state failed (%s): again in %g s", x->unit, error, (double)delay / 1e6);
+        if (!x->retry && !(x->retry = evtimer_new(instance_event_base(x->in), on_retry, x))) {
+                give_up(x, "out of memory");
+                return;
+        }
+        evtimer_add(x->retry, &tv);
+}
+
+/* A read after the start, or after a stop or kill the manager refused. Once the unit ran,
+ * the manager knowing no such unit means it is gone; any other error, that the manager
+ * could not answer now. */
 static void on_read(const struct bus_unit_status *st, void *userdata) {
         struct systemd_run *x = userdata;
 
         x->read = NULL;
         if (x->ended)
                 return;
+        if (st->error && !st->not_found) {
+                retry_read(x, st->error);
+                return;
+        }
+        x->read_failures = 0;
         if (st->error) {
                 unit_gone(x, st->error);
                 return;
@@ -207,14 +256,38 @@ static void on_read(const struct bus_unit_status *st, void *userdata) {
 }
 
 static void read_unit(struct systemd_run *x) {
-        if (!x->read && bus_read_unit(x->rs->bus, x->unit, on_read, x, &x->read) < 0)
+        if (!x->read && (!x->retry || !evtimer_pending(x->retry, NULL)) &&
+            bus_read_unit(x->rs->bus, x->unit, on_read, x, &x->read) < 0)
                 fail(x, "cannot read the state of its unit %s", x->unit);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *userdata) {
+        read_unit(userdata);
+}
+
+static int systemd_terminate(struct instance *in);
+
+/* The manager did not answer the start in time: the unit may have started anyway, and
+ * would be left running unwatched. It is stopped, and the run ends once the manager says
+ * the unit is inactive or gone (a stop of a unit never started is refused, and the read
+ * that follows finds none). */
+static void start_unanswered(struct systemd_run *x, const char *error) {
+        snprintf(x->failure, sizeof x->failure, "the service manager did not answer the start of unit %s (%s); stopped, in case it started",
+                 x->unit, error);
+        x->job_done = true;
+        x->was_active = true;
+        if (systemd_terminate(x->in) < 0)
+                end(x);
 }
 
 static void on_started(const char *job, const char *result, const char *error, void *userdata) {
         struct systemd_run *x = userdata;
 
         x->start = NULL;
+        if (error && result && strcmp(result, BUS_START_NO_REPLY) == 0) {
+                start_unanswered(x, error);
+                return;
+        }
         if (error) {
                 fail(x, "the service manager did not start unit %s: %s", x->unit, error);
                 return;
@@ -303,6 +376,8 @@ static void run_free(struct systemd_run *x) {
         bus_call_cancel(x->stop);
         bus_call_cancel(x->kill);
         bus_watch_free(x->watch);
+        if (x->retry)
+                event_free(x->retry);
         if (x->rs) {
                 if (x->prev)
                         x->prev->next = x->next;
@@ -384,17 +459,43 @@ static int systemd_kill(struct instance *in) {
         return bus_kill_unit(x->rs->bus, x->unit, SIGKILL, on_killed, x, &x->kill);
 }
 
-/* The daemon exits without its loop: the calls are queued and written out as the bus is
- * freed (bus_free() flushes). Nothing waits for the unit's end: the manager has it. */
-static void systemd_kill_wait(struct instance *in) {
-        struct systemd_run *x = run_of(in);
-
-        if (x->ended)
-                return;
+/* KillUnit(SIGKILL), and StopUnit for a unit still starting; its end will not be reported. */
+static void kill_at_exit(struct systemd_run *x) {
         (void)bus_kill_unit(x->rs->bus, x->unit, SIGKILL, NULL, NULL, NULL);
         (void)bus_stop_unit(x->rs->bus, x->unit, NULL, NULL, NULL);
         unref_unit(x);
         x->ended = true;
+}
+
+/* The daemon exits without its loop. The first call kills every run's unit, so they end
+ * together rather than one after another, then waits (blocking, at most EXIT_WAIT_USEC)
+ * until the manager collected them all: nothing of the daemon's is loaded once it exited,
+ * and a next daemon on the socket finds no unit of the names it will give. */
+static void systemd_kill_wait(struct instance *in) {
+        struct systemd_run *x = run_of(in), *y;
+        struct run_systemd *rs = x->rs;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char **units = NULL;
+        size_t n = 0;
+        int r;
+
+        if (x->ended)
+                return;
+        for (y = rs->runs; y; y = y->next)
+                n += !y->ended;
+        units = calloc(n + 1, sizeof *units);
+        n = 0;
+        for (y = rs->runs; y; y = y->next)
+                if (!y->ended) {
+                        if (units)
+                                units[n++] = y->unit;
+                        kill_at_exit(y);
+                }
+        if (!units)
+                return;
+        r = bus_wait_collected(rs->bus, units, EXIT_WAIT_USEC, &error);
+        if (r < 0)
+                log_warning(rs->log, "at exit, after killing its units: %s", error ? error : strerror(-r));
 }
 
 /* "768M", "1.5G": a size as the configuration gives it. */
@@ -543,7 +644,8 @@ int run_systemd_new(struct bus *bus, const struct logger *log, struct run_system
         if (!rs->helper)
                 log_notice(log, "%s not found in %s: servers with credentials in env cannot run as units",
                            UNIT_CREDENTIAL_HELPER, MCPVISOR_LIBEXECDIR);
-        /* A transient unit runs as root unless told: units of an unprivileged daemon run as it. */
+        /* A transient unit runs as root unless told: should a non-root daemon's units ever be
+         * the system manager's (bus.c sends it to its own user's manager), they run as it. */
         if (geteuid() != 0 && bus_manager(bus) == MANAGER_SYSTEM) {
                 pw = getpwuid(geteuid());
                 if (!pw || !(rs->default_user = strdup(pw->pw_name))) {

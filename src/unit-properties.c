@@ -11,6 +11,7 @@
 
 #include "environment.h"
 #include "macro.h"
+#include "names.h"
 #include "settings.h"
 #include "text.h"
 #include "time-util.h"
@@ -60,11 +61,17 @@ static const struct preset_property basic_preset[] = {
         SHARED_PRESET,
 };
 
-int unit_name(const char *server, uint64_t run, char **ret) {
+int unit_name(const char *server, const char *daemon_id, uint64_t run, char **ret) {
+        int r;
+
         /* Server names are unit-name characters already (server-config.h): no escaping. */
         if (!server_name_valid(server))
                 return -EINVAL;
-        return asprintf(ret, UNIT_PREFIX "%s@%" PRIu64 ".service", server, run) < 0 ? -ENOMEM : 0;
+        if (daemon_id)
+                r = asprintf(ret, UNIT_PREFIX "%s@%08" PRIx32 "-%" PRIu64 ".service", server, name_hash(daemon_id), run);
+        else
+                r = asprintf(ret, UNIT_PREFIX "%s@%" PRIu64 ".service", server, run);
+        return r < 0 ? -ENOMEM : 0;
 }
 
 void unit_properties_done(struct unit_properties *p) {
@@ -410,7 +417,7 @@ int unit_properties_build(const struct unit_input *in, struct unit_properties *r
                 text_error(error, "its credentials need " UNIT_CREDENTIAL_HELPER ", which was not found");
                 return -EINVAL;
         }
-        r = unit_name(in->server->name, in->run, &p.unit);
+        r = unit_name(in->server->name, in->daemon_id, in->run, &p.unit);
         if (r == 0)
                 r = add_service(&p, in);
         if (r == 0)

@@ -39,6 +39,7 @@ struct fake_unit {
         int32_t code, status;
         const char *env[3];
         bool collected; /* stopped: no longer listed, as CollectMode=inactive-or-failed does */
+        unsigned collect_in; /* stopped, collected at the collect_in'th listing from now */
         /* collected, and read since: systemd loads a "not-found" stub to answer for it
          * (inactive, Result=success, ExecMain*=0), not an error */
         bool stub;
@@ -57,6 +58,12 @@ struct fake {
         /* how it behaves */
         atomic_bool fail_start, hold_job;
         atomic_bool stub_after_kill; /* a unit KillUnit ended is a stub to later reads */
+        atomic_bool drop_start_reply; /* the unit starts, its answer never comes */
+        atomic_uint read_errors;      /* the next reads are answered with read_error */
+        char read_error[64];
+        atomic_uint reads, lists;     /* GetAll of a unit's Unit interface; ListUnitsByPatterns */
+        atomic_uint get_errors;       /* the next Get of a property fail as LimitsExceeded */
+        unsigned collect_delay;       /* a stopped unit is listed this many times more */
         struct fake_unit units[FAKE_UNITS];
         unsigned n_units, jobs;
 };
@@ -153,6 +160,11 @@ static int method_start(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         id = ++F.jobs;
         snprintf(job, sizeof job, "/org/freedesktop/systemd1/job/%u", id);
         fake_add(unit);
+        if (F.drop_start_reply) {
+                snprintf(fake_find(unit)->active, 32, "active");
+                snprintf(fake_find(unit)->sub, 32, "running");
+                return 1;
+        }
         sd_bus_reply_method_return(m, "o", job);
         if (F.hold_job)
                 return 1;
@@ -181,7 +193,8 @@ static int method_stop(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         snprintf(u->sub, 32, "dead");
         u->code = CLD_KILLED;
         u->status = SIGTERM;
-        u->collected = true;
+        u->collect_in = F.collect_delay;
+        u->collected = !F.collect_delay;
         sd_bus_reply_method_return(m, "o", "/org/freedesktop/systemd1/job/99");
         emit_changes(sd_bus_message_get_bus(m), unit);
         return 1;
@@ -233,6 +246,10 @@ static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         snprintf(F.list_pattern, sizeof F.list_pattern, "%s|%s", states && states[0] ? states[0] : "",
                  patterns && patterns[0] && !patterns[1] ? patterns[0] : "?");
         pthread_mutex_unlock(&F.lock);
+        F.lists++;
+        for (unsigned i = 0; i < F.n_units; i++)
+                if (F.units[i].collect_in && --F.units[i].collect_in == 0)
+                        F.units[i].collected = true;
         sd_bus_message_new_method_return(m, &reply);
         sd_bus_message_open_container(reply, 'a', "(ssssssouso)");
         for (unsigned i = 0; i < F.n_units; i++) {
@@ -331,6 +348,21 @@ static int find_unit(sd_bus *bus, const char *path, const char *interface, void 
         char *name = NULL;
         struct fake_unit *u;
 
+        sd_bus_message *m = sd_bus_get_current_message(bus);
+
+        /* a read (GetAll of the Unit interface, the first of its two calls) */
+        if (m && sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Properties", "GetAll") &&
+            strcmp(interface, "org.freedesktop.systemd1.Unit") == 0) {
+                F.reads++;
+                if (F.read_errors > 0) {
+                        F.read_errors--;
+                        return sd_bus_error_setf(error, F.read_error, "the fake manager refuses this read");
+                }
+        }
+        if (m && sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Properties", "Get") && F.get_errors > 0) {
+                F.get_errors--;
+                return sd_bus_error_setf(error, "org.freedesktop.DBus.Error.LimitsExceeded", "busy");
+        }
         if (sd_bus_path_decode(path, "/org/freedesktop/systemd1/unit", &name) <= 0)
                 return 0;
         u = fake_find(name);
@@ -491,7 +523,7 @@ static void on_read(const struct bus_unit_status *st, void *userdata) {
 
 static void on_change(const struct bus_unit_status *st, void *userdata) {
         H.changes++;
-        cr_assert_str_eq(st->unit, "mcpvisor-s@1.service");
+        cr_assert_str_eq(st->unit, "mcpvisor-s@23bba356-1.service");
         note_status(st);
         if (H.free_in_callback)
                 bus_watch_free(TAKE_PTR(H.free_in_callback));
@@ -508,9 +540,12 @@ Test(bus, which_manager) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
 
-        cr_assert_eq(bus_manager_kind((char *[]){ "PATH=/bin", NULL }), MANAGER_SYSTEM);
-        cr_assert_eq(bus_manager_kind((char *[]){ "MANAGERPID=1234", NULL }), MANAGER_USER);
-        cr_assert_eq(bus_manager_kind(NULL), MANAGER_SYSTEM);
+        cr_assert_eq(bus_manager_kind((char *[]){ "PATH=/bin", NULL }, 0), MANAGER_SYSTEM);
+        cr_assert_eq(bus_manager_kind((char *[]){ "MANAGERPID=1234", NULL }, 0), MANAGER_USER);
+        cr_assert_eq(bus_manager_kind((char *[]){ "MANAGERPID=1234", NULL }, 1000), MANAGER_USER);
+        cr_assert_eq(bus_manager_kind(NULL, 0), MANAGER_SYSTEM);
+        cr_assert_eq(bus_manager_kind(NULL, 998), MANAGER_USER,
+                     "an unprivileged system service: its own user's manager, never the system bus (polkit)");
 
         snprintf(runtime, sizeof runtime, "XDG_RUNTIME_DIR=%s", tmpdir_make());
         cr_assert_null(bus_private_address(MANAGER_USER, (char *[]){ runtime, NULL }, 1000), "no socket there");
@@ -527,7 +562,7 @@ Test(bus, which_manager) {
         free(address);
         close(fd);
         cr_assert_null(bus_private_address(MANAGER_USER, (char *[]){ "XDG_RUNTIME_DIR=relative", NULL }, 1000));
-        cr_assert_null(bus_private_address(MANAGER_USER, NULL, 1000));
+        cr_assert_null(bus_private_address(MANAGER_USER, NULL, 3999999999u), "/run/user/3999999999/systemd/private: none");
         cr_assert_null(bus_private_address(MANAGER_SYSTEM, NULL, 1000), "the system manager's is root's only");
 }
 
@@ -549,6 +584,27 @@ Test(bus, auto_falls_back_to_exec) {
         cr_assert(strstr(logged(), "launcher \"auto\": cannot connect to the user manager (the user bus)"), "%s", logged());
 }
 
+/* An unprivileged daemon the system manager started (no MANAGERPID) never tries the
+ * system bus: its own user's manager, and without one, exec, saying how to get one. */
+Test(bus, auto_unprivileged_without_its_user_manager) {
+        struct bus *b = (struct bus *)1;
+        char expect[256];
+
+        if (geteuid() == 0)
+                cr_assert_eq(setresuid(65534, 65534, 65534), 0, "becoming uid 65534: %s", strerror(errno));
+        else if (access("/run/user", F_OK) == 0 && bus_private_address(MANAGER_USER, NULL, geteuid()))
+                cr_skip_test("this user's manager runs");
+        cr_assert_eq(bus_open_auto(base, &log_, (char *[]){ "INVOCATION_ID=0123456789abcdef", "PATH=/bin", NULL }, &b),
+                     LAUNCHER_EXEC);
+        cr_assert_null(b);
+        snprintf(expect, sizeof expect, "launcher \"auto\": cannot reach the user manager of ");
+        cr_assert(strstr(logged(), expect), "%s", logged());
+        snprintf(expect, sizeof expect, "no /run/user/%u/systemd/private (user@%u.service does not run: loginctl enable-linger ",
+                 (unsigned)geteuid(), (unsigned)geteuid());
+        cr_assert(strstr(logged(), expect), "%s", logged());
+        cr_assert_null(strstr(logged(), "system bus"), "%s", logged());
+}
+
 /* A start completes with its job; its properties and descriptors reach the manager. */
 Test(bus, start_transient_unit) {
         struct unit_properties p;
@@ -565,7 +621,7 @@ Test(bus, start_transient_unit) {
         cr_assert_str_eq(H.error, "");
         cr_assert_str_eq(H.job, "/org/freedesktop/systemd1/job/1");
         cr_assert_str_eq(H.result, "done");
-        cr_assert_str_eq(F.start_unit, "mcpvisor-s@1.service");
+        cr_assert_str_eq(F.start_unit, "mcpvisor-s@23bba356-1.service");
         cr_assert_str_eq(F.start_mode, "fail");
         cr_assert_str_eq(F.exec_path, "/bin/true");
         cr_assert(strstr(F.property_names, " MemoryMax "), "%s", F.property_names);
@@ -584,7 +640,7 @@ Test(bus, start_refused) {
         cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
         unit_properties_done(&p);
         WAIT_UNTIL(H.started == 1);
-        cr_assert_str_eq(H.error, "Unit mcpvisor-s@1.service already exists.");
+        cr_assert_str_eq(H.error, "Unit mcpvisor-s@23bba356-1.service already exists.");
         cr_assert_str_eq(H.job, "");
 }
 
@@ -594,8 +650,8 @@ Test(bus, watch_and_stop) {
         struct bus_watch *w = NULL;
 
         open_bus();
-        cr_assert_eq(bus_watch_unit(B, "mcpvisor-s@1.service", on_change, NULL, &w), 0);
-        cr_assert_eq(bus_watch_unit(B, "mcpvisor-s@1.service", on_change, NULL, NULL), -EEXIST);
+        cr_assert_eq(bus_watch_unit(B, "mcpvisor-s@23bba356-1.service", on_change, NULL, &w), 0);
+        cr_assert_eq(bus_watch_unit(B, "mcpvisor-s@23bba356-1.service", on_change, NULL, NULL), -EEXIST);
         properties("", -1, &p);
         cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
         unit_properties_done(&p);
@@ -603,19 +659,19 @@ Test(bus, watch_and_stop) {
         cr_assert_str_eq(H.sub, "running");
 
         H.unit_result[0] = '\0';
-        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), 0);
+        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@23bba356-1.service", on_done, NULL, NULL), 0);
         WAIT_UNTIL(H.done == 1 && strcmp(H.active, "inactive") == 0 && H.code == CLD_KILLED && H.unit_result[0]);
         cr_assert_str_eq(H.error, "");
         cr_assert_str_eq(H.sub, "dead");
         cr_assert_eq(H.code, CLD_KILLED);
         cr_assert_eq(H.status, SIGTERM);
         cr_assert_str_eq(H.unit_result, "success", "read, as the manager only invalidated it");
-        cr_assert_str_eq(F.stopped, "mcpvisor-s@1.service ");
+        cr_assert_str_eq(F.stopped, "mcpvisor-s@23bba356-1.service ");
 
         /* freed from its own callback: nothing more arrives */
         H.free_in_callback = w;
         unsigned changes = H.changes;
-        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), 0);
+        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@23bba356-1.service", on_done, NULL, NULL), 0);
         WAIT_UNTIL(H.done == 2);
         run_for(100000);
         cr_assert_eq(H.changes, changes + 1);
@@ -629,7 +685,7 @@ Test(bus, read_kill_unref) {
         cr_assert_eq(bus_start_transient_unit(B, &p, on_started, NULL, NULL), 0);
         unit_properties_done(&p);
         WAIT_UNTIL(H.started == 1);
-        cr_assert_eq(bus_read_unit(B, "mcpvisor-s@1.service", on_read, NULL, NULL), 0);
+        cr_assert_eq(bus_read_unit(B, "mcpvisor-s@23bba356-1.service", on_read, NULL, NULL), 0);
         WAIT_UNTIL(H.reads == 1);
         cr_assert_str_eq(H.error, "");
         cr_assert_str_eq(H.active, "active");
@@ -638,11 +694,11 @@ Test(bus, read_kill_unref) {
         cr_assert_eq(H.pid, 4242);
         cr_assert_eq(H.has, BUS_HAS_EXEC_MAIN_CODE | BUS_HAS_EXEC_MAIN_STATUS | BUS_HAS_EXEC_MAIN_PID);
 
-        cr_assert_eq(bus_kill_unit(B, "mcpvisor-s@1.service", SIGKILL, on_done, NULL, NULL), 0);
+        cr_assert_eq(bus_kill_unit(B, "mcpvisor-s@23bba356-1.service", SIGKILL, on_done, NULL, NULL), 0);
         WAIT_UNTIL(H.done == 1);
         cr_assert_eq(F.kill_signal, SIGKILL);
         cr_assert_str_eq(F.kill_who, "all");
-        cr_assert_eq(bus_unref_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), 0);
+        cr_assert_eq(bus_unref_unit(B, "mcpvisor-s@23bba356-1.service", on_done, NULL, NULL), 0);
         WAIT_UNTIL(H.done == 2);
         cr_assert_eq(F.unrefs, 1);
 
@@ -690,7 +746,7 @@ Test(bus, connection_lost) {
         cr_assert_eq(H.started, 1);
         cr_assert_str_eq(H.error, "lost the connection to the service manager");
         cr_assert(strstr(logged(), "lost the connection to the service manager"), "%s", logged());
-        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@1.service", on_done, NULL, NULL), -ENOTCONN);
+        cr_assert_eq(bus_stop_unit(B, "mcpvisor-s@23bba356-1.service", on_done, NULL, NULL), -ENOTCONN);
 }
 
 /* At start-up: a dead predecessor's units (its marker) are stopped, nobody else's. */
@@ -717,6 +773,28 @@ Test(bus, stop_leftovers) {
         cr_assert_null(error);
 }
 
+/* A unit's environment the manager cannot give now is asked again (3 tries), then the
+ * start-up says which unit it could not tell; never taken for "not ours". */
+Test(bus, stop_leftovers_read_errors) {
+        char *error = NULL;
+
+        pthread_mutex_lock(&F.lock);
+        fake_add("mcpvisor-a@1.service")->env[0] = "MCPVISOR_DAEMON=/run/test.sock";
+        pthread_mutex_unlock(&F.lock);
+        open_bus();
+        F.get_errors = 2;
+        cr_assert_eq(bus_stop_leftovers(B, "/run/test.sock", &error), 1, "%s", error ? error : "");
+        cr_assert_str_eq(F.stopped, "mcpvisor-a@1.service ");
+
+        pthread_mutex_lock(&F.lock);
+        fake_add("mcpvisor-b@2.service")->env[0] = "MCPVISOR_DAEMON=/run/test.sock";
+        pthread_mutex_unlock(&F.lock);
+        F.get_errors = 3;
+        cr_assert_lt(bus_stop_leftovers(B, "/run/test.sock", &error), 0);
+        cr_assert_str_eq(error, "cannot read the environment of mcpvisor-b@2.service: busy");
+        free(error);
+}
+
 /* ---- the systemd launcher (run-systemd.c) over the fake manager ---- */
 
 /* What run-systemd.c reports through instance.c, heard here instead of a server's. */
@@ -727,10 +805,15 @@ void instance_ended(struct instance *in) {
         ended_runs++;
 }
 
+struct event_base *instance_event_base(const struct instance *in) {
+        return base;
+}
+
 static struct supervisor SV;
 static struct server SRV;
 static struct instance IN;
 static int daemon_ends[3] = { -1, -1, -1 }; /* the daemon's ends of the run's pipes */
+static uint64_t call_timeout_usec; /* of the daemon's calls, when set */
 
 /* Run 1 of server "s" ({"command": "/bin/true"} and entry) started by the launcher. */
 static void launch(const char *entry) {
@@ -739,6 +822,8 @@ static void launch(const char *entry) {
         int in[2], out[2], err[2];
 
         open_bus();
+        if (call_timeout_usec)
+                cr_assert_eq(bus_set_call_timeout(B, call_timeout_usec), 0);
         snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"/bin/true\"%s%s}}}", entry[0] ? "," : "", entry);
         config_done(&C);
         cr_assert_eq(config_parse(text, strlen(text), &C, &p), 0);
@@ -778,7 +863,7 @@ Test(bus, launcher_oom_kill) {
         launch("\"memoryMax\":\"256M\"");
         cr_assert_eq(ended_runs, 0, "running");
         run_systemd_ops.usage(&IN, &u);
-        cr_assert_str_eq(u.unit, "mcpvisor-s@1.service");
+        cr_assert_str_eq(u.unit, "mcpvisor-s@23bba356-1.service");
         snprintf(F.kill_result, sizeof F.kill_result, "oom-kill");
         cr_assert_eq(run_systemd_ops.kill(&IN), 0);
         WAIT_UNTIL(ended_runs == 1);
@@ -831,8 +916,8 @@ Test(bus, launcher_start_refused) {
         launch("");
         WAIT_UNTIL(ended_runs == 1);
         run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_str_eq(e.reason, "the service manager did not start unit mcpvisor-s@1.service: "
-                                   "Unit mcpvisor-s@1.service already exists.");
+        cr_assert_str_eq(e.reason, "the service manager did not start unit mcpvisor-s@23bba356-1.service: "
+                                   "Unit mcpvisor-s@23bba356-1.service already exists.");
         cr_assert_not(server_exit_clean(&e));
         finish();
 }
@@ -845,6 +930,104 @@ Test(bus, launcher_connection_lost) {
         stop_fake();
         WAIT_UNTIL(ended_runs == 1);
         run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_str_eq(e.reason, "lost the connection to the service manager that runs its unit mcpvisor-s@1.service");
+        cr_assert_str_eq(e.reason, "lost the connection to the service manager that runs its unit mcpvisor-s@23bba356-1.service");
+        finish();
+}
+
+/* A read the manager answers with an error other than "no such unit" says nothing of the
+ * unit: read again later, the run goes on (it was taken for the unit's end). */
+Test(bus, launcher_read_error_is_retried) {
+        struct server_exit e;
+
+        snprintf(F.read_error, sizeof F.read_error, "org.freedesktop.DBus.Error.LimitsExceeded");
+        F.read_errors = 2; /* the launcher's read after the start, or the watch's */
+        launch("");
+        WAIT_UNTIL(F.reads >= 3 && F.read_errors == 0);
+        run_for(100000);
+        cr_assert_eq(ended_runs, 0, "still running: the errors said nothing of the unit");
+        cr_assert(strstr(logged(), "reading its state failed (the fake manager refuses this read): again in 0.1 s"), "%s",
+                  logged());
+        cr_assert_eq(run_systemd_ops.terminate(&IN), 0);
+        WAIT_UNTIL(ended_runs == 1);
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_eq(e.code, CLD_KILLED);
+        cr_assert_eq(e.status, SIGTERM);
+        cr_assert_str_eq(e.reason, "");
+        finish();
+}
+
+/* The manager knows no such unit: it is gone, and the run with it. */
+Test(bus, launcher_read_not_found_ends_the_run) {
+        struct server_exit e;
+
+        snprintf(F.read_error, sizeof F.read_error, "org.freedesktop.systemd1.NoSuchUnit");
+        F.read_errors = 100;
+        launch("");
+        WAIT_UNTIL(ended_runs == 1);
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_str_eq(e.reason, "its unit mcpvisor-s@23bba356-1.service is gone (the fake manager refuses this read)");
+        cr_assert_null(strstr(logged(), "again in"), "not asked again: %s", logged());
+        cr_assert_eq(F.stops, 0);
+        finish();
+}
+
+/* Reads failing on and on: the run is given up after 6 (3.1 s), its unit stopped since it
+ * may still run. */
+Test(bus, launcher_read_errors_give_up) {
+        struct server_exit e;
+
+        snprintf(F.read_error, sizeof F.read_error, "org.freedesktop.DBus.Error.AccessDenied");
+        F.read_errors = 100;
+        launch("");
+        WAIT_UNTIL(ended_runs == 1);
+        cr_assert_geq(F.reads, 6, "the launcher's 6, and the watch's own");
+        WAIT_UNTIL(F.stops == 1); /* stopped */
+        cr_assert_str_eq(F.stopped, "mcpvisor-s@23bba356-1.service ");
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_str_eq(e.reason, "the service manager did not say how its unit mcpvisor-s@23bba356-1.service is "
+                                   "(the fake manager refuses this read)");
+        cr_assert(strstr(logged(), "cannot read the state of unit mcpvisor-s@23bba356-1.service (the fake manager refuses "
+                                   "this read): stopping it"),
+                  "%s", logged());
+        finish();
+}
+
+/* No answer to StartTransientUnit in time: the unit may have started, so it is stopped,
+ * and the run ends when the manager says it is inactive. */
+Test(bus, launcher_start_unanswered_stops_the_unit) {
+        struct server_exit e;
+
+        call_timeout_usec = 200000;
+        F.drop_start_reply = true;
+        launch("");
+        WAIT_UNTIL(ended_runs == 1);
+        cr_assert_eq(F.stops, 1);
+        cr_assert_str_eq(F.stopped, "mcpvisor-s@23bba356-1.service ");
+        cr_assert(F.units[0].collected, "no unit left");
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_eq(e.code, CLD_KILLED, "it had started: the stop ended it");
+        cr_assert_eq(e.status, SIGTERM);
+        cr_assert(strstr(e.reason, "the service manager did not answer the start of unit mcpvisor-s@23bba356-1.service ("),
+                  "%s", e.reason);
+        cr_assert(strstr(e.reason, "); stopped, in case it started"), "%s", e.reason);
+        finish();
+}
+
+/* At exit without the loop: kill_wait returns once the manager collected the unit, not
+ * before, and the run's end is not reported. */
+Test(bus, launcher_kill_wait_waits_until_collected) {
+        launch("");
+        F.collect_delay = 3;
+        F.lists = 0;
+        run_systemd_ops.kill_wait(&IN);
+        cr_assert_eq(F.kills, 1);
+        cr_assert_eq(F.kill_signal, SIGKILL);
+        cr_assert_eq(F.stops, 1);
+        cr_assert(F.units[0].collected, "kill_wait returned before the unit was collected");
+        cr_assert_eq(F.lists, 3, "listed until it was gone");
+        cr_assert_eq(ended_runs, 0, "its end is not reported");
+        cr_assert_eq(run_systemd_ops.terminate(&IN), -ESRCH);
+        run_systemd_ops.kill_wait(&IN); /* once */
+        cr_assert_eq(F.kills, 1);
         finish();
 }

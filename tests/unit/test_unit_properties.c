@@ -129,21 +129,28 @@ static void expect_shared_preset(void) {
 Test(unit_properties, names) {
         char *name = NULL;
 
-        cr_assert_eq(unit_name("github", 3, &name), 0);
-        cr_assert_str_eq(name, "mcpvisor-github@3.service");
+        cr_assert_eq(unit_name("github", "/run/mcpvisor/mcp.sock", 3, &name), 0);
+        cr_assert_str_eq(name, "mcpvisor-github@106bb1be-3.service", "the daemon's tag: FNV-1a of its socket's path");
         free(name);
-        cr_assert_eq(unit_name("a.b-c_D", 18446744073709551615ull, &name), 0);
-        cr_assert_str_eq(name, "mcpvisor-a.b-c_D@18446744073709551615.service");
+        cr_assert_eq(unit_name("github", "/run/test.sock", 3, &name), 0);
+        cr_assert_str_eq(name, "mcpvisor-github@23bba356-3.service", "another daemon on the manager: another name");
         free(name);
-        cr_assert_eq(unit_name("a b", 1, &name), -EINVAL, "not a server's name: no escaping is done");
-        cr_assert_eq(unit_name("a/b", 1, &name), -EINVAL);
-        cr_assert_eq(unit_name("", 1, &name), -EINVAL);
+        cr_assert_eq(unit_name("github", NULL, 3, &name), 0);
+        cr_assert_str_eq(name, "mcpvisor-github@3.service", "no socket, no tag");
+        free(name);
+        cr_assert_eq(unit_name("a.b-c_D", "/x", 18446744073709551615ull, &name), 0);
+        cr_assert_eq(strncmp(name, "mcpvisor-a.b-c_D@", 17), 0, "%s", name);
+        cr_assert_str_eq(name + 17 + 9, "18446744073709551615.service");
+        free(name);
+        cr_assert_eq(unit_name("a b", NULL, 1, &name), -EINVAL, "not a server's name: no escaping is done");
+        cr_assert_eq(unit_name("a/b", "/x", 1, &name), -EINVAL);
+        cr_assert_eq(unit_name("", NULL, 1, &name), -EINVAL);
 }
 
 /* The default: the "basic" preset, the network, no limits, the daemon's user. */
 Test(unit_properties, defaults_under_the_system_manager) {
         build("", MANAGER_SYSTEM);
-        cr_assert_str_eq(U.unit, "mcpvisor-s@7.service");
+        cr_assert_str_eq(U.unit, "mcpvisor-s@106bb1be-7.service");
         expect_string("Description", "MCP server s (mcpvisor)");
         expect_string("Type", "exec");
         expect_string("Slice", "mcpvisor.slice");
