@@ -27,7 +27,13 @@ static const struct run_ops *run_ops_for(const struct server_config *c, const st
 
 /* Confinement keys are never ignored: with "auto" resolved to exec, the start fails. */
 static int check_launcher(const struct server_config *c, const struct run_ops *ops, char **error) {
-        int r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
+        int r;
+
+        if (c->remote.url) {
+                *error = strdup("servers reached by URL are not served yet");
+                return -EPERM;
+        }
+        r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
 
         return r < 0 ? -EPERM : 0;
 }
