@@ -283,7 +283,8 @@ static void act_spawn(struct server *s, const char *detail) {
                 return;
         }
         server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as %s (instance %" PRIu64 ")%s",
-                   s->config->command, instance_describe(s->run, what, sizeof what), number,
+                   s->config->command ? s->config->command : s->config->remote.url,
+                   instance_describe(s->run, what, sizeof what), number,
                    s->spawn_short ? " after the shortage" : "");
         s->spawn_short = false;
         set_state(s, SERVER_STARTING, detail);
