@@ -83,6 +83,9 @@ extern const struct run_ops run_exec_ops;
  * see run-systemd.c. Its runs need the daemon's struct run_systemd (supervisor.h). */
 extern const struct run_ops run_systemd_ops;
 
+/* A server reached by URL: no program, the run is its HTTP session; see run-http.c. */
+extern const struct run_ops run_http_ops;
+
 struct bus;
 struct logger;
 struct run_systemd;

@@ -17,9 +17,12 @@
 #include "supervisor.h"
 #include "time-util.h"
 
-/* The one place a run's launcher is picked: the server's "launcher" (its own, else the
- * daemon's), "auto" as the daemon decided it once at start (supervisor_connect_manager). */
+/* The one place a run's launcher is picked: a server reached by URL has the HTTP one;
+ * others the server's "launcher" (its own, else the daemon's), "auto" as the daemon
+ * decided it once at start (supervisor_connect_manager). */
 static const struct run_ops *run_ops_for(const struct server_config *c, const struct supervisor *sv) {
+        if (c->remote.url)
+                return &run_http_ops; /* nothing to launch: its launcher keys are refused */
         int launcher = c->launcher == LAUNCHER_SYSTEMD || c->launcher == LAUNCHER_EXEC ? c->launcher : sv->launcher_auto;
 
         return launcher == LAUNCHER_SYSTEMD ? &run_systemd_ops : &run_exec_ops;
@@ -29,10 +32,8 @@ static const struct run_ops *run_ops_for(const struct server_config *c, const st
 static int check_launcher(const struct server_config *c, const struct run_ops *ops, char **error) {
         int r;
 
-        if (c->remote.url) {
-                *error = strdup("servers reached by URL are not served yet");
-                return -EPERM;
-        }
+        if (ops == &run_http_ops)
+                return 0;
         r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
 
         return r < 0 ? -EPERM : 0;
