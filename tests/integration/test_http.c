@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctl-proc.h"
 #include "harness.h"
 #include "servers.h"
 
@@ -310,5 +311,13 @@ Test(http, status_shows_the_url) {
         cr_assert_str_eq(h_str(row, "launcher"), "http");
         cr_assert_null(h_get(row, "pid"));
         json_object_put(st);
+        /* mcpvisorctl status: the URL in the row, where a process has its pid */
+        struct proc p = { 0 };
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "status", NULL }, NULL);
+        proc_close_stdin(&p);
+        cr_assert_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "%s", p.errbuf);
+        cr_assert(strstr(p.outbuf, sf("remote  ready")) && strstr(p.outbuf, sf("http://127.0.0.1:%d/mcp", PORT)), "%s",
+                  p.outbuf);
+        proc_free(&p);
         h_client_close(c);
 }
