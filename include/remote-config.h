@@ -10,10 +10,10 @@
 
 struct config_problems;
 
-/* "type": absent is REMOTE_AUTO (Streamable HTTP, then legacy SSE if the server is an
- * old one, as the spec's backwards-compatibility section says). "stdio" is the default
- * of an entry without "url". */
-enum remote_type { REMOTE_NONE, REMOTE_AUTO, REMOTE_STREAMABLE_HTTP, REMOTE_SSE, REMOTE_STDIO };
+/* "type": absent (REMOTE_NONE) with "url" is Streamable HTTP, then legacy HTTP+SSE if
+ * the server turns out to be an old one, as the spec's backwards-compatibility section
+ * says. "stdio" is what an entry without "url" is. */
+enum remote_type { REMOTE_NONE, REMOTE_STREAMABLE_HTTP, REMOTE_SSE, REMOTE_STDIO };
 
 /* A header's value: text as written, or a credential's text put into format at "%s". */
 struct remote_header {

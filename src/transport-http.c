@@ -1,4 +1,6 @@
-/* The Streamable HTTP transport; see transport-http.h.
+/* The Streamable HTTP transport, and the legacy HTTP+SSE one (protocol 2024-11-05: an
+ * event stream whose "endpoint" event says where to POST, the answers on that stream);
+ * see transport-http.h.
  *
  * curl calls our write and header callbacks from inside curl_multi_socket_action(); they
  * only parse into this transport's queue of received messages and wake its delivery
@@ -49,6 +51,7 @@ struct transfer {
         bool started;               /* the response's body began: its type is known */
         bool event_stream;          /* text/event-stream; else one JSON body */
         bool refused;               /* not 2xx: the body is only quoted in the log */
+        bool discard;               /* a body that carries no message (legacy POST, text/plain) */
         struct sse_parser sse;
         char *json;                 /* a JSON body, bounded by max_message */
         size_t json_len;
@@ -80,6 +83,9 @@ struct http_transport {
         struct event *deliver;         /* hands them up */
         struct event *reopen;          /* opens the GET stream (again) */
         struct event *finish;          /* tells the run it is over */
+        bool legacy;                   /* HTTP+SSE: POSTs go to the endpoint the stream names */
+        bool may_fall_back;            /* no "type": a 4xx to initialize means an old server */
+        char *endpoint;                /* legacy: where to POST, once the stream said; NULL before */
         char *session_id;              /* Mcp-Session-Id, once the server gave one */
         char protocol_version[32];     /* negotiated by initialize; "" before */
         char last_event_id[SSE_ID_MAX + 1]; /* of the GET stream, for Last-Event-ID */
@@ -138,11 +144,27 @@ static void queue_message(struct http_transport *h, char *data, size_t len, bool
                 subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
 }
 
+/* The legacy stream's "endpoint": a URL relative to the server's, resolved by curl. */
+static void take_endpoint(struct http_transport *h, const char *data, bool oversize) {
+        CURLU *u = curl_url();
+        char *url = NULL;
+
+        if (u && !oversize && !h->endpoint && curl_url_set(u, CURLUPART_URL, h->rc->url, 0) == CURLUE_OK &&
+            curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK && curl_url_get(u, CURLUPART_URL, &url, 0) == CURLUE_OK) {
+                h->endpoint = strdup(url);
+                event_active(h->deliver, EV_TIMEOUT, 0); /* where the waiting POSTs start */
+        }
+        curl_free(url);
+        curl_url_cleanup(u);
+}
+
 static int on_sse_event(const char *type, const char *data, size_t len, bool oversize, void *userdata) {
         struct transfer *x = userdata;
 
         if (strcmp(type, "message") == 0)
                 queue_message(x->h, (char *)data, len, oversize);
+        else if (strcmp(type, "endpoint") == 0 && x->h->legacy && x->kind == TRANSFER_GET)
+                take_endpoint(x->h, data, oversize);
         return 0;
 }
 
@@ -156,6 +178,9 @@ static void begin_body(struct transfer *x) {
         curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &type);
         x->refused = status < 200 || status > 299;
         x->event_stream = type && strncasecmp(type, "text/event-stream", 17) == 0;
+        /* a legacy server answers its POSTs on the stream ("Accepted" here) */
+        x->discard = !x->refused && ((x->h->legacy && x->kind == TRANSFER_POST) ||
+                                     (!x->event_stream && type && strncasecmp(type, "application/json", 16) != 0));
         if (x->event_stream && !x->refused && sse_init(&x->sse, x->h->max_message) < 0)
                 x->refused = true;
 }
@@ -193,7 +218,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
                 x->error_len += quote;
                 return n;
         }
-        if (x->h->stopped)
+        if (x->h->stopped || x->discard)
                 return n;
         if (x->event_stream) {
                 (void)sse_feed(&x->sse, data, n, on_sse_event, x);
@@ -288,7 +313,7 @@ static int make_easy(struct transfer *x) {
                 return -ENOMEM;
         }
         x->easy = e;
-        curl_easy_setopt(e, CURLOPT_URL, rc->url);
+        curl_easy_setopt(e, CURLOPT_URL, x->kind == TRANSFER_POST && x->h->endpoint ? x->h->endpoint : rc->url);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -365,11 +390,19 @@ static void maybe_finish(struct http_transport *h) {
         event_active(h->finish, EV_TIMEOUT, 0);
 }
 
-/* Starts what waits, up to maxConnections transfers at once. */
+static void open_legacy_stream(struct http_transport *h);
+
+/* Starts what waits, up to maxConnections transfers at once; a legacy server's POSTs
+ * once its stream said where they go. */
 static void pump(struct http_transport *h) {
         struct transfer *x;
 
-        while (!h->input_closed && h->n_active < h->rc->max_connections && (x = TAILQ_FIRST(&h->waiting))) {
+        if (h->legacy && !h->endpoint) {
+                open_legacy_stream(h);
+                return;
+        }
+        /* the event stream is one connection more */
+        while (!h->input_closed && h->n_active - h->get_open < h->rc->max_connections && (x = TAILQ_FIRST(&h->waiting))) {
                 TAILQ_REMOVE(&h->waiting, x, entry);
                 h->waiting_bytes -= x->body_len;
                 if (h->waiting_bytes == 0)
@@ -396,10 +429,7 @@ static void report_broken(struct http_transport *h, const char *why, bool no_ret
 static void open_get(struct http_transport *h) {
         struct transfer *x;
 
-        if (!h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
-                return;
-        /* a connection is kept for the calls */
-        if (h->rc->max_connections < 2)
+        if (h->legacy || !h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
                 return;
         x = calloc(1, sizeof *x);
         if (!x)
@@ -407,6 +437,24 @@ static void open_get(struct http_transport *h) {
         *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
         if (start_transfer(x) < 0) {
                 transfer_free(x);
+                return;
+        }
+        h->get_open = true;
+}
+
+/* The legacy stream: the session itself, which carries the endpoint and every answer. */
+static void open_legacy_stream(struct http_transport *h) {
+        struct transfer *x;
+
+        if (h->get_open || h->input_closed || h->broken)
+                return;
+        x = calloc(1, sizeof *x);
+        if (!x)
+                return;
+        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
+        if (start_transfer(x) < 0) {
+                transfer_free(x);
+                report_broken(h, "out of memory opening its event stream", false);
                 return;
         }
         h->get_open = true;
@@ -445,6 +493,24 @@ static void answer_refused_request(struct http_transport *h, const struct transf
         json_object_put(msg);
 }
 
+/* No "type", and the first POST refused as an old server does (spec: "Backwards
+ * Compatibility"): the legacy transport is tried, and the message goes again on it. */
+static void fall_back(struct http_transport *h, struct transfer *x, long status) {
+        struct transfer *again = calloc(1, sizeof *again);
+
+        h->may_fall_back = false;
+        h->legacy = true;
+        subject_log(h, LOG_NOTICE, "HTTP %ld to a POST of initialize: no Streamable HTTP at %s; trying the legacy HTTP+SSE transport",
+                    status, h->rc->url);
+        if (!again) {
+                report_broken(h, "out of memory", false);
+                return;
+        }
+        *again = (struct transfer){ .h = h, .kind = TRANSFER_POST, .body = TAKE_PTR(x->body), .body_len = x->body_len };
+        TAILQ_INSERT_HEAD(&h->waiting, again, entry);
+        h->waiting_bytes += again->body_len;
+}
+
 /* What an HTTP status means for the session; true when it broke it. */
 static bool judge_status(struct http_transport *h, struct transfer *x, long status) {
         const char *method = x->kind == TRANSFER_POST ? "POST" : x->kind == TRANSFER_GET ? "GET" : "DELETE";
@@ -458,6 +524,10 @@ static bool judge_status(struct http_transport *h, struct transfer *x, long stat
         }
         if (x->kind == TRANSFER_DELETE)
                 return false; /* 405: the server keeps sessions until they expire; nothing to do */
+        if (x->kind == TRANSFER_POST && h->may_fall_back && (status == 400 || status == 404 || status == 405)) {
+                fall_back(h, x, status);
+                return false;
+        }
         if (status == 401 || status == 403) {
                 snprintf(why, sizeof why, "HTTP %ld from %s: the server refused its credential (check \"headers\"); not retried",
                          status, h->rc->url);
@@ -470,7 +540,7 @@ static bool judge_status(struct http_transport *h, struct transfer *x, long stat
                 report_broken(h, why, false);
                 return true;
         }
-        if (x->kind == TRANSFER_GET) {
+        if (x->kind == TRANSFER_GET && !h->legacy) {
                 subject_log(h, LOG_INFO, "HTTP %ld to its GET stream: the server sends nothing by itself, then", status);
                 h->get_unsupported = true;
                 return false;
@@ -489,7 +559,7 @@ static bool judge_status(struct http_transport *h, struct transfer *x, long stat
 
 /* The JSON body of a POST's answer, once whole. */
 static void finish_json(struct transfer *x) {
-        if (x->started && !x->event_stream && !x->refused && !x->oversize && x->json_len > 0)
+        if (x->started && !x->event_stream && !x->refused && !x->discard && !x->oversize && x->json_len > 0)
                 queue_message(x->h, x->json, x->json_len, false);
 }
 
@@ -513,13 +583,18 @@ static void learn_protocol_version(struct http_transport *h, const char *line, s
 
 /* The notification that ends initialization: after it, the GET stream may open. */
 static bool says_initialized(const struct transfer *x) {
-        return x->kind == TRANSFER_POST && memmem(x->body, x->body_len, "\"notifications/initialized\"", 27);
+        return x->kind == TRANSFER_POST && x->body && memmem(x->body, x->body_len, "\"notifications/initialized\"", 27);
 }
 
 static void transport_error(struct http_transport *h, struct transfer *x, CURLcode result) {
         const char *method = x->kind == TRANSFER_POST ? "POST" : x->kind == TRANSFER_GET ? "GET" : "DELETE";
         char why[400];
 
+        if (x->kind == TRANSFER_GET && h->legacy) {
+                snprintf(why, sizeof why, "its event stream at %s failed: %s", h->rc->url, curl_easy_strerror(result));
+                report_broken(h, why, false);
+                return;
+        }
         if (x->kind == TRANSFER_GET) {
                 subject_log(h, LOG_INFO, "its GET stream dropped (%s); opening it again", curl_easy_strerror(result));
                 schedule_reopen(h);
@@ -546,7 +621,9 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
                 finish_json(x);
                 if (says_initialized(x))
                         h->get_wanted = true;
-                if (x->kind == TRANSFER_GET) /* the server ended it: it may send more later */
+                if (x->kind == TRANSFER_GET && h->legacy) /* the session is its stream */
+                        report_broken(h, "the server ended its event stream", false);
+                else if (x->kind == TRANSFER_GET) /* the server ended it: it may send more later */
                         schedule_reopen(h);
         }
         transfer_free(x);
@@ -577,10 +654,13 @@ static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
                         h->t.events->oversize(data, len, h->t.userdata);
                 } else {
                         learn_protocol_version(h, data, len);
+                        h->may_fall_back = false; /* it answered: it speaks what we sent */
                         h->t.events->line(data, len, h->t.userdata);
                 }
                 evbuffer_drain(h->received, len);
         }
+        if (!h->input_closed && !h->broken)
+                pump(h); /* a legacy endpoint may have come */
 }
 
 static void on_finish(evutil_socket_t fd, short what, void *userdata) {
@@ -697,6 +777,7 @@ static void http_free(struct server_transport *t) {
         if (h->received)
                 evbuffer_free(h->received);
         curl_slist_free_all(h->config_headers);
+        free(h->endpoint);
         free(h->session_id);
         free(h);
 }
@@ -728,6 +809,8 @@ struct server_transport *transport_http_new(const struct http_transport_params *
                 .max_message = params->max_message,
                 .finished = params->finished,
                 .userdata = params->userdata,
+                .legacy = params->rc->type == REMOTE_SSE,
+                .may_fall_back = params->rc->type == REMOTE_NONE,
         };
         TAILQ_INIT(&h->active);
         TAILQ_INIT(&h->waiting);

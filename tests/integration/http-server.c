@@ -1,13 +1,15 @@
 /* A small Streamable HTTP MCP server of the tests' own (evhttp), which misbehaves on
  * command, for the integration tests of servers reached by URL (test_http.c).
  *
- *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get]
+ *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get] [--legacy]
  *
  * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
  * Every request it gets is logged as one line ("POST initialize sess=- proto=-",
  * "GET", "DELETE sess=s1"), so tests can see what the daemon sent. --sse answers every
  * request as an event stream instead of JSON; --status N answers every POST with that
- * status (401, 503, ...); --no-get answers GET with 405.
+ * status (401, 503, ...); --no-get answers GET with 405. --legacy is the HTTP+SSE
+ * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
+ * POST to /messages, whose answers come on the stream; a POST elsewhere is 405.
  *
  * Tools: echo {text}; big {bytes}: a text of that many bytes; stall: never answered;
  * lose_session: from now on the session is unknown (404); notify: a
@@ -33,6 +35,7 @@ struct fake {
         bool sse;
         int status;
         bool no_get;
+        bool legacy;
         unsigned sessions;
         char session[32];          /* the live session's id; "" none */
         struct evhttp_request *get; /* the open GET stream, or NULL */
@@ -55,10 +58,21 @@ static const char *header(struct evhttp_request *req, const char *name) {
         return v ? v : "-";
 }
 
+static void get_send(struct fake *f, const char *text);
+
 static void send_json(struct fake *f, struct evhttp_request *req, json_object *msg) {
         struct evbuffer *out = evbuffer_new();
         const char *text = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
 
+        if (f->legacy) {
+                get_send(f, text);
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain");
+                evbuffer_add_printf(out, "Accepted");
+                evhttp_send_reply(req, 202, "Accepted", out);
+                evbuffer_free(out);
+                json_object_put(msg);
+                return;
+        }
         if (f->sse) {
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
                 evbuffer_add_printf(out, "id: %u\nevent: message\ndata: %s\n\n", ++f->event_id, text);
@@ -69,6 +83,7 @@ static void send_json(struct fake *f, struct evhttp_request *req, json_object *m
         }
         evhttp_send_reply(req, 200, "OK", out);
         evbuffer_free(out);
+        json_object_put(msg);
 }
 
 static json_object *result_of(json_object *id, json_object *result) {
@@ -229,11 +244,13 @@ static void on_post(struct fake *f, struct evhttp_request *req) {
         log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s", method ? json_object_get_string(method) : "(response)",
                  header(req, "Mcp-Session-Id"), header(req, "MCP-Protocol-Version"), header(req, "Authorization"),
                  header(req, "Accept"));
-        if (f->status) {
+        if (f->legacy && strncmp(evhttp_request_get_uri(req), "/messages", 9) != 0) {
+                evhttp_send_reply(req, 405, "Method Not Allowed", NULL); /* no Streamable HTTP here */
+        } else if (f->status) {
                 evhttp_send_reply(req, f->status, "Refused", NULL);
         } else if (!msg) {
                 evhttp_send_reply(req, 400, "Bad Request", NULL);
-        } else if (!session_known(f, req, msg)) {
+        } else if (!f->legacy && !session_known(f, req, msg)) {
                 evhttp_send_reply(req, 404, "Not Found", NULL);
         } else {
                 answer(f, req, msg);
@@ -253,6 +270,13 @@ static void on_get(struct fake *f, struct evhttp_request *req) {
         evhttp_send_reply_start(req, 200, "OK");
         f->get = req;
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_get_closed, f);
+        if (f->legacy) {
+                struct evbuffer *out = evbuffer_new();
+
+                evbuffer_add_printf(out, "event: endpoint\ndata: /messages?session=L%u\n\n", ++f->sessions);
+                evhttp_send_reply_chunk(req, out);
+                evbuffer_free(out);
+        }
 }
 
 static void on_request(struct evhttp_request *req, void *arg) {
@@ -296,6 +320,8 @@ int main(int argc, char **argv) {
                         f.sse = true;
                 else if (strcmp(argv[i], "--no-get") == 0)
                         f.no_get = true;
+                else if (strcmp(argv[i], "--legacy") == 0)
+                        f.legacy = true;
         }
         if (!port_file)
                 return 2;

@@ -321,3 +321,49 @@ Test(http, status_shows_the_url) {
         proc_free(&p);
         h_client_close(c);
 }
+
+/* The legacy HTTP+SSE transport, asked for: the stream first, POSTs to its endpoint,
+ * answers on the stream. */
+Test(http, legacy_sse) {
+        struct h_client *c;
+
+        start_server((const char *const[]){ "--legacy", NULL });
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\"}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "over the legacy transport");
+        cr_assert_eq(server_count("POST initialize"), 1, "the first POST went to the endpoint");
+        cr_assert_eq(server_count("GET"), 1);
+        h_client_close(c);
+}
+
+/* No "type": Streamable HTTP first; a 405 to initialize, and the legacy transport works. */
+Test(http, falls_back_to_legacy_sse) {
+        struct h_client *c = start_remote((const char *const[]){ "--legacy", NULL }, "");
+
+        expect_echo(c, "1", "after the fallback");
+        cr_assert_geq(h_log_count(&D, "trying the legacy HTTP+SSE transport"), 1);
+        cr_assert_eq(server_count("POST initialize"), 2, "once refused, once on the endpoint");
+        h_client_close(c);
+}
+
+/* The legacy server closes its stream: the session is gone, the run ends and a new one starts. */
+Test(http, legacy_stream_end_restarts) {
+        struct h_client *c;
+        json_object *m;
+
+        start_server((const char *const[]){ "--legacy", NULL });
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\",\"restartDelay\":0.1}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        /* its answer travels on the stream it drops */
+        h_client_tool_request(c, "1", "remote__drop_get", "{}");
+        cr_assert(server_wait("GET", 2), "no new stream");
+        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
+        m = h_client_answer(c, "1");
+        json_object_put(m);
+        expect_echo(c, "2", "again");
+        h_client_close(c);
+}
