@@ -57,6 +57,7 @@ struct transfer {
         size_t json_len;
         bool oversize;              /* the body passed max_message: the transfer was stopped */
         char error_body[HTTP_ERROR_QUOTED + 1];
+        char curl_error[CURL_ERROR_SIZE];   /* curl's words for a failed transfer */
         size_t error_len;
 };
 
@@ -324,6 +325,7 @@ static int make_easy(struct transfer *x) {
         curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_error);
         if (rc->proxy)
                 curl_easy_setopt(e, CURLOPT_PROXY, rc->proxy);
         if (rc->ca_file)
@@ -586,6 +588,14 @@ static bool says_initialized(const struct transfer *x) {
         return x->kind == TRANSFER_POST && x->body && memmem(x->body, x->body_len, "\"notifications/initialized\"", 27);
 }
 
+/* What to do about a certificate that was not trusted. */
+static const char *tls_hint(const struct http_transport *h, CURLcode result) {
+        if (result != CURLE_PEER_FAILED_VERIFICATION && result != CURLE_SSL_CACERT_BADFILE)
+                return "";
+        return h->rc->ca_file ? " (is the server's certificate signed by the CA in \"caFile\"?)"
+                              : " (the system's CAs do not trust the server's certificate: give its CA in \"caFile\")";
+}
+
 static void transport_error(struct http_transport *h, struct transfer *x, CURLcode result) {
         const char *method = x->kind == TRANSFER_POST ? "POST" : x->kind == TRANSFER_GET ? "GET" : "DELETE";
         char why[400];
@@ -602,7 +612,8 @@ static void transport_error(struct http_transport *h, struct transfer *x, CURLco
         }
         if (x->kind == TRANSFER_DELETE)
                 return;
-        snprintf(why, sizeof why, "%s %s failed: %s", method, h->rc->url, curl_easy_strerror(result));
+        snprintf(why, sizeof why, "%s %s failed: %s%s", method, h->rc->url,
+                 x->curl_error[0] ? x->curl_error : curl_easy_strerror(result), tls_hint(h, result));
         report_broken(h, why, false);
 }
 

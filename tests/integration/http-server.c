@@ -2,6 +2,7 @@
  * command, for the integration tests of servers reached by URL (test_http.c).
  *
  *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get] [--legacy]
+ *                  [--tls CERT KEY]
  *
  * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
  * Every request it gets is logged as one line ("POST initialize sess=- proto=-",
@@ -9,7 +10,8 @@
  * request as an event stream instead of JSON; --status N answers every POST with that
  * status (401, 503, ...); --no-get answers GET with 405. --legacy is the HTTP+SSE
  * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
- * POST to /messages, whose answers come on the stream; a POST elsewhere is 405.
+ * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
+ * serves HTTPS with that certificate and key (PEM).
  *
  * Tools: echo {text}; big {bytes}: a text of that many bytes; stall: never answered;
  * lose_session: from now on the session is unknown (404); notify: a
@@ -17,11 +19,14 @@
  * progress {steps}: progress notifications on the answer's event stream, then the answer. */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -299,9 +304,23 @@ static void on_request(struct evhttp_request *req, void *arg) {
         }
 }
 
+/* Each connection a TLS server's. */
+static struct bufferevent *tls_bev(struct event_base *base, void *arg) {
+        return bufferevent_openssl_socket_new(base, -1, SSL_new(arg), BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+}
+
+static SSL_CTX *tls_context(const char *cert, const char *key) {
+        SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+        if (!ctx || SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
+                return NULL;
+        return ctx;
+}
+
 int main(int argc, char **argv) {
         struct fake f = { 0 };
-        const char *port_file = NULL, *log_path = "/dev/null";
+        const char *port_file = NULL, *log_path = "/dev/null", *cert = NULL, *key = NULL;
         struct evhttp *http;
         struct evhttp_bound_socket *bound;
         struct sockaddr_storage ss;
@@ -322,6 +341,10 @@ int main(int argc, char **argv) {
                         f.no_get = true;
                 else if (strcmp(argv[i], "--legacy") == 0)
                         f.legacy = true;
+                else if (strcmp(argv[i], "--tls") == 0 && i + 2 < argc) {
+                        cert = argv[++i];
+                        key = argv[++i];
+                }
         }
         if (!port_file)
                 return 2;
@@ -330,6 +353,13 @@ int main(int argc, char **argv) {
         http = evhttp_new(f.base);
         evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
         evhttp_set_gencb(http, on_request, &f);
+        if (cert) {
+                SSL_CTX *ctx = tls_context(cert, key);
+
+                if (!ctx)
+                        return 1;
+                evhttp_set_bevcb(http, tls_bev, ctx);
+        }
         bound = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
         if (!f.log || !bound)
                 return 1;

@@ -367,3 +367,77 @@ Test(http, legacy_stream_end_restarts) {
         expect_echo(c, "2", "again");
         h_client_close(c);
 }
+
+/* ---- TLS, with a CA made here ---- */
+
+/* A CA (name.pem, name.key) in T, and with signer, a certificate for 127.0.0.1 and
+ * localhost signed by it (srv.pem, srv.key). EC keys: quick to make. */
+static void make_ca(const char *name) {
+        const char *cmd = sf("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                             "-keyout %s.key -out %s.pem -days 1 -subj /CN=%s >/dev/null 2>&1",
+                             T, name, name, name);
+
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void make_server_certificate(const char *ca) {
+        const char *cmd = sf("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext && "
+                             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key "
+                             "-out srv.csr -subj /CN=localhost >/dev/null 2>&1 && "
+                             "openssl x509 -req -in srv.csr -CA %s.pem -CAkey %s.key -CAcreateserial -out srv.pem "
+                             "-days 1 -extfile san.ext >/dev/null 2>&1",
+                             T, ca, ca);
+
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void start_tls_server(void) {
+        make_ca("test-ca");
+        make_server_certificate("test-ca");
+        start_server((const char *const[]){ "--tls", sf("%s/srv.pem", T), sf("%s/srv.key", T), NULL });
+}
+
+Test(http, tls_with_the_ca_of_ca_file) {
+        struct h_client *c;
+
+        start_tls_server();
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/test-ca.pem\"}", PORT, T);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "over TLS");
+        h_client_close(c);
+}
+
+/* A certificate of another CA: the run fails with curl's reason and what to do about it. */
+Test(http, tls_wrong_ca_says_so) {
+        start_tls_server();
+        make_ca("other-ca");
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/other-ca.pem\"}", PORT, T);
+        start(NULL);
+        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
+        cr_assert_geq(h_log_count(&D, "SSL certificate problem"), 1);
+        cr_assert_geq(h_log_count(&D, "signed by the CA in \"caFile\""), 1);
+        cr_assert_eq(server_count("POST"), 0, "nothing was sent over an untrusted connection");
+}
+
+/* No caFile, and the system's CAs do not know the test's: the same, pointing at caFile. */
+Test(http, tls_unknown_ca_points_at_ca_file) {
+        start_tls_server();
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\"}", PORT);
+        start(NULL);
+        cr_assert(h_log_wait(&D, "give its CA in \"caFile\"", H_TIMEOUT_MS));
+}
+
+/* insecure, on the loopback: no check of the certificate. */
+Test(http, tls_insecure_on_loopback) {
+        struct h_client *c;
+
+        start_tls_server();
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"insecure\":true}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "unchecked");
+        h_client_close(c);
+}
