@@ -18,8 +18,9 @@ typedef int (*sse_event_fn)(const char *type, const char *data, size_t len, bool
 
 struct sse_parser {
         size_t max;                 /* bytes of data kept per event */
-        char *data;                 /* max + 1 bytes */
+        char *data;                 /* grown as needed, up to max + 1 bytes */
         size_t len;                 /* of data */
+        size_t cap;                 /* of data */
         bool has_data;              /* a data field was seen since the last dispatch */
         bool oversize;              /* data passed max */
         char field[16];             /* the current line's field name, while it is read */

@@ -7,13 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The data buffer grows as events need (most are small; one of the whole limit per
+ * stream would be an mmap each). */
+#define SSE_DATA_FIRST 4096
+
 int sse_init(struct sse_parser *p, size_t max) {
         *p = (struct sse_parser){ .max = max, .line_empty = true };
-        p->data = malloc(max + 1);
+        p->cap = max + 1 < SSE_DATA_FIRST ? max + 1 : SSE_DATA_FIRST;
+        p->data = malloc(p->cap);
         if (!p->data)
                 return -ENOMEM;
         p->data[0] = '\0';
         return 0;
+}
+
+/* Room for n more bytes and a NUL, within max; false when memory ran out. */
+static bool data_room(struct sse_parser *p, size_t n) {
+        size_t cap = p->cap;
+        char *d;
+
+        if (p->len + n + 1 <= p->cap)
+                return true;
+        while (cap < p->len + n + 1)
+                cap *= 2;
+        if (cap > p->max + 1)
+                cap = p->max + 1;
+        d = realloc(p->data, cap);
+        if (!d)
+                return false;
+        p->data = d;
+        p->cap = cap;
+        return true;
 }
 
 void sse_done(struct sse_parser *p) {
@@ -27,6 +51,10 @@ static void data_append(struct sse_parser *p, const char *s, size_t n) {
         if (n > room) {
                 p->oversize = true;
                 n = room;
+        }
+        if (!data_room(p, n)) {
+                p->oversize = true; /* out of memory: what was kept is its head */
+                return;
         }
         memcpy(p->data + p->len, s, n);
         p->len += n;

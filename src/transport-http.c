@@ -54,7 +54,7 @@ struct transfer {
         bool discard;               /* a body that carries no message (legacy POST, text/plain) */
         struct sse_parser sse;
         char *json;                 /* a JSON body, bounded by max_message */
-        size_t json_len;
+        size_t json_len, json_cap;
         bool oversize;              /* the body passed max_message: the transfer was stopped */
         char error_body[HTTP_ERROR_QUOTED + 1];
         char curl_error[CURL_ERROR_SIZE];   /* curl's words for a failed transfer */
@@ -186,22 +186,41 @@ static void begin_body(struct transfer *x) {
                 x->refused = true;
 }
 
+/* Room for n more bytes of a JSON body, grown as it comes (most answers are small; a
+ * buffer of the whole limit per call would be an mmap and munmap each). */
+static bool json_room(struct transfer *x, size_t n) {
+        size_t cap = x->json_cap ? x->json_cap : 4096;
+        char *p;
+
+        if (x->json_len + n <= x->json_cap)
+                return true;
+        while (cap < x->json_len + n)
+                cap *= 2;
+        p = realloc(x->json, cap);
+        if (!p)
+                return false;
+        x->json = p;
+        x->json_cap = cap;
+        return true;
+}
+
 static size_t take_json(struct transfer *x, const char *data, size_t n) {
         size_t max = x->h->max_message;
 
-        if (!x->json) {
-                x->json = malloc(max + 1);
-                if (!x->json)
-                        return 0;
-        }
         if (n > max - x->json_len) {
-                /* what fits is the head the connection searches for the call's id */
-                memcpy(x->json + x->json_len, data, max - x->json_len);
-                x->json_len = max;
+                /* up to the limit: the head the connection searches for the call's id */
+                size_t head = max - x->json_len;
+
+                if (json_room(x, head)) {
+                        memcpy(x->json + x->json_len, data, head);
+                        x->json_len += head;
+                }
                 x->oversize = true;
                 queue_message(x->h, x->json, x->json_len, true);
                 return 0; /* curl stops the transfer */
         }
+        if (!json_room(x, n))
+                return 0;
         memcpy(x->json + x->json_len, data, n);
         x->json_len += n;
         return n;
