@@ -14,6 +14,7 @@
  * serves HTTPS with that certificate and key (PEM).
  *
  * Tools: echo {text}; big {bytes}: a text of that many bytes; stall: never answered;
+ * freeze: nothing is answered any more (pings neither) until the next initialize;
  * lose_session: from now on the session is unknown (404); notify: a
  * tools/list_changed notification on the GET stream; drop_get: ends the GET stream;
  * progress {steps}: progress notifications on the answer's event stream, then the answer. */
@@ -41,6 +42,7 @@ struct fake {
         int status;
         bool no_get;
         bool legacy;
+        bool frozen;               /* answer nothing until the next initialize */
         unsigned sessions;
         char session[32];          /* the live session's id; "" none */
         struct evhttp_request *get; /* the open GET stream, or NULL */
@@ -160,6 +162,10 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
         n = json_object_get_string(name);
         if (strcmp(n, "stall") == 0)
                 return; /* never answered: the request stays open */
+        if (strcmp(n, "freeze") == 0) {
+                f->frozen = true;
+                return;
+        }
         if (strcmp(n, "lose_session") == 0) {
                 f->session[0] = '\0';
                 send_json(f, req, result_of(id, text_result("lost")));
@@ -207,14 +213,17 @@ static void answer(struct fake *f, struct evhttp_request *req, json_object *msg)
                 evhttp_send_reply(req, 202, "Accepted", NULL);
                 return;
         }
+        if (f->frozen && strcmp(m, "initialize") != 0)
+                return; /* a hung server: the request stays open */
         if (strcmp(m, "initialize") == 0) {
+                f->frozen = false;
                 snprintf(f->session, sizeof f->session, "s%u", ++f->sessions);
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Mcp-Session-Id", f->session);
                 send_json(f, req, result_of(id, initialize_result(params)));
         } else if (strcmp(m, "tools/list") == 0) {
                 tools = json_object_new_array();
                 for (const char *const *t = (const char *const[]){ "echo", "big", "stall", "lose_session", "notify",
-                                                                   "drop_get", NULL };
+                                                                   "drop_get", "freeze", NULL };
                      *t; t++)
                         json_object_array_add(tools, tool(*t));
                 json_object *r = json_object_new_object();

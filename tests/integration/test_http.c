@@ -273,6 +273,24 @@ Test(http, stalled_call_times_out) {
         h_client_close(c);
 }
 
+/* A server that stops answering anything: health pings fail, and the run is replaced by a
+ * new session, whose calls are answered again. */
+Test(http, hung_server_caught_by_health) {
+        struct h_client *c = start_remote(NULL, "\"healthInterval\":0.2,\"healthTimeout\":0.2,\"healthFailures\":2,"
+                                                "\"restartDelay\":0.1,\"stopTimeout\":0.2");
+        json_object *m;
+
+        h_client_tool_request(c, "1", "remote__freeze", "{}");
+        cr_assert(h_log_wait(&D, "-> unhealthy", H_TIMEOUT_MS), "no failed ping");
+        m = h_client_answer(c, "1");
+        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
+        json_object_put(m);
+        cr_assert(server_wait("POST initialize", 2), "no new session");
+        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
+        expect_echo(c, "2", "answering again");
+        h_client_close(c);
+}
+
 /* The GET stream: opened after initialization, its notifications heard (the daemon lists
  * the tools again), and opened again with Last-Event-ID when the server drops it. */
 Test(http, get_stream_and_its_reopening) {
