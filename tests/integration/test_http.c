@@ -386,6 +386,20 @@ Test(http, legacy_stream_end_restarts) {
         h_client_close(c);
 }
 
+/* "proxy": the requests go to it, for a host only it can reach (the fake server takes
+ * the absolute-form requests a proxy gets). */
+Test(http, proxy_carries_the_session) {
+        struct h_client *c;
+
+        start_server(NULL);
+        add_entry("\"remote\":{\"url\":\"http://mcp.invalid:9/mcp\",\"proxy\":\"http://127.0.0.1:%d\"}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "through the proxy");
+        h_client_close(c);
+}
+
 /* ---- TLS, with a CA made here ---- */
 
 /* A CA (name.pem, name.key) in T, and with signer, a certificate for 127.0.0.1 and
