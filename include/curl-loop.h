@@ -16,7 +16,9 @@ struct curl_loop;
  * no longer in the loop; the callee owns it again. */
 typedef void (*curl_loop_done_fn)(CURL *easy, CURLcode result, void *userdata);
 
-int curl_loop_new(struct event_base *base, const struct logger *log, struct curl_loop **ret);
+/* Loads libcurl (curl-library.c) the first time; -ENOENT with *error (static) when it
+ * cannot be loaded. */
+int curl_loop_new(struct event_base *base, const struct logger *log, struct curl_loop **ret, const char **error);
 /* After every transfer was removed. NULL-safe. */
 void curl_loop_free(struct curl_loop *l);
 
@@ -29,3 +31,6 @@ void curl_loop_remove(struct curl_loop *l, CURL *easy);
 /* For CURLOPT_OPENSOCKETFUNCTION: the transfer's sockets close-on-exec, as every other
  * descriptor of the daemon (a server spawned meanwhile inherits none). */
 curl_socket_t curl_loop_open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
+
+/* libcurl, loaded once (curl-library.c): 0, or -ENOENT with *error (static). */
+int curl_library_load(const char **error);

@@ -101,8 +101,9 @@ bool supervisor_idle(const struct supervisor *sv);
 void supervisor_collect(struct supervisor *sv);
 /* Last resort before exit: SIGKILL and reap whatever is left. */
 void supervisor_done(struct supervisor *sv);
-/* The daemon's curl loop (curl-loop.h), made when first asked: 0 or -ENOMEM. */
-int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret);
+/* The daemon's curl loop (curl-loop.h), made when first asked: 0, or a negative errno
+ * with *error (static) saying why (libcurl missing). */
+int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret, const char **error);
 
 /* The configured server called name (not one a reload removed), or NULL. */
 struct server *supervisor_find(const struct supervisor *sv, const char *name);

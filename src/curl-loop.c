@@ -114,21 +114,29 @@ curl_socket_t curl_loop_open_socket(void *clientp, curlsocktype purpose, struct 
         return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 }
 
-int curl_loop_new(struct event_base *base, const struct logger *log, struct curl_loop **ret) {
+int curl_loop_new(struct event_base *base, const struct logger *log, struct curl_loop **ret, const char **error) {
         struct curl_loop *l;
+        int r = curl_library_load(error);
 
+        if (r < 0)
+                return r;
         /* Once per process; curl keeps what it set up until exit. */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                *error = "curl_global_init failed";
                 return -ENOMEM;
+        }
         l = calloc(1, sizeof *l);
-        if (!l)
+        if (!l) {
+                *error = "out of memory";
                 return -ENOMEM;
+        }
         l->base = base;
         l->log = log;
         l->multi = curl_multi_init();
         l->timer = evtimer_new(base, on_timer, l);
         if (!l->multi || !l->timer) {
                 curl_loop_free(l);
+                *error = "out of memory";
                 return -ENOMEM;
         }
         curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);

@@ -107,11 +107,15 @@ static int http_open_transport(struct instance *in, const struct server_config *
         struct curl_slist *headers = NULL;
         struct curl_loop *loop;
         struct http_run *run;
+        const char *why = NULL;
         int r;
 
-        r = supervisor_curl_loop(sv, &loop);
-        if (r < 0)
-                return r;
+        r = supervisor_curl_loop(sv, &loop, &why);
+        if (r < 0) {
+                /* libcurl4 is a dependency of the package; a build elsewhere may lack it */
+                text_error(error, "cannot load libcurl (%s): install libcurl4", why ? why : strerror(-r));
+                return r == -ENOENT ? -EPERM : r;
+        }
         r = build_headers(&c->remote, sv->credentials_dir, &headers, error);
         if (r < 0)
                 return r;

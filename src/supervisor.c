@@ -335,11 +335,11 @@ void supervisor_collect(struct supervisor *sv) {
         }
 }
 
-int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret) {
+int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret, const char **error) {
         int r = 0;
 
         if (!sv->curl)
-                r = curl_loop_new(sv->base, sv->log, &sv->curl);
+                r = curl_loop_new(sv->base, sv->log, &sv->curl, error);
         *ret = sv->curl;
         return r;
 }
