@@ -42,8 +42,8 @@ static int write_config(const char *path, const struct daemon_opts *o) {
         if (!f)
                 return -errno;
         /* Defaults everywhere (what an installed daemon runs with) unless a part says. */
-        fprintf(f, "{\"mcpvisor\": {%s}, \"mcpServers\": {\"%s\": {\"command\": \"%s\"", o->settings ? o->settings : "",
-                BENCH_SERVER_NAME, o->server);
+        fprintf(f, "{\"mcpvisor\": {%s}, \"mcpServers\": {\"%s\": {\"%s\": \"%s\"", o->settings ? o->settings : "",
+                BENCH_SERVER_NAME, o->url ? "url" : "command", o->url ? o->url : o->server);
         if (o->server_tools)
                 fprintf(f, ", \"args\": [\"--tools\", \"%u\"]", o->server_tools);
         fprintf(f, "}");

@@ -45,7 +45,7 @@ enum placement { PLACED_FREE, PLACED_ONE_CPU };
  * for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
             PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512,
-            PART_LAUNCHER = 1024 };
+            PART_LAUNCHER = 1024, PART_HTTP = 2048 /* issue 17: a server reached by URL */ };
 
 /* The access case's two daemons: no access settings, and ACCESS_RULES rules. */
 enum access_mode { ACCESS_NONE, ACCESS_SOME, ACCESS_MODES };
@@ -93,6 +93,7 @@ struct results {
         struct servers_figures servers;
         struct access_figures access;
         struct launcher_figures launchers;
+        struct http_figures http;
         bool failed;
 };
 
@@ -107,8 +108,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access,launcher (the last six only when named; launcher: start to\n"
-                "                       ready of a server, exec vs systemd, --startup-runs starts each)\n"
+                "                       access,launcher,http (the last seven only when named; launcher: start\n"
+                "                       to ready of a server, exec vs systemd, --startup-runs starts each)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -151,7 +152,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
-                                             "servers", "access", "launcher" };
+                                             "servers", "access", "launcher", "http" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -795,6 +796,22 @@ static void print_machine(const struct options *o) {
                o->daemon.prefix ? o->daemon.prefix : "");
 }
 
+/* Issue 17: next to the stdio rows (--only latency,http), the same call to an HTTP server. */
+static void http_rows(const struct results *res) {
+        const struct http_figures *h = &res->http;
+        int64_t via[] = { h->via.p50, h->via.p99 }, direct[] = { h->direct.p50, h->direct.p99 };
+        static const char *const names[] = { "p50", "p99" };
+        char what[64], a[32], b[32], c[32];
+
+        for (unsigned k = 0; k < 2; k++) {
+                snprintf(what, sizeof what, "tools/call over HTTP (loopback) %s", names[k]);
+                snprintf(c, sizeof c, "%+.1f us", (double)(via[k] - direct[k]) / 1000.0);
+                row(what, us(a, via[k]), us(b, direct[k]), h->ok ? c : "-", "-", "-");
+        }
+        snprintf(c, sizeof c, "%.1f us", h->daemon_cpu_us);
+        row("daemon CPU per call over HTTP", h->ok ? c : "-", "-", h->ok ? c : "-", "-", "-");
+}
+
 static void print_table(const struct options *o, const struct results *res) {
         row("measure", "via daemon", "direct", "figure", "target", "");
         if (o->parts & PART_LATENCY) {
@@ -817,6 +834,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 access_rows(res);
         if (o->parts & PART_LAUNCHER)
                 launcher_rows(res);
+        if (o->parts & PART_HTTP)
+                http_rows(res);
         print_notes(o, res);
 }
 
@@ -870,6 +889,8 @@ int main(int argc, char **argv) {
                 run_access(&o, &res);
         if ((o.parts & PART_LAUNCHER) && (r = measure_launchers(&o.daemon, o.startup_runs, &res.launchers)) < 0)
                 failed(&res, "launcher", r);
+        if ((o.parts & PART_HTTP) && (r = measure_http(&o.daemon, o.calls, &res.http)) < 0)
+                failed(&res, "calls over HTTP", r);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

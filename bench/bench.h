@@ -49,6 +49,7 @@ struct daemon_opts {
         const char *settings;   /* members of the config's "mcpvisor" object, or NULL */
         unsigned servers;       /* servers besides the bench one, "s0000" on (bench-servers.c) */
         unsigned server_tools;  /* tools the bench server lists besides its own, "t0000" on */
+        const char *url;        /* issue 17: the bench server is this URL instead of server */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -168,6 +169,14 @@ struct cancels {
 };
 
 int measure_latency(struct conn *c, const char *tool, unsigned calls, struct daemon_run *d, struct latency *ret);
+/* Issue 17 (bench-http.c): tools/call latency to an HTTP MCP server on the loopback, through
+ * the daemon and directly, and the daemon's CPU per call. */
+struct http_figures {
+        struct latency via, direct;
+        double daemon_cpu_us;
+        bool ok;
+};
+int measure_http(const struct daemon_opts *base, unsigned calls, struct http_figures *ret);
 int measure_load(struct daemon_run *d, unsigned clients, unsigned in_flight, double seconds, struct load *ret);
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
                   struct large *ret);

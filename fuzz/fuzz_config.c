@@ -147,7 +147,10 @@ static void check_server(const struct config *c, size_t i) {
                            strcmp(s->json_path + strlen(s->json_path) - strlen(s->name), s->name) == 0,
                    "server %s was read at %s", s->name, s->json_path ? s->json_path : "(null)");
         fuzz_check(config_find_server(c, s->name) == s, "server names are unique: %s", s->name);
-        fuzz_check(s->command && *s->command, "server %s has no command", s->name);
+        fuzz_check(s->remote.url || (s->command && *s->command), "server %s has no command", s->name);
+        fuzz_check(!s->remote.url || (!s->command && !s->args && !s->n_env && !s->cwd && !s->confinement.keys),
+                   "server %s has a url and a program", s->name);
+        fuzz_check(!s->remote.insecure || remote_url_loopback(s->remote.url), "insecure %s off the loopback", s->name);
         for (char **a = s->args; a && *a; a++)
                 fuzz_check(strlen(*a) < SIZE_MAX, "args are NULL-terminated");
         for (size_t k = 0; k < s->n_env; k++) {

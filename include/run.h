@@ -16,6 +16,7 @@
 struct instance;
 struct server_config;
 struct server_exit;
+struct server_transport;
 
 /* The server's ends of its three pipes, to become the program's fds 0, 1 and 2: the read
  * end of its stdin, the write ends of its stdout and stderr. The daemon keeps the others. */
@@ -37,9 +38,16 @@ struct run_usage {
 };
 
 struct run_ops {
-        const char *name;   /* "exec", "systemd" */
+        const char *name;   /* "exec", "systemd", "http" */
+        /* A launcher whose program the daemon reaches otherwise than on its stdin and
+         * stdout (a server reached by URL) makes the connection's transport itself, before
+         * start, which then gets no environment and no stdio; it may set in->launcher.
+         * NULL for launchers of programs on pipes, which instance.c makes. 0, or a
+         * negative errno with *error malloc'd (what to fix) or NULL. */
+        int (*open_transport)(struct instance *in, const struct server_config *c, struct server_transport **ret,
+                              char **error);
         /* Starts the program of c with environment env. Takes the fds of stdio in any case
-         * (closed, or handed to the program). 0, or a negative errno with *error malloc'd
+         * (closed, or handed to the program); both NULL after open_transport. 0, or a negative errno with *error malloc'd
          * (what to fix) or NULL. May complete later: a start that fails then is reported
          * as the run's end. Sets in->launcher, the launcher's own data. */
         int (*start)(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
@@ -74,6 +82,9 @@ extern const struct run_ops run_exec_ops;
 /* Starts the program as a transient unit of the service manager that runs the daemon;
  * see run-systemd.c. Its runs need the daemon's struct run_systemd (supervisor.h). */
 extern const struct run_ops run_systemd_ops;
+
+/* A server reached by URL: no program, the run is its HTTP session; see run-http.c. */
+extern const struct run_ops run_http_ops;
 
 struct bus;
 struct logger;

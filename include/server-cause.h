@@ -31,6 +31,9 @@ struct server_exit {
          * the OOM killer (memoryMax 256M)", "unit mcpvisor-fs@106bb1be-3.service failed to start: ...";
          * "" for none. */
         char reason[160];
+        /* The launcher says a restart cannot help (a remote server refused the credential):
+         * the server goes failed instead of backing off. */
+        bool no_retry;
 };
 
 struct server_cause {

@@ -7,6 +7,7 @@
 
 #include "confinement.h"
 #include "item-filter.h"
+#include "remote-config.h"
 #include "roots.h"
 
 struct config_problems;
@@ -70,6 +71,7 @@ struct server_config {
         struct item_filter filter; /* which of its tools and prompts are offered */
         int launcher;           /* enum launcher, once loaded; LAUNCHER_UNSET while being parsed */
         struct confinement confinement; /* sandbox, limits, user, state: the systemd launcher's */
+        struct remote_config remote;    /* a server reached by URL (remote.url set): no program */
         /* Where the entry was read, for problems found after loading; not settings. */
         char *file;             /* NULL when parsed from text */
         char *json_path;        /* "mcpServers.github" */

@@ -45,6 +45,7 @@ struct supervisor {
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */
         struct bus *bus;                   /* the service manager that runs the daemon, or NULL */
         struct run_systemd *systemd;       /* the systemd launcher's part over bus, or NULL */
+        struct curl_loop *curl;            /* servers reached by URL: made at the first one's start */
         int launcher_auto;                 /* what "auto" is here: LAUNCHER_SYSTEMD or LAUNCHER_EXEC */
         char *manager_error;               /* why there is no bus, for a server that needs one */
         struct server **servers;           /* in config order; then removed ones until they stop */
@@ -100,6 +101,9 @@ bool supervisor_idle(const struct supervisor *sv);
 void supervisor_collect(struct supervisor *sv);
 /* Last resort before exit: SIGKILL and reap whatever is left. */
 void supervisor_done(struct supervisor *sv);
+/* The daemon's curl loop (curl-loop.h), made when first asked: 0, or a negative errno
+ * with *error (static) saying why (libcurl missing). */
+int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret, const char **error);
 
 /* The configured server called name (not one a reload removed), or NULL. */
 struct server *supervisor_find(const struct supervisor *sv, const char *name);

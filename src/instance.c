@@ -17,9 +17,12 @@
 #include "supervisor.h"
 #include "time-util.h"
 
-/* The one place a run's launcher is picked: the server's "launcher" (its own, else the
- * daemon's), "auto" as the daemon decided it once at start (supervisor_connect_manager). */
+/* The one place a run's launcher is picked: a server reached by URL has the HTTP one;
+ * others the server's "launcher" (its own, else the daemon's), "auto" as the daemon
+ * decided it once at start (supervisor_connect_manager). */
 static const struct run_ops *run_ops_for(const struct server_config *c, const struct supervisor *sv) {
+        if (c->remote.url)
+                return &run_http_ops; /* nothing to launch: its launcher keys are refused */
         int launcher = c->launcher == LAUNCHER_SYSTEMD || c->launcher == LAUNCHER_EXEC ? c->launcher : sv->launcher_auto;
 
         return launcher == LAUNCHER_SYSTEMD ? &run_systemd_ops : &run_exec_ops;
@@ -27,7 +30,11 @@ static const struct run_ops *run_ops_for(const struct server_config *c, const st
 
 /* Confinement keys are never ignored: with "auto" resolved to exec, the start fails. */
 static int check_launcher(const struct server_config *c, const struct run_ops *ops, char **error) {
-        int r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
+        int r;
+
+        if (ops == &run_http_ops)
+                return 0;
+        r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
 
         return r < 0 ? -EPERM : 0;
 }
@@ -102,6 +109,29 @@ static void disconnect(struct instance *in) {
         stderr_reader_finish(&in->err);
 }
 
+/* The MCP connection on a transport the launcher made: there is no program, no pipes and no stderr. */
+static int launch_without_pipes(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+                                char **error) {
+        struct supervisor *sv = in->server->sv;
+        struct server_transport *t = NULL;
+        int r;
+
+        r = in->ops->open_transport(in, c, &t, error);
+        if (r < 0)
+                return r;
+        in->child = child_new(sv->base, t, sv->max_server_message_size, c->name, sv->log, sv->parser, ops, in->server);
+        if (!in->child)
+                return -ENOMEM;
+        child_limit_input(in->child, sv->server_input_limit, usec_from_seconds(c->health_timeout));
+        r = in->ops->start(in, c, NULL, NULL, error);
+        if (r < 0) {
+                disconnect(in);
+                return r;
+        }
+        in->started_at = now_usec();
+        return 0;
+}
+
 static int launch(struct instance *in, const struct server_config *c, char **env, const struct child_ops *ops,
                   char **error) {
         struct run_stdio theirs;
@@ -141,12 +171,16 @@ int instance_start(struct server *s, uint64_t number, const struct child_ops *op
         in->number = number;
         in->ops = run_ops_for(s->config, sv);
         r = check_launcher(s->config, in->ops, error);
-        if (r == 0)
+        if (r == 0 && in->ops->open_transport)
+                r = launch_without_pipes(in, s->config, ops, error);
+        else if (r == 0)
                 r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
-        if (r == 0)
+        if (r == 0 && !in->ops->open_transport)
                 r = launch(in, s->config, env, ops, error);
         strv_free(env);
         if (r < 0) {
+                if (in->launcher && in->ops->open_transport) /* the others' start leaves none */
+                        in->ops->free(in);
                 free(in);
                 return r;
         }

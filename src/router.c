@@ -490,6 +490,9 @@ static void how_it_ended(const struct server *s, char *buf, size_t size) {
                 snprintf(buf, size, "exited with status %d", e->status);
         else if (e->code)
                 snprintf(buf, size, "%s%s", e->code == CLD_KILLED ? "was " : "", server_exit_text(e, end, sizeof end));
+        else if (s->why.kind == SERVER_CAUSE_CONNECTION && s->why.detail)
+                /* a run without a process (a server reached by URL): what broke it, its HTTP status */
+                snprintf(buf, size, "lost its connection (%s)", s->why.detail);
         else
                 snprintf(buf, size, "lost its connection");
 }

@@ -171,8 +171,17 @@ static const struct setting server_settings[] = {
         CONFINED("group", SETTING_CUSTOM, group, confinement_parse_name),
         CONFINED("dynamicUser", SETTING_BOOL, dynamic_user, NULL),
         CONFINED("stateDirectory", SETTING_CUSTOM, state_directory, confinement_parse_state_directory),
-        /* Written by other MCP clients' configs; "type" is checked by check_transport(). */
-        { "type", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
+        /* A server reached by URL (remote-config.h). */
+        { "url", SETTING_STRING, offsetof(struct server_config, remote.url), 0, 0, NULL, NULL, NULL },
+        { "type", SETTING_CUSTOM, offsetof(struct server_config, remote.type), 0, 0, NULL, remote_parse_type, NULL },
+        { "headers", SETTING_CUSTOM, offsetof(struct server_config, remote), 0, 0, NULL, remote_parse_headers, NULL },
+        { "proxy", SETTING_STRING, offsetof(struct server_config, remote.proxy), 0, 0, NULL, NULL, NULL },
+        { "caFile", SETTING_PATH, offsetof(struct server_config, remote.ca_file), 0, 0, NULL, NULL, NULL },
+        { "insecure", SETTING_BOOL, offsetof(struct server_config, remote.insecure), 0, 0, NULL, NULL, NULL },
+        SECONDS("connectTimeout", remote.connect_timeout, 0.1, 3600),
+        { "maxConnections", SETTING_COUNT, offsetof(struct server_config, remote.max_connections), 1,
+          REMOTE_MAX_CONNECTIONS_MAX, NULL, NULL, NULL },
+        /* Written by other MCP clients' configs. */
         { "description", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
         NOTED("autoApprove", APPROVAL_IGNORED),
         NOTED("alwaysAllow", APPROVAL_IGNORED),
@@ -203,6 +212,7 @@ static void init_defaults(struct server_config *s) {
                 .launcher = LAUNCHER_UNSET,
         };
         confinement_init(&s->confinement);
+        remote_config_init(&s->remote);
 }
 
 void server_config_done(struct server_config *s) {
@@ -220,31 +230,24 @@ void server_config_done(struct server_config *s) {
         roots_done(&s->roots);
         item_filter_done(&s->filter);
         confinement_done(&s->confinement);
+        remote_config_done(&s->remote);
         free(s->file);
         free(s->json_path);
         init_defaults(s);
 }
 
-/* "type" and the URL keys come from configs written for other clients (Gemini CLI says
- * "httpUrl", Windsurf "serverUrl"): only stdio is ours. */
-static int check_transport(json_object *entry, const char *path, struct config_problems *p) {
-        static const char *const url_keys[] = { "url", "httpUrl", "serverUrl" };
+/* Gemini CLI says "httpUrl", Windsurf "serverUrl": ours is "url", as most clients write it. */
+static int check_url_keys(json_object *entry, const char *path, struct config_problems *p) {
+        static const char *const url_keys[] = { "httpUrl", "serverUrl" };
         json_object *v;
         char item[512];
 
         for (size_t i = 0; i < ARRAY_SIZE(url_keys); i++)
                 if (json_object_object_get_ex(entry, url_keys[i], &v)) {
                         snprintf(item, sizeof item, "%s.%s", path, url_keys[i]);
-                        problems_add(p, PROBLEM_ERROR, item,
-                                     "remote (URL) servers are not supported; mcpvisor runs stdio servers (\"command\")");
+                        problems_add(p, PROBLEM_ERROR, item, "write the server's URL as \"url\"");
                         return -EINVAL;
                 }
-        if (json_object_object_get_ex(entry, "type", &v) &&
-            !(json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "stdio") == 0)) {
-                snprintf(item, sizeof item, "%s.type", path);
-                problems_add(p, PROBLEM_ERROR, item, "only \"stdio\" servers are supported");
-                return -EINVAL;
-        }
         return 0;
 }
 
@@ -280,15 +283,23 @@ int server_config_check_launcher(const struct server_config *s, int launcher, ch
         return -EINVAL;
 }
 
+/* The first key of an entry that only a program has, besides "command"; NULL if none. */
+static const char *process_key(const struct server_config *s) {
+        return s->args ? "args" : s->n_env ? "env" : s->cwd ? "cwd" : s->launcher != LAUNCHER_UNSET ? "launcher"
+                                                                                               : confinement_first_key(&s->confinement);
+}
+
 /* What the settings of an entry must be together. */
 static size_t check_entry(const struct server_config *s, const char *path, struct config_problems *p) {
         char item[512];
 
+        if (remote_config_check(&s->remote, path, s->command != NULL, process_key(s), p) > 0)
+                return 1;
         if (s->launcher == LAUNCHER_EXEC && s->confinement.keys)
                 return refuse_confinement(s, p->file, path, false, p);
         if (item_filter_check(&s->filter, path, p) > 0)
                 return 1;
-        if (!s->command || !*s->command) {
+        if (!s->remote.url && (!s->command || !*s->command)) {
                 snprintf(item, sizeof item, "%s.command", path);
                 problems_add(p, PROBLEM_ERROR, item, "missing: the program to run");
                 return 1;
@@ -349,7 +360,7 @@ int server_config_parse(const char *name, json_object *entry, const char *path, 
                              SERVER_NAME_MAX);
                 return -EINVAL;
         }
-        if (json_object_is_type(entry, json_type_object) && check_transport(entry, path, p) < 0)
+        if (json_object_is_type(entry, json_type_object) && check_url_keys(entry, path, p) < 0)
                 return -EINVAL;
         errors = settings_apply(server_settings, ARRAY_SIZE(server_settings), entry, path, &s, p);
         if (errors == 0 && confinement_finish(&s.confinement, entry, name, path, p) < 0)
@@ -404,7 +415,8 @@ static bool settings_equal(const struct server_config *a, const struct server_co
                a->restart_delay == b->restart_delay && a->restart_delay_max == b->restart_delay_max &&
                a->start_limit_burst == b->start_limit_burst && a->start_limit_interval == b->start_limit_interval &&
                a->client_capabilities == b->client_capabilities && a->max_catalog_items == b->max_catalog_items &&
-               a->launcher == b->launcher && confinement_equal(&a->confinement, &b->confinement);
+               a->launcher == b->launcher && confinement_equal(&a->confinement, &b->confinement) &&
+               remote_config_equal(&a->remote, &b->remote);
 }
 
 bool server_config_equal(const struct server_config *a, const struct server_config *b) {

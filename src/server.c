@@ -283,7 +283,8 @@ static void act_spawn(struct server *s, const char *detail) {
                 return;
         }
         server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as %s (instance %" PRIu64 ")%s",
-                   s->config->command, instance_describe(s->run, what, sizeof what), number,
+                   s->config->command ? s->config->command : s->config->remote.url,
+                   instance_describe(s->run, what, sizeof what), number,
                    s->spawn_short ? " after the shortage" : "");
         s->spawn_short = false;
         set_state(s, SERVER_STARTING, detail);
@@ -328,7 +329,8 @@ static void begin_stop(struct server *s, enum stop_goal goal) {
         if (s->run->child)
                 child_close_input(s->run->child);
         set_state_why(s, SERVER_STOPPING);
-        server_log(s, LOG_DEBUG, "closed its stdin; waiting %s for it to exit", seconds(s->config->stop_timeout, t, sizeof t));
+        server_log(s, LOG_DEBUG, "closed its %s; waiting %s for it to end", s->config->remote.url ? "session" : "stdin",
+                   seconds(s->config->stop_timeout, t, sizeof t));
         arm_timer(s, usec_from_seconds(s->config->stop_timeout));
 }
 
@@ -448,7 +450,7 @@ static void after_run(struct server *s, bool failure) {
         enum server_state state;
         uint64_t now = now_usec(), delay = 0;
 
-        if (s->sv->stopping || !restart) {
+        if (s->sv->stopping || !restart || (failure && s->why.exit.no_retry)) {
                 state = failure && !s->sv->stopping ? SERVER_FAILED : SERVER_STOPPED;
         } else if (backoff_limit_hit(&s->backoff, now)) {
                 state = SERVER_FAILED;

@@ -10,6 +10,7 @@
 
 #include "bus.h"
 #include "child.h"
+#include "curl-loop.h"
 #include "config.h"
 #include "environment.h"
 #include "jsonrpc.h"
@@ -334,11 +335,23 @@ void supervisor_collect(struct supervisor *sv) {
         }
 }
 
+int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret, const char **error) {
+        int r = 0;
+
+        if (!sv->curl)
+                r = curl_loop_new(sv->base, sv->log, &sv->curl, error);
+        *ret = sv->curl;
+        return r;
+}
+
 void supervisor_done(struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
                 if (s->run && instance_running(s->run)) {
-                        server_log(s, LOG_WARNING, "still running at exit; killing pid %d", (int)instance_main_pid(s->run));
+                        char what[192];
+
+                        server_log(s, LOG_WARNING, "still running at exit; ending %s",
+                                   instance_describe(s->run, what, sizeof what));
                         instance_kill_wait(s->run);
                 }
         }
@@ -363,6 +376,8 @@ void supervisor_done(struct supervisor *sv) {
         run_systemd_free(sv->systemd);
         sv->systemd = NULL;
         sv->bus = bus_free(sv->bus);
+        curl_loop_free(sv->curl); /* after the runs, whose transfers were its */
+        sv->curl = NULL;
         free(sv->manager_error);
         sv->manager_error = NULL;
         free(sv->daemon_id);

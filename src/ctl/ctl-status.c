@@ -258,7 +258,8 @@ static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
         const char *cells[] = {
                 ctl_json_str(s, "name") ?: "?",
                 state_cell(s, state, sizeof state),
-                ctl_json_int_cell(s, "pid", pid, sizeof pid),
+                /* a server reached by URL has no process: where it is */
+                ctl_json_str(s, "url") ?: ctl_json_int_cell(s, "pid", pid, sizeof pid),
                 ctl_format_duration(ctl_json_double(s, "uptime", -1), up, sizeof up),
                 ctl_json_int_cell(s, "restarts", restarts, sizeof restarts),
                 ctl_json_str(s, "lastExit") ?: "-",

@@ -27,8 +27,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #include "harness.h"
 #include "servers.h"
@@ -73,8 +75,15 @@ static void setup(void) {
         cr_assert(mkdir(fsroot, 0700) == 0 && mkdir(home, 0700) == 0);
 }
 
+static pid_t http_group; /* the loop that runs everything over HTTP (issue 17), 0 none */
+
 static void teardown(void) {
         servers_teardown();
+        if (http_group > 0) {
+                kill(-http_group, SIGKILL);
+                waitpid(http_group, NULL, 0);
+                http_group = 0;
+        }
         if (dir[0])
                 h_remove_tree(dir);
 }
@@ -785,4 +794,139 @@ Test(interop, claude_code_reports_mcpvisor_connected) {
         cr_assert_not_null(strstr(r.out, sf("mcpvisor: %s -s %s connect - \u2714 Connected", CTL, D.sock)),
                            "claude mcp list printed:\n%s\nstderr:\n%s", r.out, r.err);
         run_free(&r);
+}
+
+/* ---- everything reached by URL (issue 17) ---- */
+
+/* A port of the loopback free now (the server binds it soon after). */
+static int free_port(void) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof a;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port;
+
+        cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                  getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+        port = ntohs(a.sin_port);
+        close(fd);
+        return port;
+}
+
+static bool port_open(int port) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* server-everything in its own HTTP mode (transport "streamableHttp" or "sse") on port,
+ * started by the test as a service manager would: again whenever it ends, its pid in
+ * pidfile (client.mjs's kill scenario reads it there). */
+static void start_everything_http(const char *transport, int port) {
+        long long deadline = h_now_ms() + READY_MS;
+
+        cr_assert(access(sf("%s/mcp-server-everything", bin), X_OK) == 0,
+                  "server-everything is not installed in %s/node_modules: run scripts/install-test-peers", INTEROP_DIR);
+        http_group = fork();
+        cr_assert_geq(http_group, 0);
+        if (http_group == 0) {
+                setpgid(0, 0);
+                setenv("PORT", sf("%d", port), 1);
+                setenv("PIDFILE", pidfile, 1);
+                execl("/bin/bash", "bash", "-c",
+                      sf("exec >>\"%s/everything-http.log\" 2>&1; while :; do mcp-server-everything %s & "
+                         "echo $! >\"$PIDFILE.tmp\" && mv \"$PIDFILE.tmp\" \"$PIDFILE\"; wait $!; sleep 0.2; done",
+                         dir, transport),
+                      (char *)NULL);
+                _exit(127);
+        }
+        setpgid(http_group, http_group);
+        while (!port_open(port)) {
+                cr_assert_lt(h_now_ms(), deadline, "server-everything %s did not listen on %d", transport, port);
+                poll(NULL, 0, 50); /* node starting: nothing to wait on */
+        }
+}
+
+/* The daemon with everything at url; restarts soon and often enough to outlast a restart
+ * of its process. */
+static void start_daemon_for_url(const char *url, const char *type) {
+        add_entry("\"everything\":{\"url\":\"%s\"%s%s%s,\"restartDelay\":0.2,\"restartDelayMax\":1,"
+                  "\"startLimitBurst\":30}",
+                  url, type ? ",\"type\":\"" : "", type ? type : "", type ? "\"" : "");
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "everything did not become ready; got %s",
+                  D.notices);
+}
+
+static void expect_progress(void) {
+        json_object *facts = sdk((const char *const[]){ "progress", NULL });
+        json_object *events = h_get(facts, "events");
+
+        cr_assert_eq(json_object_array_length(events), 5, "%s", h_json_text(facts));
+        cr_assert_str_eq(h_str(facts, "result"), "Long running operation completed. Duration: 0.4 seconds, Steps: 4.");
+        json_object_put(facts);
+}
+
+static void expect_sampling(void) {
+        json_object *facts = sdk((const char *const[]){ "sampling", NULL });
+
+        cr_assert_not_null(strstr(h_str(facts, "a"), "answer from client A"), "A got: %s", h_str(facts, "a"));
+        cr_assert_not_null(strstr(h_str(facts, "b"), "answer from client B"), "B got: %s", h_str(facts, "b"));
+        json_object_put(facts);
+}
+
+/* Streamable HTTP: calls, progress, cancellation and sampling through the session; its
+ * process killed mid-call: the call fails naming the server, and once the process is back
+ * the daemon has initialized a new session and the calls work again. */
+Test(interop, everything_over_streamable_http) {
+        int port = free_port();
+        json_object *facts;
+
+        start_everything_http("streamableHttp", port);
+        start_daemon_for_url(sf("http://127.0.0.1:%d/mcp", port), NULL);
+        expect_progress();
+        /* before the cancellation: a call given up may still run there, and then a
+         * server's request is ambiguous (docs/protocol.md) */
+        expect_sampling();
+        /* what the server read is not recorded here (no stdin): the client's side only */
+        cr_assert(setenv("MCPVISOR_INTEROP_NO_WIRE", "1", 1) == 0);
+        facts = sdk((const char *const[]){ "cancel", NULL });
+        cr_assert(unsetenv("MCPVISOR_INTEROP_NO_WIRE") == 0);
+        cr_assert_str_eq(h_json_text(h_get(facts, "cancelledId")), h_json_text(h_get(facts, "clientId")));
+        cr_assert_not_null(strstr(h_str(facts, "rejected"), "interop test cancels"), "%s", h_json_text(facts));
+        cr_assert_eq(json_object_get_int(h_get(facts, "answers")), 0, "the cancelled request was answered: %s",
+                     h_json_text(facts));
+        json_object_put(facts);
+
+        facts = sdk((const char *const[]){ "kill", NULL });
+        cr_assert_gt(json_object_get_int(h_get(facts, "killed")), 0, "%s", h_json_text(facts));
+        cr_assert_eq(json_object_get_int(h_get(facts, "error.code")), -32603, "%s", h_json_text(facts));
+        cr_assert_not_null(strstr(h_str(facts, "error.message"), "'everything'"), "%s", h_str(facts, "error.message"));
+        cr_assert_eq(json_object_get_int(h_get(facts, "answers")), 1, "%s", h_json_text(facts));
+        cr_assert_str_eq(h_str(facts, "back"), "The sum of 2 and 3 is 5.", "%s", h_json_text(facts));
+        cr_assert_geq(h_log_count(&D, "[everything] starting -> ready"), 2, "no new session");
+        json_object_put(facts);
+}
+
+/* The legacy HTTP+SSE transport of the same server, as asked ("type": "sse"), and found by
+ * the fallback of an entry without "type". */
+Test(interop, everything_over_legacy_sse) {
+        int port = free_port();
+
+        start_everything_http("sse", port);
+        start_daemon_for_url(sf("http://127.0.0.1:%d/sse", port), "sse");
+        expect_progress();
+        expect_sampling();
+}
+
+Test(interop, everything_legacy_sse_found_by_fallback) {
+        int port = free_port();
+
+        start_everything_http("sse", port);
+        start_daemon_for_url(sf("http://127.0.0.1:%d/sse", port), NULL);
+        cr_assert_eq(h_log_count(&D, "trying the legacy HTTP+SSE transport"), 1);
+        expect_progress();
 }

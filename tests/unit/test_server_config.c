@@ -213,7 +213,7 @@ Test(server_config, bad_entries_skipped_with_paths) {
                            "\"e\":{\"command\":\"x\",\"env\":{\"1X\":\"a\"}},"
                            "\"c\":{\"command\":\"x\",\"env\":{\"T\":{\"credential\":\"../x\"}}},"
                            "\"w\":{\"command\":\"x\",\"cwd\":\"relative\"},"
-                           "\"u\":{\"url\":\"https://example.invalid/mcp\"},"
+                           "\"u\":{\"url\":\"gopher://example.invalid/mcp\"},"
                            "\"t\":{\"command\":\"x\",\"type\":\"sse\"},"
                            "\"bad name\":{\"command\":\"x\"},"
                            "\"n\":5,"
@@ -378,20 +378,18 @@ Test(server_config, other_clients_keys) {
         cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"type\":\"stdio\",\"command\":\"x\",\"description\":\"files\"}}}"), 0);
         cr_assert_eq(P.count, 0, "%s", P.count ? P.items[0].message : "");
 
-        /* refused: what the server needs would be lost, or is not a process to run */
+        /* refused: what the server needs would be lost, or a key of theirs for what is ours */
         done();
         cr_assert_eq(parse("{\"servers\":{\"a\":{\"type\":\"stdio\",\"command\":\"x\",\"envFile\":\"/srv/.env\"},"
                            "\"g\":{\"httpUrl\":\"https://example.invalid/mcp\"},"
                            "\"w\":{\"serverUrl\":\"https://example.invalid/sse\"},"
-                           "\"h\":{\"type\":\"http\",\"url\":\"https://example.invalid/mcp\"},"
                            "\"s\":{\"type\":\"streamable-http\",\"command\":\"x\"}}}"),
                      0);
         cr_assert(strstr(problem_at("servers.a.envFile")->message, "\"env\""), "%s", problem_at("servers.a.envFile")->message);
-        cr_assert(strstr(problem_at("servers.g.httpUrl")->message, "remote (URL) servers are not supported"));
+        cr_assert(strstr(problem_at("servers.g.httpUrl")->message, "\"url\""));
         cr_assert_not_null(problem_at("servers.w.serverUrl"));
-        cr_assert_not_null(problem_at("servers.h.url"));
-        cr_assert_str_eq(problem_at("servers.s.type")->message, "only \"stdio\" servers are supported");
-        cr_assert_eq(P.errors, 5);
+        cr_assert(strstr(problem_at("servers.s.type")->message, "only for a server reached by URL"));
+        cr_assert_eq(P.errors, 4);
         cr_assert_eq(C.n_servers, 0);
 }
 

@@ -1,0 +1,206 @@
+/* The HTTP launcher: a run of a server reached by URL. It starts no program: its
+ * transport (transport-http.h) is the MCP session with the server, and the run ends when
+ * that session is over (closed by the daemon, or broken by the server or the network).
+ * Terminate and kill end it at once. See run.h. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credential.h"
+#include "curl-loop.h"
+#include "instance.h"
+#include "macro.h"
+#include "run.h"
+#include "server-cause.h"
+#include "server-config.h"
+#include "server-transport.h"
+#include "server.h"
+#include "supervisor.h"
+#include "text.h"
+#include "transport-http.h"
+
+struct http_run {
+        struct instance *in;
+        struct server_transport *t;   /* the connection's; NULL once the session is over */
+        struct http_end end;
+        bool over;
+};
+
+static struct http_run *run_of(const struct instance *in) {
+        return in->launcher;
+}
+
+static void on_finished(const struct http_end *end, void *userdata) {
+        struct http_run *run = userdata;
+
+        run->end = *end;
+        run->over = true;
+        run->t = NULL;
+        instance_ended(run->in);
+}
+
+/* A header's value: a credential's text, put into its format. Secrets never reach a log:
+ * the errors name the credential only. */
+static int header_credential(const struct remote_header *hd, const char *dir, char **ret, char **error) {
+        _cleanup_free_ char *secret = NULL;
+        int r;
+
+        if (!dir) {
+                text_error(error, "header %s needs credential '%s', but the daemon has no credentials "
+                                  "(LoadCredential=%s:... in mcpvisor.service)",
+                           hd->name, hd->credential, hd->credential);
+                return -EPERM;
+        }
+        r = credential_read(dir, hd->credential, &secret);
+        if (r == -EBADMSG || (r == 0 && strpbrk(secret, "\r\n"))) {
+                text_error(error, "header %s: credential '%s' is not one line of text of at most %d bytes", hd->name,
+                           hd->credential, CREDENTIAL_MAX);
+                return -EPERM;
+        }
+        if (r < 0) {
+                text_error(error, "header %s: cannot read credential '%s' from %s: %s (check LoadCredential= in mcpvisor.service)",
+                           hd->name, hd->credential, dir, strerror(-r));
+                return -EPERM;
+        }
+        if (!hd->format) {
+                *ret = TAKE_PTR(secret);
+                return 0;
+        }
+        /* format holds one "%s" and no other '%' (remote-config.c) */
+        const char *at = strstr(hd->format, "%s");
+
+        return asprintf(ret, "%.*s%s%s", (int)(at - hd->format), hd->format, secret, at + 2) < 0 ? -ENOMEM : 0;
+}
+
+/* "Name: value" lines of the configured headers, credentials read now. */
+static int build_headers(const struct remote_config *rc, const char *dir, struct curl_slist **ret, char **error) {
+        struct curl_slist *list = NULL;
+
+        for (size_t i = 0; i < rc->n_headers; i++) {
+                const struct remote_header *hd = &rc->headers[i];
+                _cleanup_free_ char *value = NULL, *line = NULL;
+                struct curl_slist *next;
+                int r = hd->credential ? header_credential(hd, dir, &value, error) : 0;
+
+                if (r == 0 && asprintf(&line, "%s: %s", hd->name, hd->credential ? value : hd->value) < 0)
+                        r = -ENOMEM;
+                next = r == 0 ? curl_slist_append(list, line) : NULL;
+                if (line)
+                        explicit_bzero(line, strlen(line));
+                if (value)
+                        explicit_bzero(value, strlen(value));
+                if (!next) {
+                        curl_slist_free_all(list);
+                        return r < 0 ? r : -ENOMEM;
+                }
+                list = next;
+        }
+        *ret = list;
+        return 0;
+}
+
+static int http_open_transport(struct instance *in, const struct server_config *c, struct server_transport **ret,
+                               char **error) {
+        struct supervisor *sv = in->server->sv;
+        struct curl_slist *headers = NULL;
+        struct curl_loop *loop;
+        struct http_run *run;
+        const char *why = NULL;
+        int r;
+
+        r = supervisor_curl_loop(sv, &loop, &why);
+        if (r < 0) {
+                /* libcurl4 is a dependency of the package; a build elsewhere may lack it */
+                text_error(error, "cannot load libcurl (%s): install libcurl4", why ? why : strerror(-r));
+                return r == -ENOENT ? -EPERM : r;
+        }
+        r = build_headers(&c->remote, sv->credentials_dir, &headers, error);
+        if (r < 0)
+                return r;
+        run = calloc(1, sizeof *run);
+        if (!run) {
+                curl_slist_free_all(headers);
+                return -ENOMEM;
+        }
+        *run = (struct http_run){ .in = in };
+        run->t = transport_http_new(&(struct http_transport_params){
+                .base = sv->base,
+                .loop = loop,
+                .log = sv->log,
+                .name = c->name,
+                .rc = &c->remote,
+                .headers = headers,
+                .max_message = sv->max_server_message_size,
+                .finished = on_finished,
+                .userdata = run,
+        });
+        if (!run->t) {
+                free(run);
+                return -ENOMEM;
+        }
+        in->launcher = run;
+        *ret = run->t;
+        return 0;
+}
+
+/* The session begins with the first message the connection sends (initialize). */
+static int http_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+                      char **error) {
+        return 0;
+}
+
+static int http_terminate(struct instance *in) {
+        struct http_run *run = run_of(in);
+
+        if (!run->t)
+                return -ESRCH;
+        transport_http_abort(run->t);
+        return 0;
+}
+
+static void http_kill_wait(struct instance *in) {
+        /* nothing runs anywhere of ours: the transfers end with the connection */
+}
+
+/* No process: no exit code. A broken session is said by the cause (the HTTP status); a
+ * refused credential asks for no restart. */
+static void http_describe_end(const struct instance *in, struct server_exit *ret) {
+        const struct http_run *run = run_of(in);
+
+        *ret = (struct server_exit){ .no_retry = run->end.no_retry };
+}
+
+static const char *http_describe(const struct instance *in, char *buf, size_t size) {
+        snprintf(buf, size, "%s", "an HTTP session");
+        return buf;
+}
+
+static pid_t http_main_pid(const struct instance *in) {
+        return 0;
+}
+
+static void http_usage(const struct instance *in, struct run_usage *ret) {
+        *ret = (struct run_usage){ .memory_current = RUN_USAGE_UNKNOWN, .memory_peak = RUN_USAGE_UNKNOWN,
+                                   .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
+}
+
+static void http_free(struct instance *in) {
+        free(in->launcher);
+        in->launcher = NULL;
+}
+
+const struct run_ops run_http_ops = {
+        .name = "http",
+        .open_transport = http_open_transport,
+        .start = http_start,
+        .terminate = http_terminate,
+        .kill = http_terminate,
+        .kill_wait = http_kill_wait,
+        .describe_end = http_describe_end,
+        .describe = http_describe,
+        .main_pid = http_main_pid,
+        .usage = http_usage,
+        .free = http_free,
+};

@@ -1,0 +1,856 @@
+/* The Streamable HTTP transport, and the legacy HTTP+SSE one (protocol 2024-11-05: an
+ * event stream whose "endpoint" event says where to POST, the answers on that stream);
+ * see transport-http.h.
+ *
+ * curl calls our write and header callbacks from inside curl_multi_socket_action(); they
+ * only parse into this transport's queue of received messages and wake its delivery
+ * event, which hands them up later, outside curl (the connection may send from there,
+ * which adds transfers). A transfer's end comes from curl-loop.c after curl returned. */
+#include "transport-http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include "curl-loop.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "macro.h"
+#include "remote-config.h"
+#include "server-transport.h"
+#include "sse.h"
+#include "time-util.h"
+
+/* A GET stream that dropped is opened again after this long (never in a tight loop). */
+#define HTTP_REOPEN_USEC (1 * USEC_PER_SEC)
+/* Of an error body, the bytes quoted in the log. */
+#define HTTP_ERROR_QUOTED 200
+
+enum transfer_kind { TRANSFER_POST, TRANSFER_GET, TRANSFER_DELETE };
+
+/* What the queue of received messages holds, each record a kind byte, a size_t length
+ * and the bytes. */
+enum record_kind { RECORD_LINE, RECORD_OVERSIZE };
+
+struct transfer {
+        TAILQ_ENTRY(transfer) entry;
+        struct http_transport *h;
+        enum transfer_kind kind;
+        CURL *easy;                 /* NULL while waiting for a connection */
+        struct curl_slist *headers;
+        char *body;                 /* POST: the message, without a newline */
+        size_t body_len;
+        bool started;               /* the response's body began: its type is known */
+        bool event_stream;          /* text/event-stream; else one JSON body */
+        bool refused;               /* not 2xx: the body is only quoted in the log */
+        bool discard;               /* a body that carries no message (legacy POST, text/plain) */
+        struct sse_parser sse;
+        char *json;                 /* a JSON body, bounded by max_message */
+        size_t json_len, json_cap;
+        bool oversize;              /* the body passed max_message: the transfer was stopped */
+        char error_body[HTTP_ERROR_QUOTED + 1];
+        char curl_error[CURL_ERROR_SIZE];   /* curl's words for a failed transfer */
+        size_t error_len;
+};
+
+TAILQ_HEAD(transfer_list, transfer);
+
+struct http_transport {
+        struct server_transport t;  /* first: what the connection holds */
+        struct event_base *base;
+        struct curl_loop *loop;
+        const struct logger *log;
+        const char *name;
+        const struct remote_config *rc;
+        struct curl_slist *config_headers;
+        size_t max_message;
+        http_finished_fn finished;
+        void *userdata;
+        struct transfer_list active;   /* in the curl loop */
+        struct transfer_list waiting;  /* POSTs waiting for one of maxConnections */
+        unsigned n_active;
+        size_t waiting_bytes;
+        size_t input_limit;
+        bool input_full;
+        struct evbuffer *received;     /* records not handed up yet */
+        struct event *deliver;         /* hands them up */
+        struct event *reopen;          /* opens the GET stream (again) */
+        struct event *finish;          /* tells the run it is over */
+        bool legacy;                   /* HTTP+SSE: POSTs go to the endpoint the stream names */
+        bool may_fall_back;            /* no "type": a 4xx to initialize means an old server */
+        char *endpoint;                /* legacy: where to POST, once the stream said; NULL before */
+        char *session_id;              /* Mcp-Session-Id, once the server gave one */
+        char protocol_version[32];     /* negotiated by initialize; "" before */
+        char last_event_id[SSE_ID_MAX + 1]; /* of the GET stream, for Last-Event-ID */
+        bool get_wanted;               /* initialized: the GET stream should be open */
+        bool get_unsupported;          /* 405: the server offers none */
+        bool get_open;
+        bool input_closed;
+        bool stopped;                  /* nothing more is handed up */
+        bool broken;                   /* reported broken */
+        bool finishing;                /* finished is due; nothing is started any more */
+        struct http_end end;
+};
+
+static struct http_transport *http_of(struct server_transport *t) {
+        return (struct http_transport *)t;
+}
+
+static void subject_log(const struct http_transport *h, int priority, const char *fmt, ...) _printf_(3, 4);
+static void subject_log(const struct http_transport *h, int priority, const char *fmt, ...) {
+        char text[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof text, fmt, ap);
+        va_end(ap);
+        log_emit(h->log, priority, &(struct log_subject){ .server = h->name }, "%s", text);
+}
+
+/* ---- what is received ---- */
+
+static int queue_record(struct http_transport *h, enum record_kind kind, const char *data, size_t len) {
+        unsigned char k = (unsigned char)kind;
+
+        if (evbuffer_add(h->received, &k, 1) < 0 || evbuffer_add(h->received, &len, sizeof len) < 0 ||
+            evbuffer_add(h->received, data, len) < 0)
+                return -ENOMEM;
+        event_active(h->deliver, EV_TIMEOUT, 0);
+        return 0;
+}
+
+/* A message's JSON text may span lines (a pretty-printed body): outside its strings a
+ * line break is whitespace, inside them JSON allows none, so each becomes a space and
+ * the message one line, as the connection expects. Empty messages (an event that only
+ * carries an id) are none. */
+static void queue_message(struct http_transport *h, char *data, size_t len, bool oversize) {
+        size_t i = 0;
+
+        for (size_t k = 0; k < len; k++)
+                if (data[k] == '\n' || data[k] == '\r')
+                        data[k] = ' ';
+        while (i < len && data[i] == ' ')
+                i++;
+        if (i == len && !oversize)
+                return;
+        if (queue_record(h, oversize ? RECORD_OVERSIZE : RECORD_LINE, data, len) < 0)
+                subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
+}
+
+/* The legacy stream's "endpoint": a URL relative to the server's, resolved by curl. */
+static void take_endpoint(struct http_transport *h, const char *data, bool oversize) {
+        CURLU *u = curl_url();
+        char *url = NULL;
+
+        if (u && !oversize && !h->endpoint && curl_url_set(u, CURLUPART_URL, h->rc->url, 0) == CURLUE_OK &&
+            curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK && curl_url_get(u, CURLUPART_URL, &url, 0) == CURLUE_OK) {
+                h->endpoint = strdup(url);
+                event_active(h->deliver, EV_TIMEOUT, 0); /* where the waiting POSTs start */
+        }
+        curl_free(url);
+        curl_url_cleanup(u);
+}
+
+static int on_sse_event(const char *type, const char *data, size_t len, bool oversize, void *userdata) {
+        struct transfer *x = userdata;
+
+        if (strcmp(type, "message") == 0)
+                queue_message(x->h, (char *)data, len, oversize);
+        else if (strcmp(type, "endpoint") == 0 && x->h->legacy && x->kind == TRANSFER_GET)
+                take_endpoint(x->h, data, oversize);
+        return 0;
+}
+
+/* Learns the body's type from the first bytes of a response. */
+static void begin_body(struct transfer *x) {
+        long status = 0;
+        char *type = NULL;
+
+        x->started = true;
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &type);
+        x->refused = status < 200 || status > 299;
+        x->event_stream = type && strncasecmp(type, "text/event-stream", 17) == 0;
+        /* a legacy server answers its POSTs on the stream ("Accepted" here) */
+        x->discard = !x->refused && ((x->h->legacy && x->kind == TRANSFER_POST) ||
+                                     (!x->event_stream && type && strncasecmp(type, "application/json", 16) != 0));
+        if (x->event_stream && !x->refused && sse_init(&x->sse, x->h->max_message) < 0)
+                x->refused = true;
+}
+
+/* Room for n more bytes of a JSON body, grown as it comes (most answers are small; a
+ * buffer of the whole limit per call would be an mmap and munmap each). */
+static bool json_room(struct transfer *x, size_t n) {
+        size_t cap = x->json_cap ? x->json_cap : 4096;
+        char *p;
+
+        if (x->json_len + n <= x->json_cap)
+                return true;
+        while (cap < x->json_len + n)
+                cap *= 2;
+        p = realloc(x->json, cap);
+        if (!p)
+                return false;
+        x->json = p;
+        x->json_cap = cap;
+        return true;
+}
+
+static size_t take_json(struct transfer *x, const char *data, size_t n) {
+        size_t max = x->h->max_message;
+
+        if (n > max - x->json_len) {
+                /* up to the limit: the head the connection searches for the call's id */
+                size_t head = max - x->json_len;
+
+                if (json_room(x, head)) {
+                        memcpy(x->json + x->json_len, data, head);
+                        x->json_len += head;
+                }
+                x->oversize = true;
+                queue_message(x->h, x->json, x->json_len, true);
+                return 0; /* curl stops the transfer */
+        }
+        if (!json_room(x, n))
+                return 0;
+        memcpy(x->json + x->json_len, data, n);
+        x->json_len += n;
+        return n;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
+        struct transfer *x = userdata;
+        size_t n = size * nmemb, quote;
+
+        if (!x->started)
+                begin_body(x);
+        if (x->refused) {
+                quote = n < HTTP_ERROR_QUOTED - x->error_len ? n : HTTP_ERROR_QUOTED - x->error_len;
+                memcpy(x->error_body + x->error_len, data, quote);
+                x->error_len += quote;
+                return n;
+        }
+        if (x->h->stopped || x->discard)
+                return n;
+        if (x->event_stream) {
+                (void)sse_feed(&x->sse, data, n, on_sse_event, x);
+                if (x->kind == TRANSFER_GET)
+                        memcpy(x->h->last_event_id, x->sse.last_id, sizeof x->h->last_event_id);
+                return n;
+        }
+        return take_json(x, data, n);
+}
+
+/* Mcp-Session-Id from the response that gave one (initialize's). */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
+        struct transfer *x = userdata;
+        size_t n = size * nmemb, name = sizeof "Mcp-Session-Id:" - 1;
+        char *value;
+
+        if (n <= name || strncasecmp(data, "Mcp-Session-Id:", name) != 0 || x->h->session_id)
+                return n;
+        value = strndup(data + name, n - name);
+        if (value) {
+                size_t start = strspn(value, " \t"), len = strcspn(value + start, "\r\n");
+
+                memmove(value, value + start, len);
+                value[len] = '\0';
+                if (*value && !strpbrk(value, " \t"))
+                        x->h->session_id = value;
+                else
+                        free(value);
+        }
+        return n;
+}
+
+/* ---- transfers ---- */
+
+static void transfer_free(struct transfer *x) {
+        if (!x)
+                return;
+        if (x->easy)
+                curl_easy_cleanup(x->easy);
+        curl_slist_free_all(x->headers);
+        if (x->event_stream && x->started && !x->refused)
+                sse_done(&x->sse);
+        free(x->body);
+        free(x->json);
+        free(x);
+}
+
+/* name: value, or the whole line when value is NULL. */
+static struct curl_slist *add_header(struct curl_slist *list, bool *ok, const char *name, const char *value) {
+        char line[1024];
+        struct curl_slist *next;
+
+        if (value)
+                snprintf(line, sizeof line, "%s: %s", name, value);
+        else
+                snprintf(line, sizeof line, "%s", name);
+        next = curl_slist_append(list, line);
+        if (!next)
+                *ok = false;
+        return next ? next : list;
+}
+
+/* The configured headers, then the transport's own. */
+static int build_headers(struct transfer *x) {
+        struct http_transport *h = x->h;
+        bool ok = true;
+
+        for (struct curl_slist *c = h->config_headers; c; c = c->next)
+                x->headers = add_header(x->headers, &ok, c->data, NULL);
+        x->headers = add_header(x->headers, &ok, "Accept",
+                                x->kind == TRANSFER_POST ? "application/json, text/event-stream" : "text/event-stream");
+        if (x->kind == TRANSFER_POST) {
+                x->headers = add_header(x->headers, &ok, "Content-Type", "application/json");
+                x->headers = add_header(x->headers, &ok, "Expect:", NULL); /* no 100-continue round trip */
+        }
+        if (h->session_id)
+                x->headers = add_header(x->headers, &ok, "Mcp-Session-Id", h->session_id);
+        if (h->protocol_version[0])
+                x->headers = add_header(x->headers, &ok, "MCP-Protocol-Version", h->protocol_version);
+        if (x->kind == TRANSFER_GET && h->last_event_id[0])
+                x->headers = add_header(x->headers, &ok, "Last-Event-ID", h->last_event_id);
+        return ok ? 0 : -ENOMEM;
+}
+
+static int make_easy(struct transfer *x) {
+        const struct remote_config *rc = x->h->rc;
+        CURL *e = curl_easy_init();
+
+        if (!e || build_headers(x) < 0) {
+                if (e)
+                        curl_easy_cleanup(e);
+                return -ENOMEM;
+        }
+        x->easy = e;
+        curl_easy_setopt(e, CURLOPT_URL, x->kind == TRANSFER_POST && x->h->endpoint ? x->h->endpoint : rc->url);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(rc->connect_timeout * 1000));
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, curl_loop_open_socket);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_error);
+        if (rc->proxy)
+                curl_easy_setopt(e, CURLOPT_PROXY, rc->proxy);
+        if (rc->ca_file)
+                curl_easy_setopt(e, CURLOPT_CAINFO, rc->ca_file);
+        if (rc->insecure) {
+                curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+                curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+        if (x->kind == TRANSFER_POST) {
+                curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
+        } else if (x->kind == TRANSFER_DELETE) {
+                curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+                curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+        }
+        return 0;
+}
+
+static void on_transfer_done(CURL *easy, CURLcode result, void *userdata);
+
+/* Into the curl loop; the transfer is active until its end is reported. */
+static int start_transfer(struct transfer *x) {
+        struct http_transport *h = x->h;
+        int r = make_easy(x);
+
+        if (r == 0)
+                r = curl_loop_add(h->loop, x->easy, on_transfer_done, x);
+        if (r < 0)
+                return r;
+        TAILQ_INSERT_TAIL(&h->active, x, entry);
+        h->n_active++;
+        return 0;
+}
+
+static void remove_active(struct transfer *x) {
+        TAILQ_REMOVE(&x->h->active, x, entry);
+        x->h->n_active--;
+        if (x->kind == TRANSFER_GET)
+                x->h->get_open = false;
+}
+
+static void stop_all(struct http_transport *h) {
+        struct transfer *x;
+
+        while ((x = TAILQ_FIRST(&h->active))) {
+                curl_loop_remove(h->loop, x->easy);
+                remove_active(x);
+                transfer_free(x);
+        }
+        while ((x = TAILQ_FIRST(&h->waiting))) {
+                TAILQ_REMOVE(&h->waiting, x, entry);
+                transfer_free(x);
+        }
+        h->waiting_bytes = 0;
+        event_del(h->reopen);
+}
+
+/* Once every transfer is gone after the input was closed, or at once on abort: the run
+ * hears it on a later loop turn, outside whatever called here. */
+static void maybe_finish(struct http_transport *h) {
+        if (h->finishing || !h->input_closed || h->n_active > 0)
+                return;
+        h->finishing = true;
+        event_active(h->finish, EV_TIMEOUT, 0);
+}
+
+static void open_legacy_stream(struct http_transport *h);
+
+/* Starts what waits, up to maxConnections transfers at once; a legacy server's POSTs
+ * once its stream said where they go. */
+static void pump(struct http_transport *h) {
+        struct transfer *x;
+
+        if (h->legacy && !h->endpoint) {
+                open_legacy_stream(h);
+                return;
+        }
+        /* the event stream is one connection more */
+        while (!h->input_closed && h->n_active - h->get_open < h->rc->max_connections && (x = TAILQ_FIRST(&h->waiting))) {
+                TAILQ_REMOVE(&h->waiting, x, entry);
+                h->waiting_bytes -= x->body_len;
+                if (h->waiting_bytes == 0)
+                        h->input_full = false;
+                if (start_transfer(x) < 0) {
+                        subject_log(h, LOG_ERR, "out of memory: a message to the server was dropped");
+                        transfer_free(x);
+                }
+        }
+}
+
+static void report_broken(struct http_transport *h, const char *why, bool no_retry) {
+        if (h->broken || h->input_closed)
+                return;
+        h->broken = true;
+        h->end.failure = true;
+        h->end.no_retry = no_retry;
+        h->stopped = true;
+        h->t.events->broken(why, h->t.userdata);
+}
+
+/* ---- the GET stream ---- */
+
+static void open_get(struct http_transport *h) {
+        struct transfer *x;
+
+        if (h->legacy || !h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
+                return;
+        x = calloc(1, sizeof *x);
+        if (!x)
+                return;
+        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
+        if (start_transfer(x) < 0) {
+                transfer_free(x);
+                return;
+        }
+        h->get_open = true;
+}
+
+/* The legacy stream: the session itself, which carries the endpoint and every answer. */
+static void open_legacy_stream(struct http_transport *h) {
+        struct transfer *x;
+
+        if (h->get_open || h->input_closed || h->broken)
+                return;
+        x = calloc(1, sizeof *x);
+        if (!x)
+                return;
+        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
+        if (start_transfer(x) < 0) {
+                transfer_free(x);
+                report_broken(h, "out of memory opening its event stream", false);
+                return;
+        }
+        h->get_open = true;
+}
+
+static void on_reopen(evutil_socket_t fd, short what, void *userdata) {
+        open_get(userdata);
+}
+
+static void schedule_reopen(struct http_transport *h) {
+        struct timeval tv = timeval_from_usec(HTTP_REOPEN_USEC);
+
+        if (!h->input_closed && !h->broken && !h->get_unsupported)
+                evtimer_add(h->reopen, &tv);
+}
+
+/* ---- a transfer's end ---- */
+
+/* A refused POST of a request: its caller gets an error naming the status at once,
+ * instead of waiting for requestTimeout. */
+static void answer_refused_request(struct http_transport *h, const struct transfer *x, long status) {
+        json_object *msg = json_tokener_parse(x->body), *id, *answer;
+        char text[256];
+        const char *s;
+
+        if (!msg || !json_object_object_get_ex(msg, "id", &id) || !json_object_object_get_ex(msg, "method", NULL)) {
+                json_object_put(msg);
+                return;
+        }
+        snprintf(text, sizeof text, "server '%s' answered HTTP %ld to the request", h->name, status);
+        answer = jsonrpc_error(json_object_get(id), JSONRPC_INTERNAL_ERROR, text, NULL);
+        s = json_object_to_json_string_ext(answer, JSON_C_TO_STRING_PLAIN);
+        if (queue_record(h, RECORD_LINE, s, strlen(s)) < 0)
+                subject_log(h, LOG_ERR, "out of memory answering a refused request");
+        json_object_put(answer);
+        json_object_put(msg);
+}
+
+/* No "type", and the first POST refused as an old server does (spec: "Backwards
+ * Compatibility"): the legacy transport is tried, and the message goes again on it. */
+static void fall_back(struct http_transport *h, struct transfer *x, long status) {
+        struct transfer *again = calloc(1, sizeof *again);
+
+        h->may_fall_back = false;
+        h->legacy = true;
+        subject_log(h, LOG_NOTICE, "HTTP %ld to a POST of initialize: no Streamable HTTP at %s; trying the legacy HTTP+SSE transport",
+                    status, h->rc->url);
+        if (!again) {
+                report_broken(h, "out of memory", false);
+                return;
+        }
+        *again = (struct transfer){ .h = h, .kind = TRANSFER_POST, .body = TAKE_PTR(x->body), .body_len = x->body_len };
+        TAILQ_INSERT_HEAD(&h->waiting, again, entry);
+        h->waiting_bytes += again->body_len;
+}
+
+/* What an HTTP status means for the session; true when it broke it. */
+static bool judge_status(struct http_transport *h, struct transfer *x, long status) {
+        const char *method = x->kind == TRANSFER_POST ? "POST" : x->kind == TRANSFER_GET ? "GET" : "DELETE";
+        char why[400];
+
+        if (status >= 200 && status <= 299)
+                return false;
+        if (x->kind == TRANSFER_GET && status == 405) {
+                h->get_unsupported = true; /* the server sends nothing by itself */
+                return false;
+        }
+        if (x->kind == TRANSFER_DELETE)
+                return false; /* 405: the server keeps sessions until they expire; nothing to do */
+        if (x->kind == TRANSFER_POST && h->may_fall_back && (status == 400 || status == 404 || status == 405)) {
+                fall_back(h, x, status);
+                return false;
+        }
+        if (status == 401 || status == 403) {
+                snprintf(why, sizeof why, "HTTP %ld from %s: the server refused its credential (check \"headers\"); not retried",
+                         status, h->rc->url);
+                report_broken(h, why, true);
+                return true;
+        }
+        if (status == 404 && h->session_id) {
+                snprintf(why, sizeof why, "HTTP 404 from %s: the server lost the session; a new run initializes again",
+                         h->rc->url);
+                report_broken(h, why, false);
+                return true;
+        }
+        if (x->kind == TRANSFER_GET && !h->legacy) {
+                subject_log(h, LOG_INFO, "HTTP %ld to its GET stream: the server sends nothing by itself, then", status);
+                h->get_unsupported = true;
+                return false;
+        }
+        if (status >= 500 || status == 404) {
+                snprintf(why, sizeof why, "HTTP %ld to %s %s%s%.*s", status, method, h->rc->url,
+                         x->error_len ? ": " : "", (int)x->error_len, x->error_body);
+                report_broken(h, why, false);
+                return true;
+        }
+        /* another 4xx: this message was refused, the session stands */
+        subject_log(h, LOG_WARNING, "HTTP %ld to a POST: %.*s", status, (int)x->error_len, x->error_body);
+        answer_refused_request(h, x, status);
+        return false;
+}
+
+/* The JSON body of a POST's answer, once whole. */
+static void finish_json(struct transfer *x) {
+        if (x->started && !x->event_stream && !x->refused && !x->discard && !x->oversize && x->json_len > 0)
+                queue_message(x->h, x->json, x->json_len, false);
+}
+
+/* initialize's answer says the protocol version, sent from then on (spec: "Protocol
+ * Version Header"); read from the first answers only, until one has it. */
+static void learn_protocol_version(struct http_transport *h, const char *line, size_t len) {
+        json_object *msg, *result, *v;
+        json_tokener *tok;
+
+        if (h->protocol_version[0] || !memmem(line, len, "\"protocolVersion\"", 17))
+                return;
+        tok = json_tokener_new();
+        msg = tok ? json_tokener_parse_ex(tok, line, (int)(len < INT32_MAX ? len : INT32_MAX)) : NULL;
+        json_tokener_free(tok);
+        if (msg && json_object_object_get_ex(msg, "result", &result) &&
+            json_object_object_get_ex(result, "protocolVersion", &v) && json_object_is_type(v, json_type_string) &&
+            json_object_get_string_len(v) < (int)sizeof h->protocol_version && !strpbrk(json_object_get_string(v), "\r\n"))
+                snprintf(h->protocol_version, sizeof h->protocol_version, "%s", json_object_get_string(v));
+        json_object_put(msg);
+}
+
+/* The notification that ends initialization: after it, the GET stream may open. */
+static bool says_initialized(const struct transfer *x) {
+        return x->kind == TRANSFER_POST && x->body && memmem(x->body, x->body_len, "\"notifications/initialized\"", 27);
+}
+
+/* What to do about a certificate that was not trusted. */
+static const char *tls_hint(const struct http_transport *h, CURLcode result) {
+        if (result != CURLE_PEER_FAILED_VERIFICATION && result != CURLE_SSL_CACERT_BADFILE)
+                return "";
+        return h->rc->ca_file ? " (is the server's certificate signed by the CA in \"caFile\"?)"
+                              : " (the system's CAs do not trust the server's certificate: give its CA in \"caFile\")";
+}
+
+static void transport_error(struct http_transport *h, struct transfer *x, CURLcode result) {
+        const char *method = x->kind == TRANSFER_POST ? "POST" : x->kind == TRANSFER_GET ? "GET" : "DELETE";
+        char why[400];
+
+        if (x->kind == TRANSFER_GET && h->legacy) {
+                snprintf(why, sizeof why, "its event stream at %s failed: %s", h->rc->url, curl_easy_strerror(result));
+                report_broken(h, why, false);
+                return;
+        }
+        if (x->kind == TRANSFER_GET) {
+                subject_log(h, LOG_INFO, "its GET stream dropped (%s); opening it again", curl_easy_strerror(result));
+                schedule_reopen(h);
+                return;
+        }
+        if (x->kind == TRANSFER_DELETE)
+                return;
+        snprintf(why, sizeof why, "%s %s failed: %s%s", method, h->rc->url,
+                 x->curl_error[0] ? x->curl_error : curl_easy_strerror(result), tls_hint(h, result));
+        report_broken(h, why, false);
+}
+
+static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
+        struct transfer *x = userdata;
+        struct http_transport *h = x->h;
+        long status = 0;
+
+        remove_active(x);
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        if (x->oversize) {
+                /* reported as an oversize message; the session stands */
+        } else if (result != CURLE_OK) {
+                transport_error(h, x, result);
+        } else if (!judge_status(h, x, status)) {
+                finish_json(x);
+                if (says_initialized(x))
+                        h->get_wanted = true;
+                if (x->kind == TRANSFER_GET && h->legacy) /* the session is its stream */
+                        report_broken(h, "the server ended its event stream", false);
+                else if (x->kind == TRANSFER_GET) /* the server ended it: it may send more later */
+                        schedule_reopen(h);
+        }
+        transfer_free(x);
+        if (h->input_closed) {
+                maybe_finish(h);
+                return;
+        }
+        pump(h);
+        open_get(h);
+}
+
+/* ---- handing up ---- */
+
+static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
+        struct http_transport *h = userdata;
+        unsigned char kind;
+        size_t len;
+
+        while (!h->stopped && evbuffer_get_length(h->received) > 0) {
+                char *data;
+
+                evbuffer_remove(h->received, &kind, 1);
+                evbuffer_remove(h->received, &len, sizeof len);
+                data = (char *)evbuffer_pullup(h->received, (ev_ssize_t)len);
+                if (!data && len > 0)
+                        break;
+                if (kind == RECORD_OVERSIZE) {
+                        h->t.events->oversize(data, len, h->t.userdata);
+                } else {
+                        learn_protocol_version(h, data, len);
+                        h->may_fall_back = false; /* it answered: it speaks what we sent */
+                        h->t.events->line(data, len, h->t.userdata);
+                }
+                evbuffer_drain(h->received, len);
+        }
+        if (!h->input_closed && !h->broken)
+                pump(h); /* a legacy endpoint may have come */
+}
+
+static void on_finish(evutil_socket_t fd, short what, void *userdata) {
+        struct http_transport *h = userdata;
+
+        /* the last thing done here: the run may free the connection, and this with it */
+        h->finished(&h->end, h->userdata);
+}
+
+/* ---- operations ---- */
+
+static size_t http_queued(const struct server_transport *t) {
+        return ((const struct http_transport *)t)->waiting_bytes;
+}
+
+/* Logged once a queue, as the pipe transport does. */
+static bool over_input_limit(struct http_transport *h, size_t len) {
+        if (h->input_limit == 0 || h->waiting_bytes == 0 ||
+            (h->waiting_bytes < h->input_limit && len <= h->input_limit - h->waiting_bytes))
+                return false;
+        if (!h->input_full)
+                subject_log(h, LOG_WARNING,
+                            "all %u connections busy and %zu bytes waiting; refusing what would pass serverInputLimit (%zu bytes)",
+                            h->rc->max_connections, h->waiting_bytes, h->input_limit);
+        h->input_full = true;
+        return true;
+}
+
+static int http_send(struct server_transport *t, const struct iovec *parts, size_t n_parts) {
+        struct http_transport *h = http_of(t);
+        struct transfer *x;
+        size_t len = 0;
+
+        if (h->input_closed || h->broken)
+                return -EPIPE;
+        for (size_t i = 0; i < n_parts; i++)
+                len += parts[i].iov_len;
+        if (over_input_limit(h, len))
+                return -ENOBUFS;
+        x = calloc(1, sizeof *x);
+        if (x)
+                x->body = malloc(len + 1);
+        if (!x || !x->body) {
+                free(x);
+                return -ENOMEM;
+        }
+        x->h = h;
+        x->kind = TRANSFER_POST;
+        for (size_t i = 0; i < n_parts; i++) {
+                memcpy(x->body + x->body_len, parts[i].iov_base, parts[i].iov_len);
+                x->body_len += parts[i].iov_len;
+        }
+        x->body[x->body_len] = '\0';
+        /* the connection writes lines: the newline is the stdio framing's, not the message's */
+        while (x->body_len > 0 && x->body[x->body_len - 1] == '\n')
+                x->body[--x->body_len] = '\0';
+        TAILQ_INSERT_TAIL(&h->waiting, x, entry);
+        h->waiting_bytes += x->body_len;
+        pump(h);
+        return 0;
+}
+
+/* The end of the session: what is under way stops, and the server is told with DELETE
+ * (spec: "Session Management") unless it already ended it. */
+static void http_close_input(struct server_transport *t) {
+        struct http_transport *h = http_of(t);
+        struct transfer *x;
+
+        if (h->input_closed)
+                return;
+        h->input_closed = true;
+        stop_all(h);
+        if (h->session_id && !h->broken && (x = calloc(1, sizeof *x))) {
+                *x = (struct transfer){ .h = h, .kind = TRANSFER_DELETE };
+                if (start_transfer(x) < 0)
+                        transfer_free(x);
+        }
+        maybe_finish(h);
+}
+
+void transport_http_abort(struct server_transport *t) {
+        struct http_transport *h = http_of(t);
+
+        h->input_closed = true;
+        stop_all(h);
+        maybe_finish(h);
+}
+
+static void http_limit_input(struct server_transport *t, size_t limit, uint64_t stall_usec) {
+        /* A server that takes nothing is caught by requestTimeout and health; the bound
+         * is what waits for a connection. */
+        http_of(t)->input_limit = limit;
+}
+
+static void http_stop_receiving(struct server_transport *t, bool discard) {
+        struct http_transport *h = http_of(t);
+
+        h->stopped = true;
+        evbuffer_drain(h->received, evbuffer_get_length(h->received));
+}
+
+static void http_free(struct server_transport *t) {
+        struct http_transport *h = http_of(t);
+
+        if (!h)
+                return;
+        stop_all(h);
+        if (h->deliver)
+                event_free(h->deliver);
+        if (h->reopen)
+                event_free(h->reopen);
+        if (h->finish)
+                event_free(h->finish);
+        if (h->received)
+                evbuffer_free(h->received);
+        curl_slist_free_all(h->config_headers);
+        free(h->endpoint);
+        free(h->session_id);
+        free(h);
+}
+
+static const struct server_transport_ops http_ops = {
+        .send = http_send,
+        .close_input = http_close_input,
+        .queued = http_queued,
+        .limit_input = http_limit_input,
+        .stop_receiving = http_stop_receiving,
+        .free = http_free,
+};
+
+struct server_transport *transport_http_new(const struct http_transport_params *params) {
+        struct http_transport *h = calloc(1, sizeof *h);
+
+        if (!h) {
+                curl_slist_free_all(params->headers);
+                return NULL;
+        }
+        *h = (struct http_transport){
+                .t.ops = &http_ops,
+                .base = params->base,
+                .loop = params->loop,
+                .log = params->log,
+                .name = params->name,
+                .rc = params->rc,
+                .config_headers = params->headers,
+                .max_message = params->max_message,
+                .finished = params->finished,
+                .userdata = params->userdata,
+                .legacy = params->rc->type == REMOTE_SSE,
+                .may_fall_back = params->rc->type == REMOTE_NONE,
+        };
+        TAILQ_INIT(&h->active);
+        TAILQ_INIT(&h->waiting);
+        h->received = evbuffer_new();
+        h->deliver = event_new(params->base, -1, 0, on_deliver, h);
+        h->reopen = evtimer_new(params->base, on_reopen, h);
+        h->finish = event_new(params->base, -1, 0, on_finish, h);
+        if (!h->received || !h->deliver || !h->reopen || !h->finish) {
+                http_free(&h->t);
+                return NULL;
+        }
+        return &h->t;
+}

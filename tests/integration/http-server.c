@@ -1,0 +1,383 @@
+/* A small Streamable HTTP MCP server of the tests' own (evhttp), which misbehaves on
+ * command, for the integration tests of servers reached by URL (test_http.c).
+ *
+ *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get] [--legacy]
+ *                  [--tls CERT KEY]
+ *
+ * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
+ * Every request it gets is logged as one line ("POST initialize sess=- proto=-",
+ * "GET", "DELETE sess=s1"), so tests can see what the daemon sent. --sse answers every
+ * request as an event stream instead of JSON; --status N answers every POST with that
+ * status (401, 503, ...); --no-get answers GET with 405. --legacy is the HTTP+SSE
+ * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
+ * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
+ * serves HTTPS with that certificate and key (PEM).
+ *
+ * Tools: echo {text}; big {bytes}: a text of that many bytes; stall: never answered;
+ * freeze: nothing is answered any more (pings neither) until the next initialize;
+ * lose_session: from now on the session is unknown (404); notify: a
+ * tools/list_changed notification on the GET stream; drop_get: ends the GET stream;
+ * progress {steps}: progress notifications on the answer's event stream, then the answer. */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fake {
+        struct event_base *base;
+        FILE *log;
+        bool sse;
+        int status;
+        bool no_get;
+        bool legacy;
+        bool frozen;               /* answer nothing until the next initialize */
+        unsigned sessions;
+        char session[32];          /* the live session's id; "" none */
+        struct evhttp_request *get; /* the open GET stream, or NULL */
+        unsigned event_id;
+};
+
+static void log_line(struct fake *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(struct fake *f, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vfprintf(f->log, fmt, ap);
+        va_end(ap);
+        fputc('\n', f->log);
+        fflush(f->log);
+}
+
+static const char *header(struct evhttp_request *req, const char *name) {
+        const char *v = evhttp_find_header(evhttp_request_get_input_headers(req), name);
+        return v ? v : "-";
+}
+
+static void get_send(struct fake *f, const char *text);
+
+static void send_json(struct fake *f, struct evhttp_request *req, json_object *msg) {
+        struct evbuffer *out = evbuffer_new();
+        const char *text = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+
+        if (f->legacy) {
+                get_send(f, text);
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain");
+                evbuffer_add_printf(out, "Accepted");
+                evhttp_send_reply(req, 202, "Accepted", out);
+                evbuffer_free(out);
+                json_object_put(msg);
+                return;
+        }
+        if (f->sse) {
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
+                evbuffer_add_printf(out, "id: %u\nevent: message\ndata: %s\n\n", ++f->event_id, text);
+        } else {
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+                /* pretty-printed over lines: the daemon must make it one line */
+                evbuffer_add_printf(out, "%s\n", json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PRETTY));
+        }
+        evhttp_send_reply(req, 200, "OK", out);
+        evbuffer_free(out);
+        json_object_put(msg);
+}
+
+static json_object *result_of(json_object *id, json_object *result) {
+        json_object *m = json_object_new_object();
+
+        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(m, "id", json_object_get(id));
+        json_object_object_add(m, "result", result);
+        return m;
+}
+
+static json_object *text_result(const char *text) {
+        json_object *r = json_object_new_object(), *content = json_object_new_array(), *item = json_object_new_object();
+
+        json_object_object_add(item, "type", json_object_new_string("text"));
+        json_object_object_add(item, "text", json_object_new_string(text));
+        json_object_array_add(content, item);
+        json_object_object_add(r, "content", content);
+        return r;
+}
+
+static json_object *tool(const char *name) {
+        json_object *t = json_object_new_object(), *schema = json_object_new_object();
+
+        json_object_object_add(schema, "type", json_object_new_string("object"));
+        json_object_object_add(t, "name", json_object_new_string(name));
+        json_object_object_add(t, "inputSchema", schema);
+        return t;
+}
+
+static json_object *initialize_result(json_object *params) {
+        json_object *r = json_object_new_object(), *caps = json_object_new_object(), *tools = json_object_new_object(),
+                    *info = json_object_new_object();
+
+        json_object_object_add(tools, "listChanged", json_object_new_boolean(true));
+        json_object_object_add(caps, "tools", tools);
+        json_object_object_add(info, "name", json_object_new_string("it-http-server"));
+        json_object_object_add(info, "version", json_object_new_string("1"));
+        /* an older version than the daemon asks, so the header it sends is the negotiated one */
+        json_object_object_add(r, "protocolVersion", json_object_new_string("2025-06-18"));
+        json_object_object_add(r, "capabilities", caps);
+        json_object_object_add(r, "serverInfo", info);
+        return r;
+}
+
+static void get_send(struct fake *f, const char *text) {
+        struct evbuffer *out;
+
+        if (!f->get)
+                return;
+        out = evbuffer_new();
+        evbuffer_add_printf(out, "id: %u\ndata: %s\n\n", ++f->event_id, text);
+        evhttp_send_reply_chunk(f->get, out);
+        evbuffer_free(out);
+}
+
+static void on_get_closed(struct evhttp_connection *conn, void *arg) {
+        struct fake *f = arg;
+
+        f->get = NULL;
+}
+
+static void call_tool(struct fake *f, struct evhttp_request *req, json_object *id, json_object *params) {
+        json_object *name = NULL, *args = NULL, *v = NULL;
+        const char *n;
+
+        json_object_object_get_ex(params, "name", &name);
+        json_object_object_get_ex(params, "arguments", &args);
+        n = json_object_get_string(name);
+        if (strcmp(n, "stall") == 0)
+                return; /* never answered: the request stays open */
+        if (strcmp(n, "freeze") == 0) {
+                f->frozen = true;
+                return;
+        }
+        if (strcmp(n, "lose_session") == 0) {
+                f->session[0] = '\0';
+                send_json(f, req, result_of(id, text_result("lost")));
+                return;
+        }
+        if (strcmp(n, "notify") == 0) {
+                get_send(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}");
+                send_json(f, req, result_of(id, text_result(f->get ? "sent" : "no stream")));
+                return;
+        }
+        if (strcmp(n, "drop_get") == 0) {
+                if (f->get) {
+                        evhttp_send_reply_end(f->get);
+                        f->get = NULL;
+                }
+                send_json(f, req, result_of(id, text_result("dropped")));
+                return;
+        }
+        if (strcmp(n, "big") == 0 && json_object_object_get_ex(args, "bytes", &v)) {
+                size_t len = (size_t)json_object_get_int64(v);
+                char *text = malloc(len + 1);
+
+                memset(text, 'x', len);
+                text[len] = '\0';
+                send_json(f, req, result_of(id, text_result(text)));
+                free(text);
+                return;
+        }
+        if (strcmp(n, "echo") == 0 && json_object_object_get_ex(args, "text", &v)) {
+                send_json(f, req, result_of(id, text_result(json_object_get_string(v))));
+                return;
+        }
+        send_json(f, req, result_of(id, text_result("unknown tool")));
+}
+
+static void answer(struct fake *f, struct evhttp_request *req, json_object *msg) {
+        json_object *id = NULL, *method = NULL, *params = NULL, *tools;
+        const char *m;
+
+        json_object_object_get_ex(msg, "method", &method);
+        json_object_object_get_ex(msg, "id", &id);
+        json_object_object_get_ex(msg, "params", &params);
+        m = json_object_get_string(method);
+        if (!id) { /* a notification or a response */
+                evhttp_send_reply(req, 202, "Accepted", NULL);
+                return;
+        }
+        if (f->frozen && strcmp(m, "initialize") != 0)
+                return; /* a hung server: the request stays open */
+        if (strcmp(m, "initialize") == 0) {
+                f->frozen = false;
+                snprintf(f->session, sizeof f->session, "s%u", ++f->sessions);
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Mcp-Session-Id", f->session);
+                send_json(f, req, result_of(id, initialize_result(params)));
+        } else if (strcmp(m, "tools/list") == 0) {
+                tools = json_object_new_array();
+                for (const char *const *t = (const char *const[]){ "echo", "big", "stall", "lose_session", "notify",
+                                                                   "drop_get", "freeze", NULL };
+                     *t; t++)
+                        json_object_array_add(tools, tool(*t));
+                json_object *r = json_object_new_object();
+                json_object_object_add(r, "tools", tools);
+                send_json(f, req, result_of(id, r));
+        } else if (strcmp(m, "tools/call") == 0) {
+                call_tool(f, req, id, params);
+        } else {
+                send_json(f, req, result_of(id, json_object_new_object())); /* ping and the rest */
+        }
+}
+
+static bool session_known(struct fake *f, struct evhttp_request *req, json_object *msg) {
+        json_object *method = NULL;
+
+        if (json_object_object_get_ex(msg, "method", &method) && strcmp(json_object_get_string(method), "initialize") == 0)
+                return true;
+        return f->session[0] && strcmp(header(req, "Mcp-Session-Id"), f->session) == 0;
+}
+
+static void on_post(struct fake *f, struct evhttp_request *req) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        char *body = malloc(len + 1);
+        json_object *msg, *method = NULL;
+
+        evbuffer_remove(in, body, len);
+        body[len] = '\0';
+        msg = json_tokener_parse(body);
+        free(body);
+        json_object_object_get_ex(msg, "method", &method);
+        log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s", method ? json_object_get_string(method) : "(response)",
+                 header(req, "Mcp-Session-Id"), header(req, "MCP-Protocol-Version"), header(req, "Authorization"),
+                 header(req, "Accept"));
+        if (f->legacy && strncmp(evhttp_request_get_uri(req), "/messages", 9) != 0) {
+                evhttp_send_reply(req, 405, "Method Not Allowed", NULL); /* no Streamable HTTP here */
+        } else if (f->status) {
+                evhttp_send_reply(req, f->status, "Refused", NULL);
+        } else if (!msg) {
+                evhttp_send_reply(req, 400, "Bad Request", NULL);
+        } else if (!f->legacy && !session_known(f, req, msg)) {
+                evhttp_send_reply(req, 404, "Not Found", NULL);
+        } else {
+                answer(f, req, msg);
+        }
+        json_object_put(msg);
+}
+
+static void on_get(struct fake *f, struct evhttp_request *req) {
+        log_line(f, "GET sess=%s last=%s", header(req, "Mcp-Session-Id"), header(req, "Last-Event-ID"));
+        if (f->no_get) {
+                evhttp_send_reply(req, 405, "Method Not Allowed", NULL);
+                return;
+        }
+        if (f->get)
+                evhttp_send_reply_end(f->get);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
+        evhttp_send_reply_start(req, 200, "OK");
+        f->get = req;
+        evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_get_closed, f);
+        if (f->legacy) {
+                struct evbuffer *out = evbuffer_new();
+
+                evbuffer_add_printf(out, "event: endpoint\ndata: /messages?session=L%u\n\n", ++f->sessions);
+                evhttp_send_reply_chunk(req, out);
+                evbuffer_free(out);
+        }
+}
+
+static void on_request(struct evhttp_request *req, void *arg) {
+        struct fake *f = arg;
+
+        switch (evhttp_request_get_command(req)) {
+        case EVHTTP_REQ_POST:
+                on_post(f, req);
+                break;
+        case EVHTTP_REQ_GET:
+                on_get(f, req);
+                break;
+        case EVHTTP_REQ_DELETE:
+                log_line(f, "DELETE sess=%s", header(req, "Mcp-Session-Id"));
+                f->session[0] = '\0';
+                evhttp_send_reply(req, 200, "OK", NULL);
+                break;
+        default:
+                evhttp_send_reply(req, 405, "Method Not Allowed", NULL);
+        }
+}
+
+/* Each connection a TLS server's. */
+static struct bufferevent *tls_bev(struct event_base *base, void *arg) {
+        return bufferevent_openssl_socket_new(base, -1, SSL_new(arg), BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+}
+
+static SSL_CTX *tls_context(const char *cert, const char *key) {
+        SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+        if (!ctx || SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
+                return NULL;
+        return ctx;
+}
+
+int main(int argc, char **argv) {
+        struct fake f = { 0 };
+        const char *port_file = NULL, *log_path = "/dev/null", *cert = NULL, *key = NULL;
+        struct evhttp *http;
+        struct evhttp_bound_socket *bound;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        char tmp[600];
+        FILE *pf;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--port-file") == 0 && i + 1 < argc)
+                        port_file = argv[++i];
+                else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc)
+                        log_path = argv[++i];
+                else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc)
+                        f.status = atoi(argv[++i]);
+                else if (strcmp(argv[i], "--sse") == 0)
+                        f.sse = true;
+                else if (strcmp(argv[i], "--no-get") == 0)
+                        f.no_get = true;
+                else if (strcmp(argv[i], "--legacy") == 0)
+                        f.legacy = true;
+                else if (strcmp(argv[i], "--tls") == 0 && i + 2 < argc) {
+                        cert = argv[++i];
+                        key = argv[++i];
+                }
+        }
+        if (!port_file)
+                return 2;
+        f.log = fopen(log_path, "a");
+        f.base = event_base_new();
+        http = evhttp_new(f.base);
+        evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+        evhttp_set_gencb(http, on_request, &f);
+        if (cert) {
+                SSL_CTX *ctx = tls_context(cert, key);
+
+                if (!ctx)
+                        return 1;
+                evhttp_set_bevcb(http, tls_bev, ctx);
+        }
+        bound = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
+        if (!f.log || !bound)
+                return 1;
+        getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss, &sl);
+        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+        pf = fopen(tmp, "w");
+        fprintf(pf, "%d\n", ntohs(((struct sockaddr_in *)&ss)->sin_port));
+        fclose(pf);
+        rename(tmp, port_file); /* the test never reads half a number */
+        event_base_dispatch(f.base);
+        return 0;
+}
