@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include "client-socket.h"
 #include "control-access.h"
 #include "jsonrpc.h"
 #include "list-wait.h"
@@ -454,7 +455,7 @@ static void on_accept(struct listener *l, int fd, const struct ucred *peer, void
 
         if (role == LISTEN_MCP && (!room_for_client(d, fd) || !count_user(d, fd, peer->uid)))
                 return;
-        c = client_new(d, fd, peer, role);
+        c = client_socket_new(d, fd, peer, role);
         if (!c) {
                 if (role == LISTEN_MCP)
                         user_counts_release(&d->user_counts, peer->uid);
