@@ -234,6 +234,7 @@ void daemon_stop(struct daemon *d, const char *why) {
         notify_stopping(&d->notify, "stopping");
         for (int r = 0; r < LISTEN_ROLE_COUNT; r++)
                 listener_stop(&d->listeners[r]);
+        http_front_stop_listening(&d->http);
         while ((c = TAILQ_FIRST(&d->clients[CLIENT_ACTIVE])))
                 client_drain(c); /* moves it off the active list */
         supervisor_stop_all(&d->supervisor);
@@ -333,7 +334,7 @@ static int start_listener(struct daemon *d, enum listen_role role, int fd, const
 static int setup_sockets(struct daemon *d) {
         static const char *const default_names[] = { "mcp.sock", "control.sock" };
         const char *configured[] = { d->config.socket_path, d->config.control_socket_path };
-        struct activated_fds act;
+        struct activated_fds act = { .fd = { -1, -1 } };
         int r = take_activated(d, &act);
 
         if (r < 0)
@@ -362,6 +363,9 @@ static int setup_sockets(struct daemon *d) {
                 if (r < 0)
                         return r;
         }
+        r = http_front_start(&d->http, d, act.http, act.n_http);
+        if (r < 0)
+                return r;
         if (d->activated && act.fd[LISTEN_MCP] < 0)
                 log_notice(&d->log, "socket-activated without an mcp socket; only the control socket is served");
         d->id = d->activated ? (act.fd[LISTEN_MCP] >= 0 ? listen_socket_path(act.fd[LISTEN_MCP]) : NULL)
@@ -620,6 +624,7 @@ void daemon_done(struct daemon *d) {
                 while ((c = TAILQ_FIRST(&d->clients[s])))
                         client_gone(d, c);
         }
+        http_front_done(&d->http); /* after its sessions, which it files */
         user_counts_done(&d->user_counts);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++) {
                 listener_stop(&d->listeners[role]);

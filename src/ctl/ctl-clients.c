@@ -70,10 +70,22 @@ static const char *since_cell(json_object *row, char *buf, size_t size) {
         return buf;
 }
 
+/* How it is connected: "unix", or "http" and where from (an address, or a Unix peer). */
+static const char *via_cell(json_object *row, char *buf, size_t size) {
+        const char *transport = ctl_json_str(row, "transport"), *remote = ctl_json_str(row, "remote");
+        char escaped_remote[160];
+
+        if (!remote)
+                return transport ?: "-";
+        snprintf(buf, size, "%s %s", transport ?: "-", escaped(remote, escaped_remote, sizeof escaped_remote));
+        return buf;
+}
+
 static int add_row(struct ctl_table *t, json_object *row) {
-        char id[24], user[300], pid[24], command[80], inflight[24], calls[24], since[32];
+        char id[24], via[200], user[300], pid[24], command[80], inflight[24], calls[24], since[32];
         const char *cells[] = {
                 ctl_json_int_cell(row, "id", id, sizeof id),
+                via_cell(row, via, sizeof via),
                 user_cell(row, user, sizeof user),
                 ctl_json_int_cell(row, "pid", pid, sizeof pid),
                 escaped(ctl_json_str(row, "command"), command, sizeof command),
@@ -87,7 +99,7 @@ static int add_row(struct ctl_table *t, json_object *row) {
 }
 
 static int print_table(json_object *rows) {
-        static const char *const header[] = { "ID", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE" };
+        static const char *const header[] = { "ID", "VIA", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE" };
         struct ctl_table t;
         int r;
 
