@@ -41,8 +41,8 @@ int64_t client_http_key_of(const char *id);
 /* A POSTed message m (parsed; still the caller's) for the session: a request is answered on
  * req when its response comes; anything else is handled and req answered 202 at once. */
 void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m);
-/* GET: the session's event stream, from the event after last_event_id (0: from the first
- * one not yet written to a stream). */
-void client_http_get(struct client *c, struct evhttp_request *req, uint64_t last_event_id);
+/* GET: the session's event stream, from the event after last_event_id (-1: none given, from
+ * the first one not yet written to a stream). */
+void client_http_get(struct client *c, struct evhttp_request *req, int64_t last_event_id);
 /* DELETE: the session ends (its calls cancelled downstream). */
 void client_http_delete(struct client *c, struct evhttp_request *req);

@@ -502,7 +502,7 @@ static void replay_from(struct session_http *s, uint64_t seq) {
                         write_event(s, ring_at(s, i));
 }
 
-void client_http_get(struct client *c, struct evhttp_request *req, uint64_t last_event_id) {
+void client_http_get(struct client *c, struct evhttp_request *req, int64_t last_event_id) {
         struct session_http *s = session_of(c);
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
         struct timeval tv = { .tv_sec = KEEPALIVE_USEC / USEC_PER_SEC };
@@ -523,7 +523,7 @@ void client_http_get(struct client *c, struct evhttp_request *req, uint64_t last
         evhttp_add_header(h, "Cache-Control", "no-cache");
         evhttp_send_reply_start(req, 200, "OK");
         event_add(s->keepalive, &tv);
-        replay_from(s, last_event_id ? last_event_id : s->streamed_seq);
+        replay_from(s, last_event_id >= 0 ? (uint64_t)last_event_id : s->streamed_seq);
 }
 
 void client_http_delete(struct client *c, struct evhttp_request *req) {

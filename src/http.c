@@ -265,15 +265,16 @@ static void handle_post(struct http_front *f, struct evhttp_request *req, struct
         jsonrpc_msg_done(&m);
 }
 
-static uint64_t last_event_id(struct evhttp_request *req) {
+/* The Last-Event-ID header's number; -1 when absent or not one of ours. */
+static int64_t last_event_id(struct evhttp_request *req) {
         const char *v = header(req, "Last-Event-ID");
         char *end;
         unsigned long long n;
 
-        if (!v)
-                return 0;
+        if (!v || *v < '0' || *v > '9')
+                return -1;
         n = strtoull(v, &end, 10);
-        return *end ? 0 : n;
+        return *end || n > INT64_MAX ? -1 : (int64_t)n;
 }
 
 static void handle_get(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {

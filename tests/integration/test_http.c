@@ -1,0 +1,317 @@
+/* Integration tests of the Streamable HTTP front door (issue 18): each bad input answered
+ * as the specification and the issue say, a session's whole life, its GET stream and its
+ * replay, the Unix socket's peers, limits, and 2,000 sessions opened and closed with nothing
+ * left behind. A small HTTP client of our own (http-client.c) talks to the daemon. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "http-client.h"
+#include "proc-stats.h"
+#include "servers.h"
+
+#define TOKEN "it-token-0123456789abcdef0123456789"
+#define AUTH "Authorization: Bearer " TOKEN "\r\n"
+#define JSON_HEADERS "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+#define INITIALIZE "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"," \
+                   "\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}}"
+
+static struct h_daemon D;
+static char creds[64];
+static char http_sock[128];
+static unsigned port;
+
+static void setup(void) {
+        FILE *f;
+
+        servers_reset(&D);
+        snprintf(creds, sizeof creds, "/tmp/mcpvisor-http-XXXXXX");
+        cr_assert_not_null(mkdtemp(creds));
+        cr_assert_not_null(f = fopen(sf("%s/ci-token", creds), "w"));
+        fputs(TOKEN "\n", f);
+        fclose(f);
+        snprintf(http_sock, sizeof http_sock, "%s/http.sock", creds);
+        port = ht_free_port();
+}
+
+static void teardown(void) {
+        servers_teardown();
+        h_remove_tree(creds);
+}
+
+TestSuite(http, .init = setup, .fini = teardown, .timeout = 120);
+
+/* The daemon with one demo server, HTTP on a free port and on a Unix socket, more settings
+ * (JSON members, may be ""). */
+static void start_http(const char *more) {
+        const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+
+        add_demo("demo", "", "");
+        set_settings(sf("\"logLevel\":\"debug\",\"http\":{\"listen\":[\"127.0.0.1:%u\",\"unix:%s\"],"
+                        "\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}%s%s",
+                        port, http_sock, (unsigned)getuid(), more[0] ? "," : "", more));
+        start(env);
+        wait_all_ready(1);
+}
+
+/* initialize and notifications/initialized; the new session's id in ret. */
+static void open_session(char ret[64]) {
+        struct ht_answer a;
+
+        h_notify_drain(&D); /* each session changes STATUS=: the daemon's datagrams must not queue up */
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 200, "initialize: %d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Mcp-Session-Id", ret, 64), "no session id: %s", a.headers);
+        cr_assert_eq(strlen(ret), 32, "128 random bits as hex: %s", ret);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", ret),
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &a);
+        cr_assert_eq(a.status, 202, "a notification is accepted: %d", a.status);
+        ht_answer_done(&a);
+}
+
+static void post(const char *sid, const char *body, struct ht_answer *a) {
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", sid), body, a);
+}
+
+Test(http, healthz_needs_no_token) {
+        struct ht_answer a;
+
+        start_http("");
+        ht_once(port, "GET", "/healthz", "", NULL, &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert(strstr(a.body, "\"status\":\"ready\""), "%s", a.body);
+        ht_answer_done(&a);
+}
+
+Test(http, no_or_wrong_token_is_401_logged_once_a_period) {
+        struct ht_answer a;
+        char v[128];
+
+        start_http("");
+        ht_once(port, "POST", "/mcp", JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 401);
+        cr_assert(ht_header(&a, "WWW-Authenticate", v, sizeof v) && strncmp(v, "Bearer", 6) == 0, "%s", a.headers);
+        ht_answer_done(&a);
+        for (int i = 0; i < 20; i++) {
+                ht_once(port, "POST", "/mcp", "Authorization: Bearer it-token-wrong-0123456789abcdef012345\r\n" JSON_HEADERS,
+                        INITIALIZE, &a);
+                cr_assert_eq(a.status, 401);
+                ht_answer_done(&a);
+        }
+        ht_once(port, "GET", "/mcp", "Authorization: Basic Zm9vOmJhcg==\r\n", NULL, &a);
+        cr_assert_eq(a.status, 401, "another scheme is no token");
+        ht_answer_done(&a);
+        cr_assert(h_log_wait(&D, "refused: no bearer token", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "refused: wrong bearer token"), 0, "a burst is one line, its count in the next");
+}
+
+Test(http, bad_origin_is_403_loopback_allowed) {
+        struct ht_answer a;
+
+        start_http("");
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://evil.example\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 403);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://localhost.evil.example:8765\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 403, "DNS rebinding");
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://localhost:3000\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 200);
+        ht_answer_done(&a);
+}
+
+Test(http, allowed_origins_replace_the_default) {
+        const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+        struct ht_answer a;
+
+        add_demo("demo", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"allowedOrigins\":[\"https://app.example\"],"
+                        "\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}", port, (unsigned)getuid()));
+        start(env);
+        wait_all_ready(1);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: https://app.example\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 200, "listed");
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://localhost:3000\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 403, "a list replaces the default");
+        ht_answer_done(&a);
+}
+
+Test(http, unknown_or_missing_session) {
+        struct ht_answer a;
+        char sid[64];
+
+        start_http("");
+        post("0123456789abcdef0123456789abcdef", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &a);
+        cr_assert_eq(a.status, 404);
+        ht_answer_done(&a);
+        post("not-even-an-id", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &a);
+        cr_assert_eq(a.status, 404);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &a);
+        cr_assert_eq(a.status, 400, "only initialize opens a session");
+        ht_answer_done(&a);
+        open_session(sid);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 1999-01-01\r\n", sid),
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
+        cr_assert_eq(a.status, 400, "an unknown MCP-Protocol-Version");
+        ht_answer_done(&a);
+        ht_once(port, "PUT", "/mcp", AUTH, "{}", &a);
+        cr_assert_eq(a.status, 405);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/elsewhere", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 404);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH "Content-Type: text/plain\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 415);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, "{\"jsonrpc\":", &a);
+        cr_assert_eq(a.status, 400, "not JSON");
+        ht_answer_done(&a);
+}
+
+Test(http, oversize_body_is_413) {
+        struct ht_answer a;
+        size_t n = 70000;
+        char *big = malloc(n + 1);
+        int fd;
+
+        start_http("\"maxMessageSize\":65536");
+        memset(big, ' ', n);
+        big[n] = '\0';
+        fd = ht_connect(port, NULL);
+        ht_request(fd, "POST", "/mcp", AUTH JSON_HEADERS, big, n, &a);
+        cr_assert_eq(a.status, 413);
+        ht_answer_done(&a);
+        close(fd);
+        free(big);
+        ht_once(port, "GET", "/healthz", sf("X-Big: %.6000d\r\nX-Big2: %.6000d\r\nX-Big3: %.6000d\r\n", 0, 0, 0), NULL, &a);
+        cr_assert_eq(a.status, 200, "18 KB of headers are fine");
+        ht_answer_done(&a);
+}
+
+Test(http, session_calls_stream_and_replay) {
+        struct ht_answer a;
+        char sid[64], stream[16384] = "";
+        int get;
+
+        start_http("");
+        open_session(sid);
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":\"e\",\"method\":\"tools/call\",\"params\":{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"hi\"}}}", &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert(strstr(a.body, "\"id\":\"e\"") && strstr(a.body, "\"text\":\"hi\""), "%s", a.body);
+        ht_answer_done(&a);
+
+        get = ht_connect(port, NULL);
+        dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+        cr_assert(ht_stream_until(get, "text/event-stream", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":250},"
+                  "\"_meta\":{\"progressToken\":\"p\"}}}", &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert(strstr(a.body, "slept 250 ms"), "%s", a.body);
+        ht_answer_done(&a);
+        cr_assert(ht_stream_until(get, "\"progressToken\":\"p\"", stream, sizeof stream, H_TIMEOUT_MS),
+                  "progress goes on the GET stream: %s", stream);
+        cr_assert(strstr(stream, "id: 1\n"), "events are numbered: %s", stream);
+        close(get);
+
+        /* Dropped: a new stream from Last-Event-ID 0 has event 1 again. */
+        stream[0] = '\0';
+        get = ht_connect(port, NULL);
+        dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Last-Event-ID: 0\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+        cr_assert(ht_stream_until(get, "id: 1\n", stream, sizeof stream, H_TIMEOUT_MS), "replayed: %s", stream);
+        close(get);
+
+        ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+        cr_assert_eq(a.status, 200);
+        ht_answer_done(&a);
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
+        cr_assert_eq(a.status, 404, "ended");
+        ht_answer_done(&a);
+}
+
+Test(http, closing_a_post_cancels_its_call) {
+        char sid[64];
+        int fd;
+
+        start_http("");
+        open_session(sid);
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                sid, strlen("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000}}}"),
+                "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000}}}");
+        close(fd);
+        cr_assert(h_log_wait(&D, "HTTP request 9 abandoned by the client; cancelling it", H_TIMEOUT_MS));
+        /* The server hears it as a socket client's notifications/cancelled. */
+        cr_assert(h_log_wait(&D, "tools/call cancelled by the client: the HTTP client closed the request's connection",
+                             H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "demo: cancelled request", H_TIMEOUT_MS));
+}
+
+Test(http, unix_socket_peer_needs_no_token) {
+        struct ht_answer a;
+        int fd;
+
+        start_http("");
+        fd = ht_connect(0, http_sock);
+        ht_request(fd, "POST", "/mcp", JSON_HEADERS, INITIALIZE, strlen(INITIALIZE), &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        ht_answer_done(&a);
+        close(fd);
+        cr_assert(h_log_wait(&D, sf("uid %u", (unsigned)getuid()), H_TIMEOUT_MS));
+}
+
+Test(http, max_sessions_and_idle_expiry) {
+        struct ht_answer a;
+        char sid[64];
+
+        start_http("\"maxHttpSessions\":2,\"httpSessionIdle\":1");
+        open_session(sid);
+        open_session(sid);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 503, "maxHttpSessions");
+        ht_answer_done(&a);
+        cr_assert(h_log_count_wait(&D, "HTTP session unused for 1 s (httpSessionIdle); ended", 2, H_TIMEOUT_MS));
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
+        cr_assert_eq(a.status, 404, "expired");
+        ht_answer_done(&a);
+        open_session(sid); /* room again */
+}
+
+/* 2,000 sessions opened and ended, each on a connection of its own: the daemon's descriptors
+ * and memory come back to what they were after the first few. */
+Test(http, two_thousand_sessions_leak_nothing, .timeout = 240) {
+        struct ht_answer a;
+        long rss_before, rss_after;
+        int fds_before, fds_after;
+        char sid[64];
+
+        start_http("\"maxHttpSessions\":4096");
+        for (int i = 0; i < 50; i++) { /* warm up: allocator arenas, tables at their size */
+                open_session(sid);
+                ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+                ht_answer_done(&a);
+        }
+        fds_before = proc_fd_count(D.pid);
+        rss_before = proc_rss_kib(D.pid);
+        for (int i = 0; i < 2000; i++) {
+                open_session(sid);
+                ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+                cr_assert_eq(a.status, 200);
+                ht_answer_done(&a);
+        }
+        ht_once(port, "GET", "/healthz", "", NULL, &a);
+        cr_assert(strstr(a.body, "\"sessions\":0"), "every session ended: %s", a.body);
+        ht_answer_done(&a);
+        fds_after = proc_fd_count(D.pid);
+        rss_after = proc_rss_kib(D.pid);
+        cr_log_info("2,000 HTTP sessions: descriptors %d -> %d, RSS %ld -> %ld KiB", fds_before, fds_after, rss_before,
+                    rss_after);
+        cr_assert_leq(fds_after, fds_before, "descriptors grew from %d to %d", fds_before, fds_after);
+        cr_assert_leq(rss_after, rss_before + 1024, "the daemon grew from %ld to %ld KiB", rss_before, rss_after);
+}
