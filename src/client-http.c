@@ -470,6 +470,17 @@ bool client_http_same_caller(const struct client *c, uid_t uid, const char *toke
 
 /* ---- requests ---- */
 
+/* The client cancelled one of its requests: no response will come (the specification),
+ * so the POST that carries it is answered now, with nothing. */
+static void cancelled(struct session_http *s, const struct jsonrpc_msg *m) {
+        json_object *id;
+        struct http_wait *w;
+
+        if (!json_object_object_get_ex(m->params, "requestId", &id) || !id || !(w = post_answered_by(s, id)))
+                return;
+        reply(s, w, 202, "Accepted", NULL);
+}
+
 void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m) {
         struct session_http *s = session_of(c);
         struct http_wait *w;
@@ -477,6 +488,8 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         arm_idle(s);
         if (m->kind != JSONRPC_REQUEST) {
                 client_handle(c, m);
+                if (m->kind == JSONRPC_NOTIFICATION && strcmp(m->method, "notifications/cancelled") == 0)
+                        cancelled(s, m);
                 add_session_header(s, req);
                 evhttp_send_reply(req, m->kind == JSONRPC_INVALID ? 400 : 202,
                                   m->kind == JSONRPC_INVALID ? "Bad Request" : "Accepted", NULL);

@@ -85,7 +85,6 @@ static int add_row(struct ctl_table *t, json_object *row) {
         char id[24], via[200], user[300], pid[24], command[80], inflight[24], calls[24], since[32];
         const char *cells[] = {
                 ctl_json_int_cell(row, "id", id, sizeof id),
-                via_cell(row, via, sizeof via),
                 user_cell(row, user, sizeof user),
                 ctl_json_int_cell(row, "pid", pid, sizeof pid),
                 escaped(ctl_json_str(row, "command"), command, sizeof command),
@@ -93,13 +92,14 @@ static int add_row(struct ctl_table *t, json_object *row) {
                 ctl_json_int_cell(row, "inFlight", inflight, sizeof inflight),
                 ctl_json_int_cell(row, "calls", calls, sizeof calls),
                 since_cell(row, since, sizeof since),
+                via_cell(row, via, sizeof via),
         };
 
         return ctl_table_add_row(t, cells, ARRAY_SIZE(cells));
 }
 
 static int print_table(json_object *rows) {
-        static const char *const header[] = { "ID", "VIA", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE" };
+        static const char *const header[] = { "ID", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE", "VIA" };
         struct ctl_table t;
         int r;
 

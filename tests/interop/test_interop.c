@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "http-client.h"
 #include "servers.h"
 
 extern char **environ;
@@ -46,6 +47,8 @@ static char dir[64]; /* this test's files: the wrapper's, the filesystem server'
 static char pidfile[128], wirelog[128], fsroot[128], memfile[128], home[128];
 static char bin[PATH_MAX]; /* node_modules/.bin: the servers, the Inspector, node 22 */
 static char claude[PATH_MAX]; /* Claude Code's launcher of its native binary */
+static char sdk_target[128];  /* the daemon's HTTP endpoint for client.mjs; "": its MCP socket */
+static const char *const *daemon_env; /* more environment for the daemon; NULL: none */
 
 static void setup(void) {
         D.notify_fd = -1; /* nothing to close if a test ends before its daemon starts */
@@ -146,7 +149,7 @@ static void start_peers(bool all) {
                 add_json_entry("playwright", server_entry("playwright-mcp", args, json_object_new_object()));
         }
 
-        start(NULL);
+        start(daemon_env);
         cr_assert(h_notify_wait(&D, all ? "STATUS=5/5 servers ready" : "STATUS=3/3 servers ready", READY_MS),
                   "the npm servers did not all become ready; got %s", D.notices);
 }
@@ -298,7 +301,7 @@ static void expect_clean_end(const char *tool, const struct run *r) {
  * returns the facts it printed (its last line), asserting it ran to the end and said ok. */
 static json_object *sdk(const char *const *args) {
         char script[PATH_MAX];
-        const char *argv[16] = { "node", script, D.sock };
+        const char *argv[16] = { "node", script, sdk_target[0] ? sdk_target : D.sock };
         const char *scenario = args[0];
         size_t n = 3;
         struct run r;
@@ -549,11 +552,11 @@ Test(interop, sdk_megabytes_both_ways) {
 
 /* ---- progress and cancellation ---- */
 
-Test(interop, sdk_progress_comes_back_with_the_clients_token) {
+/* Over either front door: the SDK's progress scenario, its events and the server's token. */
+static void expect_progress_under_the_clients_token(void) {
         json_object *facts, *events, *wire, *call;
         const char *token;
 
-        start_peers(false);
         facts = sdk((const char *const[]){ "progress", NULL });
         token = h_json_text(h_get(facts, "token"));
         /* every step's progress, under the client's token, then the answer */
@@ -580,11 +583,16 @@ Test(interop, sdk_progress_comes_back_with_the_clients_token) {
         json_object_put(facts);
 }
 
-Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
+Test(interop, sdk_progress_comes_back_with_the_clients_token) {
+        start_peers(false);
+        expect_progress_under_the_clients_token();
+}
+
+/* Over either front door: the SDK's cancel scenario, and what the server read. */
+static void expect_cancel_under_the_servers_id(void) {
         json_object *facts, *wire, *call, *cancelled;
         const char *client_id;
 
-        start_peers(false);
         facts = sdk((const char *const[]){ "cancel", NULL });
         client_id = h_json_text(h_get(facts, "clientId"));
         cr_assert_str_eq(h_json_text(h_get(facts, "cancelledId")), client_id, "the SDK cancelled another id");
@@ -606,21 +614,31 @@ Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
         json_object_put(facts);
 }
 
+Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
+        start_peers(false);
+        expect_cancel_under_the_servers_id();
+}
+
 /* ---- server-to-client requests ---- */
 
 /* Two clients with sampling handlers of their own; the everything server's
  * sampling/createMessage must reach the one whose call caused it. Needs the daemon to
  * declare sampling to its servers (else everything does not even list the tool) and to
  * route their requests to clients. */
-Test(interop, sdk_sampling_reaches_the_calling_client) {
+/* Over either front door: each sampling request reaches the client whose call caused it. */
+static void expect_sampling_to_the_calling_client(void) {
         json_object *facts;
 
-        start_peers(false);
         facts = sdk((const char *const[]){ "sampling", NULL });
         cr_assert_not_null(strstr(h_str(facts, "a"), "answer from client A"), "A got: %s", h_str(facts, "a"));
         cr_assert_not_null(strstr(h_str(facts, "b"), "answer from client B"), "B got: %s", h_str(facts, "b"));
         cr_assert_str_eq(h_json_text(h_get(facts, "asked")), "{\"a\":1,\"b\":1}");
         json_object_put(facts);
+}
+
+Test(interop, sdk_sampling_reaches_the_calling_client) {
+        start_peers(false);
+        expect_sampling_to_the_calling_client();
 }
 
 /* ---- a server killed mid-call ---- */
@@ -785,4 +803,69 @@ Test(interop, claude_code_reports_mcpvisor_connected) {
         cr_assert_not_null(strstr(r.out, sf("mcpvisor: %s -s %s connect - \u2714 Connected", CTL, D.sock)),
                            "claude mcp list printed:\n%s\nstderr:\n%s", r.out, r.err);
         run_free(&r);
+}
+
+/* ---- issue 18: the TypeScript SDK's StreamableHTTPClientTransport, through the HTTP front door ---- */
+
+#define HTTP_TOKEN "interop-token-0123456789abcdef01234"
+
+/* start_peers(false) with the daemon listening for HTTP on a free loopback port, one token
+ * for this user; client.mjs then talks to that endpoint instead of the socket. */
+static void start_peers_http(void) {
+        static const char *env[2];
+        unsigned port = ht_free_port();
+        FILE *f;
+
+        cr_assert_not_null(f = fopen(sf("%s/http-token", dir), "w"));
+        fputs(HTTP_TOKEN, f);
+        fclose(f);
+        env[0] = strdup(sf("CREDENTIALS_DIRECTORY=%s", dir));
+        daemon_env = env;
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"http-token\"},"
+                        "\"user\":%u}]}", port, (unsigned)getuid()));
+        cr_assert(setenv("MCPVISOR_TOKEN", HTTP_TOKEN, 1) == 0);
+        snprintf(sdk_target, sizeof sdk_target, "http://127.0.0.1:%u/mcp", port);
+        start_peers(false);
+}
+
+Test(interop, http_sdk_lists_and_calls) {
+        json_object *facts, *tools;
+
+        start_peers_http();
+        facts = sdk((const char *const[]){ "list", NULL });
+        tools = h_get(facts, "tools");
+        cr_assert_not_null(strstr(h_json_text(tools), "\"everything__get-sum\""), "%s", h_json_text(tools));
+        cr_assert_not_null(strstr(h_json_text(tools), "\"filesystem__read_text_file\""), "%s", h_json_text(tools));
+        json_object_put(facts);
+        cr_assert(h_log_wait(&D, "client connected (pid 0, command unknown", H_TIMEOUT_MS), "not an HTTP session");
+}
+
+Test(interop, http_sdk_progress_comes_back_with_the_clients_token) {
+        start_peers_http();
+        expect_progress_under_the_clients_token();
+}
+
+Test(interop, http_sdk_cancel_by_abort_reaches_the_server) {
+        start_peers_http();
+        expect_cancel_under_the_servers_id();
+}
+
+/* The servers' sampling requests travel on each session's GET stream. */
+Test(interop, http_sdk_sampling_through_the_get_stream) {
+        start_peers_http();
+        expect_sampling_to_the_calling_client();
+}
+
+/* The GET stream dropped (by a proxy in client.mjs) after the first progress: the SDK
+ * reconnects with Last-Event-ID and gets every event it missed. */
+Test(interop, http_sdk_resumes_a_dropped_stream) {
+        json_object *facts;
+
+        start_peers_http();
+        facts = sdk((const char *const[]){ "resume", NULL });
+        cr_assert_str_eq(h_json_text(h_get(facts, "seen")), "[1,2,3,4,5,6,7,8]", "%s", h_json_text(facts));
+        cr_assert_geq(json_object_array_length(h_get(facts, "gets")), 2, "%s", h_json_text(facts));
+        cr_assert_str_eq(h_json_text(h_get(json_object_array_get_idx(h_get(facts, "gets"), 1), "lastEventId")), "\"1\"",
+                         "%s", h_json_text(facts));
+        json_object_put(facts);
 }
