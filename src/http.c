@@ -365,6 +365,8 @@ static int add_listener(struct http_front *f, int fd, const char *name, bool uni
                 return -ENOMEM;
         }
         f->listeners = ls;
+        /* A passed socket may block, and the listener accepts until EAGAIN. */
+        evutil_make_socket_nonblocking(fd);
         /* Our own listener, so that accepted connections are close-on-exec too. */
         evl = evconnlistener_new(f->daemon->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
         if (!evl) {

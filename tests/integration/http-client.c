@@ -27,6 +27,25 @@ unsigned ht_free_port(void) {
         return ntohs(sa.sin_port);
 }
 
+bool ht_wait_listening(unsigned port, int timeout_ms) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        long long deadline = h_now_ms() + timeout_ms;
+
+        for (;;) {
+                int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                bool up = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+
+                if (fd >= 0)
+                        close(fd);
+                if (up)
+                        return true;
+                if (h_now_ms() > deadline)
+                        return false;
+                poll(NULL, 0, 10); /* another process's bind(): nothing to wait on */
+        }
+}
+
 int ht_connect(unsigned port, const char *path) {
         int fd;
 

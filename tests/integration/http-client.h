@@ -16,6 +16,9 @@ struct ht_answer {
 /* A free TCP port on 127.0.0.1 (bound and released: the daemon binds it next). */
 unsigned ht_free_port(void);
 
+/* Whether something accepts connections on 127.0.0.1:port before the deadline (one
+ * connection, closed at once, is made when it does). */
+bool ht_wait_listening(unsigned port, int timeout_ms);
 /* A connection to 127.0.0.1:port, or to the Unix socket path when port is 0. */
 int ht_connect(unsigned port, const char *path);
 /* Sends method path with extra header lines ("Name: value\r\n" each, may be "") and body

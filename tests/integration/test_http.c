@@ -283,6 +283,33 @@ Test(http, max_sessions_and_idle_expiry) {
         open_session(sid); /* room again */
 }
 
+/* Under socket activation the sockets named http are the front door's, TCP ones included;
+ * the daemon binds nothing of its own for HTTP then. */
+Test(http, socket_activated_http) {
+        const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+        struct ht_answer a;
+        char *config;
+
+        add_demo("demo", "", "");
+        set_settings(sf("\"http\":{\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}",
+                        (unsigned)getuid()));
+        config = config_text();
+        h_start(&D, &(struct h_opts){ .config = config, .activate = true, .activate_control = true,
+                                      .activate_http = sf("127.0.0.1:%u", port), .fdnames = "mcp:control:http",
+                                      .env = env });
+        free(config);
+        /* systemd-socket-activate starts the daemon on the first connection: an HTTP one here */
+        cr_assert(ht_wait_listening(port, H_TIMEOUT_MS), "systemd-socket-activate never listened on %u", port);
+        ht_once(port, "GET", "/healthz", "", NULL, &a);
+        cr_assert(a.status == 200 || a.status == 503, "%d %s", a.status, a.body); /* 503: still starting */
+        ht_answer_done(&a);
+        wait_all_ready(1);
+        cr_assert(h_log_wait(&D, sf("HTTP front door listening on 127.0.0.1:%u (passed by systemd)", port), H_TIMEOUT_MS));
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        ht_answer_done(&a);
+}
+
 /* 2,000 sessions opened and ended, each on a connection of its own: the daemon's descriptors
  * and memory come back to what they were after the first few. */
 Test(http, two_thousand_sessions_leak_nothing, .timeout = 240) {
