@@ -483,20 +483,22 @@ static void cancelled(struct session_http *s, const struct jsonrpc_msg *m) {
 
 void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m) {
         struct session_http *s = session_of(c);
+        const char *id_text = m->id ? json_object_to_json_string_ext(m->id, JSON_C_TO_STRING_PLAIN) : "null";
         struct http_wait *w;
 
         arm_idle(s);
-        if (m->kind != JSONRPC_REQUEST) {
+        if (m->kind == JSONRPC_NOTIFICATION || m->kind == JSONRPC_RESPONSE) {
                 client_handle(c, m);
                 if (m->kind == JSONRPC_NOTIFICATION && strcmp(m->method, "notifications/cancelled") == 0)
                         cancelled(s, m);
                 add_session_header(s, req);
-                evhttp_send_reply(req, m->kind == JSONRPC_INVALID ? 400 : 202,
-                                  m->kind == JSONRPC_INVALID ? "Bad Request" : "Accepted", NULL);
+                evhttp_send_reply(req, 202, "Accepted", NULL);
                 return;
         }
+        /* A request, or what could not be read: its answer (an error, for the latter, under
+         * its id if it had one) goes on this HTTP request. */
         w = wait_new(s, req);
-        if (!w || !(w->id_text = strdup(json_object_to_json_string_ext(m->id, JSON_C_TO_STRING_PLAIN)))) {
+        if (!w || !(w->id_text = strdup(id_text))) {
                 if (w)
                         wait_free(w);
                 evhttp_send_error(req, 503, "Out of memory");
@@ -505,6 +507,8 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         TAILQ_INSERT_TAIL(&s->posts, w, entry);
         s->current = w;
         client_handle(c, m);
+        if (s->current == w && m->kind == JSONRPC_INVALID) /* the session said nothing */
+                reply(s, w, 400, "Bad Request", NULL);
         s->current = NULL;
 }
 

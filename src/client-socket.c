@@ -13,6 +13,7 @@
 #include "client.h"
 #include "daemon.h"
 #include "framing.h"
+#include "jsonrpc.h"
 #include "write-now.h"
 
 /* Bytes written per callback, so a multi-MiB message takes few system calls (the default
@@ -86,6 +87,7 @@ static const struct client_transport_ops socket_ops = {
 /* Frames every complete line in the input buffer and hands each to the client. */
 static void process_input(struct client *c, bool at_eof) {
         struct socket_transport *t = transport_of(c);
+        struct jsonrpc_msg m;
         struct frame fr;
 
         while (c->state != CLIENT_JUSTFREE) {
@@ -98,9 +100,12 @@ static void process_input(struct client *c, bool at_eof) {
                         client_receive_oversize(c, t->framer.max_line);
                         continue;
                 }
-                /* The line stays in the input buffer while it is handled: consumed after. */
-                client_receive(c, fr.data, fr.len);
+                /* Parsed, then its bytes dropped before it is handled, as client.c did before
+                 * the transport was its own: a long line is not held while its call waits. */
+                jsonrpc_parse(&c->daemon->parser, fr.data, fr.len, &m);
                 framer_consume(&t->framer, &fr);
+                client_handle(c, &m);
+                jsonrpc_msg_done(&m);
         }
 }
 

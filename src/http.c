@@ -87,21 +87,30 @@ static void remote_of(struct evhttp_request *req, char *ret, size_t size) {
         snprintf(ret, size, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* Logged once a period: what was refused, from where, and how many since the last line. */
-static void log_refusal(struct http_front *f, struct evhttp_request *req, const char *what) {
+/* Whether a refusal is logged now: once a period, then counted until the next. */
+static bool refusal_logged_now(struct http_front *f) {
         uint64_t now = now_usec();
-        char remote[64];
 
         if (f->refused_at && now - f->refused_at < HTTP_REFUSAL_LOG_USEC) {
                 f->refused_unlogged++;
-                return;
+                return false;
         }
+        f->refused_at = now;
+        return true;
+}
+
+/* Logged once a period: what was refused, from where, and how many since the last line. */
+static void log_refusal(struct http_front *f, struct evhttp_request *req, const char *what) {
+        char remote[64];
+
+        if (!refusal_logged_now(f))
+                return;
         remote_of(req, remote, sizeof remote);
         log_notice(&f->daemon->log, "HTTP request from %s refused: %s (%" PRIu64 " more refused before it, not logged)",
                    remote, what, f->refused_unlogged);
-        f->refused_at = now;
         f->refused_unlogged = 0;
 }
+
 
 static bool on_unix_socket(struct evhttp_request *req) {
         struct sockaddr_storage ss;
@@ -184,8 +193,9 @@ static struct client *find_session(struct http_front *f, struct evhttp_request *
                 send_rpc_error(req, 400, "Bad Request", "Bad Request: Mcp-Session-Id header is required");
                 return NULL;
         }
-        /* Someone else's session is as unknown as none: nothing to learn by guessing. */
-        if (!c || c->state == CLIENT_JUSTFREE || !client_http_id_matches(c, id) ||
+        /* Someone else's session is as unknown as none: nothing to learn by guessing. One
+         * that is ending (the daemon stops, DELETE) takes no more requests. */
+        if (!c || c->state != CLIENT_ACTIVE || !client_http_id_matches(c, id) ||
             !client_http_same_caller(c, who->principal.uid, who->token ? who->token->user : NULL)) {
                 send_rpc_error(req, 404, "Not Found", "Session not found");
                 return NULL;

@@ -161,6 +161,13 @@ Test(http, unknown_or_missing_session) {
                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
         cr_assert_eq(a.status, 400, "an unknown MCP-Protocol-Version");
         ht_answer_done(&a);
+        post(sid, "{\"jsonrpc\":", &a);
+        cr_assert_eq(a.status, 200, "a session's broken message is answered as on the socket");
+        cr_assert(strstr(a.body, "-32700") && strstr(a.body, "\"id\":null"), "%s", a.body);
+        ht_answer_done(&a);
+        post(sid, "[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]", &a);
+        cr_assert(a.status == 200 && strstr(a.body, "\"error\""), "a batch is refused: %d %s", a.status, a.body);
+        ht_answer_done(&a);
         ht_once(port, "PUT", "/mcp", AUTH, "{}", &a);
         cr_assert_eq(a.status, 405);
         ht_answer_done(&a);

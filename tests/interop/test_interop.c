@@ -47,7 +47,8 @@ static char dir[64]; /* this test's files: the wrapper's, the filesystem server'
 static char pidfile[128], wirelog[128], fsroot[128], memfile[128], home[128];
 static char bin[PATH_MAX]; /* node_modules/.bin: the servers, the Inspector, node 22 */
 static char claude[PATH_MAX]; /* Claude Code's launcher of its native binary */
-static char sdk_target[128];  /* the daemon's HTTP endpoint for client.mjs; "": its MCP socket */
+static char sdk_target[128];  /* the daemon's HTTP endpoint for client.mjs and the Inspector; "": its MCP socket */
+#define HTTP_TOKEN "interop-token-0123456789abcdef01234" /* the endpoint's bearer token */
 static const char *const *daemon_env; /* more environment for the daemon; NULL: none */
 
 static void setup(void) {
@@ -333,7 +334,14 @@ static json_object *sdk(const char *const *args) {
  * more arguments; returns its stdout parsed as JSON, asserting exit status 0. */
 static json_object *inspector(const char *const *more) {
         const char *argv[32] = { "mcp-inspector", "--cli", CTL, "-s", D.sock, "connect" };
+        const char *over_http[] = { "mcp-inspector", "--cli", sdk_target, "--transport", "http", "--header",
+                                    "Authorization: Bearer " HTTP_TOKEN };
         size_t n = 6;
+
+        if (sdk_target[0]) { /* the daemon's HTTP front door instead (issue 18) */
+                memcpy(argv, over_http, sizeof over_http);
+                n = sizeof over_http / sizeof *over_http;
+        }
         json_object *out;
         struct run r;
 
@@ -807,8 +815,6 @@ Test(interop, claude_code_reports_mcpvisor_connected) {
 
 /* ---- issue 18: the TypeScript SDK's StreamableHTTPClientTransport, through the HTTP front door ---- */
 
-#define HTTP_TOKEN "interop-token-0123456789abcdef01234"
-
 /* start_peers(false) with the daemon listening for HTTP on a free loopback port, one token
  * for this user; client.mjs then talks to that endpoint instead of the socket. */
 static void start_peers_http(void) {
@@ -868,4 +874,19 @@ Test(interop, http_sdk_resumes_a_dropped_stream) {
         cr_assert_str_eq(h_json_text(h_get(json_object_array_get_idx(h_get(facts, "gets"), 1), "lastEventId")), "\"1\"",
                          "%s", h_json_text(facts));
         json_object_put(facts);
+}
+
+/* The Inspector's CLI with --transport http: a call, and a list. */
+Test(interop, http_inspector_calls_and_lists) {
+        json_object *out;
+
+        start_peers_http();
+        out = inspector((const char *const[]){ "--method", "tools/call", "--tool-name", "everything__get-sum",
+                                               "--tool-arg", "a=2", "b=3", NULL });
+        cr_assert_str_eq(h_json_text(h_get(out, "content")),
+                         "[{\"type\":\"text\",\"text\":\"The sum of 2 and 3 is 5.\"}]");
+        json_object_put(out);
+        out = inspector((const char *const[]){ "--method", "tools/list", NULL });
+        cr_assert_not_null(strstr(h_json_text(h_get(out, "tools")), "\"memory__read_graph\""), "%s", h_json_text(out));
+        json_object_put(out);
 }
