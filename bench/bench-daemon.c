@@ -82,12 +82,13 @@ static int add_prefix(const char **argv, int *n, char *words) {
 
 static int spawn(struct daemon_run *d, const struct daemon_opts *o, const char *config, const char *notify_path) {
         const char *argv[MAX_WORDS] = { 0 };
-        char notify_env[300], path_env[1024], control[160], *prefix = o->prefix ? strdup(o->prefix) : NULL;
-        char *envp[] = { path_env, notify_env, NULL };
+        char notify_env[300], path_env[1024], cred_env[300], control[160], *prefix = o->prefix ? strdup(o->prefix) : NULL;
+        char *envp[] = { path_env, notify_env, o->credentials ? cred_env : NULL, NULL };
         posix_spawn_file_actions_t fa;
         int n = 0, r;
 
         snprintf(notify_env, sizeof notify_env, "NOTIFY_SOCKET=%s", notify_path);
+        snprintf(cred_env, sizeof cred_env, "CREDENTIALS_DIRECTORY=%s", o->credentials ? o->credentials : "");
         snprintf(path_env, sizeof path_env, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
         snprintf(control, sizeof control, "%s/control.sock", d->dir);
         if (prefix && (r = add_prefix(argv, &n, prefix)) < 0) {

@@ -1,217 +1,230 @@
-/* Issue 17: a tools/call to a server reached by URL on the loopback. The server is the
- * integration tests' Streamable HTTP server (tests/integration/http-server.c, built again
- * here as mcpvisor-bench-http-server); the baseline is the same server called directly,
- * one HTTP/1.1 connection kept alive, the same JSON over it. */
-#include "bench.h"
-
+/* The Streamable HTTP front door beside the Unix socket (issue 18): N clients, each a
+ * keep-alive TCP connection on loopback with one tools/call in flight (HTTP/1.1 has no more
+ * per connection), and the same N clients on the Unix socket with one call in flight each,
+ * on the same daemon: throughput, daemon CPU per call, and the latency of one client. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#define HTTP_TIMEOUT_NS (10 * (int64_t)1000000000)
+#include "bench.h"
 
-struct http_conn {
+#define HTTP_CALL_TIMEOUT_NS (10 * (int64_t)1000000000)
+#define MAX_LATENCY_SAMPLES 200000
+
+struct hclient {
         int fd;
+        char sid[64];
         char buf[65536];
         size_t len;
-        char session[64];
+        uint64_t next_id;
+        int64_t sent_ns;
 };
 
-static int read_port(const char *path, int64_t deadline) {
-        int port = 0;
-
-        while (port == 0 && now_ns() < deadline) {
-                FILE *f = fopen(path, "re");
-
-                if (f) {
-                        if (fscanf(f, "%d", &port) != 1)
-                                port = 0;
-                        fclose(f);
-                }
-                if (port == 0)
-                        poll(NULL, 0, 10); /* the server writing its port file: nothing to wait on */
+static int write_all(int fd, const char *p, size_t len) {
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -errno;
+                p += n;
+                len -= (size_t)n;
         }
-        return port > 0 ? port : -ETIMEDOUT;
-}
-
-static pid_t start_server(const char *dir, int *ret_port) {
-        char portfile[128];
-        pid_t pid;
-
-        snprintf(portfile, sizeof portfile, "%s/port", dir);
-        pid = fork();
-        if (pid == 0) {
-                execl(BENCH_HTTP_SERVER_PATH, BENCH_HTTP_SERVER_PATH, "--port-file", portfile, (char *)NULL);
-                _exit(127);
-        }
-        if (pid > 0)
-                *ret_port = read_port(portfile, now_ns() + HTTP_TIMEOUT_NS);
-        return pid;
-}
-
-/* One POST, its answer's body (NUL-terminated, in c->buf) in *ret_body. */
-static int post(struct http_conn *c, const char *body, const char **ret_body) {
-        char head[512];
-        size_t need = 0;
-        int n = snprintf(head, sizeof head,
-                         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                         "Accept: application/json, text/event-stream\r\n%s%s%sContent-Length: %zu\r\n\r\n",
-                         c->session[0] ? "Mcp-Session-Id: " : "", c->session, c->session[0] ? "\r\n" : "", strlen(body));
-        int64_t deadline = now_ns() + HTTP_TIMEOUT_NS;
-        char *end = NULL;
-
-        struct iovec v[] = { { head, (size_t)n }, { (void *)body, strlen(body) } };
-
-        /* one write: the request as curl sends it, not a head waiting for an ACK */
-        if (writev(c->fd, v, 2) != (ssize_t)(v[0].iov_len + v[1].iov_len))
-                return -EIO;
-        c->len = 0;
-        while (!end || c->len < need) {
-                struct pollfd p = { .fd = c->fd, .events = POLLIN };
-                ssize_t got;
-
-                if (poll(&p, 1, ms_left(deadline)) <= 0)
-                        return -ETIMEDOUT;
-                got = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
-                if (got <= 0)
-                        return -ECONNRESET;
-                c->len += (size_t)got;
-                c->buf[c->len] = '\0';
-                if (!end && (end = strstr(c->buf, "\r\n\r\n"))) {
-                        char *cl = strcasestr(c->buf, "Content-Length:"), *sid = strcasestr(c->buf, "Mcp-Session-Id:");
-
-                        need = (size_t)(end + 4 - c->buf) + (cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0);
-                        if (sid && sid < end && !c->session[0])
-                                sscanf(sid + 15, " %63[^\r\n]", c->session);
-                }
-        }
-        *ret_body = end + 4;
         return 0;
 }
 
-/* The same calls as measure_latency(), straight to the server. */
-static int direct_latency(int port, unsigned calls, struct latency *ret) {
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        struct http_conn *c = calloc(1, sizeof *c);
-        unsigned warmup = calls / 10 < 50 ? 50 : calls / 10;
-        int64_t *samples = calloc(calls, sizeof *samples), total = 0;
-        const char *body;
-        char call[160];
-        int r = c && samples ? 0 : -ENOMEM;
+static int post(struct hclient *h, const char *token, const char *body) {
+        char req[2048];
+        int n = snprintf(req, sizeof req,
+                         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                         "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                         "%s%s%sContent-Length: %zu\r\n\r\n%s",
+                         token, h->sid[0] ? "Mcp-Session-Id: " : "", h->sid, h->sid[0] ? "\r\n" : "", strlen(body), body);
 
-        if (r == 0) {
-                c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                r = c->fd >= 0 && connect(c->fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 : -errno;
-                /* as curl sets it */
-                if (r == 0)
-                        (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+        h->sent_ns = now_ns();
+        return n < (int)sizeof req ? write_all(h->fd, req, (size_t)n) : -E2BIG;
+}
+
+/* A whole answer in the buffer: its length (headers and body), its status in *status; 0 when
+ * more must be read. */
+static size_t whole_answer(struct hclient *h, int *status) {
+        char *end, *cl;
+        size_t head;
+
+        h->buf[h->len] = '\0';
+        end = strstr(h->buf, "\r\n\r\n");
+        if (!end)
+                return 0;
+        head = (size_t)(end + 4 - h->buf);
+        cl = strcasestr(h->buf, "\r\nContent-Length:");
+        if (cl && cl < end && h->len < head + strtoul(cl + 17, NULL, 10))
+                return 0;
+        *status = atoi(h->buf + 9);
+        return head + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
+}
+
+static void consume(struct hclient *h, size_t n) {
+        memmove(h->buf, h->buf + n, h->len - n);
+        h->len -= n;
+}
+
+/* Reads until a whole answer is there (blocking, with a deadline); its status. */
+static int read_answer(struct hclient *h, int64_t deadline, size_t *ret_len) {
+        int status;
+
+        while (!(*ret_len = whole_answer(h, &status))) {
+                struct pollfd p = { .fd = h->fd, .events = POLLIN };
+                ssize_t n;
+
+                if (poll(&p, 1, ms_left(deadline)) <= 0)
+                        return -ETIMEDOUT;
+                n = read(h->fd, h->buf + h->len, sizeof h->buf - h->len - 1);
+                if (n <= 0)
+                        return n == 0 ? -ECONNRESET : -errno;
+                h->len += (size_t)n;
         }
-        if (r == 0)
-                r = post(c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-                            "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}",
-                         &body);
-        if (r == 0)
-                r = post(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &body);
-        for (unsigned i = 0; r == 0 && i < warmup + calls; i++) {
-                int64_t t0 = now_ns();
+        return status;
+}
 
-                snprintf(call, sizeof call,
-                         "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
-                         "\"arguments\":{\"text\":\"hello\"}}}",
-                         i + 1);
-                r = post(c, call, &body);
-                if (r == 0 && !strstr(body, "\"hello\""))
-                        r = -EPROTO;
-                if (r == 0 && i >= warmup) {
-                        samples[i - warmup] = now_ns() - t0;
-                        total += samples[i - warmup];
+static int open_client(struct hclient *h, unsigned port, const char *token) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int64_t deadline = now_ns() + HTTP_CALL_TIMEOUT_NS;
+        int one = 1, status;
+        size_t len;
+        char *sid;
+
+        *h = (struct hclient){ .fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), .next_id = 2 };
+        if (h->fd < 0 || connect(h->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+                return -errno;
+        setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (post(h, token, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                           "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") < 0 ||
+            (status = read_answer(h, deadline, &len)) != 200)
+                return -EPROTO;
+        sid = strcasestr(h->buf, "\r\nMcp-Session-Id: ");
+        if (!sid || sscanf(sid + 18, "%63[0-9a-f]", h->sid) != 1)
+                return -EPROTO;
+        consume(h, len);
+        if (post(h, token, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}") < 0 ||
+            read_answer(h, deadline, &len) != 202)
+                return -EPROTO;
+        consume(h, len);
+        return 0;
+}
+
+static int send_call(struct hclient *h, const char *token) {
+        char body[256];
+
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"tools/call\",\"params\":{\"name\":\""
+                 BENCH_TOOL_PREFIX "echo\",\"arguments\":{\"text\":\"hello\"}}}", (unsigned long long)h->next_id++);
+        return post(h, token, body);
+}
+
+struct http_run {
+        struct daemon_run *d;
+        struct hclient *c;
+        unsigned n;
+        const char *token;
+        uint64_t done, errors;
+        int64_t *lat;
+        size_t n_lat;
+        bool record;
+};
+
+/* Answers that came on client i; the next call sent for each. */
+static int take(struct http_run *hr, struct hclient *h) {
+        ssize_t n = read(h->fd, h->buf + h->len, sizeof h->buf - h->len - 1);
+        size_t len;
+        int status;
+
+        if (n <= 0)
+                return n == 0 ? -ECONNRESET : errno == EAGAIN ? 0 : -errno;
+        h->len += (size_t)n;
+        while ((len = whole_answer(h, &status))) {
+                if (status != 200 || !strstr(h->buf, "\"result\""))
+                        hr->errors++;
+                if (hr->record && hr->n_lat < MAX_LATENCY_SAMPLES)
+                        hr->lat[hr->n_lat++] = now_ns() - h->sent_ns;
+                hr->done++;
+                consume(h, len);
+                if (send_call(h, hr->token) < 0)
+                        return -EIO;
+        }
+        return 0;
+}
+
+static int pump(struct http_run *hr, int epfd, int64_t until) {
+        struct epoll_event ev[64];
+
+        while (now_ns() < until) {
+                int n = epoll_wait(epfd, ev, 64, ms_left(until));
+                for (int i = 0; i < n; i++) {
+                        int r = ev[i].data.u32 == UINT32_MAX ? (daemon_pump(hr->d), 0) : take(hr, &hr->c[ev[i].data.u32]);
+                        if (r < 0)
+                                return r;
                 }
         }
-        if (r == 0) {
-                qsort(samples, calls, sizeof *samples, cmp_i64);
-                *ret = (struct latency){ .p50 = percentile(samples, calls, 50), .p90 = percentile(samples, calls, 90),
-                                         .p99 = percentile(samples, calls, 99), .max = samples[calls - 1],
-                                         .calls_per_s = (double)calls * 1e9 / (double)total, .ok = true };
-        }
-        if (c && c->fd > 0)
-                close(c->fd);
-        free(c);
-        free(samples);
-        return r;
+        return 0;
 }
 
-/* Through the daemon, whose one server is the same one by URL; the daemon's CPU per call
- * over the whole run, warm-up included. */
-static int via_latency(const struct daemon_opts *base, int port, unsigned calls, struct http_figures *ret) {
-        struct daemon_opts o = *base;
-        struct daemon_run d;
-        struct conn c = { .rfd = -1, .wfd = -1 };
-        char url[64];
-        int64_t ticks0;
-        unsigned warmup = calls / 10 < 50 ? 50 : calls / 10;
-        int r;
+int measure_http(struct daemon_run *d, unsigned port, const char *token, unsigned clients, double seconds,
+                 struct http_load *ret) {
+        struct http_run hr = { .d = d, .n = clients, .token = token, .c = calloc(clients, sizeof(struct hclient)),
+                               .lat = malloc(MAX_LATENCY_SAMPLES * sizeof(int64_t)) };
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+        int epfd = epoll_create1(EPOLL_CLOEXEC), r = 0;
+        struct proc_stat a, b;
+        int64_t t0, t1;
+        uint64_t done0;
 
-        snprintf(url, sizeof url, "http://127.0.0.1:%d/mcp", port);
-        o.url = url;
-        o.servers = 0;
-        o.server_tools = 0;
-        r = daemon_start(&d, &o);
-        if (r >= 0)
-                r = daemon_wait_ready(&d, 30000);
-        if (r >= 0)
-                r = daemon_wait_status(&d, "1/1 servers ready", 30000);
-        if (r >= 0)
-                r = conn_unix(&c, d.sock);
-        if (r >= 0)
-                r = conn_initialize(&c, &d, now_ns() + HTTP_TIMEOUT_NS);
-        ticks0 = proc_cpu_ticks(d.pid);
-        if (r >= 0)
-                r = measure_latency(&c, BENCH_TOOL_PREFIX "echo", calls, &d, &ret->via);
-        if (r >= 0)
-                ret->daemon_cpu_us = (double)(proc_cpu_ticks(d.pid) - ticks0) * 1e6 / (double)sysconf(_SC_CLK_TCK) /
-                                     (double)(calls + warmup);
-        if (r < 0)
-                fprintf(stderr, "mcpvisor-bench: over HTTP: %s; last status: %s; log: %s\n", strerror(-r), d.status, d.log);
-        if (c.rfd >= 0)
-                conn_close(&c);
-        if (daemon_stop(&d, 10000) != 0 && r >= 0)
-                r = -EIO;
-        return r;
-}
-
-int measure_http(const struct daemon_opts *base, unsigned calls, struct http_figures *ret) {
-        char dir[] = "/tmp/mcpvisor-bench-http-XXXXXX";
-        int port = 0, r;
-        pid_t server;
-
-        *ret = (struct http_figures){ 0 };
-        if (!mkdtemp(dir))
-                return -errno;
-        server = start_server(dir, &port);
-        r = server < 0 ? -errno : port < 0 ? port : 0;
-        if (r == 0)
-                r = direct_latency(port, calls, &ret->direct);
-        if (r == 0)
-                r = via_latency(base, port, calls, ret);
-        if (server > 0) {
-                kill(server, SIGTERM);
-                waitpid(server, NULL, 0);
+        *ret = (struct http_load){ .clients = clients };
+        if (!hr.c || !hr.lat || epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, d->notify_fd, &ev) < 0)
+                r = -ENOMEM;
+        for (unsigned i = 0; r >= 0 && i < clients; i++) {
+                daemon_pump(d);
+                r = open_client(&hr.c[i], port, token);
+                ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = i };
+                if (r >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, hr.c[i].fd, &ev) < 0)
+                        r = -errno;
         }
-        unlink(strcat(dir, "/port"));
-        *strrchr(dir, '/') = '\0';
-        rmdir(dir);
-        ret->ok = r == 0;
+        for (unsigned i = 0; r >= 0 && i < clients; i++)
+                r = send_call(&hr.c[i], token);
+        if (r >= 0)
+                r = pump(&hr, epfd, now_ns() + (int64_t)(seconds * 1e8) + 50000000); /* warm-up */
+        if (r >= 0 && proc_stat(d->pid, &a)) {
+                done0 = hr.done;
+                hr.record = true;
+                t0 = now_ns();
+                r = pump(&hr, epfd, t0 + (int64_t)(seconds * 1e9));
+                t1 = now_ns();
+                if (r >= 0 && proc_stat(d->pid, &b) && hr.done > done0) {
+                        double calls = (double)(hr.done - done0);
+                        ret->calls_per_s = calls * 1e9 / (double)(t1 - t0);
+                        ret->daemon_cpu_us = (double)(b.utime + b.stime - a.utime - a.stime) * 1e6 /
+                                             (double)sysconf(_SC_CLK_TCK) / calls;
+                        qsort(hr.lat, hr.n_lat, sizeof *hr.lat, cmp_i64);
+                        ret->p50 = percentile(hr.lat, hr.n_lat, 50);
+                        ret->p99 = percentile(hr.lat, hr.n_lat, 99);
+                        ret->ok = hr.errors == 0;
+                }
+        }
+        for (unsigned i = 0; hr.c && i < clients; i++)
+                if (hr.c[i].fd > 0)
+                        close(hr.c[i].fd);
+        if (epfd >= 0)
+                close(epfd);
+        free(hr.c);
+        free(hr.lat);
+        daemon_pump(d);
         return r;
 }

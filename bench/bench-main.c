@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -41,11 +44,11 @@
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
-/* PART_CANCEL, PART_CLOSE, PART_NOTIFY, PART_SERVERS, PART_ACCESS and PART_LAUNCHER are run only when asked
- * for (--only cancel). */
+/* PART_CANCEL and everything after PART_ALL are run only when asked for (--only cancel). */
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
             PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512,
-            PART_LAUNCHER = 1024, PART_HTTP = 2048 /* issue 17: a server reached by URL */ };
+            PART_LAUNCHER = 1024, PART_REMOTE = 2048 /* issue 17: a server reached by URL */,
+            PART_HTTP = 4096 /* issue 18: clients over HTTP */ };
 
 /* The access case's two daemons: no access settings, and ACCESS_RULES rules. */
 enum access_mode { ACCESS_NONE, ACCESS_SOME, ACCESS_MODES };
@@ -93,7 +96,8 @@ struct results {
         struct servers_figures servers;
         struct access_figures access;
         struct launcher_figures launchers;
-        struct http_figures http;
+        struct remote_figures remote;
+        struct http_load http[MAX_LEVELS], http_socket[MAX_LEVELS]; /* issue 18: HTTP, and the socket beside it */
         bool failed;
 };
 
@@ -108,8 +112,9 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access,launcher,http (the last seven only when named; launcher: start\n"
-                "                       to ready of a server, exec vs systemd, --startup-runs starts each)\n"
+                "                       access,launcher,remote,http (the last eight only when named; launcher:\n"
+                "                       start to ready of a server, exec vs systemd, --startup-runs starts each;\n"
+                "                       remote: calls to a server reached by URL; http: clients over HTTP)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -152,7 +157,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
-                                             "servers", "access", "launcher", "http" };
+                                             "servers", "access", "launcher", "remote", "http" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -494,6 +499,65 @@ static void run_access(const struct options *o, struct results *res) {
         free(rules);
 }
 
+/* ---- issue 18: the HTTP front door beside the Unix socket ---- */
+
+#define HTTP_BENCH_TOKEN "bench-token-0123456789abcdef0123456789"
+
+static unsigned free_port(void) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof sa;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        unsigned port = 0;
+
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+                port = ntohs(sa.sin_port);
+        if (fd >= 0)
+                close(fd);
+        return port;
+}
+
+/* One daemon listening on both; at each level, the same number of clients on each, one call
+ * in flight per client (what HTTP/1.1 allows a connection), the socket's measured the same way. */
+static void run_http(const struct options *o, struct results *res) {
+        char creds[] = "/tmp/mcpvisor-bench-http-XXXXXX", path[64], *settings = NULL;
+        struct options ho = *o;
+        struct daemon_run d;
+        unsigned port = free_port();
+        FILE *f;
+        int r = mkdtemp(creds) ? 0 : -errno;
+
+        snprintf(path, sizeof path, "%s/token", creds);
+        if (r >= 0 && (f = fopen(path, "we"))) {
+                fputs(HTTP_BENCH_TOKEN, f);
+                fclose(f);
+        }
+        if (r >= 0 && asprintf(&settings, "%s%s\"http\": {\"listen\": [\"127.0.0.1:%u\"], \"tokens\": [{\"token\": "
+                               "{\"credential\": \"token\"}, \"user\": %u}]}", o->daemon.settings ? o->daemon.settings : "",
+                               o->daemon.settings && *o->daemon.settings ? ", " : "", port, (unsigned)getuid()) < 0)
+                r = -ENOMEM;
+        ho.daemon.settings = settings;
+        ho.daemon.credentials = creds;
+        if (r >= 0)
+                r = start_ready(&d, &ho);
+        for (unsigned k = 0; r >= 0 && k < o->n_levels; k++) {
+                struct load l;
+
+                r = measure_http(&d, port, HTTP_BENCH_TOKEN, o->levels[k], o->seconds, &res->http[k]);
+                if (r >= 0)
+                        r = measure_load(&d, o->levels[k], 1, o->seconds, &l);
+                res->http_socket[k] = (struct http_load){ .clients = l.clients, .calls_per_s = l.calls_per_s,
+                                                          .daemon_cpu_us = l.daemon_cpu_us, .ok = l.ok };
+        }
+        if (r < 0)
+                failed(res, "HTTP beside the socket", r);
+        if (r >= 0 || d.pid > 0)
+                if (daemon_stop(&d, 30000) != 0 && r >= 0)
+                        failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+        unlink(path);
+        rmdir(creds);
+        free(settings);
+}
+
 static int cmp_unsigned(const void *a, const void *b) {
         unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
 
@@ -725,6 +789,27 @@ static void access_notes(const struct results *res) {
         printf("\n");
 }
 
+static void http_rows(const struct options *o, const struct results *res) {
+        for (unsigned k = 0; k < o->n_levels; k++) {
+                const struct http_load *h = &res->http[k], *s = &res->http_socket[k];
+                double ratio = s->daemon_cpu_us > 0 ? h->daemon_cpu_us / s->daemon_cpu_us : 0;
+                char what[64], a[32], b[32], c[32];
+
+                snprintf(what, sizeof what, "HTTP vs socket: throughput, %u client%s x 1", h->clients, h->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.0f/s", h->calls_per_s);
+                snprintf(b, sizeof b, "%.0f/s", s->calls_per_s);
+                row(what, a, b, "", "-", h->ok && s->ok ? "-" : "n/a");
+                snprintf(what, sizeof what, "HTTP vs socket: daemon CPU per call, %u client%s", h->clients, h->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.2f us", h->daemon_cpu_us);
+                snprintf(b, sizeof b, "%.2f us", s->daemon_cpu_us);
+                snprintf(c, sizeof c, "%.2fx", ratio);
+                row(what, a, b, c, "<= 3x", verdict(h->ok && s->ok && ratio > 0, ratio <= 3));
+                snprintf(what, sizeof what, "HTTP: round trip p50 / p99, %u client%s", h->clients, h->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.1f / %.1f us", (double)h->p50 / 1000, (double)h->p99 / 1000);
+                row(what, a, "", "", "-", h->ok ? "-" : "n/a");
+        }
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -796,20 +881,20 @@ static void print_machine(const struct options *o) {
                o->daemon.prefix ? o->daemon.prefix : "");
 }
 
-/* Issue 17: next to the stdio rows (--only latency,http), the same call to an HTTP server. */
-static void http_rows(const struct results *res) {
-        const struct http_figures *h = &res->http;
+/* Issue 17: next to the stdio rows (--only latency,remote), the same call to a server reached by URL. */
+static void remote_rows(const struct results *res) {
+        const struct remote_figures *h = &res->remote;
         int64_t via[] = { h->via.p50, h->via.p99 }, direct[] = { h->direct.p50, h->direct.p99 };
         static const char *const names[] = { "p50", "p99" };
         char what[64], a[32], b[32], c[32];
 
         for (unsigned k = 0; k < 2; k++) {
-                snprintf(what, sizeof what, "tools/call over HTTP (loopback) %s", names[k]);
+                snprintf(what, sizeof what, "tools/call to an HTTP server (loopback) %s", names[k]);
                 snprintf(c, sizeof c, "%+.1f us", (double)(via[k] - direct[k]) / 1000.0);
                 row(what, us(a, via[k]), us(b, direct[k]), h->ok ? c : "-", "-", "-");
         }
         snprintf(c, sizeof c, "%.1f us", h->daemon_cpu_us);
-        row("daemon CPU per call over HTTP", h->ok ? c : "-", "-", h->ok ? c : "-", "-", "-");
+        row("daemon CPU per call to an HTTP server", h->ok ? c : "-", "-", h->ok ? c : "-", "-", "-");
 }
 
 static void print_table(const struct options *o, const struct results *res) {
@@ -834,8 +919,10 @@ static void print_table(const struct options *o, const struct results *res) {
                 access_rows(res);
         if (o->parts & PART_LAUNCHER)
                 launcher_rows(res);
+        if (o->parts & PART_REMOTE)
+                remote_rows(res);
         if (o->parts & PART_HTTP)
-                http_rows(res);
+                http_rows(o, res);
         print_notes(o, res);
 }
 
@@ -889,8 +976,10 @@ int main(int argc, char **argv) {
                 run_access(&o, &res);
         if ((o.parts & PART_LAUNCHER) && (r = measure_launchers(&o.daemon, o.startup_runs, &res.launchers)) < 0)
                 failed(&res, "launcher", r);
-        if ((o.parts & PART_HTTP) && (r = measure_http(&o.daemon, o.calls, &res.http)) < 0)
-                failed(&res, "calls over HTTP", r);
+        if ((o.parts & PART_REMOTE) && (r = measure_remote(&o.daemon, o.calls, &res.remote)) < 0)
+                failed(&res, "calls to a server reached by URL", r);
+        if (o.parts & PART_HTTP)
+                run_http(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

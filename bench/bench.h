@@ -50,6 +50,7 @@ struct daemon_opts {
         unsigned servers;       /* servers besides the bench one, "s0000" on (bench-servers.c) */
         unsigned server_tools;  /* tools the bench server lists besides its own, "t0000" on */
         const char *url;        /* issue 17: the bench server is this URL instead of server */
+        const char *credentials; /* $CREDENTIALS_DIRECTORY of the daemon, or NULL */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -169,14 +170,25 @@ struct cancels {
 };
 
 int measure_latency(struct conn *c, const char *tool, unsigned calls, struct daemon_run *d, struct latency *ret);
-/* Issue 17 (bench-http.c): tools/call latency to an HTTP MCP server on the loopback, through
+/* Issue 17 (bench-remote.c): tools/call latency to an HTTP MCP server on the loopback, through
  * the daemon and directly, and the daemon's CPU per call. */
-struct http_figures {
+struct remote_figures {
         struct latency via, direct;
         double daemon_cpu_us;
         bool ok;
 };
-int measure_http(const struct daemon_opts *base, unsigned calls, struct http_figures *ret);
+int measure_remote(const struct daemon_opts *base, unsigned calls, struct remote_figures *ret);
+
+/* issue 18: clients on the HTTP front door (bench-http.c), one call in flight each. */
+struct http_load {
+        unsigned clients;
+        double calls_per_s;
+        double daemon_cpu_us;       /* per call */
+        int64_t p50, p99;           /* ns, each call's round trip */
+        bool ok;
+};
+int measure_http(struct daemon_run *d, unsigned port, const char *token, unsigned clients, double seconds,
+                 struct http_load *ret);
 int measure_load(struct daemon_run *d, unsigned clients, unsigned in_flight, double seconds, struct load *ret);
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
                   struct large *ret);

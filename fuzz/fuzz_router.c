@@ -44,6 +44,7 @@
 
 #include "child.h"
 #include "client.h"
+#include "client-socket.h"
 #include "daemon.h"
 #include "fake-process.h"
 #include "fuzz-input.h"
@@ -895,7 +896,7 @@ static void op_connect(struct fclient *c, bool control) {
         c->connected = true;
         c->next_id = 1;
         /* As on_accept() does, without the listening socket in between. */
-        fuzz_check(client_new(&H.d, fds[0], &peer, control ? LISTEN_CONTROL : LISTEN_MCP) != NULL, "client_new");
+        fuzz_check(client_socket_new(&H.d, fds[0], &peer, control ? LISTEN_CONTROL : LISTEN_MCP) != NULL, "client_new");
 }
 
 static void client_sends(struct fclient *c, json_object *msg) {

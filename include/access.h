@@ -49,6 +49,10 @@ struct access_who {
         const char *profile;
 };
 
+/* One user (group: false) or group as the rules take it: a name of this host or a number;
+ * a problem at path otherwise. Also for principals configured elsewhere (HTTP tokens). */
+int access_parse_id(json_object *item, const char *path, bool group, unsigned *ret, struct config_problems *p);
+
 /* "action" and "default", as indexes of the choices "allow", "deny". */
 #define ACCESS_RULE_ALLOW 0
 #define ACCESS_RULE_DENY 1

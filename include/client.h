@@ -1,5 +1,8 @@
-/* One connection on the MCP or control socket: reading lines, writing replies, limits,
- * and its lifetime. Its MCP state lives in its session (session.h).
+/* One client of the MCP or control front door: its messages in, its replies out, limits,
+ * and its lifetime. Its MCP state lives in its session (session.h). How its bytes travel
+ * (a Unix socket's lines, an HTTP session's requests and event streams) is its transport's,
+ * behind struct client_transport_ops: nothing outside client.c and the transports knows
+ * which one a client has.
  *
  * States (one list per state in the daemon; client_set_state() is the only way to move):
  *   ACTIVE    reading and answering
@@ -13,6 +16,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "access.h"
 #include "client-access.h"
@@ -24,11 +28,31 @@
 
 struct access_who;
 struct daemon;
-struct bufferevent;
 struct route;
 struct subscriber;
 
 enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
+
+struct client;
+
+/* How a client's bytes travel (pgbouncer's SBufIO): client.c decides what to say and when
+ * to close; the transport only moves bytes and reports what happens to them through
+ * client_receive(), client_end_of_input(), client_output_flushed() and client_set_state(). */
+struct client_transport_ops {
+        const char *name;            /* "unix", "http": for logs and mcpvisorctl clients */
+        /* Queues one whole message: parts hold its JSON text and then a newline. response:
+         * it answers the request whose id is id (NULL: JSON's null, for a request that could
+         * not be read); else it is a request or notification. Everything is borrowed for the
+         * call. 0, or -ENOMEM when part of it may be lost (the client is then ended). */
+        int (*send)(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id);
+        size_t (*unsent)(const struct client *c);  /* bytes accepted by send() and not written yet */
+        void (*stop_reading)(struct client *c);    /* draining: take no more input */
+        void (*stop)(struct client *c);            /* JUSTFREE: no more I/O of any kind */
+        /* Adds what an operator reads about where the client is ("transport", "remote", ...)
+         * to row (mcpvisorctl clients). */
+        void (*describe)(const struct client *c, json_object *row);
+        void (*free)(struct client *c);            /* frees the transport's state and closes it */
+};
 
 struct client {
         TAILQ_ENTRY(client) entry;
@@ -36,10 +60,8 @@ struct client {
         uint64_t id;                 /* daemon-unique, logged as MCPVISOR_CLIENT= */
         enum listen_role role;       /* which socket it came from */
         enum client_state state;
-        struct bufferevent *bev;     /* writes */
-        struct event *readable;      /* its socket, read by client.c itself */
-        struct evbuffer *input;      /* what was read and not yet taken as messages */
-        struct framer framer;
+        const struct client_transport_ops *ops;
+        void *transport;             /* the transport's own state, only its ops read it */
         struct session session;
         struct principal principal;  /* who connected, resolved at accept (client_principal()) */
         uint64_t connected_at;       /* now_usec() at accept */
@@ -53,8 +75,11 @@ struct client {
 
 TAILQ_HEAD(client_list, client);
 
-/* Takes ownership of fd. Returns NULL (fd closed) when out of memory. */
-struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role);
+/* A new ACTIVE client over a transport (ops, transport: taken, freed with the client) for
+ * principal (its contents taken; left empty). Returns NULL when out of memory, having freed
+ * neither: the caller still owns the transport and the principal. */
+struct client *client_new(struct daemon *d, enum listen_role role, const struct client_transport_ops *ops,
+                          void *transport, struct principal *principal);
 /* Frees c and what only it holds. The daemon tells the other modules that c is gone first
  * (daemon.c, client_gone()): this module calls none of them. */
 void client_free(struct client *c);
@@ -87,6 +112,18 @@ uint64_t client_requests_held(const struct client *c);
 /* Stop reading; close once pending requests are answered and output is flushed. The
  * daemon tells the other modules (daemon_client_draining()). */
 void client_drain(struct client *c);
+
+/* From its transport: one whole message, parsed and handled (session.c). */
+void client_receive(struct client *c, const char *data, size_t len);
+/* The same for a message the transport parsed itself (jsonrpc_parse(); still the caller's). */
+void client_handle(struct client *c, struct jsonrpc_msg *m);
+/* From its transport: a message over maxMessageSize (max bytes) was discarded; answered. */
+void client_receive_oversize(struct client *c, size_t max);
+/* From its transport: the peer will send nothing more. peer_gone: it will read nothing
+ * either, so nothing is answered. */
+void client_end_of_input(struct client *c, bool peer_gone);
+/* From its transport: everything queued was written. */
+void client_output_flushed(struct client *c);
 
 /* Logs with MCPVISOR_CLIENT= set to this client. */
 void client_log(struct client *c, int priority, const char *fmt, ...) _printf_(3, 4);

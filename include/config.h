@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "access.h"
+#include "http-config.h"
 #include "macro.h"
 #include "server-config.h"
 
@@ -67,6 +68,9 @@ struct config {
         struct access_policy access; /* "access" (rules) and "profiles": who sees and calls what */
         int audit;                   /* "audit": enum audit_mode */
         int launcher;                /* "launcher": enum launcher, of the servers that do not choose one */
+        struct http_config http;     /* "http": the Streamable HTTP front door (issue 18) */
+        unsigned max_http_sessions;  /* "maxHttpSessions" */
+        double http_session_idle;    /* "httpSessionIdle": seconds before an unused HTTP session ends */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
         uint32_t *server_index;      /* servers by name (open addressing: entry number + 1, 0 free) */

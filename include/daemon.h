@@ -7,6 +7,7 @@
 #include "client.h"
 #include "user-counts.h"
 #include "config.h"
+#include "http.h"
 #include "jsonrpc.h"
 #include "list-changes.h"
 #include "list-wait.h"
@@ -50,6 +51,7 @@ struct daemon {
         struct listener listeners[LISTEN_ROLE_COUNT];
         struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */
         bool activated;
+        struct http_front http;            /* the Streamable HTTP front door (issue 18) */
         char *id;                          /* the MCP socket's path, bound or passed: MCPVISOR_DAEMON= */
         struct supervisor supervisor;
         struct registry registry;          /* what clients see of the ready servers */

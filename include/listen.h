@@ -15,13 +15,19 @@ struct logger;
 
 enum listen_role { LISTEN_MCP, LISTEN_CONTROL, LISTEN_ROLE_COUNT };
 
+/* Sockets of the HTTP front door systemd may pass (FileDescriptorName=http), at most. */
+#define LISTEN_HTTP_MAX 16
+
 struct activated_fds {
         int fd[LISTEN_ROLE_COUNT];   /* -1: not passed */
+        int http[LISTEN_HTTP_MAX];   /* FileDescriptorName=http: TCP or Unix (http.h) */
+        unsigned n_http;
 };
 
 /* Picks the MCP and control sockets from fds passed by systemd: by FileDescriptorName=
  * "mcp"/"control"; a single fd with another name is the MCP socket; fd store entries are
- * ignored. On error, *ret_why explains it in words a unit author can act on. */
+ * ignored; those named "http" (listening stream sockets of any family) are the HTTP front
+ * door's. On error, *ret_why explains it in words a unit author can act on. */
 int listen_pick_activated(unsigned n, const int *fds, char *const *names, struct activated_fds *ret,
                           const char **ret_why);
 

@@ -104,6 +104,10 @@ static int parse_id(json_object *item, const char *path, bool group, unsigned *r
         return 0;
 }
 
+int access_parse_id(json_object *item, const char *path, bool group, unsigned *ret, struct config_problems *p) {
+        return parse_id(item, path, group, ret, p);
+}
+
 static int parse_ids(json_object *v, const char *path, struct access_ids *ids, bool group, struct config_problems *p) {
         size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
         int r = 0;

@@ -1,30 +1,18 @@
 /* Client connections; see client.h. */
 #include "client.h"
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <errno.h>
 #include <stdio.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "access.h"
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "time-util.h"
-#include "write-now.h"
-
-/* Bytes written per callback, so a multi-MiB message takes few system calls (the default
- * is 16 KiB). */
-#define CLIENT_WRITE_CHUNK (256 * 1024)
-/* Bytes read per callback, onto the stack first (on_readable()). */
-#define CLIENT_READ_CHUNK (16 * 1024)
 
 static const char *const state_names[] = {
         [CLIENT_ACTIVE] = "active",
@@ -46,10 +34,8 @@ void client_set_state(struct client *c, enum client_state state) {
         c->state = state;
         TAILQ_INSERT_TAIL(&d->clients[state], c, entry);
         d->client_count[state]++;
-        if (state == CLIENT_JUSTFREE) {
-                event_del(c->readable);
-                bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-        }
+        if (state == CLIENT_JUSTFREE)
+                c->ops->stop(c);
         daemon_clients_changed(d);
 }
 
@@ -68,7 +54,7 @@ void client_log(struct client *c, int priority, const char *fmt, ...) {
 }
 
 static size_t unsent(struct client *c) {
-        return evbuffer_get_length(bufferevent_get_output(c->bev));
+        return c->ops->unsent(c);
 }
 
 /* A draining client closes once nothing is owed to it any more. */
@@ -124,17 +110,26 @@ static void after_send(struct client *c, int r) {
         maybe_finish(c);
 }
 
+/* Whether msg is a response; *id is then the id it answers (NULL for JSON's null). */
+static bool is_response(json_object *msg, json_object **id) {
+        *id = NULL;
+        return !json_object_object_get_ex(msg, "method", NULL) && json_object_object_get_ex(msg, "id", id);
+}
+
 void client_send(struct client *c, json_object *msg) {
         struct iovec parts[2];
+        json_object *id;
+        bool response;
         int r;
 
         if (c->state == CLIENT_JUSTFREE) {
                 json_object_put(msg);
                 return;
         }
+        response = is_response(msg, &id);
         r = jsonrpc_line(msg, parts);
         if (r >= 0)
-                r = write_now(c->bev, parts, 2);
+                r = c->ops->send(c, parts, 2, response, id);
         json_object_put(msg);
         after_send(c, r);
 }
@@ -147,7 +142,7 @@ void client_send_result_text(struct client *c, json_object *id, const char *resu
                 return;
         r = jsonrpc_result_text_line(id, result, len, parts);
         if (r >= 0)
-                r = write_now(c->bev, parts, 5);
+                r = c->ops->send(c, parts, 5, true, id);
         after_send(c, r);
 }
 
@@ -159,65 +154,43 @@ void client_reply_error(struct client *c, json_object *id, int code, const char 
         client_send(c, jsonrpc_error(id, code, message, data));
 }
 
-static void answer_oversize(struct client *c) {
+void client_receive_oversize(struct client *c, size_t max) {
         char msg[160];
 
-        snprintf(msg, sizeof msg, "Invalid Request: message exceeds the %zu-byte line limit and was discarded",
-                 c->framer.max_line);
-        client_log(c, LOG_NOTICE, "discarded a message over the %zu-byte line limit", c->framer.max_line);
+        snprintf(msg, sizeof msg, "Invalid Request: message exceeds the %zu-byte line limit and was discarded", max);
+        client_log(c, LOG_NOTICE, "discarded a message over the %zu-byte line limit", max);
         client_reply_error(c, NULL, JSONRPC_INVALID_REQUEST, msg, NULL);
 }
 
-/* Frames, classifies and dispatches every complete line in the input buffer. */
-static void process_input(struct client *c, bool at_eof) {
-        struct evbuffer *in = c->input;
-        struct frame fr;
-
-        while (c->state != CLIENT_JUSTFREE) {
-                enum frame_kind kind = framer_next(&c->framer, in, at_eof, &fr);
-                struct jsonrpc_msg m;
-
-                if (kind == FRAME_NONE)
-                        break;
-                if (kind == FRAME_OVERSIZE) {
-                        framer_consume(&c->framer, &fr); /* its bytes go at once */
-                        answer_oversize(c);
-                        continue;
-                }
-                jsonrpc_parse(&c->daemon->parser, fr.data, fr.len, &m);
-                framer_consume(&c->framer, &fr);
-                session_handle(c, &m);
-                jsonrpc_msg_done(&m);
-        }
+void client_handle(struct client *c, struct jsonrpc_msg *m) {
+        if (c->state != CLIENT_JUSTFREE)
+                session_handle(c, m);
 }
 
-static void on_write(struct bufferevent *bev, void *userdata) {
-        maybe_finish(userdata);
+void client_receive(struct client *c, const char *data, size_t len) {
+        struct jsonrpc_msg m;
+
+        if (c->state == CLIENT_JUSTFREE)
+                return;
+        jsonrpc_parse(&c->daemon->parser, data, len, &m);
+        client_handle(c, &m);
+        jsonrpc_msg_done(&m);
 }
 
 void client_drain(struct client *c) {
         if (c->state != CLIENT_ACTIVE)
                 return;
-        event_del(c->readable);
+        c->ops->stop_reading(c);
         client_set_state(c, CLIENT_DRAINING);
         /* It can no longer answer what servers asked of it: the daemon tells them. */
         daemon_client_draining(c->daemon, c);
         maybe_finish(c);
 }
 
-/* A Unix socket polls POLLHUP once the peer has closed both directions; after a mere
- * shutdown(SHUT_WR) it still reads answers. */
-static bool peer_closed(struct client *c) {
-        struct pollfd p = { .fd = bufferevent_getfd(c->bev), .events = POLLOUT };
-
-        return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
-}
-
-static void on_end_of_input(struct client *c) {
-        process_input(c, true);
-        /* Nothing owed to it: whether it still reads makes no difference, and a burst of
-         * closes is spared a poll() each. */
-        if ((c->pending == 0 && unsent(c) == 0) || peer_closed(c)) {
+void client_end_of_input(struct client *c, bool peer_gone) {
+        if (c->state == CLIENT_JUSTFREE)
+                return;
+        if ((c->pending == 0 && unsent(c) == 0) || peer_gone) {
                 /* Nobody to answer: its calls are cancelled downstream now, not when an
                  * answer finally fails to be written. */
                 client_log(c, LOG_DEBUG, "connection closed by the client");
@@ -229,95 +202,38 @@ static void on_end_of_input(struct client *c) {
         client_drain(c);
 }
 
-/* Its input, read here rather than by the bufferevent: libevent's read asks the kernel how
- * much there is (ioctl FIONREAD) and takes a 4 KiB buffer before each read, even the one
- * that finds the end of input, which 15,000 clients closing at once paid for each (a
- * system call, a malloc and fresh pages). Read onto the stack, what came is copied into the
- * input buffer in a chain its own size. */
-static void on_readable(evutil_socket_t fd, short what, void *userdata) {
-        struct client *c = userdata;
-        char buf[CLIENT_READ_CHUNK];
-        ssize_t n = read(fd, buf, sizeof buf);
-
-        if (n > 0) {
-                if (evbuffer_add(c->input, buf, (size_t)n) < 0) {
-                        client_log(c, LOG_WARNING, "out of memory reading from the client; connection closed");
-                        client_set_state(c, CLIENT_JUSTFREE);
-                        return;
-                }
-                process_input(c, false);
-                return;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return;
-        event_del(c->readable);
-        if (n == 0) {
-                on_end_of_input(c);
-                return;
-        }
-        client_log(c, LOG_DEBUG, "connection error: %s", strerror(errno));
-        client_set_state(c, CLIENT_JUSTFREE);
-}
-
-/* The bufferevent's events: only its writing is enabled. */
-static void on_event(struct bufferevent *bev, short what, void *userdata) {
-        struct client *c = userdata;
-
-        if (what & BEV_EVENT_EOF) {
-                on_end_of_input(c);
-                return;
-        }
-        if (what & BEV_EVENT_ERROR) {
-                client_log(c, LOG_DEBUG, "connection error: %s", strerror(EVUTIL_SOCKET_ERROR()));
-                client_set_state(c, CLIENT_JUSTFREE);
-        }
+void client_output_flushed(struct client *c) {
+        maybe_finish(c);
 }
 
 static void log_connected(struct client *c) {
         const struct principal *p = &c->principal;
 
-        client_log(c, LOG_INFO, "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u)",
+        client_log(c, LOG_INFO, "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u) over %s",
                    c->role == LISTEN_CONTROL ? "control" : "MCP", (int)p->pid, p->comm[0] ? p->comm : "unknown",
-                   (unsigned)p->uid, p->user ? " (" : "", p->user ?: "", p->user ? ")" : "", (unsigned)p->gid);
+                   (unsigned)p->uid, p->user ? " (" : "", p->user ?: "", p->user ? ")" : "", (unsigned)p->gid,
+                   c->ops->name);
 }
 
-struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, enum listen_role role) {
+struct client *client_new(struct daemon *d, enum listen_role role, const struct client_transport_ops *ops,
+                          void *transport, struct principal *principal) {
         struct client *c = calloc(1, sizeof *c);
 
-        if (!c || principal_resolve(fd, peer, &c->principal) < 0) {
-                free(c);
-                close(fd);
+        if (!c)
                 return NULL;
-        }
-        c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        c->readable = c->bev ? event_new(d->base, fd, EV_READ | EV_PERSIST, on_readable, c) : NULL;
-        c->input = c->readable ? evbuffer_new() : NULL;
-        if (!c->input) {
-                if (c->readable)
-                        event_free(c->readable);
-                if (c->bev)
-                        bufferevent_free(c->bev); /* closes fd */
-                else
-                        close(fd);
-                principal_done(&c->principal);
-                free(c);
-                return NULL;
-        }
         c->daemon = d;
         c->id = ++d->next_client_id;
         c->role = role;
+        c->ops = ops;
+        c->transport = transport;
+        c->principal = *principal;
+        *principal = (struct principal){ 0 };
         c->connected_at = now_usec();
         c->state = CLIENT_ACTIVE;
-        framer_init(&c->framer, d->config.max_message_size);
         session_init(&c->session);
         TAILQ_INIT(&c->routes);
         TAILQ_INSERT_TAIL(&d->clients[CLIENT_ACTIVE], c, entry);
         d->client_count[CLIENT_ACTIVE]++;
-
-        bufferevent_set_max_single_write(c->bev, CLIENT_WRITE_CHUNK);
-        bufferevent_setcb(c->bev, NULL, on_write, on_event, c);
-        bufferevent_enable(c->bev, EV_WRITE);
-        event_add(c->readable, NULL);
         log_connected(c);
         daemon_clients_changed(d);
         return c;
@@ -356,10 +272,7 @@ void client_free(struct client *c) {
         d->client_count[c->state]--;
         session_done(&c->session);
         client_access_done(&c->access);
-        framer_done(&c->framer);
         principal_done(&c->principal);
-        event_free(c->readable);
-        evbuffer_free(c->input);
-        bufferevent_free(c->bev);
+        c->ops->free(c);
         free(c);
 }

@@ -84,6 +84,8 @@ void config_init_defaults(struct config *c) {
                 .list_page_size = CONFIG_DEFAULT_LIST_PAGE_SIZE,
                 .audit = AUDIT_MODE_DENIED,
                 .launcher = LAUNCHER_AUTO,
+                .max_http_sessions = HTTP_DEFAULT_MAX_SESSIONS,
+                .http_session_idle = HTTP_DEFAULT_SESSION_IDLE,
         };
 }
 
@@ -93,6 +95,7 @@ void config_done(struct config *c) {
         free(c->tool_name_separator);
         free(c->control_group);
         access_policy_done(&c->access);
+        http_config_done(&c->http);
         for (size_t i = 0; i < c->n_servers; i++)
                 server_config_done(&c->servers[i]);
         free(c->servers);
@@ -188,6 +191,10 @@ static const struct setting daemon_settings[] = {
         { "audit", SETTING_CHOICE, offsetof(struct config, audit), 0, 0, audit_modes, NULL, NULL },
         { "profiles", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_profiles_parse, NULL },
         { "launcher", SETTING_CHOICE, offsetof(struct config, launcher), 0, 0, launcher_names, NULL, NULL },
+        /* issue 18: the Streamable HTTP front door (http-config.c) */
+        { "http", SETTING_CUSTOM, offsetof(struct config, http), 0, 0, NULL, http_config_parse, NULL },
+        FIELD("maxHttpSessions", SETTING_COUNT, max_http_sessions, 1, 1000000),
+        FIELD("httpSessionIdle", SETTING_SECONDS, http_session_idle, 1, 86400 * 7),
 };
 
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */
@@ -443,9 +450,17 @@ static void resolve_launchers(struct config *c, struct config_problems *p) {
 }
 
 /* What no single document can check, as drop-ins may define what another one names. */
+static bool profile_exists(const char *name, void *arg) {
+        return access_profile_find(arg, name) != NULL;
+}
+
 static int check_whole(struct config *c, struct config_problems *p) {
+        size_t errors;
+
         resolve_launchers(c, p);
-        return access_policy_check(&c->access, p) ? -EINVAL : 0;
+        errors = access_policy_check(&c->access, p);
+        errors += http_config_check(&c->http, profile_exists, &c->access, p);
+        return errors ? -EINVAL : 0;
 }
 
 int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *p) {

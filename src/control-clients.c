@@ -54,6 +54,7 @@ static json_object *client_row(const struct client *c, uint64_t now) {
         json_object_object_add(row, "calls", json_object_new_int64((int64_t)client_requests_held(c)));
         json_object_object_add(row, "connectedAt", wall_clock_of(c->connected_at, now));
         json_object_object_add(row, "connected", seconds(now - c->connected_at));
+        c->ops->describe(c, row);
         return row;
 }
 

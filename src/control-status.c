@@ -188,6 +188,8 @@ static json_object *daemon_row(const struct daemon *d, uint64_t now) {
         json_object_object_add(row, "clients", json_object_new_int64(mcp));
         json_object_object_add(row, "config", json_object_new_string(d->source.path));
         json_object_object_add(row, "log", log_object(&d->log));
+        json_object_object_add(row, "http", http_front_listeners_json(&d->http));
+        json_object_object_add(row, "httpSessions", json_object_new_int64((int64_t)d->http.n_sessions));
         return row;
 }
 

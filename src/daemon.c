@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include "client-socket.h"
 #include "control-access.h"
 #include "jsonrpc.h"
 #include "list-wait.h"
@@ -233,6 +234,7 @@ void daemon_stop(struct daemon *d, const char *why) {
         notify_stopping(&d->notify, "stopping");
         for (int r = 0; r < LISTEN_ROLE_COUNT; r++)
                 listener_stop(&d->listeners[r]);
+        http_front_stop_listening(&d->http);
         while ((c = TAILQ_FIRST(&d->clients[CLIENT_ACTIVE])))
                 client_drain(c); /* moves it off the active list */
         supervisor_stop_all(&d->supervisor);
@@ -332,7 +334,7 @@ static int start_listener(struct daemon *d, enum listen_role role, int fd, const
 static int setup_sockets(struct daemon *d) {
         static const char *const default_names[] = { "mcp.sock", "control.sock" };
         const char *configured[] = { d->config.socket_path, d->config.control_socket_path };
-        struct activated_fds act;
+        struct activated_fds act = { .fd = { -1, -1 } };
         int r = take_activated(d, &act);
 
         if (r < 0)
@@ -361,6 +363,9 @@ static int setup_sockets(struct daemon *d) {
                 if (r < 0)
                         return r;
         }
+        r = http_front_start(&d->http, d, act.http, act.n_http);
+        if (r < 0)
+                return r;
         if (d->activated && act.fd[LISTEN_MCP] < 0)
                 log_notice(&d->log, "socket-activated without an mcp socket; only the control socket is served");
         d->id = d->activated ? (act.fd[LISTEN_MCP] >= 0 ? listen_socket_path(act.fd[LISTEN_MCP]) : NULL)
@@ -454,7 +459,7 @@ static void on_accept(struct listener *l, int fd, const struct ucred *peer, void
 
         if (role == LISTEN_MCP && (!room_for_client(d, fd) || !count_user(d, fd, peer->uid)))
                 return;
-        c = client_new(d, fd, peer, role);
+        c = client_socket_new(d, fd, peer, role);
         if (!c) {
                 if (role == LISTEN_MCP)
                         user_counts_release(&d->user_counts, peer->uid);
@@ -619,6 +624,7 @@ void daemon_done(struct daemon *d) {
                 while ((c = TAILQ_FIRST(&d->clients[s])))
                         client_gone(d, c);
         }
+        http_front_done(&d->http); /* after its sessions, which it files */
         user_counts_done(&d->user_counts);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++) {
                 listener_stop(&d->listeners[role]);

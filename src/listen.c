@@ -37,10 +37,20 @@ int listen_pick_activated(unsigned n, const int *fds, char *const *names, struct
         unsigned sockets = 0;
 
         for (unsigned i = 0; i < n; i++)
-                sockets += !(names && names[i] && strcmp(names[i], "stored") == 0);
+                sockets += !(names && names[i] && (strcmp(names[i], "stored") == 0 || strcmp(names[i], "http") == 0));
         for (unsigned i = 0; i < n; i++) {
                 const char *name = names && names[i] ? names[i] : "unknown";
-                int role = role_of_name(name, sockets);
+                int role;
+
+                if (strcmp(name, "http") == 0) {
+                        if (a.n_http == LISTEN_HTTP_MAX || sd_is_socket(fds[i], AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
+                                *ret_why = "a socket named http is not a listening stream socket, or more than 16 were passed";
+                                return -EINVAL;
+                        }
+                        a.http[a.n_http++] = fds[i];
+                        continue;
+                }
+                role = role_of_name(name, sockets);
 
                 if (role == -1)
                         continue;

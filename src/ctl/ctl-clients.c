@@ -70,8 +70,19 @@ static const char *since_cell(json_object *row, char *buf, size_t size) {
         return buf;
 }
 
+/* How it is connected: "unix", or "http" and where from (an address, or a Unix peer). */
+static const char *via_cell(json_object *row, char *buf, size_t size) {
+        const char *transport = ctl_json_str(row, "transport"), *remote = ctl_json_str(row, "remote");
+        char escaped_remote[160];
+
+        if (!remote)
+                return transport ?: "-";
+        snprintf(buf, size, "%s %s", transport ?: "-", escaped(remote, escaped_remote, sizeof escaped_remote));
+        return buf;
+}
+
 static int add_row(struct ctl_table *t, json_object *row) {
-        char id[24], user[300], pid[24], command[80], inflight[24], calls[24], since[32];
+        char id[24], via[200], user[300], pid[24], command[80], inflight[24], calls[24], since[32];
         const char *cells[] = {
                 ctl_json_int_cell(row, "id", id, sizeof id),
                 user_cell(row, user, sizeof user),
@@ -81,13 +92,14 @@ static int add_row(struct ctl_table *t, json_object *row) {
                 ctl_json_int_cell(row, "inFlight", inflight, sizeof inflight),
                 ctl_json_int_cell(row, "calls", calls, sizeof calls),
                 since_cell(row, since, sizeof since),
+                via_cell(row, via, sizeof via),
         };
 
         return ctl_table_add_row(t, cells, ARRAY_SIZE(cells));
 }
 
 static int print_table(json_object *rows) {
-        static const char *const header[] = { "ID", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE" };
+        static const char *const header[] = { "ID", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE", "VIA" };
         struct ctl_table t;
         int r;
 

@@ -168,6 +168,22 @@ static bool server_is_fine(json_object *s) {
         return state && strcmp(state, "ready") == 0;
 }
 
+/* The HTTP front door's addresses, when it listens anywhere (issue 18). */
+static void print_http_line(json_object *daemon) {
+        json_object *http = NULL;
+        size_t n;
+
+        json_object_object_get_ex(daemon, "http", &http);
+        n = json_object_is_type(http, json_type_array) ? json_object_array_length(http) : 0;
+        if (n == 0)
+                return;
+        printf("HTTP on");
+        for (size_t i = 0; i < n; i++)
+                printf("%s %s", i ? "," : "", json_object_get_string(json_object_array_get_idx(http, i)));
+        printf(", %lld session%s\n", (long long)ctl_json_int(daemon, "httpSessions", 0),
+               ctl_json_int(daemon, "httpSessions", 0) == 1 ? "" : "s");
+}
+
 static void print_daemon_line(json_object *status) {
         json_object *d = NULL;
         char up[16];
@@ -178,6 +194,7 @@ static void print_daemon_line(json_object *status) {
         printf("mcpvisord %s, pid %lld, up %s, %lld client%s, config %s\n", ctl_json_str(d, "version") ?: "?",
                (long long)ctl_json_int(d, "pid", 0), ctl_format_duration(ctl_json_double(d, "uptime", -1), up, sizeof up),
                (long long)clients, clients == 1 ? "" : "s", ctl_json_str(d, "config") ?: "-");
+        print_http_line(d);
 }
 
 const char *ctl_json_int_cell(json_object *s, const char *key, char *buf, size_t size) {

@@ -169,12 +169,21 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
                         add(argv, &n, "-l");
                         add(argv, &n, d->control);
                 }
+                if (o->activate_http) {
+                        add(argv, &n, "-l");
+                        add(argv, &n, o->activate_http);
+                }
                 if (o->fdnames) {
                         snprintf(fdname_arg, sizeof fdname_arg, "--fdname=%s", o->fdnames);
                         add(argv, &n, fdname_arg);
                 }
                 add(argv, &n, "-E");
                 add(argv, &n, notify_env);
+                /* systemd-socket-activate passes the daemon only what -E names */
+                for (const char *const *x = o->env; x && *x; x++) {
+                        add(argv, &n, "-E");
+                        add(argv, &n, *x);
+                }
                 if (o->watchdog_usec) {
                         add(argv, &n, "-E");
                         add(argv, &n, watchdog_env);

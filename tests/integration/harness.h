@@ -24,6 +24,7 @@ struct h_opts {
         bool activate;               /* run under systemd-socket-activate */
         const char *fdnames;         /* --fdname= value for activation; NULL: unnamed */
         bool activate_control;       /* also pass a control socket (second -l) */
+        const char *activate_http;   /* also pass this address (-l, after the others): the HTTP front door's */
         unsigned long watchdog_usec; /* WATCHDOG_USEC for the daemon; 0: none */
         const char *const *extra_args; /* more daemon arguments, NULL-terminated */
         const char *const *env;      /* more NAME=value for the daemon's environment, NULL-terminated */

@@ -1,475 +1,351 @@
-/* Servers reached by URL (issue 17), run for real against it-http-server (http-server.c),
- * a Streamable HTTP MCP server of our own on the loopback that misbehaves on command:
- * listing and calling through the daemon with JSON and with event-stream answers, the
- * session id and protocol version sent, the GET stream and its reopening, DELETE at stop,
- * a credential as a header, a refused credential (failed, no retry), a lost session (a
- * new run), 5xx and a refused connection (backoff), an answer over the size limit, and a
- * call that stalls (requestTimeout). What the server received is its log of requests. */
+/* Integration tests of the Streamable HTTP front door (issue 18): each bad input answered
+ * as the specification and the issue say, a session's whole life, its GET stream and its
+ * replay, the Unix socket's peers, limits, and 2,000 sessions opened and closed with nothing
+ * left behind. A small HTTP client of our own (http-client.c) talks to the daemon. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "ctl-proc.h"
 #include "harness.h"
+#include "http-client.h"
+#include "proc-stats.h"
 #include "servers.h"
 
-static struct h_daemon D;
-static char T[64];           /* this test's own directory */
-static char SLOG[128];       /* the fake server's log of requests */
-static pid_t SERVER;         /* the fake server, 0 when none */
-static int PORT;
+#define TOKEN "it-token-0123456789abcdef0123456789"
+#define AUTH "Authorization: Bearer " TOKEN "\r\n"
+#define JSON_HEADERS "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+#define INITIALIZE "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"," \
+                   "\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}}"
 
-static void stop_server(void) {
-        if (SERVER > 0) {
-                kill(SERVER, SIGKILL);
-                waitpid(SERVER, NULL, 0);
-        }
-        SERVER = 0;
-}
+static struct h_daemon D;
+static char creds[64];
+static char http_sock[128];
+static unsigned port;
 
 static void setup(void) {
-        strcpy(T, "/tmp/mcpvisor-http-XXXXXX");
-        cr_assert_not_null(mkdtemp(T));
-        snprintf(SLOG, sizeof SLOG, "%s/server.log", T);
+        FILE *f;
+
         servers_reset(&D);
+        snprintf(creds, sizeof creds, "/tmp/mcpvisor-http-XXXXXX");
+        cr_assert_not_null(mkdtemp(creds));
+        cr_assert_not_null(f = fopen(sf("%s/ci-token", creds), "w"));
+        fputs(TOKEN "\n", f);
+        fclose(f);
+        snprintf(http_sock, sizeof http_sock, "%s/http.sock", creds);
+        port = ht_free_port();
 }
 
 static void teardown(void) {
         servers_teardown();
-        stop_server();
-        h_remove_tree(T);
+        h_remove_tree(creds);
 }
 
-TestSuite(http, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(http, .init = setup, .fini = teardown, .timeout = 120);
 
-static int read_port(const char *path) {
-        FILE *f = fopen(path, "re");
-        int port = 0;
+/* The daemon with one demo server, HTTP on a free port and on a Unix socket, more settings
+ * (JSON members, may be ""). */
+static void start_http(const char *more) {
+        const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
 
-        if (!f)
-                return 0;
-        if (fscanf(f, "%d", &port) != 1)
-                port = 0;
-        fclose(f);
-        return port;
+        add_demo("demo", "", "");
+        set_settings(sf("\"logLevel\":\"debug\",\"http\":{\"listen\":[\"127.0.0.1:%u\",\"unix:%s\"],"
+                        "\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}%s%s",
+                        port, http_sock, (unsigned)getuid(), more[0] ? "," : "", more));
+        start(env);
+        wait_all_ready(1);
 }
 
-/* Starts the fake server with more arguments (NULL-terminated); waits for its port. */
-static void start_server(const char *const *args) {
-        char portfile[128];
-        const char *argv[16] = { IT_HTTP_SERVER_PATH, "--port-file", portfile, "--log", SLOG };
-        size_t n = 5;
-        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+/* initialize and notifications/initialized; the new session's id in ret. */
+static void open_session(char ret[64]) {
+        struct ht_answer a;
 
-        snprintf(portfile, sizeof portfile, "%s/port", T);
-        unlink(portfile);
-        for (; args && *args && n < 15; args++)
-                argv[n++] = *args;
-        argv[n] = NULL;
-        SERVER = fork();
-        cr_assert_geq(SERVER, 0);
-        if (SERVER == 0) {
-                execv(argv[0], (char *const *)argv);
-                _exit(127);
+        h_notify_drain(&D); /* each session changes STATUS=: the daemon's datagrams must not queue up */
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 200, "initialize: %d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Mcp-Session-Id", ret, 64), "no session id: %s", a.headers);
+        cr_assert_eq(strlen(ret), 32, "128 random bits as hex: %s", ret);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", ret),
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &a);
+        cr_assert_eq(a.status, 202, "a notification is accepted: %d", a.status);
+        ht_answer_done(&a);
+}
+
+static void post(const char *sid, const char *body, struct ht_answer *a) {
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", sid), body, a);
+}
+
+Test(http, healthz_needs_no_token) {
+        struct ht_answer a;
+
+        start_http("");
+        ht_once(port, "GET", "/healthz", "", NULL, &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert(strstr(a.body, "\"status\":\"ready\""), "%s", a.body);
+        ht_answer_done(&a);
+}
+
+Test(http, no_or_wrong_token_is_401_logged_once_a_period) {
+        struct ht_answer a;
+        char v[128];
+
+        start_http("");
+        ht_once(port, "POST", "/mcp", JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 401);
+        cr_assert(ht_header(&a, "WWW-Authenticate", v, sizeof v) && strncmp(v, "Bearer", 6) == 0, "%s", a.headers);
+        ht_answer_done(&a);
+        for (int i = 0; i < 20; i++) {
+                ht_once(port, "POST", "/mcp", "Authorization: Bearer it-token-wrong-0123456789abcdef012345\r\n" JSON_HEADERS,
+                        INITIALIZE, &a);
+                cr_assert_eq(a.status, 401);
+                ht_answer_done(&a);
         }
-        while ((PORT = read_port(portfile)) == 0 && h_now_ms() < deadline)
-                usleep(10000); /* polling a file with a deadline */
-        cr_assert_gt(PORT, 0, "the fake HTTP server did not start");
+        ht_once(port, "GET", "/mcp", "Authorization: Basic Zm9vOmJhcg==\r\n", NULL, &a);
+        cr_assert_eq(a.status, 401, "another scheme is no token");
+        ht_answer_done(&a);
+        cr_assert(h_log_wait(&D, "refused: no bearer token", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "refused: wrong bearer token"), 0, "a burst is one line, its count in the next");
 }
 
-/* Occurrences of needle in the fake server's log. */
-static unsigned server_count(const char *needle) {
-        FILE *f = fopen(SLOG, "re");
-        char line[1024];
-        unsigned n = 0;
+Test(http, bad_origin_is_403_loopback_allowed) {
+        struct ht_answer a;
 
-        if (!f)
-                return 0;
-        while (fgets(line, sizeof line, f))
-                if (strstr(line, needle))
-                        n++;
-        fclose(f);
-        return n;
+        start_http("");
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://evil.example\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 403);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://localhost.evil.example:8765\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 403, "DNS rebinding");
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://localhost:3000\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 200);
+        ht_answer_done(&a);
 }
 
-/* Waits until needle is in the fake server's log at least n times, draining the daemon. */
-static bool server_wait(const char *needle, unsigned n) {
-        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+Test(http, allowed_origins_replace_the_default) {
+        const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+        struct ht_answer a;
 
-        while (server_count(needle) < n) {
-                if (h_now_ms() > deadline)
-                        return false;
-                h_notify_drain(&D);
-                usleep(10000);
+        add_demo("demo", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"allowedOrigins\":[\"https://app.example\"],"
+                        "\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}", port, (unsigned)getuid()));
+        start(env);
+        wait_all_ready(1);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: https://app.example\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 200, "listed");
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS "Origin: http://localhost:3000\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 403, "a list replaces the default");
+        ht_answer_done(&a);
+}
+
+Test(http, unknown_or_missing_session) {
+        struct ht_answer a;
+        char sid[64];
+
+        start_http("");
+        post("0123456789abcdef0123456789abcdef", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &a);
+        cr_assert_eq(a.status, 404);
+        ht_answer_done(&a);
+        post("not-even-an-id", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &a);
+        cr_assert_eq(a.status, 404);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}", &a);
+        cr_assert_eq(a.status, 400, "only initialize opens a session");
+        ht_answer_done(&a);
+        open_session(sid);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 1999-01-01\r\n", sid),
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
+        cr_assert_eq(a.status, 400, "an unknown MCP-Protocol-Version");
+        ht_answer_done(&a);
+        post(sid, "{\"jsonrpc\":", &a);
+        cr_assert_eq(a.status, 200, "a session's broken message is answered as on the socket");
+        cr_assert(strstr(a.body, "-32700") && strstr(a.body, "\"id\":null"), "%s", a.body);
+        ht_answer_done(&a);
+        post(sid, "[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]", &a);
+        cr_assert(a.status == 200 && strstr(a.body, "\"error\""), "a batch is refused: %d %s", a.status, a.body);
+        ht_answer_done(&a);
+        ht_once(port, "PUT", "/mcp", AUTH, "{}", &a);
+        cr_assert_eq(a.status, 405);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/elsewhere", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 404);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH "Content-Type: text/plain\r\n", INITIALIZE, &a);
+        cr_assert_eq(a.status, 415);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, "{\"jsonrpc\":", &a);
+        cr_assert_eq(a.status, 400, "not JSON");
+        ht_answer_done(&a);
+}
+
+Test(http, oversize_body_is_413) {
+        struct ht_answer a;
+        size_t n = 70000;
+        char *big = malloc(n + 1);
+        int fd;
+
+        start_http("\"maxMessageSize\":65536");
+        memset(big, ' ', n);
+        big[n] = '\0';
+        fd = ht_connect(port, NULL);
+        ht_request(fd, "POST", "/mcp", AUTH JSON_HEADERS, big, n, &a);
+        cr_assert_eq(a.status, 413);
+        ht_answer_done(&a);
+        close(fd);
+        free(big);
+        ht_once(port, "GET", "/healthz", sf("X-Big: %.6000d\r\nX-Big2: %.6000d\r\nX-Big3: %.6000d\r\n", 0, 0, 0), NULL, &a);
+        cr_assert_eq(a.status, 200, "18 KB of headers are fine");
+        ht_answer_done(&a);
+}
+
+Test(http, session_calls_stream_and_replay) {
+        struct ht_answer a;
+        char sid[64], stream[16384] = "";
+        int get;
+
+        start_http("");
+        open_session(sid);
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":\"e\",\"method\":\"tools/call\",\"params\":{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"hi\"}}}", &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert(strstr(a.body, "\"id\":\"e\"") && strstr(a.body, "\"text\":\"hi\""), "%s", a.body);
+        ht_answer_done(&a);
+
+        get = ht_connect(port, NULL);
+        dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+        cr_assert(ht_stream_until(get, "text/event-stream", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":250},"
+                  "\"_meta\":{\"progressToken\":\"p\"}}}", &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert(strstr(a.body, "slept 250 ms"), "%s", a.body);
+        ht_answer_done(&a);
+        cr_assert(ht_stream_until(get, "\"progressToken\":\"p\"", stream, sizeof stream, H_TIMEOUT_MS),
+                  "progress goes on the GET stream: %s", stream);
+        cr_assert(strstr(stream, "id: 1\n"), "events are numbered: %s", stream);
+        close(get);
+
+        /* Dropped: a new stream from Last-Event-ID 0 has event 1 again. */
+        stream[0] = '\0';
+        get = ht_connect(port, NULL);
+        dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Last-Event-ID: 0\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+        cr_assert(ht_stream_until(get, "id: 1\n", stream, sizeof stream, H_TIMEOUT_MS), "replayed: %s", stream);
+        close(get);
+
+        ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+        cr_assert_eq(a.status, 200);
+        ht_answer_done(&a);
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
+        cr_assert_eq(a.status, 404, "ended");
+        ht_answer_done(&a);
+}
+
+Test(http, closing_a_post_cancels_its_call) {
+        char sid[64];
+        int fd;
+
+        start_http("");
+        open_session(sid);
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                sid, strlen("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000}}}"),
+                "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000}}}");
+        close(fd);
+        cr_assert(h_log_wait(&D, "HTTP request 9 abandoned by the client; cancelling it", H_TIMEOUT_MS));
+        /* The server hears it as a socket client's notifications/cancelled. */
+        cr_assert(h_log_wait(&D, "tools/call cancelled by the client: the HTTP client closed the request's connection",
+                             H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "demo: cancelled request", H_TIMEOUT_MS));
+}
+
+Test(http, unix_socket_peer_needs_no_token) {
+        struct ht_answer a;
+        int fd;
+
+        start_http("");
+        fd = ht_connect(0, http_sock);
+        ht_request(fd, "POST", "/mcp", JSON_HEADERS, INITIALIZE, strlen(INITIALIZE), &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        ht_answer_done(&a);
+        close(fd);
+        cr_assert(h_log_wait(&D, sf("uid %u", (unsigned)getuid()), H_TIMEOUT_MS));
+}
+
+Test(http, max_sessions_and_idle_expiry) {
+        struct ht_answer a;
+        char sid[64];
+
+        start_http("\"maxHttpSessions\":2,\"httpSessionIdle\":1");
+        open_session(sid);
+        open_session(sid);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 503, "maxHttpSessions");
+        ht_answer_done(&a);
+        cr_assert(h_log_count_wait(&D, "HTTP session unused for 1 s (httpSessionIdle); ended", 2, H_TIMEOUT_MS));
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
+        cr_assert_eq(a.status, 404, "expired");
+        ht_answer_done(&a);
+        open_session(sid); /* room again */
+}
+
+/* Under socket activation the sockets named http are the front door's, TCP ones included;
+ * the daemon binds nothing of its own for HTTP then. */
+Test(http, socket_activated_http) {
+        const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+        struct ht_answer a;
+        char *config;
+
+        add_demo("demo", "", "");
+        set_settings(sf("\"http\":{\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}",
+                        (unsigned)getuid()));
+        config = config_text();
+        h_start(&D, &(struct h_opts){ .config = config, .activate = true, .activate_control = true,
+                                      .activate_http = sf("127.0.0.1:%u", port), .fdnames = "mcp:control:http",
+                                      .env = env });
+        free(config);
+        /* systemd-socket-activate starts the daemon on the first connection: an HTTP one here */
+        cr_assert(ht_wait_listening(port, H_TIMEOUT_MS), "systemd-socket-activate never listened on %u", port);
+        ht_once(port, "GET", "/healthz", "", NULL, &a);
+        cr_assert(a.status == 200 || a.status == 503, "%d %s", a.status, a.body); /* 503: still starting */
+        ht_answer_done(&a);
+        wait_all_ready(1);
+        cr_assert(h_log_wait(&D, sf("HTTP front door listening on 127.0.0.1:%u (passed by systemd)", port), H_TIMEOUT_MS));
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        ht_answer_done(&a);
+}
+
+/* 2,000 sessions opened and ended, each on a connection of its own: the daemon's descriptors
+ * and memory come back to what they were after the first few. */
+Test(http, two_thousand_sessions_leak_nothing, .timeout = 240) {
+        struct ht_answer a;
+        long rss_before, rss_after;
+        int fds_before, fds_after;
+        char sid[64];
+
+        start_http("\"maxHttpSessions\":4096");
+        for (int i = 0; i < 50; i++) { /* warm up: allocator arenas, tables at their size */
+                open_session(sid);
+                ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+                ht_answer_done(&a);
         }
-        return true;
-}
-
-/* An entry "remote" for the fake server; keys are more JSON members ("" for none). */
-static void add_remote(const char *keys) {
-        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/mcp\"%s%s}", PORT, keys[0] ? "," : "",
-                  keys);
-}
-
-static struct h_client *start_remote(const char *const *server_args, const char *keys) {
-        start_server(server_args);
-        add_remote(keys);
-        start(NULL);
-        wait_all_ready(1);
-        return cl_open();
-}
-
-static void expect_echo(struct h_client *c, const char *id, const char *text) {
-        json_object *m = h_client_tool_call(c, id, "remote__echo", sf("{\"text\":\"%s\"}", text));
-
-        cr_assert_str_eq(h_result_text(m), text, "%s", h_json_text(m));
-        json_object_put(m);
-}
-
-Test(http, lists_and_calls_with_json_answers) {
-        struct h_client *c = start_remote(NULL, "");
-        json_object *m = h_client_call(c, "1", "tools/list", NULL);
-
-        cr_assert(h_has_item(h_tool_names(m), "remote__echo"), "%s", h_json_text(m));
-        cr_assert(h_has_item(h_tool_names(m), "remote__stall"));
-        json_object_put(m);
-        expect_echo(c, "2", "hello over http");
-        /* the session and the negotiated version on everything after initialize */
-        cr_assert_eq(server_count("POST initialize sess=- proto=-"), 1);
-        cr_assert_eq(server_count("POST notifications/initialized sess=s1 proto=2025-06-18"), 1);
-        cr_assert_eq(server_count("POST tools/call sess=s1 proto=2025-06-18"), 1);
-        cr_assert_eq(server_count("accept=application/json, text/event-stream"), server_count("POST "));
-        h_client_close(c);
-}
-
-Test(http, event_stream_answers) {
-        struct h_client *c = start_remote((const char *const[]){ "--sse", NULL }, "");
-
-        expect_echo(c, "1", "hello over sse");
-        expect_echo(c, "2", "again");
-        h_client_close(c);
-}
-
-Test(http, stop_deletes_the_session) {
-        struct h_client *c = start_remote(NULL, "");
-
-        expect_echo(c, "1", "x");
-        h_client_close(c);
-        cr_assert_eq(h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS), 0);
-        cr_assert(server_wait("DELETE sess=s1", 1));
-}
-
-Test(http, credential_header) {
-        char creds[128];
-        FILE *f;
-
-        snprintf(creds, sizeof creds, "%s/creds", T);
-        cr_assert_eq(mkdir(creds, 0700), 0);
-        f = fopen(sf("%s/tok", creds), "we");
-        fputs("s3cret\n", f);
-        fclose(f);
-        start_server(NULL);
-        add_remote("\"headers\":{\"Authorization\":{\"credential\":\"tok\",\"format\":\"Bearer %s\"}}");
-        start((const char *const[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), NULL });
-        wait_all_ready(1);
-        cr_assert_geq(server_count("POST initialize sess=- proto=- auth=Bearer s3cret"), 1);
-        cr_assert_eq(h_log_count(&D, "s3cret"), 0, "a secret in the daemon's log");
-}
-
-/* 401: failed at once, with words saying the credential was refused, and no retries. */
-Test(http, refused_credential_fails_without_retry) {
-        start_server((const char *const[]){ "--status", "401", NULL });
-        add_remote("\"restartDelay\":0.1");
-        start(NULL);
-        cr_assert(h_log_wait(&D, "-> failed", H_TIMEOUT_MS), "the server did not fail");
-        cr_assert_geq(h_log_count(&D, "HTTP 401"), 1);
-        cr_assert_geq(h_log_count(&D, "refused its credential"), 1);
-        h_notify_drain(&D);
-        usleep(300000); /* restartDelay three times over: a retry would have come */
-        cr_assert_eq(server_count("POST initialize"), 1, "retried a refused credential");
-}
-
-/* 503: a run that ends as a crash does, restarted with backoff. */
-Test(http, server_error_backs_off) {
-        start_server((const char *const[]){ "--status", "503", NULL });
-        add_remote("\"restartDelay\":0.1");
-        start(NULL);
-        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
-        cr_assert_geq(h_log_count(&D, "HTTP 503"), 1);
-        cr_assert(server_wait("POST initialize", 2), "not restarted");
-}
-
-Test(http, refused_connection_backs_off) {
-        start_server(NULL);
-        stop_server(); /* its port is closed now */
-        add_remote("\"restartDelay\":0.1");
-        start(NULL);
-        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
-        cr_assert_geq(h_log_count(&D, "Couldn't connect"), 1);
-}
-
-/* A 404 on the session: the run ends, the next one initializes again, and calls work. */
-Test(http, lost_session_reinitializes) {
-        struct h_client *c = start_remote(NULL, "\"restartDelay\":0.1");
-        json_object *m;
-
-        m = h_client_tool_call(c, "1", "remote__lose_session", "{}");
-        json_object_put(m);
-        m = h_client_tool_call(c, "2", "remote__echo", "{\"text\":\"x\"}");
-        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
-        cr_assert(strstr(h_json_text(m), "HTTP 404"), "the error names the status: %s", h_json_text(m));
-        json_object_put(m);
-        cr_assert(server_wait("POST initialize", 2));
-        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
-        expect_echo(c, "3", "after the new session");
-        cr_assert_geq(server_count("POST tools/call sess=s2"), 1);
-        h_client_close(c);
-}
-
-/* An answer over maxServerMessageSize fails its call; the session stands. */
-Test(http, oversize_answer_fails_the_call) {
-        struct h_client *c;
-        json_object *m;
-
-        set_settings("\"maxServerMessageSize\":65536");
-        c = start_remote(NULL, "");
-        m = h_client_tool_call(c, "1", "remote__big", "{\"bytes\":200000}");
-        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
-        json_object_put(m);
-        m = h_client_tool_call(c, "2", "remote__big", "{\"bytes\":1000}");
-        cr_assert_eq(h_error_code(m), 0, "%s", h_json_text(m));
-        json_object_put(m);
-        expect_echo(c, "3", "still here");
-        cr_assert_eq(server_count("POST initialize"), 1);
-        h_client_close(c);
-}
-
-Test(http, oversize_event_fails_the_call) {
-        struct h_client *c;
-        json_object *m;
-
-        set_settings("\"maxServerMessageSize\":65536");
-        c = start_remote((const char *const[]){ "--sse", NULL }, "");
-        m = h_client_tool_call(c, "1", "remote__big", "{\"bytes\":200000}");
-        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
-        json_object_put(m);
-        expect_echo(c, "2", "still here");
-        h_client_close(c);
-}
-
-/* A call the server never answers: requestTimeout answers it; the others go on. */
-Test(http, stalled_call_times_out) {
-        struct h_client *c = start_remote(NULL, "\"requestTimeout\":0.5");
-        json_object *m = h_client_tool_call(c, "1", "remote__stall", "{}");
-
-        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
-        json_object_put(m);
-        expect_echo(c, "2", "not stuck");
-        h_client_close(c);
-}
-
-/* A server that stops answering anything: health pings fail, and the run is replaced by a
- * new session, whose calls are answered again. */
-Test(http, hung_server_caught_by_health) {
-        struct h_client *c = start_remote(NULL, "\"healthInterval\":0.2,\"healthTimeout\":0.2,\"healthFailures\":2,"
-                                                "\"restartDelay\":0.1,\"stopTimeout\":0.2");
-        json_object *m;
-
-        h_client_tool_request(c, "1", "remote__freeze", "{}");
-        cr_assert(h_log_wait(&D, "-> unhealthy", H_TIMEOUT_MS), "no failed ping");
-        m = h_client_answer(c, "1");
-        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
-        json_object_put(m);
-        cr_assert(server_wait("POST initialize", 2), "no new session");
-        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
-        expect_echo(c, "2", "answering again");
-        h_client_close(c);
-}
-
-/* The GET stream: opened after initialization, its notifications heard (the daemon lists
- * the tools again), and opened again with Last-Event-ID when the server drops it. */
-Test(http, get_stream_and_its_reopening) {
-        struct h_client *c = start_remote(NULL, "");
-        json_object *m;
-
-        cr_assert(server_wait("GET sess=s1 last=-", 1), "no GET stream");
-        m = h_client_tool_call(c, "1", "remote__notify", "{}");
-        cr_assert_str_eq(h_result_text(m), "sent");
-        json_object_put(m);
-        cr_assert(server_wait("POST tools/list", 2), "the notification was not heard");
-        m = h_client_tool_call(c, "2", "remote__drop_get", "{}");
-        json_object_put(m);
-        cr_assert(server_wait("GET sess=s1 last=1", 1), "not reopened with Last-Event-ID");
-        h_client_close(c);
-}
-
-Test(http, no_get_stream_is_fine) {
-        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "");
-
-        cr_assert(server_wait("GET", 1));
-        expect_echo(c, "1", "x");
-        h_notify_drain(&D);
-        usleep(1500000); /* past the reopening delay: a 405 is not retried */
-        cr_assert_eq(server_count("GET"), 1);
-        h_client_close(c);
-}
-
-/* The control socket shows the URL where a process has its pid. */
-Test(http, status_shows_the_url) {
-        struct h_client *c = start_remote(NULL, "");
-        json_object *st = h_control(&D, "status", NULL);
-        json_object *servers = h_get(st, "result.servers"), *row = json_object_array_get_idx(servers, 0);
-
-        cr_assert_str_eq(h_str(row, "url"), sf("http://127.0.0.1:%d/mcp", PORT), "%s", h_json_text(st));
-        cr_assert_str_eq(h_str(row, "launcher"), "http");
-        cr_assert_null(h_get(row, "pid"));
-        json_object_put(st);
-        /* mcpvisorctl status: the URL in the row, where a process has its pid */
-        struct proc p = { 0 };
-        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "status", NULL }, NULL);
-        proc_close_stdin(&p);
-        cr_assert_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "%s", p.errbuf);
-        cr_assert(strstr(p.outbuf, sf("remote  ready")) && strstr(p.outbuf, sf("http://127.0.0.1:%d/mcp", PORT)), "%s",
-                  p.outbuf);
-        proc_free(&p);
-        h_client_close(c);
-}
-
-/* The legacy HTTP+SSE transport, asked for: the stream first, POSTs to its endpoint,
- * answers on the stream. */
-Test(http, legacy_sse) {
-        struct h_client *c;
-
-        start_server((const char *const[]){ "--legacy", NULL });
-        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\"}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
-        expect_echo(c, "1", "over the legacy transport");
-        cr_assert_eq(server_count("POST initialize"), 1, "the first POST went to the endpoint");
-        cr_assert_eq(server_count("GET"), 1);
-        h_client_close(c);
-}
-
-/* No "type": Streamable HTTP first; a 405 to initialize, and the legacy transport works. */
-Test(http, falls_back_to_legacy_sse) {
-        struct h_client *c = start_remote((const char *const[]){ "--legacy", NULL }, "");
-
-        expect_echo(c, "1", "after the fallback");
-        cr_assert_geq(h_log_count(&D, "trying the legacy HTTP+SSE transport"), 1);
-        cr_assert_eq(server_count("POST initialize"), 2, "once refused, once on the endpoint");
-        h_client_close(c);
-}
-
-/* The legacy server closes its stream: the session is gone, the run ends and a new one starts. */
-Test(http, legacy_stream_end_restarts) {
-        struct h_client *c;
-        json_object *m;
-
-        start_server((const char *const[]){ "--legacy", NULL });
-        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\",\"restartDelay\":0.1}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
-        /* its answer travels on the stream it drops */
-        h_client_tool_request(c, "1", "remote__drop_get", "{}");
-        cr_assert(server_wait("GET", 2), "no new stream");
-        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
-        m = h_client_answer(c, "1");
-        json_object_put(m);
-        expect_echo(c, "2", "again");
-        h_client_close(c);
-}
-
-/* "proxy": the requests go to it, for a host only it can reach (the fake server takes
- * the absolute-form requests a proxy gets). */
-Test(http, proxy_carries_the_session) {
-        struct h_client *c;
-
-        start_server(NULL);
-        add_entry("\"remote\":{\"url\":\"http://mcp.invalid:9/mcp\",\"proxy\":\"http://127.0.0.1:%d\"}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
-        expect_echo(c, "1", "through the proxy");
-        h_client_close(c);
-}
-
-/* ---- TLS, with a CA made here ---- */
-
-/* A CA (name.pem, name.key) in T, and with signer, a certificate for 127.0.0.1 and
- * localhost signed by it (srv.pem, srv.key). EC keys: quick to make. */
-static void make_ca(const char *name) {
-        const char *cmd = sf("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                             "-keyout %s.key -out %s.pem -days 1 -subj /CN=%s >/dev/null 2>&1",
-                             T, name, name, name);
-
-        cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
-static void make_server_certificate(const char *ca) {
-        const char *cmd = sf("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext && "
-                             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key "
-                             "-out srv.csr -subj /CN=localhost >/dev/null 2>&1 && "
-                             "openssl x509 -req -in srv.csr -CA %s.pem -CAkey %s.key -CAcreateserial -out srv.pem "
-                             "-days 1 -extfile san.ext >/dev/null 2>&1",
-                             T, ca, ca);
-
-        cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
-static void start_tls_server(void) {
-        make_ca("test-ca");
-        make_server_certificate("test-ca");
-        start_server((const char *const[]){ "--tls", sf("%s/srv.pem", T), sf("%s/srv.key", T), NULL });
-}
-
-Test(http, tls_with_the_ca_of_ca_file) {
-        struct h_client *c;
-
-        start_tls_server();
-        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/test-ca.pem\"}", PORT, T);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
-        expect_echo(c, "1", "over TLS");
-        h_client_close(c);
-}
-
-/* A certificate of another CA: the run fails with curl's reason and what to do about it. */
-Test(http, tls_wrong_ca_says_so) {
-        start_tls_server();
-        make_ca("other-ca");
-        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/other-ca.pem\"}", PORT, T);
-        start(NULL);
-        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
-        cr_assert_geq(h_log_count(&D, "SSL certificate problem"), 1);
-        cr_assert_geq(h_log_count(&D, "signed by the CA in \"caFile\""), 1);
-        cr_assert_eq(server_count("POST"), 0, "nothing was sent over an untrusted connection");
-}
-
-/* No caFile, and the system's CAs do not know the test's: the same, pointing at caFile. */
-Test(http, tls_unknown_ca_points_at_ca_file) {
-        start_tls_server();
-        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\"}", PORT);
-        start(NULL);
-        cr_assert(h_log_wait(&D, "give its CA in \"caFile\"", H_TIMEOUT_MS));
-}
-
-/* insecure, on the loopback: no check of the certificate. */
-Test(http, tls_insecure_on_loopback) {
-        struct h_client *c;
-
-        start_tls_server();
-        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"insecure\":true}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
-        expect_echo(c, "1", "unchecked");
-        h_client_close(c);
+        fds_before = proc_fd_count(D.pid);
+        rss_before = proc_rss_kib(D.pid);
+        for (int i = 0; i < 2000; i++) {
+                open_session(sid);
+                ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+                cr_assert_eq(a.status, 200);
+                ht_answer_done(&a);
+        }
+        ht_once(port, "GET", "/healthz", "", NULL, &a);
+        cr_assert(strstr(a.body, "\"sessions\":0"), "every session ended: %s", a.body);
+        ht_answer_done(&a);
+        fds_after = proc_fd_count(D.pid);
+        rss_after = proc_rss_kib(D.pid);
+        cr_log_info("2,000 HTTP sessions: descriptors %d -> %d, RSS %ld -> %ld KiB", fds_before, fds_after, rss_before,
+                    rss_after);
+        cr_assert_leq(fds_after, fds_before, "descriptors grew from %d to %d", fds_before, fds_after);
+        cr_assert_leq(rss_after, rss_before + 1024, "the daemon grew from %ld to %ld KiB", rss_before, rss_after);
 }

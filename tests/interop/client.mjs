@@ -4,7 +4,9 @@
 //   node client.mjs SOCKET SCENARIO [ARG...]
 //
 // The SDK speaks stdio to a command; the command is `mcpvisorctl -s SOCKET connect`, the
-// bridge every agent launches ($MCPVISORCTL, else mcpvisorctl from PATH). Each scenario does
+// bridge every agent launches ($MCPVISORCTL, else mcpvisorctl from PATH). When SOCKET is an
+// http:// URL instead, the SDK's StreamableHTTPClientTransport talks to the daemon's HTTP front
+// door, with $MCPVISOR_TOKEN as its bearer token. Each scenario does
 // its steps with deadlines, then prints ONE line of JSON on stdout with what it saw
 // ({"ok":true,...}) and exits 0; on any failure it prints {"ok":false,"error":"...",
 // "step":"..."} and exits 1. The C test asserts on those facts.
@@ -22,11 +24,15 @@
 //                        (what the everything server read on stdin) has the cancellation
 //   sampling             two clients at once, each with its own sampling handler; A, then B,
 //                        calls everything__trigger-sampling-request
+//   resume               (HTTP) a progress notification on the GET stream, the stream dropped,
+//                        and the SDK's reconnection with Last-Event-ID: the events it gets
 //   kill                 a long call on everything; on its first progress, kill -9 the pid in
 //                        $PIDFILE; the call's error, then everything back and answering
 import { readFileSync } from "node:fs";
+import http from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CreateMessageRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [socket, scenario, ...args] = process.argv.slice(2);
@@ -53,9 +59,9 @@ setTimeout(() => fail(`scenario not done within ${DEADLINE} ms`), DEADLINE);
 
 // A connected client. raw: every message it received, as parsed JSON; sent: every message
 // it sent (the SDK picks ids and progress tokens itself: these tell the test which).
-async function connect(name, capabilities = {}) {
+async function connect(name, capabilities = {}, url = socket) {
     const client = new Client({ name, version: "1.0.0" }, { capabilities });
-    const transport = new StdioClientTransport(bridge);
+    const transport = url.startsWith("http") ? httpTransport(url) : new StdioClientTransport(bridge);
     const raw = [], sent = [];
     const send = transport.send.bind(transport);
     transport.send = (msg, opts) => { sent.push(msg); return send(msg, opts); };
@@ -64,6 +70,13 @@ async function connect(name, capabilities = {}) {
     const onmessage = transport.onmessage;
     transport.onmessage = (msg, extra) => { raw.push(msg); onmessage(msg, extra); };
     return { client, raw, sent };
+}
+
+function httpTransport(url) {
+    return new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { Authorization: `Bearer ${process.env.MCPVISOR_TOKEN}` } },
+        reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 5 },
+    });
 }
 
 // Resolves with the first value of check() that is truthy, trying every 20 ms; rejects at
@@ -93,6 +106,36 @@ const text = (result) => result.content?.filter((c) => c.type === "text").map((c
 const sentCall = (sent, tool) => sent.find((m) => m.method === "tools/call" && m.params?.name === tool);
 const call = (c, name, args, opts = {}) =>
     c.client.callTool({ name, arguments: args }, undefined, { timeout: CALL_TIMEOUT, ...opts });
+
+// A proxy in front of the daemon's HTTP front door that can drop the GET streams passing
+// through it, as a network or a restarted proxy would; it records the GET requests' headers.
+async function streamDropper(target) {
+    const upstream = new URL(target);
+    const streams = new Set(), gets = [];
+    const server = http.createServer((req, res) => {
+        if (req.method === "GET")
+            gets.push({ lastEventId: req.headers["last-event-id"] ?? null });
+        const up = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method,
+            headers: req.headers }, (ur) => {
+            res.writeHead(ur.statusCode, ur.headers);
+            ur.pipe(res);
+            if (req.method === "GET" && ur.statusCode === 200)
+                streams.add({ req, res, up, ur });
+        });
+        up.on("error", () => res.destroy());
+        req.pipe(up);
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+        url: `http://127.0.0.1:${server.address().port}${upstream.pathname}`,
+        gets,
+        drop() {
+            for (const s of streams) { s.up.destroy(); s.res.destroy(); }
+            streams.clear();
+        },
+        close() { this.drop(); server.close(); },
+    };
+}
 
 const scenarios = {
     async list() {
@@ -222,6 +265,24 @@ const scenarios = {
         step = "B calls everything__trigger-sampling-request";
         const rb = text(await call(b, "everything__trigger-sampling-request", { prompt: "who are you?", maxTokens: 20 }));
         return { a: ra, b: rb, asked };
+    },
+
+    async resume() {
+        const proxy = await streamDropper(socket);
+        const c = await connect("interop-resume", {}, proxy.url);
+        step = "the GET stream opened";
+        await waitFor("the GET stream", () => proxy.gets.length >= 1);
+        step = "everything__trigger-long-running-operation, its stream dropped after the first progress";
+        const seen = [];
+        const result = text(await call(c, "everything__trigger-long-running-operation", { duration: 2, steps: 8 }, {
+            onprogress: (p) => {
+                seen.push(p.progress);
+                if (seen.length === 1)
+                    proxy.drop();
+            },
+        }));
+        proxy.close();
+        return { seen, gets: proxy.gets, result };
     },
 
     async kill() {

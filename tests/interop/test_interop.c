@@ -27,12 +27,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <netinet/in.h>
 
 #include "harness.h"
+#include "http-client.h"
 #include "servers.h"
 
 extern char **environ;
@@ -48,6 +47,9 @@ static char dir[64]; /* this test's files: the wrapper's, the filesystem server'
 static char pidfile[128], wirelog[128], fsroot[128], memfile[128], home[128];
 static char bin[PATH_MAX]; /* node_modules/.bin: the servers, the Inspector, node 22 */
 static char claude[PATH_MAX]; /* Claude Code's launcher of its native binary */
+static char sdk_target[128];  /* the daemon's HTTP endpoint for client.mjs and the Inspector; "": its MCP socket */
+#define HTTP_TOKEN "interop-token-0123456789abcdef01234" /* the endpoint's bearer token */
+static const char *const *daemon_env; /* more environment for the daemon; NULL: none */
 
 static void setup(void) {
         D.notify_fd = -1; /* nothing to close if a test ends before its daemon starts */
@@ -155,7 +157,7 @@ static void start_peers(bool all) {
                 add_json_entry("playwright", server_entry("playwright-mcp", args, json_object_new_object()));
         }
 
-        start(NULL);
+        start(daemon_env);
         cr_assert(h_notify_wait(&D, all ? "STATUS=5/5 servers ready" : "STATUS=3/3 servers ready", READY_MS),
                   "the npm servers did not all become ready; got %s", D.notices);
 }
@@ -307,7 +309,7 @@ static void expect_clean_end(const char *tool, const struct run *r) {
  * returns the facts it printed (its last line), asserting it ran to the end and said ok. */
 static json_object *sdk(const char *const *args) {
         char script[PATH_MAX];
-        const char *argv[16] = { "node", script, D.sock };
+        const char *argv[16] = { "node", script, sdk_target[0] ? sdk_target : D.sock };
         const char *scenario = args[0];
         size_t n = 3;
         struct run r;
@@ -339,7 +341,14 @@ static json_object *sdk(const char *const *args) {
  * more arguments; returns its stdout parsed as JSON, asserting exit status 0. */
 static json_object *inspector(const char *const *more) {
         const char *argv[32] = { "mcp-inspector", "--cli", CTL, "-s", D.sock, "connect" };
+        const char *over_http[] = { "mcp-inspector", "--cli", sdk_target, "--transport", "http", "--header",
+                                    "Authorization: Bearer " HTTP_TOKEN };
         size_t n = 6;
+
+        if (sdk_target[0]) { /* the daemon's HTTP front door instead (issue 18) */
+                memcpy(argv, over_http, sizeof over_http);
+                n = sizeof over_http / sizeof *over_http;
+        }
         json_object *out;
         struct run r;
 
@@ -558,11 +567,11 @@ Test(interop, sdk_megabytes_both_ways) {
 
 /* ---- progress and cancellation ---- */
 
-Test(interop, sdk_progress_comes_back_with_the_clients_token) {
+/* Over either front door: the SDK's progress scenario, its events and the server's token. */
+static void expect_progress_under_the_clients_token(void) {
         json_object *facts, *events, *wire, *call;
         const char *token;
 
-        start_peers(false);
         facts = sdk((const char *const[]){ "progress", NULL });
         token = h_json_text(h_get(facts, "token"));
         /* every step's progress, under the client's token, then the answer */
@@ -589,11 +598,16 @@ Test(interop, sdk_progress_comes_back_with_the_clients_token) {
         json_object_put(facts);
 }
 
-Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
+Test(interop, sdk_progress_comes_back_with_the_clients_token) {
+        start_peers(false);
+        expect_progress_under_the_clients_token();
+}
+
+/* Over either front door: the SDK's cancel scenario, and what the server read. */
+static void expect_cancel_under_the_servers_id(void) {
         json_object *facts, *wire, *call, *cancelled;
         const char *client_id;
 
-        start_peers(false);
         facts = sdk((const char *const[]){ "cancel", NULL });
         client_id = h_json_text(h_get(facts, "clientId"));
         cr_assert_str_eq(h_json_text(h_get(facts, "cancelledId")), client_id, "the SDK cancelled another id");
@@ -615,21 +629,31 @@ Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
         json_object_put(facts);
 }
 
+Test(interop, sdk_cancel_reaches_the_server_under_its_own_id) {
+        start_peers(false);
+        expect_cancel_under_the_servers_id();
+}
+
 /* ---- server-to-client requests ---- */
 
 /* Two clients with sampling handlers of their own; the everything server's
  * sampling/createMessage must reach the one whose call caused it. Needs the daemon to
  * declare sampling to its servers (else everything does not even list the tool) and to
  * route their requests to clients. */
-Test(interop, sdk_sampling_reaches_the_calling_client) {
+/* Over either front door: each sampling request reaches the client whose call caused it. */
+static void expect_sampling_to_the_calling_client(void) {
         json_object *facts;
 
-        start_peers(false);
         facts = sdk((const char *const[]){ "sampling", NULL });
         cr_assert_not_null(strstr(h_str(facts, "a"), "answer from client A"), "A got: %s", h_str(facts, "a"));
         cr_assert_not_null(strstr(h_str(facts, "b"), "answer from client B"), "B got: %s", h_str(facts, "b"));
         cr_assert_str_eq(h_json_text(h_get(facts, "asked")), "{\"a\":1,\"b\":1}");
         json_object_put(facts);
+}
+
+Test(interop, sdk_sampling_reaches_the_calling_client) {
+        start_peers(false);
+        expect_sampling_to_the_calling_client();
 }
 
 /* ---- a server killed mid-call ---- */
@@ -798,43 +822,17 @@ Test(interop, claude_code_reports_mcpvisor_connected) {
 
 /* ---- everything reached by URL (issue 17) ---- */
 
-/* A port of the loopback free now (the server binds it soon after). */
-static int free_port(void) {
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        socklen_t len = sizeof a;
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port;
-
-        cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-                  getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-        port = ntohs(a.sin_port);
-        close(fd);
-        return port;
-}
-
-static bool port_open(int port) {
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-
-        if (fd >= 0)
-                close(fd);
-        return ok;
-}
-
 /* server-everything in its own HTTP mode (transport "streamableHttp" or "sse") on port,
  * started by the test as a service manager would: again whenever it ends, its pid in
  * pidfile (client.mjs's kill scenario reads it there). */
-static void start_everything_http(const char *transport, int port) {
-        long long deadline = h_now_ms() + READY_MS;
-
+static void start_everything_http(const char *transport, unsigned port) {
         cr_assert(access(sf("%s/mcp-server-everything", bin), X_OK) == 0,
                   "server-everything is not installed in %s/node_modules: run scripts/install-test-peers", INTEROP_DIR);
         http_group = fork();
         cr_assert_geq(http_group, 0);
         if (http_group == 0) {
                 setpgid(0, 0);
-                setenv("PORT", sf("%d", port), 1);
+                setenv("PORT", sf("%u", port), 1);
                 setenv("PIDFILE", pidfile, 1);
                 execl("/bin/bash", "bash", "-c",
                       sf("exec >>\"%s/everything-http.log\" 2>&1; while :; do mcp-server-everything %s & "
@@ -844,10 +842,7 @@ static void start_everything_http(const char *transport, int port) {
                 _exit(127);
         }
         setpgid(http_group, http_group);
-        while (!port_open(port)) {
-                cr_assert_lt(h_now_ms(), deadline, "server-everything %s did not listen on %d", transport, port);
-                poll(NULL, 0, 50); /* node starting: nothing to wait on */
-        }
+        cr_assert(ht_wait_listening(port, READY_MS), "server-everything %s did not listen on %u", transport, port);
 }
 
 /* The daemon with everything at url; restarts soon and often enough to outlast a restart
@@ -882,11 +877,11 @@ static void expect_sampling(void) {
  * process killed mid-call: the call fails naming the server, and once the process is back
  * the daemon has initialized a new session and the calls work again. */
 Test(interop, everything_over_streamable_http) {
-        int port = free_port();
+        unsigned port = ht_free_port();
         json_object *facts;
 
         start_everything_http("streamableHttp", port);
-        start_daemon_for_url(sf("http://127.0.0.1:%d/mcp", port), NULL);
+        start_daemon_for_url(sf("http://127.0.0.1:%u/mcp", port), NULL);
         expect_progress();
         /* before the cancellation: a call given up may still run there, and then a
          * server's request is ambiguous (docs/protocol.md) */
@@ -914,19 +909,97 @@ Test(interop, everything_over_streamable_http) {
 /* The legacy HTTP+SSE transport of the same server, as asked ("type": "sse"), and found by
  * the fallback of an entry without "type". */
 Test(interop, everything_over_legacy_sse) {
-        int port = free_port();
+        unsigned port = ht_free_port();
 
         start_everything_http("sse", port);
-        start_daemon_for_url(sf("http://127.0.0.1:%d/sse", port), "sse");
+        start_daemon_for_url(sf("http://127.0.0.1:%u/sse", port), "sse");
         expect_progress();
         expect_sampling();
 }
 
 Test(interop, everything_legacy_sse_found_by_fallback) {
-        int port = free_port();
+        unsigned port = ht_free_port();
 
         start_everything_http("sse", port);
-        start_daemon_for_url(sf("http://127.0.0.1:%d/sse", port), NULL);
+        start_daemon_for_url(sf("http://127.0.0.1:%u/sse", port), NULL);
         cr_assert_eq(h_log_count(&D, "trying the legacy HTTP+SSE transport"), 1);
         expect_progress();
+}
+
+/* ---- issue 18: the TypeScript SDK's StreamableHTTPClientTransport, through the HTTP front door ---- */
+
+/* start_peers(false) with the daemon listening for HTTP on a free loopback port, one token
+ * for this user; client.mjs then talks to that endpoint instead of the socket. */
+static void start_peers_http(void) {
+        static const char *env[2];
+        unsigned port = ht_free_port();
+        FILE *f;
+
+        cr_assert_not_null(f = fopen(sf("%s/http-token", dir), "w"));
+        fputs(HTTP_TOKEN, f);
+        fclose(f);
+        env[0] = strdup(sf("CREDENTIALS_DIRECTORY=%s", dir));
+        daemon_env = env;
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"http-token\"},"
+                        "\"user\":%u}]}", port, (unsigned)getuid()));
+        cr_assert(setenv("MCPVISOR_TOKEN", HTTP_TOKEN, 1) == 0);
+        snprintf(sdk_target, sizeof sdk_target, "http://127.0.0.1:%u/mcp", port);
+        start_peers(false);
+}
+
+Test(interop, http_sdk_lists_and_calls) {
+        json_object *facts, *tools;
+
+        start_peers_http();
+        facts = sdk((const char *const[]){ "list", NULL });
+        tools = h_get(facts, "tools");
+        cr_assert_not_null(strstr(h_json_text(tools), "\"everything__get-sum\""), "%s", h_json_text(tools));
+        cr_assert_not_null(strstr(h_json_text(tools), "\"filesystem__read_text_file\""), "%s", h_json_text(tools));
+        json_object_put(facts);
+        cr_assert(h_log_wait(&D, "client connected (pid 0, command unknown", H_TIMEOUT_MS), "not an HTTP session");
+}
+
+Test(interop, http_sdk_progress_comes_back_with_the_clients_token) {
+        start_peers_http();
+        expect_progress_under_the_clients_token();
+}
+
+Test(interop, http_sdk_cancel_by_abort_reaches_the_server) {
+        start_peers_http();
+        expect_cancel_under_the_servers_id();
+}
+
+/* The servers' sampling requests travel on each session's GET stream. */
+Test(interop, http_sdk_sampling_through_the_get_stream) {
+        start_peers_http();
+        expect_sampling_to_the_calling_client();
+}
+
+/* The GET stream dropped (by a proxy in client.mjs) after the first progress: the SDK
+ * reconnects with Last-Event-ID and gets every event it missed. */
+Test(interop, http_sdk_resumes_a_dropped_stream) {
+        json_object *facts;
+
+        start_peers_http();
+        facts = sdk((const char *const[]){ "resume", NULL });
+        cr_assert_str_eq(h_json_text(h_get(facts, "seen")), "[1,2,3,4,5,6,7,8]", "%s", h_json_text(facts));
+        cr_assert_geq(json_object_array_length(h_get(facts, "gets")), 2, "%s", h_json_text(facts));
+        cr_assert_str_eq(h_json_text(h_get(json_object_array_get_idx(h_get(facts, "gets"), 1), "lastEventId")), "\"1\"",
+                         "%s", h_json_text(facts));
+        json_object_put(facts);
+}
+
+/* The Inspector's CLI with --transport http: a call, and a list. */
+Test(interop, http_inspector_calls_and_lists) {
+        json_object *out;
+
+        start_peers_http();
+        out = inspector((const char *const[]){ "--method", "tools/call", "--tool-name", "everything__get-sum",
+                                               "--tool-arg", "a=2", "b=3", NULL });
+        cr_assert_str_eq(h_json_text(h_get(out, "content")),
+                         "[{\"type\":\"text\",\"text\":\"The sum of 2 and 3 is 5.\"}]");
+        json_object_put(out);
+        out = inspector((const char *const[]){ "--method", "tools/list", NULL });
+        cr_assert_not_null(strstr(h_json_text(h_get(out, "tools")), "\"memory__read_graph\""), "%s", h_json_text(out));
+        json_object_put(out);
 }

@@ -1,7 +1,9 @@
 /* Unit tests for listen.c: picking socket-activated fds and binding our own sockets. */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -505,4 +507,35 @@ Test(listen, done_on_unbound) {
         cr_assert_null(b.path);
         cr_assert_eq(b.fd, -1);
         cr_assert_eq(b.lock_fd, -1);
+}
+
+/* issue 18: sockets named http are the HTTP front door's, TCP ones included, and do not make
+ * an unnamed socket beside them ambiguous. */
+Test(listen, pick_http_sockets) {
+        int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fds[3] = { make_listener("a"), tcp, make_listener("b") };
+        char *names[] = { "unknown", "http", "http" };
+        struct activated_fds a;
+        const char *why;
+
+        cr_assert(tcp >= 0 && bind(tcp, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(tcp, 8) == 0);
+        cr_assert_eq(pick(3, fds, names, &a, &why), 0, "%s", why);
+        cr_assert_eq(a.fd[LISTEN_MCP], fds[0], "the one other socket is the MCP socket");
+        cr_assert_eq(a.n_http, 2);
+        cr_assert_eq(a.http[0], tcp);
+        cr_assert_eq(a.http[1], fds[2]);
+}
+
+Test(listen, pick_http_refuses_what_does_not_listen) {
+        int pipefd[2];
+        int fds[2] = { make_listener("a"), -1 };
+        char *names[] = { "mcp", "http" };
+        struct activated_fds a;
+        const char *why;
+
+        cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+        fds[1] = pipefd[0];
+        cr_assert_eq(pick(2, fds, names, &a, &why), -EINVAL);
+        cr_assert_not_null(strstr(why, "http"), "%s", why);
 }

@@ -1,0 +1,217 @@
+/* Issue 17: a tools/call to a server reached by URL on the loopback. The server is the
+ * integration tests' Streamable HTTP server (tests/integration/http-server.c, built again
+ * here as mcpvisor-bench-http-server); the baseline is the same server called directly,
+ * one HTTP/1.1 connection kept alive, the same JSON over it. */
+#include "bench.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define HTTP_TIMEOUT_NS (10 * (int64_t)1000000000)
+
+struct http_conn {
+        int fd;
+        char buf[65536];
+        size_t len;
+        char session[64];
+};
+
+static int read_port(const char *path, int64_t deadline) {
+        int port = 0;
+
+        while (port == 0 && now_ns() < deadline) {
+                FILE *f = fopen(path, "re");
+
+                if (f) {
+                        if (fscanf(f, "%d", &port) != 1)
+                                port = 0;
+                        fclose(f);
+                }
+                if (port == 0)
+                        poll(NULL, 0, 10); /* the server writing its port file: nothing to wait on */
+        }
+        return port > 0 ? port : -ETIMEDOUT;
+}
+
+static pid_t start_server(const char *dir, int *ret_port) {
+        char portfile[128];
+        pid_t pid;
+
+        snprintf(portfile, sizeof portfile, "%s/port", dir);
+        pid = fork();
+        if (pid == 0) {
+                execl(BENCH_HTTP_SERVER_PATH, BENCH_HTTP_SERVER_PATH, "--port-file", portfile, (char *)NULL);
+                _exit(127);
+        }
+        if (pid > 0)
+                *ret_port = read_port(portfile, now_ns() + HTTP_TIMEOUT_NS);
+        return pid;
+}
+
+/* One POST, its answer's body (NUL-terminated, in c->buf) in *ret_body. */
+static int post(struct http_conn *c, const char *body, const char **ret_body) {
+        char head[512];
+        size_t need = 0;
+        int n = snprintf(head, sizeof head,
+                         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         "Accept: application/json, text/event-stream\r\n%s%s%sContent-Length: %zu\r\n\r\n",
+                         c->session[0] ? "Mcp-Session-Id: " : "", c->session, c->session[0] ? "\r\n" : "", strlen(body));
+        int64_t deadline = now_ns() + HTTP_TIMEOUT_NS;
+        char *end = NULL;
+
+        struct iovec v[] = { { head, (size_t)n }, { (void *)body, strlen(body) } };
+
+        /* one write: the request as curl sends it, not a head waiting for an ACK */
+        if (writev(c->fd, v, 2) != (ssize_t)(v[0].iov_len + v[1].iov_len))
+                return -EIO;
+        c->len = 0;
+        while (!end || c->len < need) {
+                struct pollfd p = { .fd = c->fd, .events = POLLIN };
+                ssize_t got;
+
+                if (poll(&p, 1, ms_left(deadline)) <= 0)
+                        return -ETIMEDOUT;
+                got = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+                if (got <= 0)
+                        return -ECONNRESET;
+                c->len += (size_t)got;
+                c->buf[c->len] = '\0';
+                if (!end && (end = strstr(c->buf, "\r\n\r\n"))) {
+                        char *cl = strcasestr(c->buf, "Content-Length:"), *sid = strcasestr(c->buf, "Mcp-Session-Id:");
+
+                        need = (size_t)(end + 4 - c->buf) + (cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0);
+                        if (sid && sid < end && !c->session[0])
+                                sscanf(sid + 15, " %63[^\r\n]", c->session);
+                }
+        }
+        *ret_body = end + 4;
+        return 0;
+}
+
+/* The same calls as measure_latency(), straight to the server. */
+static int direct_latency(int port, unsigned calls, struct latency *ret) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct http_conn *c = calloc(1, sizeof *c);
+        unsigned warmup = calls / 10 < 50 ? 50 : calls / 10;
+        int64_t *samples = calloc(calls, sizeof *samples), total = 0;
+        const char *body;
+        char call[160];
+        int r = c && samples ? 0 : -ENOMEM;
+
+        if (r == 0) {
+                c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                r = c->fd >= 0 && connect(c->fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 : -errno;
+                /* as curl sets it */
+                if (r == 0)
+                        (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+        }
+        if (r == 0)
+                r = post(c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                            "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}",
+                         &body);
+        if (r == 0)
+                r = post(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &body);
+        for (unsigned i = 0; r == 0 && i < warmup + calls; i++) {
+                int64_t t0 = now_ns();
+
+                snprintf(call, sizeof call,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+                         "\"arguments\":{\"text\":\"hello\"}}}",
+                         i + 1);
+                r = post(c, call, &body);
+                if (r == 0 && !strstr(body, "\"hello\""))
+                        r = -EPROTO;
+                if (r == 0 && i >= warmup) {
+                        samples[i - warmup] = now_ns() - t0;
+                        total += samples[i - warmup];
+                }
+        }
+        if (r == 0) {
+                qsort(samples, calls, sizeof *samples, cmp_i64);
+                *ret = (struct latency){ .p50 = percentile(samples, calls, 50), .p90 = percentile(samples, calls, 90),
+                                         .p99 = percentile(samples, calls, 99), .max = samples[calls - 1],
+                                         .calls_per_s = (double)calls * 1e9 / (double)total, .ok = true };
+        }
+        if (c && c->fd > 0)
+                close(c->fd);
+        free(c);
+        free(samples);
+        return r;
+}
+
+/* Through the daemon, whose one server is the same one by URL; the daemon's CPU per call
+ * over the whole run, warm-up included. */
+static int via_latency(const struct daemon_opts *base, int port, unsigned calls, struct remote_figures *ret) {
+        struct daemon_opts o = *base;
+        struct daemon_run d;
+        struct conn c = { .rfd = -1, .wfd = -1 };
+        char url[64];
+        int64_t ticks0;
+        unsigned warmup = calls / 10 < 50 ? 50 : calls / 10;
+        int r;
+
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/mcp", port);
+        o.url = url;
+        o.servers = 0;
+        o.server_tools = 0;
+        r = daemon_start(&d, &o);
+        if (r >= 0)
+                r = daemon_wait_ready(&d, 30000);
+        if (r >= 0)
+                r = daemon_wait_status(&d, "1/1 servers ready", 30000);
+        if (r >= 0)
+                r = conn_unix(&c, d.sock);
+        if (r >= 0)
+                r = conn_initialize(&c, &d, now_ns() + HTTP_TIMEOUT_NS);
+        ticks0 = proc_cpu_ticks(d.pid);
+        if (r >= 0)
+                r = measure_latency(&c, BENCH_TOOL_PREFIX "echo", calls, &d, &ret->via);
+        if (r >= 0)
+                ret->daemon_cpu_us = (double)(proc_cpu_ticks(d.pid) - ticks0) * 1e6 / (double)sysconf(_SC_CLK_TCK) /
+                                     (double)(calls + warmup);
+        if (r < 0)
+                fprintf(stderr, "mcpvisor-bench: over HTTP: %s; last status: %s; log: %s\n", strerror(-r), d.status, d.log);
+        if (c.rfd >= 0)
+                conn_close(&c);
+        if (daemon_stop(&d, 10000) != 0 && r >= 0)
+                r = -EIO;
+        return r;
+}
+
+int measure_remote(const struct daemon_opts *base, unsigned calls, struct remote_figures *ret) {
+        char dir[] = "/tmp/mcpvisor-bench-http-XXXXXX";
+        int port = 0, r;
+        pid_t server;
+
+        *ret = (struct remote_figures){ 0 };
+        if (!mkdtemp(dir))
+                return -errno;
+        server = start_server(dir, &port);
+        r = server < 0 ? -errno : port < 0 ? port : 0;
+        if (r == 0)
+                r = direct_latency(port, calls, &ret->direct);
+        if (r == 0)
+                r = via_latency(base, port, calls, ret);
+        if (server > 0) {
+                kill(server, SIGTERM);
+                waitpid(server, NULL, 0);
+        }
+        unlink(strcat(dir, "/port"));
+        *strrchr(dir, '/') = '\0';
+        rmdir(dir);
+        ret->ok = r == 0;
+        return r;
+}

@@ -1,0 +1,48 @@
+/* The Streamable HTTP transport of a client (client.h): one MCP session, issued at
+ * initialize under an unguessable Mcp-Session-Id. Each POSTed request is answered as
+ * application/json on its own HTTP request when its response comes; everything else the
+ * daemon sends the client (notifications, servers' requests) goes on the session's GET
+ * stream as server-sent events numbered from 1, the last 64 of them (at most 1 MiB) kept to
+ * be sent again after a dropped stream (Last-Event-ID). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct client;
+struct evhttp_request;
+struct http_front;
+struct jsonrpc_msg;
+struct principal;
+
+/* The random part of a session id: 128 bits, written as 32 hex digits. */
+#define CLIENT_HTTP_ID_LEN 32
+
+/* Who asked, as the front door established it for a request. */
+struct http_caller {
+        struct principal *principal;  /* taken by client_http_new() */
+        const char *remote;           /* "192.0.2.1:51234", "unix peer pid 1234" */
+        const char *token_user;       /* the token's user; NULL on the Unix socket */
+        const char *profile;          /* the token's profile; NULL: the client chooses */
+};
+
+/* A new session for caller; NULL when out of memory (nothing taken). *ret_key is the key the
+ * front door files it under (http_front.sessions). */
+struct client *client_http_new(struct http_front *f, struct http_caller *caller, int64_t *ret_key);
+/* The session named by a Mcp-Session-Id header, for the key http.c found it under:
+ * true when id is this session's whole id (compared in constant time). */
+bool client_http_id_matches(const struct client *c, const char *id);
+/* Whether a later request's caller is the one that opened the session (same uid and token). */
+bool client_http_same_caller(const struct client *c, uid_t uid, const char *token_user);
+/* The key of a session id's text, or 0 when it is not one of ours in form. */
+int64_t client_http_key_of(const char *id);
+
+/* A POSTed message m (parsed; still the caller's) for the session: a request is answered on
+ * req when its response comes; anything else is handled and req answered 202 at once. */
+void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m);
+/* GET: the session's event stream, from the event after last_event_id (-1: none given, from
+ * the first one not yet written to a stream). */
+void client_http_get(struct client *c, struct evhttp_request *req, int64_t last_event_id);
+/* DELETE: the session ends (its calls cancelled downstream). */
+void client_http_delete(struct client *c, struct evhttp_request *req);

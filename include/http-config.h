@@ -1,0 +1,60 @@
+/* The daemon's "http" setting: the Streamable HTTP front door's addresses, endpoint path,
+ * allowed Origins and bearer tokens, each token mapped to a principal the access rules see
+ * as they see a socket peer. Parsed and checked here; served by http.c. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct config_problems;
+
+#define HTTP_DEFAULT_PATH "/mcp"
+#define HTTP_DEFAULT_MAX_SESSIONS 1024
+#define HTTP_DEFAULT_SESSION_IDLE 3600.0
+
+/* One address to listen on: "127.0.0.1:8765", "[::1]:8765" or "unix:/run/x.sock". */
+struct http_address {
+        char *host;      /* a literal address; NULL for a Unix socket */
+        unsigned port;
+        char *path;      /* the Unix socket's path; NULL for TCP */
+};
+
+struct http_token {
+        char *secret;         /* the credential's text */
+        size_t secret_len;
+        char *user;           /* as written, for logs and mcpvisorctl clients */
+        uid_t uid;
+        gid_t *groups;        /* the first is the primary group; owned */
+        size_t n_groups;
+        char *profile;        /* the profile its sessions start in; NULL: none */
+};
+
+struct http_config {
+        struct http_address *listen;
+        size_t n_listen;
+        char *path;               /* the MCP endpoint; NULL: HTTP_DEFAULT_PATH */
+        char **allowed_origins;   /* NULL-terminated; NULL: only loopback and localhost */
+        struct http_token *tokens;
+        size_t n_tokens;
+};
+
+/* Parses one address as written in "listen"; -EINVAL with why (a static string). */
+int http_address_parse(const char *text, struct http_address *ret, const char **why);
+void http_address_done(struct http_address *a);
+
+/* The settings table's parser of "http" (settings.h, SETTING_CUSTOM); dst is a struct
+ * http_config. Tokens are read from $CREDENTIALS_DIRECTORY. */
+int http_config_parse(json_object *v, const char *path, void *dst, struct config_problems *p);
+/* Checks what needs the whole configuration: each token's profile exists. */
+size_t http_config_check(const struct http_config *h, bool (*profile_exists)(const char *name, void *arg), void *arg,
+                         struct config_problems *p);
+void http_config_done(struct http_config *h);
+
+/* The token whose secret is secret (len bytes), compared in constant time against every
+ * token, or NULL. */
+const struct http_token *http_token_find(const struct http_config *h, const char *secret, size_t len);
+/* Whether origin (the Origin header's value) may call: one of allowed_origins, or, with
+ * none configured, http(s)://localhost, 127.0.0.1 or [::1] on any port. */
+bool http_origin_allowed(const struct http_config *h, const char *origin);

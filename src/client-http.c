@@ -1,0 +1,553 @@
+/* A client over Streamable HTTP; see client-http.h. */
+#include "client-http.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/random.h>
+
+#include "client.h"
+#include "daemon.h"
+#include "http.h"
+#include "jsonrpc.h"
+#include "time-util.h"
+
+/* Events kept for a resumed stream: the last 64, fewer when they pass 1 MiB. */
+#define REPLAY_EVENTS 64
+#define REPLAY_BYTES (1024 * 1024)
+/* A comment on an idle stream this often, so proxies and clients keep it, and a client
+ * gone without a word is found out by the write. */
+#define KEEPALIVE_USEC (15 * USEC_PER_SEC)
+
+/* One HTTP request the session owes an answer: a POSTed request's, or the GET stream. */
+struct http_wait {
+        TAILQ_ENTRY(http_wait) entry;
+        struct session_http *s;
+        struct evhttp_request *req;
+        struct evhttp_connection *evcon;
+        struct event *closed;        /* the peer closed the connection (EV_CLOSED) */
+        char *id_text;               /* the POSTed request's id as JSON text; NULL for the stream */
+};
+
+struct replay_event {
+        uint64_t seq;
+        char *text;                  /* "id: N\ndata: ...\n\n" */
+        size_t len;
+};
+
+struct session_http {
+        struct http_front *front;
+        struct client *client;
+        char id[CLIENT_HTTP_ID_LEN + 1];
+        int64_t key;
+        char *remote;
+        char *token_user;
+        TAILQ_HEAD(, http_wait) posts;
+        struct http_wait *stream;    /* the GET stream, or NULL */
+        struct http_wait *current;   /* the POST being handled now: answers a null id */
+        struct event *keepalive;
+        struct event *idle;
+        struct replay_event ring[REPLAY_EVENTS];
+        size_t ring_start, ring_count, ring_bytes;
+        uint64_t next_seq;           /* the last event's number */
+        uint64_t streamed_seq;       /* the last event written to a stream */
+};
+
+static struct session_http *session_of(const struct client *c) {
+        return c->transport;
+}
+
+static void add_session_header(struct session_http *s, struct evhttp_request *req) {
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+        evhttp_remove_header(h, "Mcp-Session-Id");
+        evhttp_add_header(h, "Mcp-Session-Id", s->id);
+}
+
+/* ---- waits: requests owed an answer ---- */
+
+static void wait_free(struct http_wait *w) {
+        if (!w)
+                return;
+        if (w->evcon)
+                evhttp_connection_set_closecb(w->evcon, NULL, NULL);
+        if (w->closed)
+                event_free(w->closed);
+        free(w->id_text);
+        free(w);
+}
+
+static void wait_forget(struct http_wait *w) {
+        struct session_http *s = w->s;
+
+        if (w == s->stream) {
+                s->stream = NULL;
+                event_del(s->keepalive);
+        } else {
+                TAILQ_REMOVE(&s->posts, w, entry);
+        }
+        if (s->current == w)
+                s->current = NULL;
+        wait_free(w);
+}
+
+/* A POSTed request whose client went away is cancelled at the server, as a socket client's
+ * notifications/cancelled would. */
+static void cancel_post(struct session_http *s, const char *id_text) {
+        _cleanup_free_ char *text = NULL;
+
+        if (asprintf(&text, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%s,"
+                     "\"reason\":\"the HTTP client closed the request's connection\"}}", id_text) < 0)
+                return;
+        client_log(s->client, LOG_DEBUG, "HTTP request %s abandoned by the client; cancelling it", id_text);
+        client_receive(s->client, text, strlen(text));
+}
+
+/* evhttp frees the connection (and its requests): forget them, cancel what was asked. */
+static void on_connection_close(struct evhttp_connection *evcon, void *userdata) {
+        struct http_wait *w = userdata;
+        struct session_http *s = w->s;
+        _cleanup_free_ char *id_text = w->id_text ? strdup(w->id_text) : NULL;
+        bool post = w != s->stream;
+
+        w->evcon = NULL; /* its close callback is being called: nothing to reset */
+        wait_forget(w);
+        if (post && id_text && s->client->state != CLIENT_JUSTFREE)
+                cancel_post(s, id_text);
+}
+
+/* evhttp stops reading a connection once a request is read, so a peer that closes while
+ * its answer is awaited is seen only here. */
+static void on_peer_closed(evutil_socket_t fd, short what, void *userdata) {
+        struct http_wait *w = userdata;
+
+        evhttp_connection_free(w->evcon); /* calls on_connection_close() */
+}
+
+static struct http_wait *wait_new(struct session_http *s, struct evhttp_request *req) {
+        struct http_wait *w = calloc(1, sizeof *w);
+        struct bufferevent *bev;
+
+        if (!w)
+                return NULL;
+        w->s = s;
+        w->req = req;
+        w->evcon = evhttp_request_get_connection(req);
+        bev = evhttp_connection_get_bufferevent(w->evcon);
+        w->closed = event_new(s->client->daemon->base, bufferevent_getfd(bev), EV_CLOSED, on_peer_closed, w);
+        if (!w->closed) {
+                free(w);
+                return NULL;
+        }
+        event_add(w->closed, NULL);
+        evhttp_connection_set_closecb(w->evcon, on_connection_close, w);
+        return w;
+}
+
+static void reply(struct session_http *s, struct http_wait *w, int code, const char *reason, struct evbuffer *body) {
+        struct evhttp_request *req = w->req;
+
+        wait_forget(w);
+        add_session_header(s, req);
+        evhttp_send_reply(req, code, reason, body);
+}
+
+/* ---- sending ---- */
+
+static struct evbuffer *joined(const struct iovec *parts, size_t n_parts) {
+        struct evbuffer *b = evbuffer_new();
+
+        for (size_t i = 0; b && i < n_parts; i++)
+                if (evbuffer_add(b, parts[i].iov_base, parts[i].iov_len) < 0) {
+                        evbuffer_free(b);
+                        return NULL;
+                }
+        return b;
+}
+
+static struct http_wait *post_answered_by(struct session_http *s, json_object *id) {
+        const char *text = id ? json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN) : NULL;
+        struct http_wait *w;
+
+        if (!text)
+                return s->current;
+        TAILQ_FOREACH(w, &s->posts, entry)
+                if (strcmp(w->id_text, text) == 0)
+                        return w;
+        return NULL;
+}
+
+static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
+        struct http_wait *w = post_answered_by(s, id);
+        struct evbuffer *body;
+
+        if (!w)
+                return 0; /* its request's client went away: nobody to tell */
+        body = joined(parts, n_parts);
+        if (!body)
+                return -ENOMEM;
+        evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
+        reply(s, w, 200, "OK", body);
+        evbuffer_free(body);
+        return 0;
+}
+
+static void write_event(struct session_http *s, const struct replay_event *e) {
+        struct evbuffer *b = evbuffer_new();
+
+        if (!b || evbuffer_add(b, e->text, e->len) < 0) {
+                if (b)
+                        evbuffer_free(b);
+                return;
+        }
+        evhttp_send_reply_chunk(s->stream->req, b);
+        evbuffer_free(b);
+        s->streamed_seq = e->seq;
+}
+
+static struct replay_event *ring_at(struct session_http *s, size_t i) {
+        return &s->ring[(s->ring_start + i) % REPLAY_EVENTS];
+}
+
+static void ring_drop_oldest(struct session_http *s) {
+        struct replay_event *e = ring_at(s, 0);
+
+        s->ring_bytes -= e->len;
+        free(e->text);
+        *e = (struct replay_event){ 0 };
+        s->ring_start = (s->ring_start + 1) % REPLAY_EVENTS;
+        s->ring_count--;
+}
+
+static int ring_push(struct session_http *s, char *text, size_t len) {
+        while (s->ring_count == REPLAY_EVENTS || (s->ring_count > 0 && s->ring_bytes + len > REPLAY_BYTES))
+                ring_drop_oldest(s);
+        *ring_at(s, s->ring_count) = (struct replay_event){ .seq = ++s->next_seq, .text = text, .len = len };
+        s->ring_count++;
+        s->ring_bytes += len;
+        return 0;
+}
+
+/* A notification or request to the client: an event of the GET stream, kept for replay. */
+static int send_event(struct session_http *s, const struct iovec *parts, size_t n_parts) {
+        size_t len = 0, used;
+        char head[48], *text;
+
+        for (size_t i = 0; i + 1 < n_parts; i++) /* the last part is the newline */
+                len += parts[i].iov_len;
+        used = (size_t)snprintf(head, sizeof head, "id: %" PRIu64 "\ndata: ", s->next_seq + 1);
+        text = malloc(used + len + 2);
+        if (!text)
+                return -ENOMEM;
+        memcpy(text, head, used);
+        for (size_t i = 0; i + 1 < n_parts; i++) {
+                memcpy(text + used, parts[i].iov_base, parts[i].iov_len);
+                used += parts[i].iov_len;
+        }
+        memcpy(text + used, "\n\n", 2);
+        ring_push(s, text, used + 2);
+        if (s->stream)
+                write_event(s, ring_at(s, s->ring_count - 1));
+        return 0;
+}
+
+static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
+        struct session_http *s = session_of(c);
+
+        return response ? send_response(s, parts, n_parts, id) : send_event(s, parts, n_parts);
+}
+
+static size_t http_unsent(const struct client *c) {
+        struct session_http *s = session_of(c);
+
+        if (!s->stream)
+                return 0;
+        return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(s->stream->evcon)));
+}
+
+/* ---- the session's lifetime ---- */
+
+static void http_stop_reading(struct client *c) {
+}
+
+/* Nothing more will be said: the requests still owed an answer get one saying so. */
+static void http_stop(struct client *c) {
+        struct session_http *s = session_of(c);
+        struct http_wait *w;
+
+        while ((w = TAILQ_FIRST(&s->posts)))
+                reply(s, w, 404, "Session Ended", NULL);
+        if (s->stream) {
+                struct evhttp_request *req = s->stream->req;
+
+                wait_forget(s->stream);
+                evhttp_send_reply_end(req);
+        }
+        event_del(s->idle);
+        event_del(s->keepalive);
+}
+
+static void http_describe(const struct client *c, json_object *row) {
+        struct session_http *s = session_of(c);
+
+        json_object_object_add(row, "transport", json_object_new_string("http"));
+        json_object_object_add(row, "remote", json_object_new_string(s->remote));
+        json_object_object_add(row, "token", s->token_user ? json_object_new_string(s->token_user) : NULL);
+}
+
+static void http_free(struct client *c) {
+        struct session_http *s = session_of(c);
+
+        http_stop(c);
+        if (idmap_remove(&s->front->sessions, s->key))
+                s->front->n_sessions--;
+        while (s->ring_count)
+                ring_drop_oldest(s);
+        event_free(s->idle);
+        event_free(s->keepalive);
+        free(s->remote);
+        free(s->token_user);
+        free(s);
+        c->transport = NULL;
+}
+
+static const struct client_transport_ops http_ops = {
+        .name = "HTTP",
+        .send = http_send,
+        .unsent = http_unsent,
+        .stop_reading = http_stop_reading,
+        .stop = http_stop,
+        .describe = http_describe,
+        .free = http_free,
+};
+
+static void arm_idle(struct session_http *s) {
+        double idle = s->client->daemon->config.http_session_idle;
+        struct timeval tv = { .tv_sec = (time_t)idle, .tv_usec = (suseconds_t)((idle - (double)(time_t)idle) * 1e6) };
+
+        event_add(s->idle, &tv);
+}
+
+/* Unused for httpSessionIdle: ended. One that is waited on is in use. */
+static void on_idle(evutil_socket_t fd, short what, void *userdata) {
+        struct session_http *s = userdata;
+
+        if (s->stream || !TAILQ_EMPTY(&s->posts)) {
+                arm_idle(s);
+                return;
+        }
+        client_log(s->client, LOG_INFO, "HTTP session unused for %g s (httpSessionIdle); ended",
+                   s->client->daemon->config.http_session_idle);
+        client_set_state(s->client, CLIENT_JUSTFREE);
+}
+
+static void on_keepalive(evutil_socket_t fd, short what, void *userdata) {
+        struct session_http *s = userdata;
+        struct evbuffer *b;
+
+        if (!s->stream || !(b = evbuffer_new()))
+                return;
+        evbuffer_add(b, ": keep-alive\n\n", 14);
+        evhttp_send_reply_chunk(s->stream->req, b);
+        evbuffer_free(b);
+}
+
+static int random_id(char ret[CLIENT_HTTP_ID_LEN + 1]) {
+        unsigned char bytes[CLIENT_HTTP_ID_LEN / 2];
+
+        if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes)
+                return -errno;
+        for (size_t i = 0; i < sizeof bytes; i++)
+                snprintf(ret + 2 * i, 3, "%02x", bytes[i]);
+        return 0;
+}
+
+int64_t client_http_key_of(const char *id) {
+        uint64_t key = 0;
+
+        if (strlen(id) != CLIENT_HTTP_ID_LEN || strspn(id, "0123456789abcdef") != CLIENT_HTTP_ID_LEN)
+                return 0;
+        for (int i = 0; i < 15; i++) /* 60 bits: positive, and never 0 for a real one below */
+                key = key * 16 + (uint64_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+        return (int64_t)(key | 1);
+}
+
+static struct session_http *session_new(struct http_front *f, struct http_caller *caller) {
+        struct session_http *s = calloc(1, sizeof *s);
+
+        if (!s)
+                return NULL;
+        s->front = f;
+        TAILQ_INIT(&s->posts);
+        s->remote = strdup(caller->remote);
+        s->token_user = caller->token_user ? strdup(caller->token_user) : NULL;
+        do {
+                if (random_id(s->id) < 0)
+                        goto fail;
+                s->key = client_http_key_of(s->id);
+        } while (idmap_get(&f->sessions, s->key)); /* 60 random bits: a clash is news, and retried */
+        if (!s->remote || (caller->token_user && !s->token_user))
+                goto fail;
+        return s;
+fail:
+        free(s->remote);
+        free(s->token_user);
+        free(s);
+        return NULL;
+}
+
+struct client *client_http_new(struct http_front *f, struct http_caller *caller, int64_t *ret_key) {
+        struct daemon *d = f->daemon;
+        struct session_http *s = session_new(f, caller);
+        struct client *c;
+
+        if (!s)
+                return NULL;
+        s->idle = evtimer_new(d->base, on_idle, s);
+        s->keepalive = event_new(d->base, -1, EV_PERSIST, on_keepalive, s);
+        if (!s->idle || !s->keepalive || idmap_put(&f->sessions, s->key, NULL) < 0) {
+                if (s->idle)
+                        event_free(s->idle);
+                if (s->keepalive)
+                        event_free(s->keepalive);
+                free(s->remote);
+                free(s->token_user);
+                free(s);
+                return NULL;
+        }
+        c = client_new(d, LISTEN_MCP, &http_ops, s, caller->principal);
+        if (!c) {
+                idmap_remove(&f->sessions, s->key);
+                event_free(s->idle);
+                event_free(s->keepalive);
+                free(s->remote);
+                free(s->token_user);
+                free(s);
+                return NULL;
+        }
+        s->client = c;
+        idmap_put(&f->sessions, s->key, c); /* the slot is there: cannot fail */
+        f->n_sessions++;
+        arm_idle(s);
+        if (caller->profile) {
+                /* Its token's profile, as mcpvisorctl connect --profile asks for one. */
+                _cleanup_free_ char *hello = NULL;
+
+                if (asprintf(&hello, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/mcpvisor/profile\",\"params\":{\"profile\":\"%s\"}}",
+                             caller->profile) >= 0)
+                        client_receive(c, hello, strlen(hello));
+        }
+        *ret_key = s->key;
+        return c;
+}
+
+bool client_http_id_matches(const struct client *c, const char *id) {
+        const struct session_http *s = session_of(c);
+        unsigned char diff = 0;
+
+        if (strlen(id) != CLIENT_HTTP_ID_LEN)
+                return false;
+        for (size_t i = 0; i < CLIENT_HTTP_ID_LEN; i++)
+                diff |= (unsigned char)(s->id[i] ^ id[i]);
+        return diff == 0;
+}
+
+bool client_http_same_caller(const struct client *c, uid_t uid, const char *token_user) {
+        const struct session_http *s = session_of(c);
+
+        if (client_principal(c)->uid != uid || !s->token_user != !token_user)
+                return false;
+        return !token_user || strcmp(s->token_user, token_user) == 0;
+}
+
+/* ---- requests ---- */
+
+/* The client cancelled one of its requests: no response will come (the specification),
+ * so the POST that carries it is answered now, with nothing. */
+static void cancelled(struct session_http *s, const struct jsonrpc_msg *m) {
+        json_object *id;
+        struct http_wait *w;
+
+        if (!json_object_object_get_ex(m->params, "requestId", &id) || !id || !(w = post_answered_by(s, id)))
+                return;
+        reply(s, w, 202, "Accepted", NULL);
+}
+
+void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m) {
+        struct session_http *s = session_of(c);
+        const char *id_text = m->id ? json_object_to_json_string_ext(m->id, JSON_C_TO_STRING_PLAIN) : "null";
+        struct http_wait *w;
+
+        arm_idle(s);
+        if (m->kind == JSONRPC_NOTIFICATION || m->kind == JSONRPC_RESPONSE) {
+                client_handle(c, m);
+                if (m->kind == JSONRPC_NOTIFICATION && strcmp(m->method, "notifications/cancelled") == 0)
+                        cancelled(s, m);
+                add_session_header(s, req);
+                evhttp_send_reply(req, 202, "Accepted", NULL);
+                return;
+        }
+        /* A request, or what could not be read: its answer (an error, for the latter, under
+         * its id if it had one) goes on this HTTP request. */
+        w = wait_new(s, req);
+        if (!w || !(w->id_text = strdup(id_text))) {
+                if (w)
+                        wait_free(w);
+                evhttp_send_error(req, 503, "Out of memory");
+                return;
+        }
+        TAILQ_INSERT_TAIL(&s->posts, w, entry);
+        s->current = w;
+        client_handle(c, m);
+        if (s->current == w && m->kind == JSONRPC_INVALID) /* the session said nothing */
+                reply(s, w, 400, "Bad Request", NULL);
+        s->current = NULL;
+}
+
+/* Writes the events after seq that are still kept. */
+static void replay_from(struct session_http *s, uint64_t seq) {
+        for (size_t i = 0; i < s->ring_count && s->stream; i++)
+                if (ring_at(s, i)->seq > seq)
+                        write_event(s, ring_at(s, i));
+}
+
+void client_http_get(struct client *c, struct evhttp_request *req, int64_t last_event_id) {
+        struct session_http *s = session_of(c);
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+        struct timeval tv = { .tv_sec = KEEPALIVE_USEC / USEC_PER_SEC };
+
+        arm_idle(s);
+        if (s->stream) {
+                /* One stream a session: a second one would split its events. */
+                evhttp_send_error(req, 409, "This session's stream is open already");
+                return;
+        }
+        s->stream = wait_new(s, req);
+        if (!s->stream) {
+                evhttp_send_error(req, 503, "Out of memory");
+                return;
+        }
+        add_session_header(s, req);
+        evhttp_add_header(h, "Content-Type", "text/event-stream");
+        evhttp_add_header(h, "Cache-Control", "no-cache");
+        evhttp_send_reply_start(req, 200, "OK");
+        event_add(s->keepalive, &tv);
+        replay_from(s, last_event_id >= 0 ? (uint64_t)last_event_id : s->streamed_seq);
+}
+
+void client_http_delete(struct client *c, struct evhttp_request *req) {
+        struct session_http *s = session_of(c);
+
+        client_log(c, LOG_DEBUG, "HTTP session ended by the client (DELETE)");
+        add_session_header(s, req);
+        evhttp_send_reply(req, 200, "OK", NULL);
+        client_set_state(c, CLIENT_JUSTFREE);
+}

@@ -1,0 +1,375 @@
+/* The "http" setting; see http-config.h. */
+#include "http-config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "access.h"
+#include "config.h"
+#include "credential.h"
+#include "macro.h"
+#include "settings.h"
+
+/* A token shorter than this is guessable over the network: refused. */
+#define HTTP_TOKEN_MIN 16
+
+void http_address_done(struct http_address *a) {
+        free(a->host);
+        free(a->path);
+        *a = (struct http_address){ 0 };
+}
+
+static int parse_port(const char *s, unsigned *ret) {
+        char *end;
+        unsigned long n;
+
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        n = strtoul(s, &end, 10);
+        if (errno || *end || n == 0 || n > 65535)
+                return -EINVAL;
+        *ret = (unsigned)n;
+        return 0;
+}
+
+static int parse_unix(const char *path, struct http_address *ret, const char **why) {
+        if (path[0] != '/') {
+                *why = "expected an absolute path after unix:";
+                return -EINVAL;
+        }
+        if (strlen(path) >= 108) {
+                *why = "the Unix socket's path is longer than 107 bytes";
+                return -EINVAL;
+        }
+        *ret = (struct http_address){ .path = strdup(path) };
+        return ret->path ? 0 : -ENOMEM;
+}
+
+int http_address_parse(const char *text, struct http_address *ret, const char **why) {
+        unsigned char buf[sizeof(struct in6_addr)];
+        _cleanup_free_ char *host = NULL;
+        const char *colon;
+        bool v6 = text[0] == '[';
+
+        *ret = (struct http_address){ 0 };
+        if (strncmp(text, "unix:", 5) == 0)
+                return parse_unix(text + 5, ret, why);
+        colon = v6 ? strstr(text, "]:") : strrchr(text, ':');
+        *why = "expected ADDRESS:PORT with a literal IPv4 address, [IPv6]:PORT, or unix:/PATH";
+        if (!colon)
+                return -EINVAL;
+        host = v6 ? strndup(text + 1, (size_t)(colon - text - 1)) : strndup(text, (size_t)(colon - text));
+        if (!host)
+                return -ENOMEM;
+        if (inet_pton(v6 ? AF_INET6 : AF_INET, host, buf) != 1)
+                return -EINVAL;
+        if (parse_port(colon + (v6 ? 2 : 1), &ret->port) < 0) {
+                *why = "expected a port from 1 to 65535";
+                return -EINVAL;
+        }
+        ret->host = TAKE_PTR(host);
+        return 0;
+}
+
+static int parse_listen(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        struct http_config *h = dst;
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+        int r = 0;
+
+        if (!json_object_is_type(v, json_type_array)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an array of addresses, e.g. [\"127.0.0.1:8765\"]");
+                return -EINVAL;
+        }
+        h->listen = calloc(n ? n : 1, sizeof *h->listen);
+        if (!h->listen)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *item = json_object_array_get_idx(v, i);
+                const char *why = "expected a string";
+                char item_path[600];
+
+                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
+                if (!json_object_is_type(item, json_type_string) || settings_string_cut(item, item_path, p) ||
+                    http_address_parse(json_object_get_string(item), &h->listen[h->n_listen], &why) < 0) {
+                        problems_add(p, PROBLEM_ERROR, item_path, "%s", why);
+                        r = -EINVAL;
+                        continue;
+                }
+                h->n_listen++;
+        }
+        return r;
+}
+
+static int parse_endpoint(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+
+        if (!s || s[0] != '/' || strcspn(s, "?# \t\r\n") != strlen(s) || strcmp(s, "/healthz") == 0) {
+                problems_add(p, PROBLEM_ERROR, path, "expected a path starting with / (no query, no spaces, not /healthz)");
+                return -EINVAL;
+        }
+        free(*(char **)dst);
+        *(char **)dst = strdup(s);
+        return *(char **)dst ? 0 : -ENOMEM;
+}
+
+/* {"credential": ID}: the secret is read now, from the daemon's credentials. */
+static int parse_secret(json_object *v, const char *path, struct http_token *t, struct config_problems *p) {
+        const char *dir = getenv("CREDENTIALS_DIRECTORY");
+        json_object *id;
+        int r;
+
+        if (!json_object_is_type(v, json_type_object) || !json_object_object_get_ex(v, "credential", &id) ||
+            json_object_object_length(v) != 1 || !json_object_is_type(id, json_type_string) ||
+            strchr(json_object_get_string(id), '/') || !*json_object_get_string(id)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected {\"credential\": ID}, ID a credential of the daemon's unit");
+                return -EINVAL;
+        }
+        if (!dir) {
+                problems_add(p, PROBLEM_ERROR, path, "no $CREDENTIALS_DIRECTORY to read credential \"%s\" from (LoadCredential= in the daemon's unit)",
+                             json_object_get_string(id));
+                return -EINVAL;
+        }
+        r = credential_read(dir, json_object_get_string(id), &t->secret);
+        if (r < 0) {
+                problems_add(p, PROBLEM_ERROR, path, "cannot read credential \"%s\": %s", json_object_get_string(id),
+                             strerror(-r));
+                return -EINVAL;
+        }
+        t->secret_len = strlen(t->secret);
+        if (t->secret_len < HTTP_TOKEN_MIN) {
+                problems_add(p, PROBLEM_ERROR, path, "credential \"%s\" holds %zu bytes; a token needs at least %d",
+                             json_object_get_string(id), t->secret_len, HTTP_TOKEN_MIN);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int parse_user(json_object *v, const char *path, struct http_token *t, struct config_problems *p) {
+        struct passwd pw, *found = NULL;
+        char buf[4096];
+        unsigned uid;
+
+        if (access_parse_id(v, path, false, &uid, p) < 0)
+                return -EINVAL;
+        t->uid = uid;
+        t->user = strdup(json_object_get_string(v));
+        if (!t->user)
+                return -ENOMEM;
+        /* Its primary group, as a socket peer of that user would have it. */
+        if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found) {
+                t->groups = malloc(sizeof *t->groups);
+                if (!t->groups)
+                        return -ENOMEM;
+                t->groups[t->n_groups++] = pw.pw_gid;
+        }
+        return 0;
+}
+
+static int parse_token_groups(json_object *v, const char *path, struct http_token *t, struct config_problems *p) {
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+        gid_t *groups;
+        int r = 0;
+
+        if (!json_object_is_type(v, json_type_array)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an array of group names or gids");
+                return -EINVAL;
+        }
+        groups = realloc(t->groups, (t->n_groups + n + 1) * sizeof *groups);
+        if (!groups)
+                return -ENOMEM;
+        t->groups = groups;
+        for (size_t i = 0; i < n; i++) {
+                char item_path[600];
+                unsigned gid;
+
+                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
+                if (access_parse_id(json_object_array_get_idx(v, i), item_path, true, &gid, p) < 0) {
+                        r = -EINVAL;
+                        continue;
+                }
+                t->groups[t->n_groups++] = gid;
+        }
+        return r;
+}
+
+static void token_done(struct http_token *t) {
+        if (t->secret)
+                explicit_bzero(t->secret, t->secret_len);
+        free(t->secret);
+        free(t->user);
+        free(t->groups);
+        free(t->profile);
+}
+
+static int parse_token(json_object *v, const char *path, struct http_token *t, struct config_problems *p) {
+        char key_path[512];
+        int r = 0;
+
+        if (!json_object_is_type(v, json_type_object)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected {\"token\": {\"credential\": ID}, \"user\": NAME, ...}");
+                return -EINVAL;
+        }
+        json_object_object_foreach(v, key, val) {
+                if (snprintf(key_path, sizeof key_path, "%s.%s", path, key) >= (int)sizeof key_path)
+                        key_path[0] = '\0'; /* a path nobody writes: the problem is still told */
+                if (strcmp(key, "token") == 0)
+                        r |= parse_secret(val, key_path, t, p);
+                else if (strcmp(key, "user") == 0)
+                        r |= parse_user(val, key_path, t, p);
+                else if (strcmp(key, "groups") == 0)
+                        r |= parse_token_groups(val, key_path, t, p);
+                else if (strcmp(key, "profile") == 0 && json_object_is_type(val, json_type_string))
+                        r |= (t->profile = strdup(json_object_get_string(val))) ? 0 : -ENOMEM;
+                else {
+                        problems_add(p, PROBLEM_ERROR, key_path, strcmp(key, "profile") == 0 ? "expected a profile's name" :
+                                     "unknown key (a token has token, user, groups and profile)");
+                        r = -EINVAL;
+                }
+        }
+        if (r == 0 && (!t->secret || !t->user)) {
+                problems_add(p, PROBLEM_ERROR, path, "a token needs \"token\" and \"user\"");
+                r = -EINVAL;
+        }
+        return r ? -EINVAL : 0;
+}
+
+static int parse_tokens(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        struct http_config *h = dst;
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+        int r = 0;
+
+        if (!json_object_is_type(v, json_type_array)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an array of tokens");
+                return -EINVAL;
+        }
+        h->tokens = calloc(n ? n : 1, sizeof *h->tokens);
+        if (!h->tokens)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char item_path[600];
+
+                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
+                if (parse_token(json_object_array_get_idx(v, i), item_path, &h->tokens[h->n_tokens], p) < 0) {
+                        token_done(&h->tokens[h->n_tokens]);
+                        h->tokens[h->n_tokens] = (struct http_token){ 0 };
+                        r = -EINVAL;
+                        continue;
+                }
+                for (size_t j = 0; j < h->n_tokens; j++)
+                        if (http_token_find(&(struct http_config){ .tokens = &h->tokens[j], .n_tokens = 1 },
+                                            h->tokens[h->n_tokens].secret, h->tokens[h->n_tokens].secret_len)) {
+                                problems_add(p, PROBLEM_ERROR, item_path, "the same token as %s[%zu]: a token names one principal", path, j);
+                                r = -EINVAL;
+                        }
+                h->n_tokens++;
+        }
+        return r;
+}
+
+#define HTTP_FIELD(key, type, field, parser) { key, type, offsetof(struct http_config, field), 0, 0, NULL, parser, NULL }
+/* Parsers of arrays with a count take the whole struct http_config. */
+#define HTTP_WHOLE(key, parser) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parser, NULL }
+
+static const struct setting http_settings[] = {
+        HTTP_WHOLE("listen", parse_listen),
+        HTTP_FIELD("path", SETTING_CUSTOM, path, parse_endpoint),
+        HTTP_FIELD("allowedOrigins", SETTING_STRINGS, allowed_origins, NULL),
+        HTTP_WHOLE("tokens", parse_tokens),
+};
+
+int http_config_parse(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        struct http_config *h = dst;
+
+        if (!json_object_is_type(v, json_type_object)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an object: {\"listen\": [\"127.0.0.1:8765\"], ...}");
+                return -EINVAL;
+        }
+        /* A later file's "http" replaces the earlier one whole, as "access" does. */
+        http_config_done(h);
+        return settings_apply(http_settings, ARRAY_SIZE(http_settings), v, path, h, p) ? -EINVAL : 0;
+}
+
+size_t http_config_check(const struct http_config *h, bool (*profile_exists)(const char *name, void *arg), void *arg,
+                         struct config_problems *p) {
+        size_t errors = 0;
+
+        for (size_t i = 0; i < h->n_tokens; i++) {
+                char path[64];
+
+                if (!h->tokens[i].profile || profile_exists(h->tokens[i].profile, arg))
+                        continue;
+                snprintf(path, sizeof path, "mcpvisor.http.tokens[%zu].profile", i);
+                problems_add(p, PROBLEM_ERROR, path, "no profile named \"%s\" in \"profiles\"", h->tokens[i].profile);
+                errors++;
+        }
+        return errors;
+}
+
+void http_config_done(struct http_config *h) {
+        for (size_t i = 0; i < h->n_listen; i++)
+                http_address_done(&h->listen[i]);
+        free(h->listen);
+        free(h->path);
+        strv_free(h->allowed_origins);
+        for (size_t i = 0; i < h->n_tokens; i++)
+                token_done(&h->tokens[i]);
+        free(h->tokens);
+        *h = (struct http_config){ 0 };
+}
+
+/* Every byte of the longer is looked at whatever matches, so the time taken tells an
+ * attacker nothing of where a guess went wrong. */
+static bool equal_constant_time(const char *a, size_t a_len, const char *b, size_t b_len) {
+        size_t n = a_len > b_len ? a_len : b_len;
+        unsigned char diff = a_len != b_len;
+
+        for (size_t i = 0; i < n; i++)
+                diff |= (unsigned char)((i < a_len ? a[i] : 0) ^ (i < b_len ? b[i] : 0));
+        return diff == 0;
+}
+
+const struct http_token *http_token_find(const struct http_config *h, const char *secret, size_t len) {
+        const struct http_token *found = NULL;
+
+        for (size_t i = 0; i < h->n_tokens; i++)
+                if (equal_constant_time(h->tokens[i].secret, h->tokens[i].secret_len, secret, len))
+                        found = &h->tokens[i];
+        return found;
+}
+
+/* scheme://host[:port] with host one of the loopback names. */
+static bool origin_is_loopback(const char *origin) {
+        static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]" };
+        const char *rest;
+
+        if (strncmp(origin, "http://", 7) == 0)
+                rest = origin + 7;
+        else if (strncmp(origin, "https://", 8) == 0)
+                rest = origin + 8;
+        else
+                return false;
+        for (size_t i = 0; i < ARRAY_SIZE(hosts); i++) {
+                size_t n = strlen(hosts[i]);
+
+                if (strncasecmp(rest, hosts[i], n) == 0 &&
+                    (rest[n] == '\0' || (rest[n] == ':' && rest[n + 1] && strspn(rest + n + 1, "0123456789") == strlen(rest + n + 1))))
+                        return true;
+        }
+        return false;
+}
+
+bool http_origin_allowed(const struct http_config *h, const char *origin) {
+        if (!h->allowed_origins)
+                return origin_is_loopback(origin);
+        for (char **o = h->allowed_origins; *o; o++)
+                if (strcmp(*o, origin) == 0)
+                        return true;
+        return false;
+}

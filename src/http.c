@@ -1,0 +1,546 @@
+/* The Streamable HTTP front door; see http.h. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client-http.h"
+#include "client.h"
+#include "daemon.h"
+#include "jsonrpc.h"
+#include "principal.h"
+#include "protocol.h"
+#include "time-util.h"
+#include "user-counts.h"
+
+/* Headers of a request together, at most: what a real client sends is a few hundred bytes. */
+#define HTTP_MAX_HEADERS (64 * 1024)
+/* An idle keep-alive connection is closed after this; streams write a comment more often. */
+#define HTTP_CONNECTION_TIMEOUT 120
+/* A refused request (Origin, token) is logged at most once a period, with how many were
+ * refused since, so a scanner cannot flood the journal. */
+#define HTTP_REFUSAL_LOG_USEC (10 * USEC_PER_SEC)
+
+static const char *header(struct evhttp_request *req, const char *name) {
+        return evhttp_find_header(evhttp_request_get_input_headers(req), name);
+}
+
+static int request_fd(struct evhttp_request *req) {
+        return bufferevent_getfd(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));
+}
+
+static void send_text(struct evhttp_request *req, int code, const char *reason, const char *text) {
+        struct evbuffer *b = evbuffer_new();
+
+        if (b)
+                evbuffer_add_printf(b, "%s\n", text);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; charset=utf-8");
+        evhttp_send_reply(req, code, reason, b);
+        if (b)
+                evbuffer_free(b);
+}
+
+/* A JSON-RPC error with a null id, for a request refused before any session saw it. */
+static void send_rpc_error(struct evhttp_request *req, int code, const char *reason, const char *message) {
+        json_object *e = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST, message, NULL);
+        struct evbuffer *b = evbuffer_new();
+
+        if (b)
+                evbuffer_add_printf(b, "%s\n", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+        json_object_put(e);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+        evhttp_send_reply(req, code, reason, b);
+        if (b)
+                evbuffer_free(b);
+}
+
+static void remote_of(struct evhttp_request *req, char *ret, size_t size) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        char host[INET6_ADDRSTRLEN] = "?";
+        unsigned port = 0;
+
+        if (getpeername(request_fd(req), (struct sockaddr *)&ss, &len) == 0) {
+                if (ss.ss_family == AF_INET) {
+                        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
+                        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+                } else if (ss.ss_family == AF_INET6) {
+                        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
+                        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+                }
+        }
+        snprintf(ret, size, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+/* Whether a refusal is logged now: once a period, then counted until the next. */
+static bool refusal_logged_now(struct http_front *f) {
+        uint64_t now = now_usec();
+
+        if (f->refused_at && now - f->refused_at < HTTP_REFUSAL_LOG_USEC) {
+                f->refused_unlogged++;
+                return false;
+        }
+        f->refused_at = now;
+        return true;
+}
+
+/* Logged once a period: what was refused, from where, and how many since the last line. */
+static void log_refusal(struct http_front *f, struct evhttp_request *req, const char *what) {
+        char remote[64];
+
+        if (!refusal_logged_now(f))
+                return;
+        remote_of(req, remote, sizeof remote);
+        log_notice(&f->daemon->log, "HTTP request from %s refused: %s (%" PRIu64 " more refused before it, not logged)",
+                   remote, what, f->refused_unlogged);
+        f->refused_unlogged = 0;
+}
+
+
+static bool on_unix_socket(struct evhttp_request *req) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+
+        return getsockname(request_fd(req), (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
+}
+
+/* "Bearer TOKEN" (the scheme's case aside) to the token it names, or NULL. */
+static const struct http_token *bearer(struct http_front *f, struct evhttp_request *req) {
+        const char *auth = header(req, "Authorization");
+
+        if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+                return NULL;
+        auth += 7;
+        while (*auth == ' ')
+                auth++;
+        return http_token_find(&f->daemon->config.http, auth, strlen(auth));
+}
+
+/* Who is asking: on the Unix socket its peer, else its token's principal. false when it
+ * was answered 401 instead. */
+struct caller_facts {
+        struct principal principal;
+        const struct http_token *token;
+        char remote[64];
+};
+
+static int principal_of_token(const struct http_token *t, struct principal *ret) {
+        *ret = (struct principal){ .uid = t->uid, .gid = t->n_groups ? t->groups[0] : (gid_t)-1 };
+        ret->user = strdup(t->user);
+        if (t->n_groups > 1) {
+                ret->groups = malloc((t->n_groups - 1) * sizeof *ret->groups);
+                if (ret->groups) {
+                        memcpy(ret->groups, t->groups + 1, (t->n_groups - 1) * sizeof *ret->groups);
+                        ret->n_groups = t->n_groups - 1;
+                }
+        }
+        return ret->user && (t->n_groups <= 1 || ret->groups) ? 0 : -ENOMEM;
+}
+
+static bool identify(struct http_front *f, struct evhttp_request *req, struct caller_facts *ret) {
+        *ret = (struct caller_facts){ 0 };
+        if (on_unix_socket(req)) {
+                int fd = request_fd(req);
+                struct ucred peer;
+                socklen_t len = sizeof peer;
+
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || principal_resolve(fd, &peer, &ret->principal) < 0) {
+                        principal_done(&ret->principal);
+                        send_text(req, 503, "Service Unavailable", "cannot read the peer's credentials");
+                        return false;
+                }
+                snprintf(ret->remote, sizeof ret->remote, "unix peer pid %d", (int)peer.pid);
+                return true;
+        }
+        ret->token = bearer(f, req);
+        if (!ret->token) {
+                log_refusal(f, req, header(req, "Authorization") ? "wrong bearer token" : "no bearer token");
+                evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer realm=\"mcpvisor\"");
+                send_text(req, 401, "Unauthorized", "a bearer token is required (Authorization: Bearer TOKEN)");
+                return false;
+        }
+        if (principal_of_token(ret->token, &ret->principal) < 0) {
+                principal_done(&ret->principal);
+                send_text(req, 503, "Service Unavailable", "out of memory");
+                return false;
+        }
+        remote_of(req, ret->remote, sizeof ret->remote);
+        return true;
+}
+
+/* The session a request names; answered (400, 404) and NULL when there is none for it. */
+static struct client *find_session(struct http_front *f, struct evhttp_request *req, const struct caller_facts *who) {
+        const char *id = header(req, "Mcp-Session-Id");
+        int64_t key = id ? client_http_key_of(id) : 0;
+        struct client *c = key ? idmap_get(&f->sessions, key) : NULL;
+
+        if (!id) {
+                send_rpc_error(req, 400, "Bad Request", "Bad Request: Mcp-Session-Id header is required");
+                return NULL;
+        }
+        /* Someone else's session is as unknown as none: nothing to learn by guessing. One
+         * that is ending (the daemon stops, DELETE) takes no more requests. */
+        if (!c || c->state != CLIENT_ACTIVE || !client_http_id_matches(c, id) ||
+            !client_http_same_caller(c, who->principal.uid, who->token ? who->token->user : NULL)) {
+                send_rpc_error(req, 404, "Not Found", "Session not found");
+                return NULL;
+        }
+        return c;
+}
+
+static bool version_ok(struct evhttp_request *req) {
+        const char *v = header(req, "MCP-Protocol-Version");
+
+        /* Absent: the client speaks 2025-03-26, which knew no such header. */
+        if (!v || protocol_version_supported(v))
+                return true;
+        send_rpc_error(req, 400, "Bad Request", "Bad Request: unsupported MCP-Protocol-Version");
+        return false;
+}
+
+/* initialize without a session: a new one, if the limits allow. */
+static struct client *open_session(struct http_front *f, struct evhttp_request *req, struct caller_facts *who,
+                                   const struct jsonrpc_msg *m) {
+        struct daemon *d = f->daemon;
+        struct http_caller caller = { .principal = &who->principal, .remote = who->remote,
+                                      .token_user = who->token ? who->token->user : NULL,
+                                      .profile = who->token ? who->token->profile : NULL };
+        uid_t uid = who->principal.uid;
+        struct client *c;
+        int64_t key;
+
+        if (m->kind != JSONRPC_REQUEST || strcmp(m->method, "initialize") != 0) {
+                send_rpc_error(req, 400, "Bad Request", "Bad Request: Mcp-Session-Id header is required");
+                return NULL;
+        }
+        if (d->phase != DAEMON_RUNNING || f->n_sessions >= d->config.max_http_sessions) {
+                log_refusal(f, req, d->phase != DAEMON_RUNNING ? "the daemon is not running" : "maxHttpSessions reached");
+                send_rpc_error(req, 503, "Service Unavailable", "Service Unavailable: too many HTTP sessions (maxHttpSessions)");
+                return NULL;
+        }
+        if (user_counts_take(&d->user_counts, uid, d->config.max_clients_per_user) != USER_COUNT_TAKEN) {
+                log_refusal(f, req, "maxClientsPerUser reached");
+                send_rpc_error(req, 429, "Too Many Requests", "Too Many Requests: too many connections of this user (maxClientsPerUser)");
+                return NULL;
+        }
+        c = client_http_new(f, &caller, &key);
+        if (!c) {
+                user_counts_release(&d->user_counts, uid);
+                send_text(req, 503, "Service Unavailable", "out of memory");
+        }
+        return c;
+}
+
+static bool is_json(const char *content_type) {
+        return content_type && strncasecmp(content_type, "application/json", 16) == 0 &&
+               (content_type[16] == '\0' || content_type[16] == ';' || content_type[16] == ' ');
+}
+
+static void handle_post(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {
+        struct evbuffer *body = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(body);
+        const char *data = (const char *)evbuffer_pullup(body, -1);
+        struct jsonrpc_msg m;
+        struct client *c;
+
+        if (!is_json(header(req, "Content-Type"))) {
+                send_text(req, 415, "Unsupported Media Type", "a message is POSTed as Content-Type: application/json");
+                return;
+        }
+        jsonrpc_parse(&f->daemon->parser, data ? data : "", len, &m);
+        if (header(req, "Mcp-Session-Id"))
+                c = version_ok(req) ? find_session(f, req, who) : NULL;
+        else if (m.kind == JSONRPC_INVALID) {
+                send_rpc_error(req, 400, "Bad Request", m.error_message ? m.error_message : "Invalid Request");
+                c = NULL;
+        } else
+                c = open_session(f, req, who, &m);
+        if (c)
+                client_http_post(c, req, &m);
+        jsonrpc_msg_done(&m);
+}
+
+/* The Last-Event-ID header's number; -1 when absent or not one of ours. */
+static int64_t last_event_id(struct evhttp_request *req) {
+        const char *v = header(req, "Last-Event-ID");
+        char *end;
+        unsigned long long n;
+
+        if (!v || *v < '0' || *v > '9')
+                return -1;
+        n = strtoull(v, &end, 10);
+        return *end || n > INT64_MAX ? -1 : (int64_t)n;
+}
+
+static void handle_get(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {
+        const char *accept = header(req, "Accept");
+        struct client *c;
+
+        if (accept && !strstr(accept, "text/event-stream") && !strstr(accept, "*/*")) {
+                send_text(req, 406, "Not Acceptable", "the stream is text/event-stream");
+                return;
+        }
+        c = version_ok(req) ? find_session(f, req, who) : NULL;
+        if (c)
+                client_http_get(c, req, last_event_id(req));
+}
+
+static void handle_delete(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {
+        struct client *c = version_ok(req) ? find_session(f, req, who) : NULL;
+
+        if (c)
+                client_http_delete(c, req);
+}
+
+static void handle_healthz(struct http_front *f, struct evhttp_request *req) {
+        static const char *const phases[] = { [DAEMON_STARTING] = "starting", [DAEMON_RUNNING] = "ready",
+                                              [DAEMON_STOPPING] = "stopping", [DAEMON_EXIT] = "stopping" };
+        enum daemon_phase phase = f->daemon->phase;
+        struct evbuffer *b = evbuffer_new();
+
+        if (b)
+                evbuffer_add_printf(b, "{\"status\":\"%s\",\"sessions\":%zu}\n", phases[phase], f->n_sessions);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+        evhttp_send_reply(req, phase == DAEMON_RUNNING ? 200 : 503, phase == DAEMON_RUNNING ? "OK" : "Service Unavailable", b);
+        if (b)
+                evbuffer_free(b);
+}
+
+/* Browsers send Origin; a page on another site must not reach a local daemon through
+ * DNS rebinding. */
+static bool origin_ok(struct http_front *f, struct evhttp_request *req) {
+        const char *origin = header(req, "Origin");
+
+        if (!origin || http_origin_allowed(&f->daemon->config.http, origin))
+                return true;
+        log_refusal(f, req, "Origin not allowed (http.allowedOrigins)");
+        send_text(req, 403, "Forbidden", "this Origin is not allowed (http.allowedOrigins)");
+        return false;
+}
+
+static void on_request(struct evhttp_request *req, void *userdata) {
+        struct http_front *f = userdata;
+        const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+        const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+        const char *endpoint = f->daemon->config.http.path ? f->daemon->config.http.path : HTTP_DEFAULT_PATH;
+        enum evhttp_cmd_type method = evhttp_request_get_command(req);
+        struct caller_facts who;
+
+        if (path && strcmp(path, "/healthz") == 0 && method == EVHTTP_REQ_GET) {
+                handle_healthz(f, req);
+                return;
+        }
+        if (!path || strcmp(path, endpoint) != 0) {
+                send_text(req, 404, "Not Found", "no such endpoint");
+                return;
+        }
+        if (!origin_ok(f, req) || !identify(f, req, &who))
+                return;
+        if (method == EVHTTP_REQ_POST)
+                handle_post(f, req, &who);
+        else if (method == EVHTTP_REQ_GET)
+                handle_get(f, req, &who);
+        else if (method == EVHTTP_REQ_DELETE)
+                handle_delete(f, req, &who);
+        else {
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
+                send_text(req, 405, "Method Not Allowed", "the endpoint takes POST, GET and DELETE");
+        }
+        principal_done(&who.principal); /* empty when a session took it */
+}
+
+/* ---- listening ---- */
+
+static int add_listener(struct http_front *f, int fd, const char *name, bool unix_socket) {
+        struct http_listener *ls = realloc(f->listeners, (f->n_listeners + 1) * sizeof *ls);
+        struct evconnlistener *evl;
+
+        if (!ls) {
+                close(fd);
+                return -ENOMEM;
+        }
+        f->listeners = ls;
+        /* A passed socket may block, and the listener accepts until EAGAIN. */
+        evutil_make_socket_nonblocking(fd);
+        /* Our own listener, so that accepted connections are close-on-exec too. */
+        evl = evconnlistener_new(f->daemon->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+        if (!evl) {
+                close(fd);
+                return -ENOMEM;
+        }
+        ls[f->n_listeners] = (struct http_listener){ .bound = evhttp_bind_listener(f->evh, evl),
+                                                     .name = strdup(name), .unix_socket = unix_socket };
+        if (!ls[f->n_listeners].bound) {
+                evconnlistener_free(evl);
+                free(ls[f->n_listeners].name);
+                return -ENOMEM;
+        }
+        f->n_listeners++;
+        log_info(&f->daemon->log, "HTTP front door listening on %s", name);
+        return 0;
+}
+
+static int bind_tcp(struct http_front *f, const struct http_address *a) {
+        struct sockaddr_storage ss = { 0 };
+        socklen_t len;
+        char name[80];
+        int fd, one = 1;
+        bool v6 = strchr(a->host, ':') != NULL;
+
+        if (v6) {
+                struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&ss;
+
+                sa->sin6_family = AF_INET6;
+                sa->sin6_port = htons((uint16_t)a->port);
+                inet_pton(AF_INET6, a->host, &sa->sin6_addr);
+                len = sizeof *sa;
+        } else {
+                struct sockaddr_in *sa = (struct sockaddr_in *)&ss;
+
+                sa->sin_family = AF_INET;
+                sa->sin_port = htons((uint16_t)a->port);
+                inet_pton(AF_INET, a->host, &sa->sin_addr);
+                len = sizeof *sa;
+        }
+        snprintf(name, sizeof name, v6 ? "[%s]:%u" : "%s:%u", a->host, a->port);
+        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                goto fail;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (v6)
+                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
+                int e = errno;
+
+                close(fd);
+                errno = e;
+                goto fail;
+        }
+        return add_listener(f, fd, name, false);
+fail:
+        log_error(&f->daemon->log, "cannot listen for HTTP on %s: %s", name, strerror(errno));
+        return -errno;
+}
+
+static int bind_unix(struct http_front *f, const struct http_address *a) {
+        struct bound_socket b;
+        char name[160];
+        int r = listen_bind_unix(a->path, f->daemon->config.socket_mode, &b);
+
+        if (r < 0) {
+                log_error(&f->daemon->log, "cannot listen for HTTP on %s: %s", a->path, strerror(-r));
+                return r;
+        }
+        snprintf(name, sizeof name, "unix:%s", a->path);
+        r = add_listener(f, b.fd, name, true); /* the listener owns the socket */
+        b.fd = -1;
+        if (r < 0) {
+                bound_socket_done(&b);
+                return r;
+        }
+        f->listeners[f->n_listeners - 1].bound_unix = b; /* the node and its lock: removed at exit */
+        return 0;
+}
+
+static int take_passed(struct http_front *f, int fd) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        char name[160] = "a socket passed by systemd";
+        bool unix_socket = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
+
+        if (unix_socket) {
+                _cleanup_free_ char *path = listen_socket_path(fd);
+
+                if (path)
+                        snprintf(name, sizeof name, "unix:%s (passed by systemd)", path);
+        } else if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+                char host[INET6_ADDRSTRLEN];
+                bool v6 = ss.ss_family == AF_INET6;
+
+                inet_ntop(ss.ss_family, v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr : (void *)&((struct sockaddr_in *)&ss)->sin_addr,
+                          host, sizeof host);
+                snprintf(name, sizeof name, v6 ? "[%s]:%u (passed by systemd)" : "%s:%u (passed by systemd)", host,
+                         ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port));
+        }
+        return add_listener(f, fd, name, unix_socket);
+}
+
+int http_front_start(struct http_front *f, struct daemon *d, const int *passed, size_t n_passed) {
+        const struct http_config *h = &d->config.http;
+        int r;
+
+        *f = (struct http_front){ .daemon = d };
+        idmap_init(&f->sessions);
+        if (h->n_listen == 0 && n_passed == 0)
+                return 0;
+        f->evh = evhttp_new(d->base);
+        if (!f->evh)
+                return -ENOMEM;
+        evhttp_set_gencb(f->evh, on_request, f);
+        evhttp_set_allowed_methods(f->evh, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                                                   EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
+        evhttp_set_max_body_size(f->evh, (ev_ssize_t)d->config.max_message_size);
+        evhttp_set_max_headers_size(f->evh, HTTP_MAX_HEADERS);
+        evhttp_set_timeout(f->evh, HTTP_CONNECTION_TIMEOUT);
+        for (size_t i = 0; i < n_passed; i++)
+                if ((r = take_passed(f, passed[i])) < 0)
+                        return r;
+        for (size_t i = 0; i < h->n_listen; i++) {
+                r = h->listen[i].path ? bind_unix(f, &h->listen[i]) : bind_tcp(f, &h->listen[i]);
+                if (r < 0)
+                        return r;
+        }
+        if (h->n_listen > 0 && h->n_tokens == 0)
+                for (size_t i = 0; i < f->n_listeners; i++)
+                        if (!f->listeners[i].unix_socket) {
+                                log_warning(&d->log, "HTTP listens on TCP but http.tokens is empty: every request there is refused");
+                                break;
+                        }
+        return 0;
+}
+
+void http_front_stop_listening(struct http_front *f) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                if (f->listeners[i].bound) {
+                        evhttp_del_accept_socket(f->evh, f->listeners[i].bound);
+                        f->listeners[i].bound = NULL;
+                }
+}
+
+void http_front_done(struct http_front *f) {
+        http_front_stop_listening(f);
+        if (f->evh)
+                evhttp_free(f->evh);
+        for (size_t i = 0; i < f->n_listeners; i++) {
+                free(f->listeners[i].name);
+                if (f->listeners[i].bound_unix.path)
+                        bound_socket_done(&f->listeners[i].bound_unix);
+        }
+        free(f->listeners);
+        idmap_done(&f->sessions);
+        *f = (struct http_front){ 0 };
+}
+
+json_object *http_front_listeners_json(const struct http_front *f) {
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; i < f->n_listeners; i++)
+                if (f->listeners[i].bound)
+                        json_object_array_add(a, json_object_new_string(f->listeners[i].name));
+        return a;
+}

@@ -1,0 +1,475 @@
+/* Servers reached by URL (issue 17), run for real against it-http-server (http-server.c),
+ * a Streamable HTTP MCP server of our own on the loopback that misbehaves on command:
+ * listing and calling through the daemon with JSON and with event-stream answers, the
+ * session id and protocol version sent, the GET stream and its reopening, DELETE at stop,
+ * a credential as a header, a refused credential (failed, no retry), a lost session (a
+ * new run), 5xx and a refused connection (backoff), an answer over the size limit, and a
+ * call that stalls (requestTimeout). What the server received is its log of requests. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctl-proc.h"
+#include "harness.h"
+#include "servers.h"
+
+static struct h_daemon D;
+static char T[64];           /* this test's own directory */
+static char SLOG[128];       /* the fake server's log of requests */
+static pid_t SERVER;         /* the fake server, 0 when none */
+static int PORT;
+
+static void stop_server(void) {
+        if (SERVER > 0) {
+                kill(SERVER, SIGKILL);
+                waitpid(SERVER, NULL, 0);
+        }
+        SERVER = 0;
+}
+
+static void setup(void) {
+        strcpy(T, "/tmp/mcpvisor-http-XXXXXX");
+        cr_assert_not_null(mkdtemp(T));
+        snprintf(SLOG, sizeof SLOG, "%s/server.log", T);
+        servers_reset(&D);
+}
+
+static void teardown(void) {
+        servers_teardown();
+        stop_server();
+        h_remove_tree(T);
+}
+
+TestSuite(http, .init = setup, .fini = teardown, .timeout = 60);
+
+static int read_port(const char *path) {
+        FILE *f = fopen(path, "re");
+        int port = 0;
+
+        if (!f)
+                return 0;
+        if (fscanf(f, "%d", &port) != 1)
+                port = 0;
+        fclose(f);
+        return port;
+}
+
+/* Starts the fake server with more arguments (NULL-terminated); waits for its port. */
+static void start_server(const char *const *args) {
+        char portfile[128];
+        const char *argv[16] = { IT_HTTP_SERVER_PATH, "--port-file", portfile, "--log", SLOG };
+        size_t n = 5;
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+
+        snprintf(portfile, sizeof portfile, "%s/port", T);
+        unlink(portfile);
+        for (; args && *args && n < 15; args++)
+                argv[n++] = *args;
+        argv[n] = NULL;
+        SERVER = fork();
+        cr_assert_geq(SERVER, 0);
+        if (SERVER == 0) {
+                execv(argv[0], (char *const *)argv);
+                _exit(127);
+        }
+        while ((PORT = read_port(portfile)) == 0 && h_now_ms() < deadline)
+                usleep(10000); /* polling a file with a deadline */
+        cr_assert_gt(PORT, 0, "the fake HTTP server did not start");
+}
+
+/* Occurrences of needle in the fake server's log. */
+static unsigned server_count(const char *needle) {
+        FILE *f = fopen(SLOG, "re");
+        char line[1024];
+        unsigned n = 0;
+
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof line, f))
+                if (strstr(line, needle))
+                        n++;
+        fclose(f);
+        return n;
+}
+
+/* Waits until needle is in the fake server's log at least n times, draining the daemon. */
+static bool server_wait(const char *needle, unsigned n) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+
+        while (server_count(needle) < n) {
+                if (h_now_ms() > deadline)
+                        return false;
+                h_notify_drain(&D);
+                usleep(10000);
+        }
+        return true;
+}
+
+/* An entry "remote" for the fake server; keys are more JSON members ("" for none). */
+static void add_remote(const char *keys) {
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/mcp\"%s%s}", PORT, keys[0] ? "," : "",
+                  keys);
+}
+
+static struct h_client *start_remote(const char *const *server_args, const char *keys) {
+        start_server(server_args);
+        add_remote(keys);
+        start(NULL);
+        wait_all_ready(1);
+        return cl_open();
+}
+
+static void expect_echo(struct h_client *c, const char *id, const char *text) {
+        json_object *m = h_client_tool_call(c, id, "remote__echo", sf("{\"text\":\"%s\"}", text));
+
+        cr_assert_str_eq(h_result_text(m), text, "%s", h_json_text(m));
+        json_object_put(m);
+}
+
+Test(http, lists_and_calls_with_json_answers) {
+        struct h_client *c = start_remote(NULL, "");
+        json_object *m = h_client_call(c, "1", "tools/list", NULL);
+
+        cr_assert(h_has_item(h_tool_names(m), "remote__echo"), "%s", h_json_text(m));
+        cr_assert(h_has_item(h_tool_names(m), "remote__stall"));
+        json_object_put(m);
+        expect_echo(c, "2", "hello over http");
+        /* the session and the negotiated version on everything after initialize */
+        cr_assert_eq(server_count("POST initialize sess=- proto=-"), 1);
+        cr_assert_eq(server_count("POST notifications/initialized sess=s1 proto=2025-06-18"), 1);
+        cr_assert_eq(server_count("POST tools/call sess=s1 proto=2025-06-18"), 1);
+        cr_assert_eq(server_count("accept=application/json, text/event-stream"), server_count("POST "));
+        h_client_close(c);
+}
+
+Test(http, event_stream_answers) {
+        struct h_client *c = start_remote((const char *const[]){ "--sse", NULL }, "");
+
+        expect_echo(c, "1", "hello over sse");
+        expect_echo(c, "2", "again");
+        h_client_close(c);
+}
+
+Test(http, stop_deletes_the_session) {
+        struct h_client *c = start_remote(NULL, "");
+
+        expect_echo(c, "1", "x");
+        h_client_close(c);
+        cr_assert_eq(h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS), 0);
+        cr_assert(server_wait("DELETE sess=s1", 1));
+}
+
+Test(http, credential_header) {
+        char creds[128];
+        FILE *f;
+
+        snprintf(creds, sizeof creds, "%s/creds", T);
+        cr_assert_eq(mkdir(creds, 0700), 0);
+        f = fopen(sf("%s/tok", creds), "we");
+        fputs("s3cret\n", f);
+        fclose(f);
+        start_server(NULL);
+        add_remote("\"headers\":{\"Authorization\":{\"credential\":\"tok\",\"format\":\"Bearer %s\"}}");
+        start((const char *const[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), NULL });
+        wait_all_ready(1);
+        cr_assert_geq(server_count("POST initialize sess=- proto=- auth=Bearer s3cret"), 1);
+        cr_assert_eq(h_log_count(&D, "s3cret"), 0, "a secret in the daemon's log");
+}
+
+/* 401: failed at once, with words saying the credential was refused, and no retries. */
+Test(http, refused_credential_fails_without_retry) {
+        start_server((const char *const[]){ "--status", "401", NULL });
+        add_remote("\"restartDelay\":0.1");
+        start(NULL);
+        cr_assert(h_log_wait(&D, "-> failed", H_TIMEOUT_MS), "the server did not fail");
+        cr_assert_geq(h_log_count(&D, "HTTP 401"), 1);
+        cr_assert_geq(h_log_count(&D, "refused its credential"), 1);
+        h_notify_drain(&D);
+        usleep(300000); /* restartDelay three times over: a retry would have come */
+        cr_assert_eq(server_count("POST initialize"), 1, "retried a refused credential");
+}
+
+/* 503: a run that ends as a crash does, restarted with backoff. */
+Test(http, server_error_backs_off) {
+        start_server((const char *const[]){ "--status", "503", NULL });
+        add_remote("\"restartDelay\":0.1");
+        start(NULL);
+        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
+        cr_assert_geq(h_log_count(&D, "HTTP 503"), 1);
+        cr_assert(server_wait("POST initialize", 2), "not restarted");
+}
+
+Test(http, refused_connection_backs_off) {
+        start_server(NULL);
+        stop_server(); /* its port is closed now */
+        add_remote("\"restartDelay\":0.1");
+        start(NULL);
+        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
+        cr_assert_geq(h_log_count(&D, "Couldn't connect"), 1);
+}
+
+/* A 404 on the session: the run ends, the next one initializes again, and calls work. */
+Test(http, lost_session_reinitializes) {
+        struct h_client *c = start_remote(NULL, "\"restartDelay\":0.1");
+        json_object *m;
+
+        m = h_client_tool_call(c, "1", "remote__lose_session", "{}");
+        json_object_put(m);
+        m = h_client_tool_call(c, "2", "remote__echo", "{\"text\":\"x\"}");
+        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
+        cr_assert(strstr(h_json_text(m), "HTTP 404"), "the error names the status: %s", h_json_text(m));
+        json_object_put(m);
+        cr_assert(server_wait("POST initialize", 2));
+        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
+        expect_echo(c, "3", "after the new session");
+        cr_assert_geq(server_count("POST tools/call sess=s2"), 1);
+        h_client_close(c);
+}
+
+/* An answer over maxServerMessageSize fails its call; the session stands. */
+Test(http, oversize_answer_fails_the_call) {
+        struct h_client *c;
+        json_object *m;
+
+        set_settings("\"maxServerMessageSize\":65536");
+        c = start_remote(NULL, "");
+        m = h_client_tool_call(c, "1", "remote__big", "{\"bytes\":200000}");
+        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
+        json_object_put(m);
+        m = h_client_tool_call(c, "2", "remote__big", "{\"bytes\":1000}");
+        cr_assert_eq(h_error_code(m), 0, "%s", h_json_text(m));
+        json_object_put(m);
+        expect_echo(c, "3", "still here");
+        cr_assert_eq(server_count("POST initialize"), 1);
+        h_client_close(c);
+}
+
+Test(http, oversize_event_fails_the_call) {
+        struct h_client *c;
+        json_object *m;
+
+        set_settings("\"maxServerMessageSize\":65536");
+        c = start_remote((const char *const[]){ "--sse", NULL }, "");
+        m = h_client_tool_call(c, "1", "remote__big", "{\"bytes\":200000}");
+        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
+        json_object_put(m);
+        expect_echo(c, "2", "still here");
+        h_client_close(c);
+}
+
+/* A call the server never answers: requestTimeout answers it; the others go on. */
+Test(http, stalled_call_times_out) {
+        struct h_client *c = start_remote(NULL, "\"requestTimeout\":0.5");
+        json_object *m = h_client_tool_call(c, "1", "remote__stall", "{}");
+
+        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
+        json_object_put(m);
+        expect_echo(c, "2", "not stuck");
+        h_client_close(c);
+}
+
+/* A server that stops answering anything: health pings fail, and the run is replaced by a
+ * new session, whose calls are answered again. */
+Test(http, hung_server_caught_by_health) {
+        struct h_client *c = start_remote(NULL, "\"healthInterval\":0.2,\"healthTimeout\":0.2,\"healthFailures\":2,"
+                                                "\"restartDelay\":0.1,\"stopTimeout\":0.2");
+        json_object *m;
+
+        h_client_tool_request(c, "1", "remote__freeze", "{}");
+        cr_assert(h_log_wait(&D, "-> unhealthy", H_TIMEOUT_MS), "no failed ping");
+        m = h_client_answer(c, "1");
+        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
+        json_object_put(m);
+        cr_assert(server_wait("POST initialize", 2), "no new session");
+        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
+        expect_echo(c, "2", "answering again");
+        h_client_close(c);
+}
+
+/* The GET stream: opened after initialization, its notifications heard (the daemon lists
+ * the tools again), and opened again with Last-Event-ID when the server drops it. */
+Test(http, get_stream_and_its_reopening) {
+        struct h_client *c = start_remote(NULL, "");
+        json_object *m;
+
+        cr_assert(server_wait("GET sess=s1 last=-", 1), "no GET stream");
+        m = h_client_tool_call(c, "1", "remote__notify", "{}");
+        cr_assert_str_eq(h_result_text(m), "sent");
+        json_object_put(m);
+        cr_assert(server_wait("POST tools/list", 2), "the notification was not heard");
+        m = h_client_tool_call(c, "2", "remote__drop_get", "{}");
+        json_object_put(m);
+        cr_assert(server_wait("GET sess=s1 last=1", 1), "not reopened with Last-Event-ID");
+        h_client_close(c);
+}
+
+Test(http, no_get_stream_is_fine) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "");
+
+        cr_assert(server_wait("GET", 1));
+        expect_echo(c, "1", "x");
+        h_notify_drain(&D);
+        usleep(1500000); /* past the reopening delay: a 405 is not retried */
+        cr_assert_eq(server_count("GET"), 1);
+        h_client_close(c);
+}
+
+/* The control socket shows the URL where a process has its pid. */
+Test(http, status_shows_the_url) {
+        struct h_client *c = start_remote(NULL, "");
+        json_object *st = h_control(&D, "status", NULL);
+        json_object *servers = h_get(st, "result.servers"), *row = json_object_array_get_idx(servers, 0);
+
+        cr_assert_str_eq(h_str(row, "url"), sf("http://127.0.0.1:%d/mcp", PORT), "%s", h_json_text(st));
+        cr_assert_str_eq(h_str(row, "launcher"), "http");
+        cr_assert_null(h_get(row, "pid"));
+        json_object_put(st);
+        /* mcpvisorctl status: the URL in the row, where a process has its pid */
+        struct proc p = { 0 };
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "status", NULL }, NULL);
+        proc_close_stdin(&p);
+        cr_assert_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "%s", p.errbuf);
+        cr_assert(strstr(p.outbuf, sf("remote  ready")) && strstr(p.outbuf, sf("http://127.0.0.1:%d/mcp", PORT)), "%s",
+                  p.outbuf);
+        proc_free(&p);
+        h_client_close(c);
+}
+
+/* The legacy HTTP+SSE transport, asked for: the stream first, POSTs to its endpoint,
+ * answers on the stream. */
+Test(http, legacy_sse) {
+        struct h_client *c;
+
+        start_server((const char *const[]){ "--legacy", NULL });
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\"}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "over the legacy transport");
+        cr_assert_eq(server_count("POST initialize"), 1, "the first POST went to the endpoint");
+        cr_assert_eq(server_count("GET"), 1);
+        h_client_close(c);
+}
+
+/* No "type": Streamable HTTP first; a 405 to initialize, and the legacy transport works. */
+Test(http, falls_back_to_legacy_sse) {
+        struct h_client *c = start_remote((const char *const[]){ "--legacy", NULL }, "");
+
+        expect_echo(c, "1", "after the fallback");
+        cr_assert_geq(h_log_count(&D, "trying the legacy HTTP+SSE transport"), 1);
+        cr_assert_eq(server_count("POST initialize"), 2, "once refused, once on the endpoint");
+        h_client_close(c);
+}
+
+/* The legacy server closes its stream: the session is gone, the run ends and a new one starts. */
+Test(http, legacy_stream_end_restarts) {
+        struct h_client *c;
+        json_object *m;
+
+        start_server((const char *const[]){ "--legacy", NULL });
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\",\"restartDelay\":0.1}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        /* its answer travels on the stream it drops */
+        h_client_tool_request(c, "1", "remote__drop_get", "{}");
+        cr_assert(server_wait("GET", 2), "no new stream");
+        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
+        m = h_client_answer(c, "1");
+        json_object_put(m);
+        expect_echo(c, "2", "again");
+        h_client_close(c);
+}
+
+/* "proxy": the requests go to it, for a host only it can reach (the fake server takes
+ * the absolute-form requests a proxy gets). */
+Test(http, proxy_carries_the_session) {
+        struct h_client *c;
+
+        start_server(NULL);
+        add_entry("\"remote\":{\"url\":\"http://mcp.invalid:9/mcp\",\"proxy\":\"http://127.0.0.1:%d\"}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "through the proxy");
+        h_client_close(c);
+}
+
+/* ---- TLS, with a CA made here ---- */
+
+/* A CA (name.pem, name.key) in T, and with signer, a certificate for 127.0.0.1 and
+ * localhost signed by it (srv.pem, srv.key). EC keys: quick to make. */
+static void make_ca(const char *name) {
+        const char *cmd = sf("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                             "-keyout %s.key -out %s.pem -days 1 -subj /CN=%s >/dev/null 2>&1",
+                             T, name, name, name);
+
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void make_server_certificate(const char *ca) {
+        const char *cmd = sf("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext && "
+                             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key "
+                             "-out srv.csr -subj /CN=localhost >/dev/null 2>&1 && "
+                             "openssl x509 -req -in srv.csr -CA %s.pem -CAkey %s.key -CAcreateserial -out srv.pem "
+                             "-days 1 -extfile san.ext >/dev/null 2>&1",
+                             T, ca, ca);
+
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void start_tls_server(void) {
+        make_ca("test-ca");
+        make_server_certificate("test-ca");
+        start_server((const char *const[]){ "--tls", sf("%s/srv.pem", T), sf("%s/srv.key", T), NULL });
+}
+
+Test(http, tls_with_the_ca_of_ca_file) {
+        struct h_client *c;
+
+        start_tls_server();
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/test-ca.pem\"}", PORT, T);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "over TLS");
+        h_client_close(c);
+}
+
+/* A certificate of another CA: the run fails with curl's reason and what to do about it. */
+Test(http, tls_wrong_ca_says_so) {
+        start_tls_server();
+        make_ca("other-ca");
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/other-ca.pem\"}", PORT, T);
+        start(NULL);
+        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
+        cr_assert_geq(h_log_count(&D, "SSL certificate problem"), 1);
+        cr_assert_geq(h_log_count(&D, "signed by the CA in \"caFile\""), 1);
+        cr_assert_eq(server_count("POST"), 0, "nothing was sent over an untrusted connection");
+}
+
+/* No caFile, and the system's CAs do not know the test's: the same, pointing at caFile. */
+Test(http, tls_unknown_ca_points_at_ca_file) {
+        start_tls_server();
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\"}", PORT);
+        start(NULL);
+        cr_assert(h_log_wait(&D, "give its CA in \"caFile\"", H_TIMEOUT_MS));
+}
+
+/* insecure, on the loopback: no check of the certificate. */
+Test(http, tls_insecure_on_loopback) {
+        struct h_client *c;
+
+        start_tls_server();
+        add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"insecure\":true}", PORT);
+        start(NULL);
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "unchecked");
+        h_client_close(c);
+}
