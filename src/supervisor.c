@@ -94,11 +94,30 @@ static double kill_timeout(const char *server, void *userdata) {
         return s ? s->config->kill_timeout : 3.0;
 }
 
+/* reaper_ops: runs are numbered in the order they start. */
+static uint64_t newest_run(void *userdata) {
+        const struct supervisor *sv = userdata;
+
+        return sv->next_instance;
+}
+
+/* reaper_ops: a run numbered up to newest still runs. */
+static bool run_up_to_running(uint64_t newest, void *userdata) {
+        const struct supervisor *sv = userdata;
+
+        for (size_t i = 0; i < sv->n_servers; i++)
+                if (sv->servers[i]->run && sv->servers[i]->run->number <= newest)
+                        return true;
+        return false;
+}
+
 static const struct reaper_ops reaper_ops = {
         .server_exited = server_exited,
         .run_of = run_of,
         .left_behind = left_behind,
         .kill_timeout = kill_timeout,
+        .newest_run = newest_run,
+        .run_up_to_running = run_up_to_running,
 };
 
 static void on_start_turn(evutil_socket_t fd, short what, void *userdata);
