@@ -234,8 +234,8 @@ static void on_end_of_input(struct client *c) {
  * that finds the end of input, which 15,000 clients closing at once paid for each (a
  * system call, a malloc and fresh pages). Read onto the stack, what came is copied into the
  * input buffer in a chain its own size. */
-static void on_readable(evutil_socket_t fd, short what, void *userdata) {
-        struct client *c = userdata;
+/* One read; true when something came and it may read on. */
+static bool read_some(struct client *c, int fd) {
         char buf[CLIENT_READ_CHUNK];
         ssize_t n = read(fd, buf, sizeof buf);
 
@@ -243,20 +243,51 @@ static void on_readable(evutil_socket_t fd, short what, void *userdata) {
                 if (evbuffer_add(c->input, buf, (size_t)n) < 0) {
                         client_log(c, LOG_WARNING, "out of memory reading from the client; connection closed");
                         client_set_state(c, CLIENT_JUSTFREE);
-                        return;
+                        return false;
                 }
                 process_input(c, false);
-                return;
+                return c->state == CLIENT_ACTIVE;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return;
+                return false;
         event_del(c->readable);
         if (n == 0) {
                 on_end_of_input(c);
-                return;
+                return false;
         }
         client_log(c, LOG_DEBUG, "connection error: %s", strerror(errno));
         client_set_state(c, CLIENT_JUSTFREE);
+        return false;
+}
+
+static void dequeue_end(struct client *c) {
+        if (!c->end_queued)
+                return;
+        TAILQ_REMOVE(&c->daemon->clients_ended, c, end_entry);
+        c->end_queued = false;
+}
+
+/* EV_CLOSED: the peer shut its writing down (EPOLLRDHUP). No longer watched: a socket
+ * watched level-triggered would be reported at every poll until read to its end, keep an
+ * event active for good and starve the spawns' lower priority. */
+static void on_readable(evutil_socket_t fd, short what, void *userdata) {
+        struct client *c = userdata;
+
+        if (what & EV_CLOSED) {
+                event_del(c->readable);
+                c->end_queued = true;
+                TAILQ_INSERT_TAIL(&c->daemon->clients_ended, c, end_entry);
+                return;
+        }
+        (void)read_some(c, fd);
+}
+
+void client_read_end(struct client *c) {
+        int fd = event_get_fd(c->readable);
+
+        dequeue_end(c);
+        while (c->state == CLIENT_ACTIVE && read_some(c, fd))
+                ;
 }
 
 /* The bufferevent's events: only its writing is enabled. */
@@ -290,7 +321,7 @@ struct client *client_new(struct daemon *d, int fd, const struct ucred *peer, en
                 return NULL;
         }
         c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        c->readable = c->bev ? event_new(d->base, fd, EV_READ | EV_PERSIST, on_readable, c) : NULL;
+        c->readable = c->bev ? event_new(d->base, fd, EV_READ | EV_CLOSED | EV_PERSIST, on_readable, c) : NULL;
         c->input = c->readable ? evbuffer_new() : NULL;
         if (!c->input) {
                 if (c->readable)
@@ -354,6 +385,7 @@ void client_free(struct client *c) {
         d = c->daemon;
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
+        dequeue_end(c);
         session_done(&c->session);
         client_access_done(&c->access);
         framer_done(&c->framer);
