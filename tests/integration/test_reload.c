@@ -517,8 +517,11 @@ Test(reload, every_changed_server_restarts) {
                 demo(sf("s%02d", i), "", "\"--tools\",\"2\"");
         write_config();
         json_object_put(reload_ok());
+        /* the STATUS= of the reload's own iteration: all but the first wait for their turns */
+        expect_notify("; s01 restart queued; s02 restart queued");
         expect_log_n("] ready -> stopping: configuration changed", N);
         expect_log_n("] starting -> ready: 12 tools", N);
+        expect_notify(sf("STATUS=%d/%d servers ready", N, N));
         log = h_log_text(&D);
         reloaded = strstr(log, "reloaded: changed: s00");
         first_stop = strstr(log, "] ready -> stopping: configuration changed");
