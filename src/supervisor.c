@@ -505,7 +505,7 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
 
 /* Ready, with no restart waiting for its turn: a reload's restarts are not done until the
  * last queued one is. */
-static bool server_ready_for_good(const struct server *s) {
+static bool ready_for_good(const struct server *s) {
         return s->state == SERVER_READY && !s->queued;
 }
 
@@ -531,12 +531,12 @@ void supervisor_status(const struct supervisor *sv, char *buf, size_t size) {
                 if (s->config->disabled || s->removed)
                         continue;
                 enabled++;
-                ready += server_ready_for_good(s);
+                ready += ready_for_good(s);
         }
         used = (size_t)snprintf(buf, size, "%zu/%zu servers ready", ready, enabled);
         for (size_t i = 0; i < sv->n_servers && used < size; i++) {
                 const struct server *s = sv->servers[i];
-                if (!s->config->disabled && !s->removed && !server_ready_for_good(s))
+                if (!s->config->disabled && !s->removed && !ready_for_good(s))
                         used += (size_t)status_entry(s, buf + used, size - used);
         }
 }
