@@ -98,6 +98,10 @@ void supervisor_start_all(struct supervisor *sv);
  * servers. The first starts and a reload's starts and restarts go through it (issue 14: a
  * reload that changed 1,000 servers restarted them all in its callback). */
 void supervisor_queue(struct supervisor *sv, struct server *s, enum server_event ev, const char *detail);
+/* Restarts of running servers a turn of the queue takes: each closes a stdin and logs a
+ * line, and its spawn waits for the exit; one a turn doubled the turns of a reload that
+ * changed every server. */
+#define SUPERVISOR_STOPS_PER_TURN 8
 /* Daemon shutdown: every server closes at once, in parallel. */
 void supervisor_stop_all(struct supervisor *sv);
 /* True once nothing started by the daemon is left running. */

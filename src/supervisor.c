@@ -250,16 +250,21 @@ void supervisor_queue(struct supervisor *sv, struct server *s, enum server_event
         event_active(sv->start_turn, 0, 0);
 }
 
+/* A turn takes PROCESS_SPAWNS_PER_POLL spawns, or SUPERVISOR_STOPS_PER_TURN restarts of
+ * running servers, which only close their stdin (each one's spawn comes with its exit, a
+ * turn of its own), whichever comes first. */
 static void on_start_turn(evutil_socket_t fd, short what, void *userdata) {
         struct supervisor *sv = userdata;
+        unsigned spawns = 0, stops = 0;
 
-        for (unsigned n = 0; n < PROCESS_SPAWNS_PER_POLL && sv->start_from < sv->n_servers;) {
+        while (spawns < PROCESS_SPAWNS_PER_POLL && stops < SUPERVISOR_STOPS_PER_TURN && sv->start_from < sv->n_servers) {
                 struct server *s = sv->servers[sv->start_from++];
+                bool stop = server_running(s);
 
                 if (!s->queued)
                         continue;
                 server_handle(s, s->queued_event, s->queued_detail);
-                n++;
+                stop ? stops++ : spawns++;
         }
         if (sv->start_from < sv->n_servers) {
                 event_active(sv->start_turn, 0, 0);
