@@ -94,8 +94,8 @@ void supervisor_connect_manager(struct supervisor *sv, int launcher, const char 
  * queue (supervisor_queue()). */
 void supervisor_start_all(struct supervisor *sv);
 /* The start queue: ev (SERVER_EV_START or SERVER_EV_RESTART) is fed to s on a later loop
- * turn, PROCESS_SPAWNS_PER_POLL servers a turn at the priority of spawns, in the order of
- * servers. The first starts and a reload's starts and restarts go through it (issue 14: a
+ * turn, at the priority of spawns, in the order of servers: PROCESS_SPAWNS_PER_POLL spawns
+ * or SUPERVISOR_STOPS_PER_TURN restarts of running servers a turn. The first starts and a reload's starts and restarts go through it (issue 14: a
  * reload that changed 1,000 servers restarted them all in its callback). */
 void supervisor_queue(struct supervisor *sv, struct server *s, enum server_event ev, const char *detail);
 /* Restarts of running servers a turn of the queue takes: each closes a stdin and logs a
