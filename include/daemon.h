@@ -69,6 +69,7 @@ struct daemon {
         int server_log_level;              /* logging/setLevel last sent to servers; -1: none */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
+        struct client_list clients_ended;  /* whose peer closed, to be read (client_read_end()) */
         uint64_t next_client_id;
         struct user_counts user_counts;    /* MCP connections per uid, for maxClientsPerUser */
         int fds_at_start;                  /* descriptors open once the sockets were set up */

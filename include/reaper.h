@@ -10,6 +10,10 @@
  * with MCPVISOR_SERVER= and MCPVISOR_INSTANCE=, which its descendants inherit. A child of
  * the daemon that is no server's own process and belongs to no live run by either is left
  * behind, including one that cleared its environment: the daemon starts nothing else.
+ * But a scan reads the tree over several loop turns: a child re-parented to the daemon
+ * while it read (its parent died meanwhile; it was not among the daemon's children when
+ * the scan began) may have been below any run the scan could not see it under. Such a
+ * child without a mark is ended only once every run that was running then has ended.
  * MCPVISOR_DAEMON= names the daemon (its MCP socket): a new daemon on the same socket ends
  * what a SIGKILLed predecessor left. */
 #pragma once
@@ -22,6 +26,7 @@
 struct event_base;
 struct event;
 struct logger;
+struct proc_tree;
 struct proc_tree_reader;
 
 struct reaper_ops {
@@ -35,6 +40,10 @@ struct reaper_ops {
         bool (*left_behind)(const char *server, uint64_t instance, void *userdata);
         /* The grace between SIGTERM and SIGKILL for a process of this server (may be ""). */
         double (*kill_timeout)(const char *server, void *userdata);
+        /* The number of the newest run started so far (0: none). */
+        uint64_t (*newest_run)(void *userdata);
+        /* Whether a run numbered up to newest is still running. */
+        bool (*run_up_to_running)(uint64_t newest, void *userdata);
 };
 
 struct leftover {
@@ -54,6 +63,8 @@ struct descendant {
         pid_t pid;
         uint64_t start;         /* /proc/PID/stat field 22: tells a reused pid apart */
         uint64_t instance;      /* 0: unknown */
+        uint64_t runs_up_to;    /* instance 0, re-parented to the daemon while a scan read the
+                                 * tree: a run numbered up to this, running then, may own it */
         char server[65];
 };
 
@@ -74,6 +85,10 @@ struct reaper {
         size_t n_inherited;
         bool rescan;                    /* a process not a server's own was reaped: its
                                          * children, if any, are ours now */
+        pid_t *children;                /* the daemon's children when the scan began, sorted */
+        size_t n_children;
+        bool children_read;             /* false: not known (no /proc/PID/task/TID/children) */
+        uint64_t newest_run;            /* ops->newest_run() when the scan began */
         struct proc_tree_reader *scanning; /* reaper_scan_soon()'s read, NULL when none runs */
         bool scan_again;                /* asked for while scanning: once more after it */
         struct event *scan_step;
@@ -95,6 +110,10 @@ unsigned reaper_reap_some(struct reaper *r, unsigned max, bool *ret_more);
  * ends or r->rescan is set, never on a timer. */
 #define REAPER_SCAN_MAX 65536
 unsigned reaper_scan(struct reaper *r);
+/* The two halves of a scan, for tests: what the daemon's children are as it begins, then
+ * what it does with the tree t, read since (the same as reaper_scan's). */
+void reaper_scan_begin(struct reaper *r);
+unsigned reaper_scan_tree(struct reaper *r, const struct proc_tree *t);
 /* The same scan read REAPER_SCAN_PER_TURN processes a loop turn, at the priority of spawns
  * (process.h), and done when the last is read (issue 14: with 1,000 servers, a scan took
  * 16 to 25 ms in one go each time a run ended). Asked for again while it runs, it runs once

@@ -85,8 +85,11 @@ struct server {
         uint64_t last_stderr_at;       /* when it was written (usec, monotonic) */
         bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
         bool removed;                  /* a reload removed it: stopping, then freed */
-        bool start_queued;             /* stopped, to be started on a later loop turn
-                                        * (supervisor_start_all()); any event cancels it */
+        bool queued;                   /* queued_event waits for its turn in the supervisor's
+                                        * start queue (supervisor_queue()); a start, stop or
+                                        * restart, or a spawn, takes it off */
+        enum server_event queued_event; /* SERVER_EV_START or SERVER_EV_RESTART */
+        const char *queued_detail;     /* its detail, a string literal */
         unsigned in_flight;            /* clients' requests forwarded and not answered */
         unsigned abandoned;            /* calls given up that may still run there */
         struct route_owners owners;    /* whose those calls are (server_route_*()) */
@@ -150,8 +153,12 @@ const char *server_last_stderr(const struct server *s, uint64_t *ret_at);
 void server_reconfigure(struct server *s, struct server_config *next);
 /* A server left stopped because its entry is disabled: its cause says so. */
 void server_mark_disabled(struct server *s);
-/* A stopped server to be started on a later loop turn: its cause says so. */
-void server_queue_start(struct server *s);
+/* ev (SERVER_EV_START or SERVER_EV_RESTART, detail a string literal) is fed to s on a later
+ * loop turn, by the supervisor's start queue (supervisor_queue()); a stopped server's cause
+ * says it waits for its turn. */
+void server_queue(struct server *s, enum server_event ev, const char *detail);
+/* Queued, and not running: it waits for its turn to start (STATUS=, list requests). */
+bool server_waits_turn(const struct server *s);
 /* Between loop iterations: a stopped server takes settings still waiting for it. */
 void server_adopt_pending(struct server *s);
 

@@ -74,11 +74,14 @@ static void socket_free(struct client *c) {
         c->transport = NULL;
 }
 
+static void socket_read_end(struct client *c);
+
 static const struct client_transport_ops socket_ops = {
         .name = "unix socket",
         .send = socket_send,
         .unsent = socket_unsent,
         .stop_reading = socket_stop_reading,
+        .read_end = socket_read_end,
         .stop = socket_stop,
         .describe = socket_describe,
         .free = socket_free,
@@ -130,9 +133,9 @@ static void on_end_of_input(struct client *c) {
  * much there is (ioctl FIONREAD) and takes a 4 KiB buffer before each read, even the one
  * that finds the end of input, which 15,000 clients closing at once paid for each (a
  * system call, a malloc and fresh pages). Read onto the stack, what came is copied into the
- * input buffer in a chain its own size. */
-static void on_readable(evutil_socket_t fd, short what, void *userdata) {
-        struct client *c = userdata;
+ * input buffer in a chain its own size. One read; true when something came and it may
+ * read on. */
+static bool read_some(struct client *c, int fd) {
         struct socket_transport *t = transport_of(c);
         char buf[CLIENT_READ_CHUNK];
         ssize_t n = read(fd, buf, sizeof buf);
@@ -141,20 +144,43 @@ static void on_readable(evutil_socket_t fd, short what, void *userdata) {
                 if (evbuffer_add(t->input, buf, (size_t)n) < 0) {
                         client_log(c, LOG_WARNING, "out of memory reading from the client; connection closed");
                         client_set_state(c, CLIENT_JUSTFREE);
-                        return;
+                        return false;
                 }
                 process_input(c, false);
-                return;
+                return c->state == CLIENT_ACTIVE;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return;
+                return false;
         event_del(t->readable);
         if (n == 0) {
                 on_end_of_input(c);
-                return;
+                return false;
         }
         client_log(c, LOG_DEBUG, "connection error: %s", strerror(errno));
         client_set_state(c, CLIENT_JUSTFREE);
+        return false;
+}
+
+/* EV_CLOSED: the peer shut its writing down (EPOLLRDHUP). No longer watched but queued
+ * (client_queue_end()): a socket watched level-triggered would be reported at every poll
+ * until read to its end, keep an event active for good and starve the spawns' lower
+ * priority. */
+static void on_readable(evutil_socket_t fd, short what, void *userdata) {
+        struct client *c = userdata;
+
+        if (what & EV_CLOSED) {
+                event_del(transport_of(c)->readable);
+                client_queue_end(c);
+                return;
+        }
+        (void)read_some(c, fd);
+}
+
+static void socket_read_end(struct client *c) {
+        int fd = event_get_fd(transport_of(c)->readable);
+
+        while (c->state == CLIENT_ACTIVE && read_some(c, fd))
+                ;
 }
 
 static void on_write(struct bufferevent *bev, void *userdata) {
@@ -214,7 +240,7 @@ struct client *client_socket_new(struct daemon *d, int fd, const struct ucred *p
                 transport_free(t);
                 return NULL;
         }
-        t->readable = event_new(d->base, fd, EV_READ | EV_PERSIST, on_readable, c);
+        t->readable = event_new(d->base, fd, EV_READ | EV_CLOSED | EV_PERSIST, on_readable, c);
         if (!t->readable) {
                 client_set_state(c, CLIENT_JUSTFREE); /* freed after this loop iteration, as any */
                 return NULL;

@@ -202,6 +202,26 @@ void client_end_of_input(struct client *c, bool peer_gone) {
         client_drain(c);
 }
 
+static void dequeue_end(struct client *c) {
+        if (!c->end_queued)
+                return;
+        TAILQ_REMOVE(&c->daemon->clients_ended, c, end_entry);
+        c->end_queued = false;
+}
+
+void client_queue_end(struct client *c) {
+        if (c->end_queued)
+                return;
+        c->end_queued = true;
+        TAILQ_INSERT_TAIL(&c->daemon->clients_ended, c, end_entry);
+}
+
+void client_read_end(struct client *c) {
+        dequeue_end(c);
+        if (c->state == CLIENT_ACTIVE && c->ops->read_end)
+                c->ops->read_end(c);
+}
+
 void client_output_flushed(struct client *c) {
         maybe_finish(c);
 }
@@ -270,6 +290,7 @@ void client_free(struct client *c) {
         d = c->daemon;
         TAILQ_REMOVE(&d->clients[c->state], c, entry);
         d->client_count[c->state]--;
+        dequeue_end(c);
         session_done(&c->session);
         client_access_done(&c->access);
         principal_done(&c->principal);

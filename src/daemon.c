@@ -507,6 +507,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         TAILQ_INIT(&d->server_requests.pending);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++)
                 TAILQ_INIT(&d->clients[s]);
+        TAILQ_INIT(&d->clients_ended);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++)
                 d->bound[role] = (struct bound_socket){ .fd = -1, .lock_fd = -1 };
         logger_init(&d->log, daemon_log_level(d));
@@ -591,13 +592,21 @@ static void free_closed_clients(struct daemon *d) {
                 client_gone(d, c);
 }
 
+static void read_ended_clients(struct daemon *d) {
+        struct client *c;
+
+        for (unsigned n = 0; n < CLIENT_ENDS_PER_ITERATION && (c = TAILQ_FIRST(&d->clients_ended)); n++)
+                client_read_end(c);
+}
+
 int daemon_iterate(struct daemon *d, int loop_flags) {
-        if (!TAILQ_EMPTY(&d->clients[CLIENT_JUSTFREE]))
+        if (!TAILQ_EMPTY(&d->clients[CLIENT_JUSTFREE]) || !TAILQ_EMPTY(&d->clients_ended))
                 loop_flags |= EVLOOP_NONBLOCK;
         if (event_base_loop(d->base, loop_flags) < 0) {
                 log_error(&d->log, "event loop failed");
                 return -EIO;
         }
+        read_ended_clients(d);
         router_collect(&d->router);
         free_closed_clients(d);
         supervisor_collect(&d->supervisor);

@@ -15,7 +15,7 @@ bool list_wait_needed(const struct daemon *d) {
 
         for (size_t i = 0; i < sv->n_servers; i++) {
                 const struct server *s = sv->servers[i];
-                if ((s->state == SERVER_STARTING && !s->catalog.initialize) || s->start_queued)
+                if ((s->state == SERVER_STARTING || server_waits_turn(s)) && !s->catalog.initialize)
                         return true;
         }
         return false;

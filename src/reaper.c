@@ -175,6 +175,9 @@ void reaper_done(struct reaper *r) {
         free(r->known);
         r->known = NULL;
         r->n_known = 0;
+        free(r->children);
+        r->children = NULL;
+        r->n_children = 0;
         free(r->inherited);
         r->inherited = NULL;
         r->n_inherited = 0;
@@ -286,7 +289,73 @@ static const struct descendant *known_of(const struct descendant *list, size_t n
         return record_of(list, n, e->pid, e->start);
 }
 
-/* Whose is our child e: a server's own process, attributed before, or marked. */
+static int pid_cmp(const void *a, const void *b) {
+        pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+        return (x > y) - (x < y);
+}
+
+/* The daemon's children now, from /proc/self/task/TID/children (the daemon is one thread):
+ * a few bytes per child, read in one go. */
+static void read_children(struct reaper *r) {
+        char path[64];
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t len = 0, size = 4096, n = 0;
+        pid_t *pids;
+        ssize_t got;
+
+        free(r->children);
+        r->children = NULL;
+        r->n_children = 0;
+        r->children_read = false;
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || !(buf = malloc(size)))
+                return;
+        while ((got = read(fd, buf + len, size - len - 1)) > 0) {
+                char *bigger;
+
+                len += (size_t)got;
+                if (size - len > 1)
+                        continue;
+                if (!(bigger = realloc(buf, size * 2)))
+                        return;
+                buf = bigger;
+                size *= 2;
+        }
+        if (got < 0)
+                return;
+        buf[len] = '\0';
+        /* at most one pid per two bytes ("1 ") */
+        if (!(pids = calloc(len / 2 + 1, sizeof *pids)))
+                return;
+        for (char *p = buf, *end; *p; p = end) {
+                long v = strtol(p, &end, 10);
+
+                if (end == p)
+                        break;
+                pids[n++] = (pid_t)v;
+        }
+        qsort(pids, n, sizeof *pids, pid_cmp);
+        r->children = pids;
+        r->n_children = n;
+        r->children_read = true;
+}
+
+void reaper_scan_begin(struct reaper *r) {
+        read_children(r);
+        r->newest_run = r->ops->newest_run(r->userdata);
+}
+
+/* Our child pid was not when the scan began: its parent died while the scan read the tree,
+ * maybe after the scan read that parent, maybe before, and what it was below is lost. */
+static bool reparented_while_read(const struct reaper *r, pid_t pid) {
+        return r->children_read && !bsearch(&pid, r->children, r->n_children, sizeof pid, pid_cmp);
+}
+
+/* Whose is our child e: a server's own process, attributed before, or marked; if none, and
+ * it came to us while the tree was read, any run that was running then. */
 static void attribute_child(struct reaper *r, const struct proc_entry *e, struct descendant *d) {
         const struct descendant *k = known_of(r->known, r->n_known, e);
         const char *server = NULL;
@@ -304,6 +373,12 @@ static void attribute_child(struct reaper *r, const struct proc_entry *e, struct
                 d->instance = m.instance;
                 memcpy(d->server, m.server, sizeof d->server);
         }
+        if (d->instance != 0)
+                return;
+        if (k && k->runs_up_to != 0)
+                d->runs_up_to = k->runs_up_to;
+        else if (reparented_while_read(r, e->pid))
+                d->runs_up_to = r->newest_run;
 }
 
 /* The pidfd of our child d, the very process the scan saw (a scan read over several loop
@@ -330,6 +405,10 @@ static bool end_if_left(struct reaper *r, const struct descendant *d) {
             record_of(r->inherited, r->n_inherited, d->pid, d->start))
                 return false;
         if (d->instance != 0 && !r->ops->left_behind(d->server, d->instance, r->userdata))
+                return false;
+        /* Not ended on a guess while the run it may belong to lives (issue 14: a running
+         * server's grandchild whose parent died while a scan read the tree was ended). */
+        if (d->instance == 0 && d->runs_up_to != 0 && r->ops->run_up_to_running(d->runs_up_to, r->userdata))
                 return false;
         pidfd = child_pidfd(d);
         if (pidfd < 0)
@@ -360,7 +439,7 @@ static bool attribute_below(const struct reaper *r, const struct proc_tree *t, c
 #define ANCESTRY_MAX 64
 
 /* What a scan sees in the tree t, read since the scan began. */
-static unsigned scan_tree(struct reaper *r, const struct proc_tree *tree) {
+unsigned reaper_scan_tree(struct reaper *r, const struct proc_tree *tree) {
         const struct proc_tree t = *tree;
         struct descendant *seen;
         size_t n_seen = 0, n_tops;
@@ -392,6 +471,7 @@ static unsigned scan_tree(struct reaper *r, const struct proc_tree *tree) {
 static void scan_begin(struct reaper *r) {
         reaper_reap(r);
         r->rescan = false;
+        reaper_scan_begin(r);
 }
 
 static void scan_cancel(struct reaper *r) {
@@ -412,13 +492,14 @@ unsigned reaper_scan(struct reaper *r) {
         scan_begin(r);
         if (proc_tree_read(&t, REAPER_SCAN_MAX) < 0)
                 return 0;
-        return scan_tree(r, &t);
+        return reaper_scan_tree(r, &t);
 }
 
 /* Without reaping first: exits are taken a few a turn (on_sigchld, a server's pidfd), each
  * of which may spawn a restart, and a zombie is not in the tree anyway. */
 static void scan_start(struct reaper *r) {
         r->rescan = false;
+        reaper_scan_begin(r);
         r->scanning = malloc(sizeof *r->scanning);
         if (r->scanning && proc_tree_reader_open(r->scanning, REAPER_SCAN_MAX) < 0) {
                 free(r->scanning);
@@ -442,7 +523,7 @@ static void on_scan_step(evutil_socket_t fd, short what, void *userdata) {
                 return;
         }
         if (done > 0)
-                (void)scan_tree(r, &r->scanning->tree);
+                (void)reaper_scan_tree(r, &r->scanning->tree);
         proc_tree_reader_done(r->scanning);
         free(r->scanning);
         r->scanning = NULL;

@@ -264,6 +264,7 @@ static void act_spawn(struct server *s, const char *detail) {
 
         if (s->next_config)
                 adopt_next_config(s);
+        s->queued = false; /* what was queued is done: this run has the newest settings */
         disarm_timer(s);
         s->starts++;
         backoff_started(&s->backoff, now_usec());
@@ -556,7 +557,10 @@ static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
 void server_handle(struct server *s, enum server_event ev, const char *detail) {
         server_action action = actions[s->state][ev];
 
-        s->start_queued = false;
+        /* A decision about the server replaces what was queued for it; events of its run
+         * (an exit, a ping) do not: a restart queued by a reload still comes. */
+        if (ev == SERVER_EV_START || ev == SERVER_EV_STOP || ev == SERVER_EV_RESTART)
+                s->queued = false;
         (action ? action : act_ignore)(s, detail);
 }
 
@@ -687,11 +691,13 @@ void server_reconfigure(struct server *s, struct server_config *next) {
         server_config_free(s->next_config);
         s->next_config = next;
         if (server_running(s)) {
-                /* Taken at the restart, or once stopped (server_adopt_pending). */
+                /* Taken at the restart, or once stopped (server_adopt_pending). The restart
+                 * waits for its turn (issue 14: a reload that changed 1,000 servers closed
+                 * every one's stdin in its callback, and the clients waited seconds). */
                 if (next->disabled)
                         server_handle(s, SERVER_EV_STOP, "disabled in the configuration");
                 else
-                        server_handle(s, SERVER_EV_RESTART, "configuration changed");
+                        supervisor_queue(s->sv, s, SERVER_EV_RESTART, "configuration changed");
                 return;
         }
         adopt_next_config(s);
@@ -699,16 +705,23 @@ void server_reconfigure(struct server *s, struct server_config *next) {
                 server_handle(s, SERVER_EV_STOP, "disabled in the configuration");
                 server_mark_disabled(s);
         } else if (s->state != SERVER_STOPPED || was_disabled) /* an operator's stop stands */
-                server_handle(s, SERVER_EV_START, "configuration changed");
+                supervisor_queue(s->sv, s, SERVER_EV_START, "configuration changed");
 }
 
 void server_mark_disabled(struct server *s) {
         replace_cause(s, "disabled in the configuration");
 }
 
-void server_queue_start(struct server *s) {
-        s->start_queued = true;
-        replace_cause(s, "waiting for its turn to start");
+void server_queue(struct server *s, enum server_event ev, const char *detail) {
+        s->queued = true;
+        s->queued_event = ev;
+        s->queued_detail = detail;
+        if (!server_running(s))
+                replace_cause(s, "waiting for its turn to start");
+}
+
+bool server_waits_turn(const struct server *s) {
+        return s->queued && !server_running(s);
 }
 
 void server_adopt_pending(struct server *s) {

@@ -95,11 +95,30 @@ static double kill_timeout(const char *server, void *userdata) {
         return s ? s->config->kill_timeout : 3.0;
 }
 
+/* reaper_ops: runs are numbered in the order they start. */
+static uint64_t newest_run(void *userdata) {
+        const struct supervisor *sv = userdata;
+
+        return sv->next_instance;
+}
+
+/* reaper_ops: a run numbered up to newest still runs. */
+static bool run_up_to_running(uint64_t newest, void *userdata) {
+        const struct supervisor *sv = userdata;
+
+        for (size_t i = 0; i < sv->n_servers; i++)
+                if (sv->servers[i]->run && sv->servers[i]->run->number <= newest)
+                        return true;
+        return false;
+}
+
 static const struct reaper_ops reaper_ops = {
         .server_exited = server_exited,
         .run_of = run_of,
         .left_behind = left_behind,
         .kill_timeout = kill_timeout,
+        .newest_run = newest_run,
+        .run_up_to_running = run_up_to_running,
 };
 
 static void on_start_turn(evutil_socket_t fd, short what, void *userdata);
@@ -214,8 +233,6 @@ void supervisor_connect_manager(struct supervisor *sv, int launcher, const char 
 }
 
 void supervisor_start_all(struct supervisor *sv) {
-        size_t queued = 0;
-
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
 
@@ -223,24 +240,32 @@ void supervisor_start_all(struct supervisor *sv) {
                         server_mark_disabled(s);
                         continue;
                 }
-                server_queue_start(s);
-                queued++;
+                supervisor_queue(sv, s, SERVER_EV_START, "configured");
         }
-        sv->start_from = 0;
-        if (queued > 0)
-                event_active(sv->start_turn, 0, 0);
 }
 
+void supervisor_queue(struct supervisor *sv, struct server *s, enum server_event ev, const char *detail) {
+        server_queue(s, ev, detail);
+        /* Where it is in servers is not known here: the next turn looks from the start. */
+        sv->start_from = 0;
+        event_active(sv->start_turn, 0, 0);
+}
+
+/* A turn takes PROCESS_SPAWNS_PER_POLL spawns, or SUPERVISOR_STOPS_PER_TURN restarts of
+ * running servers, which only close their stdin (each one's spawn comes with its exit, a
+ * turn of its own), whichever comes first. */
 static void on_start_turn(evutil_socket_t fd, short what, void *userdata) {
         struct supervisor *sv = userdata;
+        unsigned spawns = 0, stops = 0;
 
-        for (unsigned n = 0; n < PROCESS_SPAWNS_PER_POLL && sv->start_from < sv->n_servers;) {
+        while (spawns < PROCESS_SPAWNS_PER_POLL && stops < SUPERVISOR_STOPS_PER_TURN && sv->start_from < sv->n_servers) {
                 struct server *s = sv->servers[sv->start_from++];
+                bool stop = server_running(s);
 
-                if (!s->start_queued)
+                if (!s->queued)
                         continue;
-                server_handle(s, SERVER_EV_START, "configured");
-                n++;
+                server_handle(s, s->queued_event, s->queued_detail);
+                stop ? stops++ : spawns++;
         }
         if (sv->start_from < sv->n_servers) {
                 event_active(sv->start_turn, 0, 0);
@@ -448,7 +473,7 @@ static struct server *apply_entry(struct supervisor *sv, const struct by_name *s
                 summary_add(summary, "added", c->name);
                 s = server_new(sv, c);
                 if (s && !s->config->disabled)
-                        server_handle(s, SERVER_EV_START, "added to the configuration");
+                        supervisor_queue(sv, s, SERVER_EV_START, "added to the configuration");
                 else if (s)
                         server_mark_disabled(s);
                 return s;
@@ -498,16 +523,23 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
         return 0;
 }
 
+/* Ready, with no restart waiting for its turn: a reload's restarts are not done until the
+ * last queued one is. */
+static bool ready_for_good(const struct server *s) {
+        return s->state == SERVER_READY && !s->queued;
+}
+
 /* What STATUS= says about a server that is not ready: its state, and for one that is not
  * running, the end of its last run ("exit status 1") or that it could not be run. */
 static int status_entry(const struct server *s, char *buf, size_t size) {
         const char *why = NULL;
         char brief[128];
 
-        if (s->state == SERVER_BACKOFF || s->state == SERVER_FAILED)
+        if (!s->queued && (s->state == SERVER_BACKOFF || s->state == SERVER_FAILED))
                 why = server_cause_brief(&s->why, brief, sizeof brief);
         return snprintf(buf, size, "; %s %s%s%s%s", s->config->name,
-                        s->start_queued ? "queued" : server_state_name(s->state), why ? " (" : "",
+                        s->queued ? server_running(s) ? "restart queued" : "queued" : server_state_name(s->state),
+                        why ? " (" : "",
                         why ? why : "", why ? ")" : "");
 }
 
@@ -519,12 +551,12 @@ void supervisor_status(const struct supervisor *sv, char *buf, size_t size) {
                 if (s->config->disabled || s->removed)
                         continue;
                 enabled++;
-                ready += s->state == SERVER_READY;
+                ready += ready_for_good(s);
         }
         used = (size_t)snprintf(buf, size, "%zu/%zu servers ready", ready, enabled);
         for (size_t i = 0; i < sv->n_servers && used < size; i++) {
                 const struct server *s = sv->servers[i];
-                if (!s->config->disabled && !s->removed && s->state != SERVER_READY)
+                if (!s->config->disabled && !s->removed && !ready_for_good(s))
                         used += (size_t)status_entry(s, buf + used, size - used);
         }
 }

@@ -499,10 +499,14 @@ Test(reload, changed_restarts_unchanged_untouched) {
         h_client_close(x);
 }
 
-/* Exits are reaped a few servers at a time (process.h): a reload that changes more servers
- * than one turn takes still restarts every one of them. */
+/* A reload's restarts wait for their turns in the start queue (supervisor.h), and exits
+ * are reaped a few servers at a time (process.h): a reload that changes more servers than
+ * one turn takes still restarts every one of them, none of them in the reload itself (the
+ * clients of a daemon whose 1,000 servers all changed waited seconds when they were). */
 Test(reload, every_changed_server_restarts) {
         enum { N = 20 };
+        const char *reloaded, *first_stop;
+        char *log;
 
         for (int i = 0; i < N; i++)
                 demo(sf("s%02d", i), "", "");
@@ -513,8 +517,17 @@ Test(reload, every_changed_server_restarts) {
                 demo(sf("s%02d", i), "", "\"--tools\",\"2\"");
         write_config();
         json_object_put(reload_ok());
+        /* the STATUS= of the reload's own iteration: all but the first turn's (its 8 stops,
+         * SUPERVISOR_STOPS_PER_TURN) wait for theirs */
+        expect_notify(sf("; s%02d restart queued; s%02d restart queued", N - 2, N - 1));
         expect_log_n("] ready -> stopping: configuration changed", N);
         expect_log_n("] starting -> ready: 12 tools", N);
+        expect_notify(sf("STATUS=%d/%d servers ready", N, N));
+        log = h_log_text(&D);
+        reloaded = strstr(log, "reloaded: changed: s00");
+        first_stop = strstr(log, "] ready -> stopping: configuration changed");
+        cr_assert(reloaded && first_stop && reloaded < first_stop, "a restart began in the reload:\n%s", log);
+        free(log);
         for (int i = 0; i < N; i++)
                 cr_assert_eq(h_log_count(&D, sf("[s%02d] starting -> ready", i)), 2, "s%02d was not restarted once:\n%s",
                              i, h_log_text(&D));

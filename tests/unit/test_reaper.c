@@ -1,0 +1,150 @@
+/* Unit tests for reaper.c's decision about a child of the daemon that no mark, no record
+ * and no server's own pid attributes: ended, unless it came to the daemon while the scan
+ * read the tree (its parent died meanwhile), in which case any run that was running then
+ * may own it and it is kept until all of those have ended (issue 14: a running server's
+ * grandchild was ended about one time in four under load). The test process stands for the
+ * daemon: its children are real, the tree the scan sees is made here. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "environment.h"
+#include "log.h"
+#include "proc-tree.h"
+#include "reaper.h"
+#include "unit-helpers.h"
+
+static struct logger lg;
+static struct reaper r;
+static struct {
+        uint64_t newest;        /* newest_run() */
+        bool running;           /* run_up_to_running() */
+        uint64_t asked;         /* what run_up_to_running() was asked last */
+} runs;
+
+static bool server_exited(pid_t pid, void *userdata) {
+        return false;
+}
+
+static uint64_t run_of(pid_t pid, const char **server, void *userdata) {
+        return 0;
+}
+
+static bool left_behind(const char *server, uint64_t instance, void *userdata) {
+        return true;
+}
+
+static double kill_timeout(const char *server, void *userdata) {
+        return 10;
+}
+
+static uint64_t newest_run(void *userdata) {
+        return runs.newest;
+}
+
+static bool run_up_to_running(uint64_t newest, void *userdata) {
+        runs.asked = newest;
+        return runs.running;
+}
+
+static const struct reaper_ops ops = {
+        .server_exited = server_exited,
+        .run_of = run_of,
+        .left_behind = left_behind,
+        .kill_timeout = kill_timeout,
+        .newest_run = newest_run,
+        .run_up_to_running = run_up_to_running,
+};
+
+static void setup(void) {
+        /* No mark may attribute the children: they inherit this environment. */
+        unsetenv(ENV_SERVER);
+        unsetenv(ENV_INSTANCE);
+        logger_init(&lg, LOG_DEBUG);
+        cr_assert_eq(reaper_init(&r, loop_start(), &lg, &ops, NULL), 0);
+}
+
+static void teardown(void) {
+        reaper_done(&r);
+        loop_stop();
+}
+
+TestSuite(reaper, .init = setup, .fini = teardown, .timeout = 30);
+
+/* A child of ours that waits to be ended. */
+static pid_t start_child(void) {
+        pid_t pid = fork();
+
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                for (;;)
+                        pause();
+        }
+        return pid;
+}
+
+/* What a scan reads of our child pid. */
+static struct proc_tree tree_of(pid_t pid, struct proc_entry *e) {
+        cr_assert_eq(proc_stat_read(pid, e), 0);
+        cr_assert_eq(e->ppid, getpid());
+        return (struct proc_tree){ .procs = e, .n = 1 };
+}
+
+/* It was ended: SIGTERM, then reaped here. */
+static void expect_ended(pid_t pid) {
+        int status;
+
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %#x", status);
+}
+
+static void expect_alive(pid_t pid) {
+        cr_assert_eq(waitpid(pid, NULL, WNOHANG), 0, "pid %d was ended", (int)pid);
+}
+
+/* The rule without the race: a child the scan found ours from its start, that nothing
+ * attributes, is left behind (the daemon starts nothing but servers). */
+Test(reaper, unattributed_child_of_ours_from_the_start_ended) {
+        pid_t pid = start_child();
+        struct proc_entry e;
+        struct proc_tree t = tree_of(pid, &e);
+
+        runs.newest = 3;
+        runs.running = true;
+        reaper_scan_begin(&r);
+        cr_assert_eq(reaper_scan_tree(&r, &t), 1);
+        expect_ended(pid);
+}
+
+/* It became our child after the scan began (as a grandchild does when its parent dies
+ * between the scan's start and its read of the grandchild): kept while a run numbered up
+ * to the newest then runs, by this scan and by the next ones, which find it ours from
+ * their start and go by what this one recorded; ended once none of those runs is left. */
+Test(reaper, child_reparented_while_the_tree_was_read_kept_while_its_runs_live) {
+        struct proc_entry e;
+        struct proc_tree t;
+        pid_t pid;
+
+        runs.newest = 7;
+        runs.running = true;
+        reaper_scan_begin(&r);
+        pid = start_child();
+        t = tree_of(pid, &e);
+        cr_assert_eq(reaper_scan_tree(&r, &t), 0, "ended on a guess");
+        cr_assert_eq(runs.asked, 7);
+        expect_alive(pid);
+
+        runs.newest = 9; /* a run started since: it cannot own what came before it */
+        reaper_scan_begin(&r);
+        cr_assert_eq(reaper_scan_tree(&r, &t), 0, "ended by the next scan");
+        cr_assert_eq(runs.asked, 7, "the next scan took a newer run for its owner");
+        expect_alive(pid);
+
+        runs.running = false;
+        reaper_scan_begin(&r);
+        cr_assert_eq(reaper_scan_tree(&r, &t), 1, "kept once its runs were gone");
+        expect_ended(pid);
+}
