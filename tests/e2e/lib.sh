@@ -92,7 +92,7 @@ mkdir "$cg" 2>/dev/null || skip "cannot create a cgroup under $cgparent (no cgro
 v1cgs=
 E2E_CGROUP_V1=
 v1_cgroup() {
-        local c=$1 own
+        local c=$1 own d
         [ "$(stat -f -c %T "/sys/fs/cgroup/$c" 2>/dev/null)" = cgroupfs ] || return 1
         own=$(sed -n "s/^[0-9]*:\(name=\)\{0,1\}$c://p" /proc/self/cgroup)
         [ -n "$own" ] && [ -d "/sys/fs/cgroup/$c${own%/}" ] || return 1
