@@ -80,6 +80,7 @@ struct systemd_run {
         bool add_ref;
         uint64_t tasks_refused; /* pids.events max, as last read */
         struct oom_watch *oom;  /* a hybrid host's v1 memory cgroup, watched for OOM kills */
+        bool oom_tried;         /* once the cgroup is known: it does not move */
         char failure[160];    /* why it ended without running, or why it is no longer known */
         uint64_t memory_max;  /* the limits it was started with, for the words of its end */
         unsigned tasks_max;
@@ -158,13 +159,15 @@ static bool state_is(const char *s, const char *a, const char *b) {
 
 /* On a host of the hybrid layout the manager does not tell an OOM kill (Result=oom-kill
  * comes from the unified tree's memory.events, and the memory controller is on v1): the
- * kernel tells the daemon itself. Watched once the cgroup is known, for runs with
- * memoryMax; -ENOENT is a unified host, where the manager tells. */
+ * kernel tells the daemon itself. Tried once the cgroup is known (the manager made it in
+ * every hierarchy before the fork), for runs with memoryMax; -ENOENT is a unified host,
+ * where the manager tells. */
 static void watch_oom(struct systemd_run *x) {
         int r;
 
-        if (x->oom || !x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
+        if (x->oom_tried || !x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
                 return;
+        x->oom_tried = true;
         r = oom_watch_new(instance_event_base(x->in), CGROUP_ROOT "/memory", x->control_group, &x->oom);
         if (r < 0 && r != -ENOENT)
                 log_debug(x->rs->log, "%s: cannot watch its v1 memory cgroup for OOM kills: %s", x->unit, strerror(-r));
