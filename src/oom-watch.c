@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,33 +20,34 @@ struct oom_watch {
         bool killed;
 };
 
-/* memory.oom_control: "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n" (oom_kill since
- * Linux 4.13). -ENODEV once the cgroup is removed. */
-static int read_oom_kills(int fd, uint64_t *ret) {
-        char buf[256], *p;
-        ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+/* The value of key in memory.oom_control ("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n";
+ * oom_kill since Linux 4.13); -1 when absent. */
+static long long value_of(const char *text, const char *key) {
+        size_t len = strlen(key);
 
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        p = strstr(buf, "oom_kill ");
-        if (!p || (p != buf && p[-1] != '\n'))
-                return -ENODATA;
-        *ret = strtoull(p + strlen("oom_kill "), NULL, 10);
-        return 0;
+        for (const char *line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, key, len) == 0 && line[len] == ' ')
+                        return strtoll(line + len + 1, NULL, 10);
+        return -1;
 }
 
-/* An OOM in the cgroup, or its removal: the count says which. */
+/* The kernel signals as the cgroup enters OOM (under_oom is 1 from before the signal until
+ * the killer is done), before oom_kill counts the kill: whichever is read, one of them
+ * says so. At the cgroup's removal the file cannot be read (ENODEV), or says neither. */
 static void on_signal(evutil_socket_t fd, short what, void *userdata) {
         struct oom_watch *w = userdata;
-        uint64_t events, kills;
+        uint64_t events;
+        char buf[256];
+        ssize_t n;
 
         (void)!read(w->efd, &events, sizeof events);
-        if (read_oom_kills(w->control, &kills) < 0) {
+        n = pread(w->control, buf, sizeof buf - 1, 0);
+        if (n < 0) {
                 event_del(w->ev); /* gone: nothing more will come */
                 return;
         }
-        if (kills > 0)
+        buf[n] = '\0';
+        if (value_of(buf, "under_oom") > 0 || value_of(buf, "oom_kill") > 0)
                 w->killed = true;
 }
 
