@@ -3,7 +3,7 @@
  * systemd (252) never says Result=oom-kill (it reads memory.events of the unified tree,
  * which has no memory controller there). An eventfd registered in the cgroup's
  * cgroup.event_control for memory.oom_control wakes at each OOM in the cgroup, and at its
- * removal; memory.oom_control's under_oom and oom_kill then tell the two apart. */
+ * removal, when memory.oom_control can no longer be read: the two are told apart. */
 #pragma once
 
 #include <stdbool.h>

@@ -31,9 +31,11 @@ static long long value_of(const char *text, const char *key) {
         return -1;
 }
 
-/* The kernel signals as the cgroup enters OOM (under_oom is 1 from before the signal until
- * the killer is done), before oom_kill counts the kill: whichever is read, one of them
- * says so. At the cgroup's removal the file cannot be read (ENODEV), or says neither. */
+/* The kernel signals as the cgroup enters OOM, before its killer runs; under_oom is
+ * cleared and oom_kill counted only later, so neither can be waited for: a signal while
+ * the file can still be read is an OOM, and the killer acts unless oom_kill_disable says
+ * it may not (systemd never sets it). At the cgroup's removal, which signals too, the
+ * file can no longer be read (ENODEV). */
 static void on_signal(evutil_socket_t fd, short what, void *userdata) {
         struct oom_watch *w = userdata;
         uint64_t events;
@@ -47,7 +49,7 @@ static void on_signal(evutil_socket_t fd, short what, void *userdata) {
                 return;
         }
         buf[n] = '\0';
-        if (value_of(buf, "under_oom") > 0 || value_of(buf, "oom_kill") > 0)
+        if (value_of(buf, "oom_kill_disable") != 1)
                 w->killed = true;
 }
 
