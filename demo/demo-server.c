@@ -856,6 +856,33 @@ static void tool_alloc(json_object *id, json_object *params, json_object *args) 
         probe_result(id, p ? 0 : -ENOMEM, "malloc", "allocated");
 }
 
+/* Forks n children that ignore SIGTERM and sleep until killed, so they keep the cgroup's
+ * tasks counted until the manager's SIGKILL; a refused fork (tasksMax: EAGAIN) ends the
+ * server with status 1, as a server that cannot start a thread or a child does. */
+static void tool_fork(json_object *id, json_object *params, json_object *args) {
+        json_object *n = get_number(args, "n");
+        int64_t count = n ? json_object_get_int64(n) : 0;
+
+        for (int64_t i = 0; i < count; i++) {
+                pid_t pid = fork();
+
+                if (pid < 0) {
+                        fprintf(stderr, "fork %" PRId64 " of %" PRId64 ": %s\n", i + 1, count, strerror(errno));
+                        exit(1);
+                }
+                if (pid == 0) {
+                        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+                        for (int fd = 0; fd < 3 && null >= 0; fd++)
+                                dup2(null, fd);
+                        signal(SIGTERM, SIG_IGN);
+                        for (;;)
+                                pause();
+                }
+        }
+        probe_result(id, 0, "fork", "forked");
+}
+
 static const struct tool probe_tools[] = {
         { "write_file", "Writes text to path.",
           "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}},"
@@ -869,6 +896,9 @@ static const struct tool probe_tools[] = {
         { "alloc", "Allocates and touches mb megabytes, and keeps them.",
           "{\"type\":\"object\",\"properties\":{\"mb\":{\"type\":\"integer\"}},\"required\":[\"mb\"]}",
           tool_alloc },
+        { "fork", "Forks n children that outlive SIGTERM; a refused fork ends the server (status 1).",
+          "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}",
+          tool_fork },
 };
 
 static json_object *tool_entry(const char *name, const char *description, const char *schema) {
@@ -1812,7 +1842,7 @@ static void help(void) {
                "Catalogue:\n"
                "  --tools N                  Add tools tool_1..tool_N (each like echo)\n"
                "  --probe-tools              Add write_file {path, text?}, read_file {path}, inet,\n"
-               "                             whoami and alloc {mb}: what the server may do where\n"
+               "                             whoami, alloc {mb} and fork {n}: what the server may do where\n"
                "                             it runs (confinement tests)\n"
                "  --prompts N                Add prompts prompt_1..prompt_N\n"
                "  --resources N              Add resources demo://res/1..N\n"

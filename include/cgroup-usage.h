@@ -35,3 +35,10 @@ int cgroup_usage_path(const char *root, const char *control_group, char **ret);
  * -ENOENT when dir is gone (the unit was collected), another negative errno when it
  * cannot be opened. */
 int cgroup_usage_read(const char *dir, struct cgroup_usage *ret);
+
+/* The figures of control_group (a unit's ControlGroup=) in the cgroup v2 tree, and on a
+ * host of the hybrid layout those the v2 tree lacks (memory: memory.usage_in_bytes and
+ * memory.max_usage_in_bytes; pids: pids.current, pids.events) from the v1 hierarchies at
+ * CGROUP_ROOT/memory and CGROUP_ROOT/pids. Errors as cgroup_usage_path() and
+ * cgroup_usage_read() of the v2 directory. */
+int cgroup_usage_read_group(const char *control_group, struct cgroup_usage *ret);

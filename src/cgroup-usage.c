@@ -91,3 +91,35 @@ int cgroup_usage_read(const char *path, struct cgroup_usage *ret) {
         };
         return 0;
 }
+
+/* The figure of name in the v1 hierarchy CGROUP_ROOT/controller, for control_group. */
+static uint64_t read_v1(const char *controller, const char *control_group, const char *name, const char *key) {
+        _cleanup_free_ char *root = NULL, *path = NULL;
+        _cleanup_close_ int dir = -1;
+
+        if (asprintf(&root, CGROUP_ROOT "/%s", controller) < 0 || cgroup_usage_path(root, control_group, &path) < 0 ||
+            (dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                return CGROUP_USAGE_UNKNOWN;
+        return key ? read_key(dir, name, key) : read_number(dir, name);
+}
+
+int cgroup_usage_read_group(const char *control_group, struct cgroup_usage *ret) {
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        r = cgroup_usage_path(cgroup_usage_root(), control_group, &dir);
+        if (r == 0)
+                r = cgroup_usage_read(dir, ret);
+        if (r < 0)
+                return r;
+        /* The unified tree of a hybrid host has no memory or pids controller: v1 has them. */
+        if (ret->memory_current == CGROUP_USAGE_UNKNOWN)
+                ret->memory_current = read_v1("memory", control_group, "memory.usage_in_bytes", NULL);
+        if (ret->memory_peak == CGROUP_USAGE_UNKNOWN)
+                ret->memory_peak = read_v1("memory", control_group, "memory.max_usage_in_bytes", NULL);
+        if (ret->tasks == CGROUP_USAGE_UNKNOWN)
+                ret->tasks = read_v1("pids", control_group, "pids.current", NULL);
+        if (ret->tasks_refused == CGROUP_USAGE_UNKNOWN)
+                ret->tasks_refused = read_v1("pids", control_group, "pids.events", "max");
+        return 0;
+}

@@ -27,6 +27,7 @@
 #include "instance.h"
 #include "log.h"
 #include "macro.h"
+#include "oom-watch.h"
 #include "process.h"
 #include "server-cause.h"
 #include "server-config.h"
@@ -78,6 +79,8 @@ struct systemd_run {
         bool final_read;      /* read once more at the end */
         bool add_ref;
         uint64_t tasks_refused; /* pids.events max, as last read */
+        struct oom_watch *oom;  /* a hybrid host's v1 memory cgroup, watched for OOM kills */
+        bool oom_tried;         /* once the cgroup is known: it does not move */
         char failure[160];    /* why it ended without running, or why it is no longer known */
         uint64_t memory_max;  /* the limits it was started with, for the words of its end */
         unsigned tasks_max;
@@ -142,11 +145,9 @@ static void check_end(struct systemd_run *x) {
 /* pids.events max counts the forks refused at TasksMax=; read while the cgroup is there
  * (it goes with the unit), so the end can tell. */
 static void sample_tasks(struct systemd_run *x) {
-        _cleanup_free_ char *dir = NULL;
         struct cgroup_usage u;
 
-        if (!x->tasks_max || !x->control_group ||
-            cgroup_usage_path(cgroup_usage_root(), x->control_group, &dir) < 0 || cgroup_usage_read(dir, &u) < 0)
+        if (!x->tasks_max || !x->control_group || cgroup_usage_read_group(x->control_group, &u) < 0)
                 return;
         if (u.tasks_refused != CGROUP_USAGE_UNKNOWN)
                 x->tasks_refused = u.tasks_refused;
@@ -154,6 +155,22 @@ static void sample_tasks(struct systemd_run *x) {
 
 static bool state_is(const char *s, const char *a, const char *b) {
         return s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0));
+}
+
+/* On a host of the hybrid layout the manager does not tell an OOM kill (Result=oom-kill
+ * comes from the unified tree's memory.events, and the memory controller is on v1): the
+ * kernel tells the daemon itself. Tried once the cgroup is known (the manager made it in
+ * every hierarchy before the fork), for runs with memoryMax; -ENOENT is a unified host,
+ * where the manager tells. */
+static void watch_oom(struct systemd_run *x) {
+        int r;
+
+        if (x->oom_tried || !x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
+                return;
+        x->oom_tried = true;
+        r = oom_watch_new(instance_event_base(x->in), CGROUP_ROOT "/memory", x->control_group, &x->oom);
+        if (r < 0 && r != -ENOENT)
+                log_debug(x->rs->log, "%s: cannot watch its v1 memory cgroup for OOM kills: %s", x->unit, strerror(-r));
 }
 
 /* A report of the unit's state, from a watch or a read: kept, then the end checked. The
@@ -177,6 +194,7 @@ static void take_status(struct systemd_run *x, const struct bus_unit_status *st)
         else if (state_is(st->active_state, "inactive", "failed") && x->was_active)
                 x->inactive = true;
         sample_tasks(x);
+        watch_oom(x);
 }
 
 /* The manager no longer knows the unit once it ran (collected already), so it ended: what
@@ -386,6 +404,7 @@ static void run_free(struct systemd_run *x) {
                 if (x->next)
                         x->next->prev = x->prev;
         }
+        oom_watch_free(x->oom);
         free(x->control_group);
         free(x->unit);
         free(x);
@@ -519,7 +538,7 @@ static void describe_reason(const struct systemd_run *x, const struct server_exi
 
         if (x->failure[0]) {
                 snprintf(buf, size, "%s", x->failure);
-        } else if (strcmp(x->result, "oom-kill") == 0) {
+        } else if (strcmp(x->result, "oom-kill") == 0 || oom_watch_killed(x->oom)) {
                 if (x->memory_max && x->memory_max != CONFINEMENT_INFINITY) {
                         size_text(x->memory_max, limit, sizeof limit);
                         snprintf(buf, size, "killed by the OOM killer (memoryMax %s)", limit);
@@ -557,14 +576,12 @@ static pid_t systemd_main_pid(const struct instance *in) {
 
 static void systemd_usage(const struct instance *in, struct run_usage *ret) {
         const struct systemd_run *x = run_of(in);
-        _cleanup_free_ char *dir = NULL;
         struct cgroup_usage u;
 
         *ret = (struct run_usage){ .unit = x ? x->unit : NULL, .memory_current = RUN_USAGE_UNKNOWN,
                                    .memory_peak = RUN_USAGE_UNKNOWN, .cpu_usec = RUN_USAGE_UNKNOWN,
                                    .tasks = RUN_USAGE_UNKNOWN };
-        if (!x || x->ended || !x->control_group ||
-            cgroup_usage_path(cgroup_usage_root(), x->control_group, &dir) < 0 || cgroup_usage_read(dir, &u) < 0)
+        if (!x || x->ended || !x->control_group || cgroup_usage_read_group(x->control_group, &u) < 0)
                 return;
         /* CGROUP_USAGE_UNKNOWN and RUN_USAGE_UNKNOWN are the same value. */
         ret->memory_current = u.memory_current;

@@ -166,6 +166,21 @@ static int add_strv(struct unit_properties *p, const char *name, enum unit_prope
 
 /* ---- how it runs ---- */
 
+/* A server starts when the daemon asks, long after boot: the default dependencies
+ * (Requires= and After= sysinit.target, After= basic.target) only make the manager load
+ * and order each unit against targets reached long ago, and a stop of sysinit.target
+ * would stop the servers behind the daemon's back. What a server needs of them is kept:
+ * stopped before shutdown.target. */
+static int add_dependencies(struct unit_properties *p) {
+        static const char *const shutdown[] = { "shutdown.target", NULL };
+        int r;
+
+        if ((r = add_bool(p, "DefaultDependencies", false)) < 0 ||
+            (r = add_strv(p, "Conflicts", UNIT_PROPERTY_STRV, false, shutdown)) < 0)
+                return r;
+        return add_strv(p, "Before", UNIT_PROPERTY_STRV, false, shutdown);
+}
+
 static int add_service(struct unit_properties *p, const struct unit_input *in) {
         const struct server_config *s = in->server;
         _cleanup_free_ char *description = NULL;
@@ -181,7 +196,8 @@ static int add_service(struct unit_properties *p, const struct unit_input *in) {
             (r = add_string(p, "CollectMode", "inactive-or-failed")) < 0 ||
             (r = add_string(p, "KillMode", "control-group")) < 0 ||
             (r = add_number(p, "TimeoutStopUSec", UNIT_PROPERTY_U64, stop_usec ? stop_usec : 1)) < 0 ||
-            (r = add_bool(p, "SendSIGKILL", true)) < 0 || (r = add_string(p, "SyslogIdentifier", s->name)) < 0)
+            (r = add_bool(p, "SendSIGKILL", true)) < 0 || (r = add_string(p, "SyslogIdentifier", s->name)) < 0 ||
+            (r = add_dependencies(p)) < 0)
                 return r;
         if (in->add_ref && (r = add_bool(p, "AddRef", true)) < 0)
                 return r;

@@ -82,6 +82,32 @@ done
 cg=$cgparent/mcpvisor-e2e.$$
 mkdir "$cg" 2>/dev/null || skip "cannot create a cgroup under $cgparent (no cgroup2 delegation to us)"
 
+# A host of the hybrid layout (the memory and pids controllers on cgroup v1 hierarchies at
+# /sys/fs/cgroup/CONTROLLER, a cgroup2 tree without controllers at /sys/fs/cgroup/unified):
+# the namespace gets the same layout, so systemd runs in hybrid mode and MemoryMax= and
+# TasksMax= act there. The namespace's root in each v1 hierarchy is a cgroup of the test's
+# own, mcpvisor-e2e.PID beside the cgroup2 one, below this process's cgroup there; nothing
+# above it is touched. name=systemd is the v1 hierarchy systemd also mounts in hybrid mode.
+# v1cgs lists them; ns-init mounts the hierarchies named in E2E_CGROUP_V1.
+v1cgs=
+E2E_CGROUP_V1=
+v1_cgroup() {
+        local c=$1 own d
+        [ "$(stat -f -c %T "/sys/fs/cgroup/$c" 2>/dev/null)" = cgroupfs ] || return 1
+        own=$(sed -n "s/^[0-9]*:\(name=\)\{0,1\}$c://p" /proc/self/cgroup)
+        [ -n "$own" ] && [ -d "/sys/fs/cgroup/$c${own%/}" ] || return 1
+        for d in "/sys/fs/cgroup/$c${own%/}"/mcpvisor-e2e.*; do
+                [ -d "$d" ] || continue
+                kill -0 "${d##*.}" 2>/dev/null || cg_remove "$d" 1000 || true
+        done
+        mkdir "/sys/fs/cgroup/$c${own%/}/mcpvisor-e2e.$$" 2>/dev/null || return 1
+        v1cgs="$v1cgs /sys/fs/cgroup/$c${own%/}/mcpvisor-e2e.$$"
+}
+if [ "$cgmnt" = /sys/fs/cgroup/unified ] && v1_cgroup memory && v1_cgroup pids && v1_cgroup systemd; then
+        E2E_CGROUP_V1="memory pids systemd"
+fi
+export E2E_CGROUP_V1
+
 W=
 upid=
 p1=
@@ -117,6 +143,7 @@ teardown() {
                 wait "$upid" 2>/dev/null
         fi
         cg_remove "$cg" 10000 || rc=1
+        for d in $v1cgs; do cg_remove "$d" 10000 || rc=1; done
         if [ -n "$W" ] && [ -d "$W" ]; then
                 if [ "$keep" = 1 ]; then
                         echo "run: kept $W"
@@ -192,13 +219,13 @@ servers() {
 
 boot_systemd() {
 
-        log "booting systemd $(/lib/systemd/systemd --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') in new namespaces (cgroup $cg)"
+        log "booting systemd $(/lib/systemd/systemd --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p') in new namespaces (cgroup $cg${v1cgs:+; v1:$v1cgs})"
         # In its own cgroup, which becomes the root of its cgroup namespace. Should this script be
         # SIGKILLed, --pdeathsig kills unshare, and --kill-child the namespace's PID 1 with it.
-        bash -c 'echo $$ >"$1/cgroup.procs" || exit 1
+        bash -c 'for d in "$1" $5; do echo $$ >"$d/cgroup.procs" || exit 1; done
                 exec setpriv --pdeathsig KILL unshare --kill-child --pid --fork --mount --uts --ipc --net \
                         --cgroup --propagation private --mount-proc "$2" "$3" "$4"' \
-                mcpvisor-e2e "$cg" "$here/ns-init" "$W/stage" "$bindir" >"$W/pid1.log" 2>&1 </dev/null &
+                mcpvisor-e2e "$cg" "$here/ns-init" "$W/stage" "$bindir" "$v1cgs" >"$W/pid1.log" 2>&1 </dev/null &
         upid=$!
 
         find_p1() {

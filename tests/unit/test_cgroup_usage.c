@@ -102,3 +102,13 @@ Test(cgroup_usage, path) {
         cr_assert_eq(cgroup_usage_path(CGROUP_ROOT, "/a/..", &p), -EINVAL);
         cr_assert_eq(cgroup_usage_path(CGROUP_ROOT, "/a/./b", &p), -EINVAL);
 }
+
+/* A unit's group through the host's tree: refused when not a plain absolute path, and
+ * -ENOENT for one that does not exist (a unit collected already). */
+Test(cgroup_usage, read_group_refuses_bad_groups) {
+        struct cgroup_usage u;
+
+        cr_assert_eq(cgroup_usage_read_group("relative", &u), -EINVAL);
+        cr_assert_eq(cgroup_usage_read_group("/a/../b", &u), -EINVAL);
+        cr_assert_eq(cgroup_usage_read_group("/mcpvisor-no-such.slice/none.service", &u), -ENOENT);
+}

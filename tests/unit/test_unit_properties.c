@@ -159,6 +159,9 @@ Test(unit_properties, defaults_under_the_system_manager) {
         expect_number("TimeoutStopUSec", UNIT_PROPERTY_U64, 3000000);
         expect_bool("SendSIGKILL", true);
         expect_string("SyslogIdentifier", "s");
+        expect_bool("DefaultDependencies", false);
+        expect_strv("Conflicts", UNIT_PROPERTY_STRV, (const char *const[]){ "shutdown.target", NULL });
+        expect_strv("Before", UNIT_PROPERTY_STRV, (const char *const[]){ "shutdown.target", NULL });
         cr_assert_str_eq(prop("ExecStart", UNIT_PROPERTY_EXEC)->string, "/usr/bin/npx");
         expect_strv("ExecStart", UNIT_PROPERTY_EXEC, (const char *const[]){ "npx", "-y", "pkg", NULL });
         expect_string("User", "mcpvisor");
@@ -376,6 +379,9 @@ static const struct {
         { "KillMode", "s" },
         { "TimeoutStopUSec", "t" },
         { "SendSIGKILL", "b" },
+        { "DefaultDependencies", "b" },
+        { "Conflicts", "as" },
+        { "Before", "as" },
         { "AddRef", "b" },
         { "StandardInputFileDescriptor", "h" },
         { "StandardOutputFileDescriptor", "h" },
