@@ -192,7 +192,7 @@ static int via_latency(const struct daemon_opts *base, int port, unsigned calls,
 }
 
 int measure_remote(const struct daemon_opts *base, unsigned calls, struct remote_figures *ret) {
-        char dir[] = "/tmp/mcpvisor-bench-http-XXXXXX";
+        char dir[] = "/tmp/mcpvisor-bench-http-XXXXXX", portfile[sizeof dir + 8];
         int port = 0, r;
         pid_t server;
 
@@ -209,8 +209,8 @@ int measure_remote(const struct daemon_opts *base, unsigned calls, struct remote
                 kill(server, SIGTERM);
                 waitpid(server, NULL, 0);
         }
-        unlink(strcat(dir, "/port"));
-        *strrchr(dir, '/') = '\0';
+        snprintf(portfile, sizeof portfile, "%s/port", dir);
+        unlink(portfile);
         rmdir(dir);
         ret->ok = r == 0;
         return r;
