@@ -1,8 +1,10 @@
 /* Start to ready of the bench server through each launcher (issue 16): one daemon with
- * "launcher": "exec", then one with "launcher": "systemd", each timing `runs` starts of
+ * "launcher": "exec", then one with "launcher": "systemd" per sandbox preset of the server
+ * (none, basic: the default, strict), each timing `runs` starts of
  * its server from the control socket's "start" until its STATUS= says 1/1 servers ready
  * (the server stopped before each, its run or unit gone: STATUS= says "bench stopped").
- * The difference is what a transient unit costs a start. The systemd launcher needs a systemd as PID 1 and, for a
+ * The difference is what a transient unit costs a start; "none" against "basic" is what the
+ * sandbox's part of it is. The systemd launcher needs a systemd as PID 1 and, for a
  * daemon of the bench's (not started by a service manager), root's access to the system
  * manager's private socket: elsewhere nothing is measured and the reason is kept. */
 #include "bench.h"
@@ -45,8 +47,10 @@ static int control(struct daemon_run *d, const char *method, uint64_t id) {
 }
 
 /* p50 and max of runs starts under the daemon's launcher. */
-static int time_starts(const struct daemon_opts *base, const char *launcher, unsigned runs, int64_t *p50, int64_t *max) {
+static int time_starts(const struct daemon_opts *base, const char *launcher, const char *sandbox, unsigned runs,
+                       int64_t *p50, int64_t *max) {
         struct daemon_opts o = *base;
+        char members[64];
         struct daemon_run d;
         char settings[256];
         int64_t *took = calloc(runs, sizeof *took), t0;
@@ -57,6 +61,10 @@ static int time_starts(const struct daemon_opts *base, const char *launcher, uns
         snprintf(settings, sizeof settings, "%s%s\"launcher\": \"%s\"", base->settings ? base->settings : "",
                  base->settings && base->settings[0] ? ", " : "", launcher);
         o.settings = settings;
+        if (sandbox) {
+                snprintf(members, sizeof members, "\"sandbox\": \"%s\"", sandbox);
+                o.server_members = members;
+        }
         r = daemon_start(&d, &o);
         if (r >= 0)
                 r = daemon_wait_status(&d, "1/1 servers ready", LAUNCHER_TIMEOUT_MS);
@@ -91,9 +99,12 @@ int measure_launchers(const struct daemon_opts *o, unsigned runs, struct launche
         *ret = (struct launcher_figures){ .runs = runs, .unavailable = launcher_unavailable() };
         if (ret->unavailable)
                 return 0;
-        r = time_starts(o, "exec", runs, &ret->exec_p50, &ret->exec_max);
-        if (r >= 0)
-                r = time_starts(o, "systemd", runs, &ret->systemd_p50, &ret->systemd_max);
+        static const char *const sandbox[N_LAUNCHER_SANDBOXES] = {
+                [LAUNCHER_SANDBOX_NONE] = "none", [LAUNCHER_SANDBOX_BASIC] = "basic", [LAUNCHER_SANDBOX_STRICT] = "strict"
+        };
+        r = time_starts(o, "exec", NULL, runs, &ret->exec_p50, &ret->exec_max);
+        for (unsigned i = 0; i < N_LAUNCHER_SANDBOXES && r >= 0; i++)
+                r = time_starts(o, "systemd", sandbox[i], runs, &ret->systemd_p50[i], &ret->systemd_max[i]);
         ret->ok = r >= 0;
         return r;
 }

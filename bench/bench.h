@@ -51,6 +51,7 @@ struct daemon_opts {
         unsigned server_tools;  /* tools the bench server lists besides its own, "t0000" on */
         const char *url;        /* issue 17: the bench server is this URL instead of server */
         const char *credentials; /* $CREDENTIALS_DIRECTORY of the daemon, or NULL */
+        const char *server_members; /* more members of the bench server's entry, or NULL */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -198,8 +199,11 @@ int measure_startup(const struct daemon_opts *o, unsigned runs, struct startup *
 
 /* Start to ready of one server (the daemon running, the server stopped, then started)
  * under the exec launcher and under the systemd one (bench-launcher.c). */
+enum { LAUNCHER_SANDBOX_NONE, LAUNCHER_SANDBOX_BASIC, LAUNCHER_SANDBOX_STRICT, N_LAUNCHER_SANDBOXES };
 struct launcher_figures {
-        int64_t exec_p50, exec_max, systemd_p50, systemd_max; /* ns */
+        int64_t exec_p50, exec_max;                /* ns */
+        int64_t systemd_p50[N_LAUNCHER_SANDBOXES]; /* ns, by the unit's sandbox preset */
+        int64_t systemd_max[N_LAUNCHER_SANDBOXES];
         unsigned runs;
         const char *unavailable;    /* why the systemd launcher cannot be measured here, or NULL */
         bool ok;
