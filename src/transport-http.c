@@ -48,6 +48,7 @@ struct transfer {
         struct curl_slist *headers;
         char *body;                 /* POST: the message, without a newline */
         size_t body_len;
+        int64_t request_id;         /* POST of a request: the daemon's id; else -1 */
         bool started;               /* the response's body began: its type is known */
         bool event_stream;          /* text/event-stream; else one JSON body */
         bool refused;               /* not 2xx: the body is only quoted in the log */
@@ -527,7 +528,8 @@ static void fall_back(struct http_transport *h, struct transfer *x, long status)
                 report_broken(h, "out of memory", false);
                 return;
         }
-        *again = (struct transfer){ .h = h, .kind = TRANSFER_POST, .body = TAKE_PTR(x->body), .body_len = x->body_len };
+        *again = (struct transfer){ .h = h, .kind = TRANSFER_POST, .body = TAKE_PTR(x->body), .body_len = x->body_len,
+                                    .request_id = x->request_id };
         TAILQ_INSERT_HEAD(&h->waiting, again, entry);
         h->waiting_bytes += again->body_len;
 }
@@ -719,10 +721,78 @@ static bool over_input_limit(struct http_transport *h, size_t len) {
         return true;
 }
 
+/* ---- cancellation: the answer of a request given up would come on its POST, which is
+ * ended once notifications/cancelled is on its way (spec: "Cancellation"), so that a
+ * stalled call holds none of the server's connections ---- */
+
+/* The requestId a notifications/cancelled names, if it is one of the daemon's ids. */
+static int64_t cancelled_id(const struct transfer *x) {
+        json_object *msg = json_tokener_parse(x->body), *params, *id;
+        int64_t r = -1;
+
+        if (json_object_object_get_ex(msg, "params", &params) && json_object_object_get_ex(params, "requestId", &id) &&
+            json_object_is_type(id, json_type_int))
+                r = json_object_get_int64(id);
+        json_object_put(msg);
+        return r;
+}
+
+/* Sets x->request_id; for a cancellation, returns the id it cancels (else -1). */
+static int64_t read_head(struct transfer *x) {
+        static const char cancelled[] = "notifications/cancelled";
+        struct jsonrpc_request_head head;
+
+        x->request_id = -1;
+        if (!jsonrpc_scan_request_head(x->body, x->body_len, &head) || !head.method)
+                return -1;
+        x->request_id = head.id;
+        if (head.method_len == sizeof cancelled - 1 && memcmp(head.method, cancelled, head.method_len) == 0)
+                return cancelled_id(x);
+        return -1;
+}
+
+static struct transfer *find_post(struct transfer_list *list, int64_t id) {
+        struct transfer *x;
+
+        TAILQ_FOREACH(x, list, entry)
+                if (x->kind == TRANSFER_POST && x->request_id == id)
+                        return x;
+        return NULL;
+}
+
+/* A request still waiting for a connection is forgotten; true if there was one. */
+static bool drop_waiting(struct http_transport *h, int64_t id) {
+        struct transfer *x = find_post(&h->waiting, id);
+
+        if (!x)
+                return false;
+        TAILQ_REMOVE(&h->waiting, x, entry);
+        h->waiting_bytes -= x->body_len;
+        if (h->waiting_bytes == 0)
+                h->input_full = false;
+        transfer_free(x);
+        return true;
+}
+
+/* The POST of a request under way is ended: curl closes its connection (or resets its
+ * HTTP/2 stream), and what waits may take its place. */
+static void abort_request(struct http_transport *h, int64_t id) {
+        struct transfer *x = find_post(&h->active, id);
+
+        if (!x)
+                return;
+        curl_loop_remove(h->loop, x->easy);
+        remove_active(x);
+        transfer_free(x);
+        subject_log(h, LOG_DEBUG, "request %" PRId64 " cancelled: its POST was ended", id);
+        pump(h);
+}
+
 static int http_send(struct server_transport *t, const struct iovec *parts, size_t n_parts) {
         struct http_transport *h = http_of(t);
         struct transfer *x;
         size_t len = 0;
+        int64_t cancels;
 
         if (h->input_closed || h->broken)
                 return -EPIPE;
@@ -747,9 +817,16 @@ static int http_send(struct server_transport *t, const struct iovec *parts, size
         /* the connection writes lines: the newline is the stdio framing's, not the message's */
         while (x->body_len > 0 && x->body[x->body_len - 1] == '\n')
                 x->body[--x->body_len] = '\0';
+        cancels = read_head(x);
+        if (cancels >= 0 && drop_waiting(h, cancels)) {
+                transfer_free(x); /* the server never saw the request: nothing to cancel */
+                return 0;
+        }
         TAILQ_INSERT_TAIL(&h->waiting, x, entry);
         h->waiting_bytes += x->body_len;
         pump(h);
+        if (cancels >= 0)
+                abort_request(h, cancels);
         return 0;
 }
 

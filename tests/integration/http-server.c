@@ -5,8 +5,11 @@
  *                  [--tls CERT KEY]
  *
  * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
- * Every request it gets is logged as one line ("POST initialize sess=- proto=-",
- * "GET", "DELETE sess=s1"), so tests can see what the daemon sent. --sse answers every
+ * Every request it gets is logged as one line ("POST initialize sess=- proto=- ... id=0",
+ * "GET", "DELETE sess=s1"; a call's tool as "tool=NAME", a cancellation's target as
+ * "requestId=N"), and so is each connection it sees open ("OPEN n=2": 2 open now) and
+ * close ("CLOSED n=1 id=5": the request 5 was held on it, unanswered), so tests can see
+ * what the daemon sent and how. --sse answers every
  * request as an event stream instead of JSON; --status N answers every POST with that
  * status (401, 503, ...); --no-get answers GET with 405. --legacy is the HTTP+SSE
  * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
@@ -14,6 +17,7 @@
  * serves HTTPS with that certificate and key (PEM).
  *
  * Tools: echo {text}; big {bytes}: a text of that many bytes; stall: never answered;
+ * slow {ms}: answered after that long;
  * freeze: nothing is answered any more (pings neither) until the next initialize;
  * lose_session: from now on the session is unknown (404); notify: a
  * tools/list_changed notification on the GET stream; drop_get: ends the GET stream;
@@ -35,6 +39,8 @@
 #include <string.h>
 #include <unistd.h>
 
+struct conn;
+
 struct fake {
         struct event_base *base;
         FILE *log;
@@ -46,7 +52,22 @@ struct fake {
         unsigned sessions;
         char session[32];          /* the live session's id; "" none */
         struct evhttp_request *get; /* the open GET stream, or NULL */
+        struct conn *get_conn;      /* its connection */
         unsigned event_id;
+        struct conn *conns;         /* the connections open, each seen by its first request */
+        unsigned n_conns;
+};
+
+/* A connection, watched for its peer's close: evhttp reads nothing while a request of
+ * it waits for its answer, so a client that gives up is seen only this way. */
+struct conn {
+        struct conn *next;
+        struct fake *f;
+        struct evhttp_connection *evcon;
+        struct event *closed;       /* EV_CLOSED on its socket */
+        struct evhttp_request *held; /* a request left unanswered (stall, slow), or NULL */
+        json_object *held_id;
+        struct event *due;          /* slow: when it is answered */
 };
 
 static void log_line(struct fake *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -65,11 +86,78 @@ static const char *header(struct evhttp_request *req, const char *name) {
         return v ? v : "-";
 }
 
+static void conn_release(struct conn *c) {
+        json_object_put(c->held_id);
+        c->held_id = NULL;
+        c->held = NULL;
+        if (c->due)
+                event_free(c->due);
+        c->due = NULL;
+}
+
+/* evhttp frees the connection, and its requests with it. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
+        struct conn *c = arg, **p;
+        struct fake *f = c->f;
+
+        for (p = &f->conns; *p != c; p = &(*p)->next)
+                ;
+        *p = c->next;
+        f->n_conns--;
+        log_line(f, "CLOSED n=%u id=%s", f->n_conns, c->held_id ? json_object_to_json_string(c->held_id) : "-");
+        if (f->get_conn == c) {
+                f->get = NULL;
+                f->get_conn = NULL;
+        }
+        conn_release(c);
+        event_free(c->closed);
+        free(c);
+}
+
+static void on_peer_closed(evutil_socket_t fd, short what, void *arg) {
+        struct conn *c = arg;
+
+        evhttp_connection_free(c->evcon); /* calls on_conn_close() */
+}
+
+static struct conn *conn_of(struct fake *f, struct evhttp_request *req) {
+        struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+        struct conn *c;
+
+        for (c = f->conns; c; c = c->next)
+                if (c->evcon == evcon)
+                        return c;
+        c = calloc(1, sizeof *c);
+        c->f = f;
+        c->evcon = evcon;
+        c->closed = event_new(f->base, bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)), EV_CLOSED,
+                              on_peer_closed, c);
+        event_add(c->closed, NULL);
+        evhttp_connection_set_closecb(evcon, on_conn_close, c);
+        c->next = f->conns;
+        f->conns = c;
+        log_line(f, "OPEN n=%u", ++f->n_conns);
+        return c;
+}
+
+/* req is left unanswered for now, on its connection. */
+static struct conn *hold(struct fake *f, struct evhttp_request *req, json_object *id) {
+        struct conn *c = conn_of(f, req);
+
+        c->held = req;
+        c->held_id = json_object_get(id);
+        return c;
+}
+
 static void get_send(struct fake *f, const char *text);
 
 static void send_json(struct fake *f, struct evhttp_request *req, json_object *msg) {
         struct evbuffer *out = evbuffer_new();
         const char *text = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+        struct conn *c = conn_of(f, req);
+
+        if (c->held == req)
+                conn_release(c);
 
         if (f->legacy) {
                 get_send(f, text);
@@ -147,10 +235,10 @@ static void get_send(struct fake *f, const char *text) {
         evbuffer_free(out);
 }
 
-static void on_get_closed(struct evhttp_connection *conn, void *arg) {
-        struct fake *f = arg;
+static void on_slow_due(evutil_socket_t fd, short what, void *arg) {
+        struct conn *c = arg;
 
-        f->get = NULL;
+        send_json(c->f, c->held, result_of(c->held_id, text_result("slow done")));
 }
 
 static void call_tool(struct fake *f, struct evhttp_request *req, json_object *id, json_object *params) {
@@ -160,8 +248,18 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
         json_object_object_get_ex(params, "name", &name);
         json_object_object_get_ex(params, "arguments", &args);
         n = json_object_get_string(name);
-        if (strcmp(n, "stall") == 0)
-                return; /* never answered: the request stays open */
+        if (strcmp(n, "stall") == 0) {
+                hold(f, req, id); /* never answered: the request stays open */
+                return;
+        }
+        if (strcmp(n, "slow") == 0 && json_object_object_get_ex(args, "ms", &v)) {
+                struct conn *c = hold(f, req, id);
+                struct timeval tv = { json_object_get_int(v) / 1000, json_object_get_int(v) % 1000 * 1000 };
+
+                c->due = evtimer_new(f->base, on_slow_due, c);
+                evtimer_add(c->due, &tv);
+                return;
+        }
         if (strcmp(n, "freeze") == 0) {
                 f->frozen = true;
                 return;
@@ -180,6 +278,7 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
                 if (f->get) {
                         evhttp_send_reply_end(f->get);
                         f->get = NULL;
+                        f->get_conn = NULL;
                 }
                 send_json(f, req, result_of(id, text_result("dropped")));
                 return;
@@ -223,7 +322,7 @@ static void answer(struct fake *f, struct evhttp_request *req, json_object *msg)
         } else if (strcmp(m, "tools/list") == 0) {
                 tools = json_object_new_array();
                 for (const char *const *t = (const char *const[]){ "echo", "big", "stall", "lose_session", "notify",
-                                                                   "drop_get", "freeze", NULL };
+                                                                   "drop_get", "freeze", "slow", NULL };
                      *t; t++)
                         json_object_array_add(tools, tool(*t));
                 json_object *r = json_object_new_object();
@@ -244,6 +343,24 @@ static bool session_known(struct fake *f, struct evhttp_request *req, json_objec
         return f->session[0] && strcmp(header(req, "Mcp-Session-Id"), f->session) == 0;
 }
 
+/* The log's end of a POST's line: " id=N", a call's " tool=NAME", a cancellation's
+ * " requestId=N" (static). */
+static const char *what_of(json_object *msg) {
+        static char text[256];
+        json_object *id = NULL, *params = NULL, *v = NULL;
+        size_t n = 0;
+
+        text[0] = '\0';
+        if (json_object_object_get_ex(msg, "id", &id))
+                n += (size_t)snprintf(text + n, sizeof text - n, " id=%s", json_object_to_json_string(id));
+        json_object_object_get_ex(msg, "params", &params);
+        if (n < sizeof text && json_object_object_get_ex(params, "name", &v))
+                n += (size_t)snprintf(text + n, sizeof text - n, " tool=%s", json_object_get_string(v));
+        if (n < sizeof text && json_object_object_get_ex(params, "requestId", &v))
+                snprintf(text + n, sizeof text - n, " requestId=%s", json_object_to_json_string(v));
+        return text;
+}
+
 static void on_post(struct fake *f, struct evhttp_request *req) {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
         size_t len = evbuffer_get_length(in);
@@ -255,9 +372,9 @@ static void on_post(struct fake *f, struct evhttp_request *req) {
         msg = json_tokener_parse(body);
         free(body);
         json_object_object_get_ex(msg, "method", &method);
-        log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s", method ? json_object_get_string(method) : "(response)",
+        log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s%s", method ? json_object_get_string(method) : "(response)",
                  header(req, "Mcp-Session-Id"), header(req, "MCP-Protocol-Version"), header(req, "Authorization"),
-                 header(req, "Accept"));
+                 header(req, "Accept"), what_of(msg));
         if (f->legacy && strncmp(evhttp_request_get_uri(req), "/messages", 9) != 0) {
                 evhttp_send_reply(req, 405, "Method Not Allowed", NULL); /* no Streamable HTTP here */
         } else if (f->status) {
@@ -283,7 +400,7 @@ static void on_get(struct fake *f, struct evhttp_request *req) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
         evhttp_send_reply_start(req, 200, "OK");
         f->get = req;
-        evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_get_closed, f);
+        f->get_conn = conn_of(f, req);
         if (f->legacy) {
                 struct evbuffer *out = evbuffer_new();
 
@@ -296,6 +413,7 @@ static void on_get(struct fake *f, struct evhttp_request *req) {
 static void on_request(struct evhttp_request *req, void *arg) {
         struct fake *f = arg;
 
+        conn_of(f, req); /* counted before anything of the request is logged */
         switch (evhttp_request_get_command(req)) {
         case EVHTTP_REQ_POST:
                 on_post(f, req);

@@ -273,6 +273,82 @@ Test(http, stalled_call_times_out) {
         h_client_close(c);
 }
 
+/* The id the fake server got a call of tool under (its log's "tool=NAME" line), or -1. */
+static long long server_call_id(const char *tool) {
+        FILE *f = fopen(SLOG, "re");
+        char line[1024], *at;
+        long long id = -1;
+
+        if (!f)
+                return -1;
+        while (id < 0 && fgets(line, sizeof line, f))
+                if (strstr(line, sf(" tool=%s", tool)) && (at = strstr(line, " id=")))
+                        id = strtoll(at + 4, NULL, 10);
+        fclose(f);
+        return id;
+}
+
+/* Waits until the fake server saw the connection close on which request id was held. */
+static bool closed_wait(long long id) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+        const char *end = sf(" id=%lld\n", id);
+        char line[1024];
+        bool seen = false;
+
+        while (!seen && h_now_ms() < deadline) {
+                FILE *f = fopen(SLOG, "re");
+
+                while (f && !seen && fgets(line, sizeof line, f))
+                        seen = strncmp(line, "CLOSED ", 7) == 0 && strlen(line) >= strlen(end) &&
+                               strcmp(line + strlen(line) - strlen(end), end) == 0;
+                if (f)
+                        fclose(f);
+                h_notify_drain(&D);
+                if (!seen)
+                        usleep(10000);
+        }
+        return seen;
+}
+
+/* A call given up is cancelled at the server under the id the server knows, and its POST,
+ * which would carry the answer, is ended: the server sees its connection close. */
+static void expect_cancelled_at_the_server(void) {
+        long long id;
+
+        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
+        id = server_call_id("stall");
+        cr_assert_geq(id, 0);
+        cr_assert(server_wait(sf("POST notifications/cancelled sess=s1 proto=2025-06-18"), 1), "no cancellation sent");
+        cr_assert_eq(server_count(sf(" requestId=%lld", id)), 1, "the cancellation names another id");
+        cr_assert(closed_wait(id), "the call's POST was left open");
+        cr_assert_eq(server_count("CLOSED "), 1, "another connection closed too");
+}
+
+Test(http, client_cancel_ends_the_post) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "");
+        json_object *m;
+
+        h_client_tool_request(c, "1", "remote__stall", "{}");
+        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
+        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n");
+        expect_cancelled_at_the_server();
+        expect_echo(c, "2", "not stuck");
+        m = h_take(c, h_is_answer, "1", 300);
+        cr_assert_null(m, "a cancelled call was answered: %s", m ? h_json_text(m) : "");
+        h_client_close(c);
+}
+
+Test(http, timed_out_call_ends_the_post) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"requestTimeout\":0.5");
+        json_object *m = h_client_tool_call(c, "1", "remote__stall", "{}");
+
+        cr_assert(strstr(h_json_text(m), "requestTimeout"), "%s", h_json_text(m));
+        json_object_put(m);
+        expect_cancelled_at_the_server();
+        expect_echo(c, "2", "not stuck");
+        h_client_close(c);
+}
+
 /* A server that stops answering anything: health pings fail, and the run is replaced by a
  * new session, whose calls are answered again. */
 Test(http, hung_server_caught_by_health) {
