@@ -349,6 +349,52 @@ Test(http, timed_out_call_ends_the_post) {
         h_client_close(c);
 }
 
+/* The most connections the fake server had open at once ("OPEN n=K" lines). */
+static unsigned server_peak_connections(void) {
+        FILE *f = fopen(SLOG, "re");
+        char line[1024];
+        unsigned peak = 0, n;
+
+        while (f && fgets(line, sizeof line, f))
+                if (sscanf(line, "OPEN n=%u", &n) == 1 && n > peak)
+                        peak = n;
+        if (f)
+                fclose(f);
+        return peak;
+}
+
+/* Ten slow calls at once with maxConnections 2: all answered, over at most two connections
+ * (the GET stream, which would be one more, is refused here). */
+static void slow_calls_over(struct h_client *c, unsigned calls) {
+        for (unsigned i = 1; i <= calls; i++)
+                h_client_tool_request(c, sf("%u", i), "remote__slow", "{\"ms\":200}");
+        for (unsigned i = 1; i <= calls; i++) {
+                json_object *m = h_client_answer(c, sf("%u", i));
+
+                cr_assert_str_eq(h_result_text(m), "slow done", "%s", h_json_text(m));
+                json_object_put(m);
+        }
+        cr_assert_eq(server_count(" tool=slow"), calls);
+}
+
+Test(http, max_connections_bound_the_connections) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"maxConnections\":2");
+
+        slow_calls_over(c, 10);
+        cr_assert_eq(server_peak_connections(), 2, "peak %u", server_peak_connections());
+        h_client_close(c);
+}
+
+/* The GET stream is one connection more than maxConnections. */
+Test(http, max_connections_and_the_get_stream) {
+        struct h_client *c = start_remote(NULL, "\"maxConnections\":2");
+
+        cr_assert(server_wait("GET sess=s1", 1));
+        slow_calls_over(c, 10);
+        cr_assert_eq(server_peak_connections(), 3, "peak %u", server_peak_connections());
+        h_client_close(c);
+}
+
 /* A server that stops answering anything: health pings fail, and the run is replaced by a
  * new session, whose calls are answered again. */
 Test(http, hung_server_caught_by_health) {
