@@ -2,7 +2,7 @@
  * command, for the integration tests of servers reached by URL (test_http.c).
  *
  *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get] [--legacy]
- *                  [--tls CERT KEY]
+ *                  [--tls CERT KEY] [--tools N]
  *
  * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
  * Every request it gets is logged as one line ("POST initialize sess=- proto=- ... id=0",
@@ -14,9 +14,11 @@
  * status (401, 503, ...); --no-get answers GET with 405. --legacy is the HTTP+SSE
  * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
  * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
- * serves HTTPS with that certificate and key (PEM).
+ * serves HTTPS with that certificate and key (PEM). --tools N lists N tools more (t0, t1,
+ * ...); tools/list is paged, 100 tools a page.
  *
- * Tools: echo {text}; big {bytes}: a text of that many bytes; stall: never answered;
+ * Tools: echo {text}; big {bytes}: a text of that many bytes; double {text}: the text
+ * twice; stall: never answered;
  * slow {ms}: answered after that long;
  * freeze: nothing is answered any more (pings neither) until the next initialize;
  * lose_session: from now on the session is unknown (404); notify: a
@@ -49,6 +51,9 @@ struct fake {
         bool no_get;
         bool legacy;
         bool frozen;               /* answer nothing until the next initialize */
+        unsigned extra_tools;      /* --tools N: that many more tools, t0 ... */
+        char *blob;                /* big's text, kept */
+        size_t blob_len;
         unsigned sessions;
         char session[32];          /* the live session's id; "" none */
         struct evhttp_request *get; /* the open GET stream, or NULL */
@@ -241,6 +246,39 @@ static void on_slow_due(evutil_socket_t fd, short what, void *arg) {
         send_json(c->f, c->held, result_of(c->held_id, text_result("slow done")));
 }
 
+/* big's text of len 'x', written around a blob kept for the next call rather than built
+ * by json-c: the bench (bench-remote.c) measures the daemon with it, not this server. */
+static void send_big(struct fake *f, struct evhttp_request *req, json_object *id, size_t len) {
+        struct evbuffer *out;
+        struct conn *c = conn_of(f, req);
+
+        if (f->legacy || len > f->blob_len) {
+                free(f->blob);
+                f->blob = malloc(len);
+                f->blob_len = f->blob ? len : 0;
+                if (f->blob)
+                        memset(f->blob, 'x', len);
+        }
+        if (f->legacy || !f->blob) { /* the answer on the stream: the slow way */
+                char *text = strndup(f->blob ? f->blob : "", len);
+
+                send_json(f, req, result_of(id, text_result(text ? text : "")));
+                free(text);
+                return;
+        }
+        if (c->held == req)
+                conn_release(c);
+        out = evbuffer_new();
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          f->sse ? "text/event-stream" : "application/json");
+        evbuffer_add_printf(out, "%s{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"",
+                            f->sse ? "event: message\ndata: " : "", json_object_to_json_string(id));
+        evbuffer_add_reference(out, f->blob, len, NULL, NULL);
+        evbuffer_add_printf(out, "\"}]}}\n%s", f->sse ? "\n" : "");
+        evhttp_send_reply(req, 200, "OK", out);
+        evbuffer_free(out);
+}
+
 static void call_tool(struct fake *f, struct evhttp_request *req, json_object *id, json_object *params) {
         json_object *name = NULL, *args = NULL, *v = NULL;
         const char *n;
@@ -284,11 +322,16 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
                 return;
         }
         if (strcmp(n, "big") == 0 && json_object_object_get_ex(args, "bytes", &v)) {
-                size_t len = (size_t)json_object_get_int64(v);
-                char *text = malloc(len + 1);
+                send_big(f, req, id, (size_t)json_object_get_int64(v));
+                return;
+        }
+        if (strcmp(n, "double") == 0 && json_object_object_get_ex(args, "text", &v)) {
+                size_t len = (size_t)json_object_get_string_len(v);
+                char *text = malloc(2 * len + 1);
 
-                memset(text, 'x', len);
-                text[len] = '\0';
+                memcpy(text, json_object_get_string(v), len);
+                memcpy(text + len, json_object_get_string(v), len);
+                text[2 * len] = '\0';
                 send_json(f, req, result_of(id, text_result(text)));
                 free(text);
                 return;
@@ -300,8 +343,33 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
         send_json(f, req, result_of(id, text_result("unknown tool")));
 }
 
+/* The tools, in pages of TOOLS_PAGE: its own, then --tools N more ("t0", "t1", ...); a
+ * page's cursor is the index of its first tool. */
+#define TOOLS_PAGE 100
+static json_object *tools_page(struct fake *f, json_object *params) {
+        static const char *const own[] = { "echo", "big", "double", "stall", "lose_session", "notify",
+                                           "drop_get", "freeze", "slow" };
+        const unsigned n_own = sizeof own / sizeof *own, total = n_own + f->extra_tools;
+        json_object *r = json_object_new_object(), *tools = json_object_new_array(), *cursor = NULL;
+        unsigned first = 0, i;
+        char name[32];
+
+        if (json_object_object_get_ex(params, "cursor", &cursor))
+                first = (unsigned)atoi(json_object_get_string(cursor));
+        for (i = first; i < total && i < first + TOOLS_PAGE; i++) {
+                snprintf(name, sizeof name, "t%u", i - n_own);
+                json_object_array_add(tools, tool(i < n_own ? own[i] : name));
+        }
+        json_object_object_add(r, "tools", tools);
+        if (i < total) {
+                snprintf(name, sizeof name, "%u", i);
+                json_object_object_add(r, "nextCursor", json_object_new_string(name));
+        }
+        return r;
+}
+
 static void answer(struct fake *f, struct evhttp_request *req, json_object *msg) {
-        json_object *id = NULL, *method = NULL, *params = NULL, *tools;
+        json_object *id = NULL, *method = NULL, *params = NULL;
         const char *m;
 
         json_object_object_get_ex(msg, "method", &method);
@@ -320,14 +388,7 @@ static void answer(struct fake *f, struct evhttp_request *req, json_object *msg)
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Mcp-Session-Id", f->session);
                 send_json(f, req, result_of(id, initialize_result(params)));
         } else if (strcmp(m, "tools/list") == 0) {
-                tools = json_object_new_array();
-                for (const char *const *t = (const char *const[]){ "echo", "big", "stall", "lose_session", "notify",
-                                                                   "drop_get", "freeze", "slow", NULL };
-                     *t; t++)
-                        json_object_array_add(tools, tool(*t));
-                json_object *r = json_object_new_object();
-                json_object_object_add(r, "tools", tools);
-                send_json(f, req, result_of(id, r));
+                send_json(f, req, result_of(id, tools_page(f, params)));
         } else if (strcmp(m, "tools/call") == 0) {
                 call_tool(f, req, id, params);
         } else {
@@ -462,6 +523,8 @@ int main(int argc, char **argv) {
                         log_path = argv[++i];
                 else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc)
                         f.status = atoi(argv[++i]);
+                else if (strcmp(argv[i], "--tools") == 0 && i + 1 < argc)
+                        f.extra_tools = (unsigned)atoi(argv[++i]);
                 else if (strcmp(argv[i], "--sse") == 0)
                         f.sse = true;
                 else if (strcmp(argv[i], "--no-get") == 0)

@@ -395,6 +395,99 @@ Test(http, max_connections_and_the_get_stream) {
         h_client_close(c);
 }
 
+/* ---- real sizes ---- */
+
+/* len bytes (a multiple of 64) of text that JSON must escape and UTF-8 must keep whole,
+ * each 64 bytes numbered so that a piece lost, doubled or moved shows. */
+static char *varied_text(size_t len) {
+        static const char tail[] = "\"q\" \\ \t\n caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e </x> {}[]:,";
+        char *text = malloc(len + 1);
+
+        cr_assert_not_null(text);
+        cr_assert_eq(len % 64, 0);
+        for (size_t i = 0; i < len / 64; i++) {
+                char *p = text + i * 64;
+                int n = snprintf(p, 65, "%08zx", i);
+
+                memcpy(p + n, tail, sizeof tail - 1);
+                memset(p + n + sizeof tail - 1, 'a' + (char)(i % 26), 64 - (size_t)n - (sizeof tail - 1));
+        }
+        text[len] = '\0';
+        return text;
+}
+
+/* tools/call with 4 MiB of arguments whose result is 8 MiB (the fake's "double"), each
+ * byte of both kept. */
+static void large_call_both_ways(struct h_client *c) {
+        const size_t len = 4 << 20;
+        char *text = varied_text(len), *twice = malloc(2 * len + 1);
+        json_object *arg = json_object_new_object(), *m;
+
+        memcpy(twice, text, len);
+        memcpy(twice + len, text, len);
+        twice[2 * len] = '\0';
+        json_object_object_add(arg, "text", json_object_new_string_len(text, (int)len));
+        h_client_tool_request(c, "1", "remote__double", json_object_to_json_string_ext(arg, JSON_C_TO_STRING_PLAIN));
+        m = h_client_answer(c, "1");
+        cr_assert_eq(strlen(h_result_text(m)), 2 * len, "%.300s", h_json_text(m));
+        cr_assert(memcmp(h_result_text(m), twice, 2 * len) == 0, "the result's bytes differ");
+        json_object_put(m);
+        json_object_put(arg);
+        free(text);
+        free(twice);
+        expect_echo(c, "2", "after the large call");
+}
+
+Test(http, large_arguments_and_result_as_json) {
+        struct h_client *c = start_remote(NULL, "");
+
+        large_call_both_ways(c);
+        h_client_close(c);
+}
+
+Test(http, large_arguments_and_result_as_an_event) {
+        struct h_client *c = start_remote((const char *const[]){ "--sse", NULL }, "");
+
+        large_call_both_ways(c);
+        h_client_close(c);
+}
+
+/* 500 tools more, in the server's pages of 100: all listed through the daemon, in the
+ * daemon's own pages of listPageSize (200 here), as a program's are. */
+Test(http, five_hundred_tools_paged) {
+        struct h_client *c;
+        json_object *m;
+        char cursor[256] = "";
+        unsigned pages = 0, tools = 0;
+
+        set_settings("\"listPageSize\":200");
+        c = start_remote((const char *const[]){ "--tools", "500", NULL }, "");
+        cr_assert_eq(server_count("POST tools/list"), 6, "the server's 6 pages were not all read");
+        do {
+                m = h_client_call(c, sf("%u", 100 + pages), "tools/list",
+                                  cursor[0] ? sf("{\"cursor\":\"%s\"}", cursor) : NULL);
+                json_object *list = h_get(m, "result.tools");
+
+                cr_assert_not_null(list, "%s", h_json_text(m));
+                for (size_t i = 0; i < json_object_array_length(list); i++) {
+                        const char *name = h_str(json_object_array_get_idx(list, i), "name");
+
+                        cr_assert(strncmp(name, "remote__", 8) == 0, "%s", name);
+                        tools++;
+                }
+                cr_assert_leq(json_object_array_length(list), 200);
+                snprintf(cursor, sizeof cursor, "%s", h_get(m, "result.nextCursor") ? h_str(m, "result.nextCursor") : "");
+                json_object_put(m);
+                pages++;
+        } while (cursor[0]);
+        cr_assert_eq(tools, 509, "500 tools and the fake's own 9");
+        cr_assert_eq(pages, 3);
+        m = h_client_tool_call(c, "2", "remote__t499", "{}");
+        cr_assert_str_eq(h_result_text(m), "unknown tool"); /* reached the server by its name */
+        json_object_put(m);
+        h_client_close(c);
+}
+
 /* A server that stops answering anything: health pings fail, and the run is replaced by a
  * new session, whose calls are answered again. */
 Test(http, hung_server_caught_by_health) {
