@@ -617,30 +617,9 @@ Test(http, proxy_carries_the_session) {
 
 /* ---- TLS, with a CA made here ---- */
 
-/* A CA (name.pem, name.key) in T, and with signer, a certificate for 127.0.0.1 and
- * localhost signed by it (srv.pem, srv.key). EC keys: quick to make. */
-static void make_ca(const char *name) {
-        const char *cmd = sf("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                             "-keyout %s.key -out %s.pem -days 1 -subj /CN=%s >/dev/null 2>&1",
-                             T, name, name, name);
-
-        cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
-static void make_server_certificate(const char *ca) {
-        const char *cmd = sf("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext && "
-                             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key "
-                             "-out srv.csr -subj /CN=localhost >/dev/null 2>&1 && "
-                             "openssl x509 -req -in srv.csr -CA %s.pem -CAkey %s.key -CAcreateserial -out srv.pem "
-                             "-days 1 -extfile san.ext >/dev/null 2>&1",
-                             T, ca, ca);
-
-        cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 static void start_tls_server(void) {
-        make_ca("test-ca");
-        make_server_certificate("test-ca");
+        make_ca(T, "test-ca");
+        make_server_certificate(T, "test-ca");
         start_server((const char *const[]){ "--tls", sf("%s/srv.pem", T), sf("%s/srv.key", T), NULL });
 }
 
@@ -659,7 +638,7 @@ Test(http, tls_with_the_ca_of_ca_file) {
 /* A certificate of another CA: the run fails with curl's reason and what to do about it. */
 Test(http, tls_wrong_ca_says_so) {
         start_tls_server();
-        make_ca("other-ca");
+        make_ca(T, "other-ca");
         add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/other-ca.pem\"}", PORT, T);
         start(NULL);
         cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
