@@ -615,6 +615,34 @@ Test(http, proxy_carries_the_session) {
         h_client_close(c);
 }
 
+/* No libcurl (a test-only name in MCPVISOR_TEST_LIBCURL stands for it): the server is
+ * failed, its cause naming the library and the package to install; the daemon goes on,
+ * its other servers too. */
+Test(http, missing_libcurl_fails_the_server_saying_so) {
+        struct h_client *c;
+        json_object *st, *row;
+
+        start_server(NULL);
+        add_remote("\"restartDelay\":0.1");
+        add_demo("local", "", "");
+        start((const char *const[]){ "MCPVISOR_TEST_LIBCURL=libcurl-missing.so.4", NULL });
+        cr_assert(h_log_wait(&D, "[remote] stopped -> failed: cannot start: cannot load libcurl.so.4", H_TIMEOUT_MS),
+                  "not failed");
+        cr_assert_geq(h_log_count(&D, "libcurl.so.4"), 1);
+        cr_assert_geq(h_log_count(&D, "install the package libcurl4"), 1);
+        st = h_control(&D, "status", NULL);
+        row = json_object_array_get_idx(h_get(st, "result.servers"), 0);
+        cr_assert_str_eq(h_str(row, "name"), "remote", "%s", h_json_text(st));
+        cr_assert_str_eq(h_str(row, "state"), "failed", "%s", h_json_text(st));
+        cr_assert(strstr(h_json_text(row), "install the package libcurl4"), "%s", h_json_text(row));
+        json_object_put(st);
+        cr_assert(h_log_wait(&D, "[local] starting -> ready", H_TIMEOUT_MS));
+        c = cl_open();
+        json_object_put(h_client_call(c, "1", "ping", NULL));
+        h_client_close(c);
+        cr_assert_eq(server_count("POST"), 0);
+}
+
 /* ---- TLS, with a CA made here ---- */
 
 static void start_tls_server(void) {
