@@ -448,38 +448,37 @@ static void report_broken(struct http_transport *h, const char *why, bool no_ret
 
 /* ---- the GET stream ---- */
 
-static void open_get(struct http_transport *h) {
-        struct transfer *x;
+/* The GET transfer both streams are; -ENOMEM when it could not start. */
+static int start_get_transfer(struct http_transport *h) {
+        struct transfer *x = calloc(1, sizeof *x);
+        int r;
 
-        if (h->legacy || !h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
-                return;
-        x = calloc(1, sizeof *x);
         if (!x)
-                return;
-        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
-        if (start_transfer(x) < 0) {
+                return -ENOMEM;
+        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET, .request_id = -1 };
+        r = start_transfer(x);
+        if (r < 0) {
                 transfer_free(x);
-                return;
+                return r;
         }
         h->get_open = true;
+        return 0;
+}
+
+/* The stream of what the server sends by itself: a failure to open it is tried again at
+ * the next transfer's end. */
+static void open_get(struct http_transport *h) {
+        if (h->legacy || !h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
+                return;
+        (void)start_get_transfer(h);
 }
 
 /* The legacy stream: the session itself, which carries the endpoint and every answer. */
 static void open_legacy_stream(struct http_transport *h) {
-        struct transfer *x;
-
         if (h->get_open || h->input_closed || h->broken)
                 return;
-        x = calloc(1, sizeof *x);
-        if (!x)
-                return;
-        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
-        if (start_transfer(x) < 0) {
-                transfer_free(x);
+        if (start_get_transfer(h) < 0)
                 report_broken(h, "out of memory opening its event stream", false);
-                return;
-        }
-        h->get_open = true;
 }
 
 static void on_reopen(evutil_socket_t fd, short what, void *userdata) {
@@ -841,7 +840,7 @@ static void http_close_input(struct server_transport *t) {
         h->input_closed = true;
         stop_all(h);
         if (h->session_id && !h->broken && (x = calloc(1, sizeof *x))) {
-                *x = (struct transfer){ .h = h, .kind = TRANSFER_DELETE };
+                *x = (struct transfer){ .h = h, .kind = TRANSFER_DELETE, .request_id = -1 };
                 if (start_transfer(x) < 0)
                         transfer_free(x);
         }
