@@ -23,6 +23,7 @@
         X(curl_free, void, (void *p))                                                                     \
         X(curl_easy_init, CURL *, (void))                                                                 \
         X(curl_easy_cleanup, void, (CURL * e))                                                            \
+        X(curl_easy_reset, void, (CURL * e))                                                              \
         X(curl_easy_setopt, CURLcode, (CURL * e, CURLoption option, ...))                                 \
         X(curl_easy_getinfo, CURLcode, (CURL * e, CURLINFO info, ...))                                    \
         X(curl_easy_strerror, const char *, (CURLcode code))                                              \
@@ -110,6 +111,10 @@ CURL *curl_easy_init(void) {
 
 void curl_easy_cleanup(CURL *e) {
         lib.curl_easy_cleanup(e);
+}
+
+void curl_easy_reset(CURL *e) {
+        lib.curl_easy_reset(e);
 }
 
 CURLcode curl_easy_setopt(CURL *e, CURLoption option, ...) {

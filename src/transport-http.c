@@ -29,6 +29,9 @@
 #include "sse.h"
 #include "time-util.h"
 
+/* Easy handles kept for the next transfers once theirs ended: a handle is 80 KiB of
+ * buffers curl would allocate again, and it keeps its TLS sessions for resumption. */
+#define HTTP_SPARE_HANDLES 8
 /* A GET stream that dropped is opened again after this long (never in a tight loop). */
 #define HTTP_REOPEN_USEC (1 * USEC_PER_SEC)
 /* Of an error body, the bytes quoted in the log. */
@@ -77,6 +80,8 @@ struct http_transport {
         void *userdata;
         struct transfer_list active;   /* in the curl loop */
         struct transfer_list waiting;  /* POSTs waiting for one of maxConnections */
+        CURL *spare[HTTP_SPARE_HANDLES]; /* reset, for the next transfers */
+        unsigned n_spare;
         unsigned n_active;
         size_t waiting_bytes;
         size_t input_limit;
@@ -274,11 +279,27 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
 
 /* ---- transfers ---- */
 
+/* A handle whose transfer ended (or never started): kept, with its options back to
+ * curl's defaults (none points into a transfer any more), or cleaned up. */
+static void release_easy(struct http_transport *h, CURL *e) {
+        if (!e)
+                return;
+        if (h->n_spare == HTTP_SPARE_HANDLES || h->input_closed) {
+                curl_easy_cleanup(e);
+                return;
+        }
+        curl_easy_reset(e);
+        h->spare[h->n_spare++] = e;
+}
+
+static CURL *acquire_easy(struct http_transport *h) {
+        return h->n_spare > 0 ? h->spare[--h->n_spare] : curl_easy_init();
+}
+
 static void transfer_free(struct transfer *x) {
         if (!x)
                 return;
-        if (x->easy)
-                curl_easy_cleanup(x->easy);
+        release_easy(x->h, x->easy);
         curl_slist_free_all(x->headers);
         if (x->event_stream && x->started && !x->refused)
                 sse_done(&x->sse);
@@ -326,11 +347,10 @@ static int build_headers(struct transfer *x) {
 
 static int make_easy(struct transfer *x) {
         const struct remote_config *rc = x->h->rc;
-        CURL *e = curl_easy_init();
+        CURL *e = acquire_easy(x->h);
 
         if (!e || build_headers(x) < 0) {
-                if (e)
-                        curl_easy_cleanup(e);
+                release_easy(x->h, e);
                 return -ENOMEM;
         }
         x->easy = e;
@@ -874,6 +894,8 @@ static void http_free(struct server_transport *t) {
         if (!h)
                 return;
         stop_all(h);
+        while (h->n_spare > 0)
+                curl_easy_cleanup(h->spare[--h->n_spare]);
         if (h->deliver)
                 event_free(h->deliver);
         if (h->reopen)
