@@ -124,21 +124,25 @@ static void subject_log(const struct http_transport *h, int priority, const char
 
 /* ---- what is received ---- */
 
-static int queue_record(struct http_transport *h, enum record_kind kind, const char *data, size_t len) {
+/* A record's kind and length; its bytes follow. */
+static int queue_head(struct http_transport *h, enum record_kind kind, size_t len) {
         unsigned char k = (unsigned char)kind;
 
-        if (evbuffer_add(h->received, &k, 1) < 0 || evbuffer_add(h->received, &len, sizeof len) < 0 ||
-            evbuffer_add(h->received, data, len) < 0)
+        if (evbuffer_add(h->received, &k, 1) < 0 || evbuffer_add(h->received, &len, sizeof len) < 0)
                 return -ENOMEM;
         event_active(h->deliver, EV_TIMEOUT, 0);
         return 0;
 }
 
+static int queue_record(struct http_transport *h, enum record_kind kind, const char *data, size_t len) {
+        return queue_head(h, kind, len) < 0 || evbuffer_add(h->received, data, len) < 0 ? -ENOMEM : 0;
+}
+
 /* A message's JSON text may span lines (a pretty-printed body): outside its strings a
  * line break is whitespace, inside them JSON allows none, so each becomes a space and
- * the message one line, as the connection expects. Empty messages (an event that only
- * carries an id) are none. */
-static void queue_message(struct http_transport *h, char *data, size_t len, bool oversize) {
+ * the message one line, as the connection expects. False for an empty message (an event
+ * that only carries an id), which is none. */
+static bool make_one_line(char *data, size_t len) {
         size_t i = 0;
 
         for (size_t k = 0; k < len; k++)
@@ -146,10 +150,32 @@ static void queue_message(struct http_transport *h, char *data, size_t len, bool
                         data[k] = ' ';
         while (i < len && data[i] == ' ')
                 i++;
-        if (i == len && !oversize)
+        return i < len;
+}
+
+static void queue_message(struct http_transport *h, char *data, size_t len, bool oversize) {
+        if (!make_one_line(data, len) && !oversize)
                 return;
         if (queue_record(h, oversize ? RECORD_OVERSIZE : RECORD_LINE, data, len) < 0)
                 subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
+}
+
+static void free_taken(const void *data, size_t len, void *extra) {
+        free((void *)data);
+}
+
+/* queue_message() of a malloc'd body, taken rather than copied: its bytes become their own
+ * piece of the queue, which the delivery reads in place (a large answer is not copied
+ * twice more), freed once handed up. */
+static void queue_taken_message(struct http_transport *h, char *data, size_t len) {
+        if (!make_one_line(data, len)) {
+                free(data);
+                return;
+        }
+        if (queue_head(h, RECORD_LINE, len) < 0 || evbuffer_add_reference(h->received, data, len, free_taken, NULL) < 0) {
+                free(data);
+                subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
+        }
 }
 
 /* The legacy stream's "endpoint": a URL relative to the server's, resolved by curl. */
@@ -602,8 +628,10 @@ static bool judge_status(struct http_transport *h, struct transfer *x, long stat
 
 /* The JSON body of a POST's answer, once whole. */
 static void finish_json(struct transfer *x) {
-        if (x->started && !x->event_stream && !x->refused && !x->discard && !x->oversize && x->json_len > 0)
-                queue_message(x->h, x->json, x->json_len, false);
+        if (x->started && !x->event_stream && !x->refused && !x->discard && !x->oversize && x->json_len > 0) {
+                queue_taken_message(x->h, TAKE_PTR(x->json), x->json_len);
+                x->json_len = x->json_cap = 0;
+        }
 }
 
 /* initialize's answer says the protocol version, sent from then on (spec: "Protocol
