@@ -6,9 +6,10 @@
 //
 // It listens on 127.0.0.1:PORT. Its log
 // has a line per TLS connection ("CONN alpn=h2 open=1", "CONN CLOSED open=0") and per
-// request ("POST 2.0 tools/call sess=h2s1"), the HTTP version as node read it. Tools: echo
-// {text}; slow {ms}: answered after that long. GET is 405 (no stream), DELETE ends the
-// session.
+// request ("POST 2.0 tools/call sess=h2s1 id=3", a cancellation's "requestId=3"), the HTTP
+// version as node read it. Tools: echo {text}; slow {ms}: answered after that long; stall:
+// never answered, the end of its stream logged ("STREAM CLOSED id=3 answered=false"). GET
+// is 405 (no stream), DELETE ends the session.
 import fs from 'node:fs';
 import http2 from 'node:http2';
 
@@ -21,6 +22,7 @@ let sessions = 0;
 const tools = [
   { name: 'echo', inputSchema: { type: 'object' } },
   { name: 'slow', inputSchema: { type: 'object' } },
+  { name: 'stall', inputSchema: { type: 'object' } },
 ];
 
 function answer(res, id, result, headers = {}) {
@@ -34,14 +36,17 @@ function text(t) {
 
 function call(res, id, params) {
   const args = params.arguments ?? {};
-  if (params.name === 'slow')
+  if (params.name === 'stall') // never answered; its end is the client's
+    res.on('close', () => log(`STREAM CLOSED id=${id} answered=${res.writableEnded}`));
+  else if (params.name === 'slow')
     setTimeout(() => answer(res, id, text('slow done')), args.ms ?? 100);
   else
     answer(res, id, text(params.name === 'echo' ? String(args.text) : 'unknown tool'));
 }
 
 function post(req, res, msg) {
-  log(`POST ${req.httpVersion} ${msg.method ?? '(response)'} sess=${req.headers['mcp-session-id'] ?? '-'}`);
+  const target = msg.params?.requestId === undefined ? '' : ` requestId=${msg.params.requestId}`;
+  log(`POST ${req.httpVersion} ${msg.method ?? '(response)'} sess=${req.headers['mcp-session-id'] ?? '-'} id=${msg.id ?? '-'}${target}`);
   if (msg.id === undefined) {
     res.writeHead(202).end();
   } else if (msg.method === 'initialize') {
