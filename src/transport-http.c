@@ -461,6 +461,14 @@ static void maybe_finish(struct http_transport *h) {
 
 static void open_legacy_stream(struct http_transport *h);
 
+/* x leaves the POSTs that wait: its bytes no longer count toward serverInputLimit. */
+static void unwait(struct http_transport *h, struct transfer *x) {
+        TAILQ_REMOVE(&h->waiting, x, entry);
+        h->waiting_bytes -= x->body_len;
+        if (h->waiting_bytes == 0)
+                h->input_full = false;
+}
+
 /* Starts what waits, up to maxConnections transfers at once; a legacy server's POSTs
  * once its stream said where they go. */
 static void pump(struct http_transport *h) {
@@ -472,10 +480,7 @@ static void pump(struct http_transport *h) {
         }
         /* the event stream is one connection more */
         while (!h->input_closed && h->n_active - h->get_open < h->rc->max_connections && (x = TAILQ_FIRST(&h->waiting))) {
-                TAILQ_REMOVE(&h->waiting, x, entry);
-                h->waiting_bytes -= x->body_len;
-                if (h->waiting_bytes == 0)
-                        h->input_full = false;
+                unwait(h, x);
                 if (start_transfer(x) < 0) {
                         subject_log(h, LOG_ERR, "out of memory: a message to the server was dropped");
                         transfer_free(x);
@@ -814,10 +819,7 @@ static bool drop_waiting(struct http_transport *h, int64_t id) {
 
         if (!x)
                 return false;
-        TAILQ_REMOVE(&h->waiting, x, entry);
-        h->waiting_bytes -= x->body_len;
-        if (h->waiting_bytes == 0)
-                h->input_full = false;
+        unwait(h, x);
         transfer_free(x);
         return true;
 }
