@@ -338,6 +338,25 @@ Test(http, client_cancel_ends_the_post) {
         h_client_close(c);
 }
 
+/* A call cancelled while it still waits for a connection (maxConnections 1, taken by a
+ * stalled call) never reaches the server, nor does its cancellation. */
+Test(http, cancel_before_sending_sends_nothing) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"maxConnections\":1");
+
+        h_client_tool_request(c, "1", "remote__stall", "{}");
+        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
+        h_client_tool_request(c, "2", "remote__echo", "{\"text\":\"never sent\"}");
+        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}\n");
+        /* answered by the daemon after it took the cancellation */
+        json_object_put(h_client_call(c, "3", "ping", NULL));
+        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n");
+        expect_cancelled_at_the_server();
+        expect_echo(c, "4", "the connection is free again");
+        cr_assert_eq(server_count("POST tools/call"), 2, "the stalled call and the last echo only");
+        cr_assert_eq(server_count("POST notifications/cancelled"), 1);
+        h_client_close(c);
+}
+
 Test(http, timed_out_call_ends_the_post) {
         struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"requestTimeout\":0.5");
         json_object *m = h_client_tool_call(c, "1", "remote__stall", "{}");
