@@ -897,7 +897,8 @@ static void print_machine(const struct options *o) {
                o->daemon.prefix ? o->daemon.prefix : "");
 }
 
-/* Issue 17: next to the stdio rows (--only latency,remote), the same call to a server reached by URL. */
+/* Issue 17: next to the stdio rows (--only latency,large,remote), the same call and the same large result from a
+ * server reached by URL. */
 static void remote_rows(const struct results *res) {
         const struct remote_figures *h = &res->remote;
         int64_t via[] = { h->via.p50, h->via.p99 }, direct[] = { h->direct.p50, h->direct.p99 };
@@ -911,6 +912,17 @@ static void remote_rows(const struct results *res) {
         }
         snprintf(c, sizeof c, "%.1f us", h->daemon_cpu_us);
         row("daemon CPU per call to an HTTP server", h->ok ? c : "-", "-", h->ok ? c : "-", "-", "-");
+        if (!h->large_via.ok)
+                return;
+        /* next to the stdio figure of the same size, when "large" ran too */
+        snprintf(what, sizeof what, "%.1f MiB tool result over HTTP (MB/s)", (double)h->large_via.bytes / MIB);
+        snprintf(a, sizeof a, "%.0f MB/s", h->large_via.mb_per_s);
+        snprintf(b, sizeof b, "%.0f MB/s", h->large_direct.mb_per_s);
+        snprintf(c, sizeof c, "stdio %.0f", res->large_via.mb_per_s);
+        row(what, a, b, res->large_via.ok ? c : "-", "-", "-");
+        snprintf(a, sizeof a, "%.1f ms", h->large_via.daemon_cpu_ms);
+        snprintf(c, sizeof c, "stdio %.1f ms", res->large_via.daemon_cpu_ms);
+        row("  daemon CPU per such result", a, "", res->large_via.ok ? c : "-", "-", "-");
 }
 
 static void print_table(const struct options *o, const struct results *res) {
@@ -992,7 +1004,11 @@ int main(int argc, char **argv) {
                 run_access(&o, &res);
         if ((o.parts & PART_LAUNCHER) && (r = measure_launchers(&o.daemon, o.startup_runs, &res.launchers)) < 0)
                 failed(&res, "launcher", r);
-        if ((o.parts & PART_REMOTE) && (r = measure_remote(&o.daemon, o.calls, &res.remote)) < 0)
+        if ((o.parts & PART_REMOTE) && (r = measure_remote(&o.daemon,
+                                                          &(struct remote_params){ .calls = o.calls,
+                                                                                   .large_bytes = o.large_bytes,
+                                                                                   .large_runs = o.large_runs },
+                                                          &res.remote)) < 0)
                 failed(&res, "calls to a server reached by URL", r);
         if (o.parts & PART_HTTP)
                 run_http(&o, &res);

@@ -1,7 +1,8 @@
-/* Issue 17: a tools/call to a server reached by URL on the loopback. The server is the
- * integration tests' Streamable HTTP server (tests/integration/http-server.c, built again
- * here as mcpvisor-bench-http-server); the baseline is the same server called directly,
- * one HTTP/1.1 connection kept alive, the same JSON over it. */
+/* Issue 17: a tools/call to a server reached by URL on the loopback, and a large result
+ * from it. The server is the integration tests' Streamable HTTP server
+ * (tests/integration/http-server.c, built again here as mcpvisor-bench-http-server); the
+ * baseline is the same server called directly, one HTTP/1.1 connection kept alive, the
+ * same JSON over it. */
 #include "bench.h"
 
 #include <arpa/inet.h>
@@ -23,8 +24,8 @@
 
 struct http_conn {
         int fd;
-        char buf[65536];
-        size_t len;
+        char *buf;                  /* the last answer, head and body; grown as needed */
+        size_t len, cap;
         char session[64];
 };
 
@@ -60,6 +61,32 @@ static pid_t start_server(const char *dir, int *ret_port) {
         return pid;
 }
 
+/* Once the answer's head is whole: where its body begins (0 before), and in *need the
+ * length of head and body; the session id taken. */
+static size_t read_head(struct http_conn *c, size_t *need) {
+        char *end = strstr(c->buf, "\r\n\r\n"), *cl, *sid;
+
+        if (!end)
+                return 0;
+        cl = strcasestr(c->buf, "Content-Length:");
+        sid = strcasestr(c->buf, "Mcp-Session-Id:");
+        *need = (size_t)(end + 4 - c->buf) + (cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0);
+        if (sid && sid < end && !c->session[0])
+                sscanf(sid + 15, " %63[^\r\n]", c->session);
+        return (size_t)(end + 4 - c->buf);
+}
+
+static int grow(struct http_conn *c) {
+        size_t cap = c->cap ? 2 * c->cap : 131072;
+        char *p = realloc(c->buf, cap);
+
+        if (!p)
+                return -ENOMEM;
+        c->buf = p;
+        c->cap = cap;
+        return 0;
+}
+
 /* One POST, its answer's body (NUL-terminated, in c->buf) in *ret_body. */
 static int post(struct http_conn *c, const char *body, const char **ret_body) {
         char head[512];
@@ -69,7 +96,7 @@ static int post(struct http_conn *c, const char *body, const char **ret_body) {
                          "Accept: application/json, text/event-stream\r\n%s%s%sContent-Length: %zu\r\n\r\n",
                          c->session[0] ? "Mcp-Session-Id: " : "", c->session, c->session[0] ? "\r\n" : "", strlen(body));
         int64_t deadline = now_ns() + HTTP_TIMEOUT_NS;
-        char *end = NULL;
+        size_t body_at = 0; /* where the body begins in c->buf, once the head is whole */
 
         struct iovec v[] = { { head, (size_t)n }, { (void *)body, strlen(body) } };
 
@@ -77,53 +104,64 @@ static int post(struct http_conn *c, const char *body, const char **ret_body) {
         if (writev(c->fd, v, 2) != (ssize_t)(v[0].iov_len + v[1].iov_len))
                 return -EIO;
         c->len = 0;
-        while (!end || c->len < need) {
+        while (!body_at || c->len < need) {
                 struct pollfd p = { .fd = c->fd, .events = POLLIN };
                 ssize_t got;
 
                 if (poll(&p, 1, ms_left(deadline)) <= 0)
                         return -ETIMEDOUT;
-                got = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+                if (c->len + 65536 > c->cap && grow(c) < 0)
+                        return -ENOMEM;
+                got = read(c->fd, c->buf + c->len, c->cap - 1 - c->len);
                 if (got <= 0)
                         return -ECONNRESET;
                 c->len += (size_t)got;
                 c->buf[c->len] = '\0';
-                if (!end && (end = strstr(c->buf, "\r\n\r\n"))) {
-                        char *cl = strcasestr(c->buf, "Content-Length:"), *sid = strcasestr(c->buf, "Mcp-Session-Id:");
-
-                        need = (size_t)(end + 4 - c->buf) + (cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0);
-                        if (sid && sid < end && !c->session[0])
-                                sscanf(sid + 15, " %63[^\r\n]", c->session);
-                }
+                if (!body_at)
+                        body_at = read_head(c, &need);
         }
-        *ret_body = end + 4;
+        *ret_body = c->buf + body_at;
         return 0;
 }
 
-/* The same calls as measure_latency(), straight to the server. */
-static int direct_latency(int port, unsigned calls, struct latency *ret) {
+/* A connection to the server, initialized. */
+static int direct_open(int port, struct http_conn *c) {
         struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        struct http_conn *c = calloc(1, sizeof *c);
-        unsigned warmup = calls / 10 < 50 ? 50 : calls / 10;
-        int64_t *samples = calloc(calls, sizeof *samples), total = 0;
         const char *body;
-        char call[160];
-        int r = c && samples ? 0 : -ENOMEM;
+        int r;
 
-        if (r == 0) {
-                c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                r = c->fd >= 0 && connect(c->fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 : -errno;
-                /* as curl sets it */
-                if (r == 0)
-                        (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-        }
+        *c = (struct http_conn){ .fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) };
+        r = c->fd >= 0 && connect(c->fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 : -errno;
+        /* as curl sets it */
+        if (r == 0)
+                (void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
         if (r == 0)
                 r = post(c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
                             "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}",
                          &body);
         if (r == 0)
                 r = post(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &body);
+        return r;
+}
+
+static void direct_close(struct http_conn *c) {
+        if (c->fd >= 0)
+                close(c->fd);
+        free(c->buf);
+}
+
+/* The same calls as measure_latency(), straight to the server. */
+static int direct_latency(int port, unsigned calls, struct latency *ret) {
+        struct http_conn c;
+        unsigned warmup = calls / 10 < 50 ? 50 : calls / 10;
+        int64_t *samples = calloc(calls, sizeof *samples), total = 0;
+        const char *body;
+        char call[160];
+        int r = direct_open(port, &c);
+
+        if (r == 0 && !samples)
+                r = -ENOMEM;
         for (unsigned i = 0; r == 0 && i < warmup + calls; i++) {
                 int64_t t0 = now_ns();
 
@@ -131,7 +169,7 @@ static int direct_latency(int port, unsigned calls, struct latency *ret) {
                          "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
                          "\"arguments\":{\"text\":\"hello\"}}}",
                          i + 1);
-                r = post(c, call, &body);
+                r = post(&c, call, &body);
                 if (r == 0 && !strstr(body, "\"hello\""))
                         r = -EPROTO;
                 if (r == 0 && i >= warmup) {
@@ -145,16 +183,51 @@ static int direct_latency(int port, unsigned calls, struct latency *ret) {
                                          .p99 = percentile(samples, calls, 99), .max = samples[calls - 1],
                                          .calls_per_s = (double)calls * 1e9 / (double)total, .ok = true };
         }
-        if (c && c->fd > 0)
-                close(c->fd);
-        free(c);
+        direct_close(&c);
         free(samples);
         return r;
 }
 
+/* The fake's "big" result of bytes, straight from the server: one unmeasured, then runs,
+ * their median. */
+static int direct_large(int port, size_t bytes, unsigned runs, struct large *ret) {
+        struct http_conn c;
+        int64_t *took = calloc(runs, sizeof *took);
+        const char *body;
+        char call[160];
+        int r = direct_open(port, &c);
+
+        *ret = (struct large){ .bytes = bytes };
+        if (r == 0 && !took)
+                r = -ENOMEM;
+        for (unsigned i = 0; r == 0 && i <= runs; i++) {
+                int64_t t0 = now_ns();
+
+                snprintf(call, sizeof call,
+                         "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"big\","
+                         "\"arguments\":{\"bytes\":%zu}}}",
+                         i + 1, bytes);
+                r = post(&c, call, &body);
+                if (r == 0 && strlen(body) <= bytes)
+                        r = -EPROTO;
+                if (r == 0 && i > 0)
+                        took[i - 1] = now_ns() - t0;
+        }
+        if (r == 0) {
+                qsort(took, runs, sizeof *took, cmp_i64);
+                ret->mb_per_s = (double)bytes / 1e6 / ((double)percentile(took, runs, 50) / 1e9);
+                ret->ok = true;
+        }
+        direct_close(&c);
+        free(took);
+        return r;
+}
+
 /* Through the daemon, whose one server is the same one by URL; the daemon's CPU per call
- * over the whole run, warm-up included. */
-static int via_latency(const struct daemon_opts *base, int port, unsigned calls, struct remote_figures *ret) {
+ * over the whole run, warm-up included; then the large result. */
+static int via_daemon(const struct daemon_opts *base, int port, const struct remote_params *p,
+                      struct remote_figures *ret) {
+        unsigned calls = p->calls;
         struct daemon_opts o = *base;
         struct daemon_run d;
         struct conn c = { .rfd = -1, .wfd = -1 };
@@ -182,6 +255,8 @@ static int via_latency(const struct daemon_opts *base, int port, unsigned calls,
         if (r >= 0)
                 ret->daemon_cpu_us = (double)(proc_cpu_ticks(d.pid) - ticks0) * 1e6 / (double)sysconf(_SC_CLK_TCK) /
                                      (double)(calls + warmup);
+        if (r >= 0 && p->large_bytes > 0)
+                r = measure_large(&c, BENCH_TOOL_PREFIX "big", p->large_bytes, p->large_runs, &d, &ret->large_via);
         if (r < 0)
                 fprintf(stderr, "mcpvisor-bench: over HTTP: %s; last status: %s; log: %s\n", strerror(-r), d.status, d.log);
         if (c.rfd >= 0)
@@ -191,7 +266,7 @@ static int via_latency(const struct daemon_opts *base, int port, unsigned calls,
         return r;
 }
 
-int measure_remote(const struct daemon_opts *base, unsigned calls, struct remote_figures *ret) {
+int measure_remote(const struct daemon_opts *base, const struct remote_params *p, struct remote_figures *ret) {
         char dir[] = "/tmp/mcpvisor-bench-http-XXXXXX", portfile[sizeof dir + 8];
         int port = 0, r;
         pid_t server;
@@ -202,9 +277,11 @@ int measure_remote(const struct daemon_opts *base, unsigned calls, struct remote
         server = start_server(dir, &port);
         r = server < 0 ? -errno : port < 0 ? port : 0;
         if (r == 0)
-                r = direct_latency(port, calls, &ret->direct);
+                r = direct_latency(port, p->calls, &ret->direct);
+        if (r == 0 && p->large_bytes > 0)
+                r = direct_large(port, p->large_bytes, p->large_runs, &ret->large_direct);
         if (r == 0)
-                r = via_latency(base, port, calls, ret);
+                r = via_daemon(base, port, p, ret);
         if (server > 0) {
                 kill(server, SIGTERM);
                 waitpid(server, NULL, 0);

@@ -172,13 +172,20 @@ struct cancels {
 
 int measure_latency(struct conn *c, const char *tool, unsigned calls, struct daemon_run *d, struct latency *ret);
 /* Issue 17 (bench-remote.c): tools/call latency to an HTTP MCP server on the loopback, through
- * the daemon and directly, and the daemon's CPU per call. */
+ * the daemon and directly, and the daemon's CPU per call; a large result (large_bytes, 0
+ * none) both ways. */
+struct remote_params {
+        unsigned calls;
+        size_t large_bytes;
+        unsigned large_runs;
+};
 struct remote_figures {
         struct latency via, direct;
         double daemon_cpu_us;
+        struct large large_via, large_direct;
         bool ok;
 };
-int measure_remote(const struct daemon_opts *base, unsigned calls, struct remote_figures *ret);
+int measure_remote(const struct daemon_opts *base, const struct remote_params *p, struct remote_figures *ret);
 
 /* issue 18: clients on the HTTP front door (bench-http.c), one call in flight each. */
 struct http_load {

@@ -106,6 +106,16 @@ bool jsonrpc_scan_result(const char *line, size_t len, struct jsonrpc_result_tex
  * jsonrpc_scan_result), a "result" or "error" member (whole or cut off by the head's end)
  * and no "method". A response that writes its id after its result cannot be told. */
 bool jsonrpc_scan_head_id(const char *head, size_t len, int64_t *ret_id);
+/* The "method" and "id" of a message the daemon made (a request to a server carries its
+ * daemon-chosen id, as in jsonrpc_scan_result), read from its top-level members until both
+ * are known: the head of a large request is enough. */
+struct jsonrpc_request_head {
+        const char *method;     /* within the line, without its quotes; NULL: none */
+        size_t method_len;
+        int64_t id;             /* -1: none, or not one of ours */
+};
+/* False when the line does not start as an object of plain members. */
+bool jsonrpc_scan_request_head(const char *line, size_t len, struct jsonrpc_request_head *ret);
 /* A result response under id whose result is the JSON text result (valid, without
  * newlines), as one line in five parts that point into id's text and result. Returns the
  * line's length or -ENOMEM. */

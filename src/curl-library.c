@@ -9,16 +9,21 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "curl-loop.h"
 
 #define CURL_LIBRARY "libcurl.so.4"
+/* Tests only (docs/testing.md): another name to load instead, one that does not exist
+ * standing for a host without libcurl. Read at the load, never after one succeeded. */
+#define CURL_LIBRARY_TEST_VARIABLE "MCPVISOR_TEST_LIBCURL"
 
 #define CURL_FUNCTIONS(X)                                                                               \
         X(curl_global_init, CURLcode, (long flags))                                                      \
         X(curl_free, void, (void *p))                                                                     \
         X(curl_easy_init, CURL *, (void))                                                                 \
         X(curl_easy_cleanup, void, (CURL * e))                                                            \
+        X(curl_easy_reset, void, (CURL * e))                                                              \
         X(curl_easy_setopt, CURLcode, (CURL * e, CURLoption option, ...))                                 \
         X(curl_easy_getinfo, CURLcode, (CURL * e, CURLINFO info, ...))                                    \
         X(curl_easy_strerror, const char *, (CURLcode code))                                              \
@@ -46,9 +51,11 @@ static struct {
 int curl_library_load(const char **ret_error) {
         static void *handle;
 
+        const char *name = getenv(CURL_LIBRARY_TEST_VARIABLE);
+
         if (handle)
                 return 0;
-        handle = dlopen(CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+        handle = dlopen(name && *name ? name : CURL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
         if (!handle) {
                 *ret_error = dlerror();
                 return -ENOENT;
@@ -66,6 +73,30 @@ int curl_library_load(const char **ret_error) {
 
 /* ---- the forwarders: called only once curl_library_load() succeeded ---- */
 
+/* An option's one argument, read as the type its number says (curl.h: CURLOPTTYPE_*,
+ * which the easy and the multi options share): a long, a curl_off_t, or a pointer (data
+ * and function pointers alike here). */
+struct option_arg {
+        enum { ARG_LONG, ARG_OFF_T, ARG_POINTER } type;
+        long l;
+        curl_off_t off;
+        void *p;
+};
+
+static struct option_arg option_arg(int option, va_list *ap) {
+        if (option < CURLOPTTYPE_OBJECTPOINT)
+                return (struct option_arg){ .type = ARG_LONG, .l = va_arg(*ap, long) };
+        if (option >= CURLOPTTYPE_OFF_T && option < CURLOPTTYPE_BLOB)
+                return (struct option_arg){ .type = ARG_OFF_T, .off = va_arg(*ap, curl_off_t) };
+        return (struct option_arg){ .type = ARG_POINTER, .p = va_arg(*ap, void *) };
+}
+
+/* The loaded setopt fn called with the argument as it was given. */
+#define PASS_OPTION(fn, handle, option, a)                                                              \
+        ((a).type == ARG_LONG    ? (fn)((handle), (option), (a).l)                                     \
+         : (a).type == ARG_OFF_T ? (fn)((handle), (option), (a).off)                                   \
+                                 : (fn)((handle), (option), (a).p))
+
 CURLcode curl_global_init(long flags) {
         return lib.curl_global_init(flags);
 }
@@ -82,20 +113,18 @@ void curl_easy_cleanup(CURL *e) {
         lib.curl_easy_cleanup(e);
 }
 
-/* An option's one argument, as its type in curl's numbering says (curl.h: CURLOPTTYPE_*). */
+void curl_easy_reset(CURL *e) {
+        lib.curl_easy_reset(e);
+}
+
 CURLcode curl_easy_setopt(CURL *e, CURLoption option, ...) {
+        struct option_arg a;
         va_list ap;
-        CURLcode r;
 
         va_start(ap, option);
-        if (option < CURLOPTTYPE_OBJECTPOINT)
-                r = lib.curl_easy_setopt(e, option, va_arg(ap, long));
-        else if (option >= CURLOPTTYPE_OFF_T && option < CURLOPTTYPE_BLOB)
-                r = lib.curl_easy_setopt(e, option, va_arg(ap, curl_off_t));
-        else
-                r = lib.curl_easy_setopt(e, option, va_arg(ap, void *)); /* data and function pointers alike here */
+        a = option_arg(option, &ap);
         va_end(ap);
-        return r;
+        return PASS_OPTION(lib.curl_easy_setopt, e, option, a);
 }
 
 CURLcode curl_easy_getinfo(CURL *e, CURLINFO info, ...) {
@@ -129,18 +158,13 @@ CURLMcode curl_multi_cleanup(CURLM *m) {
 }
 
 CURLMcode curl_multi_setopt(CURLM *m, CURLMoption option, ...) {
+        struct option_arg a;
         va_list ap;
-        CURLMcode r;
 
         va_start(ap, option);
-        if (option < CURLOPTTYPE_OBJECTPOINT)
-                r = lib.curl_multi_setopt(m, option, va_arg(ap, long));
-        else if (option >= CURLOPTTYPE_OFF_T && option < CURLOPTTYPE_BLOB)
-                r = lib.curl_multi_setopt(m, option, va_arg(ap, curl_off_t));
-        else
-                r = lib.curl_multi_setopt(m, option, va_arg(ap, void *));
+        a = option_arg(option, &ap);
         va_end(ap);
-        return r;
+        return PASS_OPTION(lib.curl_multi_setopt, m, option, a);
 }
 
 CURLMcode curl_multi_add_handle(CURLM *m, CURL *e) {

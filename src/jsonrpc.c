@@ -422,6 +422,37 @@ bool jsonrpc_scan_head_id(const char *head, size_t len, int64_t *ret_id) {
         return true;
 }
 
+/* One top-level member of a message the daemon made; false at its end (or at what it
+ * cannot be). */
+static bool take_request_member(struct json_scan *s, struct jsonrpc_request_head *r) {
+        const char *key, *value;
+        size_t key_len;
+
+        if (!take_plain_key(s, &key, &key_len) || !take_member_value(s, &value))
+                return false;
+        if (key_is(key, key_len, "method") && *value == '"')
+                *r = (struct jsonrpc_request_head){ .method = value + 1, .method_len = (size_t)(s->p - value) - 2, .id = r->id };
+        else if (key_is(key, key_len, "id") && !parse_our_id(value, (size_t)(s->p - value), &r->id))
+                r->id = -1;
+        json_scan_ws(s);
+        return json_scan_take(s, ',');
+}
+
+bool jsonrpc_scan_request_head(const char *line, size_t len, struct jsonrpc_request_head *ret) {
+        struct json_scan s;
+
+        *ret = (struct jsonrpc_request_head){ .id = -1 };
+        json_scan_init(&s, line, len, JSONRPC_MAX_DEPTH);
+        json_scan_ws(&s);
+        if (!json_scan_take(&s, '{'))
+                return false;
+        s.depth = 1;
+        do
+                json_scan_ws(&s);
+        while (!(ret->method && ret->id >= 0) && take_request_member(&s, ret));
+        return true;
+}
+
 int jsonrpc_result_text_line(json_object *id, const char *result, size_t len, struct iovec parts[5]) {
         static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", middle[] = ",\"result\":", tail[] = "}\n";
         size_t id_len;

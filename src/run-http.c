@@ -113,7 +113,7 @@ static int http_open_transport(struct instance *in, const struct server_config *
         r = supervisor_curl_loop(sv, &loop, &why);
         if (r < 0) {
                 /* libcurl4 is a dependency of the package; a build elsewhere may lack it */
-                text_error(error, "cannot load libcurl (%s): install libcurl4", why ? why : strerror(-r));
+                text_error(error, "cannot load libcurl.so.4 (%s): install the package libcurl4", why ? why : strerror(-r));
                 return r == -ENOENT ? -EPERM : r;
         }
         r = build_headers(&c->remote, sv->credentials_dir, &headers, error);

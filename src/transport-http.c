@@ -29,6 +29,10 @@
 #include "sse.h"
 #include "time-util.h"
 
+/* Easy handles kept for the next transfers once theirs ended: a new handle's state and
+ * buffers (its download buffer alone is 16 KiB) would be allocated again, and a kept one
+ * keeps its TLS sessions for resumption. */
+#define HTTP_SPARE_HANDLES 8
 /* A GET stream that dropped is opened again after this long (never in a tight loop). */
 #define HTTP_REOPEN_USEC (1 * USEC_PER_SEC)
 /* Of an error body, the bytes quoted in the log. */
@@ -48,6 +52,7 @@ struct transfer {
         struct curl_slist *headers;
         char *body;                 /* POST: the message, without a newline */
         size_t body_len;
+        int64_t request_id;         /* POST of a request: the daemon's id; else -1 */
         bool started;               /* the response's body began: its type is known */
         bool event_stream;          /* text/event-stream; else one JSON body */
         bool refused;               /* not 2xx: the body is only quoted in the log */
@@ -76,6 +81,8 @@ struct http_transport {
         void *userdata;
         struct transfer_list active;   /* in the curl loop */
         struct transfer_list waiting;  /* POSTs waiting for one of maxConnections */
+        CURL *spare[HTTP_SPARE_HANDLES]; /* reset, for the next transfers */
+        unsigned n_spare;
         unsigned n_active;
         size_t waiting_bytes;
         size_t input_limit;
@@ -117,21 +124,25 @@ static void subject_log(const struct http_transport *h, int priority, const char
 
 /* ---- what is received ---- */
 
-static int queue_record(struct http_transport *h, enum record_kind kind, const char *data, size_t len) {
+/* A record's kind and length; its bytes follow. */
+static int queue_head(struct http_transport *h, enum record_kind kind, size_t len) {
         unsigned char k = (unsigned char)kind;
 
-        if (evbuffer_add(h->received, &k, 1) < 0 || evbuffer_add(h->received, &len, sizeof len) < 0 ||
-            evbuffer_add(h->received, data, len) < 0)
+        if (evbuffer_add(h->received, &k, 1) < 0 || evbuffer_add(h->received, &len, sizeof len) < 0)
                 return -ENOMEM;
         event_active(h->deliver, EV_TIMEOUT, 0);
         return 0;
 }
 
+static int queue_record(struct http_transport *h, enum record_kind kind, const char *data, size_t len) {
+        return queue_head(h, kind, len) < 0 || evbuffer_add(h->received, data, len) < 0 ? -ENOMEM : 0;
+}
+
 /* A message's JSON text may span lines (a pretty-printed body): outside its strings a
  * line break is whitespace, inside them JSON allows none, so each becomes a space and
- * the message one line, as the connection expects. Empty messages (an event that only
- * carries an id) are none. */
-static void queue_message(struct http_transport *h, char *data, size_t len, bool oversize) {
+ * the message one line, as the connection expects. False for an empty message (an event
+ * that only carries an id), which is none. */
+static bool make_one_line(char *data, size_t len) {
         size_t i = 0;
 
         for (size_t k = 0; k < len; k++)
@@ -139,10 +150,32 @@ static void queue_message(struct http_transport *h, char *data, size_t len, bool
                         data[k] = ' ';
         while (i < len && data[i] == ' ')
                 i++;
-        if (i == len && !oversize)
+        return i < len;
+}
+
+static void queue_message(struct http_transport *h, char *data, size_t len, bool oversize) {
+        if (!make_one_line(data, len) && !oversize)
                 return;
         if (queue_record(h, oversize ? RECORD_OVERSIZE : RECORD_LINE, data, len) < 0)
                 subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
+}
+
+static void free_taken(const void *data, size_t len, void *extra) {
+        free((void *)data);
+}
+
+/* queue_message() of a malloc'd body, taken rather than copied: its bytes become their own
+ * piece of the queue, which the delivery reads in place (a large answer is not copied
+ * twice more), freed once handed up. */
+static void queue_taken_message(struct http_transport *h, char *data, size_t len) {
+        if (!make_one_line(data, len)) {
+                free(data);
+                return;
+        }
+        if (queue_head(h, RECORD_LINE, len) < 0 || evbuffer_add_reference(h->received, data, len, free_taken, NULL) < 0) {
+                free(data);
+                subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
+        }
 }
 
 /* The legacy stream's "endpoint": a URL relative to the server's, resolved by curl. */
@@ -273,11 +306,27 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
 
 /* ---- transfers ---- */
 
+/* A handle whose transfer ended (or never started): kept, with its options back to
+ * curl's defaults (none points into a transfer any more), or cleaned up. */
+static void release_easy(struct http_transport *h, CURL *e) {
+        if (!e)
+                return;
+        if (h->n_spare == HTTP_SPARE_HANDLES || h->input_closed) {
+                curl_easy_cleanup(e);
+                return;
+        }
+        curl_easy_reset(e);
+        h->spare[h->n_spare++] = e;
+}
+
+static CURL *acquire_easy(struct http_transport *h) {
+        return h->n_spare > 0 ? h->spare[--h->n_spare] : curl_easy_init();
+}
+
 static void transfer_free(struct transfer *x) {
         if (!x)
                 return;
-        if (x->easy)
-                curl_easy_cleanup(x->easy);
+        release_easy(x->h, x->easy);
         curl_slist_free_all(x->headers);
         if (x->event_stream && x->started && !x->refused)
                 sse_done(&x->sse);
@@ -325,11 +374,10 @@ static int build_headers(struct transfer *x) {
 
 static int make_easy(struct transfer *x) {
         const struct remote_config *rc = x->h->rc;
-        CURL *e = curl_easy_init();
+        CURL *e = acquire_easy(x->h);
 
         if (!e || build_headers(x) < 0) {
-                if (e)
-                        curl_easy_cleanup(e);
+                release_easy(x->h, e);
                 return -ENOMEM;
         }
         x->easy = e;
@@ -413,6 +461,14 @@ static void maybe_finish(struct http_transport *h) {
 
 static void open_legacy_stream(struct http_transport *h);
 
+/* x leaves the POSTs that wait: its bytes no longer count toward serverInputLimit. */
+static void unwait(struct http_transport *h, struct transfer *x) {
+        TAILQ_REMOVE(&h->waiting, x, entry);
+        h->waiting_bytes -= x->body_len;
+        if (h->waiting_bytes == 0)
+                h->input_full = false;
+}
+
 /* Starts what waits, up to maxConnections transfers at once; a legacy server's POSTs
  * once its stream said where they go. */
 static void pump(struct http_transport *h) {
@@ -424,10 +480,7 @@ static void pump(struct http_transport *h) {
         }
         /* the event stream is one connection more */
         while (!h->input_closed && h->n_active - h->get_open < h->rc->max_connections && (x = TAILQ_FIRST(&h->waiting))) {
-                TAILQ_REMOVE(&h->waiting, x, entry);
-                h->waiting_bytes -= x->body_len;
-                if (h->waiting_bytes == 0)
-                        h->input_full = false;
+                unwait(h, x);
                 if (start_transfer(x) < 0) {
                         subject_log(h, LOG_ERR, "out of memory: a message to the server was dropped");
                         transfer_free(x);
@@ -447,38 +500,37 @@ static void report_broken(struct http_transport *h, const char *why, bool no_ret
 
 /* ---- the GET stream ---- */
 
-static void open_get(struct http_transport *h) {
-        struct transfer *x;
+/* The GET transfer both streams are; -ENOMEM when it could not start. */
+static int start_get_transfer(struct http_transport *h) {
+        struct transfer *x = calloc(1, sizeof *x);
+        int r;
 
-        if (h->legacy || !h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
-                return;
-        x = calloc(1, sizeof *x);
         if (!x)
-                return;
-        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
-        if (start_transfer(x) < 0) {
+                return -ENOMEM;
+        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET, .request_id = -1 };
+        r = start_transfer(x);
+        if (r < 0) {
                 transfer_free(x);
-                return;
+                return r;
         }
         h->get_open = true;
+        return 0;
+}
+
+/* The stream of what the server sends by itself: a failure to open it is tried again at
+ * the next transfer's end. */
+static void open_get(struct http_transport *h) {
+        if (h->legacy || !h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
+                return;
+        (void)start_get_transfer(h);
 }
 
 /* The legacy stream: the session itself, which carries the endpoint and every answer. */
 static void open_legacy_stream(struct http_transport *h) {
-        struct transfer *x;
-
         if (h->get_open || h->input_closed || h->broken)
                 return;
-        x = calloc(1, sizeof *x);
-        if (!x)
-                return;
-        *x = (struct transfer){ .h = h, .kind = TRANSFER_GET };
-        if (start_transfer(x) < 0) {
-                transfer_free(x);
+        if (start_get_transfer(h) < 0)
                 report_broken(h, "out of memory opening its event stream", false);
-                return;
-        }
-        h->get_open = true;
 }
 
 static void on_reopen(evutil_socket_t fd, short what, void *userdata) {
@@ -527,7 +579,8 @@ static void fall_back(struct http_transport *h, struct transfer *x, long status)
                 report_broken(h, "out of memory", false);
                 return;
         }
-        *again = (struct transfer){ .h = h, .kind = TRANSFER_POST, .body = TAKE_PTR(x->body), .body_len = x->body_len };
+        *again = (struct transfer){ .h = h, .kind = TRANSFER_POST, .body = TAKE_PTR(x->body), .body_len = x->body_len,
+                                    .request_id = x->request_id };
         TAILQ_INSERT_HEAD(&h->waiting, again, entry);
         h->waiting_bytes += again->body_len;
 }
@@ -580,8 +633,10 @@ static bool judge_status(struct http_transport *h, struct transfer *x, long stat
 
 /* The JSON body of a POST's answer, once whole. */
 static void finish_json(struct transfer *x) {
-        if (x->started && !x->event_stream && !x->refused && !x->discard && !x->oversize && x->json_len > 0)
-                queue_message(x->h, x->json, x->json_len, false);
+        if (x->started && !x->event_stream && !x->refused && !x->discard && !x->oversize && x->json_len > 0) {
+                queue_taken_message(x->h, TAKE_PTR(x->json), x->json_len);
+                x->json_len = x->json_cap = 0;
+        }
 }
 
 /* initialize's answer says the protocol version, sent from then on (spec: "Protocol
@@ -719,10 +774,75 @@ static bool over_input_limit(struct http_transport *h, size_t len) {
         return true;
 }
 
+/* ---- cancellation: the answer of a request given up would come on its POST, which is
+ * ended once notifications/cancelled is on its way (spec: "Cancellation"), so that a
+ * stalled call holds none of the server's connections ---- */
+
+/* The requestId a notifications/cancelled names, if it is one of the daemon's ids. */
+static int64_t cancelled_id(const struct transfer *x) {
+        json_object *msg = json_tokener_parse(x->body), *params, *id;
+        int64_t r = -1;
+
+        if (json_object_object_get_ex(msg, "params", &params) && json_object_object_get_ex(params, "requestId", &id) &&
+            json_object_is_type(id, json_type_int))
+                r = json_object_get_int64(id);
+        json_object_put(msg);
+        return r;
+}
+
+/* Sets x->request_id; for a cancellation, returns the id it cancels (else -1). */
+static int64_t read_head(struct transfer *x) {
+        static const char cancelled[] = "notifications/cancelled";
+        struct jsonrpc_request_head head;
+
+        x->request_id = -1;
+        if (!jsonrpc_scan_request_head(x->body, x->body_len, &head) || !head.method)
+                return -1;
+        x->request_id = head.id;
+        if (head.method_len == sizeof cancelled - 1 && memcmp(head.method, cancelled, head.method_len) == 0)
+                return cancelled_id(x);
+        return -1;
+}
+
+static struct transfer *find_post(struct transfer_list *list, int64_t id) {
+        struct transfer *x;
+
+        TAILQ_FOREACH(x, list, entry)
+                if (x->kind == TRANSFER_POST && x->request_id == id)
+                        return x;
+        return NULL;
+}
+
+/* A request still waiting for a connection is forgotten; true if there was one. */
+static bool drop_waiting(struct http_transport *h, int64_t id) {
+        struct transfer *x = find_post(&h->waiting, id);
+
+        if (!x)
+                return false;
+        unwait(h, x);
+        transfer_free(x);
+        return true;
+}
+
+/* The POST of a request under way is ended: curl closes its connection (or resets its
+ * HTTP/2 stream), and what waits may take its place. */
+static void abort_request(struct http_transport *h, int64_t id) {
+        struct transfer *x = find_post(&h->active, id);
+
+        if (!x)
+                return;
+        curl_loop_remove(h->loop, x->easy);
+        remove_active(x);
+        transfer_free(x);
+        subject_log(h, LOG_DEBUG, "request %" PRId64 " cancelled: its POST was ended", id);
+        pump(h);
+}
+
 static int http_send(struct server_transport *t, const struct iovec *parts, size_t n_parts) {
         struct http_transport *h = http_of(t);
         struct transfer *x;
         size_t len = 0;
+        int64_t cancels;
 
         if (h->input_closed || h->broken)
                 return -EPIPE;
@@ -747,9 +867,16 @@ static int http_send(struct server_transport *t, const struct iovec *parts, size
         /* the connection writes lines: the newline is the stdio framing's, not the message's */
         while (x->body_len > 0 && x->body[x->body_len - 1] == '\n')
                 x->body[--x->body_len] = '\0';
+        cancels = read_head(x);
+        if (cancels >= 0 && drop_waiting(h, cancels)) {
+                transfer_free(x); /* the server never saw the request: nothing to cancel */
+                return 0;
+        }
         TAILQ_INSERT_TAIL(&h->waiting, x, entry);
         h->waiting_bytes += x->body_len;
         pump(h);
+        if (cancels >= 0)
+                abort_request(h, cancels);
         return 0;
 }
 
@@ -764,7 +891,7 @@ static void http_close_input(struct server_transport *t) {
         h->input_closed = true;
         stop_all(h);
         if (h->session_id && !h->broken && (x = calloc(1, sizeof *x))) {
-                *x = (struct transfer){ .h = h, .kind = TRANSFER_DELETE };
+                *x = (struct transfer){ .h = h, .kind = TRANSFER_DELETE, .request_id = -1 };
                 if (start_transfer(x) < 0)
                         transfer_free(x);
         }
@@ -798,6 +925,8 @@ static void http_free(struct server_transport *t) {
         if (!h)
                 return;
         stop_all(h);
+        while (h->n_spare > 0)
+                curl_easy_cleanup(h->spare[--h->n_spare]);
         if (h->deliver)
                 event_free(h->deliver);
         if (h->reopen)

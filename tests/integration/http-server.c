@@ -2,18 +2,24 @@
  * command, for the integration tests of servers reached by URL (test_http.c).
  *
  *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get] [--legacy]
- *                  [--tls CERT KEY]
+ *                  [--tls CERT KEY] [--tools N]
  *
  * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
- * Every request it gets is logged as one line ("POST initialize sess=- proto=-",
- * "GET", "DELETE sess=s1"), so tests can see what the daemon sent. --sse answers every
+ * Every request it gets is logged as one line ("POST initialize sess=- proto=- ... id=0",
+ * "GET", "DELETE sess=s1"; a call's tool as "tool=NAME", a cancellation's target as
+ * "requestId=N"), and so is each connection it sees open ("OPEN n=2": 2 open now) and
+ * close ("CLOSED n=1 id=5": the request 5 was held on it, unanswered), so tests can see
+ * what the daemon sent and how. --sse answers every
  * request as an event stream instead of JSON; --status N answers every POST with that
  * status (401, 503, ...); --no-get answers GET with 405. --legacy is the HTTP+SSE
  * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
  * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
- * serves HTTPS with that certificate and key (PEM).
+ * serves HTTPS with that certificate and key (PEM). --tools N lists N tools more (t0, t1,
+ * ...); tools/list is paged, 100 tools a page.
  *
- * Tools: echo {text}; big {bytes}: a text of that many bytes; stall: never answered;
+ * Tools: echo {text}; big {bytes}: a text of that many bytes; double {text}: the text
+ * twice; stall: never answered;
+ * slow {ms}: answered after that long;
  * freeze: nothing is answered any more (pings neither) until the next initialize;
  * lose_session: from now on the session is unknown (404); notify: a
  * tools/list_changed notification on the GET stream; drop_get: ends the GET stream;
@@ -35,6 +41,8 @@
 #include <string.h>
 #include <unistd.h>
 
+struct conn;
+
 struct fake {
         struct event_base *base;
         FILE *log;
@@ -43,10 +51,28 @@ struct fake {
         bool no_get;
         bool legacy;
         bool frozen;               /* answer nothing until the next initialize */
+        unsigned extra_tools;      /* --tools N: that many more tools, t0 ... */
+        char *blob;                /* big's text, kept */
+        size_t blob_len;
         unsigned sessions;
         char session[32];          /* the live session's id; "" none */
         struct evhttp_request *get; /* the open GET stream, or NULL */
+        struct conn *get_conn;      /* its connection */
         unsigned event_id;
+        struct conn *conns;         /* the connections open, each seen by its first request */
+        unsigned n_conns;
+};
+
+/* A connection, watched for its peer's close: evhttp reads nothing while a request of
+ * it waits for its answer, so a client that gives up is seen only this way. */
+struct conn {
+        struct conn *next;
+        struct fake *f;
+        struct evhttp_connection *evcon;
+        struct event *closed;       /* EV_CLOSED on its socket */
+        struct evhttp_request *held; /* a request left unanswered (stall, slow), or NULL */
+        json_object *held_id;
+        struct event *due;          /* slow: when it is answered */
 };
 
 static void log_line(struct fake *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -65,11 +91,78 @@ static const char *header(struct evhttp_request *req, const char *name) {
         return v ? v : "-";
 }
 
+static void conn_release(struct conn *c) {
+        json_object_put(c->held_id);
+        c->held_id = NULL;
+        c->held = NULL;
+        if (c->due)
+                event_free(c->due);
+        c->due = NULL;
+}
+
+/* evhttp frees the connection, and its requests with it. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
+        struct conn *c = arg, **p;
+        struct fake *f = c->f;
+
+        for (p = &f->conns; *p != c; p = &(*p)->next)
+                ;
+        *p = c->next;
+        f->n_conns--;
+        log_line(f, "CLOSED n=%u id=%s", f->n_conns, c->held_id ? json_object_to_json_string(c->held_id) : "-");
+        if (f->get_conn == c) {
+                f->get = NULL;
+                f->get_conn = NULL;
+        }
+        conn_release(c);
+        event_free(c->closed);
+        free(c);
+}
+
+static void on_peer_closed(evutil_socket_t fd, short what, void *arg) {
+        struct conn *c = arg;
+
+        evhttp_connection_free(c->evcon); /* calls on_conn_close() */
+}
+
+static struct conn *conn_of(struct fake *f, struct evhttp_request *req) {
+        struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+        struct conn *c;
+
+        for (c = f->conns; c; c = c->next)
+                if (c->evcon == evcon)
+                        return c;
+        c = calloc(1, sizeof *c);
+        c->f = f;
+        c->evcon = evcon;
+        c->closed = event_new(f->base, bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)), EV_CLOSED,
+                              on_peer_closed, c);
+        event_add(c->closed, NULL);
+        evhttp_connection_set_closecb(evcon, on_conn_close, c);
+        c->next = f->conns;
+        f->conns = c;
+        log_line(f, "OPEN n=%u", ++f->n_conns);
+        return c;
+}
+
+/* req is left unanswered for now, on its connection. */
+static struct conn *hold(struct fake *f, struct evhttp_request *req, json_object *id) {
+        struct conn *c = conn_of(f, req);
+
+        c->held = req;
+        c->held_id = json_object_get(id);
+        return c;
+}
+
 static void get_send(struct fake *f, const char *text);
 
 static void send_json(struct fake *f, struct evhttp_request *req, json_object *msg) {
         struct evbuffer *out = evbuffer_new();
         const char *text = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+        struct conn *c = conn_of(f, req);
+
+        if (c->held == req)
+                conn_release(c);
 
         if (f->legacy) {
                 get_send(f, text);
@@ -147,10 +240,43 @@ static void get_send(struct fake *f, const char *text) {
         evbuffer_free(out);
 }
 
-static void on_get_closed(struct evhttp_connection *conn, void *arg) {
-        struct fake *f = arg;
+static void on_slow_due(evutil_socket_t fd, short what, void *arg) {
+        struct conn *c = arg;
 
-        f->get = NULL;
+        send_json(c->f, c->held, result_of(c->held_id, text_result("slow done")));
+}
+
+/* big's text of len 'x', written around a blob kept for the next call rather than built
+ * by json-c: the bench (bench-remote.c) measures the daemon with it, not this server. */
+static void send_big(struct fake *f, struct evhttp_request *req, json_object *id, size_t len) {
+        struct evbuffer *out;
+        struct conn *c = conn_of(f, req);
+
+        if (f->legacy || len > f->blob_len) {
+                free(f->blob);
+                f->blob = malloc(len);
+                f->blob_len = f->blob ? len : 0;
+                if (f->blob)
+                        memset(f->blob, 'x', len);
+        }
+        if (f->legacy || !f->blob) { /* the answer on the stream: the slow way */
+                char *text = strndup(f->blob ? f->blob : "", len);
+
+                send_json(f, req, result_of(id, text_result(text ? text : "")));
+                free(text);
+                return;
+        }
+        if (c->held == req)
+                conn_release(c);
+        out = evbuffer_new();
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          f->sse ? "text/event-stream" : "application/json");
+        evbuffer_add_printf(out, "%s{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"",
+                            f->sse ? "event: message\ndata: " : "", json_object_to_json_string(id));
+        evbuffer_add_reference(out, f->blob, len, NULL, NULL);
+        evbuffer_add_printf(out, "\"}]}}\n%s", f->sse ? "\n" : "");
+        evhttp_send_reply(req, 200, "OK", out);
+        evbuffer_free(out);
 }
 
 static void call_tool(struct fake *f, struct evhttp_request *req, json_object *id, json_object *params) {
@@ -160,8 +286,18 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
         json_object_object_get_ex(params, "name", &name);
         json_object_object_get_ex(params, "arguments", &args);
         n = json_object_get_string(name);
-        if (strcmp(n, "stall") == 0)
-                return; /* never answered: the request stays open */
+        if (strcmp(n, "stall") == 0) {
+                hold(f, req, id); /* never answered: the request stays open */
+                return;
+        }
+        if (strcmp(n, "slow") == 0 && json_object_object_get_ex(args, "ms", &v)) {
+                struct conn *c = hold(f, req, id);
+                struct timeval tv = { json_object_get_int(v) / 1000, json_object_get_int(v) % 1000 * 1000 };
+
+                c->due = evtimer_new(f->base, on_slow_due, c);
+                evtimer_add(c->due, &tv);
+                return;
+        }
         if (strcmp(n, "freeze") == 0) {
                 f->frozen = true;
                 return;
@@ -180,16 +316,22 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
                 if (f->get) {
                         evhttp_send_reply_end(f->get);
                         f->get = NULL;
+                        f->get_conn = NULL;
                 }
                 send_json(f, req, result_of(id, text_result("dropped")));
                 return;
         }
         if (strcmp(n, "big") == 0 && json_object_object_get_ex(args, "bytes", &v)) {
-                size_t len = (size_t)json_object_get_int64(v);
-                char *text = malloc(len + 1);
+                send_big(f, req, id, (size_t)json_object_get_int64(v));
+                return;
+        }
+        if (strcmp(n, "double") == 0 && json_object_object_get_ex(args, "text", &v)) {
+                size_t len = (size_t)json_object_get_string_len(v);
+                char *text = malloc(2 * len + 1);
 
-                memset(text, 'x', len);
-                text[len] = '\0';
+                memcpy(text, json_object_get_string(v), len);
+                memcpy(text + len, json_object_get_string(v), len);
+                text[2 * len] = '\0';
                 send_json(f, req, result_of(id, text_result(text)));
                 free(text);
                 return;
@@ -201,8 +343,33 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
         send_json(f, req, result_of(id, text_result("unknown tool")));
 }
 
+/* The tools, in pages of TOOLS_PAGE: its own, then --tools N more ("t0", "t1", ...); a
+ * page's cursor is the index of its first tool. */
+#define TOOLS_PAGE 100
+static json_object *tools_page(struct fake *f, json_object *params) {
+        static const char *const own[] = { "echo", "big", "double", "stall", "lose_session", "notify",
+                                           "drop_get", "freeze", "slow" };
+        const unsigned n_own = sizeof own / sizeof *own, total = n_own + f->extra_tools;
+        json_object *r = json_object_new_object(), *tools = json_object_new_array(), *cursor = NULL;
+        unsigned first = 0, i;
+        char name[32];
+
+        if (json_object_object_get_ex(params, "cursor", &cursor))
+                first = (unsigned)atoi(json_object_get_string(cursor));
+        for (i = first; i < total && i < first + TOOLS_PAGE; i++) {
+                snprintf(name, sizeof name, "t%u", i - n_own);
+                json_object_array_add(tools, tool(i < n_own ? own[i] : name));
+        }
+        json_object_object_add(r, "tools", tools);
+        if (i < total) {
+                snprintf(name, sizeof name, "%u", i);
+                json_object_object_add(r, "nextCursor", json_object_new_string(name));
+        }
+        return r;
+}
+
 static void answer(struct fake *f, struct evhttp_request *req, json_object *msg) {
-        json_object *id = NULL, *method = NULL, *params = NULL, *tools;
+        json_object *id = NULL, *method = NULL, *params = NULL;
         const char *m;
 
         json_object_object_get_ex(msg, "method", &method);
@@ -221,14 +388,7 @@ static void answer(struct fake *f, struct evhttp_request *req, json_object *msg)
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Mcp-Session-Id", f->session);
                 send_json(f, req, result_of(id, initialize_result(params)));
         } else if (strcmp(m, "tools/list") == 0) {
-                tools = json_object_new_array();
-                for (const char *const *t = (const char *const[]){ "echo", "big", "stall", "lose_session", "notify",
-                                                                   "drop_get", "freeze", NULL };
-                     *t; t++)
-                        json_object_array_add(tools, tool(*t));
-                json_object *r = json_object_new_object();
-                json_object_object_add(r, "tools", tools);
-                send_json(f, req, result_of(id, r));
+                send_json(f, req, result_of(id, tools_page(f, params)));
         } else if (strcmp(m, "tools/call") == 0) {
                 call_tool(f, req, id, params);
         } else {
@@ -244,6 +404,24 @@ static bool session_known(struct fake *f, struct evhttp_request *req, json_objec
         return f->session[0] && strcmp(header(req, "Mcp-Session-Id"), f->session) == 0;
 }
 
+/* The log's end of a POST's line: " id=N", a call's " tool=NAME", a cancellation's
+ * " requestId=N" (static). */
+static const char *what_of(json_object *msg) {
+        static char text[256];
+        json_object *id = NULL, *params = NULL, *v = NULL;
+        size_t n = 0;
+
+        text[0] = '\0';
+        if (json_object_object_get_ex(msg, "id", &id))
+                n += (size_t)snprintf(text + n, sizeof text - n, " id=%s", json_object_to_json_string(id));
+        json_object_object_get_ex(msg, "params", &params);
+        if (n < sizeof text && json_object_object_get_ex(params, "name", &v))
+                n += (size_t)snprintf(text + n, sizeof text - n, " tool=%s", json_object_get_string(v));
+        if (n < sizeof text && json_object_object_get_ex(params, "requestId", &v))
+                snprintf(text + n, sizeof text - n, " requestId=%s", json_object_to_json_string(v));
+        return text;
+}
+
 static void on_post(struct fake *f, struct evhttp_request *req) {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
         size_t len = evbuffer_get_length(in);
@@ -255,9 +433,9 @@ static void on_post(struct fake *f, struct evhttp_request *req) {
         msg = json_tokener_parse(body);
         free(body);
         json_object_object_get_ex(msg, "method", &method);
-        log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s", method ? json_object_get_string(method) : "(response)",
+        log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s%s", method ? json_object_get_string(method) : "(response)",
                  header(req, "Mcp-Session-Id"), header(req, "MCP-Protocol-Version"), header(req, "Authorization"),
-                 header(req, "Accept"));
+                 header(req, "Accept"), what_of(msg));
         if (f->legacy && strncmp(evhttp_request_get_uri(req), "/messages", 9) != 0) {
                 evhttp_send_reply(req, 405, "Method Not Allowed", NULL); /* no Streamable HTTP here */
         } else if (f->status) {
@@ -283,7 +461,7 @@ static void on_get(struct fake *f, struct evhttp_request *req) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
         evhttp_send_reply_start(req, 200, "OK");
         f->get = req;
-        evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_get_closed, f);
+        f->get_conn = conn_of(f, req);
         if (f->legacy) {
                 struct evbuffer *out = evbuffer_new();
 
@@ -296,6 +474,7 @@ static void on_get(struct fake *f, struct evhttp_request *req) {
 static void on_request(struct evhttp_request *req, void *arg) {
         struct fake *f = arg;
 
+        conn_of(f, req); /* counted before anything of the request is logged */
         switch (evhttp_request_get_command(req)) {
         case EVHTTP_REQ_POST:
                 on_post(f, req);
@@ -344,6 +523,8 @@ int main(int argc, char **argv) {
                         log_path = argv[++i];
                 else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc)
                         f.status = atoi(argv[++i]);
+                else if (strcmp(argv[i], "--tools") == 0 && i + 1 < argc)
+                        f.extra_tools = (unsigned)atoi(argv[++i]);
                 else if (strcmp(argv[i], "--sse") == 0)
                         f.sse = true;
                 else if (strcmp(argv[i], "--no-get") == 0)

@@ -240,3 +240,24 @@ void teardown_no_orphans(void) {
         left = orphans();
         h_teardown_expect(left == 0, "processes started by the servers outlived the daemon");
 }
+
+/* ---- TLS for servers reached by URL ---- */
+
+void make_ca(const char *dir, const char *name) {
+        const char *cmd = sf("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                             "-keyout %s.key -out %s.pem -days 1 -subj /CN=%s >/dev/null 2>&1",
+                             dir, name, name, name);
+
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+void make_server_certificate(const char *dir, const char *ca) {
+        const char *cmd = sf("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext && "
+                             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key "
+                             "-out srv.csr -subj /CN=localhost >/dev/null 2>&1 && "
+                             "openssl x509 -req -in srv.csr -CA %s.pem -CAkey %s.key -CAcreateserial -out srv.pem "
+                             "-days 1 -extfile san.ext >/dev/null 2>&1",
+                             dir, ca, ca);
+
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+}

@@ -42,6 +42,13 @@ struct h_client *cl_open_with(const char *capabilities);
  * initialized, declaring capabilities (JSON text, or NULL for none). */
 struct h_client *start_one_demo(const char *name, const char *capabilities);
 
+/* ---- TLS for servers reached by URL (test_remote.c, test_interop.c) ---- */
+
+/* A CA made in dir with the openssl CLI (name.pem, name.key; EC keys: quick to make). */
+void make_ca(const char *dir, const char *name);
+/* A certificate for 127.0.0.1 and localhost signed by the CA ca of dir: srv.pem, srv.key. */
+void make_server_certificate(const char *dir, const char *ca);
+
 /* ---- For fault-injection tests (test_faults.c, test_load.c) ---- */
 
 /* "MCPVISOR_IT_TAG=...", unique to this test process: add_tagged() puts it in its servers'

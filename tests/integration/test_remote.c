@@ -273,6 +273,240 @@ Test(http, stalled_call_times_out) {
         h_client_close(c);
 }
 
+/* The id the fake server got a call of tool under (its log's "tool=NAME" line), or -1. */
+static long long server_call_id(const char *tool) {
+        FILE *f = fopen(SLOG, "re");
+        char line[1024], *at;
+        long long id = -1;
+
+        if (!f)
+                return -1;
+        while (id < 0 && fgets(line, sizeof line, f))
+                if (strstr(line, sf(" tool=%s", tool)) && (at = strstr(line, " id=")))
+                        id = strtoll(at + 4, NULL, 10);
+        fclose(f);
+        return id;
+}
+
+/* Waits until the fake server saw the connection close on which request id was held. */
+static bool closed_wait(long long id) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+        const char *end = sf(" id=%lld\n", id);
+        char line[1024];
+        bool seen = false;
+
+        while (!seen && h_now_ms() < deadline) {
+                FILE *f = fopen(SLOG, "re");
+
+                while (f && !seen && fgets(line, sizeof line, f))
+                        seen = strncmp(line, "CLOSED ", 7) == 0 && strlen(line) >= strlen(end) &&
+                               strcmp(line + strlen(line) - strlen(end), end) == 0;
+                if (f)
+                        fclose(f);
+                h_notify_drain(&D);
+                if (!seen)
+                        usleep(10000);
+        }
+        return seen;
+}
+
+/* A call given up is cancelled at the server under the id the server knows, and its POST,
+ * which would carry the answer, is ended: the server sees its connection close. */
+static void expect_cancelled_at_the_server(void) {
+        long long id;
+
+        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
+        id = server_call_id("stall");
+        cr_assert_geq(id, 0);
+        cr_assert(server_wait(sf("POST notifications/cancelled sess=s1 proto=2025-06-18"), 1), "no cancellation sent");
+        cr_assert_eq(server_count(sf(" requestId=%lld", id)), 1, "the cancellation names another id");
+        cr_assert(closed_wait(id), "the call's POST was left open");
+        cr_assert_eq(server_count("CLOSED "), 1, "another connection closed too");
+}
+
+Test(http, client_cancel_ends_the_post) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "");
+        json_object *m;
+
+        h_client_tool_request(c, "1", "remote__stall", "{}");
+        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
+        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n");
+        expect_cancelled_at_the_server();
+        expect_echo(c, "2", "not stuck");
+        m = h_take(c, h_is_answer, "1", 300);
+        cr_assert_null(m, "a cancelled call was answered: %s", m ? h_json_text(m) : "");
+        h_client_close(c);
+}
+
+/* A call cancelled while it still waits for a connection (maxConnections 1, taken by a
+ * stalled call) never reaches the server, nor does its cancellation. */
+Test(http, cancel_before_sending_sends_nothing) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"maxConnections\":1");
+
+        h_client_tool_request(c, "1", "remote__stall", "{}");
+        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
+        h_client_tool_request(c, "2", "remote__echo", "{\"text\":\"never sent\"}");
+        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}\n");
+        /* answered by the daemon after it took the cancellation */
+        json_object_put(h_client_call(c, "3", "ping", NULL));
+        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n");
+        expect_cancelled_at_the_server();
+        expect_echo(c, "4", "the connection is free again");
+        cr_assert_eq(server_count("POST tools/call"), 2, "the stalled call and the last echo only");
+        cr_assert_eq(server_count("POST notifications/cancelled"), 1);
+        h_client_close(c);
+}
+
+Test(http, timed_out_call_ends_the_post) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"requestTimeout\":0.5");
+        json_object *m = h_client_tool_call(c, "1", "remote__stall", "{}");
+
+        cr_assert(strstr(h_json_text(m), "requestTimeout"), "%s", h_json_text(m));
+        json_object_put(m);
+        expect_cancelled_at_the_server();
+        expect_echo(c, "2", "not stuck");
+        h_client_close(c);
+}
+
+/* The most connections the fake server had open at once ("OPEN n=K" lines). */
+static unsigned server_peak_connections(void) {
+        FILE *f = fopen(SLOG, "re");
+        char line[1024];
+        unsigned peak = 0, n;
+
+        while (f && fgets(line, sizeof line, f))
+                if (sscanf(line, "OPEN n=%u", &n) == 1 && n > peak)
+                        peak = n;
+        if (f)
+                fclose(f);
+        return peak;
+}
+
+/* Ten slow calls at once with maxConnections 2: all answered, over at most two connections
+ * (the GET stream, which would be one more, is refused here). */
+static void slow_calls_over(struct h_client *c, unsigned calls) {
+        for (unsigned i = 1; i <= calls; i++)
+                h_client_tool_request(c, sf("%u", i), "remote__slow", "{\"ms\":200}");
+        for (unsigned i = 1; i <= calls; i++) {
+                json_object *m = h_client_answer(c, sf("%u", i));
+
+                cr_assert_str_eq(h_result_text(m), "slow done", "%s", h_json_text(m));
+                json_object_put(m);
+        }
+        cr_assert_eq(server_count(" tool=slow"), calls);
+}
+
+Test(http, max_connections_bound_the_connections) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"maxConnections\":2");
+
+        slow_calls_over(c, 10);
+        cr_assert_eq(server_peak_connections(), 2, "peak %u", server_peak_connections());
+        h_client_close(c);
+}
+
+/* The GET stream is one connection more than maxConnections. */
+Test(http, max_connections_and_the_get_stream) {
+        struct h_client *c = start_remote(NULL, "\"maxConnections\":2");
+
+        cr_assert(server_wait("GET sess=s1", 1));
+        slow_calls_over(c, 10);
+        cr_assert_eq(server_peak_connections(), 3, "peak %u", server_peak_connections());
+        h_client_close(c);
+}
+
+/* ---- real sizes ---- */
+
+/* len bytes (a multiple of 64) of text that JSON must escape and UTF-8 must keep whole,
+ * each 64 bytes numbered so that a piece lost, doubled or moved shows. */
+static char *varied_text(size_t len) {
+        static const char tail[] = "\"q\" \\ \t\n caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e </x> {}[]:,";
+        char *text = malloc(len + 1);
+
+        cr_assert_not_null(text);
+        cr_assert_eq(len % 64, 0);
+        for (size_t i = 0; i < len / 64; i++) {
+                char *p = text + i * 64;
+                int n = snprintf(p, 65, "%08zx", i);
+
+                memcpy(p + n, tail, sizeof tail - 1);
+                memset(p + n + sizeof tail - 1, 'a' + (char)(i % 26), 64 - (size_t)n - (sizeof tail - 1));
+        }
+        text[len] = '\0';
+        return text;
+}
+
+/* tools/call with 4 MiB of arguments whose result is 8 MiB (the fake's "double"), each
+ * byte of both kept. */
+static void large_call_both_ways(struct h_client *c) {
+        const size_t len = 4 << 20;
+        char *text = varied_text(len), *twice = malloc(2 * len + 1);
+        json_object *arg = json_object_new_object(), *m;
+
+        memcpy(twice, text, len);
+        memcpy(twice + len, text, len);
+        twice[2 * len] = '\0';
+        json_object_object_add(arg, "text", json_object_new_string_len(text, (int)len));
+        h_client_tool_request(c, "1", "remote__double", json_object_to_json_string_ext(arg, JSON_C_TO_STRING_PLAIN));
+        m = h_client_answer(c, "1");
+        cr_assert_eq(strlen(h_result_text(m)), 2 * len, "%.300s", h_json_text(m));
+        cr_assert(memcmp(h_result_text(m), twice, 2 * len) == 0, "the result's bytes differ");
+        json_object_put(m);
+        json_object_put(arg);
+        free(text);
+        free(twice);
+        expect_echo(c, "2", "after the large call");
+}
+
+Test(http, large_arguments_and_result_as_json) {
+        struct h_client *c = start_remote(NULL, "");
+
+        large_call_both_ways(c);
+        h_client_close(c);
+}
+
+Test(http, large_arguments_and_result_as_an_event) {
+        struct h_client *c = start_remote((const char *const[]){ "--sse", NULL }, "");
+
+        large_call_both_ways(c);
+        h_client_close(c);
+}
+
+/* 500 tools more, in the server's pages of 100: all listed through the daemon, in the
+ * daemon's own pages of listPageSize (200 here), as a program's are. */
+Test(http, five_hundred_tools_paged) {
+        struct h_client *c;
+        json_object *m;
+        char cursor[256] = "";
+        unsigned pages = 0, tools = 0;
+
+        set_settings("\"listPageSize\":200");
+        c = start_remote((const char *const[]){ "--tools", "500", NULL }, "");
+        cr_assert_eq(server_count("POST tools/list"), 6, "the server's 6 pages were not all read");
+        do {
+                m = h_client_call(c, sf("%u", 100 + pages), "tools/list",
+                                  cursor[0] ? sf("{\"cursor\":\"%s\"}", cursor) : NULL);
+                json_object *list = h_get(m, "result.tools");
+
+                cr_assert_not_null(list, "%s", h_json_text(m));
+                for (size_t i = 0; i < json_object_array_length(list); i++) {
+                        const char *name = h_str(json_object_array_get_idx(list, i), "name");
+
+                        cr_assert(strncmp(name, "remote__", 8) == 0, "%s", name);
+                        tools++;
+                }
+                cr_assert_leq(json_object_array_length(list), 200);
+                snprintf(cursor, sizeof cursor, "%s", h_get(m, "result.nextCursor") ? h_str(m, "result.nextCursor") : "");
+                json_object_put(m);
+                pages++;
+        } while (cursor[0]);
+        cr_assert_eq(tools, 509, "500 tools and the fake's own 9");
+        cr_assert_eq(pages, 3);
+        m = h_client_tool_call(c, "2", "remote__t499", "{}");
+        cr_assert_str_eq(h_result_text(m), "unknown tool"); /* reached the server by its name */
+        json_object_put(m);
+        h_client_close(c);
+}
+
 /* A server that stops answering anything: health pings fail, and the run is replaced by a
  * new session, whose calls are answered again. */
 Test(http, hung_server_caught_by_health) {
@@ -400,32 +634,39 @@ Test(http, proxy_carries_the_session) {
         h_client_close(c);
 }
 
+/* No libcurl (a test-only name in MCPVISOR_TEST_LIBCURL stands for it): the server is
+ * failed, its cause naming the library and the package to install; the daemon goes on,
+ * its other servers too. */
+Test(http, missing_libcurl_fails_the_server_saying_so) {
+        struct h_client *c;
+        json_object *st, *row;
+
+        start_server(NULL);
+        add_remote("\"restartDelay\":0.1");
+        add_demo("local", "", "");
+        start((const char *const[]){ "MCPVISOR_TEST_LIBCURL=libcurl-missing.so.4", NULL });
+        cr_assert(h_log_wait(&D, "[remote] stopped -> failed: cannot start: cannot load libcurl.so.4", H_TIMEOUT_MS),
+                  "not failed");
+        cr_assert_geq(h_log_count(&D, "libcurl.so.4"), 1);
+        cr_assert_geq(h_log_count(&D, "install the package libcurl4"), 1);
+        st = h_control(&D, "status", NULL);
+        row = json_object_array_get_idx(h_get(st, "result.servers"), 0);
+        cr_assert_str_eq(h_str(row, "name"), "remote", "%s", h_json_text(st));
+        cr_assert_str_eq(h_str(row, "state"), "failed", "%s", h_json_text(st));
+        cr_assert(strstr(h_json_text(row), "install the package libcurl4"), "%s", h_json_text(row));
+        json_object_put(st);
+        cr_assert(h_log_wait(&D, "[local] starting -> ready", H_TIMEOUT_MS));
+        c = cl_open();
+        json_object_put(h_client_call(c, "1", "ping", NULL));
+        h_client_close(c);
+        cr_assert_eq(server_count("POST"), 0);
+}
+
 /* ---- TLS, with a CA made here ---- */
 
-/* A CA (name.pem, name.key) in T, and with signer, a certificate for 127.0.0.1 and
- * localhost signed by it (srv.pem, srv.key). EC keys: quick to make. */
-static void make_ca(const char *name) {
-        const char *cmd = sf("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                             "-keyout %s.key -out %s.pem -days 1 -subj /CN=%s >/dev/null 2>&1",
-                             T, name, name, name);
-
-        cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
-static void make_server_certificate(const char *ca) {
-        const char *cmd = sf("cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext && "
-                             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key "
-                             "-out srv.csr -subj /CN=localhost >/dev/null 2>&1 && "
-                             "openssl x509 -req -in srv.csr -CA %s.pem -CAkey %s.key -CAcreateserial -out srv.pem "
-                             "-days 1 -extfile san.ext >/dev/null 2>&1",
-                             T, ca, ca);
-
-        cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 static void start_tls_server(void) {
-        make_ca("test-ca");
-        make_server_certificate("test-ca");
+        make_ca(T, "test-ca");
+        make_server_certificate(T, "test-ca");
         start_server((const char *const[]){ "--tls", sf("%s/srv.pem", T), sf("%s/srv.key", T), NULL });
 }
 
@@ -444,7 +685,7 @@ Test(http, tls_with_the_ca_of_ca_file) {
 /* A certificate of another CA: the run fails with curl's reason and what to do about it. */
 Test(http, tls_wrong_ca_says_so) {
         start_tls_server();
-        make_ca("other-ca");
+        make_ca(T, "other-ca");
         add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/other-ca.pem\"}", PORT, T);
         start(NULL);
         cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));

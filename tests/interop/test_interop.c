@@ -926,6 +926,104 @@ Test(interop, everything_legacy_sse_found_by_fallback) {
         expect_progress();
 }
 
+/* Occurrences of needle in the lines of file path. */
+static unsigned file_count(const char *path, const char *needle) {
+        FILE *f = fopen(path, "re");
+        char line[512];
+        unsigned n = 0;
+
+        while (f && fgets(line, sizeof line, f))
+                n += strstr(line, needle) != NULL;
+        if (f)
+                fclose(f);
+        return n;
+}
+
+/* The id of the request whose stream h2-server.mjs saw closed unanswered, or -1. */
+static int closed_stream(const char *path) {
+        FILE *f = fopen(path, "re");
+        char line[512];
+        int id = -1;
+
+        while (f && id < 0 && fgets(line, sizeof line, f))
+                if (sscanf(line, "STREAM CLOSED id=%d answered=false", &id) != 1)
+                        id = -1;
+        if (f)
+                fclose(f);
+        return id;
+}
+
+/* Waits until needle is in the lines of file path. */
+static bool file_wait(const char *path, const char *needle) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+
+        while (file_count(path, needle) == 0) {
+                if (h_now_ms() > deadline)
+                        return false;
+                h_notify_drain(&D);
+                usleep(10000);
+        }
+        return true;
+}
+
+/* A server that offers HTTP/2 over TLS (h2-server.mjs: node's http2, HTTP/1.1 allowed):
+ * every request of the daemon arrives as HTTP/2, ten calls at once are streams of the one
+ * connection (maxConnections bounds streams, not connections, there), and a call given up
+ * by requestTimeout is cancelled and its stream reset, the connection kept. */
+Test(interop, remote_over_http2) {
+        unsigned port = ht_free_port();
+        const char *log = sf("%s/h2.log", dir);
+        char logpath[128];
+        struct h_client *c;
+        json_object *m;
+
+        snprintf(logpath, sizeof logpath, "%s", log);
+        make_ca(dir, "test-ca");
+        make_server_certificate(dir, "test-ca");
+        http_group = fork();
+        cr_assert_geq(http_group, 0);
+        if (http_group == 0) {
+                setpgid(0, 0);
+                execlp("node", "node", INTEROP_DIR "/h2-server.mjs", sf("%s/srv.pem", dir), sf("%s/srv.key", dir),
+                       sf("%u", port), logpath, (char *)NULL);
+                _exit(127);
+        }
+        setpgid(http_group, http_group);
+        cr_assert(ht_wait_listening(port, READY_MS), "h2-server.mjs did not listen on %u", port);
+        add_entry("\"h2\":{\"url\":\"https://127.0.0.1:%u/mcp\",\"caFile\":\"%s/test-ca.pem\",\"maxConnections\":4,"
+                  "\"requestTimeout\":2}",
+                  port, dir);
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "h2 did not become ready; got %s", D.notices);
+        c = cl_open();
+        m = h_client_tool_call(c, "1", "h2__echo", "{\"text\":\"over h2\"}");
+        cr_assert_str_eq(h_result_text(m), "over h2", "%s", h_json_text(m));
+        json_object_put(m);
+        for (unsigned i = 0; i < 10; i++)
+                h_client_tool_request(c, sf("%u", 10 + i), "h2__slow", "{\"ms\":100}");
+        for (unsigned i = 0; i < 10; i++) {
+                m = h_client_answer(c, sf("%u", 10 + i));
+                cr_assert_str_eq(h_result_text(m), "slow done", "%s", h_json_text(m));
+                json_object_put(m);
+        }
+        /* a call given up: its stream is reset, the connection stays */
+        m = h_client_tool_call(c, "30", "h2__stall", "{}");
+        cr_assert(strstr(h_json_text(m), "requestTimeout"), "%s", h_json_text(m));
+        json_object_put(m);
+        cr_assert(file_wait(logpath, "answered=false"), "the stalled call's stream was left open");
+        cr_assert_eq(file_count(logpath, sf("POST 2.0 notifications/cancelled sess=h2s1 id=- requestId=%d",
+                                            closed_stream(logpath))),
+                     1, "the cancellation names another id");
+        m = h_client_tool_call(c, "31", "h2__echo", "{\"text\":\"after\"}");
+        cr_assert_str_eq(h_result_text(m), "after", "%s", h_json_text(m));
+        json_object_put(m);
+        h_client_close(c);
+        cr_assert_eq(file_count(logpath, "POST 2.0 tools/call"), 13, "not all calls over HTTP/2");
+        cr_assert_eq(file_count(logpath, "POST 1.1"), 0, "a request over HTTP/1.1");
+        cr_assert_eq(file_count(logpath, "CONN alpn=h2"), 1, "more than one connection");
+        cr_assert_eq(file_count(logpath, "CONN alpn="), 1, "another connection");
+}
+
 /* ---- issue 18: the TypeScript SDK's StreamableHTTPClientTransport, through the HTTP front door ---- */
 
 /* start_peers(false) with the daemon listening for HTTP on a free loopback port, one token

@@ -843,3 +843,40 @@ Test(jsonrpc, scan_head_id_refuses_what_it_cannot_tell) {
         for (size_t i = 0; i < sizeof heads / sizeof *heads; i++)
                 cr_assert_not(head_id(heads[i], &id), "took %lld from %s", (long long)id, heads[i]);
 }
+
+/* The method and id of a message the daemon made, from the head of a request as large as
+ * a call's arguments may be: the HTTP transport matches a cancellation to the POST of
+ * its request by them. */
+Test(jsonrpc, scan_request_head_table) {
+        static const struct {
+                const char *line;
+                bool ok;
+                const char *method; /* NULL: none */
+                int64_t id;
+        } cases[] = {
+                { "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"x\":\"cut off", true, "tools/call", 7 },
+                { "{\"method\":\"ping\",\"id\":0}", true, "ping", 0 },
+                { "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}", true,
+                  "notifications/cancelled", -1 },
+                { "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}", true, NULL, 4 },
+                { "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"x\"}", true, "x", -1 },
+                { "{\"jsonrpc\":\"2.0\",\"id\":-2,\"method\":\"x\"}", true, "x", -1 },
+                { " { \"id\" : 9 , \"method\" : \"m\" }", true, "m", 9 },
+                { "[1]", false, NULL, -1 },
+                { "", false, NULL, -1 },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                struct jsonrpc_request_head h;
+                bool ok = jsonrpc_scan_request_head(cases[i].line, strlen(cases[i].line), &h);
+
+                cr_assert_eq(ok, cases[i].ok, "%s", cases[i].line);
+                cr_assert_eq(h.id, cases[i].id, "%s: id %lld", cases[i].line, (long long)h.id);
+                if (!cases[i].method)
+                        cr_assert_null(h.method, "%s", cases[i].line);
+                else
+                        cr_assert(h.method && h.method_len == strlen(cases[i].method) &&
+                                          memcmp(h.method, cases[i].method, h.method_len) == 0,
+                                  "%s", cases[i].line);
+        }
+}

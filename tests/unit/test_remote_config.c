@@ -1,45 +1,11 @@
 /* Entries of servers reached by URL (remote-config.c): every key, and every bad input at
- * its JSON path. */
+ * its JSON path, as tables of cases. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "config-helpers.h"
 #include "config.h"
-
-static struct config C;
-static struct config_problems P;
-
-static int parse(const char *text) {
-        memset(&P, 0, sizeof P);
-        config_init_defaults(&C);
-        return config_parse(text, strlen(text), &C, &P);
-}
-
-static void done(void) {
-        config_done(&C);
-        problems_done(&P);
-}
-
-static const struct config_problem *problem_at(const char *path) {
-        for (size_t i = 0; i < P.count; i++)
-                if (strcmp(P.items[i].path, path) == 0)
-                        return &P.items[i];
-        return NULL;
-}
-
-/* One entry "a" holding members; the problem expected at mcpServers.a.KEY with words. */
-static void expect_refused(const char *members, const char *key, const char *words) {
-        char text[1024], path[128];
-
-        done();
-        snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{%s}}}", members);
-        cr_assert_eq(parse(text), 0, "%s", members);
-        snprintf(path, sizeof path, "mcpServers.a%s%s", *key ? "." : "", key);
-        cr_assert_not_null(problem_at(path), "%s: no problem at %s (%zu problems, first at %s: %s)", members, path, P.count,
-                           P.count ? P.items[0].path : "-", P.count ? P.items[0].message : "-");
-        cr_assert(strstr(problem_at(path)->message, words), "%s: %s", members, problem_at(path)->message);
-        cr_assert_null(config_find_server(&C, "a"), "%s: the server is skipped", members);
-}
 
 TestSuite(remote_config, .fini = done);
 
@@ -66,21 +32,32 @@ Test(remote_config, agents_shape_loads) {
         cr_assert_not(g->remote.insecure);
 }
 
-Test(remote_config, types_as_clients_write_them) {
+/* Entries that load, and what they load as. */
+Test(remote_config, accepted_entries) {
         static const struct {
-                const char *name;
+                const char *members;
                 int type;
-        } cases[] = { { "http", REMOTE_STREAMABLE_HTTP }, { "streamable-http", REMOTE_STREAMABLE_HTTP },
-                      { "streamableHttp", REMOTE_STREAMABLE_HTTP }, { "sse", REMOTE_SSE } };
+        } cases[] = {
+                /* "type" as clients write it */
+                { "\"type\":\"http\",\"url\":\"http://127.0.0.1:8080/mcp\"", REMOTE_STREAMABLE_HTTP },
+                { "\"type\":\"streamable-http\",\"url\":\"http://127.0.0.1:8080/mcp\"", REMOTE_STREAMABLE_HTTP },
+                { "\"type\":\"streamableHttp\",\"url\":\"http://127.0.0.1:8080/mcp\"", REMOTE_STREAMABLE_HTTP },
+                { "\"type\":\"sse\",\"url\":\"http://127.0.0.1:8080/mcp\"", REMOTE_SSE },
+                /* insecure on the loopback, however it is written */
+                { "\"url\":\"https://localhost/mcp\",\"insecure\":true", REMOTE_NONE },
+                { "\"url\":\"https://127.0.0.1:9/mcp\",\"insecure\":true", REMOTE_NONE },
+                { "\"url\":\"https://[::1]:9/x\",\"insecure\":true", REMOTE_NONE },
+                { "\"url\":\"https://user@127.0.0.2/mcp\",\"insecure\":true", REMOTE_NONE },
+                { "\"url\":\"https://LOCALHOST\",\"insecure\":true", REMOTE_NONE },
+        };
         char text[256];
 
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
                 done();
-                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{\"type\":\"%s\",\"url\":\"http://127.0.0.1:8080/mcp\"}}}",
-                         cases[i].name);
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{%s}}}", cases[i].members);
                 cr_assert_eq(parse(text), 0);
-                cr_assert_eq(P.count, 0, "%s: %s", cases[i].name, P.count ? P.items[0].message : "");
-                cr_assert_eq(config_find_server(&C, "a")->remote.type, cases[i].type, "%s", cases[i].name);
+                cr_assert_eq(P.count, 0, "%s: %s", cases[i].members, P.count ? P.items[0].message : "");
+                cr_assert_eq(config_find_server(&C, "a")->remote.type, cases[i].type, "%s", cases[i].members);
         }
 }
 
@@ -97,98 +74,126 @@ Test(remote_config, connection_keys) {
         cr_assert_eq(a->remote.max_connections, 2);
 }
 
-Test(remote_config, insecure_only_on_loopback) {
-        static const char *const loopback[] = { "https://localhost/mcp", "https://127.0.0.1:9/mcp", "https://[::1]:9/x",
-                                                "https://user@127.0.0.2/mcp", "https://LOCALHOST" };
-        char text[256];
+/* Every bad entry: the problem at its key, with words that say what is wrong; the server
+ * is skipped. */
+Test(remote_config, refused_entries) {
+        static const struct {
+                const char *members, *key, *words;
+        } cases[] = {
+                /* insecure beyond the loopback */
+                { "\"url\":\"https://example.com/mcp\",\"insecure\":true", "insecure", "caFile" },
+                { "\"url\":\"https://127.0.0.1.example.com/mcp\",\"insecure\":true", "insecure", "loopback" },
+                { "\"url\":\"https://localhost@example.com/mcp\",\"insecure\":true", "insecure", "loopback" },
+                /* URLs */
+                { "\"url\":\"ftp://example.com/mcp\"", "url", "http:// or https://" },
+                { "\"url\":\"https:///mcp\"", "url", "with a host" },
+                { "\"url\":\"example.com/mcp\"", "url", "http://" },
+                { "\"url\":\"https://example.com/a b\"", "url", "http://" },
+                { "\"url\":\"https://[::1/mcp\"", "url", "http://" },
+                { "\"url\":42", "url", "" },
+                /* a program's keys beside url */
+                { "\"url\":\"https://example.com/mcp\",\"command\":\"npx\"", "command", "runs no program" },
+                { "\"url\":\"https://example.com/mcp\",\"args\":[\"x\"]", "args", "runs no program" },
+                { "\"url\":\"https://example.com/mcp\",\"env\":{\"A\":\"b\"}", "env", "runs no program" },
+                { "\"url\":\"https://example.com/mcp\",\"cwd\":\"/srv\"", "cwd", "runs no program" },
+                { "\"url\":\"https://example.com/mcp\",\"launcher\":\"exec\"", "launcher", "runs no program" },
+                { "\"url\":\"https://example.com/mcp\",\"launcher\":\"systemd\",\"memoryMax\":\"1G\"", "launcher",
+                  "runs no program" },
+                { "\"url\":\"https://example.com/mcp\",\"sandbox\":\"strict\"", "sandbox", "runs no program" },
+                { "\"url\":\"https://example.com/mcp\",\"type\":\"stdio\"", "type", "\"http\" or \"sse\"" },
+                /* url's keys without it */
+                { "\"command\":\"x\",\"type\":\"http\"", "type", "only for a server reached by URL" },
+                { "\"command\":\"x\",\"type\":\"sse\"", "type", "only for a server reached by URL" },
+                { "\"command\":\"x\",\"headers\":{\"A\":\"b\"}", "headers", "only for a server reached by URL" },
+                { "\"command\":\"x\",\"proxy\":\"http://p:1\"", "proxy", "only for a server reached by URL" },
+                { "\"command\":\"x\",\"caFile\":\"/ca.pem\"", "caFile", "only for a server reached by URL" },
+                { "\"command\":\"x\",\"insecure\":true", "insecure", "only for a server reached by URL" },
+                { "\"type\":\"http\"", "type", "only for a server reached by URL" },
+                { "\"restart\":\"always\"", "command", "missing" },
+                /* bad values */
+                { "\"url\":\"https://e.com\",\"type\":\"websocket\"", "type", "\"http\"" },
+                { "\"url\":\"https://e.com\",\"type\":1", "type", "\"sse\"" },
+                { "\"url\":\"https://e.com\",\"headers\":[]", "headers", "expected an object" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"Bad Name\":\"x\"}", "headers.Bad Name", "header name" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":\"a\\r\\nInjected: 1\"}", "headers.X", "no CR or LF" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":\"a\\u0000b\"}", "headers.X", "" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":1}", "headers.X", "credential" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"a/b\"}}", "headers.X", "credential" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"\"}}", "headers.X", "credential" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"format\":\"Bearer %s\"}}", "headers.X", "credential" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"extra\":1}}", "headers.X",
+                  "credential" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":\"Bearer\"}}", "headers.X",
+                  "one \"%s\"" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":\"%s %s\"}}", "headers.X",
+                  "one \"%s\"" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":\"%d\"}}", "headers.X",
+                  "one \"%s\"" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":7}}", "headers.X",
+                  "credential" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"mcp-session-id\":\"x\"}", "headers.mcp-session-id",
+                  "set by mcpvisor" },
+                { "\"url\":\"https://e.com\",\"headers\":{\"Accept\":\"x\"}", "headers.Accept", "set by mcpvisor" },
+                { "\"url\":\"https://e.com\",\"caFile\":\"relative.pem\"", "caFile", "" },
+                { "\"url\":\"https://e.com\",\"connectTimeout\":0", "connectTimeout", "" },
+                { "\"url\":\"https://e.com\",\"maxConnections\":0", "maxConnections", "" },
+                { "\"url\":\"https://e.com\",\"maxConnections\":100000", "maxConnections", "" },
+                { "\"url\":\"https://e.com\",\"insecure\":\"yes\"", "insecure", "" },
+        };
 
-        for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++) {
-                done();
-                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{\"url\":\"%s\",\"insecure\":true}}}", loopback[i]);
-                cr_assert_eq(parse(text), 0);
-                cr_assert_eq(P.count, 0, "%s: %s", loopback[i], P.count ? P.items[0].message : "");
-        }
-        expect_refused("\"url\":\"https://example.com/mcp\",\"insecure\":true", "insecure", "caFile");
-        expect_refused("\"url\":\"https://127.0.0.1.example.com/mcp\",\"insecure\":true", "insecure", "loopback");
-        expect_refused("\"url\":\"https://localhost@example.com/mcp\",\"insecure\":true", "insecure", "loopback");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+                expect_entry_refused(cases[i].members, cases[i].key, cases[i].words);
 }
 
-Test(remote_config, bad_urls) {
-        expect_refused("\"url\":\"ftp://example.com/mcp\"", "url", "http:// or https://");
-        expect_refused("\"url\":\"https:///mcp\"", "url", "with a host");
-        expect_refused("\"url\":\"example.com/mcp\"", "url", "http://");
-        expect_refused("\"url\":\"https://example.com/a b\"", "url", "http://");
-        expect_refused("\"url\":\"https://[::1/mcp\"", "url", "http://");
-        expect_refused("\"url\":42", "url", "");
-}
-
-Test(remote_config, program_keys_refused_with_url) {
-        expect_refused("\"url\":\"https://example.com/mcp\",\"command\":\"npx\"", "command", "runs no program");
-        expect_refused("\"url\":\"https://example.com/mcp\",\"args\":[\"x\"]", "args", "runs no program");
-        expect_refused("\"url\":\"https://example.com/mcp\",\"env\":{\"A\":\"b\"}", "env", "runs no program");
-        expect_refused("\"url\":\"https://example.com/mcp\",\"cwd\":\"/srv\"", "cwd", "runs no program");
-        expect_refused("\"url\":\"https://example.com/mcp\",\"launcher\":\"exec\"", "launcher", "runs no program");
-        expect_refused("\"url\":\"https://example.com/mcp\",\"launcher\":\"systemd\",\"memoryMax\":\"1G\"", "launcher",
-                       "runs no program");
-        expect_refused("\"url\":\"https://example.com/mcp\",\"sandbox\":\"strict\"", "sandbox", "runs no program");
-        expect_refused("\"url\":\"https://example.com/mcp\",\"type\":\"stdio\"", "type", "\"http\" or \"sse\"");
-}
-
-Test(remote_config, remote_keys_refused_without_url) {
-        expect_refused("\"command\":\"x\",\"type\":\"http\"", "type", "only for a server reached by URL");
-        expect_refused("\"command\":\"x\",\"type\":\"sse\"", "type", "only for a server reached by URL");
-        expect_refused("\"command\":\"x\",\"headers\":{\"A\":\"b\"}", "headers", "only for a server reached by URL");
-        expect_refused("\"command\":\"x\",\"proxy\":\"http://p:1\"", "proxy", "only for a server reached by URL");
-        expect_refused("\"command\":\"x\",\"caFile\":\"/ca.pem\"", "caFile", "only for a server reached by URL");
-        expect_refused("\"command\":\"x\",\"insecure\":true", "insecure", "only for a server reached by URL");
-        expect_refused("\"type\":\"http\"", "type", "only for a server reached by URL");
-        expect_refused("\"restart\":\"always\"", "command", "missing");
-}
-
-Test(remote_config, bad_values) {
-        expect_refused("\"url\":\"https://e.com\",\"type\":\"websocket\"", "type", "\"http\"");
-        expect_refused("\"url\":\"https://e.com\",\"type\":1", "type", "\"sse\"");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":[]", "headers", "expected an object");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"Bad Name\":\"x\"}", "headers.Bad Name", "header name");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":\"a\\r\\nInjected: 1\"}", "headers.X", "no CR or LF");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":\"a\\u0000b\"}", "headers.X", "");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":1}", "headers.X", "credential");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"a/b\"}}", "headers.X", "credential");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"\"}}", "headers.X", "credential");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"format\":\"Bearer %s\"}}", "headers.X", "credential");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"extra\":1}}", "headers.X",
-                       "credential");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":\"Bearer\"}}",
-                       "headers.X", "one \"%s\"");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":\"%s %s\"}}",
-                       "headers.X", "one \"%s\"");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":\"%d\"}}", "headers.X",
-                       "one \"%s\"");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"X\":{\"credential\":\"t\",\"format\":7}}", "headers.X",
-                       "credential");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"mcp-session-id\":\"x\"}", "headers.mcp-session-id",
-                       "set by mcpvisor");
-        expect_refused("\"url\":\"https://e.com\",\"headers\":{\"Accept\":\"x\"}", "headers.Accept", "set by mcpvisor");
-        expect_refused("\"url\":\"https://e.com\",\"caFile\":\"relative.pem\"", "caFile", "");
-        expect_refused("\"url\":\"https://e.com\",\"connectTimeout\":0", "connectTimeout", "");
-        expect_refused("\"url\":\"https://e.com\",\"maxConnections\":0", "maxConnections", "");
-        expect_refused("\"url\":\"https://e.com\",\"maxConnections\":100000", "maxConnections", "");
-        expect_refused("\"url\":\"https://e.com\",\"insecure\":\"yes\"", "insecure", "");
-}
-
-/* A changed URL or header is a new connection: a reload restarts the server. */
+/* Any change of the connection is a new one: a reload restarts the server. Each case is
+ * the base entry with one key changed (or the same text: no restart). */
 Test(remote_config, changes_restart) {
+        static const char base[] = "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},"
+                                   "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4";
+        static const struct {
+                const char *members;
+                bool restarts;
+        } cases[] = {
+                { base, false },
+                { "\"url\":\"https://localhost/other\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"2\",\"Y\":{\"credential\":\"t\"}},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"u\"}},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\",\"format\":\"B %s\"}},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\"},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},\"type\":\"sse\","
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},"
+                  "\"proxy\":\"http://q:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/other.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},\"insecure\":true,"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":3,\"maxConnections\":4", true },
+                { "\"url\":\"https://localhost/mcp\",\"headers\":{\"X\":\"1\",\"Y\":{\"credential\":\"t\"}},"
+                  "\"proxy\":\"http://p:1\",\"caFile\":\"/ca.pem\",\"connectTimeout\":2,\"maxConnections\":5", true },
+        };
+        char text[512];
+        struct config first;
         struct config_problems q = { 0 };
-        struct config other;
 
-        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"url\":\"https://e.com/mcp\",\"headers\":{\"X\":\"1\"}}}}"), 0);
-        config_init_defaults(&other);
-        cr_assert_eq(config_parse("{\"mcpServers\":{\"a\":{\"url\":\"https://e.com/mcp\",\"headers\":{\"X\":\"2\"}}}}",
-                                  strlen("{\"mcpServers\":{\"a\":{\"url\":\"https://e.com/mcp\",\"headers\":{\"X\":\"2\"}}}}"),
-                                  &other, &q),
-                     0);
-        cr_assert_not(server_config_equal(config_find_server(&C, "a"), config_find_server(&other, "a")));
-        cr_assert(server_config_equal(config_find_server(&C, "a"), config_find_server(&C, "a")));
-        config_done(&other);
+        snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{%s}}}", base);
+        config_init_defaults(&first);
+        cr_assert_eq(config_parse(text, strlen(text), &first, &q), 0);
+        cr_assert_eq(q.count, 0, "%s", q.count ? q.items[0].message : "");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{%s}}}", cases[i].members);
+                cr_assert_eq(parse(text), 0);
+                cr_assert_eq(P.count, 0, "%s: %s", cases[i].members, P.count ? P.items[0].message : "");
+                cr_assert_eq(!server_config_equal(config_find_server(&first, "a"), config_find_server(&C, "a")),
+                             cases[i].restarts, "%s", cases[i].members);
+        }
+        config_done(&first);
         problems_done(&q);
 }

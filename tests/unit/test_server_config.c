@@ -7,29 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config-helpers.h"
 #include "config.h"
 #include "macro.h"
-
-static struct config C;
-static struct config_problems P;
-
-static int parse(const char *text) {
-        memset(&P, 0, sizeof P);
-        config_init_defaults(&C);
-        return config_parse(text, strlen(text), &C, &P);
-}
-
-static void done(void) {
-        config_done(&C);
-        problems_done(&P);
-}
-
-static const struct config_problem *problem_at(const char *path) {
-        for (size_t i = 0; i < P.count; i++)
-                if (strcmp(P.items[i].path, path) == 0)
-                        return &P.items[i];
-        return NULL;
-}
 
 TestSuite(server_config, .fini = done);
 
