@@ -46,6 +46,8 @@ static int write_config(const char *path, const struct daemon_opts *o) {
                 BENCH_SERVER_NAME, o->url ? "url" : "command", o->url ? o->url : o->server);
         if (o->server_tools)
                 fprintf(f, ", \"args\": [\"--tools\", \"%u\"]", o->server_tools);
+        if (o->server_members)
+                fprintf(f, ", %s", o->server_members);
         fprintf(f, "}");
         servers_config(f, o->server, o->servers, 0, 0);
         fprintf(f, "}}\n");
