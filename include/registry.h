@@ -10,7 +10,7 @@
  * A rebuild takes the entries of a server whose catalog and naming (prefix, separator,
  * filter) are unchanged from the last build as they were, unless one of their names is
  * taken by then or was contested in the last build; for the other servers, it keeps the entry
- * (renamed copy and hash) of each item that is the same object under the same exposed name.
+ * (exposed name and hash) of each item that is the same item under the same exposed name.
  * What it reads and allocates follows what changed (issue 14: a reload that changed one of
  * 1,000 servers rebuilt every item of every server, twice).
  *
