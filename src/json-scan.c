@@ -239,10 +239,10 @@ static size_t put_utf8(char *out, uint32_t cp) {
         return 4;
 }
 
-/* One escape at p (checked by the scan): what it stands for, written at out. */
-static size_t decode_escape(const char **p, char *out) {
+/* One escape at p, before end (checked by the scan): what it stands for, written at out. */
+static size_t decode_escape(const char **p, const char *end, char *out) {
         static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-        struct json_scan s = { .p = *p, .end = *p + 12 };
+        struct json_scan s = { .p = *p, .end = end };
         long unit, low;
 
         if ((*p)[1] != 'u') {
@@ -271,7 +271,7 @@ size_t json_scan_decode_string(const char *text, size_t len, char *out) {
                 n += plain;
                 p += plain;
                 if (backslash)
-                        n += decode_escape(&p, out + n);
+                        n += decode_escape(&p, end, out + n);
         }
         out[n] = '\0';
         return strlen(out);
