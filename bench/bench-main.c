@@ -900,6 +900,10 @@ static void print_notes(const struct options *o, const struct results *res) {
                 printf("  launcher: %u starts each, p50 (max): exec %.1f ms (%.1f), systemd %.1f ms (%.1f)\n",
                        res->launchers.runs, (double)res->launchers.exec_p50 / 1e6, (double)res->launchers.exec_max / 1e6,
                        (double)res->launchers.systemd_p50 / 1e6, (double)res->launchers.systemd_max / 1e6);
+        if (o->parts & PART_CATALOG)
+                printf("  catalog: the server is %s --tools N --page-size 0 (N + 10 tools), not the one above; "
+                       "%u listings timed per daemon\n",
+                       DEMO_SERVER_PATH, o->catalog_runs);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
