@@ -66,7 +66,7 @@ static int list_page(struct conn *c, struct daemon_run *d, const char *cursor, c
                 return r;
         if (!line_is_result(l, id))
                 return -EPROTO;
-        *tools += count(l, "\"name\":\"" BENCH_TOOL_PREFIX "t");
+        *tools += count(l, "\"name\":\"" BENCH_TOOL_PREFIX);
         next[0] = '\0';
         p = memmem(l.p, l.len, "\"nextCursor\":\"", 14);
         if (p)

@@ -26,7 +26,7 @@ const char *launcher_unavailable(void) {
 }
 
 /* One request on the control socket, answered before the server has moved. */
-static int control(struct daemon_run *d, const char *method, uint64_t id) {
+int bench_control(struct daemon_run *d, const char *method, uint64_t id) {
         struct conn c = { .rfd = -1, .wfd = -1 };
         char path[192], request[160];
         struct line l;
@@ -69,12 +69,12 @@ static int time_starts(const struct daemon_opts *base, const char *launcher, con
         if (r >= 0)
                 r = daemon_wait_status(&d, "1/1 servers ready", LAUNCHER_TIMEOUT_MS);
         for (unsigned i = 0; i < runs && r >= 0; i++) {
-                r = control(&d, "stop", 2 * i + 1);
+                r = bench_control(&d, "stop", 2 * i + 1);
                 if (r >= 0)
                         r = daemon_wait_status(&d, "0/1 servers ready; " BENCH_SERVER_NAME " stopped", LAUNCHER_TIMEOUT_MS);
                 t0 = now_ns();
                 if (r >= 0)
-                        r = control(&d, "start", 2 * i + 2);
+                        r = bench_control(&d, "start", 2 * i + 2);
                 if (r >= 0)
                         r = daemon_wait_status(&d, "1/1 servers ready", LAUNCHER_TIMEOUT_MS);
                 took[i] = now_ns() - t0;

@@ -41,6 +41,8 @@
 #define ACCESS_TOOLS 1000
 #define ACCESS_CLIENTS 16
 #define MAX_ROUNDS 5
+/* Issue 14, item 12: the daemon's memory per tool of a server's catalogue. */
+#define TARGET_CATALOG_KIB_PER_TOOL 1.0
 
 enum placement { PLACED_FREE, PLACED_ONE_CPU };
 
@@ -48,7 +50,8 @@ enum placement { PLACED_FREE, PLACED_ONE_CPU };
 enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART_STARTUP = 16, PART_ALL = 31,
             PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512,
             PART_LAUNCHER = 1024, PART_REMOTE = 2048 /* issue 17: a server reached by URL */,
-            PART_HTTP = 4096 /* issue 18: clients over HTTP */ };
+            PART_HTTP = 4096 /* issue 18: clients over HTTP */,
+            PART_CATALOG = 8192 /* issue 14: memory per catalogue item */ };
 
 /* The access case's two daemons: no access settings, and ACCESS_RULES rules. */
 enum access_mode { ACCESS_NONE, ACCESS_SOME, ACCESS_MODES };
@@ -80,6 +83,8 @@ struct options {
         unsigned notifies;
         unsigned servers;
         unsigned access_rounds;
+        unsigned catalog[MAX_LEVELS], n_catalog; /* issue 14: tools besides the demo server's own */
+        unsigned catalog_runs;
 };
 
 struct results {
@@ -98,6 +103,7 @@ struct results {
         struct launcher_figures launchers;
         struct remote_figures remote;
         struct http_load http[MAX_LEVELS], http_socket[MAX_LEVELS]; /* issue 18: HTTP, and the socket beside it */
+        struct catalog_level catalog[MAX_LEVELS]; /* issue 14 */
         bool failed;
 };
 
@@ -112,7 +118,7 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access,launcher,remote,http (the last eight only when named; launcher:\n"
+                "                       access,launcher,remote,http,catalog (the last nine only when named; launcher:\n"
                 "                       start to ready of a server, exec vs systemd, --startup-runs starts each;\n"
                 "                       remote: calls to a server reached by URL; http: clients over HTTP)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
@@ -131,6 +137,9 @@ static void usage(FILE *f, const char *argv0) {
                 "  --notifies N         notify: calls one client holds, then notifications from the server\n"
                 "                       (default 50000)\n"
                 "  --servers N          servers: how many servers besides the bench one (default 1000)\n"
+                "  --catalog-tools LIST catalog: tools the demo server offers besides its ten, a daemon each\n"
+                "                       (default 10000,100000); VmRSS ready and after a restart, KiB per tool\n"
+                "  --catalog-runs N     catalog: timed listings of every tool per daemon (default 5, at most 16)\n"
                 "  --access-rounds N    access: daemons measured with and without 50 rules, alternating,\n"
                 "                       N times each (default 3, at most 5); 1,000 tools, 16 clients, and\n"
                 "                       the largest --idle count\n"
@@ -157,7 +166,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
-                                             "servers", "access", "launcher", "remote", "http" };
+                                             "servers", "access", "launcher", "remote", "http", "catalog" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -189,12 +198,16 @@ static void quick_defaults(struct options *o) {
         o->notifies = 2000;
         o->servers = 50;
         o->access_rounds = 1;
+        o->catalog[0] = 100;
+        o->catalog[1] = 1000;
+        o->catalog_runs = 2;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
-               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_ACCESS_ROUNDS, O_HELP };
+               O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_ACCESS_ROUNDS, O_CATALOG_TOOLS,
+               O_CATALOG_RUNS, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -208,6 +221,8 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "closes", required_argument, NULL, O_CLOSES }, { "notifies", required_argument, NULL, O_NOTIFIES },
                 { "servers", required_argument, NULL, O_SERVERS },
                 { "access-rounds", required_argument, NULL, O_ACCESS_ROUNDS },
+                { "catalog-tools", required_argument, NULL, O_CATALOG_TOOLS },
+                { "catalog-runs", required_argument, NULL, O_CATALOG_RUNS },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -242,6 +257,11 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_ACCESS_ROUNDS:
                         o->access_rounds = (unsigned)strtoul(optarg, NULL, 10);
                         bad = o->access_rounds == 0 || o->access_rounds > MAX_ROUNDS;
+                        break;
+                case O_CATALOG_TOOLS: bad = !(o->n_catalog = parse_list(optarg, o->catalog, MAX_LEVELS)); break;
+                case O_CATALOG_RUNS:
+                        o->catalog_runs = (unsigned)strtoul(optarg, NULL, 10);
+                        bad = o->catalog_runs == 0 || o->catalog_runs > 16;
                         break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
@@ -434,8 +454,9 @@ static int access_once(const struct options *o, const char *settings, bool memor
         with.daemon.server_tools = ACCESS_TOOLS;
         if ((r = start_ready(&d, &with)) < 0)
                 return r;
-        if ((r = count_listed_tools(&d, &tools)) >= 0 && tools != ACCESS_TOOLS) {
-                fprintf(stderr, "mcpvisor-bench: tools/list shows %u of the server's %u extra tools\n", tools, ACCESS_TOOLS);
+        if ((r = count_listed_tools(&d, &tools)) >= 0 && tools != ACCESS_TOOLS + BENCH_SERVER_TOOLS) {
+                fprintf(stderr, "mcpvisor-bench: tools/list shows %u of the server's %u tools\n", tools,
+                        ACCESS_TOOLS + BENCH_SERVER_TOOLS);
                 r = -ENOENT;
         }
         if (r >= 0 && memory) {
@@ -823,6 +844,34 @@ static void http_rows(const struct options *o, const struct results *res) {
         }
 }
 
+/* Issue 14: what each tool of a catalogue costs, from the slope between the first and the
+ * last level (the daemon's fixed part cancels out), and listing them all. */
+static void catalog_rows(const struct options *o, const struct results *res) {
+        const struct catalog_level *a = &res->catalog[0], *b = &res->catalog[o->n_catalog - 1];
+        char what[64], x[32], y[32], c[32], t[32];
+
+        for (unsigned k = 0; k < o->n_catalog; k++) {
+                const struct catalog_level *l = &res->catalog[k];
+                snprintf(what, sizeof what, "catalog: %u tools, VmRSS ready / restarted", l->tools);
+                snprintf(x, sizeof x, "%.1f MiB", (double)l->rss_ready_kib / KIB);
+                snprintf(y, sizeof y, "%.1f MiB", (double)l->rss_restarted_kib / KIB);
+                row(what, x, y, "", "-", l->ok ? "-" : "n/a");
+                snprintf(what, sizeof what, "catalog: %u tools, tools/list p50 (all pages)", l->tools);
+                snprintf(c, sizeof c, "%.2f ms", (double)l->list_p50_ns / 1e6);
+                row(what, "", "", c, "-", l->ok ? "-" : "n/a");
+        }
+        if (o->n_catalog < 2 || b->tools == a->tools)
+                return;
+        snprintf(x, sizeof x, "%.2f KiB", (double)(b->rss_ready_kib - a->rss_ready_kib) / (b->tools - a->tools));
+        snprintf(y, sizeof y, "%.2f KiB", (double)(b->rss_restarted_kib - a->rss_restarted_kib) / (b->tools - a->tools));
+        snprintf(t, sizeof t, "<= %.1f KiB", TARGET_CATALOG_KIB_PER_TOOL);
+        row("catalog: per tool, ready / restarted", x, y, "", t,
+            verdict(a->ok && b->ok, (double)(b->rss_restarted_kib - a->rss_restarted_kib) / (b->tools - a->tools) <=
+                                            TARGET_CATALOG_KIB_PER_TOOL &&
+                                    (double)(b->rss_ready_kib - a->rss_ready_kib) / (b->tools - a->tools) <=
+                                            TARGET_CATALOG_KIB_PER_TOOL));
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -867,6 +916,10 @@ static void print_notes(const struct options *o, const struct results *res) {
                        (double)res->launchers.systemd_p50[0] / 1e6, (double)res->launchers.systemd_max[0] / 1e6,
                        (double)res->launchers.systemd_p50[1] / 1e6, (double)res->launchers.systemd_max[1] / 1e6,
                        (double)res->launchers.systemd_p50[2] / 1e6, (double)res->launchers.systemd_max[2] / 1e6);
+        if (o->parts & PART_CATALOG)
+                printf("  catalog: the server is %s --tools N --page-size 0 (N + 10 tools), not the one above; "
+                       "%u listings timed per daemon\n",
+                       DEMO_SERVER_PATH, o->catalog_runs);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -951,6 +1004,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 remote_rows(res);
         if (o->parts & PART_HTTP)
                 http_rows(o, res);
+        if (o->parts & PART_CATALOG)
+                catalog_rows(o, res);
         print_notes(o, res);
 }
 
@@ -962,6 +1017,7 @@ int main(int argc, char **argv) {
                 .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
                 .servers = 1000, .access_rounds = 3,
+                .catalog = { 10000, 100000 }, .n_catalog = 2, .catalog_runs = 5,
         };
         struct results res = { 0 };
         int r;
@@ -1012,6 +1068,9 @@ int main(int argc, char **argv) {
                 failed(&res, "calls to a server reached by URL", r);
         if (o.parts & PART_HTTP)
                 run_http(&o, &res);
+        if ((o.parts & PART_CATALOG) &&
+            (r = measure_catalog(&o.daemon, o.catalog, o.n_catalog, o.catalog_runs, res.catalog)) < 0)
+                failed(&res, "catalogue memory", r);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

@@ -51,7 +51,7 @@ struct daemon_opts {
         unsigned server_tools;  /* tools the bench server lists besides its own, "t0000" on */
         const char *url;        /* issue 17: the bench server is this URL instead of server */
         const char *credentials; /* $CREDENTIALS_DIRECTORY of the daemon, or NULL */
-        const char *server_members; /* more members of the bench server's entry, or NULL */
+        const char *server_members; /* issue 14: more members of the bench server's entry, or NULL */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -218,6 +218,8 @@ struct launcher_figures {
 /* NULL, or why a daemon of the bench's cannot use the systemd launcher here. */
 const char *launcher_unavailable(void);
 int measure_launchers(const struct daemon_opts *o, unsigned runs, struct launcher_figures *ret);
+/* One request on the control socket naming the bench server ("start", "stop", "restart"). */
+int bench_control(struct daemon_run *d, const char *method, uint64_t id);
 /* n calls held by one client, n cancellations of unknown ids, n of its calls; another
  * client's latency meanwhile (bench-cancel.c). */
 int measure_cancels(struct daemon_run *d, unsigned n, struct cancels *ret);
@@ -275,7 +277,20 @@ int measure_servers(const struct daemon_opts *o, struct servers_figures *ret);
 int raise_nofile(unsigned n);
 
 /* Access rules (bench-access.c): the daemon's settings with rules rules, all but the last
- * not matching us (malloc'd), and how many of the bench server's extra tools ("t0000" on)
- * tools/list shows, page after page. */
+ * not matching us (malloc'd), and how many of the bench server's tools (its own
+ * BENCH_SERVER_TOOLS and its extra ones, "t0000" on) tools/list shows, page after page. */
+#define BENCH_SERVER_TOOLS 4
 char *access_settings(unsigned rules);
 int count_listed_tools(struct daemon_run *d, unsigned *ret);
+
+/* Catalogue memory (issue 14, bench-catalog.c): the demo server offering tools tools. */
+struct catalog_level {
+        unsigned tools, listed;
+        long rss_ready_kib;         /* once ready, and listed */
+        long rss_restarted_kib;     /* after a restart of the server, and listed again */
+        int64_t list_p50_ns;        /* a client listing every tool, page after page */
+        bool ok;
+};
+/* A daemon for each of extra[0, n) (tools besides the demo server's ten), lists timed runs times. */
+int measure_catalog(const struct daemon_opts *o, const unsigned *extra, unsigned n, unsigned runs,
+                    struct catalog_level *ret);

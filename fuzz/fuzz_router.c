@@ -1000,11 +1000,7 @@ static const char *pick_name(struct fuzz_input *in, enum catalog_kind kind, char
 
         if (how < 3 && l->n > 0) {
                 const struct registry_entry *e = &l->entries[take_choice(in, (unsigned)l->n)];
-                const char *key = kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS ? "name"
-                                  : kind == CATALOG_RESOURCES                      ? "uri"
-                                                                                   : "uriTemplate";
-                const char *s = str_member(e->exposed, key);
-                snprintf(buf, size, "%s", s ? s : "");
+                snprintf(buf, size, "%s", e->key);
                 if (kind == CATALOG_TEMPLATES) /* a URI the template matches */
                         buf[strcspn(buf, "{")] = '\0';
                 return buf;

@@ -13,10 +13,14 @@
  *   - the line jsonrpc_result_text_line() builds around that span is itself a plain
  *     result, with the same value, to both readers;
  *   - no head of such a line (what a server's line over the limit leaves to read) is
- *     taken by jsonrpc_scan_head_id() for an answer to another id. */
+ *     taken by jsonrpc_scan_head_id() for an answer to another id;
+ *   - text catalog_item_new() takes for a tool (issue 14: items kept as text) is an object
+ *     whose "name" json-c reads as the item's key, and the item renamed
+ *     (catalog_item_parts()) is JSON json-c reads as that object with "name" replaced. */
 #include <json-c/json.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "fuzz-input.h"
 #include "json-scan.h"
 #include "jsonrpc.h"
@@ -97,6 +101,36 @@ static void check_heads(const char *line, size_t size, const struct jsonrpc_resu
                                    (long long)r->id);
 }
 
+/* The item text o was read from, kept as a tool, and written renamed. */
+static void check_item(const char *text, size_t len, json_object *o) {
+        struct iovec parts[CATALOG_ITEM_PARTS];
+        struct catalog_item *it;
+        json_object *name, *renamed;
+        size_t n, total = 0;
+        char *joined, *p;
+        bool ok;
+
+        if (catalog_item_new(CATALOG_TOOLS, text, len, &it) < 0)
+                return;
+        fuzz_check(json_object_object_get_ex(o, "name", &name) && json_object_is_type(name, json_type_string) &&
+                           strcmp(json_object_get_string(name), catalog_item_key(it)) == 0,
+                   "the item's key is not json-c's name: %s", catalog_item_key(it));
+        n = catalog_item_parts(it, "F__x", parts);
+        for (size_t i = 0; i < n; i++)
+                total += parts[i].iov_len;
+        p = joined = malloc(total ? total : 1);
+        fuzz_check(joined != NULL, "out of memory");
+        for (size_t i = 0; i < n; p += parts[i].iov_len, i++)
+                memcpy(p, parts[i].iov_base, parts[i].iov_len);
+        renamed = json_c_read(joined, total, &ok);
+        fuzz_check(ok, "the renamed item is not JSON: %.*s", (int)total, joined);
+        json_object_object_add(o, "name", json_object_new_string("F__x"));
+        fuzz_check(json_object_equal(renamed, o), "the renamed item is another object: %.*s", (int)total, joined);
+        json_object_put(renamed);
+        free(joined);
+        free(it);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *line = (const char *)data;
         struct jsonrpc_parser parser;
@@ -109,6 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (json_scan_valid(line, size, 512)) {
                 o = json_c_read(line, size, &ok);
                 fuzz_check(ok, "the scanner accepts what json-c refuses");
+                check_item(line, size, o);
                 json_object_put(o);
         }
         /* The framer splits lines at '\n': a line never holds one. */

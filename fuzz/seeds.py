@@ -120,6 +120,11 @@ SCAN = {
     "error": b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}',
     "escaped-key": b'{"jsonrpc":"2.0","id":1,"res\\u0075lt":{},"\\u0065rror":{}}',
     "deep": b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 40 + b"]" * 40 + b"}",
+    # catalogue items (issue 14): the name first, in the middle, alone, spelled with escapes
+    "item-first": b'{"name":"read","description":"Reads","inputSchema":{"type":"object","properties":{"name":{}}}}',
+    "item-middle": b'{ "d" : 1 , "name" : "caf\u00e9 \ud83d\ude00" , "x" : {"name":"in"} }',
+    "item-alone": b'{"name":"only"}',
+    "item-escaped": b'{"a":[],"n\\u0061me":"q\\"x\\\\y"}',
 }
 
 # ---- config: [mode] ... ----

@@ -27,6 +27,7 @@ struct handshake {
         struct catalog catalog;          /* being filled */
         int kind;                        /* list being fetched, -1 during initialize */
         unsigned pages;
+        unsigned refused;                /* items of this list left out (catalog.h) */
         int64_t request;                 /* outstanding request id, 0 none */
         handshake_done_fn done;
         void *userdata;

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct json_scan {
         const char *p, *end;    /* the next byte, and the end of the text */
@@ -25,3 +26,33 @@ bool json_scan_string(struct json_scan *s);
 
 /* The whole of text is one JSON value, with whitespace around it allowed. */
 bool json_scan_valid(const char *text, size_t len, unsigned max_depth);
+
+/* Where one member of an object is in its text, so that it can be read, or the object
+ * written without it, without building anything. */
+struct json_member {
+        unsigned count;                  /* times the object has it; the rest is of the last */
+        const char *start, *end;         /* from its name's opening quote to its value's end */
+        const char *value;               /* its value's first byte */
+        const char *cut_start, *cut_end; /* it with one comma beside it (and the whitespace
+                                          * between): what to leave out for the object without
+                                          * it to stay valid; its span alone if it is the only one */
+};
+
+/* text is one JSON object (whitespace around it allowed): finds its members named names[0,
+ * n) (names compared with their escapes decoded) into ret[0, n). Returns how many members
+ * the object has, or -EINVAL when text is not one valid object. */
+int json_scan_members(const char *text, size_t len, unsigned max_depth, const char *const *names, size_t n,
+                      struct json_member *ret);
+
+/* Called with each element of an array; a value other than 0 stops the walk. */
+typedef int (*json_scan_element_fn)(const char *start, size_t len, void *userdata);
+/* text is one JSON array: calls each for its elements in order. Returns 0, the value each
+ * stopped with, or -EINVAL when text is not one valid array (after the elements before
+ * the error). */
+int json_scan_elements(const char *text, size_t len, unsigned max_depth, json_scan_element_fn each, void *userdata);
+
+/* The JSON string text[0, len) (its quotes included, as json_scan_string() accepts it)
+ * decoded into out, which has room for len bytes: escapes as UTF-8 (a pair of surrogate
+ * escapes as one code point), then a NUL. Returns the decoded length (a \u0000 inside
+ * ends the C string early, as json-c's strings do). */
+size_t json_scan_decode_string(const char *text, size_t len, char *out);

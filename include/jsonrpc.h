@@ -10,6 +10,10 @@
 #include <sys/uio.h>
 
 
+/* How deep a message may nest, for json-c and the scanner (json-scan.h): MCP tool schemas
+ * nest deeply, and json-c's default depth of 32 is too shallow. */
+#define JSONRPC_MAX_DEPTH 512
+
 enum {
         JSONRPC_PARSE_ERROR = -32700,
         JSONRPC_INVALID_REQUEST = -32600,

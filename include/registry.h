@@ -10,7 +10,7 @@
  * A rebuild takes the entries of a server whose catalog and naming (prefix, separator,
  * filter) are unchanged from the last build as they were, unless one of their names is
  * taken by then or was contested in the last build; for the other servers, it keeps the entry
- * (renamed copy and hash) of each item that is the same object under the same exposed name.
+ * (exposed name and hash) of each item that is the same item under the same exposed name.
  * What it reads and allocates follows what changed (issue 14: a reload that changed one of
  * 1,000 servers rebuilt every item of every server, twice).
  *
@@ -32,12 +32,12 @@ struct logger;
 struct registry_entry {
         struct server *server;
         const char *name;        /* the server's own name for it (tools, prompts), or its URI
-                                  * or URI template; borrowed from original */
-        const char *key;         /* what it is found by: its exposed name (borrowed from
-                                  * exposed), or name */
-        json_object *original;   /* the server's item, referenced */
-        json_object *exposed;    /* what clients see: tools and prompts renamed, else original */
-        uint64_t hash;           /* FNV-1a of exposed's JSON text */
+                                  * or URI template; borrowed from item */
+        const char *key;         /* what it is found by: exposed, or name */
+        const struct catalog_item *item; /* the server's item, in its block's list */
+        char *exposed;           /* owned: the name clients see a tool or prompt by when it is
+                                  * not name; NULL: the item is shown as the server wrote it */
+        uint64_t hash;           /* FNV-1a of the item as clients see it (registry_entry_parts) */
         uint32_t key_hash;       /* name_hash() of key */
 };
 
@@ -45,7 +45,7 @@ struct registry_entry {
  * catalog and naming are the same and none of its names is taken by then. */
 struct registry_block {
         struct server *server;   /* compared, never followed: it may be freed by the next build */
-        json_object *items;      /* the catalog's array they came from, referenced */
+        struct catalog_list *items; /* the catalog's list they came from, referenced: their items */
         uint64_t naming;         /* hash of what named them: prefix, separator, filter */
         size_t start, n;         /* its entries */
         bool clean;              /* none was renamed or left out for another server's name */
@@ -108,6 +108,8 @@ const struct registry_list *registry_list(struct registry *r, enum catalog_kind 
  * exposed name are unchanged (issue 14: a reload that changed one of 1,000 servers wrote
  * every item of every list again, twice). */
 uint64_t registry_signature_of(const struct registry_list *l, const size_t *shown, size_t n);
+/* The entry's item as clients see it, as parts to write in turn (catalog_item_parts()). */
+size_t registry_entry_parts(const struct registry_entry *e, struct iovec parts[CATALOG_ITEM_PARTS]);
 /* The entry exposed as key (a tool or prompt name, a resource URI or URI template), or NULL. */
 const struct registry_entry *registry_find(struct registry *r, enum catalog_kind kind, const char *key);
 /* The template whose literal part before its first '{' is the longest prefix of uri. */

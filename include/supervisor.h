@@ -63,6 +63,10 @@ struct supervisor {
         void *userdata;
 };
 
+/* What the reaper asks of the servers (reaper.h), answered from the supervisor given as its
+ * userdata: exported so that the reaper's own tests decide with the daemon's answers. */
+extern const struct reaper_ops supervisor_reaper_ops;
+
 /* Takes the server entries out of config (it is left with none). */
 int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,
                     struct jsonrpc_parser *parser, struct config *config, const struct supervisor_ops *ops,

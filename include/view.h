@@ -64,5 +64,3 @@ enum access_verdict view_server(struct view *w, const struct access_policy *a, c
 
 /* The access kind of a catalog kind's items (templates are resources). */
 enum access_kind view_access_kind(enum catalog_kind kind);
-/* The name rules match an entry by: its exposed name, URI or URI template. */
-const char *view_entry_key(const struct registry_entry *e, enum catalog_kind kind);

@@ -103,7 +103,7 @@ static json_object *items(struct daemon *d, const struct access_class *c, enum c
 
         for (size_t i = 0; i < l->n; i++) {
                 const struct registry_entry *e = &l->entries[i];
-                const char *key = view_entry_key(e, kind);
+                const char *key = e->key; /* what rules match: its exposed name, URI or template */
                 struct access_target t = { view_access_kind(kind), e->server->config->name, key };
 
                 json_object_array_add(list, row(key, t.server, access_decide_class(&d->config.access, c, &t)));

@@ -4,10 +4,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "child.h"
+#include "json-scan.h"
+#include "jsonrpc.h"
 #include "log.h"
+#include "macro.h"
 #include "protocol.h"
 #include "version.h"
 
@@ -51,86 +55,132 @@ static const char *transport_error(int status) {
         return status == -ETIMEDOUT ? "timed out" : "connection closed";
 }
 
-/* The result's nextCursor when it asks for another page, else NULL. */
-static json_object *next_cursor(json_object *result) {
-        json_object *cursor;
+static void on_page(struct child *ch, int status, json_object *result, json_object *error, void *userdata);
+static void on_page_text(struct child *ch, const char *text, size_t len, void *userdata);
 
-        if (json_object_object_get_ex(result, "nextCursor", &cursor) && json_object_is_type(cursor, json_type_string) &&
-            json_object_get_string_len(cursor) > 0)
-                return cursor;
-        return NULL;
-}
+/* Asks for the list being fetched, from cursor on (NULL: its first page). */
+static void request_page(struct handshake *h, const char *cursor) {
+        json_object *params = NULL;
 
-/* Appends a page's items while fewer than max_items are kept; true when the server offers
- * more than that (an item left over, or a full list with another page to come), so the
- * rest is never fetched. */
-static bool add_page(struct handshake *h, json_object *items, json_object *result) {
-        json_object *list = h->catalog.items[h->kind];
-        size_t n = json_object_array_length(items);
-
-        for (size_t i = 0; i < n; i++) {
-                if (json_object_array_length(list) >= h->max_items)
-                        return true;
-                json_object_array_add(list, json_object_get(json_object_array_get_idx(items, i)));
+        if (cursor) {
+                params = json_object_new_object();
+                json_object_object_add(params, "cursor", json_object_new_string(cursor));
         }
-        return json_object_array_length(list) >= h->max_items && next_cursor(result);
+        h->request = child_request_result_text(h->child, catalog_kinds[h->kind].method, params, on_page, on_page_text, h);
+        if (h->request < 0)
+                finish(h, (int)h->request, "cannot send a list request");
 }
 
-static void on_list(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
-        struct handshake *h = userdata;
+/* One broken list should not keep the rest of the server from being used. */
+static void list_failed(struct handshake *h, const char *why) {
+        log_emit(h->log, LOG_WARNING, &(struct log_subject){ .server = h->name }, "%s failed (%s); serving the server without them",
+                 catalog_kinds[h->kind].method, why);
+        next_list(h, h->kind + 1);
+}
+
+/* The page's items appended while fewer than max_items are kept; then the next page (at
+ * its cursor, a non-empty string) or the next list. When the server offers more than
+ * max_items (an item left over, or a full list with another page to come), the rest is
+ * never fetched. */
+static void take_page(struct handshake *h, const char *text, size_t len) {
         const struct catalog_kind_info *info = &catalog_kinds[h->kind];
-        json_object *items, *cursor;
+        const char *names[] = { info->key, "nextCursor" };
+        struct catalog_list *list = h->catalog.lists[h->kind];
+        _cleanup_free_ char *cursor = NULL;
+        struct json_member m[2];
+        int r;
 
         h->request = 0;
-        if (status < 0) {
-                snprintf(h->error, sizeof h->error, "%s: %s", info->method, transport_error(status));
-                finish(h, status, h->error);
+        if (json_scan_members(text, len, JSONRPC_MAX_DEPTH, names, 2, m) < 0 || m[0].count == 0 || *m[0].value != '[') {
+                list_failed(h, "no array in the result");
                 return;
         }
-        if (error || !json_object_object_get_ex(result, info->key, &items) ||
-            !json_object_is_type(items, json_type_array)) {
-                /* One broken list should not keep the rest of the server from being used. */
-                log_emit(h->log, LOG_WARNING, &(struct log_subject){ .server = h->name },
-                         "%s failed (%s); serving the server without them", info->method,
-                         error ? error_message(error) : "no array in the result");
-                next_list(h, h->kind + 1);
+        r = catalog_list_add_array(list, h->kind, m[0].value, (size_t)(m[0].end - m[0].value), h->max_items, &h->refused);
+        if (r == -ENOMEM) {
+                finish(h, r, "out of memory reading a list");
                 return;
         }
-        if (add_page(h, items, result)) {
+        if (m[1].count > 0 && *m[1].value == '"' && m[1].end - m[1].value > 2) {
+                cursor = malloc((size_t)(m[1].end - m[1].value));
+                if (!cursor) {
+                        finish(h, -ENOMEM, "out of memory reading a list");
+                        return;
+                }
+                json_scan_decode_string(m[1].value, (size_t)(m[1].end - m[1].value), cursor);
+        }
+        if (r == 1 || (list->n >= h->max_items && cursor)) {
                 log_emit(h->log, LOG_WARNING, &(struct log_subject){ .server = h->name },
                          "offers more than %u %s; only the first %u are served (maxCatalogItems)", h->max_items,
                          info->key, h->max_items);
                 next_list(h, h->kind + 1);
                 return;
         }
-        cursor = next_cursor(result);
-        if (cursor) {
-                if (++h->pages < HANDSHAKE_MAX_PAGES) {
-                        json_object *params = json_object_new_object();
-                        json_object_object_add(params, "cursor", json_object_get(cursor));
-                        h->request = child_request(h->child, info->method, params, 0, on_list, h);
-                        if (h->request < 0)
-                                finish(h, (int)h->request, "cannot send a list request");
-                        return;
-                }
+        if (cursor && ++h->pages < HANDSHAKE_MAX_PAGES) {
+                request_page(h, cursor);
+                return;
+        }
+        if (cursor)
                 log_emit(h->log, LOG_WARNING, &(struct log_subject){ .server = h->name },
                          "%s still had more after %d pages; using the first %zu entries", info->method,
-                         HANDSHAKE_MAX_PAGES, json_object_array_length(h->catalog.items[h->kind]));
-        }
+                         HANDSHAKE_MAX_PAGES, list->n);
         next_list(h, h->kind + 1);
+}
+
+static void on_page_text(struct child *ch, const char *text, size_t len, void *userdata) {
+        take_page(userdata, text, len);
+}
+
+static void on_page(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
+        struct handshake *h = userdata;
+        const char *text;
+        size_t len;
+
+        h->request = 0;
+        if (status < 0) {
+                snprintf(h->error, sizeof h->error, "%s: %s", catalog_kinds[h->kind].method, transport_error(status));
+                finish(h, status, h->error);
+                return;
+        }
+        if (error) {
+                list_failed(h, error_message(error));
+                return;
+        }
+        /* A result json-c had to read (a member's name escaped, say): its items are kept
+         * as text all the same. */
+        text = json_object_to_json_string_length(result, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        if (!text) {
+                finish(h, -ENOMEM, "out of memory reading a list");
+                return;
+        }
+        take_page(h, text, len);
+}
+
+/* Says once per list what was left out of it. */
+static void report_refused(struct handshake *h) {
+        const struct catalog_kind_info *info = &catalog_kinds[h->kind];
+
+        if (h->refused > 0)
+                log_emit(h->log, LOG_WARNING, &(struct log_subject){ .server = h->name },
+                         "%s: left out %u entr%s that %s no object with one non-empty string \"%s\"", info->method,
+                         h->refused, h->refused == 1 ? "y" : "ies", h->refused == 1 ? "is" : "are", info->item_key);
+        h->refused = 0;
 }
 
 /* Fetches the next list the server's capabilities allow, or finishes. */
 static void next_list(struct handshake *h, int from_kind) {
+        if (h->kind >= 0)
+                report_refused(h);
         for (int k = from_kind; k < CATALOG_KIND_COUNT; k++) {
                 if (!(h->kinds & (1u << k)) || !catalog_capability(&h->catalog, catalog_kinds[k].capability))
                         continue;
                 h->kind = k;
                 h->pages = 0;
-                h->catalog.items[k] = json_object_new_array();
-                h->request = child_request(h->child, catalog_kinds[k].method, NULL, 0, on_list, h);
-                if (h->request < 0)
-                        finish(h, (int)h->request, "cannot send a list request");
+                h->catalog.lists[k] = catalog_list_new();
+                if (!h->catalog.lists[k]) {
+                        finish(h, -ENOMEM, "out of memory reading a list");
+                        return;
+                }
+                request_page(h, NULL);
                 return;
         }
         finish(h, 0, NULL);
@@ -204,7 +254,7 @@ int handshake_refresh(struct handshake *h, struct child *ch, const struct catalo
         h->catalog.initialize = json_object_get(current->initialize);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
                 if (!(kinds & (1u << k)))
-                        h->catalog.items[k] = json_object_get(current->items[k]);
+                        h->catalog.lists[k] = catalog_list_ref(current->lists[k]);
         next_list(h, 0);
         return h->running || h->catalog.initialize ? 0 : -EIO;
 }

@@ -1,6 +1,7 @@
 /* JSON text checked without building anything; see json-scan.h. */
 #include "json-scan.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -212,4 +213,175 @@ bool json_scan_valid(const char *text, size_t len, unsigned max_depth) {
                 return false;
         json_scan_ws(&s);
         return s.p == s.end;
+}
+
+/* Code point cp as UTF-8 at out; its length. */
+static size_t put_utf8(char *out, uint32_t cp) {
+        if (cp < 0x80) {
+                out[0] = (char)cp;
+                return 1;
+        }
+        if (cp < 0x800) {
+                out[0] = (char)(0xc0 | (cp >> 6));
+                out[1] = (char)(0x80 | (cp & 0x3f));
+                return 2;
+        }
+        if (cp < 0x10000) {
+                out[0] = (char)(0xe0 | (cp >> 12));
+                out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                out[2] = (char)(0x80 | (cp & 0x3f));
+                return 3;
+        }
+        out[0] = (char)(0xf0 | (cp >> 18));
+        out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[3] = (char)(0x80 | (cp & 0x3f));
+        return 4;
+}
+
+/* One escape at p, before end (checked by the scan): what it stands for, written at out. */
+static size_t decode_escape(const char **p, const char *end, char *out) {
+        static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+        struct json_scan s = { .p = *p, .end = end };
+        long unit, low;
+
+        if ((*p)[1] != 'u') {
+                out[0] = to[strchr(from, (*p)[1]) - from];
+                *p += 2;
+                return 1;
+        }
+        unit = take_u_escape(&s);
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+                low = take_u_escape(&s);
+                unit = 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
+        }
+        *p = s.p;
+        return put_utf8(out, (uint32_t)unit);
+}
+
+size_t json_scan_decode_string(const char *text, size_t len, char *out) {
+        const char *p = text + 1, *end = text + len - 1;
+        size_t n = 0;
+
+        while (p < end) {
+                const char *backslash = memchr(p, '\\', (size_t)(end - p));
+                size_t plain = backslash ? (size_t)(backslash - p) : (size_t)(end - p);
+
+                memcpy(out + n, p, plain);
+                n += plain;
+                p += plain;
+                if (backslash)
+                        n += decode_escape(&p, end, out + n);
+        }
+        out[n] = '\0';
+        return strlen(out);
+}
+
+/* Whether the string key[0, len) (quotes included) is name, escapes decoded. */
+static bool key_is(const char *key, size_t len, const char *name) {
+        size_t want = strlen(name);
+        char decoded[128];
+
+        if (!memchr(key, '\\', len))
+                return len == want + 2 && memcmp(key + 1, name, want) == 0;
+        /* An escape is at most six bytes for each byte it stands for. */
+        if (len > sizeof decoded || len > 6 * want + 2)
+                return false;
+        return json_scan_decode_string(key, len, decoded) == want && memcmp(decoded, name, want) == 0;
+}
+
+/* The member key[0, end) whose value starts at value, after the member that ended at
+ * prev_end (NULL: it is the first): counted for each name it has. Its cut, until another
+ * member follows, takes the comma before it. */
+static void note_member(const char *key, const char *key_end, const char *value, const char *end,
+                        const char *prev_end, const char *const *names, size_t n, struct json_member *ret) {
+        for (size_t i = 0; i < n; i++)
+                if (key_is(key, (size_t)(key_end - key), names[i]))
+                        ret[i] = (struct json_member){ .count = ret[i].count + 1, .start = key, .end = end, .value = value,
+                                                       .cut_start = prev_end ? prev_end : key, .cut_end = end };
+}
+
+/* The member next starts at next: the member found just before it (ending at prev_end)
+ * is cut with the comma after it instead. */
+static void member_follows(const char *prev_end, const char *next, size_t n, struct json_member *ret) {
+        for (size_t i = 0; i < n; i++)
+                if (ret[i].count && ret[i].end == prev_end) {
+                        ret[i].cut_start = ret[i].start;
+                        ret[i].cut_end = next;
+                }
+}
+
+/* One member at p, which moves past it. */
+static bool take_member(struct json_scan *s, const char **key_end, const char **value) {
+        if (!json_scan_string(s))
+                return false;
+        *key_end = s->p;
+        json_scan_ws(s);
+        if (!json_scan_take(s, ':'))
+                return false;
+        json_scan_ws(s);
+        *value = s->p;
+        return json_scan_value(s);
+}
+
+int json_scan_members(const char *text, size_t len, unsigned max_depth, const char *const *names, size_t n,
+                      struct json_member *ret) {
+        const char *prev_end = NULL, *key, *key_end, *value;
+        struct json_scan s;
+        int members = 0;
+
+        memset(ret, 0, n * sizeof *ret);
+        json_scan_init(&s, text, len, max_depth);
+        json_scan_ws(&s);
+        if (!json_scan_take(&s, '{'))
+                return -EINVAL;
+        s.depth = 1;
+        json_scan_ws(&s);
+        if (!json_scan_take(&s, '}')) {
+                do {
+                        json_scan_ws(&s);
+                        key = s.p;
+                        if (prev_end)
+                                member_follows(prev_end, key, n, ret);
+                        if (!take_member(&s, &key_end, &value))
+                                return -EINVAL;
+                        note_member(key, key_end, value, s.p, prev_end, names, n, ret);
+                        prev_end = s.p;
+                        members++;
+                        json_scan_ws(&s);
+                } while (json_scan_take(&s, ','));
+                if (!json_scan_take(&s, '}'))
+                        return -EINVAL;
+        }
+        json_scan_ws(&s);
+        return s.p == s.end ? members : -EINVAL;
+}
+
+int json_scan_elements(const char *text, size_t len, unsigned max_depth, json_scan_element_fn each, void *userdata) {
+        struct json_scan s;
+        const char *start;
+        int r;
+
+        json_scan_init(&s, text, len, max_depth);
+        json_scan_ws(&s);
+        if (!json_scan_take(&s, '['))
+                return -EINVAL;
+        s.depth = 1;
+        json_scan_ws(&s);
+        if (!json_scan_take(&s, ']')) {
+                do {
+                        json_scan_ws(&s);
+                        start = s.p;
+                        if (!json_scan_value(&s))
+                                return -EINVAL;
+                        r = each(start, (size_t)(s.p - start), userdata);
+                        if (r != 0)
+                                return r;
+                        json_scan_ws(&s);
+                } while (json_scan_take(&s, ','));
+                if (!json_scan_take(&s, ']'))
+                        return -EINVAL;
+        }
+        json_scan_ws(&s);
+        return s.p == s.end ? 0 : -EINVAL;
 }

@@ -8,9 +8,6 @@
 #include "json-scan.h"
 #include "utf8.h"
 
-/* MCP tool schemas nest deeply; json-c's default depth of 32 is too shallow. */
-#define JSONRPC_MAX_DEPTH 512
-
 int jsonrpc_parser_init(struct jsonrpc_parser *p) {
         p->tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
         if (!p->tok)

@@ -10,7 +10,10 @@
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "list-wait.h"
+#include "macro.h"
 #include "methods.h"
+#include "registry.h"
+#include "view.h"
 
 /* Cursors are opaque to clients; ours say where the next page starts. */
 #define CURSOR_PREFIX "mcpvisor:"
@@ -38,12 +41,41 @@ static int parse_cursor(json_object *params, size_t n, size_t *ret) {
         return 0;
 }
 
+/* The page of w's list of kind from start to end as a result's JSON text: the items as
+ * clients see them, joined between the envelope's bytes (no tree is built: issue 14). */
+static int write_page(struct daemon *d, const struct view *w, enum catalog_kind kind, size_t start, size_t end,
+                      size_t n, char **ret, size_t *ret_len) {
+        FILE *f = open_memstream(ret, ret_len);
+        struct iovec parts[CATALOG_ITEM_PARTS];
+
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "{\"%s\":[", catalog_kinds[kind].key);
+        for (size_t i = start; i < end; i++) {
+                size_t k = registry_entry_parts(view_entry(w, &d->registry, kind, i), parts);
+
+                if (i > start)
+                        fputc(',', f);
+                for (size_t j = 0; j < k; j++)
+                        fwrite(parts[j].iov_base, 1, parts[j].iov_len, f);
+        }
+        fputc(']', f);
+        if (end < n)
+                fprintf(f, ",\"nextCursor\":\"" CURSOR_PREFIX "%zu\"", end);
+        fputc('}', f);
+        if (fclose(f) != 0) {
+                free(*ret);
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
         struct daemon *d = c->daemon;
         const struct view *w = client_view(c);
-        size_t page = d->config.list_page_size, n, start, end;
-        json_object *result, *items;
-        char next[64];
+        size_t page = d->config.list_page_size, n, start, end, len;
+        _cleanup_free_ char *text = NULL;
 
         if (!w) {
                 client_reply_error(c, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL);
@@ -56,17 +88,12 @@ void method_list_answer(struct client *c, json_object *id, json_object *params, 
                 return;
         }
         end = page == 0 || n - start <= page ? n : start + page;
-        items = json_object_new_array_ext((int)(end - start));
-        for (size_t i = start; i < end; i++)
-                json_object_array_add(items, json_object_get(view_entry(w, &d->registry, kind, i)->exposed));
-        result = json_object_new_object();
-        json_object_object_add(result, catalog_kinds[kind].key, items);
-        if (end < n) {
-                snprintf(next, sizeof next, CURSOR_PREFIX "%zu", end);
-                json_object_object_add(result, "nextCursor", json_object_new_string(next));
+        if (write_page(d, w, kind, start, end, n, &text, &len) < 0) {
+                client_reply_error(c, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL);
+                return;
         }
         list_changes_answered(c, kind, start == 0);
-        client_reply_result(c, id, result);
+        client_send_result_text(c, id, text, len);
 }
 
 static void list(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind) {

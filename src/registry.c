@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "idmap.h"
-#include "jsonrpc.h"
 #include "log.h"
 #include "names.h"
 #include "server.h"
@@ -32,12 +31,10 @@ void registry_init(struct registry *r, const struct logger *log, const char *sep
 }
 
 static void list_clear(struct registry_list *l) {
-        for (size_t i = 0; i < l->n; i++) {
-                json_object_put(l->entries[i].original);
-                json_object_put(l->entries[i].exposed);
-        }
+        for (size_t i = 0; i < l->n; i++)
+                free(l->entries[i].exposed);
         for (size_t i = 0; i < l->n_blocks; i++)
-                json_object_put(l->blocks[i].items);
+                catalog_list_unref(l->blocks[i].items);
         free(l->entries);
         free(l->index);
         free(l->blocks);
@@ -84,32 +81,25 @@ static void index_put(struct registry_list *l, size_t i) {
 }
 
 /* What one rebuild of a list works with: the list it replaces, whose blocks and entries are
- * kept when unchanged (old_blocks finds a server's block), and a scratch array to write new
- * items in. */
+ * kept when unchanged (old_blocks finds a server's block). */
 struct build {
         struct registry_list *old;
         struct idmap old_blocks;  /* server address -> block number + 1 */
-        json_object *scratch;
         size_t kept, made;
 };
 
-/* The FNV-1a of item's JSON text, written inside the scratch array: written alone, json-c
- * would keep the text cached in the item (about 300 bytes per tool, as long as it is listed). */
-static uint64_t text_hash(struct build *b, json_object *item) {
-        const char *text;
-        uint64_t h = 0;
-        size_t len = 0;
+size_t registry_entry_parts(const struct registry_entry *e, struct iovec parts[CATALOG_ITEM_PARTS]) {
+        return catalog_item_parts(e->item, e->exposed, parts);
+}
 
-        if (!b->scratch && !(b->scratch = json_object_new_array_ext(1)))
-                return 0;
-        if (json_object_array_add(b->scratch, json_object_get(item)) < 0) {
-                json_object_put(item);
-                return 0;
-        }
-        text = json_object_to_json_string_length(b->scratch, JSON_C_TO_STRING_PLAIN, &len);
-        if (text)
-                h = fnv64(FNV64_OFFSET, text, len);
-        (void)json_object_array_del_idx(b->scratch, 0, 1);
+/* The FNV-1a of e's item as clients see it. */
+static uint64_t entry_hash(const struct registry_entry *e) {
+        struct iovec parts[CATALOG_ITEM_PARTS];
+        size_t n = registry_entry_parts(e, parts);
+        uint64_t h = FNV64_OFFSET;
+
+        for (size_t i = 0; i < n; i++)
+                h = fnv64(h, parts[i].iov_base, parts[i].iov_len);
         return h;
 }
 
@@ -144,19 +134,6 @@ static int by_name(const void *a, const void *b) {
         return strcmp(x->config->name, y->config->name);
 }
 
-static const char *item_key(json_object *item, enum catalog_kind kind) {
-        static const char *const keys[CATALOG_KIND_COUNT] = {
-                [CATALOG_TOOLS] = "name", [CATALOG_PROMPTS] = "name",
-                [CATALOG_RESOURCES] = "uri", [CATALOG_TEMPLATES] = "uriTemplate",
-        };
-        json_object *v;
-
-        if (!json_object_is_type(item, json_type_object) || !json_object_object_get_ex(item, keys[kind], &v) ||
-            !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
-                return NULL;
-        return json_object_get_string(v);
-}
-
 /* The exposed name of a tool or prompt, resolving collisions; false to skip it. */
 static bool exposed_name(struct registry *r, struct registry_list *l, const struct server *s, const char *name,
                          char out[NAME_MAX_LEN + 1], bool *clean) {
@@ -185,12 +162,12 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
         return ok;
 }
 
-/* The entry the last build made for item under the same key, whose copy and hash still hold. */
-static const struct registry_entry *kept_entry(const struct build *b, const struct server *s, json_object *item,
-                                               const char *key, uint32_t key_hash) {
-        const struct registry_entry *e = lookup_hashed(b->old, key, key_hash);
+/* The entry the last build made for item under the same key, whose name and hash still hold. */
+static struct registry_entry *kept_entry(const struct build *b, const struct server *s, const struct catalog_item *item,
+                                         const char *key, uint32_t key_hash) {
+        struct registry_entry *e = lookup_hashed(b->old, key, key_hash);
 
-        return e && e->original == item && e->server == s ? e : NULL;
+        return e && e->item == item && e->server == s ? e : NULL;
 }
 
 static uint64_t hash_string(uint64_t h, const char *s) {
@@ -228,65 +205,65 @@ static bool keep_block(struct build *b, struct registry_list *l, struct registry
                 struct registry_entry *e = &b->old->entries[i];
 
                 l->entries[l->n] = *e;
-                e->original = e->exposed = NULL; /* moved: the old list no longer holds them */
+                e->exposed = NULL; /* moved: the old list no longer holds it */
                 index_put(l, l->n++);
         }
         b->kept += old->n;
         return true;
 }
 
-static void add_entry(struct registry *r, struct build *b, enum catalog_kind kind, struct registry_block *block,
-                      json_object *item) {
-        struct registry_list *l = &r->lists[kind];
+/* The name item is exposed by (NULL: left out), in exposed: a tool or prompt's, renamed;
+ * a resource or template's, its own unless another server lists it. */
+static const char *exposed_key(struct registry *r, struct registry_list *l, enum catalog_kind kind,
+                               struct registry_block *block, const char *key, char exposed[NAME_MAX_LEN + 1]) {
         struct server *s = block->server;
-        uint32_t key_hash;
-        const char *key = item_key(item, kind), *found_by = key;
-        const struct registry_entry *kept;
-        char exposed[NAME_MAX_LEN + 1];
-        json_object *shown, *v;
 
-        if (!key) {
-                log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = s->config->name },
-                         "ignoring an entry of %s without a %s", catalog_kinds[kind].method,
-                         kind == CATALOG_RESOURCES ? "uri" : kind == CATALOG_TEMPLATES ? "uriTemplate" : "name");
-                return;
-        }
         if (kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS) {
                 /* Left out before naming: a filtered item takes no name from another's. */
-                if (!item_filter_offers(&s->config->filter, kind, key))
-                        return;
-                if (!exposed_name(r, l, s, key, exposed, &block->clean))
-                        return;
-                found_by = exposed;
-        } else if (lookup(l, key)) {
+                if (!item_filter_offers(&s->config->filter, kind, key) || !exposed_name(r, l, s, key, exposed, &block->clean))
+                        return NULL;
+                return strcmp(exposed, key) == 0 ? key : exposed;
+        }
+        if (lookup(l, key)) {
                 block->clean = false;
                 warn_once(r, s, "%s %s is also listed by another server, which serves it",
                           kind == CATALOG_RESOURCES ? "resource" : "resource template", key);
-                return;
+                return NULL;
         }
+        return key;
+}
+
+static void add_entry(struct registry *r, struct build *b, enum catalog_kind kind, struct registry_block *block,
+                      const struct catalog_item *item) {
+        struct registry_list *l = &r->lists[kind];
+        struct server *s = block->server;
+        const char *key = catalog_item_key(item), *found_by;
+        struct registry_entry *kept, *e = &l->entries[l->n];
+        char exposed[NAME_MAX_LEN + 1];
+        uint32_t key_hash;
+
+        found_by = exposed_key(r, l, kind, block, key, exposed);
+        if (!found_by)
+                return;
         key_hash = name_hash(found_by);
         kept = kept_entry(b, s, item, found_by, key_hash);
+        *e = (struct registry_entry){ .server = s, .name = key, .key = key, .item = item, .key_hash = key_hash };
         if (kept) {
-                shown = json_object_get(kept->exposed);
+                /* Its name moves to the new list, as keep_block() moves whole blocks. */
+                e->exposed = kept->exposed;
+                kept->exposed = NULL;
+                e->hash = kept->hash;
                 b->kept++;
         } else {
-                /* Tools and prompts renamed; every other member is passed on verbatim. */
-                shown = found_by == key ? json_object_get(item)
-                                        : jsonrpc_copy_with(item, "name", json_object_new_string(exposed));
-                b->made++;
-        }
-        if (found_by != key) {
-                if (!json_object_object_get_ex(shown, "name", &v) || !json_object_is_type(v, json_type_string)) {
-                        json_object_put(shown); /* out of memory */
-                        block->clean = false;
+                if (found_by != key && !(e->exposed = strdup(found_by))) {
+                        block->clean = false; /* out of memory: left out */
                         return;
                 }
-                found_by = json_object_get_string(v);
+                e->hash = entry_hash(e);
+                b->made++;
         }
-        l->entries[l->n] = (struct registry_entry){ .server = s, .name = key, .key = found_by,
-                                                    .original = json_object_get(item), .exposed = shown,
-                                                    .hash = kept ? kept->hash : text_hash(b, shown),
-                                                    .key_hash = key_hash };
+        if (e->exposed)
+                e->key = e->exposed;
         index_put(l, l->n);
         l->n++;
 }
@@ -320,12 +297,12 @@ static void build_list(struct registry *r, struct build *b, enum catalog_kind ki
 
                 if (items == 0)
                         continue;
-                *block = (struct registry_block){ .server = s, .items = json_object_get(s->catalog.items[kind]),
+                *block = (struct registry_block){ .server = s, .items = catalog_list_ref(s->catalog.lists[kind]),
                                                   .naming = naming_of(r, s, kind), .start = l->n, .clean = true };
                 l->n_blocks++;
                 if (!keep_block(b, l, block))
                         for (size_t j = 0; j < items; j++)
-                                add_entry(r, b, kind, block, json_object_array_get_idx(block->items, j));
+                                add_entry(r, b, kind, block, block->items->items[j]);
                 block->n = l->n - block->start;
         }
 }
@@ -361,7 +338,6 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
                 moved += old.n - b.kept + b.made;
                 list_clear(&old);
                 idmap_done(&b.old_blocks);
-                json_object_put(b.scratch);
                 if (r->lists[k].signature != old.signature)
                         changed |= 1u << k;
         }

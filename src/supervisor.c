@@ -112,7 +112,7 @@ static bool run_up_to_running(uint64_t newest, void *userdata) {
         return false;
 }
 
-static const struct reaper_ops reaper_ops = {
+const struct reaper_ops supervisor_reaper_ops = {
         .server_exited = server_exited,
         .run_of = run_of,
         .left_behind = left_behind,
@@ -153,7 +153,7 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
                 .launcher_auto = LAUNCHER_EXEC,
         };
         TAILQ_INIT(&sv->retired);
-        r = reaper_init(&sv->reaper, base, log, &reaper_ops, sv);
+        r = reaper_init(&sv->reaper, base, log, &supervisor_reaper_ops, sv);
         if (r < 0)
                 return r;
         sv->start_turn = event_new(base, -1, 0, on_start_turn, sv);

@@ -16,14 +16,6 @@ enum access_kind view_access_kind(enum catalog_kind kind) {
         return kinds[kind];
 }
 
-const char *view_entry_key(const struct registry_entry *e, enum catalog_kind kind) {
-        json_object *v;
-
-        if (kind != CATALOG_TOOLS && kind != CATALOG_PROMPTS)
-                return e->name;
-        return json_object_object_get_ex(e->exposed, "name", &v) ? json_object_get_string(v) : e->name;
-}
-
 static void view_free(struct view *w) {
         if (!w)
                 return;
@@ -49,7 +41,7 @@ static int build_kind(struct view *w, const struct access_policy *a, const struc
                 return -ENOMEM;
         for (size_t i = 0; i < l->n; i++) {
                 const struct registry_entry *e = &l->entries[i];
-                struct access_target t = { view_access_kind(kind), e->server->config->name, view_entry_key(e, kind) };
+                struct access_target t = { view_access_kind(kind), e->server->config->name, e->key };
                 enum access_verdict v = w->full ? ACCESS_ALLOW : access_decide_class(a, &w->class, &t).verdict;
 
                 w->verdicts[kind][i] = (uint8_t)v;

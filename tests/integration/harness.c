@@ -927,6 +927,18 @@ void h_client_close(struct h_client *x) {
         free(x);
 }
 
+void h_client_close_freed(struct h_daemon *d, struct h_client *x) {
+        const char *needle = "; 0 clients connected|";
+        unsigned before = h_notify_count(d, needle);
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+
+        h_client_close(x);
+        while (h_notify_count(d, needle) <= before) {
+                cr_assert_lt(h_now_ms(), deadline, "the daemon did not free a closed client; got %s", d->notices);
+                poll(NULL, 0, 10); /* h_notify_count() drains the datagrams that came meanwhile */
+        }
+}
+
 const char *h_json_text(json_object *o) {
         return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 }

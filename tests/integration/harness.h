@@ -199,6 +199,10 @@ struct h_client *h_client_open(struct h_daemon *d, bool raw, json_object **init_
  * params.capabilities, "{}" for none): for the requests servers send to clients. */
 struct h_client *h_client_open_with(struct h_daemon *d, const char *capabilities, json_object **init_result);
 void h_client_close(struct h_client *x);
+/* Closes x, d's only client, and waits until the daemon has freed it (its STATUS= counts no
+ * client again): until then its socket is one of the daemon's descriptors, and a closed
+ * client is read to its end on a later loop turn. */
+void h_client_close_freed(struct h_daemon *d, struct h_client *x);
 /* Compact JSON text of o (valid until o changes). */
 const char *h_json_text(json_object *o);
 /* The next message off the wire (not the inbox), or NULL on timeout or EOF; asserts JSON. */

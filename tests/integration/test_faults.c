@@ -196,20 +196,6 @@ static void crash_big(struct h_client *x, unsigned i) {
         json_object_put(h_client_answer(x, id));
 }
 
-/* Closes x and waits until the daemon has freed it (its STATUS= counts no client again):
- * until then its socket is one of the daemon's descriptors, which a baseline would count. */
-static void close_and_wait_freed(struct h_client *x) {
-        const char *needle = "; 0 clients connected|";
-        unsigned before = h_notify_count(&D, needle);
-        long long deadline = h_now_ms() + H_TIMEOUT_MS;
-
-        h_client_close(x);
-        while (h_notify_count(&D, needle) <= before) {
-                cr_assert_lt(h_now_ms(), deadline, "the daemon did not free a closed client; got %s", D.notices);
-                poll(NULL, 0, 10); /* h_notify_count() drains the datagrams that came meanwhile */
-        }
-}
-
 Test(faults, big_catalogue_restarts) {
         struct h_client *x;
         struct baseline b;
@@ -219,7 +205,7 @@ Test(faults, big_catalogue_restarts) {
         wait_all_ready(1);
         x = h_client_open(&D, false, NULL);
         crash_big(x, 0);
-        close_and_wait_freed(x);
+        h_client_close_freed(&D, x); /* its socket is no part of the baseline */
         b = baseline_take(1);
         x = h_client_open(&D, false, NULL);
         for (unsigned i = 1; i < 3; i++)

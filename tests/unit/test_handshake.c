@@ -164,7 +164,7 @@ Test(handshake, no_capabilities_no_lists) {
         cr_assert_not_null(cat.initialize);
         cr_assert_str_eq(str_field(cat.initialize, "protocolVersion"), "2025-06-18");
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
-                cr_assert_null(cat.items[k], "kind %d fetched without the capability", k);
+                cr_assert_null(cat.lists[k], "kind %d fetched without the capability", k);
                 cr_assert_eq(catalog_count(&cat, k), 0);
         }
 }
@@ -177,10 +177,10 @@ Test(handshake, tools_only) {
         expect_success();
         server_got_nothing_more();
         cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 2);
-        cr_assert_null(cat.items[CATALOG_PROMPTS]);
-        cr_assert_null(cat.items[CATALOG_RESOURCES]);
-        cr_assert_null(cat.items[CATALOG_TEMPLATES]);
-        cr_assert_str_eq(str_field(json_object_array_get_idx(cat.items[CATALOG_TOOLS], 1), "name"), "b");
+        cr_assert_null(cat.lists[CATALOG_PROMPTS]);
+        cr_assert_null(cat.lists[CATALOG_RESOURCES]);
+        cr_assert_null(cat.lists[CATALOG_TEMPLATES]);
+        cr_assert_str_eq(key_at(cat.lists[CATALOG_TOOLS], 1), "b");
 }
 
 Test(handshake, all_lists_in_order) {
@@ -194,7 +194,7 @@ Test(handshake, all_lists_in_order) {
         server_got_nothing_more();
         cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 1);
         cr_assert_eq(catalog_count(&cat, CATALOG_PROMPTS), 2);
-        cr_assert_not_null(cat.items[CATALOG_RESOURCES], "an empty list is still a list");
+        cr_assert_not_null(cat.lists[CATALOG_RESOURCES], "an empty list is still a list");
         cr_assert_eq(catalog_count(&cat, CATALOG_RESOURCES), 0);
         cr_assert_eq(catalog_count(&cat, CATALOG_TEMPLATES), 1);
 }
@@ -205,8 +205,8 @@ Test(handshake, resources_without_tools_and_prompts) {
         server_answers(server_expects("resources/templates/list", NULL, 0), "{\"resourceTemplates\":[]}");
         expect_success();
         server_got_nothing_more();
-        cr_assert_null(cat.items[CATALOG_TOOLS]);
-        cr_assert_null(cat.items[CATALOG_PROMPTS]);
+        cr_assert_null(cat.lists[CATALOG_TOOLS]);
+        cr_assert_null(cat.lists[CATALOG_PROMPTS]);
         cr_assert_eq(catalog_count(&cat, CATALOG_RESOURCES), 1);
 }
 
@@ -230,7 +230,7 @@ Test(handshake, cursors_followed) {
         for (int i = 0; i < 4; i++) {
                 char name[4];
                 snprintf(name, sizeof name, "%d", i + 1);
-                cr_assert_str_eq(str_field(json_object_array_get_idx(cat.items[CATALOG_TOOLS], i), "name"), name);
+                cr_assert_str_eq(key_at(cat.lists[CATALOG_TOOLS], i), name);
         }
 }
 
@@ -289,7 +289,7 @@ Test(handshake, item_limit_stops_fetching) {
         expect_success();
         server_got_nothing_more();
         cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 3);
-        cr_assert_str_eq(str_field(json_object_array_get_idx(cat.items[CATALOG_TOOLS], 2), "name"), "3");
+        cr_assert_str_eq(key_at(cat.lists[CATALOG_TOOLS], 2), "3");
         cr_assert_eq(catalog_count(&cat, CATALOG_PROMPTS), 3, "exactly the limit is no cut");
         cr_assert(strstr(logged(), "[srv] offers more than 3 tools; only the first 3 are served (maxCatalogItems)"),
                   "log: %s", logged());
@@ -440,7 +440,7 @@ Test(handshake, take_moves_catalog) {
         expect_success();
         cr_assert_null(hs.catalog.initialize);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
-                cr_assert_null(hs.catalog.items[k]);
+                cr_assert_null(hs.catalog.lists[k]);
         cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 1);
         cr_assert_not_null(catalog_capability(&cat, "tools"));
 }
@@ -454,7 +454,7 @@ Test(handshake, runs_again_on_restart) {
         initialize_with("2025-11-25", "{\"prompts\":{}}");
         server_answers(server_expects("prompts/list", NULL, 0), "{\"prompts\":[{\"name\":\"new\"}]}");
         expect_success();
-        cr_assert_null(cat.items[CATALOG_TOOLS], "tools of the previous run kept");
+        cr_assert_null(cat.lists[CATALOG_TOOLS], "tools of the previous run kept");
         cr_assert_eq(catalog_count(&cat, CATALOG_PROMPTS), 1);
         cr_assert_null(catalog_capability(&cat, "tools"));
 }
@@ -473,6 +473,61 @@ Test(handshake, start_while_running_cancels_previous) {
         server_expects_initialized();
         expect_success();
         cr_assert_eq(done.calls, 1);
+}
+
+/* Items kept as text (issue 14): what is no item of its kind is left out, said once per
+ * list; the rest is kept byte for byte. */
+Test(handshake, items_that_are_no_items_left_out) {
+        initialize_with("2025-11-25", "{\"tools\":{}}");
+        server_answers(server_expects("tools/list", NULL, 0),
+                       "{\"tools\":[{\"name\":\"ok\", \"description\" : \"d\"},1,\"x\",[],{},{\"name\":\"\"},{\"name\":5},"
+                       "{\"name\":\"a\",\"name\":\"b\"},{\"title\":\"no name\"},{\"n\\u0061me\":\"esc\\u00e9\"}]}");
+        expect_success();
+        cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 2);
+        cr_assert_str_eq(key_at(cat.lists[CATALOG_TOOLS], 0), "ok");
+        cr_assert_str_eq(cat.lists[CATALOG_TOOLS]->items[0]->text, "{\"name\":\"ok\", \"description\" : \"d\"}",
+                         "kept as the server wrote it");
+        cr_assert_str_eq(key_at(cat.lists[CATALOG_TOOLS], 1), "esc\xc3\xa9");
+        cr_assert(strstr(logged(), "[srv] tools/list: left out 8 entries that are no object with one non-empty string \"name\""),
+                  "log: %s", logged());
+        cr_assert_eq(occurrences(logged(), "left out"), 1, "log: %s", logged());
+}
+
+/* A cursor is sent back as the server wrote it, escapes and all. */
+Test(handshake, cursor_with_escapes) {
+        char cursor[64];
+
+        initialize_with("2025-11-25", "{\"prompts\":{}}");
+        server_answers(server_expects("prompts/list", NULL, 0),
+                       "{\"nextCursor\":\"a\\\"b\\u00e9\",\"prompts\":[{\"name\":\"1\"}]}");
+        int64_t id = server_expects("prompts/list", cursor, sizeof cursor);
+        cr_assert_str_eq(cursor, "a\"b\xc3\xa9");
+        server_answers(id, "{\"prompts\":[{\"name\":\"2\"}]}");
+        expect_success();
+        cr_assert_eq(catalog_count(&cat, CATALOG_PROMPTS), 2);
+}
+
+/* An answer the text path does not take (a member of the envelope spelled with an escape)
+ * is read by json-c and its items are kept as text all the same. */
+Test(handshake, page_read_by_json_c) {
+        char line[256];
+
+        initialize_with("2025-11-25", "{\"tools\":{}}");
+        int64_t id = server_expects("tools/list", NULL, 0);
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"res\\u0075lt\":{\"tools\":[{\"name\":\"j\",\"x\":[1]}]}}\n",
+                 (long long)id);
+        server_says(line);
+        expect_success();
+        cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 1);
+        cr_assert_str_eq(cat.lists[CATALOG_TOOLS]->items[0]->text, "{\"name\":\"j\",\"x\":[1]}");
+}
+
+Test(handshake, two_arrays_the_last_taken) {
+        initialize_with("2025-11-25", "{\"tools\":{}}");
+        server_answers(server_expects("tools/list", NULL, 0), "{\"tools\":[{\"name\":\"first\"}],\"tools\":[{\"name\":\"last\"}]}");
+        expect_success();
+        cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 1);
+        cr_assert_str_eq(key_at(cat.lists[CATALOG_TOOLS], 0), "last", "as json-c reads it");
 }
 
 /* catalog.c */
@@ -505,7 +560,7 @@ Test(catalog, empty) {
         catalog_init(&c1);
         cr_assert_null(c1.initialize);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
-                cr_assert_null(c1.items[k]);
+                cr_assert_null(c1.lists[k]);
                 cr_assert_eq(catalog_count(&c1, k), 0);
         }
         cr_assert_null(catalog_capability(&c1, "tools"));
@@ -535,8 +590,8 @@ Test(catalog, capability) {
 
 Test(catalog, count) {
         catalog_init(&c1);
-        c1.items[CATALOG_PROMPTS] = json_tokener_parse("[1,2,3]");
-        c1.items[CATALOG_TOOLS] = json_object_new_array();
+        c1.lists[CATALOG_PROMPTS] = list_of(CATALOG_PROMPTS, "[{\"name\":\"1\"},{\"name\":\"2\"},{\"name\":\"3\"}]");
+        c1.lists[CATALOG_TOOLS] = list_of(CATALOG_TOOLS, "[]");
         cr_assert_eq(catalog_count(&c1, CATALOG_PROMPTS), 3);
         cr_assert_eq(catalog_count(&c1, CATALOG_TOOLS), 0);
         cr_assert_eq(catalog_count(&c1, CATALOG_TEMPLATES), 0);
@@ -548,14 +603,110 @@ Test(catalog, replace_moves_and_releases) {
         catalog_init(&c1);
         catalog_init(&c2);
         c1.initialize = json_tokener_parse("{\"old\":true}");
-        c1.items[CATALOG_TOOLS] = json_tokener_parse("[1]");
+        c1.lists[CATALOG_TOOLS] = list_of(CATALOG_TOOLS, "[{\"name\":\"1\"}]");
         c2.initialize = init = json_tokener_parse("{\"new\":true}");
-        c2.items[CATALOG_RESOURCES] = json_tokener_parse("[1,2]");
+        c2.lists[CATALOG_RESOURCES] = list_of(CATALOG_RESOURCES, "[{\"uri\":\"a:1\"},{\"uri\":\"a:2\"}]");
         catalog_replace(&c1, &c2);
         cr_assert_eq(c1.initialize, init);
-        cr_assert_null(c1.items[CATALOG_TOOLS], "the old lists are released, not merged");
+        cr_assert_null(c1.lists[CATALOG_TOOLS], "the old lists are released, not merged");
         cr_assert_eq(catalog_count(&c1, CATALOG_RESOURCES), 2);
         cr_assert_null(c2.initialize);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
-                cr_assert_null(c2.items[k]);
+                cr_assert_null(c2.lists[k]);
 }
+
+/* The item as clients see it, its parts joined. */
+static const char *shown(const struct catalog_item *it, const char *exposed) {
+        static char out[512];
+        struct iovec parts[CATALOG_ITEM_PARTS];
+        size_t n = catalog_item_parts(it, exposed, parts), len = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                cr_assert_lt(len + parts[i].iov_len, sizeof out);
+                memcpy(out + len, parts[i].iov_base, parts[i].iov_len);
+                len += parts[i].iov_len;
+        }
+        out[len] = '\0';
+        return out;
+}
+
+static struct catalog_item *item(int kind, const char *text) {
+        struct catalog_item *it;
+
+        cr_assert_eq(catalog_item_new(kind, text, strlen(text), &it), 0, "%s", text);
+        return it;
+}
+
+/* The renamed item: "name" first, then the rest as the server wrote it, and valid JSON
+ * equal to the original with the name replaced. */
+Test(catalog, renamed_item_written) {
+        static const struct { const char *text, *key, *renamed; } cases[] = {
+                { "{\"name\":\"a\",\"b\":1}", "a", "{\"name\":\"S__a\",\"b\":1}" },
+                { "{\"b\":1,\"name\":\"a\"}", "a", "{\"name\":\"S__a\",\"b\":1}" },
+                { "{\"b\":1,\"name\":\"a\",\"c\":{\"name\":\"in\"}}", "a", "{\"name\":\"S__a\",\"b\":1,\"c\":{\"name\":\"in\"}}" },
+                { "{\"name\":\"a\"}", "a", "{\"name\":\"S__a\"}" },
+                { "{ \"name\" : \"a\" }", "a", "{\"name\":\"S__a\"}" },
+                { "{ \"d\" : \"x\" , \"name\" : \"a\" }", "a", "{\"name\":\"S__a\", \"d\" : \"x\" }" },
+                { "{\"name\":\"q\\\"uote\\\\d\",\"d\":\"\\n\"}", "q\"uote\\d", "{\"name\":\"S__a\",\"d\":\"\\n\"}" },
+                { "{\"n\\u0061me\":\"\\u00e9\\ud83d\\ude00\",\"d\":1}", "\xc3\xa9\xf0\x9f\x98\x80", "{\"name\":\"S__a\",\"d\":1}" },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                struct catalog_item *it = item(CATALOG_TOOLS, cases[i].text);
+                const char *out;
+
+                cr_assert_str_eq(catalog_item_key(it), cases[i].key, "%s", cases[i].text);
+                cr_assert_str_eq(shown(it, NULL), cases[i].text, "shown as it came when not renamed");
+                out = shown(it, "S__a");
+                cr_assert_str_eq(out, cases[i].renamed, "%s", cases[i].text);
+                json_object *o = json_tokener_parse(out), *v;
+                cr_assert_not_null(o, "%s", out);
+                cr_assert(json_object_object_get_ex(o, "name", &v));
+                cr_assert_str_eq(json_object_get_string(v), "S__a");
+                json_object_put(o);
+                free(it);
+        }
+}
+
+Test(catalog, items_refused) {
+        static const struct { int kind; const char *text; int r; } cases[] = {
+                { CATALOG_TOOLS, "[]", -EINVAL },
+                { CATALOG_TOOLS, "\"name\"", -EINVAL },
+                { CATALOG_TOOLS, " {\"name\":\"a\"}", -EINVAL }, /* an element starts at its '{' */
+                { CATALOG_TOOLS, "{\"name\":\"\"}", -EINVAL },
+                { CATALOG_TOOLS, "{\"name\":null}", -EINVAL },
+                { CATALOG_TOOLS, "{\"name\":[\"a\"]}", -EINVAL },
+                { CATALOG_TOOLS, "{\"uri\":\"a\"}", -ENOENT },
+                { CATALOG_TOOLS, "{\"name\":\"a\",\"name\":\"a\"}", -EEXIST },
+                { CATALOG_TOOLS, "{\"name\":\"a\",\"na\\u006de\":\"b\"}", -EEXIST },
+                { CATALOG_RESOURCES, "{\"name\":\"a\"}", -ENOENT },
+                { CATALOG_TEMPLATES, "{\"uri\":\"a\"}", -ENOENT },
+        };
+        struct catalog_item *it;
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                cr_assert_eq(catalog_item_new(cases[i].kind, cases[i].text, strlen(cases[i].text), &it), cases[i].r,
+                             "%s", cases[i].text);
+                cr_assert_null(it);
+        }
+        it = item(CATALOG_TEMPLATES, "{\"uriTemplate\":\"file:///{p}\",\"name\":\"f\"}");
+        cr_assert_str_eq(catalog_item_key(it), "file:///{p}");
+        free(it);
+}
+
+Test(catalog, list_cut_at_max) {
+        struct catalog_list *l = catalog_list_new();
+        unsigned refused = 0;
+        const char *page = "[{\"name\":\"1\"},2,{\"name\":\"3\"},{\"name\":\"4\"}]";
+
+        cr_assert_eq(catalog_list_add_array(l, CATALOG_TOOLS, page, strlen(page), 2, &refused), 1, "one left over");
+        cr_assert_eq(l->n, 2);
+        cr_assert_eq(refused, 1);
+        cr_assert_str_eq(key_at(l, 1), "3");
+        cr_assert_eq(catalog_list_add_array(l, CATALOG_TOOLS, "{}", 2, 10, &refused), -EINVAL);
+        cr_assert_eq(catalog_list_ref(l), l);
+        catalog_list_unref(l);
+        cr_assert_eq(l->refs, 1);
+        catalog_list_unref(l);
+}
+

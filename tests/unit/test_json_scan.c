@@ -1,6 +1,8 @@
 /* Unit tests for json-scan.c: JSON text checked without building it. Each text it accepts
  * is also checked against json-c's strict parser, which must accept it too. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
 #include <json-c/json.h>
 #include <string.h>
 
@@ -151,4 +153,119 @@ Test(json_scan, every_prefix_of_a_value_refused) {
         for (size_t n = 0; n < sizeof text - 1; n++)
                 cr_assert_not(json_scan_valid(text, n, DEPTH), "a prefix of %zu bytes accepted", n);
         cr_assert(json_scan_valid(text, sizeof text - 1, DEPTH));
+}
+
+/* ---- member spans, elements, decoding (issue 14: catalogue items kept as text) ---- */
+
+static const char *const NAME[] = { "name" };
+
+/* text without its "name" member (its cut), as a string to compare. */
+static char *without_name(const char *text, struct json_member *m) {
+        static char out[512];
+        int members = json_scan_members(text, strlen(text), DEPTH, NAME, 1, m);
+
+        cr_assert_geq(members, 0, "refused: %s", text);
+        cr_assert_eq(m->count, 1, "%s", text);
+        snprintf(out, sizeof out, "%.*s%s", (int)(m->cut_start - text), text, m->cut_end);
+        accepts(out);
+        return out;
+}
+
+Test(json_scan, member_cut_first_middle_last_only) {
+        static const struct { const char *text, *value, *without; } cases[] = {
+                { "{\"name\":\"a\",\"b\":1}", "\"a\"", "{\"b\":1}" },
+                { "{\"b\":1,\"name\":\"a\"}", "\"a\"", "{\"b\":1}" },
+                { "{\"b\":1,\"name\":\"a\",\"c\":[2]}", "\"a\"", "{\"b\":1,\"c\":[2]}" },
+                { "{\"name\":\"a\"}", "\"a\"", "{}" },
+                { " { \"b\" : 1 , \"name\" : \"a\" , \"c\" : 2 } ", "\"a\"", " { \"b\" : 1 , \"c\" : 2 } " },
+                { "{ \"name\" : {\"name\":\"inner\"} , \"c\" : 2 }", "{\"name\":\"inner\"}", "{ \"c\" : 2 }" },
+                { "{\"c\":2 ,\"name\":\"a\" }", "\"a\"", "{\"c\":2 }" },
+        };
+        struct json_member m;
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                const char *text = cases[i].text;
+                cr_assert_str_eq(without_name(text, &m), cases[i].without, "%s", text);
+                cr_assert_eq((size_t)(m.end - m.value), strlen(cases[i].value), "%s", text);
+                cr_assert_eq(memcmp(m.value, cases[i].value, strlen(cases[i].value)), 0, "%s", text);
+                cr_assert_eq(*m.start, '"');
+        }
+}
+
+Test(json_scan, member_names_escaped_and_repeated) {
+        static const char *const names[] = { "name", "uri", "é" };
+        struct json_member m[3];
+        const char *text = "{\"n\\u0061me\":1,\"uri\":2,\"\\u00e9\":3,\"\\u00c3\\u00a9\":4,\"uri\":5,\"name2\":6,\"nam\":7}";
+
+        cr_assert_eq(json_scan_members(text, strlen(text), DEPTH, names, 3, m), 7);
+        cr_assert_eq(m[0].count, 1, "an escaped name is the name");
+        cr_assert_eq(*m[0].value, '1');
+        cr_assert_eq(m[1].count, 2, "repeated: counted, the last one kept");
+        cr_assert_eq(*m[1].value, '5');
+        cr_assert_eq(m[2].count, 1, "\\u00e9 is é; \\u00c3\\u00a9 is not");
+        cr_assert_eq(*m[2].value, '3');
+}
+
+Test(json_scan, members_of_what_is_no_object) {
+        static const char *const bad[] = { "[]", "\"name\"", "{\"name\":}", "{\"name\":1,}", "{} x", "", "{\"a\":\"\\ud800\"}" };
+        struct json_member m;
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+                cr_assert_eq(json_scan_members(bad[i], strlen(bad[i]), DEPTH, NAME, 1, &m), -EINVAL, "%s", bad[i]);
+        cr_assert_eq(json_scan_members("{}", 2, DEPTH, NAME, 1, &m), 0);
+        cr_assert_eq(m.count, 0);
+        cr_assert_eq(json_scan_members("{\"a\":{\"b\":1}}", 13, 1, NAME, 1, &m), -EINVAL, "nested deeper than allowed");
+}
+
+struct seen {
+        char texts[8][32];
+        unsigned n, stop_at;
+};
+
+static int note_element(const char *start, size_t len, void *userdata) {
+        struct seen *s = userdata;
+
+        snprintf(s->texts[s->n++], sizeof s->texts[0], "%.*s", (int)len, start);
+        return s->n == s->stop_at ? 7 : 0;
+}
+
+Test(json_scan, elements) {
+        struct seen s = { 0 };
+        const char *text = " [ {\"a\" : [1, 2]} , \"x,y\" ,3 ,[] ] ";
+
+        cr_assert_eq(json_scan_elements(text, strlen(text), DEPTH, note_element, &s), 0);
+        cr_assert_eq(s.n, 4);
+        cr_assert_str_eq(s.texts[0], "{\"a\" : [1, 2]}");
+        cr_assert_str_eq(s.texts[1], "\"x,y\"");
+        cr_assert_str_eq(s.texts[2], "3");
+        cr_assert_str_eq(s.texts[3], "[]");
+        s = (struct seen){ .stop_at = 2 };
+        cr_assert_eq(json_scan_elements(text, strlen(text), DEPTH, note_element, &s), 7, "stopped by the callback");
+        cr_assert_eq(s.n, 2);
+        s = (struct seen){ 0 };
+        cr_assert_eq(json_scan_elements("[]", 2, DEPTH, note_element, &s), 0);
+        cr_assert_eq(s.n, 0);
+        static const char *const bad[] = { "{}", "[1,]", "[1 2]", "[1] [2]", "[", "\"[]\"" };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                s = (struct seen){ 0 };
+                cr_assert_eq(json_scan_elements(bad[i], strlen(bad[i]), DEPTH, note_element, &s), -EINVAL, "%s", bad[i]);
+        }
+}
+
+static void decodes(const char *quoted, const char *want, size_t want_len) {
+        char out[64];
+
+        cr_assert(json_scan_valid(quoted, strlen(quoted), DEPTH), "%s", quoted);
+        cr_assert_eq(json_scan_decode_string(quoted, strlen(quoted), out), want_len, "%s", quoted);
+        cr_assert_eq(memcmp(out, want, want_len + 1), 0, "%s -> %s", quoted, out);
+}
+
+Test(json_scan, decode_string) {
+        decodes("\"\"", "", 0);
+        decodes("\"plain\"", "plain", 5);
+        decodes("\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"", "a\"b\\c/d\b\f\n\r\t", 12);
+        decodes("\"\\u0041\\u00e9\\u20ac\"", "A\xc3\xa9\xe2\x82\xac", 6);
+        decodes("\"caf\xc3\xa9 \\ud83d\\ude00!\"", "caf\xc3\xa9 \xf0\x9f\x98\x80!", 11);
+        decodes("\"\\uD83D\\uDE00\"", "\xf0\x9f\x98\x80", 4);
+        decodes("\"ab\\u0000cd\"", "ab", 2); /* a C string ends at the NUL, as json-c's do */
 }

@@ -14,57 +14,46 @@
 #include "environment.h"
 #include "log.h"
 #include "proc-tree.h"
+#include "instance.h"
 #include "reaper.h"
+#include "run.h"
+#include "server.h"
+#include "supervisor.h"
 #include "unit-helpers.h"
 
 static struct logger lg;
 static struct reaper r;
-static struct {
-        uint64_t newest;        /* newest_run() */
-        bool running;           /* run_up_to_running() */
-        uint64_t asked;         /* what run_up_to_running() was asked last */
-} runs;
 
-static bool server_exited(pid_t pid, void *userdata) {
-        return false;
-}
-
-static uint64_t run_of(pid_t pid, const char **server, void *userdata) {
+/* The daemon's own answers (supervisor_reaper_ops) about two servers, whose runs the tests
+ * start and end: a run of this launcher has no pid, so no child is a server's own. */
+static pid_t no_pid(const struct instance *in) {
         return 0;
 }
 
-static bool left_behind(const char *server, uint64_t instance, void *userdata) {
-        return true;
+static const struct run_ops launcher = { .name = "test", .main_pid = no_pid };
+static struct server_config configs[2] = { { .name = "a", .kill_timeout = 10 }, { .name = "b", .kill_timeout = 10 } };
+static struct server servers[2] = { { .config = &configs[0] }, { .config = &configs[1] } };
+static struct server *list[2] = { &servers[0], &servers[1] };
+static struct instance runs[2];
+static struct supervisor sv = { .servers = list, .n_servers = 2 };
+
+/* Server i runs its run numbered number, the newest started so far. */
+static void run_starts(int i, uint64_t number) {
+        runs[i] = (struct instance){ .server = &servers[i], .number = number, .ops = &launcher };
+        servers[i].run = &runs[i];
+        sv.next_instance = number;
 }
 
-static double kill_timeout(const char *server, void *userdata) {
-        return 10;
+static void run_ends(int i) {
+        servers[i].run = NULL;
 }
-
-static uint64_t newest_run(void *userdata) {
-        return runs.newest;
-}
-
-static bool run_up_to_running(uint64_t newest, void *userdata) {
-        runs.asked = newest;
-        return runs.running;
-}
-
-static const struct reaper_ops ops = {
-        .server_exited = server_exited,
-        .run_of = run_of,
-        .left_behind = left_behind,
-        .kill_timeout = kill_timeout,
-        .newest_run = newest_run,
-        .run_up_to_running = run_up_to_running,
-};
 
 static void setup(void) {
         /* No mark may attribute the children: they inherit this environment. */
         unsetenv(ENV_SERVER);
         unsetenv(ENV_INSTANCE);
         logger_init(&lg, LOG_DEBUG);
-        cr_assert_eq(reaper_init(&r, loop_start(), &lg, &ops, NULL), 0);
+        cr_assert_eq(reaper_init(&r, loop_start(), &lg, &supervisor_reaper_ops, &sv), 0);
 }
 
 static void teardown(void) {
@@ -112,8 +101,7 @@ Test(reaper, unattributed_child_of_ours_from_the_start_ended) {
         struct proc_entry e;
         struct proc_tree t = tree_of(pid, &e);
 
-        runs.newest = 3;
-        runs.running = true;
+        run_starts(0, 3);
         reaper_scan_begin(&r);
         cr_assert_eq(reaper_scan_tree(&r, &t), 1);
         expect_ended(pid);
@@ -128,22 +116,19 @@ Test(reaper, child_reparented_while_the_tree_was_read_kept_while_its_runs_live) 
         struct proc_tree t;
         pid_t pid;
 
-        runs.newest = 7;
-        runs.running = true;
+        run_starts(0, 7);
         reaper_scan_begin(&r);
         pid = start_child();
         t = tree_of(pid, &e);
         cr_assert_eq(reaper_scan_tree(&r, &t), 0, "ended on a guess");
-        cr_assert_eq(runs.asked, 7);
         expect_alive(pid);
 
-        runs.newest = 9; /* a run started since: it cannot own what came before it */
+        run_starts(1, 9); /* a run started since: it cannot own what came before it */
         reaper_scan_begin(&r);
         cr_assert_eq(reaper_scan_tree(&r, &t), 0, "ended by the next scan");
-        cr_assert_eq(runs.asked, 7, "the next scan took a newer run for its owner");
         expect_alive(pid);
 
-        runs.running = false;
+        run_ends(0); /* b's run 9 runs on, but took no part */
         reaper_scan_begin(&r);
         cr_assert_eq(reaper_scan_tree(&r, &t), 1, "kept once its runs were gone");
         expect_ended(pid);

@@ -50,11 +50,18 @@ static json_object *parse_json(const char *text) {
         return o;
 }
 
+/* The list the handshake would keep of the JSON array (NULL: not offered): what is no item
+ * of kind is left out there, before the registry. */
 static void set_items(struct server *s, enum catalog_kind kind, const char *json) {
-        json_object_put(s->catalog.items[kind]);
-        s->catalog.items[kind] = json ? parse_json(json) : NULL;
-        if (json)
-                cr_assert(json_object_is_type(s->catalog.items[kind], json_type_array));
+        unsigned refused = 0;
+
+        catalog_list_unref(s->catalog.lists[kind]);
+        s->catalog.lists[kind] = NULL;
+        if (!json)
+                return;
+        s->catalog.lists[kind] = catalog_list_new();
+        cr_assert_eq(catalog_list_add_array(s->catalog.lists[kind], kind, json, strlen(json), SIZE_MAX, &refused), 0,
+                     "bad test JSON: %s", json);
 }
 
 /* A server named name with prefix (NULL: its name; "": none), in state, offering the given
@@ -80,11 +87,30 @@ static struct server *fake(const char *name, const char *prefix, enum server_sta
         return s;
 }
 
-static const char *exposed_name(const struct registry_entry *e) {
-        json_object *v;
+/* The text clients are shown of e (valid until the next call). */
+static const char *shown_text(const struct registry_entry *e) {
+        static char text[4096];
+        struct iovec parts[CATALOG_ITEM_PARTS];
+        size_t n = registry_entry_parts(e, parts), len = 0;
 
-        cr_assert(json_object_object_get_ex(e->exposed, "name", &v));
-        return json_object_get_string(v);
+        for (size_t i = 0; i < n; i++) {
+                cr_assert_lt(len + parts[i].iov_len, sizeof text);
+                memcpy(text + len, parts[i].iov_base, parts[i].iov_len);
+                len += parts[i].iov_len;
+        }
+        text[len] = '\0';
+        return text;
+}
+
+/* The "name" member of what clients are shown of e. */
+static const char *exposed_name(const struct registry_entry *e) {
+        static char name[256];
+        json_object *o = parse_json(shown_text(e)), *v;
+
+        cr_assert(json_object_object_get_ex(o, "name", &v));
+        snprintf(name, sizeof name, "%s", json_object_get_string(v));
+        json_object_put(o);
+        return name;
 }
 
 static const struct registry_list *list(enum catalog_kind kind) {
@@ -374,7 +400,7 @@ Test(registry, collision_fallback_taken_too) {
         expect_tool(2, b, "other", "other");
 }
 
-/* Malformed items */
+/* Malformed items: left out by the catalogue (catalog_list_add_array), never listed. */
 
 Test(registry, items_without_name_skipped) {
         struct server *s = fake("fs", NULL, SERVER_READY,
@@ -408,45 +434,59 @@ Test(registry, exposed_tool_keeps_other_keys_verbatim) {
                 "\"annotations\":{\"readOnlyHint\":true},\"_meta\":{\"x\":[1,2.5,null]}}";
         char arr[sizeof tool + 8];
         struct server *s;
-        json_object *orig, *expected, *v;
+        const struct catalog_item *orig;
+        json_object *expected, *shown, *v;
         const struct registry_entry *e;
-        char *before;
 
         snprintf(arr, sizeof arr, "[%s]", tool);
         s = fake("fs", NULL, SERVER_READY, arr, NULL, NULL, NULL);
-        orig = json_object_array_get_idx(s->catalog.items[CATALOG_TOOLS], 0);
-        before = strdup(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN));
+        orig = s->catalog.lists[CATALOG_TOOLS]->items[0];
 
         registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         e = registry_find(&reg, CATALOG_TOOLS, "fs__search");
         cr_assert_not_null(e);
-        cr_assert_eq(e->original, orig, "the original is the server's own item");
-        cr_assert_neq(e->exposed, orig, "the exposed one is a copy");
+        cr_assert_eq(e->item, orig, "the server's own item");
+        cr_assert_str_eq(e->exposed, "fs__search");
 
         /* Equal to the original with only "name" replaced. */
         expected = parse_json(tool);
         json_object_object_add(expected, "name", json_object_new_string("fs__search"));
-        cr_assert(json_object_equal(e->exposed, expected), "exposed: %s",
-                  json_object_to_json_string_ext(e->exposed, JSON_C_TO_STRING_PLAIN));
-        cr_assert_str_eq(json_object_to_json_string_ext(e->exposed, JSON_C_TO_STRING_PLAIN),
+        shown = parse_json(shown_text(e));
+        cr_assert(json_object_equal(shown, expected), "exposed: %s", shown_text(e));
+        cr_assert_str_eq(json_object_to_json_string_ext(shown, JSON_C_TO_STRING_PLAIN),
                          json_object_to_json_string_ext(expected, JSON_C_TO_STRING_PLAIN), "key order kept too");
-        cr_assert_eq(json_object_object_length(e->exposed), json_object_object_length(orig));
-        cr_assert(json_object_object_get_ex(e->exposed, "inputSchema", &v));
+        cr_assert(json_object_object_get_ex(shown, "inputSchema", &v));
         cr_assert(json_object_object_get_ex(v, "$schema", NULL));
         cr_assert(json_object_object_get_ex(v, "$defs", NULL));
         cr_assert(json_object_object_get_ex(v, "additionalProperties", NULL));
 
-        /* The server's object is untouched, also after a second rebuild and after done. */
-        cr_assert_str_eq(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN), before);
+        /* The server's item is untouched, also after a second rebuild and after done. */
+        cr_assert_str_eq(orig->text, tool);
         registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
-        cr_assert_str_eq(json_object_to_json_string_ext(orig, JSON_C_TO_STRING_PLAIN), before);
         registry_done(&reg);
-        cr_assert_str_eq(json_object_to_json_string_ext(json_object_array_get_idx(s->catalog.items[CATALOG_TOOLS], 0),
-                                                        JSON_C_TO_STRING_PLAIN),
-                         before);
+        cr_assert_str_eq(s->catalog.lists[CATALOG_TOOLS]->items[0]->text, tool);
         registry_init(&reg, &lg, NULL);
         json_object_put(expected);
-        free(before);
+        json_object_put(shown);
+}
+
+/* A name the server wrote with escapes is found decoded and shown renamed; without a
+ * prefix, a name that needs none is shown as the server wrote it. */
+Test(registry, escaped_names) {
+        struct server *s = fake("fs", NULL, SERVER_READY, "[{\"d\":1,\"n\\u0061me\":\"r\\u0065ad\"}]", NULL, NULL, NULL);
+        struct server *t = fake("gs", "", SERVER_READY, "[{\"name\":\"plain\",\"d\":2}]", NULL, NULL, NULL);
+        struct server *servers[] = { s, t };
+        const struct registry_entry *e;
+
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        e = registry_find(&reg, CATALOG_TOOLS, "fs__read");
+        cr_assert_not_null(e);
+        cr_assert_str_eq(e->name, "read");
+        cr_assert_str_eq(shown_text(e), "{\"name\":\"fs__read\",\"d\":1}");
+        e = registry_find(&reg, CATALOG_TOOLS, "plain");
+        cr_assert_not_null(e);
+        cr_assert_null(e->exposed, "its own name: no copy");
+        cr_assert_str_eq(shown_text(e), "{\"name\":\"plain\",\"d\":2}");
 }
 
 Test(registry, resources_and_templates_exposed_as_they_are) {
@@ -458,12 +498,13 @@ Test(registry, resources_and_templates_exposed_as_they_are) {
         registry_rebuild(&reg, &s, 1, CATALOG_ALL_KINDS);
         e = registry_find(&reg, CATALOG_RESOURCES, "file:///a");
         cr_assert_not_null(e);
-        cr_assert_eq(e->exposed, e->original, "a resource is not renamed");
+        cr_assert_null(e->exposed, "a resource is not renamed");
+        cr_assert_str_eq(shown_text(e), "{\"uri\":\"file:///a\",\"name\":\"a\",\"mimeType\":\"text/plain\"}");
         cr_assert_str_eq(e->name, "file:///a");
         cr_assert_str_eq(exposed_name(e), "a", "a resource's own \"name\" is left alone");
         cr_assert_eq(list(CATALOG_TEMPLATES)->n, 1);
         e = &list(CATALOG_TEMPLATES)->entries[0];
-        cr_assert_eq(e->exposed, e->original);
+        cr_assert_null(e->exposed);
         cr_assert_str_eq(e->name, "file:///{path}");
         cr_assert_eq(registry_find(&reg, CATALOG_TEMPLATES, "file:///{path}"), e, "templates are indexed by their uriTemplate");
 }
@@ -694,7 +735,7 @@ Test(registry, rebuild_keeps_unchanged_entries) {
         struct server *a = fake("a", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, "[{\"uri\":\"file:///r\"}]", NULL);
         struct server *b = fake("b", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
         struct server *servers[] = { a, b };
-        json_object *a_tool, *b_tool;
+        const char *a_tool, *b_tool;
         uint64_t signature;
 
         registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);

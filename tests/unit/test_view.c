@@ -10,6 +10,7 @@
 #include "log.h"
 #include "registry.h"
 #include "server.h"
+#include "unit-helpers.h"
 #include "view.h"
 
 static struct logger lg = { .max_priority = LOG_ERR, .identifier = "unit" };
@@ -53,8 +54,8 @@ static void fake(const char *name, const char *tools, const char *resources) {
         s->config = c;
         s->state = SERVER_READY;
         catalog_init(&s->catalog);
-        s->catalog.items[CATALOG_TOOLS] = json_tokener_parse(tools);
-        s->catalog.items[CATALOG_RESOURCES] = json_tokener_parse(resources);
+        s->catalog.lists[CATALOG_TOOLS] = list_of(CATALOG_TOOLS, tools);
+        s->catalog.lists[CATALOG_RESOURCES] = list_of(CATALOG_RESOURCES, resources);
         fakes[n_fakes++] = s;
 }
 
@@ -88,7 +89,7 @@ static struct view *view_of(unsigned uid, const char *profile) {
 }
 
 static const char *shown_name(struct view *w, enum catalog_kind kind, size_t i) {
-        return view_entry_key(view_entry(w, &reg, kind, i), kind);
+        return view_entry(w, &reg, kind, i)->key;
 }
 
 Test(view, no_policy_sees_the_registry_as_it_is) {

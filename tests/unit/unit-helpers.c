@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "catalog.h"
+
 static int log_fd = -1; /* where our stderr (the daemon's log) goes */
 static int saved_stderr = -1;
 static char log_path[64];
@@ -154,4 +156,19 @@ void failing_allocator_install(void) {
 
 void failing_allocations(bool fail) {
         allocations_fail = fail;
+}
+
+struct catalog_list *list_of(int kind, const char *array) {
+        struct catalog_list *l = catalog_list_new();
+        unsigned refused = 0;
+
+        cr_assert_not_null(l);
+        cr_assert_eq(catalog_list_add_array(l, kind, array, strlen(array), SIZE_MAX, &refused), 0, "%s", array);
+        cr_assert_eq(refused, 0, "items refused in %s", array);
+        return l;
+}
+
+const char *key_at(const struct catalog_list *l, size_t i) {
+        cr_assert_lt(i, l->n);
+        return catalog_item_key(l->items[i]);
 }

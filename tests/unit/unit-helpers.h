@@ -69,3 +69,12 @@ void tmpdir_remove(void);
  * says so. Call before anything of libevent's is made (first in a test's .init). */
 void failing_allocator_install(void);
 void failing_allocations(bool fail);
+
+/* Catalogues (catalog.h) */
+
+struct catalog_list;
+/* A list of kind (a catalog_kind) read from the JSON array text, with one reference;
+ * every element must be an item of kind. */
+struct catalog_list *list_of(int kind, const char *array);
+/* The key (name, URI, template) of item i of l. */
+const char *key_at(const struct catalog_list *l, size_t i);
