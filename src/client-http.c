@@ -111,6 +111,15 @@ static void cancel_post(struct session_http *s, const char *id_text) {
         client_receive(s->client, text, strlen(text));
 }
 
+/* A request the connection let go of: evhttp frees the requests still on a connection it
+ * frees, except one it failed itself (the peer's EOF or a write error seen by evhttp, a
+ * timeout) while we had not answered it. That one it detaches (no connection any more)
+ * and leaves to us, who would otherwise answer it: nobody will, so it is freed here. */
+static void free_if_detached(struct evhttp_request *req) {
+        if (!evhttp_request_get_connection(req))
+                evhttp_request_free(req);
+}
+
 /* evhttp frees the connection (and its requests): forget them, cancel what was asked. */
 static void on_connection_close(struct evhttp_connection *evcon, void *userdata) {
         struct http_wait *w = userdata;
@@ -119,6 +128,7 @@ static void on_connection_close(struct evhttp_connection *evcon, void *userdata)
         bool post = w != s->stream;
 
         w->evcon = NULL; /* its close callback is being called: nothing to reset */
+        free_if_detached(w->req);
         wait_forget(w);
         if (post && id_text && s->client->state != CLIENT_JUSTFREE)
                 cancel_post(s, id_text);
