@@ -216,7 +216,7 @@ static void event_id_of(const char *text, const char *needle, char ret[32]) {
 
 Test(http, session_calls_stream_and_replay) {
         struct ht_answer a;
-        char sid[64], stream[16384] = "", id[32];
+        char sid[64], other[64], stream[16384] = "", id[32];
         int get;
 
         start_http("");
@@ -229,10 +229,15 @@ Test(http, session_calls_stream_and_replay) {
         get = ht_connect(port, NULL);
         dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
         cr_assert(ht_stream_until(get, "text/event-stream", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
-        /* A server's log message belongs to no call: the GET stream's. */
-        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__log\",\"arguments\":{\"text\":\"to-the-get-stream\"}}}", &a);
+        /* A server's log message while another session's call runs there: this session has
+         * no call it could belong to, so it goes on its GET stream; the calling session
+         * gets it with its call's answer, before it. */
+        open_session(other);
+        post(other, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__log\",\"arguments\":{\"text\":\"to-the-get-stream\"}}}", &a);
         cr_assert_eq(a.status, 200);
-        cr_assert_null(strstr(a.body, "to-the-get-stream\",\"logger"), "the log message is not the call's: %s", a.body);
+        cr_assert(strstr(a.body, "\"data\":\"to-the-get-stream\"") &&
+                  strstr(a.body, "\"data\":\"to-the-get-stream\"") < strstr(a.body, "\"result\""),
+                  "the caller's log message is its call's: %s", a.body);
         ht_answer_done(&a);
         cr_assert(ht_stream_until(get, "to-the-get-stream", stream, sizeof stream, H_TIMEOUT_MS),
                   "a log message goes on the GET stream: %s", stream);

@@ -975,9 +975,9 @@ Test(interop, http_sdk_sampling_on_the_calls_stream) {
         expect_sampling_to_the_calling_client();
 }
 
-/* The GET stream dropped (by a proxy in client.mjs) after the first of everything's log
- * messages (they belong to no call, so they travel there): the SDK reconnects with the
- * Last-Event-ID of that message's event, and gets the next ones. Replay itself is
+/* The GET stream dropped (by a proxy in client.mjs) after one of everything's log messages
+ * (sent with no call in flight, they travel there; about 10 s): the SDK reconnects with the
+ * Last-Event-ID of that message's event, and gets the next one. Replay itself is
  * integration.http's (session_calls_stream_and_replay). */
 Test(interop, http_sdk_resumes_a_dropped_stream) {
         json_object *facts, *gets, *ids;
@@ -986,7 +986,7 @@ Test(interop, http_sdk_resumes_a_dropped_stream) {
         start_peers_http();
         facts = sdk((const char *const[]){ "resume", NULL });
         gets = h_get(facts, "gets");
-        cr_assert_geq(json_object_get_int(h_get(facts, "messages")), 2, "%s", h_json_text(facts));
+        cr_assert_geq(json_object_get_int(h_get(facts, "afterDrop")), 1, "%s", h_json_text(facts));
         cr_assert_geq(json_object_array_length(gets), 2, "%s", h_json_text(facts));
         ids = h_get(json_object_array_get_idx(gets, 0), "ids");
         cr_assert_geq(json_object_array_length(ids), 1, "%s", h_json_text(facts));
