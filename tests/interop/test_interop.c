@@ -928,9 +928,9 @@ Test(interop, everything_legacy_sse_found_by_fallback) {
 
 /* ---- issue 18: the TypeScript SDK's StreamableHTTPClientTransport, through the HTTP front door ---- */
 
-/* start_peers(false) with the daemon listening for HTTP on a free loopback port, one token
- * for this user; client.mjs then talks to that endpoint instead of the socket. */
-static void start_peers_http(void) {
+/* The daemon's settings for HTTP on a free loopback port, one token for this user (in
+ * $MCPVISOR_TOKEN too); sdk_target is then its endpoint. */
+static void http_front_settings(void) {
         static const char *env[2];
         unsigned port = ht_free_port();
         FILE *f;
@@ -944,6 +944,12 @@ static void start_peers_http(void) {
                         "\"user\":%u}]}", port, (unsigned)getuid()));
         cr_assert(setenv("MCPVISOR_TOKEN", HTTP_TOKEN, 1) == 0);
         snprintf(sdk_target, sizeof sdk_target, "http://127.0.0.1:%u/mcp", port);
+}
+
+/* start_peers(false) with the daemon listening for HTTP as http_front_settings() says;
+ * client.mjs then talks to that endpoint instead of the socket. */
+static void start_peers_http(void) {
+        http_front_settings();
         start_peers(false);
 }
 
@@ -1009,4 +1015,42 @@ Test(interop, http_inspector_calls_and_lists) {
         out = inspector((const char *const[]){ "--method", "tools/list", NULL });
         cr_assert_not_null(strstr(h_json_text(h_get(out, "tools")), "\"memory__read_graph\""), "%s", h_json_text(out));
         json_object_put(out);
+}
+
+/* ---- the official conformance suite's server scenarios, against the HTTP front door ---- */
+
+/* Every server scenario of @modelcontextprotocol/conformance (the active suite and the
+ * pending one) run against the daemon's HTTP listener, with conformance-server.mjs behind
+ * it (exposed with "prefix": "", so its names are the scenarios' own). The runner takes no
+ * header, so conformance-token.mjs, preloaded, adds the bearer token to each of its
+ * requests. conformance-expected-failures.yaml lists the scenarios that cannot pass and
+ * why (docs/testing.md); the runner fails on any other failure, and on a listed scenario
+ * that passes. */
+Test(interop, conformance_server_scenarios) {
+        const char *pkg = sf("%s/node_modules/@modelcontextprotocol/conformance/package.json", INTEROP_DIR);
+        char expected[PATH_MAX];
+        json_object *args, *entry;
+        struct run r;
+
+        if (access(pkg, R_OK) != 0)
+                cr_skip_test("@modelcontextprotocol/conformance is not installed in %s/node_modules: run scripts/install-test-peers",
+                             INTEROP_DIR);
+        http_front_settings();
+        args = json_object_new_array();
+        json_object_array_add(args, json_object_new_string(sf("%s/conformance-server.mjs", INTEROP_DIR)));
+        entry = server_entry("node", args, json_object_new_object());
+        json_object_object_add(entry, "prefix", json_object_new_string(""));
+        add_json_entry("conformance", entry);
+        start(daemon_env);
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "the fixture did not become ready; got %s", D.notices);
+
+        snprintf(expected, sizeof expected, "%s/conformance-expected-failures.yaml", INTEROP_DIR);
+        cr_assert(setenv("NODE_OPTIONS", sf("--import %s/conformance-token.mjs", INTEROP_DIR), 1) == 0);
+        r = run_tool((const char *const[]){ "conformance", "server", "--url", sdk_target, "--suite", "all",
+                                            "--expected-failures", expected, NULL });
+        cr_assert(r.status == 0, "the conformance suite failed (wait status %d, %lld ms):\n%s\nstderr:\n%s", r.status, r.ms,
+                  r.out, r.err);
+        cr_assert(strstr(r.out, "dns-rebinding-protection: 2 passed, 0 failed"), "DNS rebinding was not checked:\n%s", r.out);
+        cr_log_info("conformance: %lld ms\n%s", r.ms, strstr(r.out, "=== SUMMARY ===") ?: r.out);
+        run_free(&r);
 }
