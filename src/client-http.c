@@ -21,6 +21,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "jsonrpc.h"
+#include "sse-event.h"
 #include "time-util.h"
 
 /* Events kept for a resumed stream: the last 64, fewer when they pass 1 MiB. */
@@ -212,57 +213,6 @@ static struct http_wait *post_answered_by(struct session_http *s, json_object *i
         return id ? post_of(s, id) : s->current;
 }
 
-static bool is_line_break(char ch) {
-        return ch == '\n' || ch == '\r';
-}
-
-/* The message's text (parts, but for the newline that ends the last) as SSE "data:" lines,
- * into out when not NULL; returns their length. JSON has no line break inside its strings,
- * but may have some between its tokens (an HTTP server's pretty-printed result): each would
- * end the field, so each starts a "data:" line of its own, and the client joins them again. */
-static size_t data_lines(char *out, const struct iovec *parts, size_t n_parts) {
-        size_t n = 6;
-
-        if (out)
-                memcpy(out, "data: ", 6);
-        for (size_t i = 0; i < n_parts; i++) {
-                const char *p = parts[i].iov_base;
-                size_t len = parts[i].iov_len - (i + 1 == n_parts); /* the newline */
-
-                for (size_t j = 0; j < len; j++) {
-                        bool brk = is_line_break(p[j]);
-
-                        if (brk && p[j] == '\r' && j + 1 < len && p[j + 1] == '\n')
-                                j++; /* CRLF: one break */
-                        if (out && brk)
-                                memcpy(out + n, "\ndata: ", 7);
-                        else if (out)
-                                out[n] = p[j];
-                        n += brk ? 7 : 1;
-                }
-        }
-        if (out)
-                out[n] = '\n';
-        return n + 1;
-}
-
-/* "id: N[-K]" then the data lines and the blank line that ends the event. */
-static char *event_text(uint64_t seq, uint64_t stream, const struct iovec *parts, size_t n_parts, size_t *ret_len) {
-        char head[64];
-        size_t used = stream ? (size_t)snprintf(head, sizeof head, "id: %" PRIu64 "-%" PRIu64 "\n", seq, stream)
-                             : (size_t)snprintf(head, sizeof head, "id: %" PRIu64 "\n", seq);
-        size_t data = data_lines(NULL, parts, n_parts);
-        char *text = malloc(used + data + 1);
-
-        if (!text)
-                return NULL;
-        memcpy(text, head, used);
-        data_lines(text + used, parts, n_parts);
-        text[used + data] = '\n';
-        *ret_len = used + data + 1;
-        return text;
-}
-
 static void write_text(struct http_wait *w, const char *text, size_t len) {
         struct evbuffer *b = evbuffer_new();
 
@@ -309,7 +259,7 @@ static int emit_event(struct session_http *s, uint64_t stream, struct http_wait 
                       size_t n_parts) {
         uint64_t seq = s->next_seq + 1;
         size_t len;
-        char *text = event_text(seq, stream, parts, n_parts, &len);
+        char *text = sse_event_text(seq, stream, parts, n_parts, &len);
 
         if (!text)
                 return -ENOMEM;
@@ -710,22 +660,10 @@ static size_t replay(struct session_http *s, struct http_wait *w, uint64_t strea
         return n;
 }
 
-/* A Last-Event-ID of ours: "N" (the GET stream's) or "N-K" (POST stream K's), issued in
- * this session; false for anything else, which resumes nothing. */
+/* A Last-Event-ID of ours, issued in this session; false for anything else, which resumes
+ * nothing. */
 static bool parse_event_id(const struct session_http *s, const char *text, uint64_t *ret_seq, uint64_t *ret_stream) {
-        char *end;
-        unsigned long long seq, stream = 0;
-
-        if (!text || *text < '0' || *text > '9')
-                return false;
-        seq = strtoull(text, &end, 10);
-        if (*end == '-' && end[1] >= '0' && end[1] <= '9')
-                stream = strtoull(end + 1, &end, 10);
-        if (*end || seq > s->next_seq || stream > s->next_stream)
-                return false;
-        *ret_seq = seq;
-        *ret_stream = stream;
-        return true;
+        return sse_event_id_parse(text, ret_seq, ret_stream) && *ret_seq <= s->next_seq && *ret_stream <= s->next_stream;
 }
 
 static bool post_stream_open(struct session_http *s, uint64_t stream) {
