@@ -2,7 +2,11 @@
 // request it makes carries "Authorization: Bearer $MCPVISOR_TOKEN". The runner has no
 // option for a header, and mcpvisord asks a token of every request on TCP (issue 18); the
 // scenarios reach it through fetch() and undici's request(), which both send through
-// undici's global dispatcher, replaced here by one that adds the header.
+// undici's global dispatcher, replaced here by one that adds the header. That dispatcher
+// lives under a well-known global symbol, shared by Node's own fetch and every undici
+// copy: this file's undici (the one hoisted in node_modules, the Inspector's) sets it for
+// the conformance package's own copy too, whose dns-rebinding scenario would otherwise
+// get 401 where it expects 2xx.
 import { Agent, setGlobalDispatcher } from "undici";
 
 const value = `Bearer ${process.env.MCPVISOR_TOKEN}`;
