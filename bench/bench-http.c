@@ -54,10 +54,18 @@ static int post(struct hclient *h, const char *token, const char *body) {
         return n < (int)sizeof req ? write_all(h->fd, req, (size_t)n) : -E2BIG;
 }
 
+/* The length of a chunked answer whose head is head bytes (a tool call's event stream,
+ * which ends after its response), up to its last chunk; 0 when more must be read. */
+static size_t whole_chunked(struct hclient *h, size_t head) {
+        const char *last = strstr(h->buf + head, "\r\n0\r\n\r\n");
+
+        return last ? (size_t)(last + 7 - h->buf) : 0;
+}
+
 /* A whole answer in the buffer: its length (headers and body), its status in *status; 0 when
  * more must be read. */
 static size_t whole_answer(struct hclient *h, int *status) {
-        char *end, *cl;
+        char *end, *cl, *chunked;
         size_t head;
 
         h->buf[h->len] = '\0';
@@ -65,10 +73,13 @@ static size_t whole_answer(struct hclient *h, int *status) {
         if (!end)
                 return 0;
         head = (size_t)(end + 4 - h->buf);
+        *status = atoi(h->buf + 9);
+        chunked = strcasestr(h->buf, "\r\nTransfer-Encoding: chunked");
+        if (chunked && chunked < end)
+                return whole_chunked(h, head);
         cl = strcasestr(h->buf, "\r\nContent-Length:");
         if (cl && cl < end && h->len < head + strtoul(cl + 17, NULL, 10))
                 return 0;
-        *status = atoi(h->buf + 9);
         return head + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
 }
 

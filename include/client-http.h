@@ -1,9 +1,12 @@
 /* The Streamable HTTP transport of a client (client.h): one MCP session, issued at
- * initialize under an unguessable Mcp-Session-Id. Each POSTed request is answered as
- * application/json on its own HTTP request when its response comes; everything else the
- * daemon sends the client (notifications, servers' requests) goes on the session's GET
- * stream as server-sent events numbered from 1, the last 64 of them (at most 1 MiB) kept to
- * be sent again after a dropped stream (Last-Event-ID). */
+ * initialize under an unguessable Mcp-Session-Id. Each POSTed request is answered on its
+ * own HTTP request when its response comes: as application/json, or, for a tool call or a
+ * request asking for progress from a client that takes text/event-stream, as an event
+ * stream of its own that carries the call's progress and the servers' requests made during
+ * it, then its response. Everything else the daemon sends the client (list changes, log
+ * messages, ...) goes on the session's GET stream. Events are numbered across the session's
+ * streams, and the last 64 of them (at most 1 MiB) are kept to be sent again after a
+ * dropped stream (Last-Event-ID). */
 #pragma once
 
 #include <stdbool.h>
@@ -41,8 +44,9 @@ int64_t client_http_key_of(const char *id);
 /* A POSTed message m (parsed; still the caller's) for the session: a request is answered on
  * req when its response comes; anything else is handled and req answered 202 at once. */
 void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m);
-/* GET: the session's event stream, from the event after last_event_id (-1: none given, from
- * the first one not yet written to a stream). */
-void client_http_get(struct client *c, struct evhttp_request *req, int64_t last_event_id);
+/* GET: the session's event stream, from the event after last_event_id (the header's text;
+ * NULL or not one of ours: from the first one not yet written to it). The Last-Event-ID of
+ * a POST's own stream sends what is kept of that stream after it instead, then ends. */
+void client_http_get(struct client *c, struct evhttp_request *req, const char *last_event_id);
 /* DELETE: the session ends (its calls cancelled downstream). */
 void client_http_delete(struct client *c, struct evhttp_request *req);

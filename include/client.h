@@ -42,8 +42,11 @@ struct client_transport_ops {
         const char *name;            /* "unix", "http": for logs and mcpvisorctl clients */
         /* Queues one whole message: parts hold its JSON text and then a newline. response:
          * it answers the request whose id is id (NULL: JSON's null, for a request that could
-         * not be read); else it is a request or notification. Everything is borrowed for the
-         * call. 0, or -ENOMEM when part of it may be lost (the client is then ended). */
+         * not be read); else it is a request or notification, and id the client's request it
+         * belongs to (progress of that call, a server's request made during it), or NULL for
+         * none: HTTP sends such a message on that request's own stream. Everything is
+         * borrowed for the call. 0, or -ENOMEM when part of it may be lost (the client is
+         * then ended). */
         int (*send)(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id);
         size_t (*unsent)(const struct client *c);  /* bytes accepted by send() and not written yet */
         void (*stop_reading)(struct client *c);    /* draining: take no more input */
@@ -108,6 +111,9 @@ const char *client_state_name(enum client_state state);
 
 /* Queues one message (consumed). Drops the client if its unsent output passes the limit. */
 void client_send(struct client *c, json_object *msg);
+/* The same for a request or notification that belongs to the client's request whose id is
+ * related (borrowed; NULL: to none): a call's progress, a server's request made during it. */
+void client_send_related(struct client *c, json_object *msg, json_object *related);
 /* Sends a result response under id (borrowed) whose result is JSON text already checked
  * (a server's, passed on as it wrote it). */
 void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len);

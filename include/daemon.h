@@ -109,6 +109,11 @@ int daemon_reload(struct daemon *d, const char *why, json_object **ret);
  * once: wants may record that in the client. */
 unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
                              bool (*wants)(struct client *c, void *arg), void *arg);
+/* The same, each message sent as belonging to the client's request related says (NULL: to
+ * none; client_send_related()). */
+unsigned daemon_broadcast_related(struct daemon *d, const char *method, json_object *params,
+                                  bool (*wants)(struct client *c, void *arg),
+                                  json_object *(*related)(struct client *c, void *arg), void *arg);
 
 /* A client stopped reading (client_drain()): the daemon tells the modules that wait on
  * something from it (the server requests it was asked) that no more will come. */

@@ -106,6 +106,9 @@ enum router_owner {
  * ROUTER_OWNER_ONE. Not on the hot path: a server's own requests (sampling, roots,
  * elicitation) are rare. */
 enum router_owner router_owner(const struct router *r, const struct server *s, struct client **ret);
+/* The client's own id of c's one call in flight to s (borrowed), the call a request of s
+ * to c belongs to; NULL when c has none there, or several (it cannot be told which). */
+json_object *router_sole_call(const struct client *c, const struct server *s);
 
 /* After each loop iteration: answers lost routes with their server's outcome. */
 void router_collect(struct router *r);

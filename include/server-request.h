@@ -35,6 +35,8 @@ struct server_request {
         uint64_t instance;              /* the run that asked */
         json_object *child_id;          /* referenced: answered under its exact value */
         json_object *token;             /* params._meta.progressToken, referenced, or NULL */
+        json_object *call;              /* the client's id of the call it was made during
+                                         * (router_sole_call()), referenced, or NULL */
         int64_t id;                     /* ours toward the client */
         char method[48];
 };

@@ -8,16 +8,20 @@
 #include <event2/keyvalq_struct.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 #include "client.h"
 #include "daemon.h"
 #include "http.h"
 #include "jsonrpc.h"
+#include "sse-event.h"
 #include "time-util.h"
 
 /* Events kept for a resumed stream: the last 64, fewer when they pass 1 MiB. */
@@ -27,7 +31,8 @@
  * gone without a word is found out by the write. */
 #define KEEPALIVE_USEC (15 * USEC_PER_SEC)
 
-/* One HTTP request the session owes an answer: a POSTed request's, or the GET stream. */
+/* One HTTP request the session owes an answer: a POSTed request's (as JSON, or as an
+ * event stream of its own), or the GET stream. */
 struct http_wait {
         TAILQ_ENTRY(http_wait) entry;
         struct session_http *s;
@@ -35,10 +40,16 @@ struct http_wait {
         struct evhttp_connection *evcon;
         struct event *closed;        /* the peer closed the connection (EV_CLOSED) */
         char *id_text;               /* the POSTed request's id as JSON text; NULL for the stream */
+        uint64_t stream;             /* a POST answered as an event stream: its number (1, 2, ...);
+                                      * 0: answered as JSON, or the GET stream */
 };
 
+/* Events are numbered across the session's streams; each one's id names its stream too:
+ * "N" on the GET stream (stream 0), "N-K" on POST stream K, so that a Last-Event-ID says
+ * which stream to resume however old it is. */
 struct replay_event {
         uint64_t seq;
+        uint64_t stream;
         char *text;                  /* "id: N\ndata: ...\n\n" */
         size_t len;
 };
@@ -58,7 +69,9 @@ struct session_http {
         struct replay_event ring[REPLAY_EVENTS];
         size_t ring_start, ring_count, ring_bytes;
         uint64_t next_seq;           /* the last event's number */
-        uint64_t streamed_seq;       /* the last event written to a stream */
+        uint64_t streamed_seq;       /* the last event written to the GET stream */
+        uint64_t next_stream;        /* the last POST stream's number */
+        unsigned n_post_streams;     /* POSTs in posts answered as event streams */
 };
 
 static struct session_http *session_of(const struct client *c) {
@@ -90,9 +103,10 @@ static void wait_forget(struct http_wait *w) {
 
         if (w == s->stream) {
                 s->stream = NULL;
-                event_del(s->keepalive);
         } else {
                 TAILQ_REMOVE(&s->posts, w, entry);
+                if (w->stream)
+                        s->n_post_streams--;
         }
         if (s->current == w)
                 s->current = NULL;
@@ -111,6 +125,15 @@ static void cancel_post(struct session_http *s, const char *id_text) {
         client_receive(s->client, text, strlen(text));
 }
 
+/* A request the connection let go of: evhttp frees the requests still on a connection it
+ * frees, except one it failed itself (the peer's EOF or a write error seen by evhttp, a
+ * timeout) while we had not answered it. That one it detaches (no connection any more)
+ * and leaves to us, who would otherwise answer it: nobody will, so it is freed here. */
+static void free_if_detached(struct evhttp_request *req) {
+        if (!evhttp_request_get_connection(req))
+                evhttp_request_free(req);
+}
+
 /* evhttp frees the connection (and its requests): forget them, cancel what was asked. */
 static void on_connection_close(struct evhttp_connection *evcon, void *userdata) {
         struct http_wait *w = userdata;
@@ -119,6 +142,7 @@ static void on_connection_close(struct evhttp_connection *evcon, void *userdata)
         bool post = w != s->stream;
 
         w->evcon = NULL; /* its close callback is being called: nothing to reset */
+        free_if_detached(w->req);
         wait_forget(w);
         if (post && id_text && s->client->state != CLIENT_JUSTFREE)
                 cancel_post(s, id_text);
@@ -173,44 +197,32 @@ static struct evbuffer *joined(const struct iovec *parts, size_t n_parts) {
         return b;
 }
 
-static struct http_wait *post_answered_by(struct session_http *s, json_object *id) {
-        const char *text = id ? json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN) : NULL;
+/* The POST whose request has this id (NULL: none). */
+static struct http_wait *post_of(struct session_http *s, json_object *id) {
+        const char *text = json_object_to_json_string_ext(id, JSON_C_TO_STRING_PLAIN);
         struct http_wait *w;
 
-        if (!text)
-                return s->current;
         TAILQ_FOREACH(w, &s->posts, entry)
                 if (strcmp(w->id_text, text) == 0)
                         return w;
         return NULL;
 }
 
-static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
-        struct http_wait *w = post_answered_by(s, id);
-        struct evbuffer *body;
-
-        if (!w)
-                return 0; /* its request's client went away: nobody to tell */
-        body = joined(parts, n_parts);
-        if (!body)
-                return -ENOMEM;
-        evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
-        reply(s, w, 200, "OK", body);
-        evbuffer_free(body);
-        return 0;
+/* The POST a response answers; a null id answers the POST being handled now. */
+static struct http_wait *post_answered_by(struct session_http *s, json_object *id) {
+        return id ? post_of(s, id) : s->current;
 }
 
-static void write_event(struct session_http *s, const struct replay_event *e) {
+static void write_text(struct http_wait *w, const char *text, size_t len) {
         struct evbuffer *b = evbuffer_new();
 
-        if (!b || evbuffer_add(b, e->text, e->len) < 0) {
+        if (!b || evbuffer_add(b, text, len) < 0) {
                 if (b)
                         evbuffer_free(b);
                 return;
         }
-        evhttp_send_reply_chunk(s->stream->req, b);
+        evhttp_send_reply_chunk(w->req, b);
         evbuffer_free(b);
-        s->streamed_seq = e->seq;
 }
 
 static struct replay_event *ring_at(struct session_http *s, size_t i) {
@@ -227,50 +239,97 @@ static void ring_drop_oldest(struct session_http *s) {
         s->ring_count--;
 }
 
-static int ring_push(struct session_http *s, char *text, size_t len) {
+/* Keeps an event (text taken) for replay. One over the byte bound is not kept: it would
+ * push out every other and still hold up to maxMessageSize per session. */
+static void ring_keep(struct session_http *s, uint64_t seq, uint64_t stream, char *text, size_t len) {
+        if (len > REPLAY_BYTES) {
+                free(text);
+                return;
+        }
         while (s->ring_count == REPLAY_EVENTS || (s->ring_count > 0 && s->ring_bytes + len > REPLAY_BYTES))
                 ring_drop_oldest(s);
-        *ring_at(s, s->ring_count) = (struct replay_event){ .seq = ++s->next_seq, .text = text, .len = len };
+        *ring_at(s, s->ring_count) = (struct replay_event){ .seq = seq, .stream = stream, .text = text, .len = len };
         s->ring_count++;
         s->ring_bytes += len;
-        return 0;
 }
 
-/* A notification or request to the client: an event of the GET stream, kept for replay. */
-static int send_event(struct session_http *s, const struct iovec *parts, size_t n_parts) {
-        size_t len = 0, used;
-        char head[48], *text;
+/* A message as the next event of a stream (0: the GET stream), written on w when the stream
+ * is open there (w NULL: kept only), and kept for replay. */
+static int emit_event(struct session_http *s, uint64_t stream, struct http_wait *w, const struct iovec *parts,
+                      size_t n_parts) {
+        uint64_t seq = s->next_seq + 1;
+        size_t len;
+        char *text = sse_event_text(seq, stream, parts, n_parts, &len);
 
-        for (size_t i = 0; i + 1 < n_parts; i++) /* the last part is the newline */
-                len += parts[i].iov_len;
-        used = (size_t)snprintf(head, sizeof head, "id: %" PRIu64 "\ndata: ", s->next_seq + 1);
-        text = malloc(used + len + 2);
         if (!text)
                 return -ENOMEM;
-        memcpy(text, head, used);
-        for (size_t i = 0; i + 1 < n_parts; i++) {
-                memcpy(text + used, parts[i].iov_base, parts[i].iov_len);
-                used += parts[i].iov_len;
-        }
-        memcpy(text + used, "\n\n", 2);
-        ring_push(s, text, used + 2);
-        if (s->stream)
-                write_event(s, ring_at(s, s->ring_count - 1));
+        s->next_seq = seq;
+        if (w)
+                write_text(w, text, len);
+        if (w && stream == 0)
+                s->streamed_seq = seq;
+        ring_keep(s, seq, stream, text, len);
         return 0;
 }
 
-static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
-        struct session_http *s = session_of(c);
+/* The POST's event stream is over: its response was its last event. */
+static void end_post_stream(struct session_http *s, struct http_wait *w) {
+        struct evhttp_request *req = w->req;
 
-        return response ? send_response(s, parts, n_parts, id) : send_event(s, parts, n_parts);
+        wait_forget(w);
+        evhttp_send_reply_end(req);
 }
 
+static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
+        struct http_wait *w = post_answered_by(s, id);
+        struct evbuffer *body;
+        int r;
+
+        if (!w)
+                return 0; /* its request's client went away: nobody to tell */
+        if (w->stream) {
+                r = emit_event(s, w->stream, w, parts, n_parts);
+                end_post_stream(s, w);
+                return r;
+        }
+        body = joined(parts, n_parts);
+        if (!body)
+                return -ENOMEM;
+        evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
+        reply(s, w, 200, "OK", body);
+        evbuffer_free(body);
+        return 0;
+}
+
+/* A notification or request to the client: on the event stream of the POST it belongs to
+ * when that POST has one, else an event of the GET stream (kept for replay either way). */
+static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
+        struct session_http *s = session_of(c);
+        struct http_wait *w;
+
+        if (response)
+                return send_response(s, parts, n_parts, id);
+        w = id && s->n_post_streams ? post_of(s, id) : NULL;
+        if (w && w->stream)
+                return emit_event(s, w->stream, w, parts, n_parts);
+        return emit_event(s, 0, s->stream, parts, n_parts);
+}
+
+static size_t wait_unsent(const struct http_wait *w) {
+        return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(w->evcon)));
+}
+
+/* What the session's open streams have not written yet: the GET stream's and the POSTs'. */
 static size_t http_unsent(const struct client *c) {
         struct session_http *s = session_of(c);
+        size_t n = s->stream ? wait_unsent(s->stream) : 0;
+        struct http_wait *w;
 
-        if (!s->stream)
-                return 0;
-        return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(s->stream->evcon)));
+        if (s->n_post_streams)
+                TAILQ_FOREACH(w, &s->posts, entry)
+                        if (w->stream)
+                                n += wait_unsent(w);
+        return n;
 }
 
 /* ---- the session's lifetime ---- */
@@ -283,8 +342,12 @@ static void http_stop(struct client *c) {
         struct session_http *s = session_of(c);
         struct http_wait *w;
 
-        while ((w = TAILQ_FIRST(&s->posts)))
-                reply(s, w, 404, "Session Ended", NULL);
+        while ((w = TAILQ_FIRST(&s->posts))) {
+                if (w->stream)
+                        end_post_stream(s, w); /* its status was sent: the stream just ends */
+                else
+                        reply(s, w, 404, "Session Ended", NULL);
+        }
         if (s->stream) {
                 struct evhttp_request *req = s->stream->req;
 
@@ -349,15 +412,30 @@ static void on_idle(evutil_socket_t fd, short what, void *userdata) {
         client_set_state(s->client, CLIENT_JUSTFREE);
 }
 
+/* Every open stream, the POSTs' too (a long call with no progress), gets a comment. */
 static void on_keepalive(evutil_socket_t fd, short what, void *userdata) {
+        static const char comment[] = ": keep-alive\n\n";
         struct session_http *s = userdata;
-        struct evbuffer *b;
+        struct http_wait *w;
 
-        if (!s->stream || !(b = evbuffer_new()))
+        if (!s->stream && !s->n_post_streams) {
+                event_del(s->keepalive);
                 return;
-        evbuffer_add(b, ": keep-alive\n\n", 14);
-        evhttp_send_reply_chunk(s->stream->req, b);
-        evbuffer_free(b);
+        }
+        if (s->stream)
+                write_text(s->stream, comment, sizeof comment - 1);
+        if (s->n_post_streams)
+                TAILQ_FOREACH(w, &s->posts, entry)
+                        if (w->stream)
+                                write_text(w, comment, sizeof comment - 1);
+}
+
+/* Once a stream opens; not pushed back by the next one, so each gets its comment. */
+static void arm_keepalive(struct session_http *s) {
+        struct timeval tv = { .tv_sec = KEEPALIVE_USEC / USEC_PER_SEC };
+
+        if (!event_pending(s->keepalive, EV_TIMEOUT, NULL))
+                event_add(s->keepalive, &tv);
 }
 
 static int random_id(char ret[CLIENT_HTTP_ID_LEN + 1]) {
@@ -478,7 +556,56 @@ static void cancelled(struct session_http *s, const struct jsonrpc_msg *m) {
 
         if (!json_object_object_get_ex(m->params, "requestId", &id) || !id || !(w = post_answered_by(s, id)))
                 return;
-        reply(s, w, 202, "Accepted", NULL);
+        if (w->stream)
+                end_post_stream(s, w);
+        else
+                reply(s, w, 202, "Accepted", NULL);
+}
+
+/* A request that may be answered after progress or the server's own requests (a tool
+ * call, or any request that asks for progress) is answered as an event stream when the
+ * client takes one: those messages then travel with it. Others keep their JSON answer. */
+static bool answered_as_stream(struct evhttp_request *req, const struct jsonrpc_msg *m) {
+        const char *accept = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
+        json_object *meta;
+
+        if (m->kind != JSONRPC_REQUEST || !accept || !strcasestr(accept, "text/event-stream"))
+                return false;
+        return strcmp(m->method, "tools/call") == 0 ||
+               (json_object_object_get_ex(m->params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", NULL));
+}
+
+/* A stream's events are written as they come, each after the one before was sent: with
+ * Nagle's algorithm on, each would wait for the client's delayed ACK of the one before
+ * (40 ms a call whose response follows its stream's first event). On a Unix socket the
+ * option does not exist, and nothing waits there. */
+static void write_at_once(struct evhttp_request *req) {
+        int one = 1;
+
+        (void)setsockopt(bufferevent_getfd(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req))),
+                         IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void start_event_stream(struct session_http *s, struct evhttp_request *req) {
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+        write_at_once(req);
+        add_session_header(s, req);
+        evhttp_add_header(h, "Content-Type", "text/event-stream");
+        evhttp_add_header(h, "Cache-Control", "no-cache");
+        evhttp_send_reply_start(req, 200, "OK");
+}
+
+/* The POST's own stream opens with an event that has an id and no data (the specification's
+ * priming event): the client holds a Last-Event-ID for it from the start. */
+static int start_post_stream(struct session_http *s, struct http_wait *w) {
+        static const struct iovec newline = { .iov_base = "\n", .iov_len = 1 };
+
+        w->stream = ++s->next_stream;
+        s->n_post_streams++;
+        start_event_stream(s, w->req);
+        arm_keepalive(s);
+        return emit_event(s, w->stream, w, &newline, 1);
 }
 
 void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m) {
@@ -505,6 +632,10 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
                 return;
         }
         TAILQ_INSERT_TAIL(&s->posts, w, entry);
+        if (answered_as_stream(req, m) && start_post_stream(s, w) < 0) {
+                end_post_stream(s, w);
+                return;
+        }
         s->current = w;
         client_handle(c, m);
         if (s->current == w && m->kind == JSONRPC_INVALID) /* the session said nothing */
@@ -512,19 +643,74 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         s->current = NULL;
 }
 
-/* Writes the events after seq that are still kept. */
-static void replay_from(struct session_http *s, uint64_t seq) {
-        for (size_t i = 0; i < s->ring_count && s->stream; i++)
-                if (ring_at(s, i)->seq > seq)
-                        write_event(s, ring_at(s, i));
+/* Writes on w the events of stream after seq that are still kept; how many. */
+static size_t replay(struct session_http *s, struct http_wait *w, uint64_t stream, uint64_t seq) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->ring_count; i++) {
+                struct replay_event *e = ring_at(s, i);
+
+                if (e->stream != stream || e->seq <= seq)
+                        continue;
+                write_text(w, e->text, e->len);
+                if (stream == 0)
+                        s->streamed_seq = e->seq;
+                n++;
+        }
+        return n;
 }
 
-void client_http_get(struct client *c, struct evhttp_request *req, int64_t last_event_id) {
+/* A Last-Event-ID of ours, issued in this session; false for anything else, which resumes
+ * nothing. */
+static bool parse_event_id(const struct session_http *s, const char *text, uint64_t *ret_seq, uint64_t *ret_stream) {
+        return sse_event_id_parse(text, ret_seq, ret_stream) && *ret_seq <= s->next_seq && *ret_stream <= s->next_stream;
+}
+
+static bool post_stream_open(struct session_http *s, uint64_t stream) {
+        struct http_wait *w;
+
+        TAILQ_FOREACH(w, &s->posts, entry)
+                if (w->stream == stream)
+                        return true;
+        return false;
+}
+
+/* GET with the Last-Event-ID of a POST's stream. Its connection closed (which cancelled
+ * its call) or its response was sent: what it still had to say is sent again, if kept,
+ * and the stream ends. With nothing more to say, 405: the status on which clients (the
+ * TypeScript SDK) stop reconnecting, where an empty stream that ends would have them
+ * reconnect again and again. */
+static void resume_post_stream(struct session_http *s, struct evhttp_request *req, uint64_t stream, uint64_t seq) {
+        struct http_wait w = { .s = s, .req = req };
+        bool kept = false;
+
+        if (post_stream_open(s, stream)) {
+                evhttp_send_error(req, 409, "That stream is still open on its own connection");
+                return;
+        }
+        for (size_t i = 0; i < s->ring_count && !kept; i++)
+                kept = ring_at(s, i)->stream == stream && ring_at(s, i)->seq > seq;
+        if (!kept) {
+                add_session_header(s, req);
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST, DELETE");
+                evhttp_send_error(req, 405, "That stream has ended and has nothing more to send");
+                return;
+        }
+        start_event_stream(s, req);
+        replay(s, &w, stream, seq);
+        evhttp_send_reply_end(req);
+}
+
+void client_http_get(struct client *c, struct evhttp_request *req, const char *last_event_id) {
         struct session_http *s = session_of(c);
-        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-        struct timeval tv = { .tv_sec = KEEPALIVE_USEC / USEC_PER_SEC };
+        uint64_t seq = 0, stream = 0;
+        bool resuming = parse_event_id(s, last_event_id, &seq, &stream);
 
         arm_idle(s);
+        if (resuming && stream > 0) {
+                resume_post_stream(s, req, stream, seq);
+                return;
+        }
         if (s->stream) {
                 /* One stream a session: a second one would split its events. */
                 evhttp_send_error(req, 409, "This session's stream is open already");
@@ -535,12 +721,9 @@ void client_http_get(struct client *c, struct evhttp_request *req, int64_t last_
                 evhttp_send_error(req, 503, "Out of memory");
                 return;
         }
-        add_session_header(s, req);
-        evhttp_add_header(h, "Content-Type", "text/event-stream");
-        evhttp_add_header(h, "Cache-Control", "no-cache");
-        evhttp_send_reply_start(req, 200, "OK");
-        event_add(s->keepalive, &tv);
-        replay_from(s, last_event_id >= 0 ? (uint64_t)last_event_id : s->streamed_seq);
+        start_event_stream(s, req);
+        arm_keepalive(s);
+        replay(s, s->stream, 0, resuming ? seq : s->streamed_seq);
 }
 
 void client_http_delete(struct client *c, struct evhttp_request *req) {

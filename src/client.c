@@ -116,7 +116,7 @@ static bool is_response(json_object *msg, json_object **id) {
         return !json_object_object_get_ex(msg, "method", NULL) && json_object_object_get_ex(msg, "id", id);
 }
 
-void client_send(struct client *c, json_object *msg) {
+void client_send_related(struct client *c, json_object *msg, json_object *related) {
         struct iovec parts[2];
         json_object *id;
         bool response;
@@ -127,11 +127,17 @@ void client_send(struct client *c, json_object *msg) {
                 return;
         }
         response = is_response(msg, &id);
+        if (!response)
+                id = related;
         r = jsonrpc_line(msg, parts);
         if (r >= 0)
                 r = c->ops->send(c, parts, 2, response, id);
         json_object_put(msg);
         after_send(c, r);
+}
+
+void client_send(struct client *c, json_object *msg) {
+        client_send_related(c, msg, NULL);
 }
 
 void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len) {

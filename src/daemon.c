@@ -100,6 +100,12 @@ static void status_settled(struct daemon *d) {
 
 unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
                              bool (*wants)(struct client *c, void *arg), void *arg) {
+        return daemon_broadcast_related(d, method, params, wants, NULL, arg);
+}
+
+unsigned daemon_broadcast_related(struct daemon *d, const char *method, json_object *params,
+                                  bool (*wants)(struct client *c, void *arg),
+                                  json_object *(*related)(struct client *c, void *arg), void *arg) {
         struct client *c, *next;
         unsigned sent = 0;
 
@@ -108,7 +114,8 @@ unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *
         for (c = TAILQ_FIRST(&d->clients[CLIENT_ACTIVE]); c; c = next) {
                 next = TAILQ_NEXT(c, entry);
                 if (c->role == LISTEN_MCP && c->session.phase == SESSION_OPERATING && (!wants || wants(c, arg))) {
-                        client_send(c, jsonrpc_notification(method, json_object_get(params)));
+                        client_send_related(c, jsonrpc_notification(method, json_object_get(params)),
+                                            related ? related(c, arg) : NULL);
                         sent++;
                 }
         }

@@ -275,18 +275,6 @@ static void handle_post(struct http_front *f, struct evhttp_request *req, struct
         jsonrpc_msg_done(&m);
 }
 
-/* The Last-Event-ID header's number; -1 when absent or not one of ours. */
-static int64_t last_event_id(struct evhttp_request *req) {
-        const char *v = header(req, "Last-Event-ID");
-        char *end;
-        unsigned long long n;
-
-        if (!v || *v < '0' || *v > '9')
-                return -1;
-        n = strtoull(v, &end, 10);
-        return *end || n > INT64_MAX ? -1 : (int64_t)n;
-}
-
 static void handle_get(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {
         const char *accept = header(req, "Accept");
         struct client *c;
@@ -297,7 +285,7 @@ static void handle_get(struct http_front *f, struct evhttp_request *req, struct 
         }
         c = version_ok(req) ? find_session(f, req, who) : NULL;
         if (c)
-                client_http_get(c, req, last_event_id(req));
+                client_http_get(c, req, header(req, "Last-Event-ID"));
 }
 
 static void handle_delete(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {

@@ -128,6 +128,15 @@ static bool level_admits(struct client *c, void *arg) {
         return lm->level <= client_level(c) && client_sees_server(c, lm->server);
 }
 
+/* A server's log message while the client has exactly one call there is taken as that
+ * call's, by the rule its requests follow (server-request.h): over HTTP it then travels
+ * with the call's answer, before it, instead of on a stream of its own. */
+static json_object *during_call(struct client *c, void *arg) {
+        const struct log_message *lm = arg;
+
+        return router_sole_call(c, lm->server);
+}
+
 void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
         json_object *v, *logger = NULL, *data = NULL, *params;
         const char *name = s->config->name;
@@ -145,6 +154,6 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
                         json_object_is_type(data, json_type_string) ? json_object_get_string(data)
                                                                      : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
         params = jsonrpc_copy_with(m->params, "logger", jsonrpc_text(who)); /* who may be cut mid-character */
-        daemon_broadcast_to(d, "notifications/message", params, level_admits,
-                            &(struct log_message){ .level = level, .server = s });
+        daemon_broadcast_related(d, "notifications/message", params, level_admits, during_call,
+                                 &(struct log_message){ .level = level, .server = s });
 }

@@ -433,7 +433,7 @@ static bool forward_progress(struct router *r, struct server *s, json_object *pa
         }
         arm_timeout(rt); /* progress shows the call is alive */
         copy = jsonrpc_copy_with(params, "progressToken", json_object_get(rt->client_token));
-        client_send(rt->client, jsonrpc_notification("notifications/progress", copy));
+        client_send_related(rt->client, jsonrpc_notification("notifications/progress", copy), rt->client_id);
         return true;
 }
 
@@ -464,6 +464,18 @@ enum router_owner router_owner(const struct router *r, const struct server *s, s
                 return ROUTER_OWNER_ABANDONED;
         *ret = owner;
         return ROUTER_OWNER_ONE;
+}
+
+json_object *router_sole_call(const struct client *c, const struct server *s) {
+        const struct route *rt, *found = NULL;
+
+        TAILQ_FOREACH(rt, &c->routes, by_client)
+                if (rt->server == s && !rt->lost) {
+                        if (found)
+                                return NULL;
+                        found = rt;
+                }
+        return found ? found->client_id : NULL;
 }
 
 /* The daemon ended the run (a timeout, failed pings, its own signal, ...), not the server. */

@@ -32,6 +32,7 @@ static void request_free(struct server_requests *q, struct server_request *rq) {
         idmap_remove(&q->by_id, rq->id);
         json_object_put(rq->child_id);
         json_object_put(rq->token);
+        json_object_put(rq->call);
         free(rq);
 }
 
@@ -153,12 +154,13 @@ void server_requests_forward(struct server_requests *q, struct server *s, struct
         }
         *rq = (struct server_request){ .client = c, .server = s, .instance = server_run_number(s), .id = ++q->next_id,
                                        .child_id = json_object_get(m->id),
-                                       .token = json_object_get(progress_token(m->params)) };
+                                       .token = json_object_get(progress_token(m->params)),
+                                       .call = json_object_get(router_sole_call(c, s)) };
         snprintf(rq->method, sizeof rq->method, "%s", m->method);
         TAILQ_INSERT_TAIL(&q->pending, rq, entry);
         log_emit(q->log, LOG_DEBUG, &(struct log_subject){ .server = s->config->name, .client = c->id },
                  "passing %s to the client as request %" PRId64, rq->method, rq->id);
-        client_send(c, jsonrpc_request(rq->id, m->method, json_object_get(m->params)));
+        client_send_related(c, jsonrpc_request(rq->id, m->method, json_object_get(m->params)), rq->call);
 }
 
 static struct server_request *find_by_child_id(struct server_requests *q, const struct server *s, json_object *id) {
@@ -175,7 +177,7 @@ static void tell_client_cancelled(struct server_request *rq, const char *reason)
 
         json_object_object_add(params, "requestId", json_object_new_int64(rq->id));
         json_object_object_add(params, "reason", json_object_new_string(reason));
-        client_send(rq->client, jsonrpc_notification("notifications/cancelled", params));
+        client_send_related(rq->client, jsonrpc_notification("notifications/cancelled", params), rq->call);
 }
 
 static void child_cancelled(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {

@@ -146,15 +146,8 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
 
         snprintf(notify_env, sizeof notify_env, "NOTIFY_SOCKET=%s", d->notify_path);
         snprintf(watchdog_env, sizeof watchdog_env, "WATCHDOG_USEC=%lu", o->watchdog_usec);
-        static char lsan_env[1024];
-
         snprintf(path_env, sizeof path_env, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
         envp[e++] = path_env;
-        /* Under ASan: LeakSanitizer's options for the daemon (tests/CMakeLists.txt). */
-        if (getenv("MCPVISOR_DAEMON_LSAN_OPTIONS")) {
-                snprintf(lsan_env, sizeof lsan_env, "LSAN_OPTIONS=%s", getenv("MCPVISOR_DAEMON_LSAN_OPTIONS"));
-                envp[e++] = lsan_env;
-        }
         for (const char *const *x = o->env; x && *x; x++) {
                 cr_assert_lt(e, MAX_ARGS - 4);
                 envp[e++] = *x;

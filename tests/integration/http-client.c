@@ -101,6 +101,33 @@ static bool read_more(int fd, char **buf, size_t *len, size_t *cap, long long de
         return true;
 }
 
+/* The body of a chunked answer (an event stream that ends), read to its last chunk (or
+ * the deadline) and decoded; buf is freed. */
+static void read_chunked(int fd, char **buf, size_t *len, size_t *cap, size_t start, long long deadline,
+                         struct ht_answer *ret) {
+        const char *at;
+        size_t out = 0;
+
+        while (!(*len >= start + 5 && (memcmp(*buf + start, "0\r\n\r\n", 5) == 0 || strstr(*buf + start, "\r\n0\r\n\r\n"))))
+                if (!read_more(fd, buf, len, cap, deadline))
+                        break;
+        ret->body = malloc(*len - start + 1);
+        cr_assert_not_null(ret->body);
+        for (at = *buf + start; at < *buf + *len;) {
+                char *end;
+                size_t n = strtoul(at, &end, 16);
+
+                if (end == at || n == 0 || !(end = strstr(end, "\r\n")) || end + 2 + n > *buf + *len)
+                        break;
+                memcpy(ret->body + out, end + 2, n);
+                out += n;
+                at = end + 2 + n + 2;
+        }
+        ret->body[out] = '\0';
+        ret->body_len = out;
+        free(*buf);
+}
+
 void ht_request(int fd, const char *method, const char *target, const char *headers, const char *body,
                 size_t body_len, struct ht_answer *ret) {
         char head[8192];
@@ -122,6 +149,10 @@ void ht_request(int fd, const char *method, const char *target, const char *head
                 }
         sscanf(buf, "HTTP/1.1 %d", &ret->status);
         snprintf(ret->headers, sizeof ret->headers, "%.*s", (int)(end - buf), buf);
+        if (strcasestr(ret->headers, "\r\nTransfer-Encoding: chunked")) {
+                read_chunked(fd, &buf, &len, &cap, (size_t)(end + 4 - buf), deadline, ret);
+                return;
+        }
         cl = strcasestr(ret->headers, "\r\nContent-Length:");
         want = (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 17, NULL, 10) : 0);
         while (len < want && read_more(fd, &buf, &len, &cap, deadline))

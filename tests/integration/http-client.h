@@ -22,7 +22,8 @@ bool ht_wait_listening(unsigned port, int timeout_ms);
 /* A connection to 127.0.0.1:port, or to the Unix socket path when port is 0. */
 int ht_connect(unsigned port, const char *path);
 /* Sends method path with extra header lines ("Name: value\r\n" each, may be "") and body
- * (may be NULL) on fd, and reads the answer. */
+ * (may be NULL) on fd, and reads the answer: its Content-Length, or a chunked body (an
+ * event stream that ends) to its last chunk, decoded. */
 void ht_request(int fd, const char *method, const char *target, const char *headers, const char *body,
                 size_t body_len, struct ht_answer *ret);
 /* The same on a fresh connection, closed after. */

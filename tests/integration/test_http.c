@@ -3,6 +3,7 @@
  * replay, the Unix socket's peers, limits, and 2,000 sessions opened and closed with nothing
  * left behind. A small HTTP client of our own (http-client.c) talks to the daemon. */
 #include <criterion/criterion.h>
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,9 +203,20 @@ Test(http, oversize_body_is_413) {
         ht_answer_done(&a);
 }
 
+/* The id of the first event in text whose data holds needle ("" when none). */
+static void event_id_of(const char *text, const char *needle, char ret[32]) {
+        const char *at = strstr(text, needle), *id = NULL;
+
+        ret[0] = '\0';
+        for (const char *p = text; at && (p = strstr(p, "id: ")) && p < at; p++)
+                id = p + 4;
+        if (id)
+                snprintf(ret, 32, "%.*s", (int)strcspn(id, "\n"), id);
+}
+
 Test(http, session_calls_stream_and_replay) {
         struct ht_answer a;
-        char sid[64], stream[16384] = "";
+        char sid[64], other[64], stream[16384] = "", id[32];
         int get;
 
         start_http("");
@@ -217,21 +229,29 @@ Test(http, session_calls_stream_and_replay) {
         get = ht_connect(port, NULL);
         dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
         cr_assert(ht_stream_until(get, "text/event-stream", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
-        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":250},"
-                  "\"_meta\":{\"progressToken\":\"p\"}}}", &a);
+        /* A server's log message while another session's call runs there: this session has
+         * no call it could belong to, so it goes on its GET stream; the calling session
+         * gets it with its call's answer, before it. */
+        open_session(other);
+        post(other, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__log\",\"arguments\":{\"text\":\"to-the-get-stream\"}}}", &a);
         cr_assert_eq(a.status, 200);
-        cr_assert(strstr(a.body, "slept 250 ms"), "%s", a.body);
+        cr_assert(strstr(a.body, "\"data\":\"to-the-get-stream\"") &&
+                  strstr(a.body, "\"data\":\"to-the-get-stream\"") < strstr(a.body, "\"result\""),
+                  "the caller's log message is its call's: %s", a.body);
         ht_answer_done(&a);
-        cr_assert(ht_stream_until(get, "\"progressToken\":\"p\"", stream, sizeof stream, H_TIMEOUT_MS),
-                  "progress goes on the GET stream: %s", stream);
-        cr_assert(strstr(stream, "id: 1\n"), "events are numbered: %s", stream);
+        cr_assert(ht_stream_until(get, "to-the-get-stream", stream, sizeof stream, H_TIMEOUT_MS),
+                  "a log message goes on the GET stream: %s", stream);
+        event_id_of(stream, "to-the-get-stream", id);
+        cr_assert(id[0] && !strchr(id, '-'), "a GET stream's event is numbered N: %s", stream);
         close(get);
 
-        /* Dropped: a new stream from Last-Event-ID 0 has event 1 again. */
+        /* Dropped: a new stream from Last-Event-ID 0 has that event again. */
         stream[0] = '\0';
         get = ht_connect(port, NULL);
         dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Last-Event-ID: 0\r\nMcp-Session-Id: %s\r\n\r\n", sid);
-        cr_assert(ht_stream_until(get, "id: 1\n", stream, sizeof stream, H_TIMEOUT_MS), "replayed: %s", stream);
+        cr_assert(ht_stream_until(get, sf("id: %s\n", id), stream, sizeof stream, H_TIMEOUT_MS), "replayed: %s", stream);
+        cr_assert(strstr(stream, "to-the-get-stream"), "%s", stream);
+        cr_assert_null(strstr(stream, "\"text\":\"hi\""), "a POST's events are never replayed on the GET stream: %s", stream);
         close(get);
 
         ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
@@ -240,6 +260,122 @@ Test(http, session_calls_stream_and_replay) {
         post(sid, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", &a);
         cr_assert_eq(a.status, 404, "ended");
         ht_answer_done(&a);
+}
+
+#define SLEEP_WITH_PROGRESS "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\"," \
+                            "\"arguments\":{\"ms\":250},\"_meta\":{\"progressToken\":\"p\"}}}"
+
+/* A tool call is answered as an event stream of its own: an event with an id and no data
+ * first, its progress, then its response, and the stream ends; other requests keep JSON. */
+Test(http, tool_call_answered_as_a_stream_with_its_progress_first) {
+        struct ht_answer a;
+        char sid[64], type[64];
+        const char *progress, *result;
+
+        start_http("");
+        open_session(sid);
+        post(sid, SLEEP_WITH_PROGRESS, &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert_str_eq(ht_header(&a, "Content-Type", type, sizeof type), "text/event-stream");
+        cr_assert(ht_header(&a, "Mcp-Session-Id", type, sizeof type), "%s", a.headers);
+        cr_assert(strncmp(a.body, "id: ", 4) == 0 && strstr(a.body, "-1\ndata: \n\n") == a.body + strcspn(a.body, "-"),
+                  "the priming event comes first: %s", a.body);
+        progress = strstr(a.body, "\"method\":\"notifications/progress\"");
+        result = strstr(a.body, "slept 250 ms");
+        cr_assert(progress && strstr(progress, "\"progressToken\":\"p\""), "its progress on its stream: %s", a.body);
+        cr_assert(result && progress < result, "progress before the result: %s", a.body);
+        cr_assert(strstr(a.body, "\"id\":7"), "%s", a.body);
+        {
+                const char *data = strstr(a.body, "data: {\"jsonrpc\":\"2.0\",\"id\":7");
+                json_object *response = data ? json_tokener_parse(data + 6) : NULL;
+
+                cr_assert_not_null(response, "the response event's data is its JSON: %s", a.body);
+                json_object_put(response);
+        }
+        ht_answer_done(&a);
+
+        post(sid, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\"}", &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert_str_eq(ht_header(&a, "Content-Type", type, sizeof type), "application/json", "tools/list stays JSON");
+        cr_assert(a.body[0] == '{' && strstr(a.body, "demo__sleep"), "%s", a.body);
+        ht_answer_done(&a);
+
+        /* A client that takes JSON only gets JSON, its progress on the GET stream. */
+        ht_once(port, "POST", "/mcp", sf(AUTH "Content-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: %s\r\n", sid),
+                SLEEP_WITH_PROGRESS, &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert_str_eq(ht_header(&a, "Content-Type", type, sizeof type), "application/json");
+        cr_assert(strstr(a.body, "slept 250 ms") && !strstr(a.body, "progress"), "%s", a.body);
+        ht_answer_done(&a);
+}
+
+/* A server's request during a call travels on that call's stream, and its answer POSTed
+ * back reaches the server. */
+Test(http, server_request_on_the_calls_stream) {
+        char sid[64], stream[16384] = "", id[32];
+        struct ht_answer a;
+        int fd;
+        const char *body = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__ask\",\"arguments\":{\"method\":\"demo/question\"}}}";
+
+        start_http("");
+        open_session(sid);
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                sid, strlen(body), body);
+        cr_assert(ht_stream_until(fd, "\"method\":\"demo/question\"", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
+        {
+                const char *at = strstr(stream, "\"method\":\"demo/question\""), *n = strstr(stream, "\"id\":");
+
+                while (n && strstr(n + 1, "\"id\":") && strstr(n + 1, "\"id\":") < at)
+                        n = strstr(n + 1, "\"id\":");
+                cr_assert_not_null(n, "%s", stream);
+                snprintf(id, sizeof id, "%.*s", (int)strcspn(n + 5, ",}"), n + 5);
+        }
+        post(sid, sf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"pong\":true}}", id), &a);
+        cr_assert_eq(a.status, 202, "%d %s", a.status, a.body);
+        ht_answer_done(&a);
+        cr_assert(ht_stream_until(fd, "pong", stream, sizeof stream, H_TIMEOUT_MS), "the answer reached the server: %s", stream);
+        cr_assert(ht_stream_until(fd, "\r\n0\r\n\r\n", stream, sizeof stream, H_TIMEOUT_MS), "the stream ends: %s", stream);
+        close(fd);
+}
+
+/* GET with the Last-Event-ID of a POST's stream: what that stream said after it, then its
+ * end; nothing more to say: 405 (clients stop reconnecting); still open: 409. */
+Test(http, a_post_stream_resumed_by_its_last_event_id) {
+        struct ht_answer a;
+        char sid[64], first[32], last[32], stream[8192] = "";
+        const char *sleep60 = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000}}}";
+        int fd;
+
+        start_http("");
+        open_session(sid);
+        post(sid, SLEEP_WITH_PROGRESS, &a);
+        cr_assert_eq(a.status, 200);
+        event_id_of(a.body, "data: \n\n", first); /* the priming event */
+        event_id_of(a.body, "slept 250 ms", last);
+        cr_assert(strchr(first, '-') && strchr(last, '-'), "a POST stream's events are numbered N-K: %s", a.body);
+        ht_answer_done(&a);
+
+        ht_once(port, "GET", "/mcp", sf(AUTH "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\nLast-Event-ID: %s\r\n", sid, first), NULL, &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert(strstr(a.body, "notifications/progress") && strstr(a.body, "slept 250 ms"), "replayed: %s", a.body);
+        cr_assert_null(strstr(a.body, sf("id: %s\n", first)), "from after it: %s", a.body);
+        ht_answer_done(&a);
+
+        ht_once(port, "GET", "/mcp", sf(AUTH "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\nLast-Event-ID: %s\r\n", sid, last), NULL, &a);
+        cr_assert_eq(a.status, 405, "nothing after its response: %d %s", a.status, a.body);
+        ht_answer_done(&a);
+
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                sid, strlen(sleep60), sleep60);
+        cr_assert(ht_stream_until(fd, "data: \n\n", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
+        event_id_of(stream, "data: \n\n", first);
+        ht_once(port, "GET", "/mcp", sf(AUTH "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\nLast-Event-ID: %s\r\n", sid, first), NULL, &a);
+        cr_assert_eq(a.status, 409, "its connection is open: %d", a.status);
+        ht_answer_done(&a);
+        close(fd);
+        cr_assert(h_log_wait(&D, "HTTP request 9 abandoned by the client; cancelling it", H_TIMEOUT_MS));
 }
 
 Test(http, closing_a_post_cancels_its_call) {

@@ -24,8 +24,10 @@
 //                        (what the everything server read on stdin) has the cancellation
 //   sampling             two clients at once, each with its own sampling handler; A, then B,
 //                        calls everything__trigger-sampling-request
-//   resume               (HTTP) a progress notification on the GET stream, the stream dropped,
-//                        and the SDK's reconnection with Last-Event-ID: the events it gets
+//   resume               (HTTP) everything's simulated log messages (one every 5 s; with no
+//                        call in flight they travel on the GET stream), the stream dropped
+//                        after one, and the SDK's reconnection with Last-Event-ID: the
+//                        messages it gets after
 //   kill                 a long call on everything; on its first progress, kill -9 the pid in
 //                        $PIDFILE; the call's error, then everything back and answering
 import { readFileSync } from "node:fs";
@@ -33,7 +35,8 @@ import http from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema }
+    from "@modelcontextprotocol/sdk/types.js";
 
 const [socket, scenario, ...args] = process.argv.slice(2);
 const [arg] = args;
@@ -113,11 +116,14 @@ async function streamDropper(target) {
     const upstream = new URL(target);
     const streams = new Set(), gets = [];
     const server = http.createServer((req, res) => {
-        if (req.method === "GET")
-            gets.push({ lastEventId: req.headers["last-event-id"] ?? null });
+        const get = req.method === "GET" ? { lastEventId: req.headers["last-event-id"] ?? null, ids: [] } : null;
+        if (get)
+            gets.push(get);
         const up = http.request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method,
             headers: req.headers }, (ur) => {
             res.writeHead(ur.statusCode, ur.headers);
+            if (get) // the event ids the stream carried
+                ur.on("data", (b) => get.ids.push(...[...String(b).matchAll(/^id: (\S+)$/gm)].map((m) => m[1])));
             ur.pipe(res);
             if (req.method === "GET" && ur.statusCode === 200)
                 streams.add({ req, res, up, ur });
@@ -270,19 +276,25 @@ const scenarios = {
     async resume() {
         const proxy = await streamDropper(socket);
         const c = await connect("interop-resume", {}, proxy.url);
+        const messages = [];
+        let dropped = -1;
+        c.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => messages.push(n.params));
         step = "the GET stream opened";
         await waitFor("the GET stream", () => proxy.gets.length >= 1);
-        step = "everything__trigger-long-running-operation, its stream dropped after the first progress";
-        const seen = [];
-        const result = text(await call(c, "everything__trigger-long-running-operation", { duration: 2, steps: 8 }, {
-            onprogress: (p) => {
-                seen.push(p.progress);
-                if (seen.length === 1)
-                    proxy.drop();
-            },
-        }));
+        step = "logging/setLevel debug, everything__toggle-simulated-logging";
+        await c.client.setLoggingLevel("debug", { timeout: CALL_TIMEOUT });
+        await call(c, "everything__toggle-simulated-logging", {});
+        // the first message may come during the call, with its answer: the next ones, with
+        // no call in flight, on the GET stream
+        step = "a log message on the GET stream, then the stream dropped";
+        await waitFor("an event on the GET stream", () => proxy.gets[0].ids.length >= 1, 12000);
+        dropped = messages.length;
+        proxy.drop();
+        step = "the SDK back with Last-Event-ID, and another message";
+        await waitFor("a message after the drop", () => proxy.gets.length >= 2 && messages.length > dropped, 12000);
+        await call(c, "everything__toggle-simulated-logging", {});
         proxy.close();
-        return { seen, gets: proxy.gets, result };
+        return { messages: messages.length, afterDrop: messages.length - dropped, gets: proxy.gets };
     },
 
     async kill() {

@@ -1,0 +1,104 @@
+/* Server-sent events as the HTTP front door writes them (sse-event.c): ids naming their
+ * stream, and parsed back; a message's text as data lines, whatever its line breaks, read
+ * back whole by the event-stream parser (sse.c). */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sse-event.h"
+#include "sse.h"
+
+#define IOV(s) ((struct iovec){ .iov_base = (void *)(s), .iov_len = strlen(s) })
+
+static char *text_of(uint64_t seq, uint64_t stream, const struct iovec *parts, size_t n) {
+        size_t len;
+        char *text = sse_event_text(seq, stream, parts, n, &len);
+
+        cr_assert_not_null(text);
+        cr_assert_null(memchr(text, '\0', len), "no NUL inside");
+        text = realloc(text, len + 1);
+        cr_assert_not_null(text);
+        text[len] = '\0';
+        return text;
+}
+
+Test(sse_event, ids_name_their_stream) {
+        struct iovec parts[] = { IOV("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"), IOV("\n") };
+        char *t = text_of(3, 0, parts, 2);
+
+        cr_assert_str_eq(t, "id: 3\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n");
+        free(t);
+        t = text_of(18446744073709551615ull, 7, parts, 2);
+        cr_assert_str_eq(t, "id: 18446744073709551615-7\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n");
+        free(t);
+}
+
+/* The newline that ends a message may share its part with the end of the JSON text (a
+ * server's result passed on as written: "}\n"); an empty message is an event with an id
+ * and no data (the priming event of a POST's stream). */
+Test(sse_event, the_messages_newline_is_left_out) {
+        struct iovec result[] = { IOV("{\"jsonrpc\":\"2.0\",\"id\":"), IOV("7"), IOV(",\"result\":"), IOV("{}"), IOV("}\n") };
+        struct iovec empty[] = { IOV("\n") };
+        char *t = text_of(2, 1, result, 5);
+
+        cr_assert_str_eq(t, "id: 2-1\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n");
+        free(t);
+        t = text_of(1, 1, empty, 1);
+        cr_assert_str_eq(t, "id: 1-1\ndata: \n\n");
+        free(t);
+}
+
+static int keep(const char *type, const char *data, size_t len, bool oversize, void *userdata) {
+        char **ret = userdata;
+
+        cr_assert_null(*ret, "one event");
+        cr_assert_str_eq(type, "message");
+        cr_assert_not(oversize);
+        *ret = strndup(data, len);
+        return 0;
+}
+
+/* Line breaks between JSON tokens (LF, CR, CRLF, a CR at the end of a part and a LF at the
+ * start of the next) each start a data line: the parser joins them with LF, and the JSON
+ * reads the same. */
+Test(sse_event, line_breaks_become_data_lines) {
+        struct iovec parts[] = { IOV("{\n\"a\":\r\n[1,\r2],"), IOV("\"b\":\r"), IOV("\n\"c\"\n}"), IOV("\n") };
+        char *t = text_of(9, 2, parts, 4), *data = NULL;
+        struct sse_parser p;
+        json_object *o;
+
+        cr_assert_str_eq(t, "id: 9-2\ndata: {\ndata: \"a\":\ndata: [1,\ndata: 2],\"b\":\ndata: \ndata: \"c\"\ndata: }\n\n");
+        cr_assert_eq(sse_init(&p, 1024), 0);
+        cr_assert_eq(sse_feed(&p, t, strlen(t), keep, &data), 0);
+        cr_assert_str_eq(p.last_id, "9-2");
+        sse_done(&p);
+        cr_assert_str_eq(data, "{\n\"a\":\n[1,\n2],\"b\":\n\n\"c\"\n}");
+        o = json_tokener_parse(data);
+        cr_assert_not_null(o);
+        cr_assert_str_eq(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "{\"a\":[1,2],\"b\":\"c\"}");
+        json_object_put(o);
+        free(data);
+        free(t);
+}
+
+Test(sse_event, ids_parsed_back) {
+        uint64_t seq = 1, stream = 1;
+
+        cr_assert(sse_event_id_parse("0", &seq, &stream) && seq == 0 && stream == 0);
+        cr_assert(sse_event_id_parse("12", &seq, &stream) && seq == 12 && stream == 0);
+        cr_assert(sse_event_id_parse("12-3", &seq, &stream) && seq == 12 && stream == 3);
+        cr_assert(sse_event_id_parse("18446744073709551615-18446744073709551615", &seq, &stream) &&
+                  seq == UINT64_MAX && stream == UINT64_MAX);
+}
+
+Test(sse_event, other_ids_refused) {
+        static const char *const bad[] = { "", "-", "-1", "+1", " 1", "1 ", "1-", "1-0", "1--2", "1-+2", "1-2-3", "1.5",
+                                           "a", "0x10", "18446744073709551616", "1-18446744073709551616", "1-2 " };
+        uint64_t seq = 5, stream = 6;
+
+        cr_assert_not(sse_event_id_parse(NULL, &seq, &stream));
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+                cr_assert_not(sse_event_id_parse(bad[i], &seq, &stream), "'%s' taken", bad[i]);
+        cr_assert(seq == 5 && stream == 6, "left alone");
+}
