@@ -11,26 +11,17 @@
 #include <stdint.h>
 
 #include "idmap.h"
-#include "listen.h"
+#include "http-listen.h"
 
 struct daemon;
 struct evhttp;
 struct evhttp_bound_socket;
 struct event;
 
-/* One address listened on, as operators read it (mcpvisorctl status). */
-struct http_listener {
-        struct evhttp_bound_socket *bound;
-        char *name;          /* "127.0.0.1:8765", "unix:/run/mcpvisor/http.sock" */
-        bool unix_socket;    /* peers are principals by SO_PEERCRED, no token needed */
-        struct bound_socket bound_unix; /* a Unix socket's node and lock, when we bound it */
-};
-
 struct http_front {
         struct daemon *daemon;
         struct evhttp *evh;
-        struct http_listener *listeners;
-        size_t n_listeners;
+        struct http_listen listen;
         struct idmap sessions;        /* session key (client-http.h) -> struct client */
         size_t n_sessions;
         uint64_t refused_at;          /* when the last refused request was logged (usec) */

@@ -364,122 +364,6 @@ static void on_request(struct evhttp_request *req, void *userdata) {
         principal_done(&who.principal); /* empty when a session took it */
 }
 
-/* ---- listening ---- */
-
-static int add_listener(struct http_front *f, int fd, const char *name, bool unix_socket) {
-        struct http_listener *ls = realloc(f->listeners, (f->n_listeners + 1) * sizeof *ls);
-        struct evconnlistener *evl;
-
-        if (!ls) {
-                close(fd);
-                return -ENOMEM;
-        }
-        f->listeners = ls;
-        /* A passed socket may block, and the listener accepts until EAGAIN. */
-        evutil_make_socket_nonblocking(fd);
-        /* Our own listener, so that accepted connections are close-on-exec too. */
-        evl = evconnlistener_new(f->daemon->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-        if (!evl) {
-                close(fd);
-                return -ENOMEM;
-        }
-        ls[f->n_listeners] = (struct http_listener){ .bound = evhttp_bind_listener(f->evh, evl),
-                                                     .name = strdup(name), .unix_socket = unix_socket };
-        if (!ls[f->n_listeners].bound) {
-                evconnlistener_free(evl);
-                free(ls[f->n_listeners].name);
-                return -ENOMEM;
-        }
-        f->n_listeners++;
-        log_info(&f->daemon->log, "HTTP front door listening on %s", name);
-        return 0;
-}
-
-static int bind_tcp(struct http_front *f, const struct http_address *a) {
-        struct sockaddr_storage ss = { 0 };
-        socklen_t len;
-        char name[80];
-        int fd, one = 1;
-        bool v6 = strchr(a->host, ':') != NULL;
-
-        if (v6) {
-                struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&ss;
-
-                sa->sin6_family = AF_INET6;
-                sa->sin6_port = htons((uint16_t)a->port);
-                inet_pton(AF_INET6, a->host, &sa->sin6_addr);
-                len = sizeof *sa;
-        } else {
-                struct sockaddr_in *sa = (struct sockaddr_in *)&ss;
-
-                sa->sin_family = AF_INET;
-                sa->sin_port = htons((uint16_t)a->port);
-                inet_pton(AF_INET, a->host, &sa->sin_addr);
-                len = sizeof *sa;
-        }
-        snprintf(name, sizeof name, v6 ? "[%s]:%u" : "%s:%u", a->host, a->port);
-        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                goto fail;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (v6)
-                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
-                int e = errno;
-
-                close(fd);
-                errno = e;
-                goto fail;
-        }
-        return add_listener(f, fd, name, false);
-fail:
-        log_error(&f->daemon->log, "cannot listen for HTTP on %s: %s", name, strerror(errno));
-        return -errno;
-}
-
-static int bind_unix(struct http_front *f, const struct http_address *a) {
-        struct bound_socket b;
-        char name[160];
-        int r = listen_bind_unix(a->path, f->daemon->config.socket_mode, &b);
-
-        if (r < 0) {
-                log_error(&f->daemon->log, "cannot listen for HTTP on %s: %s", a->path, strerror(-r));
-                return r;
-        }
-        snprintf(name, sizeof name, "unix:%s", a->path);
-        r = add_listener(f, b.fd, name, true); /* the listener owns the socket */
-        b.fd = -1;
-        if (r < 0) {
-                bound_socket_done(&b);
-                return r;
-        }
-        f->listeners[f->n_listeners - 1].bound_unix = b; /* the node and its lock: removed at exit */
-        return 0;
-}
-
-static int take_passed(struct http_front *f, int fd) {
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
-        char name[160] = "a socket passed by systemd";
-        bool unix_socket = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
-
-        if (unix_socket) {
-                _cleanup_free_ char *path = listen_socket_path(fd);
-
-                if (path)
-                        snprintf(name, sizeof name, "unix:%s (passed by systemd)", path);
-        } else if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
-                char host[INET6_ADDRSTRLEN];
-                bool v6 = ss.ss_family == AF_INET6;
-
-                inet_ntop(ss.ss_family, v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr : (void *)&((struct sockaddr_in *)&ss)->sin_addr,
-                          host, sizeof host);
-                snprintf(name, sizeof name, v6 ? "[%s]:%u (passed by systemd)" : "%s:%u (passed by systemd)", host,
-                         ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port));
-        }
-        return add_listener(f, fd, name, unix_socket);
-}
-
 int http_front_start(struct http_front *f, struct daemon *d, const int *passed, size_t n_passed) {
         const struct http_config *h = &d->config.http;
         int r;
@@ -497,50 +381,31 @@ int http_front_start(struct http_front *f, struct daemon *d, const int *passed, 
         evhttp_set_max_body_size(f->evh, (ev_ssize_t)d->config.max_message_size);
         evhttp_set_max_headers_size(f->evh, HTTP_MAX_HEADERS);
         evhttp_set_timeout(f->evh, HTTP_CONNECTION_TIMEOUT);
+        if ((r = http_listen_init(&f->listen, d->base, f->evh, &d->log)) < 0)
+                return r;
         for (size_t i = 0; i < n_passed; i++)
-                if ((r = take_passed(f, passed[i])) < 0)
+                if ((r = http_listen_take_passed(&f->listen, passed[i])) < 0)
                         return r;
-        for (size_t i = 0; i < h->n_listen; i++) {
-                r = h->listen[i].path ? bind_unix(f, &h->listen[i]) : bind_tcp(f, &h->listen[i]);
-                if (r < 0)
+        for (size_t i = 0; i < h->n_listen; i++)
+                if ((r = http_listen_bind(&f->listen, &h->listen[i], d->config.socket_mode)) < 0)
                         return r;
-        }
-        if (h->n_listen > 0 && h->n_tokens == 0)
-                for (size_t i = 0; i < f->n_listeners; i++)
-                        if (!f->listeners[i].unix_socket) {
-                                log_warning(&d->log, "HTTP listens on TCP but http.tokens is empty: every request there is refused");
-                                break;
-                        }
+        if (h->n_listen > 0 && h->n_tokens == 0 && http_listen_has_tcp(&f->listen))
+                log_warning(&d->log, "HTTP listens on TCP but http.tokens is empty: every request there is refused");
         return 0;
 }
 
 void http_front_stop_listening(struct http_front *f) {
-        for (size_t i = 0; i < f->n_listeners; i++)
-                if (f->listeners[i].bound) {
-                        evhttp_del_accept_socket(f->evh, f->listeners[i].bound);
-                        f->listeners[i].bound = NULL;
-                }
+        http_listen_stop(&f->listen);
 }
 
 void http_front_done(struct http_front *f) {
-        http_front_stop_listening(f);
+        http_listen_done(&f->listen); /* before evhttp_free, which would close its sockets */
         if (f->evh)
                 evhttp_free(f->evh);
-        for (size_t i = 0; i < f->n_listeners; i++) {
-                free(f->listeners[i].name);
-                if (f->listeners[i].bound_unix.path)
-                        bound_socket_done(&f->listeners[i].bound_unix);
-        }
-        free(f->listeners);
         idmap_done(&f->sessions);
         *f = (struct http_front){ 0 };
 }
 
 json_object *http_front_listeners_json(const struct http_front *f) {
-        json_object *a = json_object_new_array();
-
-        for (size_t i = 0; i < f->n_listeners; i++)
-                if (f->listeners[i].bound)
-                        json_object_array_add(a, json_object_new_string(f->listeners[i].name));
-        return a;
+        return http_listen_json(&f->listen);
 }

@@ -3,6 +3,10 @@
  * replay, the Unix socket's peers, limits, and 2,000 sessions opened and closed with nothing
  * left behind. A small HTTP client of our own (http-client.c) talks to the daemon. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,16 +50,23 @@ static void teardown(void) {
 TestSuite(http, .init = setup, .fini = teardown, .timeout = 120);
 
 /* The daemon with one demo server, HTTP on a free port and on a Unix socket, more settings
- * (JSON members, may be ""). */
-static void start_http(const char *more) {
+ * (JSON members, may be ""), limited to nofile descriptors (0: ours). */
+static void start_http_nofile(const char *more, unsigned nofile) {
         const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", creds), NULL };
+        char *config;
 
         add_demo("demo", "", "");
         set_settings(sf("\"logLevel\":\"debug\",\"http\":{\"listen\":[\"127.0.0.1:%u\",\"unix:%s\"],"
                         "\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}%s%s",
                         port, http_sock, (unsigned)getuid(), more[0] ? "," : "", more));
-        start(env);
+        config = config_text();
+        h_start(&D, &(struct h_opts){ .config = config, .env = env, .nofile = nofile });
+        free(config);
         wait_all_ready(1);
+}
+
+static void start_http(const char *more) {
+        start_http_nofile(more, 0);
 }
 
 /* initialize and notifications/initialized; the new session's id in ret. */
@@ -350,4 +361,93 @@ Test(http, two_thousand_sessions_leak_nothing, .timeout = 240) {
 #ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine holds freed memory: RSS says nothing there */
         cr_assert_leq(rss_after, rss_before + 1024, "the daemon grew from %ld to %ld KiB", rss_before, rss_after);
 #endif
+}
+
+/* ---- descriptors running short ---- */
+
+/* The daemon's CPU time over a window of ms, its NOTIFY datagrams drained (not a wait on a
+ * condition: the length of the measurement). */
+static long long cpu_ms_over(int ms) {
+        long long cpu = proc_cpu_ms(D.pid);
+
+        for (long long end = h_now_ms() + ms; h_now_ms() < end;) {
+                h_notify_drain(&D);
+                poll(NULL, 0, 50);
+        }
+        return proc_cpu_ms(D.pid) - cpu;
+}
+
+/* The daemon's lowest free descriptor: with RLIMIT_NOFILE there, its next accept() fails. */
+static int lowest_free_fd(void) {
+        for (int fd = 0;; fd++)
+                if (lstat(sf("/proc/%d/fd/%d", (int)D.pid, fd), &(struct stat){ 0 }) != 0)
+                        return fd;
+}
+
+/* Opens n connections to the HTTP port that send nothing; the backlog holds those the daemon
+ * does not accept. */
+static void open_idle_http(int *fds, unsigned n) {
+        for (unsigned i = 0; i < n; i++)
+                fds[i] = ht_connect(port, NULL);
+}
+
+static void close_all(int *fds, unsigned n) {
+        for (unsigned i = 0; i < n; i++)
+                close(fds[i]);
+}
+
+/* A new client's /healthz answered within the deadline (the listeners resumed). */
+static void served_again(void) {
+        struct ht_answer a;
+
+        ht_once(port, "GET", "/healthz", "", NULL, &a);
+        cr_assert_eq(a.status, 200, "a new HTTP client is not served: %d", a.status);
+        ht_answer_done(&a);
+}
+
+#define SHORT_LOG "file descriptors left (limit 256); pausing new HTTP connections"
+#define EMFILE_LOG sf("cannot accept HTTP connections on 127.0.0.1:%u: Too many open files", port)
+
+/* Idle HTTP connections far beyond RLIMIT_NOFILE: the front door stops accepting with a
+ * reserve left (an eighth: 32 of 256), logged once, without spinning on the readable
+ * listening socket; the control socket still answers from that reserve; once the clients
+ * leave, new ones are served. Then the limit lowered under the daemon (prlimit) to what it
+ * holds, so that accept() itself fails with EMFILE: the same pause, no spin. */
+Test(http, descriptors_short_pause_not_spin, .timeout = 180) {
+        enum { NOFILE = 256, IDLE = 400, EXTRA = 16, WINDOW_MS = 1000 };
+        static int idle[IDLE], extra[EXTRA];
+        struct rlimit old, low;
+        long long cpu;
+        int fds;
+
+        start_http_nofile("", NOFILE);
+        open_idle_http(idle, IDLE);
+        cr_assert(h_log_wait(&D, SHORT_LOG, H_TIMEOUT_MS), "the HTTP listener never paused");
+        cpu = cpu_ms_over(WINDOW_MS);
+        fds = proc_fd_count(D.pid);
+        cr_log_info("%d idle HTTP connections, limit %d: the daemon holds %d descriptors, %lld ms of CPU in %d ms", IDLE,
+                    NOFILE, fds, cpu, WINDOW_MS);
+        cr_assert_lt(cpu, WINDOW_MS / 10, "the daemon used %lld ms of CPU in %d ms, paused", cpu, WINDOW_MS);
+        cr_assert_leq(fds, NOFILE - 32 + 1, "the reserve is used up: %d descriptors", fds);
+        json_object_put(h_control(&D, "status", NULL)); /* asserts an answer */
+        cr_assert_eq(h_log_count(&D, SHORT_LOG), 1, "a pause is logged once");
+        close_all(idle, IDLE);
+        served_again();
+        cr_assert(h_log_wait(&D, "accepting HTTP connections again", H_TIMEOUT_MS));
+
+        /* accept() failing: not a descriptor left to take a connection with */
+        cr_assert_eq(prlimit(D.pid, RLIMIT_NOFILE, NULL, &old), 0, "prlimit: %s", strerror(errno));
+        h_notify_drain(&D);
+        low = (struct rlimit){ .rlim_cur = (rlim_t)lowest_free_fd(), .rlim_max = old.rlim_max };
+        cr_assert_eq(prlimit(D.pid, RLIMIT_NOFILE, &low, NULL), 0, "prlimit: %s", strerror(errno));
+        open_idle_http(extra, EXTRA);
+        cr_assert(h_log_wait(&D, EMFILE_LOG, H_TIMEOUT_MS), "accept() never failed");
+        cpu = cpu_ms_over(WINDOW_MS);
+        cr_log_info("accept() failing with EMFILE: %lld ms of CPU in %d ms", cpu, WINDOW_MS);
+        cr_assert_lt(cpu, WINDOW_MS / 10, "the daemon used %lld ms of CPU in %d ms at EMFILE", cpu, WINDOW_MS);
+        cr_assert_eq(h_log_count(&D, EMFILE_LOG), 1, "a pause is logged once");
+        cr_assert_eq(prlimit(D.pid, RLIMIT_NOFILE, &old, NULL), 0);
+        close_all(extra, EXTRA);
+        served_again();
+        cr_assert(h_log_count_wait(&D, "accepting HTTP connections again", 2, H_TIMEOUT_MS));
 }
