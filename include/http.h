@@ -12,6 +12,7 @@
 
 #include "idmap.h"
 #include "http-listen.h"
+#include "refusal-log.h"
 
 struct daemon;
 struct evhttp;
@@ -24,8 +25,8 @@ struct http_front {
         struct http_listen listen;
         struct idmap sessions;        /* session key (client-http.h) -> struct client */
         size_t n_sessions;
-        uint64_t refused_at;          /* when the last refused request was logged (usec) */
-        uint64_t refused_unlogged;    /* refused since, not logged one by one */
+        struct refusal_log refusals;  /* which refused requests are logged */
+        struct event *refusal_timer;  /* their summaries, due a period after a peer's line */
 };
 
 /* Starts listening on the configured addresses and on the passed fds (socket activation,

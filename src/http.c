@@ -25,6 +25,7 @@
 #include "jsonrpc.h"
 #include "principal.h"
 #include "protocol.h"
+#include "refusal-log.h"
 #include "time-util.h"
 #include "user-counts.h"
 
@@ -32,8 +33,8 @@
 #define HTTP_MAX_HEADERS (64 * 1024)
 /* An idle keep-alive connection is closed after this; streams write a comment more often. */
 #define HTTP_CONNECTION_TIMEOUT 120
-/* A refused request (Origin, token) is logged at most once a period, with how many were
- * refused since, so a scanner cannot flood the journal. */
+/* After a peer's refused request is logged, its next ones are summed up in a line this
+ * much later. */
 #define HTTP_REFUSAL_LOG_USEC (10 * USEC_PER_SEC)
 
 static const char *header(struct evhttp_request *req, const char *name) {
@@ -87,30 +88,82 @@ static void remote_of(struct evhttp_request *req, char *ret, size_t size) {
         snprintf(ret, size, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* Whether a refusal is logged now: once a period, then counted until the next. */
-static bool refusal_logged_now(struct http_front *f) {
-        uint64_t now = now_usec();
+/* Who a refusal is counted against: the address for TCP, the uid on a Unix socket. */
+static int refusal_peer_of(struct evhttp_request *req, struct refusal_peer *ret) {
+        int fd = request_fd(req);
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        struct ucred cred;
+        socklen_t cred_len = sizeof cred;
 
-        if (f->refused_at && now - f->refused_at < HTTP_REFUSAL_LOG_USEC) {
-                f->refused_unlogged++;
-                return false;
-        }
-        f->refused_at = now;
-        return true;
+        if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+                return -errno;
+        if (ss.ss_family != AF_UNIX)
+                return refusal_peer_of_address((struct sockaddr *)&ss, ret);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
+                return -errno;
+        *ret = refusal_peer_of_uid(cred.uid);
+        return 0;
 }
 
-/* Logged once a period: what was refused, from where, and how many since the last line. */
+static void log_summary(const struct refusal_peer *peer, uint64_t unlogged, void *userdata) {
+        struct http_front *f = userdata;
+        char who[64];
+
+        if (!peer) {
+                log_notice(&f->daemon->log, "%" PRIu64 " more HTTP requests refused from peers too many to log one by one",
+                           unlogged);
+                return;
+        }
+        refusal_peer_format(peer, who, sizeof who);
+        log_notice(&f->daemon->log, "%" PRIu64 " more HTTP requests from %s refused since its last line", unlogged, who);
+}
+
+/* Summaries are due a period after a peer's line: flushed by timer, so that a peer that
+ * stops is still summed up. */
+static void arm_summaries(struct http_front *f, uint64_t now) {
+        uint64_t next = refusal_log_flush(&f->refusals, now, log_summary, f);
+        struct timeval tv;
+
+        if (!next)
+                return;
+        tv = (struct timeval){ .tv_sec = (time_t)((next - now) / USEC_PER_SEC),
+                               .tv_usec = (suseconds_t)((next - now) % USEC_PER_SEC) };
+        evtimer_add(f->refusal_timer, &tv);
+}
+
+static void summaries_due(evutil_socket_t fd, short what, void *userdata) {
+        struct http_front *f = userdata;
+
+        arm_summaries(f, now_usec());
+}
+
+/* A refused request (Origin, token, limits): logged once per peer, its repeats summed up
+ * once a period (refusal-log.h), so a scanner cannot flood the journal. */
 static void log_refusal(struct http_front *f, struct evhttp_request *req, const char *what) {
+        struct refusal_peer peer;
+        struct refusal_note note;
+        uint64_t now = now_usec();
         char remote[64];
 
-        if (!refusal_logged_now(f))
+        if (refusal_peer_of(req, &peer) < 0)
+                return; /* gone already */
+        note = refusal_log_take(&f->refusals, &peer, now);
+        if (!note.log) {
+                if (!evtimer_pending(f->refusal_timer, NULL))
+                        arm_summaries(f, now);
                 return;
-        remote_of(req, remote, sizeof remote);
-        log_notice(&f->daemon->log, "HTTP request from %s refused: %s (%" PRIu64 " more refused before it, not logged)",
-                   remote, what, f->refused_unlogged);
-        f->refused_unlogged = 0;
+        }
+        if (peer.unix_peer)
+                refusal_peer_format(&peer, remote, sizeof remote);
+        else
+                remote_of(req, remote, sizeof remote);
+        if (note.unlogged)
+                log_notice(&f->daemon->log, "HTTP request from %s refused: %s (%" PRIu64 " more before it, not logged)",
+                           remote, what, note.unlogged);
+        else
+                log_notice(&f->daemon->log, "HTTP request from %s refused: %s", remote, what);
 }
-
 
 static bool on_unix_socket(struct evhttp_request *req) {
         struct sockaddr_storage ss;
@@ -375,6 +428,10 @@ int http_front_start(struct http_front *f, struct daemon *d, const int *passed, 
         f->evh = evhttp_new(d->base);
         if (!f->evh)
                 return -ENOMEM;
+        f->refusal_timer = evtimer_new(d->base, summaries_due, f);
+        if (!f->refusal_timer)
+                return -ENOMEM;
+        refusal_log_init(&f->refusals, HTTP_REFUSAL_LOG_USEC);
         evhttp_set_gencb(f->evh, on_request, f);
         evhttp_set_allowed_methods(f->evh, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
                                                    EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
@@ -400,6 +457,8 @@ void http_front_stop_listening(struct http_front *f) {
 
 void http_front_done(struct http_front *f) {
         http_listen_done(&f->listen); /* before evhttp_free, which would close its sockets */
+        if (f->refusal_timer)
+                event_free(f->refusal_timer);
         if (f->evh)
                 evhttp_free(f->evh);
         idmap_done(&f->sessions);

@@ -3,6 +3,8 @@
  * replay, the Unix socket's peers, limits, and 2,000 sessions opened and closed with nothing
  * left behind. A small HTTP client of our own (http-client.c) talks to the daemon. */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -99,9 +101,31 @@ Test(http, healthz_needs_no_token) {
         ht_answer_done(&a);
 }
 
-Test(http, no_or_wrong_token_is_401_logged_once_a_period) {
+/* One POST of initialize with headers from the source address src (127.0.0.x: all loopback). */
+static void initialize_from(const char *src, const char *headers, struct ht_answer *a) {
+        struct sockaddr_in from = { .sin_family = AF_INET }, to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(inet_pton(AF_INET, src, &from.sin_addr), 1);
+        cr_assert_eq(inet_pton(AF_INET, "127.0.0.1", &to.sin_addr), 1);
+        cr_assert_eq(bind(fd, (struct sockaddr *)&from, sizeof from), 0, "bind %s: %s", src, strerror(errno));
+        cr_assert_eq(connect(fd, (struct sockaddr *)&to, sizeof to), 0, "connect from %s: %s", src, strerror(errno));
+        ht_request(fd, "POST", "/mcp", headers, INITIALIZE, strlen(INITIALIZE), a);
+        close(fd);
+}
+
+#define WRONG_TOKEN "Authorization: Bearer it-token-wrong-0123456789abcdef012345\r\n"
+#define SUMMARY_MS 20000 /* a peer's summary is due 10 s after its line */
+
+/* 401 with WWW-Authenticate for no token, a wrong one and another scheme. Logged once per
+ * peer: 22 refusals from 127.0.0.1 are one line, then one summary with the count; another
+ * address's refusal (127.0.0.2) and a Unix socket peer's (by uid) each get their own line
+ * at once. */
+Test(http, no_or_wrong_token_is_401_logged_once_per_peer) {
         struct ht_answer a;
         char v[128];
+        int fd;
 
         start_http("");
         ht_once(port, "POST", "/mcp", JSON_HEADERS, INITIALIZE, &a);
@@ -109,8 +133,7 @@ Test(http, no_or_wrong_token_is_401_logged_once_a_period) {
         cr_assert(ht_header(&a, "WWW-Authenticate", v, sizeof v) && strncmp(v, "Bearer", 6) == 0, "%s", a.headers);
         ht_answer_done(&a);
         for (int i = 0; i < 20; i++) {
-                ht_once(port, "POST", "/mcp", "Authorization: Bearer it-token-wrong-0123456789abcdef012345\r\n" JSON_HEADERS,
-                        INITIALIZE, &a);
+                ht_once(port, "POST", "/mcp", WRONG_TOKEN JSON_HEADERS, INITIALIZE, &a);
                 cr_assert_eq(a.status, 401);
                 ht_answer_done(&a);
         }
@@ -118,7 +141,24 @@ Test(http, no_or_wrong_token_is_401_logged_once_a_period) {
         cr_assert_eq(a.status, 401, "another scheme is no token");
         ht_answer_done(&a);
         cr_assert(h_log_wait(&D, "refused: no bearer token", H_TIMEOUT_MS));
-        cr_assert_eq(h_log_count(&D, "refused: wrong bearer token"), 0, "a burst is one line, its count in the next");
+
+        initialize_from("127.0.0.2", WRONG_TOKEN JSON_HEADERS, &a);
+        cr_assert_eq(a.status, 401);
+        ht_answer_done(&a);
+        cr_assert(h_log_wait(&D, "HTTP request from 127.0.0.2:", H_TIMEOUT_MS), "a second peer's refusal is logged at once");
+        cr_assert_eq(h_log_count(&D, "refused: wrong bearer token"), 1, "127.0.0.1's are one line, 127.0.0.2's another");
+
+        fd = ht_connect(0, http_sock);
+        ht_request(fd, "POST", "/mcp", JSON_HEADERS "Origin: http://evil.example\r\n", INITIALIZE, strlen(INITIALIZE), &a);
+        close(fd);
+        cr_assert_eq(a.status, 403);
+        ht_answer_done(&a);
+        cr_assert(h_log_wait(&D, sf("HTTP request from unix peer uid %u refused: Origin not allowed", (unsigned)getuid()),
+                             H_TIMEOUT_MS));
+
+        cr_assert(h_log_wait(&D, "21 more HTTP requests from 127.0.0.1 refused since its last line", SUMMARY_MS));
+        cr_assert_eq(h_log_count(&D, "HTTP request from 127.0.0.1:"), 1, "one line, then the summary");
+        cr_assert_eq(h_log_count(&D, "more HTTP requests from 127.0.0.2"), 0, "nothing to sum up of one refusal");
 }
 
 Test(http, bad_origin_is_403_loopback_allowed) {
