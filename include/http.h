@@ -24,7 +24,8 @@ struct http_front {
         struct evhttp *evh;
         struct http_listen listen;
         struct idmap sessions;        /* session key (client-http.h) -> struct client */
-        size_t n_sessions;
+        size_t n_sessions;            /* counted by client-http.c through the two functions below */
+        size_t sessions_peak;         /* the most since memory was last given back */
         struct refusal_log refusals;  /* which refused requests are logged */
         struct event *refusal_timer;  /* their summaries, due a period after a peer's line */
 };
@@ -35,5 +36,8 @@ int http_front_start(struct http_front *f, struct daemon *d, const int *passed, 
 /* Stops accepting (the daemon is stopping); requests in progress are answered. */
 void http_front_stop_listening(struct http_front *f);
 void http_front_done(struct http_front *f);
+/* A session was filed in sessions / taken out of it (client-http.c). */
+void http_front_session_opened(struct http_front *f);
+void http_front_session_ended(struct http_front *f);
 /* The listeners as a JSON array of names, for the status answer. */
 json_object *http_front_listeners_json(const struct http_front *f);

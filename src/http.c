@@ -10,6 +10,7 @@
 #include <event2/listener.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@
 #include "time-util.h"
 #include "user-counts.h"
 
+/* Sessions at their peak, at least, for their end to give memory back (malloc_trim). */
+#define HTTP_TRIM_PEAK 64
 /* Headers of a request together, at most: what a real client sends is a few hundred bytes. */
 #define HTTP_MAX_HEADERS (64 * 1024)
 /* An idle keep-alive connection is closed after this; streams write a comment more often. */
@@ -463,6 +466,22 @@ void http_front_done(struct http_front *f) {
                 evhttp_free(f->evh);
         idmap_done(&f->sessions);
         *f = (struct http_front){ 0 };
+}
+
+void http_front_session_opened(struct http_front *f) {
+        if (++f->n_sessions > f->sessions_peak)
+                f->sessions_peak = f->n_sessions;
+}
+
+/* glibc's malloc keeps memory freed amid its heap: after a burst of sessions it would stay
+ * with the daemon. Given back once they fall to a quarter of their peak since the last time
+ * (a walk of the heap: not at every session's end). */
+void http_front_session_ended(struct http_front *f) {
+        f->n_sessions--;
+        if (f->sessions_peak >= HTTP_TRIM_PEAK && f->n_sessions <= f->sessions_peak / 4) {
+                malloc_trim(0);
+                f->sessions_peak = f->n_sessions;
+        }
 }
 
 json_object *http_front_listeners_json(const struct http_front *f) {
