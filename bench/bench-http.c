@@ -228,3 +228,164 @@ int measure_http(struct daemon_run *d, unsigned port, const char *token, unsigne
         daemon_pump(d);
         return r;
 }
+
+/* ---- a large result, and sessions held (issue 18's real sizes) ---- */
+
+/* Reads one answer whole into a buffer grown as needed (a large result is far beyond
+ * hclient's); its status, and its body's length in *ret_body. */
+static int read_large_answer(int fd, struct daemon_run *d, int64_t deadline, size_t *ret_body) {
+        size_t len = 0, cap = 0, head = 0, want = 0;
+        char *buf = NULL;
+        int status = 0, r = 0;
+
+        while (r >= 0 && (!head || len < want)) {
+                struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = d->notify_fd, .events = POLLIN } };
+                ssize_t n;
+
+                if (poll(p, 2, ms_left(deadline)) <= 0) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                if (p[1].revents)
+                        daemon_pump(d);
+                if (!p[0].revents)
+                        continue;
+                if (cap - len < 65536) {
+                        char *nb = realloc(buf, cap = cap * 2 + 65536);
+                        if (!nb) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        buf = nb;
+                }
+                n = read(fd, buf + len, cap - len - 1);
+                if (n <= 0) {
+                        r = n == 0 ? -ECONNRESET : -errno;
+                        break;
+                }
+                len += (size_t)n;
+                buf[len] = '\0';
+                if (!head) {
+                        char *end = strstr(buf, "\r\n\r\n"), *cl = strcasestr(buf, "\r\nContent-Length:");
+                        if (end && cl && cl < end) {
+                                head = (size_t)(end + 4 - buf);
+                                want = head + strtoul(cl + 17, NULL, 10);
+                                status = atoi(buf + 9);
+                        }
+                }
+        }
+        free(buf);
+        *ret_body = want - head;
+        return r < 0 ? r : status;
+}
+
+static int large_http_call(struct hclient *h, const char *token, size_t bytes, struct daemon_run *d, int64_t *ret) {
+        char body[256];
+        int64_t t0 = now_ns();
+        size_t got;
+        int r;
+
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"tools/call\",\"params\":{\"name\":\""
+                 BENCH_TOOL_PREFIX "blob\",\"arguments\":{\"bytes\":%zu}}}", (unsigned long long)h->next_id++, bytes);
+        r = post(h, token, body);
+        if (r >= 0)
+                r = read_large_answer(h->fd, d, t0 + 6 * HTTP_CALL_TIMEOUT_NS, &got);
+        if (r < 0)
+                return r;
+        *ret = now_ns() - t0;
+        return r == 200 && got > bytes ? 0 : -EPROTO;
+}
+
+int measure_http_large(struct daemon_run *d, unsigned port, const char *token, size_t bytes, unsigned runs,
+                       struct large *ret) {
+        int64_t *took = calloc(runs, sizeof *took), warm;
+        struct hclient *h = calloc(1, sizeof *h);
+        double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
+        struct proc_stat st0 = { 0 }, st1;
+        int r = took && h ? open_client(h, port, token) : -ENOMEM;
+
+        *ret = (struct large){ .bytes = bytes };
+        if (r >= 0) /* one unmeasured call first: buffers grow once */
+                r = large_http_call(h, token, bytes, d, &warm);
+        (void)proc_stat(d->pid, &st0);
+        for (unsigned i = 0; i < runs && r >= 0; i++)
+                r = large_http_call(h, token, bytes, d, &took[i]);
+        if (r >= 0) {
+                qsort(took, runs, sizeof *took, cmp_i64);
+                ret->mb_per_s = (double)bytes / 1e6 / ((double)percentile(took, runs, 50) / 1e9);
+                if (proc_stat(d->pid, &st1)) {
+                        ret->daemon_user_ms = (double)(st1.utime - st0.utime) * tick_ms / (double)runs;
+                        ret->daemon_sys_ms = (double)(st1.stime - st0.stime) * tick_ms / (double)runs;
+                        ret->daemon_cpu_ms = ret->daemon_user_ms + ret->daemon_sys_ms;
+                }
+                ret->ok = true;
+        }
+        if (h && h->fd > 0)
+                close(h->fd);
+        free(h);
+        free(took);
+        return r;
+}
+
+/* A GET stream of h's session on a connection of its own, its headers read: the fd. */
+static int open_stream(struct hclient *h, unsigned port, const char *token) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int64_t deadline = now_ns() + HTTP_CALL_TIMEOUT_NS;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        char buf[1024] = "";
+        size_t len = 0;
+
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+            dprintf(fd, "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n"
+                        "Mcp-Session-Id: %s\r\n\r\n", token, h->sid) < 0)
+                goto fail;
+        while (!strstr(buf, "\r\n\r\n")) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                ssize_t n;
+
+                if (poll(&p, 1, ms_left(deadline)) <= 0 || (n = read(fd, buf + len, sizeof buf - len - 1)) <= 0)
+                        goto fail;
+                len += (size_t)n;
+                buf[len] = '\0';
+        }
+        if (strncmp(buf, "HTTP/1.1 200", 12) == 0)
+                return fd;
+fail:
+        if (fd >= 0)
+                close(fd);
+        return -EPROTO;
+}
+
+int measure_http_sessions(struct daemon_run *d, unsigned port, const char *token, unsigned n, long rss_before,
+                          struct idle *ret) {
+        int *fds = malloc(2 * (size_t)n * sizeof *fds);
+        struct hclient *h = malloc(sizeof *h);
+        unsigned held = 0;
+        int r = fds && h ? 0 : -ENOMEM;
+
+        *ret = (struct idle){ .wanted = n };
+        for (; r >= 0 && held < n; held++) {
+                daemon_pump(d);
+                r = open_client(h, port, token);
+                fds[2 * held] = h->fd;
+                if (r >= 0 && (fds[2 * held + 1] = open_stream(h, port, token)) < 0)
+                        r = fds[2 * held + 1];
+                if (r < 0 && h->fd >= 0)
+                        close(h->fd);
+        }
+        if (r >= 0) {
+                daemon_pump(d);
+                ret->held = held;
+                ret->rss_kib = proc_rss_kib(d->pid);
+                ret->kib_per_client = (double)(ret->rss_kib - rss_before) / n;
+                ret->ok = true;
+        } else
+                held--;
+        for (unsigned i = 0; i < 2 * held; i++)
+                close(fds[i]);
+        free(fds);
+        free(h);
+        daemon_pump(d);
+        return r;
+}

@@ -98,6 +98,8 @@ struct results {
         struct launcher_figures launchers;
         struct remote_figures remote;
         struct http_load http[MAX_LEVELS], http_socket[MAX_LEVELS]; /* issue 18: HTTP, and the socket beside it */
+        struct large http_large, http_large_socket;  /* issue 18: a large result over each, same daemon */
+        struct idle http_sessions;                   /* issue 18: sessions held, each with its stream */
         bool failed;
 };
 
@@ -516,6 +518,24 @@ static unsigned free_port(void) {
         return port;
 }
 
+/* Sessions held (first: the large results' freed buffers would hold them unseen), then a
+ * large result over HTTP and over the socket to the same daemon. */
+static void run_http_sizes(const struct options *o, struct daemon_run *d, unsigned port, struct results *res) {
+        struct conn c = { .rfd = -1, .wfd = -1 };
+        int r = measure_http_sessions(d, port, HTTP_BENCH_TOKEN, o->quick ? 100 : 1000, proc_rss_kib(d->pid),
+                                      &res->http_sessions);
+
+        if (r < 0)
+                failed(res, "HTTP sessions held", r);
+        r = measure_http_large(d, port, HTTP_BENCH_TOKEN, o->large_bytes, o->large_runs, &res->http_large);
+        if (r < 0)
+                failed(res, "large result over HTTP", r);
+        if ((r = conn_unix(&c, d->sock)) < 0 || (r = conn_initialize(&c, d, now_ns() + 10 * (int64_t)1000000000)) < 0 ||
+            (r = measure_large(&c, BENCH_TOOL_PREFIX "blob", o->large_bytes, o->large_runs, d, &res->http_large_socket)) < 0)
+                failed(res, "large result over the socket, beside HTTP", r);
+        conn_close(&c);
+}
+
 /* One daemon listening on both; at each level, the same number of clients on each, one call
  * in flight per client (what HTTP/1.1 allows a connection), the socket's measured the same way. */
 static void run_http(const struct options *o, struct results *res) {
@@ -532,7 +552,8 @@ static void run_http(const struct options *o, struct results *res) {
                 fclose(f);
         }
         if (r >= 0 && asprintf(&settings, "%s%s\"http\": {\"listen\": [\"127.0.0.1:%u\"], \"tokens\": [{\"token\": "
-                               "{\"credential\": \"token\"}, \"user\": %u}]}", o->daemon.settings ? o->daemon.settings : "",
+                               "{\"credential\": \"token\"}, \"user\": %u}]}, \"maxHttpSessions\": 4096",
+                               o->daemon.settings ? o->daemon.settings : "",
                                o->daemon.settings && *o->daemon.settings ? ", " : "", port, (unsigned)getuid()) < 0)
                 r = -ENOMEM;
         ho.daemon.settings = settings;
@@ -550,6 +571,8 @@ static void run_http(const struct options *o, struct results *res) {
         }
         if (r < 0)
                 failed(res, "HTTP beside the socket", r);
+        else
+                run_http_sizes(o, &d, port, res);
         if (r >= 0 || d.pid > 0)
                 if (daemon_stop(&d, 30000) != 0 && r >= 0)
                         failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
@@ -789,7 +812,27 @@ static void access_notes(const struct results *res) {
         printf("\n");
 }
 
+/* The large result over HTTP beside the socket's, and the memory of sessions held. */
+static void http_size_rows(const struct options *o, const struct results *res) {
+        const struct large *h = &res->http_large, *s = &res->http_large_socket;
+        const struct idle *i = &res->http_sessions;
+        char what[64], a[32], b[32], c[32];
+
+        snprintf(what, sizeof what, "HTTP: %.1f MiB tool result (MB/s)", (double)o->large_bytes / MIB);
+        snprintf(a, sizeof a, "%.0f MB/s", h->mb_per_s);
+        snprintf(b, sizeof b, "socket %.0f", s->mb_per_s);
+        row(what, a, "", b, "-", h->ok && s->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "HTTP: daemon CPU per %.1f MiB result", (double)o->large_bytes / MIB);
+        snprintf(a, sizeof a, "%.1f ms", h->daemon_cpu_ms);
+        snprintf(b, sizeof b, "socket %.1f", s->daemon_cpu_ms);
+        row(what, a, "", b, "-", h->ok && s->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "HTTP: RSS per held session, %u (stream each)", i->wanted);
+        snprintf(c, sizeof c, "%.2f KiB", i->kib_per_client);
+        row(what, "", "", c, "-", i->ok && i->held == i->wanted ? "-" : "n/a");
+}
+
 static void http_rows(const struct options *o, const struct results *res) {
+        http_size_rows(o, res);
         for (unsigned k = 0; k < o->n_levels; k++) {
                 const struct http_load *h = &res->http[k], *s = &res->http_socket[k];
                 double ratio = s->daemon_cpu_us > 0 ? h->daemon_cpu_us / s->daemon_cpu_us : 0;

@@ -189,6 +189,13 @@ struct http_load {
 };
 int measure_http(struct daemon_run *d, unsigned port, const char *token, unsigned clients, double seconds,
                  struct http_load *ret);
+/* A bytes-long tools/call result over HTTP (one keep-alive connection), as measure_large(). */
+int measure_http_large(struct daemon_run *d, unsigned port, const char *token, size_t bytes, unsigned runs,
+                       struct large *ret);
+/* n HTTP sessions held, each with its keep-alive connection and its GET stream open: the
+ * daemon's RSS per session over rss_before. The sessions are left to their idle expiry. */
+int measure_http_sessions(struct daemon_run *d, unsigned port, const char *token, unsigned n, long rss_before,
+                          struct idle *ret);
 int measure_load(struct daemon_run *d, unsigned clients, unsigned in_flight, double seconds, struct load *ret);
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
                   struct large *ret);
