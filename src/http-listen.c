@@ -20,6 +20,8 @@
 #include "log.h"
 #include "macro.h"
 
+/* What a connection reads or writes at most in one turn of the loop. */
+#define HTTP_SINGLE_IO (1024 * 1024)
 /* How long new connections wait, at least, once descriptors ran short. */
 #define HTTP_RESUME_MS 100
 
@@ -97,17 +99,24 @@ static void resume(evutil_socket_t fd, short what, void *userdata) {
         set_state(l, descriptors_short(l) ? HTTP_PAUSED : HTTP_ACCEPTING, NULL);
 }
 
-/* evhttp's hook for each connection it accepted: the bufferevent it would make itself, and
- * a look at what is left. The connection is served; the next ones wait. */
+/* evhttp's hook for each connection it accepted: the bufferevent it would make itself, but
+ * reading and writing up to HTTP_SINGLE_IO a turn, not libevent's 16 KiB: a large body
+ * otherwise costs a loop turn every 16 KiB. And a look at what is left: the connection is
+ * served; the next ones wait. */
 static struct bufferevent *accepted(struct event_base *base, void *userdata) {
         struct http_listen *l = userdata;
+        struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
         char why[128];
 
         if (l->state == HTTP_ACCEPTING && descriptors_short(l)) {
                 snprintf(why, sizeof why, "fewer than %d file descriptors left (limit %d)", l->reserve, l->fd_limit);
                 set_state(l, HTTP_PAUSED, why);
         }
-        return bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+        if (bev) {
+                bufferevent_set_max_single_read(bev, HTTP_SINGLE_IO);
+                bufferevent_set_max_single_write(bev, HTTP_SINGLE_IO);
+        }
+        return bev;
 }
 
 /* Never runs: a listening socket is never half-closed. The event is there so that libevent's
