@@ -73,13 +73,30 @@ static void send_rpc_error(struct evhttp_request *req, int code, const char *rea
                 evbuffer_free(b);
 }
 
+/* The peer's address as evhttp kept it from accept(), without a system call per request;
+ * asked of the socket only if evhttp has none. */
+static int peer_address(struct evhttp_request *req, struct sockaddr_storage *ret) {
+        const struct sockaddr *sa = evhttp_connection_get_addr(evhttp_request_get_connection(req));
+        socklen_t len = sizeof *ret;
+
+        if (sa && sa->sa_family != AF_UNSPEC) {
+                size_t n = sa->sa_family == AF_INET    ? sizeof(struct sockaddr_in)
+                           : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                       : sizeof(sa_family_t);
+
+                memset(ret, 0, sizeof *ret);
+                memcpy(ret, sa, n);
+                return 0;
+        }
+        return getpeername(request_fd(req), (struct sockaddr *)ret, &len) < 0 ? -errno : 0;
+}
+
 static void remote_of(struct evhttp_request *req, char *ret, size_t size) {
         struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
         char host[INET6_ADDRSTRLEN] = "?";
         unsigned port = 0;
 
-        if (getpeername(request_fd(req), (struct sockaddr *)&ss, &len) == 0) {
+        if (peer_address(req, &ss) == 0) {
                 if (ss.ss_family == AF_INET) {
                         inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
                         port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
@@ -93,17 +110,16 @@ static void remote_of(struct evhttp_request *req, char *ret, size_t size) {
 
 /* Who a refusal is counted against: the address for TCP, the uid on a Unix socket. */
 static int refusal_peer_of(struct evhttp_request *req, struct refusal_peer *ret) {
-        int fd = request_fd(req);
         struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
         struct ucred cred;
         socklen_t cred_len = sizeof cred;
+        int r = peer_address(req, &ss);
 
-        if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
-                return -errno;
+        if (r < 0)
+                return r;
         if (ss.ss_family != AF_UNIX)
                 return refusal_peer_of_address((struct sockaddr *)&ss, ret);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
+        if (getsockopt(request_fd(req), SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
                 return -errno;
         *ret = refusal_peer_of_uid(cred.uid);
         return 0;
@@ -170,9 +186,8 @@ static void log_refusal(struct http_front *f, struct evhttp_request *req, const 
 
 static bool on_unix_socket(struct evhttp_request *req) {
         struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
 
-        return getsockname(request_fd(req), (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
+        return peer_address(req, &ss) == 0 && ss.ss_family == AF_UNIX;
 }
 
 /* "Bearer TOKEN" (the scheme's case aside) to the token it names, or NULL. */
@@ -230,12 +245,9 @@ static bool identify(struct http_front *f, struct evhttp_request *req, struct ca
                 send_text(req, 401, "Unauthorized", "a bearer token is required (Authorization: Bearer TOKEN)");
                 return false;
         }
-        if (principal_of_token(ret->token, &ret->principal) < 0) {
-                principal_done(&ret->principal);
-                send_text(req, 503, "Service Unavailable", "out of memory");
-                return false;
-        }
-        remote_of(req, ret->remote, sizeof ret->remote);
+        /* Its uid is all a session's check needs; the whole principal and the remote address
+         * are made only if it opens one (open_session), not at every request. */
+        ret->principal.uid = ret->token->uid;
         return true;
 }
 
@@ -294,6 +306,13 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
                 send_rpc_error(req, 429, "Too Many Requests", "Too Many Requests: too many connections of this user (maxClientsPerUser)");
                 return NULL;
         }
+        if (who->token && principal_of_token(who->token, &who->principal) < 0) {
+                user_counts_release(&d->user_counts, uid);
+                send_text(req, 503, "Service Unavailable", "out of memory");
+                return NULL;
+        }
+        if (!who->remote[0])
+                remote_of(req, who->remote, sizeof who->remote);
         c = client_http_new(f, &caller, &key);
         if (!c) {
                 user_counts_release(&d->user_counts, uid);
