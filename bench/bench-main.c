@@ -100,6 +100,8 @@ struct results {
         struct http_load http[MAX_LEVELS], http_socket[MAX_LEVELS]; /* issue 18: HTTP, and the socket beside it */
         struct large http_large, http_large_socket;  /* issue 18: a large result over each, same daemon */
         struct idle http_sessions;                   /* issue 18: sessions held, each with its stream */
+        struct http_load peer[MAX_LEVELS];           /* issue 18: supergateway, measured as HTTP is */
+        const char *peer_missing;                    /* why it was not measured, or NULL */
         bool failed;
 };
 
@@ -518,6 +520,20 @@ static unsigned free_port(void) {
         return port;
 }
 
+/* supergateway serving the bench server, at the same levels, measured as the front door is. */
+static void run_peer_gateway(const struct options *o, struct results *res) {
+        unsigned port = free_port();
+        struct daemon_run g;
+        int r = 0;
+
+        res->peer_missing = peer_gateway_start(&g, port);
+        for (unsigned k = 0; !res->peer_missing && r >= 0 && k < o->n_levels; k++)
+                r = measure_http(&g, port, "none", "echo", o->levels[k], o->seconds, &res->peer[k]);
+        if (r < 0)
+                failed(res, "supergateway", r);
+        peer_gateway_stop(&g);
+}
+
 /* Sessions held (first: the large results' freed buffers would hold them unseen), then a
  * large result over HTTP and over the socket to the same daemon. */
 static void run_http_sizes(const struct options *o, struct daemon_run *d, unsigned port, struct results *res) {
@@ -563,7 +579,7 @@ static void run_http(const struct options *o, struct results *res) {
         for (unsigned k = 0; r >= 0 && k < o->n_levels; k++) {
                 struct load l;
 
-                r = measure_http(&d, port, HTTP_BENCH_TOKEN, o->levels[k], o->seconds, &res->http[k]);
+                r = measure_http(&d, port, HTTP_BENCH_TOKEN, BENCH_TOOL_PREFIX "echo", o->levels[k], o->seconds, &res->http[k]);
                 if (r >= 0)
                         r = measure_load(&d, o->levels[k], 1, o->seconds, &l);
                 res->http_socket[k] = (struct http_load){ .clients = l.clients, .calls_per_s = l.calls_per_s,
@@ -831,6 +847,30 @@ static void http_size_rows(const struct options *o, const struct results *res) {
         row(what, "", "", c, "-", i->ok && i->held == i->wanted ? "-" : "n/a");
 }
 
+/* supergateway's figures beside the front door's, at each level. */
+static void peer_rows(const struct options *o, const struct results *res) {
+        if (res->peer_missing) {
+                row("supergateway (stateful, Streamable HTTP)", "", "", res->peer_missing, "-", "n/a");
+                return;
+        }
+        for (unsigned k = 0; k < o->n_levels; k++) {
+                const struct http_load *p = &res->peer[k], *h = &res->http[k];
+                char what[64], a[32], b[32];
+
+                snprintf(what, sizeof what, "supergateway: throughput, %u client%s x 1", p->clients, p->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.0f/s", p->calls_per_s);
+                snprintf(b, sizeof b, "mcpvisord %.0f/s", h->calls_per_s);
+                row(what, a, "", b, "-", p->ok ? "-" : "n/a");
+                snprintf(what, sizeof what, "supergateway: its CPU per call, %u client%s", p->clients, p->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.2f us", p->daemon_cpu_us);
+                snprintf(b, sizeof b, "mcpvisord %.2f us", h->daemon_cpu_us);
+                row(what, a, "", b, "-", p->ok ? "-" : "n/a");
+                snprintf(what, sizeof what, "supergateway: round trip p50 / p99, %u client%s", p->clients, p->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.1f / %.1f us", (double)p->p50 / 1000, (double)p->p99 / 1000);
+                row(what, a, "", "", "-", p->ok ? "-" : "n/a");
+        }
+}
+
 static void http_rows(const struct options *o, const struct results *res) {
         http_size_rows(o, res);
         for (unsigned k = 0; k < o->n_levels; k++) {
@@ -964,8 +1004,10 @@ static void print_table(const struct options *o, const struct results *res) {
                 launcher_rows(res);
         if (o->parts & PART_REMOTE)
                 remote_rows(res);
-        if (o->parts & PART_HTTP)
+        if (o->parts & PART_HTTP) {
                 http_rows(o, res);
+                peer_rows(o, res);
+        }
         print_notes(o, res);
 }
 
@@ -1021,8 +1063,10 @@ int main(int argc, char **argv) {
                 failed(&res, "launcher", r);
         if ((o.parts & PART_REMOTE) && (r = measure_remote(&o.daemon, o.calls, &res.remote)) < 0)
                 failed(&res, "calls to a server reached by URL", r);
-        if (o.parts & PART_HTTP)
+        if (o.parts & PART_HTTP) {
                 run_http(&o, &res);
+                run_peer_gateway(&o, &res);
+        }
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

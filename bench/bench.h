@@ -187,8 +187,13 @@ struct http_load {
         int64_t p50, p99;           /* ns, each call's round trip */
         bool ok;
 };
-int measure_http(struct daemon_run *d, unsigned port, const char *token, unsigned clients, double seconds,
-                 struct http_load *ret);
+int measure_http(struct daemon_run *d, unsigned port, const char *token, const char *tool, unsigned clients,
+                 double seconds, struct http_load *ret);
+/* Another gateway (supergateway, from the interop suite's npm packages) serving the bench
+ * server over Streamable HTTP on port: d stands for it (its pid, a notify_fd that never
+ * reads), for measure_http() (bench-peers.c). NULL, or why it cannot run here. */
+const char *peer_gateway_start(struct daemon_run *d, unsigned port);
+void peer_gateway_stop(struct daemon_run *d);
 /* A bytes-long tools/call result over HTTP (one keep-alive connection), as measure_large(). */
 int measure_http_large(struct daemon_run *d, unsigned port, const char *token, size_t bytes, unsigned runs,
                        struct large *ret);
