@@ -104,6 +104,10 @@ struct results {
         struct remote_figures remote;
         struct http_load http[MAX_LEVELS], http_socket[MAX_LEVELS]; /* issue 18: HTTP, and the socket beside it */
         struct catalog_level catalog[MAX_LEVELS]; /* issue 14 */
+        struct large http_large, http_large_socket;  /* issue 18: a large result over each, same daemon */
+        struct idle http_sessions;                   /* issue 18: sessions held, each with its stream */
+        struct http_load peer[MAX_LEVELS];           /* issue 18: supergateway, measured as HTTP is */
+        const char *peer_missing;                    /* why it was not measured, or NULL */
         bool failed;
 };
 
@@ -537,6 +541,44 @@ static unsigned free_port(void) {
         return port;
 }
 
+/* supergateway serving the bench server, at the same levels, measured as the front door is;
+ * with --quick at the first level only (a node process and a server per session: 64 of
+ * them would load a test run's machine for half a minute). */
+static unsigned peer_levels(const struct options *o) {
+        return o->quick && o->n_levels > 1 ? 1 : o->n_levels;
+}
+
+static void run_peer_gateway(const struct options *o, struct results *res) {
+        unsigned port = free_port();
+        struct daemon_run g;
+        int r = 0;
+
+        res->peer_missing = peer_gateway_start(&g, port);
+        for (unsigned k = 0; !res->peer_missing && r >= 0 && k < peer_levels(o); k++)
+                r = measure_http(&g, port, "none", "echo", o->levels[k], o->seconds, &res->peer[k]);
+        if (r < 0)
+                failed(res, "supergateway", r);
+        peer_gateway_stop(&g);
+}
+
+/* Sessions held (first: the large results' freed buffers would hold them unseen), then a
+ * large result over HTTP and over the socket to the same daemon. */
+static void run_http_sizes(const struct options *o, struct daemon_run *d, unsigned port, struct results *res) {
+        struct conn c = { .rfd = -1, .wfd = -1 };
+        int r = measure_http_sessions(d, port, HTTP_BENCH_TOKEN, o->quick ? 100 : 1000, proc_rss_kib(d->pid),
+                                      &res->http_sessions);
+
+        if (r < 0)
+                failed(res, "HTTP sessions held", r);
+        r = measure_http_large(d, port, HTTP_BENCH_TOKEN, o->large_bytes, o->large_runs, &res->http_large);
+        if (r < 0)
+                failed(res, "large result over HTTP", r);
+        if ((r = conn_unix(&c, d->sock)) < 0 || (r = conn_initialize(&c, d, now_ns() + 10 * (int64_t)1000000000)) < 0 ||
+            (r = measure_large(&c, BENCH_TOOL_PREFIX "blob", o->large_bytes, o->large_runs, d, &res->http_large_socket)) < 0)
+                failed(res, "large result over the socket, beside HTTP", r);
+        conn_close(&c);
+}
+
 /* One daemon listening on both; at each level, the same number of clients on each, one call
  * in flight per client (what HTTP/1.1 allows a connection), the socket's measured the same way. */
 static void run_http(const struct options *o, struct results *res) {
@@ -553,7 +595,8 @@ static void run_http(const struct options *o, struct results *res) {
                 fclose(f);
         }
         if (r >= 0 && asprintf(&settings, "%s%s\"http\": {\"listen\": [\"127.0.0.1:%u\"], \"tokens\": [{\"token\": "
-                               "{\"credential\": \"token\"}, \"user\": %u}]}", o->daemon.settings ? o->daemon.settings : "",
+                               "{\"credential\": \"token\"}, \"user\": %u}]}, \"maxHttpSessions\": 4096",
+                               o->daemon.settings ? o->daemon.settings : "",
                                o->daemon.settings && *o->daemon.settings ? ", " : "", port, (unsigned)getuid()) < 0)
                 r = -ENOMEM;
         ho.daemon.settings = settings;
@@ -563,7 +606,7 @@ static void run_http(const struct options *o, struct results *res) {
         for (unsigned k = 0; r >= 0 && k < o->n_levels; k++) {
                 struct load l;
 
-                r = measure_http(&d, port, HTTP_BENCH_TOKEN, o->levels[k], o->seconds, &res->http[k]);
+                r = measure_http(&d, port, HTTP_BENCH_TOKEN, BENCH_TOOL_PREFIX "echo", o->levels[k], o->seconds, &res->http[k]);
                 if (r >= 0)
                         r = measure_load(&d, o->levels[k], 1, o->seconds, &l);
                 res->http_socket[k] = (struct http_load){ .clients = l.clients, .calls_per_s = l.calls_per_s,
@@ -571,6 +614,8 @@ static void run_http(const struct options *o, struct results *res) {
         }
         if (r < 0)
                 failed(res, "HTTP beside the socket", r);
+        else
+                run_http_sizes(o, &d, port, res);
         if (r >= 0 || d.pid > 0)
                 if (daemon_stop(&d, 30000) != 0 && r >= 0)
                         failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
@@ -823,7 +868,51 @@ static void access_notes(const struct results *res) {
         printf("\n");
 }
 
+/* The large result over HTTP beside the socket's, and the memory of sessions held. */
+static void http_size_rows(const struct options *o, const struct results *res) {
+        const struct large *h = &res->http_large, *s = &res->http_large_socket;
+        const struct idle *i = &res->http_sessions;
+        char what[64], a[32], b[32], c[32];
+
+        snprintf(what, sizeof what, "HTTP: %.1f MiB tool result (MB/s)", (double)o->large_bytes / MIB);
+        snprintf(a, sizeof a, "%.0f MB/s", h->mb_per_s);
+        snprintf(b, sizeof b, "socket %.0f", s->mb_per_s);
+        row(what, a, "", b, "-", h->ok && s->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "HTTP: daemon CPU per %.1f MiB result", (double)o->large_bytes / MIB);
+        snprintf(a, sizeof a, "%.1f ms", h->daemon_cpu_ms);
+        snprintf(b, sizeof b, "socket %.1f", s->daemon_cpu_ms);
+        row(what, a, "", b, "-", h->ok && s->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "HTTP: RSS per held session, %u (stream each)", i->wanted);
+        snprintf(c, sizeof c, "%.2f KiB", i->kib_per_client);
+        row(what, "", "", c, "-", i->ok && i->held == i->wanted ? "-" : "n/a");
+}
+
+/* supergateway's figures beside the front door's, at each level. */
+static void peer_rows(const struct options *o, const struct results *res) {
+        if (res->peer_missing) {
+                row("supergateway (stateful, Streamable HTTP)", "", "", res->peer_missing, "-", "n/a");
+                return;
+        }
+        for (unsigned k = 0; k < peer_levels(o); k++) {
+                const struct http_load *p = &res->peer[k], *h = &res->http[k];
+                char what[64], a[32], b[32];
+
+                snprintf(what, sizeof what, "supergateway: throughput, %u client%s x 1", p->clients, p->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.0f/s", p->calls_per_s);
+                snprintf(b, sizeof b, "mcpvisord %.0f/s", h->calls_per_s);
+                row(what, a, "", b, "-", p->ok ? "-" : "n/a");
+                snprintf(what, sizeof what, "supergateway: its CPU per call, %u client%s", p->clients, p->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.2f us", p->daemon_cpu_us);
+                snprintf(b, sizeof b, "mcpvisord %.2f us", h->daemon_cpu_us);
+                row(what, a, "", b, "-", p->ok ? "-" : "n/a");
+                snprintf(what, sizeof what, "supergateway: round trip p50 / p99, %u client%s", p->clients, p->clients == 1 ? "" : "s");
+                snprintf(a, sizeof a, "%.1f / %.1f us", (double)p->p50 / 1000, (double)p->p99 / 1000);
+                row(what, a, "", "", "-", p->ok ? "-" : "n/a");
+        }
+}
+
 static void http_rows(const struct options *o, const struct results *res) {
+        http_size_rows(o, res);
         for (unsigned k = 0; k < o->n_levels; k++) {
                 const struct http_load *h = &res->http[k], *s = &res->http_socket[k];
                 double ratio = s->daemon_cpu_us > 0 ? h->daemon_cpu_us / s->daemon_cpu_us : 0;
@@ -1002,8 +1091,10 @@ static void print_table(const struct options *o, const struct results *res) {
                 launcher_rows(res);
         if (o->parts & PART_REMOTE)
                 remote_rows(res);
-        if (o->parts & PART_HTTP)
+        if (o->parts & PART_HTTP) {
                 http_rows(o, res);
+                peer_rows(o, res);
+        }
         if (o->parts & PART_CATALOG)
                 catalog_rows(o, res);
         print_notes(o, res);
@@ -1066,8 +1157,10 @@ int main(int argc, char **argv) {
                                                                                    .large_runs = o.large_runs },
                                                           &res.remote)) < 0)
                 failed(&res, "calls to a server reached by URL", r);
-        if (o.parts & PART_HTTP)
+        if (o.parts & PART_HTTP) {
                 run_http(&o, &res);
+                run_peer_gateway(&o, &res);
+        }
         if ((o.parts & PART_CATALOG) &&
             (r = measure_catalog(&o.daemon, o.catalog, o.n_catalog, o.catalog_runs, res.catalog)) < 0)
                 failed(&res, "catalogue memory", r);

@@ -195,8 +195,20 @@ struct http_load {
         int64_t p50, p99;           /* ns, each call's round trip */
         bool ok;
 };
-int measure_http(struct daemon_run *d, unsigned port, const char *token, unsigned clients, double seconds,
-                 struct http_load *ret);
+int measure_http(struct daemon_run *d, unsigned port, const char *token, const char *tool, unsigned clients,
+                 double seconds, struct http_load *ret);
+/* Another gateway (supergateway, from the interop suite's npm packages) serving the bench
+ * server over Streamable HTTP on port: d stands for it (its pid, a notify_fd that never
+ * reads), for measure_http() (bench-peers.c). NULL, or why it cannot run here. */
+const char *peer_gateway_start(struct daemon_run *d, unsigned port);
+void peer_gateway_stop(struct daemon_run *d);
+/* A bytes-long tools/call result over HTTP (one keep-alive connection), as measure_large(). */
+int measure_http_large(struct daemon_run *d, unsigned port, const char *token, size_t bytes, unsigned runs,
+                       struct large *ret);
+/* n HTTP sessions held, each with its keep-alive connection and its GET stream open: the
+ * daemon's RSS per session over rss_before. The sessions are left to their idle expiry. */
+int measure_http_sessions(struct daemon_run *d, unsigned port, const char *token, unsigned n, long rss_before,
+                          struct idle *ret);
 int measure_load(struct daemon_run *d, unsigned clients, unsigned in_flight, double seconds, struct load *ret);
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
                   struct large *ret);

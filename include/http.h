@@ -11,30 +11,23 @@
 #include <stdint.h>
 
 #include "idmap.h"
-#include "listen.h"
+#include "http-listen.h"
+#include "refusal-log.h"
 
 struct daemon;
 struct evhttp;
 struct evhttp_bound_socket;
 struct event;
 
-/* One address listened on, as operators read it (mcpvisorctl status). */
-struct http_listener {
-        struct evhttp_bound_socket *bound;
-        char *name;          /* "127.0.0.1:8765", "unix:/run/mcpvisor/http.sock" */
-        bool unix_socket;    /* peers are principals by SO_PEERCRED, no token needed */
-        struct bound_socket bound_unix; /* a Unix socket's node and lock, when we bound it */
-};
-
 struct http_front {
         struct daemon *daemon;
         struct evhttp *evh;
-        struct http_listener *listeners;
-        size_t n_listeners;
+        struct http_listen listen;
         struct idmap sessions;        /* session key (client-http.h) -> struct client */
-        size_t n_sessions;
-        uint64_t refused_at;          /* when the last refused request was logged (usec) */
-        uint64_t refused_unlogged;    /* refused since, not logged one by one */
+        size_t n_sessions;            /* counted by client-http.c through the two functions below */
+        size_t sessions_peak;         /* the most since memory was last given back */
+        struct refusal_log refusals;  /* which refused requests are logged */
+        struct event *refusal_timer;  /* their summaries, due a period after a peer's line */
 };
 
 /* Starts listening on the configured addresses and on the passed fds (socket activation,
@@ -43,5 +36,8 @@ int http_front_start(struct http_front *f, struct daemon *d, const int *passed, 
 /* Stops accepting (the daemon is stopping); requests in progress are answered. */
 void http_front_stop_listening(struct http_front *f);
 void http_front_done(struct http_front *f);
+/* A session was filed in sessions / taken out of it (client-http.c). */
+void http_front_session_opened(struct http_front *f);
+void http_front_session_ended(struct http_front *f);
 /* The listeners as a JSON array of names, for the status answer. */
 json_object *http_front_listeners_json(const struct http_front *f);

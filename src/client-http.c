@@ -371,7 +371,7 @@ static void http_free(struct client *c) {
 
         http_stop(c);
         if (idmap_remove(&s->front->sessions, s->key))
-                s->front->n_sessions--;
+                http_front_session_ended(s->front);
         while (s->ring_count)
                 ring_drop_oldest(s);
         event_free(s->idle);
@@ -513,7 +513,7 @@ struct client *client_http_new(struct http_front *f, struct http_caller *caller,
         }
         s->client = c;
         idmap_put(&f->sessions, s->key, c); /* the slot is there: cannot fail */
-        f->n_sessions++;
+        http_front_session_opened(f);
         arm_idle(s);
         if (caller->profile) {
                 /* Its token's profile, as mcpvisorctl connect --profile asks for one. */

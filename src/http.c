@@ -10,6 +10,7 @@
 #include <event2/listener.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +26,18 @@
 #include "jsonrpc.h"
 #include "principal.h"
 #include "protocol.h"
+#include "refusal-log.h"
 #include "time-util.h"
 #include "user-counts.h"
 
+/* Sessions at their peak, at least, for their end to give memory back (malloc_trim). */
+#define HTTP_TRIM_PEAK 64
 /* Headers of a request together, at most: what a real client sends is a few hundred bytes. */
 #define HTTP_MAX_HEADERS (64 * 1024)
 /* An idle keep-alive connection is closed after this; streams write a comment more often. */
 #define HTTP_CONNECTION_TIMEOUT 120
-/* A refused request (Origin, token) is logged at most once a period, with how many were
- * refused since, so a scanner cannot flood the journal. */
+/* After a peer's refused request is logged, its next ones are summed up in a line this
+ * much later. */
 #define HTTP_REFUSAL_LOG_USEC (10 * USEC_PER_SEC)
 
 static const char *header(struct evhttp_request *req, const char *name) {
@@ -69,13 +73,30 @@ static void send_rpc_error(struct evhttp_request *req, int code, const char *rea
                 evbuffer_free(b);
 }
 
+/* The peer's address as evhttp kept it from accept(), without a system call per request;
+ * asked of the socket only if evhttp has none. */
+static int peer_address(struct evhttp_request *req, struct sockaddr_storage *ret) {
+        const struct sockaddr *sa = evhttp_connection_get_addr(evhttp_request_get_connection(req));
+        socklen_t len = sizeof *ret;
+
+        if (sa && sa->sa_family != AF_UNSPEC) {
+                size_t n = sa->sa_family == AF_INET    ? sizeof(struct sockaddr_in)
+                           : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                       : sizeof(sa_family_t);
+
+                memset(ret, 0, sizeof *ret);
+                memcpy(ret, sa, n);
+                return 0;
+        }
+        return getpeername(request_fd(req), (struct sockaddr *)ret, &len) < 0 ? -errno : 0;
+}
+
 static void remote_of(struct evhttp_request *req, char *ret, size_t size) {
         struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
         char host[INET6_ADDRSTRLEN] = "?";
         unsigned port = 0;
 
-        if (getpeername(request_fd(req), (struct sockaddr *)&ss, &len) == 0) {
+        if (peer_address(req, &ss) == 0) {
                 if (ss.ss_family == AF_INET) {
                         inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
                         port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
@@ -87,36 +108,86 @@ static void remote_of(struct evhttp_request *req, char *ret, size_t size) {
         snprintf(ret, size, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* Whether a refusal is logged now: once a period, then counted until the next. */
-static bool refusal_logged_now(struct http_front *f) {
-        uint64_t now = now_usec();
+/* Who a refusal is counted against: the address for TCP, the uid on a Unix socket. */
+static int refusal_peer_of(struct evhttp_request *req, struct refusal_peer *ret) {
+        struct sockaddr_storage ss;
+        struct ucred cred;
+        socklen_t cred_len = sizeof cred;
+        int r = peer_address(req, &ss);
 
-        if (f->refused_at && now - f->refused_at < HTTP_REFUSAL_LOG_USEC) {
-                f->refused_unlogged++;
-                return false;
-        }
-        f->refused_at = now;
-        return true;
+        if (r < 0)
+                return r;
+        if (ss.ss_family != AF_UNIX)
+                return refusal_peer_of_address((struct sockaddr *)&ss, ret);
+        if (getsockopt(request_fd(req), SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
+                return -errno;
+        *ret = refusal_peer_of_uid(cred.uid);
+        return 0;
 }
 
-/* Logged once a period: what was refused, from where, and how many since the last line. */
+static void log_summary(const struct refusal_peer *peer, uint64_t unlogged, void *userdata) {
+        struct http_front *f = userdata;
+        char who[64];
+
+        if (!peer) {
+                log_notice(&f->daemon->log, "%" PRIu64 " more HTTP requests refused from peers too many to log one by one",
+                           unlogged);
+                return;
+        }
+        refusal_peer_format(peer, who, sizeof who);
+        log_notice(&f->daemon->log, "%" PRIu64 " more HTTP requests from %s refused since its last line", unlogged, who);
+}
+
+/* Summaries are due a period after a peer's line: flushed by timer, so that a peer that
+ * stops is still summed up. */
+static void arm_summaries(struct http_front *f, uint64_t now) {
+        uint64_t next = refusal_log_flush(&f->refusals, now, log_summary, f);
+        struct timeval tv;
+
+        if (!next)
+                return;
+        tv = (struct timeval){ .tv_sec = (time_t)((next - now) / USEC_PER_SEC),
+                               .tv_usec = (suseconds_t)((next - now) % USEC_PER_SEC) };
+        evtimer_add(f->refusal_timer, &tv);
+}
+
+static void summaries_due(evutil_socket_t fd, short what, void *userdata) {
+        struct http_front *f = userdata;
+
+        arm_summaries(f, now_usec());
+}
+
+/* A refused request (Origin, token, limits): logged once per peer, its repeats summed up
+ * once a period (refusal-log.h), so a scanner cannot flood the journal. */
 static void log_refusal(struct http_front *f, struct evhttp_request *req, const char *what) {
+        struct refusal_peer peer;
+        struct refusal_note note;
+        uint64_t now = now_usec();
         char remote[64];
 
-        if (!refusal_logged_now(f))
+        if (refusal_peer_of(req, &peer) < 0)
+                return; /* gone already */
+        note = refusal_log_take(&f->refusals, &peer, now);
+        if (!note.log) {
+                if (!evtimer_pending(f->refusal_timer, NULL))
+                        arm_summaries(f, now);
                 return;
-        remote_of(req, remote, sizeof remote);
-        log_notice(&f->daemon->log, "HTTP request from %s refused: %s (%" PRIu64 " more refused before it, not logged)",
-                   remote, what, f->refused_unlogged);
-        f->refused_unlogged = 0;
+        }
+        if (peer.unix_peer)
+                refusal_peer_format(&peer, remote, sizeof remote);
+        else
+                remote_of(req, remote, sizeof remote);
+        if (note.unlogged)
+                log_notice(&f->daemon->log, "HTTP request from %s refused: %s (%" PRIu64 " more before it, not logged)",
+                           remote, what, note.unlogged);
+        else
+                log_notice(&f->daemon->log, "HTTP request from %s refused: %s", remote, what);
 }
-
 
 static bool on_unix_socket(struct evhttp_request *req) {
         struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
 
-        return getsockname(request_fd(req), (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
+        return peer_address(req, &ss) == 0 && ss.ss_family == AF_UNIX;
 }
 
 /* "Bearer TOKEN" (the scheme's case aside) to the token it names, or NULL. */
@@ -174,12 +245,9 @@ static bool identify(struct http_front *f, struct evhttp_request *req, struct ca
                 send_text(req, 401, "Unauthorized", "a bearer token is required (Authorization: Bearer TOKEN)");
                 return false;
         }
-        if (principal_of_token(ret->token, &ret->principal) < 0) {
-                principal_done(&ret->principal);
-                send_text(req, 503, "Service Unavailable", "out of memory");
-                return false;
-        }
-        remote_of(req, ret->remote, sizeof ret->remote);
+        /* Its uid is all a session's check needs; the whole principal and the remote address
+         * are made only if it opens one (open_session), not at every request. */
+        ret->principal.uid = ret->token->uid;
         return true;
 }
 
@@ -238,6 +306,13 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
                 send_rpc_error(req, 429, "Too Many Requests", "Too Many Requests: too many connections of this user (maxClientsPerUser)");
                 return NULL;
         }
+        if (who->token && principal_of_token(who->token, &who->principal) < 0) {
+                user_counts_release(&d->user_counts, uid);
+                send_text(req, 503, "Service Unavailable", "out of memory");
+                return NULL;
+        }
+        if (!who->remote[0])
+                remote_of(req, who->remote, sizeof who->remote);
         c = client_http_new(f, &caller, &key);
         if (!c) {
                 user_counts_release(&d->user_counts, uid);
@@ -352,122 +427,6 @@ static void on_request(struct evhttp_request *req, void *userdata) {
         principal_done(&who.principal); /* empty when a session took it */
 }
 
-/* ---- listening ---- */
-
-static int add_listener(struct http_front *f, int fd, const char *name, bool unix_socket) {
-        struct http_listener *ls = realloc(f->listeners, (f->n_listeners + 1) * sizeof *ls);
-        struct evconnlistener *evl;
-
-        if (!ls) {
-                close(fd);
-                return -ENOMEM;
-        }
-        f->listeners = ls;
-        /* A passed socket may block, and the listener accepts until EAGAIN. */
-        evutil_make_socket_nonblocking(fd);
-        /* Our own listener, so that accepted connections are close-on-exec too. */
-        evl = evconnlistener_new(f->daemon->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-        if (!evl) {
-                close(fd);
-                return -ENOMEM;
-        }
-        ls[f->n_listeners] = (struct http_listener){ .bound = evhttp_bind_listener(f->evh, evl),
-                                                     .name = strdup(name), .unix_socket = unix_socket };
-        if (!ls[f->n_listeners].bound) {
-                evconnlistener_free(evl);
-                free(ls[f->n_listeners].name);
-                return -ENOMEM;
-        }
-        f->n_listeners++;
-        log_info(&f->daemon->log, "HTTP front door listening on %s", name);
-        return 0;
-}
-
-static int bind_tcp(struct http_front *f, const struct http_address *a) {
-        struct sockaddr_storage ss = { 0 };
-        socklen_t len;
-        char name[80];
-        int fd, one = 1;
-        bool v6 = strchr(a->host, ':') != NULL;
-
-        if (v6) {
-                struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&ss;
-
-                sa->sin6_family = AF_INET6;
-                sa->sin6_port = htons((uint16_t)a->port);
-                inet_pton(AF_INET6, a->host, &sa->sin6_addr);
-                len = sizeof *sa;
-        } else {
-                struct sockaddr_in *sa = (struct sockaddr_in *)&ss;
-
-                sa->sin_family = AF_INET;
-                sa->sin_port = htons((uint16_t)a->port);
-                inet_pton(AF_INET, a->host, &sa->sin_addr);
-                len = sizeof *sa;
-        }
-        snprintf(name, sizeof name, v6 ? "[%s]:%u" : "%s:%u", a->host, a->port);
-        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                goto fail;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (v6)
-                setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-        if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
-                int e = errno;
-
-                close(fd);
-                errno = e;
-                goto fail;
-        }
-        return add_listener(f, fd, name, false);
-fail:
-        log_error(&f->daemon->log, "cannot listen for HTTP on %s: %s", name, strerror(errno));
-        return -errno;
-}
-
-static int bind_unix(struct http_front *f, const struct http_address *a) {
-        struct bound_socket b;
-        char name[160];
-        int r = listen_bind_unix(a->path, f->daemon->config.socket_mode, &b);
-
-        if (r < 0) {
-                log_error(&f->daemon->log, "cannot listen for HTTP on %s: %s", a->path, strerror(-r));
-                return r;
-        }
-        snprintf(name, sizeof name, "unix:%s", a->path);
-        r = add_listener(f, b.fd, name, true); /* the listener owns the socket */
-        b.fd = -1;
-        if (r < 0) {
-                bound_socket_done(&b);
-                return r;
-        }
-        f->listeners[f->n_listeners - 1].bound_unix = b; /* the node and its lock: removed at exit */
-        return 0;
-}
-
-static int take_passed(struct http_front *f, int fd) {
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
-        char name[160] = "a socket passed by systemd";
-        bool unix_socket = getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
-
-        if (unix_socket) {
-                _cleanup_free_ char *path = listen_socket_path(fd);
-
-                if (path)
-                        snprintf(name, sizeof name, "unix:%s (passed by systemd)", path);
-        } else if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
-                char host[INET6_ADDRSTRLEN];
-                bool v6 = ss.ss_family == AF_INET6;
-
-                inet_ntop(ss.ss_family, v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr : (void *)&((struct sockaddr_in *)&ss)->sin_addr,
-                          host, sizeof host);
-                snprintf(name, sizeof name, v6 ? "[%s]:%u (passed by systemd)" : "%s:%u (passed by systemd)", host,
-                         ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port));
-        }
-        return add_listener(f, fd, name, unix_socket);
-}
-
 int http_front_start(struct http_front *f, struct daemon *d, const int *passed, size_t n_passed) {
         const struct http_config *h = &d->config.http;
         int r;
@@ -479,56 +438,59 @@ int http_front_start(struct http_front *f, struct daemon *d, const int *passed, 
         f->evh = evhttp_new(d->base);
         if (!f->evh)
                 return -ENOMEM;
+        f->refusal_timer = evtimer_new(d->base, summaries_due, f);
+        if (!f->refusal_timer)
+                return -ENOMEM;
+        refusal_log_init(&f->refusals, HTTP_REFUSAL_LOG_USEC);
         evhttp_set_gencb(f->evh, on_request, f);
         evhttp_set_allowed_methods(f->evh, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
                                                    EVHTTP_REQ_PUT | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
         evhttp_set_max_body_size(f->evh, (ev_ssize_t)d->config.max_message_size);
         evhttp_set_max_headers_size(f->evh, HTTP_MAX_HEADERS);
         evhttp_set_timeout(f->evh, HTTP_CONNECTION_TIMEOUT);
+        if ((r = http_listen_init(&f->listen, d->base, f->evh, &d->log)) < 0)
+                return r;
         for (size_t i = 0; i < n_passed; i++)
-                if ((r = take_passed(f, passed[i])) < 0)
+                if ((r = http_listen_take_passed(&f->listen, passed[i])) < 0)
                         return r;
-        for (size_t i = 0; i < h->n_listen; i++) {
-                r = h->listen[i].path ? bind_unix(f, &h->listen[i]) : bind_tcp(f, &h->listen[i]);
-                if (r < 0)
+        for (size_t i = 0; i < h->n_listen; i++)
+                if ((r = http_listen_bind(&f->listen, &h->listen[i], d->config.socket_mode)) < 0)
                         return r;
-        }
-        if (h->n_listen > 0 && h->n_tokens == 0)
-                for (size_t i = 0; i < f->n_listeners; i++)
-                        if (!f->listeners[i].unix_socket) {
-                                log_warning(&d->log, "HTTP listens on TCP but http.tokens is empty: every request there is refused");
-                                break;
-                        }
+        if (h->n_listen > 0 && h->n_tokens == 0 && http_listen_has_tcp(&f->listen))
+                log_warning(&d->log, "HTTP listens on TCP but http.tokens is empty: every request there is refused");
         return 0;
 }
 
 void http_front_stop_listening(struct http_front *f) {
-        for (size_t i = 0; i < f->n_listeners; i++)
-                if (f->listeners[i].bound) {
-                        evhttp_del_accept_socket(f->evh, f->listeners[i].bound);
-                        f->listeners[i].bound = NULL;
-                }
+        http_listen_stop(&f->listen);
 }
 
 void http_front_done(struct http_front *f) {
-        http_front_stop_listening(f);
+        http_listen_done(&f->listen); /* before evhttp_free, which would close its sockets */
+        if (f->refusal_timer)
+                event_free(f->refusal_timer);
         if (f->evh)
                 evhttp_free(f->evh);
-        for (size_t i = 0; i < f->n_listeners; i++) {
-                free(f->listeners[i].name);
-                if (f->listeners[i].bound_unix.path)
-                        bound_socket_done(&f->listeners[i].bound_unix);
-        }
-        free(f->listeners);
         idmap_done(&f->sessions);
         *f = (struct http_front){ 0 };
 }
 
-json_object *http_front_listeners_json(const struct http_front *f) {
-        json_object *a = json_object_new_array();
+void http_front_session_opened(struct http_front *f) {
+        if (++f->n_sessions > f->sessions_peak)
+                f->sessions_peak = f->n_sessions;
+}
 
-        for (size_t i = 0; i < f->n_listeners; i++)
-                if (f->listeners[i].bound)
-                        json_object_array_add(a, json_object_new_string(f->listeners[i].name));
-        return a;
+/* glibc's malloc keeps memory freed amid its heap: after a burst of sessions it would stay
+ * with the daemon. Given back once they fall to a quarter of their peak since the last time
+ * (a walk of the heap: not at every session's end). */
+void http_front_session_ended(struct http_front *f) {
+        f->n_sessions--;
+        if (f->sessions_peak >= HTTP_TRIM_PEAK && f->n_sessions <= f->sessions_peak / 4) {
+                malloc_trim(0);
+                f->sessions_peak = f->n_sessions;
+        }
+}
+
+json_object *http_front_listeners_json(const struct http_front *f) {
+        return http_listen_json(&f->listen);
 }

