@@ -55,11 +55,12 @@ static int post(struct hclient *h, const char *token, const char *body) {
 }
 
 /* The length of a chunked answer whose head is head bytes (a tool call's event stream,
- * which ends after its response), up to its last chunk; 0 when more must be read. */
-static size_t whole_chunked(struct hclient *h, size_t head) {
-        const char *last = strstr(h->buf + head, "\r\n0\r\n\r\n");
+ * which ends after its response), up to its last chunk; 0 when more must be read. The
+ * search starts at the head's own last CRLF: an empty body is the last chunk alone. */
+static size_t whole_chunked(const char *buf, size_t head) {
+        const char *last = strstr(buf + head - 2, "\r\n0\r\n\r\n");
 
-        return last ? (size_t)(last + 7 - h->buf) : 0;
+        return last ? (size_t)(last + 7 - buf) : 0;
 }
 
 /* A whole answer in the buffer: its length (headers and body), its status in *status; 0 when
@@ -77,7 +78,7 @@ static size_t whole_answer(struct hclient *h, int *status) {
         *status = atoi(h->buf + 9);
         chunked = strcasestr(h->buf, "\r\nTransfer-Encoding: chunked");
         if (chunked && chunked < end)
-                return whole_chunked(h, head);
+                return whole_chunked(h->buf, head);
         cl = strcasestr(h->buf, "\r\nContent-Length:");
         if (cl && cl < end && h->len < head + strtoul(cl + 17, NULL, 10))
                 return 0;
@@ -253,6 +254,7 @@ int measure_http(struct daemon_run *d, unsigned port, const char *token, const c
  * hclient's); its status, and its body's length in *ret_body. */
 static int read_large_answer(int fd, struct daemon_run *d, int64_t deadline, size_t *ret_body) {
         size_t len = 0, cap = 0, head = 0, want = 0;
+        bool chunked = false;
         char *buf = NULL;
         int status = 0, r = 0;
 
@@ -289,8 +291,15 @@ static int read_large_answer(int fd, struct daemon_run *d, int64_t deadline, siz
                                 head = (size_t)(end + 4 - buf);
                                 want = head + strtoul(cl + 17, NULL, 10);
                                 status = atoi(buf + 9);
+                        } else if (end) {
+                                /* A tool call's event stream (chunked): whole at its last chunk. */
+                                head = (size_t)(end + 4 - buf);
+                                chunked = true;
+                                status = atoi(buf + 9);
                         }
                 }
+                if (chunked && (want = whole_chunked(buf, head)) == 0)
+                        want = SIZE_MAX;
         }
         free(buf);
         *ret_body = want - head;
