@@ -324,6 +324,18 @@ static bool take_member(struct json_scan *s, const char **key_end, const char **
         return json_scan_value(s);
 }
 
+/* Starts a scan of text that must be one object or array (open is '{' or '['), past its
+ * opening bracket and the space after it; false when text does not start so. */
+static bool scan_open(struct json_scan *s, const char *text, size_t len, unsigned max_depth, char open) {
+        json_scan_init(s, text, len, max_depth);
+        json_scan_ws(s);
+        if (!json_scan_take(s, open))
+                return false;
+        s->depth = 1;
+        json_scan_ws(s);
+        return true;
+}
+
 int json_scan_members(const char *text, size_t len, unsigned max_depth, const char *const *names, size_t n,
                       struct json_member *ret) {
         const char *prev_end = NULL, *key, *key_end, *value;
@@ -331,12 +343,8 @@ int json_scan_members(const char *text, size_t len, unsigned max_depth, const ch
         int members = 0;
 
         memset(ret, 0, n * sizeof *ret);
-        json_scan_init(&s, text, len, max_depth);
-        json_scan_ws(&s);
-        if (!json_scan_take(&s, '{'))
+        if (!scan_open(&s, text, len, max_depth, '{'))
                 return -EINVAL;
-        s.depth = 1;
-        json_scan_ws(&s);
         if (!json_scan_take(&s, '}')) {
                 do {
                         json_scan_ws(&s);
@@ -362,12 +370,8 @@ int json_scan_elements(const char *text, size_t len, unsigned max_depth, json_sc
         const char *start;
         int r;
 
-        json_scan_init(&s, text, len, max_depth);
-        json_scan_ws(&s);
-        if (!json_scan_take(&s, '['))
+        if (!scan_open(&s, text, len, max_depth, '['))
                 return -EINVAL;
-        s.depth = 1;
-        json_scan_ws(&s);
         if (!json_scan_take(&s, ']')) {
                 do {
                         json_scan_ws(&s);
