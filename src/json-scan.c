@@ -149,16 +149,23 @@ static bool take_word(struct json_scan *s, const char *word) {
         return true;
 }
 
-static bool take_member_or_element(struct json_scan *s, bool object) {
-        if (object) {
-                if (!json_scan_string(s))
-                        return false;
-                json_scan_ws(s);
-                if (!json_scan_take(s, ':'))
-                        return false;
-                json_scan_ws(s);
-        }
+/* One member at p, which moves past it. */
+static bool take_member(struct json_scan *s, const char **key_end, const char **value) {
+        if (!json_scan_string(s))
+                return false;
+        *key_end = s->p;
+        json_scan_ws(s);
+        if (!json_scan_take(s, ':'))
+                return false;
+        json_scan_ws(s);
+        *value = s->p;
         return json_scan_value(s);
+}
+
+static bool take_member_or_element(struct json_scan *s, bool object) {
+        const char *key_end, *value;
+
+        return object ? take_member(s, &key_end, &value) : json_scan_value(s);
 }
 
 static bool take_container(struct json_scan *s, char close) {
@@ -309,19 +316,6 @@ static void member_follows(const char *prev_end, const char *next, size_t n, str
                         ret[i].cut_start = ret[i].start;
                         ret[i].cut_end = next;
                 }
-}
-
-/* One member at p, which moves past it. */
-static bool take_member(struct json_scan *s, const char **key_end, const char **value) {
-        if (!json_scan_string(s))
-                return false;
-        *key_end = s->p;
-        json_scan_ws(s);
-        if (!json_scan_take(s, ':'))
-                return false;
-        json_scan_ws(s);
-        *value = s->p;
-        return json_scan_value(s);
 }
 
 /* Starts a scan of text that must be one object or array (open is '{' or '['), past its
