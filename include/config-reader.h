@@ -1,9 +1,15 @@
 /* The configuration read off the loop (issue 14): config_load() of 1,000 servers costs about
  * 10 ms of CPU, which in the loop's thread was one stall of every client. A reload's read runs
- * in a thread of its own, which touches nothing but the read's own result (config_load() is
- * pure: files, parsing, reentrant user and group lookups; no logging, no libevent, no state
- * shared with the loop), and hands the result back to the loop through an eventfd: the loop
- * joins the thread and calls the completion callback. One read at a time. */
+ * in a thread of its own, which touches nothing but the read's own result, and hands it back
+ * to the loop through an eventfd: the loop joins the thread and calls the completion
+ * callback. One read at a time.
+ *
+ * config_load() is safe there: it opens, reads and closes its files (O_CLOEXEC), parses into
+ * json-c objects of its own (json-c's one global, its hash seed, is set by the start-up's
+ * read and only read after), looks users and groups up with getpwnam_r()/getgrnam_r(),
+ * reads the environment (which the daemon never changes), and formats errors with
+ * strerror(), whose text for an unknown error is a buffer of the calling thread in glibc
+ * since 2.32; it logs nothing, uses no libevent and starts no process. */
 #pragma once
 
 #include <pthread.h>
