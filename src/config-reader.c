@@ -9,7 +9,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-
 void config_read_done(struct config_read *read) {
         config_done(&read->config);
         problems_done(&read->problems);
