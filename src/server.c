@@ -179,7 +179,46 @@ static const char *seconds(double v, char *buf, size_t size) {
 
 typedef void (*server_action)(struct server *s, const char *detail);
 
-static void act_ignore(struct server *s, const char *detail) {
+/* A start of a server that runs (or is starting) asks for nothing more. */
+static void act_already_running(struct server *s, const char *detail) {
+}
+
+/* Its connection fails while it is being closed: expected, as closing its stdin is how it
+ * is asked to end; its exit decides what follows. */
+static void act_ignore_closing(struct server *s, const char *detail) {
+}
+
+/* An event that cannot arrive in the current state (each act_no_* below says why): a bug
+ * of the daemon's, stopped hard as pgbouncer and systemd do rather than run on with a
+ * server whose state no longer says what it does. */
+_Noreturn static void impossible(struct server *s, const char *event, const char *detail) {
+        server_log(s, LOG_CRIT, "bug: %s in state %s%s%s", event, state_names[s->state], detail ? ": " : "",
+                   detail ? detail : "");
+        abort();
+}
+
+/* The handshake's end (ready, or failed) comes only while starting: act_spawn begins it,
+ * and every way out of starting ends or cancels it (act_ready, begin_stop, end_run). */
+static void act_no_handshake(struct server *s, const char *detail) {
+        impossible(s, "the end of a handshake that is not running", detail);
+}
+
+/* A ping's answer comes only while ready or unhealthy: act_ready starts the health checks,
+ * and every way out of those states stops them (begin_stop, end_run). */
+static void act_no_health(struct server *s, const char *detail) {
+        impossible(s, "the answer to a ping that was not sent", detail);
+}
+
+/* Its connection and its end come only from its current run; without one there is none
+ * (a retired run's connection is freed with it, and its end was reported already). */
+static void act_no_run(struct server *s, const char *detail) {
+        impossible(s, "news of a run it does not have", detail);
+}
+
+/* The timer is armed only for starting, stopping and backoff; every way out of those
+ * states disarms or re-arms it (evtimer_del() takes back a timeout already due, too). */
+static void act_no_deadline(struct server *s, const char *detail) {
+        impossible(s, "a deadline it did not set", detail);
 }
 
 static void on_handshake(int r, const char *why, void *userdata) {
@@ -514,43 +553,80 @@ static void act_to_stopped(struct server *s, const char *detail) {
         set_state(s, SERVER_STOPPED, detail ? detail : "stop requested");
 }
 
-/* Rows: states; columns: events. Every transition of a server is in this table. */
+/* Rows: states; columns: events. Every transition of a server is in this table, and every
+ * cell is written: what an event means in a state, that it asks for nothing there, or that
+ * it cannot arrive there (act_no_*). */
 static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
+        /* no run, no deadline: only an operator's or the config's word moves it */
         [SERVER_STOPPED] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_RESTART] = act_spawn_fresh,
                 [SERVER_EV_STOP] = act_to_stopped, /* one waiting for its first start: says who stopped it */
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
+                [SERVER_EV_BROKEN] = act_no_run, [SERVER_EV_VIOLATION] = act_no_run,
+                [SERVER_EV_EXITED] = act_no_run,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
+        /* a run doing its handshake, within startTimeout; no health checks yet */
         [SERVER_STARTING] = {
+                [SERVER_EV_START] = act_already_running,
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_READY] = act_ready, [SERVER_EV_START_FAILED] = act_recover,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
                 [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
                 [SERVER_EV_EXITED] = act_exited,
                 [SERVER_EV_TIMER] = act_start_timeout,
         },
+        /* serving, pinged every healthInterval; no deadline of the state's own */
         [SERVER_READY] = {
+                [SERVER_EV_START] = act_already_running,
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
                 [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
                 [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
+        /* still serving, with pings failing: as ready */
         [SERVER_UNHEALTHY] = {
+                [SERVER_EV_START] = act_already_running,
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
                 [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
                 [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
+        /* a run being closed (begin_stop: handshake and health ended): its exit is awaited;
+         * a start, stop or restart only changes what follows it */
         [SERVER_STOPPING] = {
                 [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,
-                [SERVER_EV_RESTART] = act_want_restart, [SERVER_EV_EXITED] = act_stopped,
+                [SERVER_EV_RESTART] = act_want_restart,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
+                [SERVER_EV_BROKEN] = act_ignore_closing, [SERVER_EV_VIOLATION] = act_ignore_closing,
+                [SERVER_EV_EXITED] = act_stopped,
                 [SERVER_EV_TIMER] = act_escalate,
         },
+        /* no run; the timer is the restart */
         [SERVER_BACKOFF] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_STOP] = act_to_stopped,
-                [SERVER_EV_RESTART] = act_spawn_fresh, [SERVER_EV_TIMER] = act_spawn,
+                [SERVER_EV_RESTART] = act_spawn_fresh,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
+                [SERVER_EV_BROKEN] = act_no_run, [SERVER_EV_VIOLATION] = act_no_run,
+                [SERVER_EV_EXITED] = act_no_run,
+                [SERVER_EV_TIMER] = act_spawn,
         },
+        /* no run, no deadline: as stopped, until an operator or a reload starts it */
         [SERVER_FAILED] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_STOP] = act_to_stopped,
                 [SERVER_EV_RESTART] = act_spawn_fresh,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
+                [SERVER_EV_BROKEN] = act_no_run, [SERVER_EV_VIOLATION] = act_no_run,
+                [SERVER_EV_EXITED] = act_no_run,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
 };
 
@@ -561,7 +637,7 @@ void server_handle(struct server *s, enum server_event ev, const char *detail) {
          * (an exit, a ping) do not: a restart queued by a reload still comes. */
         if (ev == SERVER_EV_START || ev == SERVER_EV_STOP || ev == SERVER_EV_RESTART)
                 s->queued = false;
-        (action ? action : act_ignore)(s, detail);
+        action(s, detail);
 }
 
 /* ---- inputs ---- */
