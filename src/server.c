@@ -21,14 +21,24 @@
 /* After SIGKILL the exit is near; if it does not come, say so at this interval. */
 #define KILL_WAIT_USEC (10 * USEC_PER_SEC)
 
-static const char *const state_names[SERVER_STATE_COUNT] = {
-        [SERVER_STOPPED] = "stopped",     [SERVER_STARTING] = "starting", [SERVER_READY] = "ready",
-        [SERVER_UNHEALTHY] = "unhealthy", [SERVER_STOPPING] = "stopping", [SERVER_BACKOFF] = "backoff",
-        [SERVER_FAILED] = "failed",
-};
+/* What users see of a state: the stop stages are one state to them, as systemd shows its
+ * service's stop-sigterm and stop-sigkill as one "deactivating". */
+static enum server_state shown_state(enum server_state state) {
+        return state == SERVER_STOP_TERM || state == SERVER_STOP_KILL ? SERVER_STOPPING : state;
+}
 
 const char *server_state_name(enum server_state state) {
-        return state_names[state];
+        static const char *const names[SERVER_STATE_COUNT] = {
+                [SERVER_STOPPED] = "stopped",     [SERVER_STARTING] = "starting", [SERVER_READY] = "ready",
+                [SERVER_UNHEALTHY] = "unhealthy", [SERVER_STOPPING] = "stopping", [SERVER_BACKOFF] = "backoff",
+                [SERVER_FAILED] = "failed",
+        };
+
+        return names[shown_state(state)];
+}
+
+bool server_stopping(const struct server *s) {
+        return shown_state(s->state) == SERVER_STOPPING;
 }
 
 bool server_state_listed(enum server_state state) {
@@ -85,7 +95,7 @@ char *server_describe(const struct server *s) {
         _cleanup_free_ char *cause = server_cause_now(s);
         char *text = NULL;
 
-        if (asprintf(&text, "%s%s%s", state_names[s->state], cause && *cause ? ": " : "", cause ? cause : "") < 0)
+        if (asprintf(&text, "%s%s%s", server_state_name(s->state), cause && *cause ? ": " : "", cause ? cause : "") < 0)
                 return NULL;
         return text;
 }
@@ -139,8 +149,10 @@ static void change_state(struct server *s, enum server_state state, const char *
         if (old == state)
                 return;
         s->state = state;
+        if (shown_state(old) == shown_state(state)) /* the next stop stage: nothing users see moved */
+                return;
         s->state_since = now_usec();
-        server_log(s, state_priority(state), "%s -> %s%s%s%s", state_names[old], state_names[state],
+        server_log(s, state_priority(state), "%s -> %s%s%s%s", server_state_name(old), server_state_name(state),
                    *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
         /* What clients see changes only when it enters or leaves the registry's lists. */
         if (server_state_listed(old) != server_state_listed(state))
@@ -151,6 +163,13 @@ static void change_state(struct server *s, enum server_state state, const char *
 
 static void set_state(struct server *s, enum server_state state, const char *cause) {
         change_state(s, state, cause, NULL);
+}
+
+/* The next stop stage, for the cause of the one before. */
+static void next_stop_stage(struct server *s, enum server_state stage) {
+        _cleanup_free_ char *cause = strdup(server_state_cause(s));
+
+        set_state(s, stage, cause);
 }
 
 /* A state whose cause is s->why. */
@@ -192,7 +211,7 @@ static void act_ignore_closing(struct server *s, const char *detail) {
  * of the daemon's, stopped hard as pgbouncer and systemd do rather than run on with a
  * server whose state no longer says what it does. */
 _Noreturn static void impossible(struct server *s, const char *event, const char *detail) {
-        server_log(s, LOG_CRIT, "bug: %s in state %s%s%s", event, state_names[s->state], detail ? ": " : "",
+        server_log(s, LOG_CRIT, "bug: %s in state %s%s%s", event, server_state_name(s->state), detail ? ": " : "",
                    detail ? detail : "");
         abort();
 }
@@ -365,7 +384,6 @@ static void begin_stop(struct server *s, enum stop_goal goal) {
         health_stop(&s->health);
         s->goal = goal;
         s->stop_failed = true;
-        s->stage = STOP_STAGE_CLOSE;
         if (s->run->child)
                 child_close_input(s->run->child);
         set_state_why(s, SERVER_STOPPING);
@@ -433,24 +451,32 @@ static void act_ping_failed(struct server *s, const char *detail) {
         set_state(s, SERVER_UNHEALTHY, cause);
 }
 
-static void act_escalate(struct server *s, const char *detail) {
+/* stopTimeout passed since its stdin was closed: SIGTERM, and killTimeout for it. */
+static void act_terminate(struct server *s, const char *detail) {
         char t[32];
 
-        if (s->stage == STOP_STAGE_CLOSE) {
-                server_log(s, LOG_NOTICE, "still running %s after its stdin was closed; sending SIGTERM",
-                           seconds(s->config->stop_timeout, t, sizeof t));
-                s->stage = STOP_STAGE_TERM;
-                (void)instance_terminate(s->run);
-                arm_timer(s, usec_from_seconds(s->config->kill_timeout));
-                return;
-        }
-        if (s->stage == STOP_STAGE_TERM)
-                server_log(s, LOG_WARNING, "still running %s after SIGTERM; sending SIGKILL",
-                           seconds(s->config->kill_timeout, t, sizeof t));
-        else
-                server_log(s, LOG_ERR, "pid %d has not exited after SIGKILL (stuck in the kernel?)",
-                           (int)instance_main_pid(s->run));
-        s->stage = STOP_STAGE_KILL;
+        server_log(s, LOG_NOTICE, "still running %s after its stdin was closed; sending SIGTERM",
+                   seconds(s->config->stop_timeout, t, sizeof t));
+        next_stop_stage(s, SERVER_STOP_TERM);
+        (void)instance_terminate(s->run);
+        arm_timer(s, usec_from_seconds(s->config->kill_timeout));
+}
+
+/* killTimeout passed since SIGTERM: SIGKILL, after which the exit is near. */
+static void act_kill(struct server *s, const char *detail) {
+        char t[32];
+
+        server_log(s, LOG_WARNING, "still running %s after SIGTERM; sending SIGKILL",
+                   seconds(s->config->kill_timeout, t, sizeof t));
+        next_stop_stage(s, SERVER_STOP_KILL);
+        (void)instance_kill(s->run);
+        arm_timer(s, KILL_WAIT_USEC);
+}
+
+/* No exit KILL_WAIT_USEC after SIGKILL: said, and SIGKILL again. */
+static void act_kill_again(struct server *s, const char *detail) {
+        server_log(s, LOG_ERR, "pid %d has not exited after SIGKILL (stuck in the kernel?)",
+                   (int)instance_main_pid(s->run));
         (void)instance_kill(s->run);
         arm_timer(s, KILL_WAIT_USEC);
 }
@@ -463,9 +489,9 @@ static void end_run(struct server *s) {
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         instance_describe_end(in, &s->last_exit);
-        if (s->state == SERVER_STOPPING && s->stage != STOP_STAGE_CLOSE) {
-                /* act_escalate's signals: SIGKILL comes after SIGTERM */
-                s->last_exit.signal_sent = s->stage == STOP_STAGE_TERM ? SIGTERM : SIGKILL;
+        if (s->state == SERVER_STOP_TERM || s->state == SERVER_STOP_KILL) {
+                /* the stop stages' signals: SIGKILL comes after SIGTERM */
+                s->last_exit.signal_sent = s->state == SERVER_STOP_TERM ? SIGTERM : SIGKILL;
                 s->last_exit.stop_timeout = s->config->stop_timeout;
                 s->last_exit.kill_timeout = s->config->kill_timeout;
         }
@@ -556,6 +582,19 @@ static void act_to_stopped(struct server *s, const char *detail) {
 /* Rows: states; columns: events. Every transition of a server is in this table, and every
  * cell is written: what an event means in a state, that it asks for nothing there, or that
  * it cannot arrive there (act_no_*). */
+/* The stop stages (a run being closed; begin_stop ended its handshake and health checks):
+ * its exit is awaited; a start, stop or restart only changes what follows it; the timer
+ * moves to the next stage. */
+#define CLOSING_ROW(on_timer)                                                                          \
+        {                                                                                              \
+                [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,                \
+                [SERVER_EV_RESTART] = act_want_restart,                                                \
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,     \
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,          \
+                [SERVER_EV_BROKEN] = act_ignore_closing, [SERVER_EV_VIOLATION] = act_ignore_closing,   \
+                [SERVER_EV_EXITED] = act_stopped, [SERVER_EV_TIMER] = (on_timer),                      \
+        }
+
 static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
         /* no run, no deadline: only an operator's or the config's word moves it */
         [SERVER_STOPPED] = {
@@ -597,17 +636,9 @@ static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
                 [SERVER_EV_EXITED] = act_exited,
                 [SERVER_EV_TIMER] = act_no_deadline,
         },
-        /* a run being closed (begin_stop: handshake and health ended): its exit is awaited;
-         * a start, stop or restart only changes what follows it */
-        [SERVER_STOPPING] = {
-                [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,
-                [SERVER_EV_RESTART] = act_want_restart,
-                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
-                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
-                [SERVER_EV_BROKEN] = act_ignore_closing, [SERVER_EV_VIOLATION] = act_ignore_closing,
-                [SERVER_EV_EXITED] = act_stopped,
-                [SERVER_EV_TIMER] = act_escalate,
-        },
+        [SERVER_STOPPING] = CLOSING_ROW(act_terminate),
+        [SERVER_STOP_TERM] = CLOSING_ROW(act_kill),
+        [SERVER_STOP_KILL] = CLOSING_ROW(act_kill_again),
         /* no run; the timer is the restart */
         [SERVER_BACKOFF] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_STOP] = act_to_stopped,
