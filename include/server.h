@@ -60,8 +60,14 @@ enum server_event {
         SERVER_EV_COUNT,
 };
 
-/* What stopping leads to once the process is gone. */
-enum stop_goal { STOP_GOAL_STOPPED, STOP_GOAL_RESTART, STOP_GOAL_RECOVER };
+/* What a stop leads to once its run is gone: data, not state. The stop stages are the
+ * states; a stop or restart asked while stopping changes only this. */
+enum stop_goal {
+        STOP_GOAL_STOPPED,      /* it stays stopped */
+        STOP_GOAL_RESTART,      /* it starts again at once, its restart history forgotten */
+        STOP_GOAL_RECOVER,      /* the run failed: the restart policy and throttle decide */
+        STOP_GOAL_EXIT_DECIDES, /* as recover, its exit status saying whether the run failed */
+};
 
 struct server {
         struct supervisor *sv;
@@ -71,8 +77,7 @@ struct server {
         uint64_t state_since;          /* usec, monotonic */
         char *cause;                   /* why it is in this state: "exit status 1; restarting in 1 s" */
         struct server_cause why;       /* why the last run ended, or why it is being stopped */
-        enum stop_goal goal;
-        bool stop_failed;              /* the reason for stopping is a failure whatever the exit */
+        enum stop_goal goal;           /* while stopping: what follows the exit */
         struct instance *run;          /* the current process, NULL when none */
         struct handshake handshake;
         struct health health;

@@ -383,7 +383,6 @@ static void begin_stop(struct server *s, enum stop_goal goal) {
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         s->goal = goal;
-        s->stop_failed = true;
         if (s->run->child)
                 child_close_input(s->run->child);
         set_state_why(s, SERVER_STOPPING);
@@ -412,11 +411,8 @@ static void act_recover(struct server *s, const char *detail) {
  * status decides whether it failed (a clean exit 0 is not a failure), unless it was still
  * starting. */
 static void act_broken(struct server *s, const char *detail) {
-        bool starting = s->state == SERVER_STARTING;
-
         server_cause_set(&s->why, SERVER_CAUSE_CONNECTION, detail);
-        begin_stop(s, STOP_GOAL_RECOVER);
-        s->stop_failed = starting;
+        begin_stop(s, s->state == SERVER_STARTING ? STOP_GOAL_RECOVER : STOP_GOAL_EXIT_DECIDES);
 }
 
 /* It wrote what leaves its stdout unusable: the run ends as a failure, however it exits. */
@@ -560,7 +556,10 @@ static void act_stopped(struct server *s, const char *detail) {
                         act_spawn_fresh(s, "restarted on request");
                 break;
         case STOP_GOAL_RECOVER:
-                after_run(s, s->stop_failed || !server_exit_clean(&s->last_exit));
+                after_run(s, true);
+                break;
+        case STOP_GOAL_EXIT_DECIDES:
+                after_run(s, !server_exit_clean(&s->last_exit));
                 break;
         }
 }
