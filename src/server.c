@@ -578,9 +578,6 @@ static void act_to_stopped(struct server *s, const char *detail) {
         set_state(s, SERVER_STOPPED, detail ? detail : "stop requested");
 }
 
-/* Rows: states; columns: events. Every transition of a server is in this table, and every
- * cell is written: what an event means in a state, that it asks for nothing there, or that
- * it cannot arrive there (act_no_*). */
 /* The stop stages (a run being closed; begin_stop ended its handshake and health checks):
  * its exit is awaited; a start, stop or restart only changes what follows it; the timer
  * moves to the next stage. */
@@ -594,6 +591,9 @@ static void act_to_stopped(struct server *s, const char *detail) {
                 [SERVER_EV_EXITED] = act_stopped, [SERVER_EV_TIMER] = (on_timer),                      \
         }
 
+/* Rows: states; columns: events. Every transition of a server is in this table, and every
+ * cell is written: what an event means in a state, that it asks for nothing there, or that
+ * it cannot arrive there (act_no_*). */
 static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
         /* no run, no deadline: only an operator's or the config's word moves it */
         [SERVER_STOPPED] = {
