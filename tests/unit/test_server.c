@@ -198,6 +198,24 @@ static void handle(enum server_event ev) {
         server_handle(s, ev, "fed by the test");
 }
 
+/* For the messages: the states as the table has them (server_state_name() says
+ * "stopping" for each stop stage), and the events. */
+static const char *state_text(enum server_state state) {
+        if (state == SERVER_STOP_TERM)
+                return "stopping (SIGTERM sent)";
+        if (state == SERVER_STOP_KILL)
+                return "stopping (SIGKILL sent)";
+        return server_state_name(state);
+}
+
+static const char *const event_text[SERVER_EV_COUNT] = {
+        [SERVER_EV_START] = "start",         [SERVER_EV_STOP] = "stop",       [SERVER_EV_RESTART] = "restart",
+        [SERVER_EV_READY] = "ready",         [SERVER_EV_START_FAILED] = "start failed",
+        [SERVER_EV_PING_OK] = "ping ok",     [SERVER_EV_PING_FAILED] = "ping failed",
+        [SERVER_EV_BROKEN] = "broken",       [SERVER_EV_VIOLATION] = "violation",
+        [SERVER_EV_EXITED] = "exited",       [SERVER_EV_TIMER] = "timer",
+};
+
 /* Puts the server in state the way the daemon gets there. */
 static void reach(enum server_state state) {
         switch (state) {
@@ -237,7 +255,7 @@ static void reach(enum server_state state) {
         default:
                 cr_assert_fail("no way to state %d", state);
         }
-        cr_assert_eq(s->state, state, "reached %d, not %d", s->state, state);
+        cr_assert_eq(s->state, state, "reached %s, not %s", state_text(s->state), state_text(state));
 }
 
 /* ---- every cell ---- */
@@ -380,7 +398,7 @@ Test(server, every_cell_tested_once) {
                 for (int ev = 0; ev < SERVER_EV_COUNT; ev++)
                         cr_expect_eq(cell_count(cells, ARRAY_SIZE(cells), st, ev) +
                                              cell_count(impossible, ARRAY_SIZE(impossible), st, ev),
-                                     1, "state %d, event %d", st, ev);
+                                     1, "%s x %s", state_text(st), event_text[ev]);
 }
 
 /* An event as its source sends it: the handshake's ends come over the connection, an
@@ -407,6 +425,7 @@ ParameterizedTestParameters(server, cell) {
 }
 
 ParameterizedTest(struct cell *c, server, cell) {
+        const char *from = state_text(c->from), *ev = event_text[c->ev];
         unsigned starts, terminates, kills;
 
         start_daemon(SLOW);
@@ -415,10 +434,10 @@ ParameterizedTest(struct cell *c, server, cell) {
         terminates = L.terminates;
         kills = L.kills;
         feed(c->ev);
-        cr_assert_eq(s->state, c->to, "state %d, event %d: state %d, not %d", c->from, c->ev, s->state, c->to);
-        cr_assert_eq(L.starts - starts, !!(c->asks & ASK_START), "state %d, event %d: starts", c->from, c->ev);
-        cr_assert_eq(L.terminates - terminates, !!(c->asks & ASK_TERM), "state %d, event %d: SIGTERM", c->from, c->ev);
-        cr_assert_eq(L.kills - kills, !!(c->asks & ASK_KILL), "state %d, event %d: SIGKILL", c->from, c->ev);
+        cr_assert_eq(s->state, c->to, "%s x %s: %s, not %s", from, ev, state_text(s->state), state_text(c->to));
+        cr_assert_eq(L.starts - starts, !!(c->asks & ASK_START), "%s x %s: starts", from, ev);
+        cr_assert_eq(L.terminates - terminates, !!(c->asks & ASK_TERM), "%s x %s: SIGTERM", from, ev);
+        cr_assert_eq(L.kills - kills, !!(c->asks & ASK_KILL), "%s x %s: SIGKILL", from, ev);
         if (c->asks & ASK_CLOSE)
                 WAIT_UNTIL(server_saw_eof());
         cr_assert_eq(server_running(s), L.current != NULL, "a run while the launcher has one");
@@ -432,7 +451,7 @@ ParameterizedTest(struct cell *c, server, impossible_cell_stops_the_daemon, .sig
         start_daemon(SLOW);
         reach(c->from);
         handle(c->ev);
-        cr_assert_fail("state %d, event %d was taken", c->from, c->ev);
+        cr_assert_fail("%s x %s was taken", state_text(c->from), event_text[c->ev]);
 }
 
 /* ---- ways through the table ---- */
