@@ -7,8 +7,11 @@
  *                                  \--> failed (start limit, or restart policy says no)
  *   any running state --stop--> stopping --exit--> stopped
  *
- * Stopping is the MCP stdio close: stdin closed, stopTimeout, SIGTERM to the process
- * group, killTimeout, SIGKILL. */
+ * Stopping is the MCP stdio close, a state per stage (systemd's stop-sigterm and
+ * stop-sigkill), all shown as "stopping":
+ *
+ *   stopping (stdin closed) --stopTimeout--> stop-term (SIGTERM to the process group)
+ *   --killTimeout--> stop-kill (SIGKILL, again every 10 s until the exit) */
 #pragma once
 
 #include <stdint.h>
@@ -34,7 +37,9 @@ enum server_state {
         SERVER_STARTING,
         SERVER_READY,
         SERVER_UNHEALTHY,
-        SERVER_STOPPING,
+        SERVER_STOPPING,   /* its stdin closed, waiting stopTimeout for its exit */
+        SERVER_STOP_TERM,  /* sent SIGTERM, waiting killTimeout */
+        SERVER_STOP_KILL,  /* sent SIGKILL, waiting for the exit */
         SERVER_BACKOFF,
         SERVER_FAILED,
         SERVER_STATE_COUNT,
@@ -55,9 +60,14 @@ enum server_event {
         SERVER_EV_COUNT,
 };
 
-/* What stopping leads to once the process is gone. */
-enum stop_goal { STOP_GOAL_STOPPED, STOP_GOAL_RESTART, STOP_GOAL_RECOVER };
-enum stop_stage { STOP_STAGE_CLOSE, STOP_STAGE_TERM, STOP_STAGE_KILL };
+/* What a stop leads to once its run is gone: data, not state. The stop stages are the
+ * states; a stop or restart asked while stopping changes only this. */
+enum stop_goal {
+        STOP_GOAL_STOPPED,      /* it stays stopped */
+        STOP_GOAL_RESTART,      /* it starts again at once, its restart history forgotten */
+        STOP_GOAL_RECOVER,      /* the run failed: the restart policy and throttle decide */
+        STOP_GOAL_EXIT_DECIDES, /* as recover, its exit status saying whether the run failed */
+};
 
 struct server {
         struct supervisor *sv;
@@ -67,9 +77,7 @@ struct server {
         uint64_t state_since;          /* usec, monotonic */
         char *cause;                   /* why it is in this state: "exit status 1; restarting in 1 s" */
         struct server_cause why;       /* why the last run ended, or why it is being stopped */
-        enum stop_goal goal;
-        enum stop_stage stage;
-        bool stop_failed;              /* the reason for stopping is a failure whatever the exit */
+        enum stop_goal goal;           /* while stopping: what follows the exit */
         struct instance *run;          /* the current process, NULL when none */
         struct handshake handshake;
         struct health health;
@@ -115,7 +123,10 @@ void server_free(struct server *s);
 /* Feeds one event through the table; detail explains it ("closed its stdout", ...). */
 void server_handle(struct server *s, enum server_event ev, const char *detail);
 
+/* What users see (status, logs): the stop stages are all "stopping". */
 const char *server_state_name(enum server_state state);
+/* Closing its run, at any stage: what users see as "stopping". */
+bool server_stopping(const struct server *s);
 /* Its catalog is what clients see of it (the registry lists it): ready, or unhealthy but running. */
 bool server_state_listed(enum server_state state);
 /* Has a process (or one being closed). */

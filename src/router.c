@@ -517,11 +517,11 @@ static void outcome(const struct router *r, const struct server *s, char *buf, s
 
         how_it_ended(s, how, sizeof how);
         log_server_hint(r->log, name, log, sizeof log);
-        switch (s->state) {
-        case SERVER_STOPPED:
-        case SERVER_STOPPING:
+        if (s->state == SERVER_STOPPED || server_stopping(s)) {
                 snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, server_state_cause(s));
-                break;
+                return;
+        }
+        switch (s->state) {
         case SERVER_BACKOFF:
                 snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: %s", name, how,
                          s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, log);

@@ -21,14 +21,24 @@
 /* After SIGKILL the exit is near; if it does not come, say so at this interval. */
 #define KILL_WAIT_USEC (10 * USEC_PER_SEC)
 
-static const char *const state_names[SERVER_STATE_COUNT] = {
-        [SERVER_STOPPED] = "stopped",     [SERVER_STARTING] = "starting", [SERVER_READY] = "ready",
-        [SERVER_UNHEALTHY] = "unhealthy", [SERVER_STOPPING] = "stopping", [SERVER_BACKOFF] = "backoff",
-        [SERVER_FAILED] = "failed",
-};
+/* What users see of a state: the stop stages are one state to them, as systemd shows its
+ * service's stop-sigterm and stop-sigkill as one "deactivating". */
+static enum server_state shown_state(enum server_state state) {
+        return state == SERVER_STOP_TERM || state == SERVER_STOP_KILL ? SERVER_STOPPING : state;
+}
 
 const char *server_state_name(enum server_state state) {
-        return state_names[state];
+        static const char *const names[SERVER_STATE_COUNT] = {
+                [SERVER_STOPPED] = "stopped",     [SERVER_STARTING] = "starting", [SERVER_READY] = "ready",
+                [SERVER_UNHEALTHY] = "unhealthy", [SERVER_STOPPING] = "stopping", [SERVER_BACKOFF] = "backoff",
+                [SERVER_FAILED] = "failed",
+        };
+
+        return names[shown_state(state)];
+}
+
+bool server_stopping(const struct server *s) {
+        return shown_state(s->state) == SERVER_STOPPING;
 }
 
 bool server_state_listed(enum server_state state) {
@@ -85,7 +95,7 @@ char *server_describe(const struct server *s) {
         _cleanup_free_ char *cause = server_cause_now(s);
         char *text = NULL;
 
-        if (asprintf(&text, "%s%s%s", state_names[s->state], cause && *cause ? ": " : "", cause ? cause : "") < 0)
+        if (asprintf(&text, "%s%s%s", server_state_name(s->state), cause && *cause ? ": " : "", cause ? cause : "") < 0)
                 return NULL;
         return text;
 }
@@ -139,8 +149,10 @@ static void change_state(struct server *s, enum server_state state, const char *
         if (old == state)
                 return;
         s->state = state;
+        if (shown_state(old) == shown_state(state)) /* the next stop stage: nothing users see moved */
+                return;
         s->state_since = now_usec();
-        server_log(s, state_priority(state), "%s -> %s%s%s%s", state_names[old], state_names[state],
+        server_log(s, state_priority(state), "%s -> %s%s%s%s", server_state_name(old), server_state_name(state),
                    *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
         /* What clients see changes only when it enters or leaves the registry's lists. */
         if (server_state_listed(old) != server_state_listed(state))
@@ -151,6 +163,13 @@ static void change_state(struct server *s, enum server_state state, const char *
 
 static void set_state(struct server *s, enum server_state state, const char *cause) {
         change_state(s, state, cause, NULL);
+}
+
+/* The next stop stage, for the cause of the one before. */
+static void next_stop_stage(struct server *s, enum server_state stage) {
+        _cleanup_free_ char *cause = strdup(server_state_cause(s));
+
+        set_state(s, stage, cause);
 }
 
 /* A state whose cause is s->why. */
@@ -179,7 +198,46 @@ static const char *seconds(double v, char *buf, size_t size) {
 
 typedef void (*server_action)(struct server *s, const char *detail);
 
-static void act_ignore(struct server *s, const char *detail) {
+/* A start of a server that runs (or is starting) asks for nothing more. */
+static void act_already_running(struct server *s, const char *detail) {
+}
+
+/* Its connection fails while it is being closed: expected, as closing its stdin is how it
+ * is asked to end; its exit decides what follows. */
+static void act_ignore_closing(struct server *s, const char *detail) {
+}
+
+/* An event that cannot arrive in the current state (each act_no_* below says why): a bug
+ * of the daemon's, stopped hard as pgbouncer and systemd do rather than run on with a
+ * server whose state no longer says what it does. */
+_Noreturn static void impossible(struct server *s, const char *event, const char *detail) {
+        server_log(s, LOG_CRIT, "bug: %s in state %s%s%s", event, server_state_name(s->state), detail ? ": " : "",
+                   detail ? detail : "");
+        abort();
+}
+
+/* The handshake's end (ready, or failed) comes only while starting: act_spawn begins it,
+ * and every way out of starting ends or cancels it (act_ready, begin_stop, end_run). */
+static void act_no_handshake(struct server *s, const char *detail) {
+        impossible(s, "the end of a handshake that is not running", detail);
+}
+
+/* A ping's answer comes only while ready or unhealthy: act_ready starts the health checks,
+ * and every way out of those states stops them (begin_stop, end_run). */
+static void act_no_health(struct server *s, const char *detail) {
+        impossible(s, "the answer to a ping that was not sent", detail);
+}
+
+/* Its connection and its end come only from its current run; without one there is none
+ * (a retired run's connection is freed with it, and its end was reported already). */
+static void act_no_run(struct server *s, const char *detail) {
+        impossible(s, "news of a run it does not have", detail);
+}
+
+/* The timer is armed only for starting, stopping and backoff; every way out of those
+ * states disarms or re-arms it (evtimer_del() takes back a timeout already due, too). */
+static void act_no_deadline(struct server *s, const char *detail) {
+        impossible(s, "a deadline it did not set", detail);
 }
 
 static void on_handshake(int r, const char *why, void *userdata) {
@@ -325,8 +383,6 @@ static void begin_stop(struct server *s, enum stop_goal goal) {
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         s->goal = goal;
-        s->stop_failed = true;
-        s->stage = STOP_STAGE_CLOSE;
         if (s->run->child)
                 child_close_input(s->run->child);
         set_state_why(s, SERVER_STOPPING);
@@ -355,11 +411,8 @@ static void act_recover(struct server *s, const char *detail) {
  * status decides whether it failed (a clean exit 0 is not a failure), unless it was still
  * starting. */
 static void act_broken(struct server *s, const char *detail) {
-        bool starting = s->state == SERVER_STARTING;
-
         server_cause_set(&s->why, SERVER_CAUSE_CONNECTION, detail);
-        begin_stop(s, STOP_GOAL_RECOVER);
-        s->stop_failed = starting;
+        begin_stop(s, s->state == SERVER_STARTING ? STOP_GOAL_RECOVER : STOP_GOAL_EXIT_DECIDES);
 }
 
 /* It wrote what leaves its stdout unusable: the run ends as a failure, however it exits. */
@@ -394,24 +447,32 @@ static void act_ping_failed(struct server *s, const char *detail) {
         set_state(s, SERVER_UNHEALTHY, cause);
 }
 
-static void act_escalate(struct server *s, const char *detail) {
+/* stopTimeout passed since its stdin was closed: SIGTERM, and killTimeout for it. */
+static void act_terminate(struct server *s, const char *detail) {
         char t[32];
 
-        if (s->stage == STOP_STAGE_CLOSE) {
-                server_log(s, LOG_NOTICE, "still running %s after its stdin was closed; sending SIGTERM",
-                           seconds(s->config->stop_timeout, t, sizeof t));
-                s->stage = STOP_STAGE_TERM;
-                (void)instance_terminate(s->run);
-                arm_timer(s, usec_from_seconds(s->config->kill_timeout));
-                return;
-        }
-        if (s->stage == STOP_STAGE_TERM)
-                server_log(s, LOG_WARNING, "still running %s after SIGTERM; sending SIGKILL",
-                           seconds(s->config->kill_timeout, t, sizeof t));
-        else
-                server_log(s, LOG_ERR, "pid %d has not exited after SIGKILL (stuck in the kernel?)",
-                           (int)instance_main_pid(s->run));
-        s->stage = STOP_STAGE_KILL;
+        server_log(s, LOG_NOTICE, "still running %s after its stdin was closed; sending SIGTERM",
+                   seconds(s->config->stop_timeout, t, sizeof t));
+        next_stop_stage(s, SERVER_STOP_TERM);
+        (void)instance_terminate(s->run);
+        arm_timer(s, usec_from_seconds(s->config->kill_timeout));
+}
+
+/* killTimeout passed since SIGTERM: SIGKILL, after which the exit is near. */
+static void act_kill(struct server *s, const char *detail) {
+        char t[32];
+
+        server_log(s, LOG_WARNING, "still running %s after SIGTERM; sending SIGKILL",
+                   seconds(s->config->kill_timeout, t, sizeof t));
+        next_stop_stage(s, SERVER_STOP_KILL);
+        (void)instance_kill(s->run);
+        arm_timer(s, KILL_WAIT_USEC);
+}
+
+/* No exit KILL_WAIT_USEC after SIGKILL: said, and SIGKILL again. */
+static void act_kill_again(struct server *s, const char *detail) {
+        server_log(s, LOG_ERR, "pid %d has not exited after SIGKILL (stuck in the kernel?)",
+                   (int)instance_main_pid(s->run));
         (void)instance_kill(s->run);
         arm_timer(s, KILL_WAIT_USEC);
 }
@@ -424,9 +485,9 @@ static void end_run(struct server *s) {
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         instance_describe_end(in, &s->last_exit);
-        if (s->state == SERVER_STOPPING && s->stage != STOP_STAGE_CLOSE) {
-                /* act_escalate's signals: SIGKILL comes after SIGTERM */
-                s->last_exit.signal_sent = s->stage == STOP_STAGE_TERM ? SIGTERM : SIGKILL;
+        if (s->state == SERVER_STOP_TERM || s->state == SERVER_STOP_KILL) {
+                /* the stop stages' signals: SIGKILL comes after SIGTERM */
+                s->last_exit.signal_sent = s->state == SERVER_STOP_TERM ? SIGTERM : SIGKILL;
                 s->last_exit.stop_timeout = s->config->stop_timeout;
                 s->last_exit.kill_timeout = s->config->kill_timeout;
         }
@@ -495,7 +556,10 @@ static void act_stopped(struct server *s, const char *detail) {
                         act_spawn_fresh(s, "restarted on request");
                 break;
         case STOP_GOAL_RECOVER:
-                after_run(s, s->stop_failed || !server_exit_clean(&s->last_exit));
+                after_run(s, true);
+                break;
+        case STOP_GOAL_EXIT_DECIDES:
+                after_run(s, !server_exit_clean(&s->last_exit));
                 break;
         }
 }
@@ -514,43 +578,85 @@ static void act_to_stopped(struct server *s, const char *detail) {
         set_state(s, SERVER_STOPPED, detail ? detail : "stop requested");
 }
 
-/* Rows: states; columns: events. Every transition of a server is in this table. */
+/* The stop stages (a run being closed; begin_stop ended its handshake and health checks):
+ * its exit is awaited; a start, stop or restart only changes what follows it; the timer
+ * moves to the next stage. */
+#define CLOSING_ROW(on_timer)                                                                          \
+        {                                                                                              \
+                [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,                \
+                [SERVER_EV_RESTART] = act_want_restart,                                                \
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,     \
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,          \
+                [SERVER_EV_BROKEN] = act_ignore_closing, [SERVER_EV_VIOLATION] = act_ignore_closing,   \
+                [SERVER_EV_EXITED] = act_stopped, [SERVER_EV_TIMER] = (on_timer),                      \
+        }
+
+/* Rows: states; columns: events. Every transition of a server is in this table, and every
+ * cell is written: what an event means in a state, that it asks for nothing there, or that
+ * it cannot arrive there (act_no_*). */
 static const server_action actions[SERVER_STATE_COUNT][SERVER_EV_COUNT] = {
+        /* no run, no deadline: only an operator's or the config's word moves it */
         [SERVER_STOPPED] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_RESTART] = act_spawn_fresh,
                 [SERVER_EV_STOP] = act_to_stopped, /* one waiting for its first start: says who stopped it */
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
+                [SERVER_EV_BROKEN] = act_no_run, [SERVER_EV_VIOLATION] = act_no_run,
+                [SERVER_EV_EXITED] = act_no_run,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
+        /* a run doing its handshake, within startTimeout; no health checks yet */
         [SERVER_STARTING] = {
+                [SERVER_EV_START] = act_already_running,
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
                 [SERVER_EV_READY] = act_ready, [SERVER_EV_START_FAILED] = act_recover,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
                 [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
                 [SERVER_EV_EXITED] = act_exited,
                 [SERVER_EV_TIMER] = act_start_timeout,
         },
+        /* serving, pinged every healthInterval; no deadline of the state's own */
         [SERVER_READY] = {
+                [SERVER_EV_START] = act_already_running,
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
                 [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
                 [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
+        /* still serving, with pings failing: as ready */
         [SERVER_UNHEALTHY] = {
+                [SERVER_EV_START] = act_already_running,
                 [SERVER_EV_STOP] = act_stop, [SERVER_EV_RESTART] = act_restart,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
                 [SERVER_EV_PING_OK] = act_ping_ok, [SERVER_EV_PING_FAILED] = act_ping_failed,
                 [SERVER_EV_BROKEN] = act_broken, [SERVER_EV_VIOLATION] = act_violation,
                 [SERVER_EV_EXITED] = act_exited,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
-        [SERVER_STOPPING] = {
-                [SERVER_EV_START] = act_want_restart, [SERVER_EV_STOP] = act_want_stop,
-                [SERVER_EV_RESTART] = act_want_restart, [SERVER_EV_EXITED] = act_stopped,
-                [SERVER_EV_TIMER] = act_escalate,
-        },
+        [SERVER_STOPPING] = CLOSING_ROW(act_terminate),
+        [SERVER_STOP_TERM] = CLOSING_ROW(act_kill),
+        [SERVER_STOP_KILL] = CLOSING_ROW(act_kill_again),
+        /* no run; the timer is the restart */
         [SERVER_BACKOFF] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_STOP] = act_to_stopped,
-                [SERVER_EV_RESTART] = act_spawn_fresh, [SERVER_EV_TIMER] = act_spawn,
+                [SERVER_EV_RESTART] = act_spawn_fresh,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
+                [SERVER_EV_BROKEN] = act_no_run, [SERVER_EV_VIOLATION] = act_no_run,
+                [SERVER_EV_EXITED] = act_no_run,
+                [SERVER_EV_TIMER] = act_spawn,
         },
+        /* no run, no deadline: as stopped, until an operator or a reload starts it */
         [SERVER_FAILED] = {
                 [SERVER_EV_START] = act_spawn_fresh, [SERVER_EV_STOP] = act_to_stopped,
                 [SERVER_EV_RESTART] = act_spawn_fresh,
+                [SERVER_EV_READY] = act_no_handshake, [SERVER_EV_START_FAILED] = act_no_handshake,
+                [SERVER_EV_PING_OK] = act_no_health, [SERVER_EV_PING_FAILED] = act_no_health,
+                [SERVER_EV_BROKEN] = act_no_run, [SERVER_EV_VIOLATION] = act_no_run,
+                [SERVER_EV_EXITED] = act_no_run,
+                [SERVER_EV_TIMER] = act_no_deadline,
         },
 };
 
@@ -561,7 +667,7 @@ void server_handle(struct server *s, enum server_event ev, const char *detail) {
          * (an exit, a ping) do not: a restart queued by a reload still comes. */
         if (ev == SERVER_EV_START || ev == SERVER_EV_STOP || ev == SERVER_EV_RESTART)
                 s->queued = false;
-        (action ? action : act_ignore)(s, detail);
+        action(s, detail);
 }
 
 /* ---- inputs ---- */

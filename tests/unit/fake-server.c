@@ -2,6 +2,7 @@
 #include "fake-server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,26 +27,53 @@ static void on_rx(evutil_socket_t fd, short what, void *userdata) {
         }
 }
 
-/* Opens the pipes and reads the server's stdin on base. The daemon's ends go to *to (the
- * server's stdin) and *from (its stdout). */
-static void server_start(struct event_base *base, int *to, int *from) {
-        int in[2], out[2];
-
+/* Plays the server on the ends in (its stdin, non-blocking, so that on_rx never blocks
+ * the loop) and out (its stdout), reading in on base. */
+static void server_take(struct event_base *base, int in, int out) {
         /* Writing to a pipe nobody reads must fail with EPIPE, not end the test. */
         signal(SIGPIPE, SIG_IGN);
-        /* The daemon's ends non-blocking, as instance.c makes them; the server's stdin too,
-         * so that on_rx never blocks the loop. */
-        open_pipe(in, PIPE_READ_NONBLOCK | PIPE_WRITE_NONBLOCK);
-        open_pipe(out, PIPE_READ_NONBLOCK);
-        srv_in = in[0];
-        srv_out = out[1];
+        srv_in = in;
+        srv_out = out;
+        rx_eof = false;
         rx = evbuffer_new();
         cr_assert_not_null(rx);
         rx_event = event_new(base, srv_in, EV_READ | EV_PERSIST, on_rx, NULL);
         cr_assert_not_null(rx_event);
         cr_assert_eq(event_add(rx_event, NULL), 0);
+}
+
+/* Closes what server_take() took. */
+static void server_release(void) {
+        if (rx_event)
+                event_free(rx_event);
+        rx_event = NULL;
+        if (rx)
+                evbuffer_free(rx);
+        rx = NULL;
+        if (srv_in >= 0)
+                close(srv_in);
+        if (srv_out >= 0)
+                close(srv_out);
+        srv_in = srv_out = -1;
+}
+
+/* Opens the pipes and reads the server's stdin on base. The daemon's ends go to *to (the
+ * server's stdin) and *from (its stdout). */
+static void server_start(struct event_base *base, int *to, int *from) {
+        int in[2], out[2];
+
+        /* The daemon's ends non-blocking, as instance.c makes them. */
+        open_pipe(in, PIPE_READ_NONBLOCK | PIPE_WRITE_NONBLOCK);
+        open_pipe(out, PIPE_READ_NONBLOCK);
+        server_take(base, in[0], out[1]);
         *to = in[1];
         *from = out[0];
+}
+
+void server_adopt(struct event_base *base, int in, int out) {
+        server_release();
+        cr_assert_eq(fcntl(in, F_SETFL, O_NONBLOCK), 0);
+        server_take(base, in, out);
 }
 
 void server_pauses_reading(bool paused) {
@@ -70,12 +98,7 @@ struct child *server_connect(const struct logger *lg, struct jsonrpc_parser *par
 }
 
 void server_stop(void) {
-        event_free(rx_event);
-        evbuffer_free(rx);
-        if (srv_in >= 0)
-                close(srv_in);
-        if (srv_out >= 0)
-                close(srv_out);
+        server_release();
         loop_stop();
 }
 

@@ -17,6 +17,11 @@
  * instance.c makes them: the child connection "srv" that the test drives. */
 struct child *server_connect(const struct logger *lg, struct jsonrpc_parser *parser, size_t max_line,
                              const struct child_ops *ops, void *userdata);
+/* Plays the server on the ends of a run another module made (instance.c's pipes, handed
+ * to a test's launcher), read on base: in is its stdin's read end, out its stdout's
+ * write end, both taken. The ends of an earlier server are closed, as its process would
+ * close them at its exit. */
+void server_adopt(struct event_base *base, int in, int out);
 /* Closes the server's ends and stops the loop; after child_free. */
 void server_stop(void);
 

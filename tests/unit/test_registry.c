@@ -275,11 +275,11 @@ Test(registry, disallowed_tool_name_uses_fallback) {
 Test(registry, only_ready_and_unhealthy_listed) {
         static const struct { enum server_state state; bool listed; } states[] = {
                 { SERVER_STOPPED, false }, { SERVER_STARTING, false }, { SERVER_READY, true },
-                { SERVER_UNHEALTHY, true }, { SERVER_STOPPING, false }, { SERVER_BACKOFF, false },
-                { SERVER_FAILED, false },
+                { SERVER_UNHEALTHY, true }, { SERVER_STOPPING, false }, { SERVER_STOP_TERM, false },
+                { SERVER_STOP_KILL, false }, { SERVER_BACKOFF, false }, { SERVER_FAILED, false },
         };
-        struct server *servers[8];
         const size_t n = sizeof states / sizeof states[0];
+        struct server *servers[sizeof states / sizeof states[0]];
 
         for (size_t i = 0; i < n; i++) {
                 char name[16], tools[64], resources[64];
