@@ -108,37 +108,31 @@ int access_parse_id(json_object *item, const char *path, bool group, unsigned *r
         return parse_id(item, path, group, ret, p);
 }
 
-static int parse_ids(json_object *v, const char *path, struct access_ids *ids, bool group, struct config_problems *p) {
-        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-        int r = 0;
+static int parse_user_id(json_object *v, const char *path, void *list, size_t n, void *arg, struct config_problems *p) {
+        return parse_id(v, path, false, (unsigned *)list + n, p);
+}
 
-        if (!json_object_is_type(v, json_type_array) || n == 0) {
-                problems_add(p, PROBLEM_ERROR, path, "expected a non-empty array of %s names or numbers (leave the key out to match everyone)",
-                             group ? "group" : "user");
-                return -EINVAL;
-        }
-        free(ids->ids);
-        ids->ids = calloc(n, sizeof *ids->ids);
-        if (!ids->ids)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                char item_path[512];
+static int parse_group_id(json_object *v, const char *path, void *list, size_t n, void *arg, struct config_problems *p) {
+        return parse_id(v, path, true, (unsigned *)list + n, p);
+}
 
-                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
-                if (parse_id(json_object_array_get_idx(v, i), item_path, group, &ids->ids[i], p) < 0)
-                        r = -EINVAL;
-        }
-        ids->n = n;
+static const struct settings_list user_list = SETTINGS_LIST(struct access_ids, ids, n, parse_user_id, NULL, true,
+        "expected a non-empty array of user names or numbers (leave the key out to match everyone)");
+static const struct settings_list group_list = SETTINGS_LIST(struct access_ids, ids, n, parse_group_id, NULL, true,
+        "expected a non-empty array of group names or numbers (leave the key out to match everyone)");
+
+static int parse_ids(json_object *v, const char *path, struct access_ids *ids, const struct settings_list *how,
+                     struct config_problems *p) {
         ids->given = true;
-        return r;
+        return settings_parse_list(how, v, path, ids, NULL, p);
 }
 
 static int parse_users(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        return parse_ids(v, path, dst, false, p);
+        return parse_ids(v, path, dst, &user_list, p);
 }
 
 static int parse_groups(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        return parse_ids(v, path, dst, true, p);
+        return parse_ids(v, path, dst, &group_list, p);
 }
 
 /* ---- rules ---- */
@@ -161,7 +155,9 @@ static void targets_done(char **targets[_ACCESS_KIND_MAX]) {
                 strv_free(targets[k]);
 }
 
-static void rule_done(struct access_rule *r) {
+static void rule_done(void *item) {
+        struct access_rule *r = item;
+
         free(r->users.ids);
         free(r->groups.ids);
         strv_free(r->profiles);
@@ -193,7 +189,9 @@ static size_t check_targets(char **const targets[_ACCESS_KIND_MAX], const char *
         return n;
 }
 
-static int parse_rule(json_object *v, const char *path, struct access_rule *rule, struct config_problems *p) {
+/* Item n of a list of rules. */
+static int parse_rule(json_object *v, const char *path, void *list, size_t n, void *arg, struct config_problems *p) {
+        struct access_rule *rule = (struct access_rule *)list + n;
         size_t bad;
 
         *rule = (struct access_rule){ .action = -1 };
@@ -218,31 +216,11 @@ static void rules_clear(struct access_policy *a) {
         a->n_rules = 0;
 }
 
+static const struct settings_list rule_list = SETTINGS_LIST(struct access_policy, rules, n_rules, parse_rule, rule_done,
+        false, "expected an array of rules");
+
 static int parse_rules(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct access_policy *a = dst;
-        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-        int r = 0;
-
-        if (!json_object_is_type(v, json_type_array)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an array of rules");
-                return -EINVAL;
-        }
-        rules_clear(a);
-        a->rules = calloc(n ? n : 1, sizeof *a->rules);
-        if (!a->rules)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                char item_path[512];
-
-                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
-                if (parse_rule(json_object_array_get_idx(v, i), item_path, &a->rules[a->n_rules], p) < 0) {
-                        rule_done(&a->rules[a->n_rules]);
-                        r = -EINVAL;
-                        continue;
-                }
-                a->n_rules++;
-        }
-        return r;
+        return settings_parse_list(&rule_list, v, path, dst, NULL, p);
 }
 
 static const struct setting access_settings[] = {

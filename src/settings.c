@@ -118,6 +118,50 @@ static int parse_strings(json_object *v, const char *path, char ***dst, struct c
         return 0;
 }
 
+static void list_clear(const struct settings_list *how, void *dst) {
+        char **list = (char **)((char *)dst + how->list_offset);
+        size_t *n = (size_t *)((char *)dst + how->count_offset);
+
+        for (size_t i = 0; how->item_done && i < *n; i++)
+                how->item_done(*list + i * how->item_size);
+        free(*list);
+        *list = NULL;
+        *n = 0;
+}
+
+int settings_parse_list(const struct settings_list *how, json_object *v, const char *path, void *dst, void *arg,
+                        struct config_problems *p) {
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0, kept = 0;
+        char *list;
+        int r = 0;
+
+        if (!json_object_is_type(v, json_type_array) || (how->nonempty && n == 0)) {
+                problems_add(p, PROBLEM_ERROR, path, "%s", how->expected);
+                return -EINVAL;
+        }
+        list_clear(how, dst);
+        list = calloc(n ? n : 1, how->item_size);
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                char *item = list + kept * how->item_size;
+                char item_path[600];
+
+                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
+                if (how->parse_item(json_object_array_get_idx(v, i), item_path, list, kept, arg, p) < 0) {
+                        if (how->item_done)
+                                how->item_done(item);
+                        memset(item, 0, how->item_size);
+                        r = -EINVAL;
+                        continue;
+                }
+                kept++;
+        }
+        *(char **)((char *)dst + how->list_offset) = list;
+        *(size_t *)((char *)dst + how->count_offset) = kept;
+        return r;
+}
+
 static int parse_choice(const struct setting *s, json_object *v, const char *path, int *dst,
                         struct config_problems *p) {
         const char *str = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
