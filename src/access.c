@@ -108,11 +108,13 @@ int access_parse_id(json_object *item, const char *path, bool group, unsigned *r
         return parse_id(item, path, group, ret, p);
 }
 
-static int parse_user_id(json_object *v, const char *path, void *list, size_t n, void *arg, struct config_problems *p) {
+static int parse_user_id(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                         struct config_problems *p) {
         return parse_id(v, path, false, (unsigned *)list + n, p);
 }
 
-static int parse_group_id(json_object *v, const char *path, void *list, size_t n, void *arg, struct config_problems *p) {
+static int parse_group_id(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                          struct config_problems *p) {
         return parse_id(v, path, true, (unsigned *)list + n, p);
 }
 
@@ -190,7 +192,8 @@ static size_t check_targets(char **const targets[_ACCESS_KIND_MAX], const char *
 }
 
 /* Item n of a list of rules. */
-static int parse_rule(json_object *v, const char *path, void *list, size_t n, void *arg, struct config_problems *p) {
+static int parse_rule(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                      struct config_problems *p) {
         struct access_rule *rule = (struct access_rule *)list + n;
         size_t bad;
 
@@ -206,14 +209,6 @@ static int parse_rule(json_object *v, const char *path, void *list, size_t n, vo
                 bad++;
         }
         return bad ? -EINVAL : 0;
-}
-
-static void rules_clear(struct access_policy *a) {
-        for (size_t i = 0; i < a->n_rules; i++)
-                rule_done(&a->rules[i]);
-        free(a->rules);
-        a->rules = NULL;
-        a->n_rules = 0;
 }
 
 static const struct settings_list rule_list = SETTINGS_LIST(struct access_policy, rules, n_rules, parse_rule, rule_done,
@@ -237,7 +232,7 @@ int access_parse(json_object *v, const char *path, void *dst, struct config_prob
         }
         /* A later file's "access" replaces the earlier one whole: half of each (its rules
          * with the other's default) would be a policy nobody wrote. */
-        rules_clear(a);
+        settings_list_done(&rule_list, a);
         a->default_action = ACCESS_RULE_ALLOW;
         return settings_apply(access_settings, ARRAY_SIZE(access_settings), v, path, a, p) ? -EINVAL : 0;
 }
@@ -251,14 +246,11 @@ static const struct setting profile_settings[] = {
         { "resources", SETTING_STRINGS, offsetof(struct access_profile, targets[ACCESS_RESOURCE]), 0, 0, NULL, NULL, NULL },
 };
 
-static void profiles_clear(struct access_policy *a) {
-        for (size_t i = 0; i < a->n_profiles; i++) {
-                free(a->profiles[i].name);
-                targets_done(a->profiles[i].targets);
-        }
-        free(a->profiles);
-        a->profiles = NULL;
-        a->n_profiles = 0;
+static void profile_done(void *item) {
+        struct access_profile *prof = item;
+
+        free(prof->name);
+        targets_done(prof->targets);
 }
 
 /* Profile names travel in argv, the environment and _meta: keep them plain. */
@@ -270,8 +262,9 @@ static bool profile_name_valid(const char *s) {
         return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") == n;
 }
 
-static int parse_profile(const char *name, json_object *v, const char *path, struct access_profile *prof,
+static int parse_profile(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
                          struct config_problems *p) {
+        struct access_profile *prof = (struct access_profile *)list + n;
         size_t bad;
 
         if (!profile_name_valid(name)) {
@@ -290,32 +283,12 @@ static int parse_profile(const char *name, json_object *v, const char *path, str
         return prof->name ? 0 : -ENOMEM;
 }
 
+static const struct settings_list profile_list = SETTINGS_LIST_BY_NAME(struct access_policy, profiles, n_profiles,
+                                                                       parse_profile, profile_done,
+                                                                       "expected an object of profiles by name");
+
 int access_profiles_parse(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct access_policy *a = dst;
-        int r = 0;
-
-        if (!json_object_is_type(v, json_type_object)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an object of profiles by name");
-                return -EINVAL;
-        }
-        profiles_clear(a);
-        a->profiles = calloc(json_object_object_length(v) + 1, sizeof *a->profiles);
-        if (!a->profiles)
-                return -ENOMEM;
-        json_object_object_foreach(v, name, value) {
-                char item_path[512];
-                struct access_profile *prof = &a->profiles[a->n_profiles];
-
-                snprintf(item_path, sizeof item_path, "%s.%s", path, name);
-                if (parse_profile(name, value, item_path, prof, p) < 0) {
-                        targets_done(prof->targets);
-                        *prof = (struct access_profile){};
-                        r = -EINVAL;
-                        continue;
-                }
-                a->n_profiles++;
-        }
-        return r;
+        return settings_parse_list(&profile_list, v, path, dst, NULL, p);
 }
 
 const struct access_profile *access_profile_find(const struct access_policy *a, const char *name) {
@@ -341,8 +314,8 @@ size_t access_policy_check(const struct access_policy *a, struct config_problems
 }
 
 void access_policy_done(struct access_policy *a) {
-        rules_clear(a);
-        profiles_clear(a);
+        settings_list_done(&rule_list, a);
+        settings_list_done(&profile_list, a);
         *a = (struct access_policy){};
 }
 

@@ -78,7 +78,7 @@ int http_address_parse(const char *text, struct http_address *ret, const char **
         return 0;
 }
 
-static int parse_listen_item(json_object *v, const char *path, void *list, size_t n, void *arg,
+static int parse_listen_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
                              struct config_problems *p) {
         const char *why = "expected a string";
 
@@ -234,7 +234,7 @@ static int parse_token(json_object *v, const char *path, struct http_token *t, s
 
 /* Item n of the list "tokens" at tokens_path: a token names one principal, so its secret
  * must be none of the n kept before it (which differ from each other: one matches at most). */
-static int parse_token_item(json_object *v, const char *path, void *list, size_t n, void *tokens_path,
+static int parse_token_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *tokens_path,
                             struct config_problems *p) {
         struct http_token *tokens = list;
 
