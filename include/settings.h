@@ -59,6 +59,10 @@ struct settings_list {
         size_t item_size;
         size_t list_offset, count_offset;
         bool by_name;         /* an object NAME: item, instead of an array */
+        size_t name_offset;   /* by name: the item's char *name, a copy of NAME once it is kept */
+        /* by name: why NAME cannot name an item (told at its path, the item left out), or
+         * NULL when it can; NULL: any name can */
+        const char *(*name_problem)(const char *name);
         const char *expected; /* the problem when the value is not one (or, with nonempty, an empty one) */
         bool nonempty;
         /* Parses v, named name (NULL in an array), at path ("PATH[i]", "PATH.NAME"), into item
@@ -69,13 +73,14 @@ struct settings_list {
         void (*item_done)(void *item); /* frees what an item holds; NULL: nothing */
 };
 
-/* The settings_list of the fields list and n of a struct type: an array, or by name. */
-#define SETTINGS_LIST(type, list, n, parse, done, nonempty_, expected_)                               \
-        { sizeof(*((type *)0)->list), offsetof(type, list), offsetof(type, n), false, expected_, nonempty_, \
-          parse, done }
-#define SETTINGS_LIST_BY_NAME(type, list, n, parse, done, expected_)                                  \
-        { sizeof(*((type *)0)->list), offsetof(type, list), offsetof(type, n), true, expected_, false,  \
-          parse, done }
+/* The settings_list of the fields list and n of a struct type: an array, or by name (the
+ * items' type item_type, with a field char *name). */
+#define SETTINGS_LIST(type, list, n, parse, done, nonempty_, expected_)                                 \
+        { sizeof(*((type *)0)->list), offsetof(type, list), offsetof(type, n), false, 0, NULL, expected_, \
+          nonempty_, parse, done }
+#define SETTINGS_LIST_BY_NAME(type, list, n, item_type, name_problem_, parse, done, expected_)         \
+        { sizeof(item_type), offsetof(type, list), offsetof(type, n), true, offsetof(item_type, name),    \
+          name_problem_, expected_, false, parse, done }
 
 /* Parses v into a new list of the items kept, in order, set into dst's fields (in place of
  * the list they held). An item in error is left out and the others are still read, so

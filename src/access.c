@@ -254,12 +254,12 @@ static void profile_done(void *item) {
 }
 
 /* Profile names travel in argv, the environment and _meta: keep them plain. */
-static bool profile_name_valid(const char *s) {
+static const char *profile_name_problem(const char *s) {
         size_t n = strlen(s);
 
-        if (n == 0 || n > 64)
-                return false;
-        return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") == n;
+        if (n == 0 || n > 64 || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") != n)
+                return "a profile's name is 1-64 characters of A-Z a-z 0-9 _ - .";
+        return NULL;
 }
 
 static int parse_profile(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
@@ -267,23 +267,17 @@ static int parse_profile(json_object *v, const char *name, const char *path, voi
         struct access_profile *prof = (struct access_profile *)list + n;
         size_t bad;
 
-        if (!profile_name_valid(name)) {
-                problems_add(p, PROBLEM_ERROR, path, "a profile's name is 1-64 characters of A-Z a-z 0-9 _ - .");
-                return -EINVAL;
-        }
         if (!json_object_is_type(v, json_type_object)) {
                 problems_add(p, PROBLEM_ERROR, path, "expected an object such as {\"servers\": [\"search\"], \"tools\": [\"search__*\"]}");
                 return -EINVAL;
         }
         bad = settings_apply(profile_settings, ARRAY_SIZE(profile_settings), v, path, prof, p);
         bad += check_targets(prof->targets, path, p);
-        if (bad)
-                return -EINVAL;
-        prof->name = strdup(name);
-        return prof->name ? 0 : -ENOMEM;
+        return bad ? -EINVAL : 0;
 }
 
 static const struct settings_list profile_list = SETTINGS_LIST_BY_NAME(struct access_policy, profiles, n_profiles,
+                                                                       struct access_profile, profile_name_problem,
                                                                        parse_profile, profile_done,
                                                                        "expected an object of profiles by name");
 

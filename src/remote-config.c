@@ -121,7 +121,11 @@ static int parse_header_credential(json_object *v, const char *path, struct remo
         return 0;
 }
 
-static int parse_header_value(json_object *v, const char *path, struct remote_header *h, struct config_problems *p) {
+/* Item n of headers, a header's value (its name is checked and kept by settings_parse_list()). */
+static int parse_header_value(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                              struct config_problems *p) {
+        struct remote_header *h = (struct remote_header *)list + n;
+
         if (settings_string_cut(v, path, p))
                 return -EINVAL;
         if (json_object_is_type(v, json_type_string)) {
@@ -138,22 +142,12 @@ static int parse_header_value(json_object *v, const char *path, struct remote_he
         return -EINVAL;
 }
 
-static int parse_header(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
-                        struct config_problems *p) {
-        struct remote_header *h = (struct remote_header *)list + n;
-
-        if (!header_name_valid(name)) {
-                problems_add(p, PROBLEM_ERROR, path, "not a valid HTTP header name");
-                return -EINVAL;
-        }
-        if (header_reserved(name)) {
-                problems_add(p, PROBLEM_ERROR, path, "set by mcpvisor itself, as the MCP transport says");
-                return -EINVAL;
-        }
-        if (parse_header_value(v, path, h, p) < 0)
-                return -EINVAL;
-        h->name = strdup(name);
-        return 0;
+static const char *header_name_problem(const char *name) {
+        if (!header_name_valid(name))
+                return "not a valid HTTP header name";
+        if (header_reserved(name))
+                return "set by mcpvisor itself, as the MCP transport says";
+        return NULL;
 }
 
 static void header_done(void *item) {
@@ -166,7 +160,8 @@ static void header_done(void *item) {
 }
 
 static const struct settings_list header_list = SETTINGS_LIST_BY_NAME(struct remote_config, headers, n_headers,
-                                                                      parse_header, header_done,
+                                                                      struct remote_header, header_name_problem,
+                                                                      parse_header_value, header_done,
                                                                       "expected an object of NAME: value");
 
 int remote_parse_headers(json_object *v, const char *path, void *dst, struct config_problems *p) {

@@ -30,13 +30,18 @@ bool server_name_valid(const char *name) {
         return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") == len;
 }
 
-static bool env_name_valid(const char *name) {
-        return *name && !strchr(name, '=') && strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name) &&
-               !(name[0] >= '0' && name[0] <= '9');
+static const char *env_name_problem(const char *name) {
+        if (*name && !strchr(name, '=') && strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name) &&
+            !(name[0] >= '0' && name[0] <= '9'))
+                return NULL;
+        return "not a valid environment variable name";
 }
 
-/* A value is a string, or {"credential": "id"} naming a systemd credential. */
-static int parse_env_value(json_object *v, const char *path, struct env_var *e, struct config_problems *p) {
+/* Item n of env, a variable's value: a string, or {"credential": "id"} naming a systemd
+ * credential (its name is checked and kept by settings_parse_list()). */
+static int parse_env_value(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                           struct config_problems *p) {
+        struct env_var *e = (struct env_var *)list + n;
         char item[640]; /* path is at most 600 */
         json_object *cred;
 
@@ -58,20 +63,6 @@ static int parse_env_value(json_object *v, const char *path, struct env_var *e, 
         return -EINVAL;
 }
 
-static int parse_env_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
-                          struct config_problems *p) {
-        struct env_var *e = (struct env_var *)list + n;
-
-        if (!env_name_valid(name)) {
-                problems_add(p, PROBLEM_ERROR, path, "not a valid environment variable name");
-                return -EINVAL;
-        }
-        if (parse_env_value(v, path, e, p) < 0)
-                return -EINVAL;
-        e->name = strdup(name);
-        return 0;
-}
-
 static void env_var_done(void *item) {
         struct env_var *e = item;
 
@@ -80,8 +71,9 @@ static void env_var_done(void *item) {
         free(e->credential);
 }
 
-static const struct settings_list env_list = SETTINGS_LIST_BY_NAME(struct server_config, env, n_env, parse_env_item,
-                                                                   env_var_done, "expected an object of NAME: value");
+static const struct settings_list env_list = SETTINGS_LIST_BY_NAME(struct server_config, env, n_env, struct env_var,
+                                                                   env_name_problem, parse_env_value, env_var_done,
+                                                                   "expected an object of NAME: value");
 
 static int parse_env(json_object *v, const char *path, void *dst, struct config_problems *p) {
         return settings_parse_list(&env_list, v, path, (char *)dst - offsetof(struct server_config, env), NULL, p);

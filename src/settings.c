@@ -129,12 +129,29 @@ void settings_list_done(const struct settings_list *how, void *dst) {
         *n = 0;
 }
 
+/* The item named name (NULL in an array): its name checked, its value parsed, its name kept. */
+static int parse_named_item(const struct settings_list *how, json_object *v, const char *name, const char *path,
+                            char *list, size_t n, void *arg, struct config_problems *p) {
+        const char *why = name && how->name_problem ? how->name_problem(name) : NULL;
+        char **name_copy = (char **)(list + n * how->item_size + how->name_offset);
+
+        if (why) {
+                problems_add(p, PROBLEM_ERROR, path, "%s", why);
+                return -EINVAL;
+        }
+        if (how->parse_item(v, name, path, list, n, arg, p) < 0)
+                return -EINVAL;
+        if (name && !(*name_copy = strdup(name)))
+                return -ENOMEM;
+        return 0;
+}
+
 /* Item *kept of list, or left out (zeroed) when in error. */
 static int parse_list_item(const struct settings_list *how, json_object *v, const char *name, const char *path,
                            char *list, size_t *kept, void *arg, struct config_problems *p) {
         char *item = list + *kept * how->item_size;
 
-        if (how->parse_item(v, name, path, list, *kept, arg, p) < 0) {
+        if (parse_named_item(how, v, name, path, list, *kept, arg, p) < 0) {
                 if (how->item_done)
                         how->item_done(item);
                 memset(item, 0, how->item_size);
