@@ -68,6 +68,7 @@ struct config {
         struct access_policy access; /* "access" (rules) and "profiles": who sees and calls what */
         int audit;                   /* "audit": enum audit_mode */
         int launcher;                /* "launcher": enum launcher, of the servers that do not choose one */
+        int sandbox;                 /* "sandbox": enum sandbox, of the servers that do not choose one */
         struct http_config http;     /* "http": the Streamable HTTP front door (issue 18) */
         unsigned max_http_sessions;  /* "maxHttpSessions" */
         double http_session_idle;    /* "httpSessionIdle": seconds before an unused HTTP session ends */

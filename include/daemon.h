@@ -16,6 +16,7 @@
 #include "mcp-logging.h"
 #include "notify.h"
 #include "registry.h"
+#include "reload.h"
 #include "router.h"
 #include "server-request.h"
 #include "subscriptions.h"
@@ -47,6 +48,7 @@ struct daemon {
         struct config config;              /* effective settings (file + command line); owned */
         struct config_source source;
         struct notify notify;
+        struct reload reload;              /* reload.c's: reads under way, control clients waiting */
         struct jsonrpc_parser parser;      /* one tokener reused for every line */
         struct listener listeners[LISTEN_ROLE_COUNT];
         struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */
@@ -98,11 +100,6 @@ void daemon_stop(struct daemon *d, const char *why);
 
 /* The log level in force: --log-level, else the file's logLevel, else info. */
 int daemon_log_level(const struct daemon *d);
-
-/* Reads the configuration again and applies it (reload.c). On success *ret is the summary
- * of what changed; when the new configuration is invalid nothing changes, the return is
- * negative and *ret (may be NULL) holds {"problems": [...]}. */
-int daemon_reload(struct daemon *d, const char *why, json_object **ret);
 
 /* Sends a notification (params consumed, may be NULL) to every initialized MCP client, or
  * to those of them wants (may be NULL) says yes to; returns to how many. A yes is sent at

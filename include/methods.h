@@ -48,6 +48,9 @@ extern const struct method control_start;
 extern const struct method control_stop;
 extern const struct method control_restart;
 extern const struct method control_reload;
+/* The answer to a control client's "reload" (reload.c): r and outcome (consumed, may be NULL)
+ * as the reload left them, -ESHUTDOWN when the daemon is stopping. */
+void control_reload_answer(struct client *c, json_object *id, int r, json_object *outcome);
 extern const struct method control_access_query;
 extern const struct method notification_initialized;
 extern const struct method notification_cancelled;

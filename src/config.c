@@ -84,6 +84,7 @@ void config_init_defaults(struct config *c) {
                 .list_page_size = CONFIG_DEFAULT_LIST_PAGE_SIZE,
                 .audit = AUDIT_MODE_DENIED,
                 .launcher = LAUNCHER_AUTO,
+                .sandbox = CONFINEMENT_DEFAULT_SANDBOX,
                 .max_http_sessions = HTTP_DEFAULT_MAX_SESSIONS,
                 .http_session_idle = HTTP_DEFAULT_SESSION_IDLE,
         };
@@ -191,6 +192,7 @@ static const struct setting daemon_settings[] = {
         { "audit", SETTING_CHOICE, offsetof(struct config, audit), 0, 0, audit_modes, NULL, NULL },
         { "profiles", SETTING_CUSTOM, offsetof(struct config, access), 0, 0, NULL, access_profiles_parse, NULL },
         { "launcher", SETTING_CHOICE, offsetof(struct config, launcher), 0, 0, launcher_names, NULL, NULL },
+        { "sandbox", SETTING_CHOICE, offsetof(struct config, sandbox), 0, 0, confinement_sandbox_names, NULL, NULL },
         /* issue 18: the Streamable HTTP front door (http-config.c) */
         { "http", SETTING_CUSTOM, offsetof(struct config, http), 0, 0, NULL, http_config_parse, NULL },
         FIELD("maxHttpSessions", SETTING_COUNT, max_http_sessions, 1, 1000000),
@@ -431,11 +433,14 @@ static int apply_document(const char *text, size_t len, struct config *c, struct
 
 /* A server without a "launcher" of its own gets the daemon's, known only once every file
  * was read (a drop-in may set it). One the exec launcher would run is skipped, as any
- * error in its entry does, when it gives confinement keys. */
+ * error in its entry does, when it gives confinement keys. The same for "sandbox", which
+ * the exec launcher ignores when it is the daemon's: that one is not the entry's key. */
 static void resolve_launchers(struct config *c, struct config_problems *p) {
         for (size_t i = 0; i < c->n_servers;) {
                 struct server_config *s = &c->servers[i];
 
+                if (!(s->confinement.keys & (1u << CONFINEMENT_KEY_SANDBOX)))
+                        s->confinement.sandbox = c->sandbox;
                 if (s->launcher != LAUNCHER_UNSET) {
                         i++;
                         continue;

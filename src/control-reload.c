@@ -1,5 +1,6 @@
-/* "reload" on the control socket: answered once the reload is done, so that
- * ExecReload=mcpvisorctl reload reports (and fails on) an invalid configuration. */
+/* "reload" on the control socket: answered once the reload is done (reload.c calls
+ * control_reload_answer() when the read that follows the request has been applied), so
+ * that ExecReload=mcpvisorctl reload reports (and fails on) an invalid configuration. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "reload.h"
 
 #define CONTROL_RELOAD_FAILED (-32000)
 
@@ -23,15 +25,12 @@ static size_t errors_in(json_object *problems) {
         return n;
 }
 
-static void reload(struct client *c, struct jsonrpc_msg *m) {
-        json_object *outcome = NULL, *problems;
-        char why[64], message[256];
-        int r;
+void control_reload_answer(struct client *c, json_object *id, int r, json_object *outcome) {
+        json_object *problems;
+        char message[256];
 
-        snprintf(why, sizeof why, "reload by uid %u", (unsigned)client_principal(c)->uid);
-        r = daemon_reload(c->daemon, why, &outcome);
         if (r >= 0) {
-                client_reply_result(c, m->id, outcome);
+                client_reply_result(c, id, outcome);
                 return;
         }
         if (outcome && json_object_object_get_ex(outcome, "problems", &problems))
@@ -41,7 +40,14 @@ static void reload(struct client *c, struct jsonrpc_msg *m) {
                 snprintf(message, sizeof message, "configuration not reloaded: mcpvisord is stopping");
         else
                 snprintf(message, sizeof message, "configuration not reloaded: %s; nothing changed", strerror(-r));
-        client_reply_error(c, m->id, CONTROL_RELOAD_FAILED, message, outcome);
+        client_reply_error(c, id, CONTROL_RELOAD_FAILED, message, outcome);
+}
+
+static void reload(struct client *c, struct jsonrpc_msg *m) {
+        char why[64];
+
+        snprintf(why, sizeof why, "reload by uid %u", (unsigned)client_principal(c)->uid);
+        daemon_reload(c->daemon, why, c, m->id);
 }
 
 const struct method control_reload = { .name = "reload", .flags = METHOD_CONTROL | METHOD_BEFORE_INIT, .handle = reload };

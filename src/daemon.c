@@ -239,6 +239,7 @@ void daemon_stop(struct daemon *d, const char *why) {
         d->phase = DAEMON_STOPPING;
         log_info(&d->log, "%s: stopping", why);
         notify_stopping(&d->notify, "stopping");
+        reload_stopping(d);
         for (int r = 0; r < LISTEN_ROLE_COUNT; r++)
                 listener_stop(&d->listeners[r]);
         http_front_stop_listening(&d->http);
@@ -259,12 +260,9 @@ static void on_signal(evutil_socket_t sig, short what, void *userdata) {
         case SIGINT:
                 daemon_stop(d, sig == SIGTERM ? "SIGTERM" : "SIGINT");
                 break;
-        case SIGHUP: {
-                json_object *outcome = NULL;
-                (void)daemon_reload(d, "SIGHUP", &outcome); /* the outcome is logged there */
-                json_object_put(outcome);
+        case SIGHUP:
+                daemon_reload(d, "SIGHUP", NULL, NULL); /* the outcome is logged there */
                 break;
-        }
         }
 }
 
@@ -528,6 +526,11 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         if (!d->stop_deadline || !d->idle_timer || jsonrpc_parser_init(&d->parser) < 0 ||
             list_changes_init(&d->list_changes, d->base, d) < 0)
                 return -ENOMEM;
+        r = reload_init(d);
+        if (r < 0) {
+                log_error(&d->log, "cannot set up reloading: %s", strerror(-r));
+                return r;
+        }
         r = setup_signals(d);
         if (r < 0)
                 return r;
@@ -577,6 +580,7 @@ static void client_gone(struct daemon *d, struct client *c) {
         router_client_gone(&d->router, c);
         server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(d, c);
+        reload_client_gone(d, c);
         subscriptions_client_gone(d, c);
         mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)
@@ -640,6 +644,7 @@ void daemon_done(struct daemon *d) {
                 while ((c = TAILQ_FIRST(&d->clients[s])))
                         client_gone(d, c);
         }
+        reload_done(d); /* before the loop it watches */
         http_front_done(&d->http); /* after its sessions, which it files */
         user_counts_done(&d->user_counts);
         for (int role = 0; role < LISTEN_ROLE_COUNT; role++) {

@@ -295,8 +295,9 @@ static int pid_cmp(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-/* The daemon's children now, from /proc/self/task/TID/children (the daemon is one thread):
- * a few bytes per child, read in one go. */
+/* The daemon's children now, from /proc/self/task/TID/children of the loop's thread, the
+ * main one: it spawns every server (a reload's reading thread spawns nothing) and takes
+ * what is re-parented to the daemon. A few bytes per child, read in one go. */
 static void read_children(struct reaper *r) {
         char path[64];
         _cleanup_free_ char *buf = NULL;

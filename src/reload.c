@@ -1,14 +1,21 @@
 /* Reload: the configuration read again and applied while running (SIGHUP, systemctl
- * reload, mcpvisorctl reload). A configuration with any error changes nothing. Otherwise
- * servers are added, removed, restarted or left alone (supervisor_reload), the settings
- * that can change live do, and clients stay connected and hear list_changed. The sockets
- * are already bound: their settings take effect at the next start. */
+ * reload, mcpvisorctl reload). The files are read and checked off the loop
+ * (config-reader.c); the result is applied on the loop, in one turn: a configuration with
+ * any error changes nothing; otherwise servers are added, removed, restarted or left alone
+ * (supervisor_reload), the settings that can change live do, and clients stay connected
+ * and hear list_changed. The sockets are already bound: their settings take effect at the
+ * next start. */
+#include "reload.h"
+
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon.h"
 #include "macro.h"
+#include "methods.h"
 
 static bool str_differs(const char *a, const char *b) {
         return (a || b) && (!a || !b || strcmp(a, b) != 0);
@@ -109,32 +116,34 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         return 0;
 }
 
-int daemon_reload(struct daemon *d, const char *why, json_object **ret) {
-        struct config_problems problems = { 0 };
-        json_object *summary;
-        struct config next;
-        char text[1024];
-        int r;
+/* The only writer of rl->state. A read starts from idle, or once the last one is applied
+ * when another was asked for meanwhile; one is asked for again only while one runs; any
+ * read in progress may end in idle. */
+static void set_state(struct reload *rl, enum reload_state next) {
+        assert(next == RELOAD_IDLE            ? rl->state != RELOAD_IDLE
+               : next == RELOAD_READING_AGAIN ? rl->state == RELOAD_READING
+                                              : rl->state != RELOAD_READING);
+        rl->state = next;
+}
 
-        *ret = NULL;
-        if (d->phase != DAEMON_RUNNING)
-                return -ESHUTDOWN;
-        log_info(&d->log, "%s: reloading %s", why, d->source.path);
-        notify_reloading(&d->notify, "reloading the configuration");
-        r = config_load(d->source.path, d->source.missing_ok, &next, &problems);
-        if (r == 0 && problems.errors > 0) {
-                config_done(&next);
+/* A read's outcome, logged, and applied when valid (read is consumed). Returns what a
+ * control client is answered: 0 and the summary of what changed in *ret, or negative and
+ * {"problems": [...]} (or NULL) in *ret. */
+static int take_read(struct daemon *d, struct config_read *read, json_object **ret) {
+        json_object *summary;
+        char text[1024];
+        int r = read->r;
+
+        if (r == 0 && read->problems.errors > 0)
                 r = -EINVAL;
-        }
-        log_problems(d, &problems);
+        log_problems(d, &read->problems);
         if (r < 0) {
-                log_warning(&d->log, "configuration not reloaded (%zu error%s); nothing changed", problems.errors,
-                            problems.errors == 1 ? "" : "s");
-                *ret = problems_json(&problems);
+                log_warning(&d->log, "configuration not reloaded (%zu error%s); nothing changed", read->problems.errors,
+                            read->problems.errors == 1 ? "" : "s");
+                *ret = problems_json(&read->problems);
         } else {
                 summary = json_object_new_object();
-                r = apply(d, &next, summary);
-                config_done(&next);
+                r = apply(d, &read->config, summary);
                 describe(summary, text, sizeof text);
                 if (r < 0)
                         log_error(&d->log, "reload failed half-way: %s (%s)", strerror(-r), text);
@@ -142,8 +151,149 @@ int daemon_reload(struct daemon *d, const char *why, json_object **ret) {
                         log_info(&d->log, "reloaded: %s", text);
                 *ret = summary;
         }
-        problems_done(&problems);
-        notify_ready(&d->notify, r < 0 ? "configuration not reloaded; see the journal" : "reloaded");
-        daemon_clients_changed(d); /* STATUS= as usual again */
+        config_read_done(read);
         return r;
+}
+
+static void waiter_free(struct daemon *d, struct reload_waiter *w) {
+        TAILQ_REMOVE(&d->reload.waiters, w, entry);
+        json_object_put(w->id);
+        free(w);
+}
+
+/* outcome is consumed. */
+static void answer(struct daemon *d, struct reload_waiter *w, int r, json_object *outcome) {
+        struct client *c = w->client;
+
+        control_reload_answer(c, w->id, r, outcome);
+        waiter_free(d, w);
+        client_request_done(c);
+}
+
+/* Every control client whose request came before read started. */
+static void answer_read(struct daemon *d, uint64_t read, int r, json_object *outcome) {
+        struct reload_waiter *w, *next;
+
+        for (w = TAILQ_FIRST(&d->reload.waiters); w; w = next) {
+                next = TAILQ_NEXT(w, entry);
+                if (w->read <= read)
+                        answer(d, w, r, json_object_get(outcome));
+        }
+}
+
+/* False when c was answered at once instead (maxInFlight, out of memory). */
+static bool wait_for(struct daemon *d, struct client *c, json_object *id, uint64_t read) {
+        struct reload_waiter *w;
+
+        if (!client_hold_request(c, id))
+                return false;
+        w = calloc(1, sizeof *w);
+        if (!w) {
+                control_reload_answer(c, id, -ENOMEM, NULL);
+                client_request_done(c);
+                return false;
+        }
+        *w = (struct reload_waiter){ .client = c, .id = json_object_get(id), .read = read };
+        TAILQ_INSERT_TAIL(&d->reload.waiters, w, entry);
+        return true;
+}
+
+static void start_read(struct daemon *d) {
+        struct reload *rl = &d->reload;
+        int r;
+
+        rl->reads++;
+        r = config_reader_start(&rl->reader, d->source.path, d->source.missing_ok);
+        if (r < 0)
+                log_warning(&d->log, "cannot start a thread to read the configuration (%s); read in the loop's instead",
+                            strerror(-r));
+        set_state(rl, RELOAD_READING);
+}
+
+/* The loop's turn once a read is over: applied, systemd told (READY=1 once no read is left
+ * to do) before its askers are answered (ExecReload= ends with that answer), and the next
+ * read started if one was asked for meanwhile. */
+static void on_read_over(struct config_read *read, void *userdata) {
+        struct daemon *d = userdata;
+        json_object *outcome = NULL;
+        bool again;
+        int r;
+
+        if (d->phase != DAEMON_RUNNING) { /* its askers were told (reload_stopping) */
+                config_read_done(read);
+                set_state(&d->reload, RELOAD_IDLE);
+                return;
+        }
+        r = take_read(d, read, &outcome);
+        again = d->reload.state == RELOAD_READING_AGAIN;
+        if (!again) {
+                set_state(&d->reload, RELOAD_IDLE);
+                notify_ready(&d->notify, r < 0 ? "configuration not reloaded; see the journal" : "reloaded");
+                daemon_clients_changed(d); /* STATUS= as usual again */
+        }
+        answer_read(d, d->reload.reads, r, outcome);
+        json_object_put(outcome);
+        if (again) {
+                log_info(&d->log, "reloading %s again: asked for while the last read ran", d->source.path);
+                start_read(d);
+        }
+}
+
+int reload_init(struct daemon *d) {
+        TAILQ_INIT(&d->reload.waiters);
+        return config_reader_init(&d->reload.reader, d->base, on_read_over, d);
+}
+
+void daemon_reload(struct daemon *d, const char *why, struct client *asker, json_object *id) {
+        struct reload *rl = &d->reload;
+
+        if (d->phase != DAEMON_RUNNING) {
+                if (asker)
+                        control_reload_answer(asker, id, -ESHUTDOWN, NULL);
+                return;
+        }
+        /* Its answer is the read that starts after this request: the one below, or the next. */
+        if (asker && !wait_for(d, asker, id, rl->reads + 1))
+                return;
+        switch (rl->state) {
+        case RELOAD_IDLE:
+                log_info(&d->log, "%s: reloading %s", why, d->source.path);
+                notify_reloading(&d->notify, "reloading the configuration");
+                start_read(d);
+                break;
+        case RELOAD_READING:
+                set_state(rl, RELOAD_READING_AGAIN);
+                /* fall through */
+        case RELOAD_READING_AGAIN:
+                log_info(&d->log, "%s: a read of the configuration is under way; reading it again once that one is applied",
+                         why);
+                break;
+        }
+}
+
+void reload_stopping(struct daemon *d) {
+        struct reload_waiter *w;
+
+        if (d->reload.state != RELOAD_IDLE)
+                log_info(&d->log, "the reload under way is given up");
+        while ((w = TAILQ_FIRST(&d->reload.waiters)))
+                answer(d, w, -ESHUTDOWN, NULL);
+}
+
+void reload_client_gone(struct daemon *d, struct client *c) {
+        struct reload_waiter *w, *next;
+
+        for (w = TAILQ_FIRST(&d->reload.waiters); w; w = next) {
+                next = TAILQ_NEXT(w, entry);
+                if (w->client == c)
+                        waiter_free(d, w);
+        }
+}
+
+void reload_done(struct daemon *d) {
+        struct reload_waiter *w;
+
+        config_reader_done(&d->reload.reader);
+        while ((w = TAILQ_FIRST(&d->reload.waiters)))
+                waiter_free(d, w);
 }

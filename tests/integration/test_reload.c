@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -830,6 +831,230 @@ Test(reload, sighup_notifies_reloading_then_ready) {
         expect_log("SIGHUP: reloading");
         expect_log("reloaded: added: b; 1 unchanged");
         wait_all_ready(2);
+}
+
+/* ---- a reload's read off the loop: a configuration large enough that its read lasts ---- */
+
+/* Entries to make a read last: 20,000 disabled servers (1 MB) take the reading thread about
+ * 0.2 s (more under ASan), against the few ms a test needs to act while it runs. */
+#define SLOW_ENTRIES 20000
+
+/* The config as built (a demo server "a" at least), with SLOW_ENTRIES disabled servers and a
+ * misspelt daemon setting: read and checked whole, then refused, so nothing is applied. */
+static void write_slow_invalid_config(void) {
+        char *text = config_text();
+        FILE *f = fopen(D.config, "we");
+        size_t len = strlen(text);
+
+        cr_assert_not_null(f);
+        cr_assert(len > 4 && strcmp(text + len - 3, "}}\n") == 0, "unexpected config text: %s", text);
+        text[len - 3] = '\0'; /* the end of mcpServers and of the document */
+        fprintf(f, "%s", text);
+        for (unsigned i = 0; i < SLOW_ENTRIES; i++)
+                fprintf(f, ",\"x%05u\":{\"command\":\"cat\",\"disabled\":true}", i);
+        fprintf(f, "},\"mcpvisor\":{\"surprise\":1}}\n");
+        cr_assert_eq(fclose(f), 0);
+        free(text);
+}
+
+/* The config built since servers_reset(), put in place by rename(): a read sees the old
+ * file whole or the new one whole. */
+static void replace_config(void) {
+        char *text = config_text(), tmp[400];
+        FILE *f;
+
+        snprintf(tmp, sizeof tmp, "%s.new", D.config);
+        f = fopen(tmp, "we");
+        cr_assert_not_null(f);
+        fputs(text, f);
+        cr_assert_eq(fclose(f), 0);
+        cr_assert_eq(rename(tmp, D.config), 0);
+        free(text);
+}
+
+/* An inotify descriptor told when a process that read the config file closes it. */
+static int watch_config_reads(void) {
+        int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_geq(inotify_add_watch(fd, D.config, IN_CLOSE_NOWRITE), 0);
+        return fd;
+}
+
+/* Waits until the daemon has read the file watched and closed it: its reading thread holds
+ * the text and is parsing it. */
+static void wait_config_read(int fd) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        while (read(fd, buf, sizeof buf) <= 0) {
+                cr_assert_lt(h_now_ms(), deadline, "the daemon did not read its configuration");
+                h_notify_drain(&D);
+                poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 10);
+        }
+        close(fd);
+}
+
+/* A control request sent on a connection of its own, its answer read later (recv_answer). */
+static struct h_conn *send_reload(void) {
+        struct h_conn *c = h_connect(D.control, H_TIMEOUT_MS);
+
+        h_send(c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"reload\"}\n");
+        return c;
+}
+
+static json_object *recv_answer(struct h_conn *c) {
+        char *line = h_recv_line_draining(&D, c, H_TIMEOUT_MS);
+        json_object *o;
+
+        cr_assert_not_null(line, "no answer to reload");
+        o = json_tokener_parse(line);
+        cr_assert_not_null(o, "not JSON: %.300s", line);
+        cr_assert_eq(json_object_get_int(h_get(o, "id")), 7, "%s", h_json_text(o));
+        free(line);
+        return o;
+}
+
+/* True when the daemon logged first, and then later. */
+static bool logged_before(const char *first, const char *then) {
+        char *log = h_log_text(&D), *a = strstr(log, first), *b = strstr(log, then);
+        bool ok = a && b && a < b;
+
+        free(log);
+        return ok;
+}
+
+/* Reading a large configuration no longer stops the loop: a client is answered while the
+ * reading thread parses it (it took 10 ms of one loop turn for 1,000 servers). */
+Test(reload, clients_answered_while_the_configuration_is_read) {
+        struct h_client *x;
+        struct h_conn *asker;
+        json_object *r;
+        int watch;
+
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        write_slow_invalid_config();
+        watch = watch_config_reads();
+        asker = send_reload();
+        wait_config_read(watch);
+        ping_through(x, "1");
+        cr_assert_eq(h_log_count(&D, "configuration not reloaded"), 0,
+                     "the read was over before the ping's answer: make it slower (SLOW_ENTRIES)");
+        r = recv_answer(asker);
+        cr_assert_str_eq(error_message(r), "configuration not reloaded: 1 error; nothing changed");
+        cr_assert_str_eq(h_str(r, "error.data.problems.0.path"), "mcpvisor.surprise", "%s", h_json_text(r));
+        json_object_put(r);
+        h_close(asker);
+        ping_through(x, "2");
+        h_client_close(x);
+}
+
+/* A SIGHUP and a control "reload" that come while a read runs are taken together by one
+ * more read, started once the running one is applied, which reads the file as it is then:
+ * every asker is answered, by the read that followed its request. */
+Test(reload, requests_during_a_read_coalesced) {
+        struct h_conn *first, *second;
+        unsigned ready_before;
+        json_object *r;
+        int watch;
+
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        ready_before = h_notify_count(&D, "READY=1");
+        write_slow_invalid_config();
+        watch = watch_config_reads();
+        first = send_reload();
+        /* half-closed: it still gets its answer, which the daemon holds the connection for */
+        cr_assert_eq(shutdown(first->fd, SHUT_WR), 0);
+        wait_config_read(watch);
+
+        servers_reset(&D);
+        demo("a", "", "");
+        demo("c", "", "");
+        replace_config();
+        cr_assert_eq(kill(D.pid, SIGHUP), 0);
+        expect_log("SIGHUP: a read of the configuration is under way; reading it again once that one is applied");
+        second = send_reload();
+        expect_log("reload by uid 0: a read of the configuration is under way");
+        cr_assert_eq(h_log_count(&D, "configuration not reloaded"), 0,
+                     "the first read was over before the others came: make it slower (SLOW_ENTRIES)");
+
+        r = recv_answer(first);
+        cr_assert_str_eq(error_message(r), "configuration not reloaded: 1 error; nothing changed");
+        json_object_put(r);
+        cr_assert(h_wait_eof(first, H_TIMEOUT_MS, NULL), "the half-closed asker was not closed once answered");
+        r = recv_answer(second);
+        expect_summary(r, "c", "", "", "a");
+        json_object_put(r);
+        h_close(first);
+        h_close(second);
+
+        cr_assert_eq(h_log_count(&D, "reload by uid 0: reloading "), 1, "one read started by a request");
+        cr_assert_eq(h_log_count(&D, "SIGHUP: reloading "), 0, "a read started by the SIGHUP");
+        cr_assert_eq(h_log_count(&D, "again: asked for while the last read ran"), 1, "one more read for both");
+        expect_log_n("reloaded: added: c; 1 unchanged", 1);
+        cr_assert(logged_before("configuration not reloaded (1 error)", "reloaded: added: c"));
+        /* systemd: one reload, from RELOADING=1 to READY=1, however many reads */
+        cr_assert_eq(h_notify_count(&D, "RELOADING=1"), 1, "%s", D.notices);
+        cr_assert_eq(h_notify_count(&D, "READY=1"), ready_before + 1, "%s", D.notices);
+        cr_assert(strstr(D.notices, "READY=1\nSTATUS=reloaded"), "%s", D.notices);
+        wait_all_ready(2);
+        cr_assert_eq(h_log_count(&D, "[x0"), 0, "the refused read's servers were taken");
+}
+
+/* An asker that leaves before its answer is forgotten: nothing is sent to it, the read is
+ * applied as usual, and the daemon (under ASan: without a leak) goes on. */
+Test(reload, asker_gone_before_its_answer) {
+        json_object *r;
+        struct h_conn *asker;
+        int watch;
+
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        write_slow_invalid_config();
+        watch = watch_config_reads();
+        asker = send_reload();
+        wait_config_read(watch);
+        h_close(asker);
+        expect_log("configuration not reloaded (1 error); nothing changed");
+        cr_assert(logged_before("client disconnected", "configuration not reloaded"),
+                  "the asker was not gone before the read was over: make it slower (SLOW_ENTRIES)");
+
+        write_config(); /* only a, which runs */
+        r = reload_ok();
+        expect_summary(r, "", "", "", "a");
+        json_object_put(r);
+        r = control_ok("status", NULL);
+        json_object_put(r);
+}
+
+/* SIGTERM while a read runs: the read is given up, its asker told the daemon is stopping,
+ * and the daemon exits cleanly (the thread joined, nothing leaked). */
+Test(reload, sigterm_during_a_read) {
+        struct h_conn *asker;
+        json_object *r;
+        int watch;
+
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        write_slow_invalid_config();
+        watch = watch_config_reads();
+        asker = send_reload();
+        wait_config_read(watch);
+        cr_assert_eq(kill(D.pid, SIGTERM), 0);
+        r = recv_answer(asker);
+        cr_assert_str_eq(error_message(r), "configuration not reloaded: mcpvisord is stopping");
+        json_object_put(r);
+        h_close(asker);
+        cr_assert(exited_cleanly(wait_exit_draining(H_TIMEOUT_MS)), "the daemon did not exit cleanly");
+        cr_assert_eq(h_log_count(&D, "the reload under way is given up"), 1);
+        cr_assert_eq(h_log_count(&D, "configuration not reloaded ("), 0, "a stopping daemon took the read's result");
 }
 
 Test(reload, separator_renames_tools) {

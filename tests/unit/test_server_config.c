@@ -878,6 +878,49 @@ Test(server_config, exec_launcher_refuses_confinement) {
         cr_assert_eq(C.n_servers, 3);
 }
 
+/* "sandbox" as the daemon's default: the servers without their own get it (a drop-in may
+ * set it); a server's own wins; the exec launcher ignores the daemon's, since no entry gave
+ * it, but still refuses an entry's. */
+Test(server_config, daemon_sandbox_default) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\"},\"b\":{\"command\":\"x\",\"sandbox\":\"none\"},"
+                           "\"c\":{\"command\":\"x\",\"launcher\":\"exec\"}},\"mcpvisor\":{\"sandbox\":\"strict\"}}"),
+                     0);
+        cr_assert_eq(P.count, 0, "%s: %s", P.count ? P.items[0].path : "", P.count ? P.items[0].message : "");
+        cr_assert_eq(C.sandbox, SANDBOX_STRICT);
+        cr_assert_eq(config_find_server(&C, "a")->confinement.sandbox, SANDBOX_STRICT);
+        cr_assert_null(confinement_first_key(&config_find_server(&C, "a")->confinement), "not the entry's key");
+        cr_assert_eq(config_find_server(&C, "b")->confinement.sandbox, SANDBOX_NONE);
+        cr_assert_not_null(config_find_server(&C, "c"), "exec runs it: the daemon's sandbox is no key of its entry");
+
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\"}}}"), 0);
+        cr_assert_eq(C.sandbox, SANDBOX_BASIC);
+        cr_assert_eq(config_find_server(&C, "a")->confinement.sandbox, SANDBOX_BASIC, "the default preset");
+
+        done();
+        cr_assert_eq(parse("{\"mcpvisor\":{\"sandbox\":\"tight\"}}"), -EINVAL);
+        cr_assert_not_null(problem_at("mcpvisor.sandbox"));
+        cr_assert_not_null(strstr(problem_at("mcpvisor.sandbox")->message, "\"strict\", \"basic\", \"none\""), "%s",
+                           problem_at("mcpvisor.sandbox")->message);
+}
+
+/* The daemon's sandbox from a drop-in applies to the main file's servers. */
+Test(server_config, daemon_sandbox_from_a_dropin) {
+        char dir[] = "/tmp/mcpvisor-dropin-XXXXXX", path[256], d[256], f[300];
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/mcpvisor.json", dir);
+        snprintf(d, sizeof d, "%s/mcpvisor.d", dir);
+        mkdir(d, 0755);
+        write_file(path, "{\"mcpServers\":{\"a\":{\"command\":\"x\"}}}");
+        snprintf(f, sizeof f, "%s/10-sandbox.json", d);
+        write_file(f, "{\"mcpvisor\":{\"sandbox\":\"none\"}}");
+        memset(&P, 0, sizeof P);
+        cr_assert_eq(config_load(path, false, &C, &P), 0);
+        cr_assert_eq(P.count, 0);
+        cr_assert_eq(config_find_server(&C, "a")->confinement.sandbox, SANDBOX_NONE);
+}
+
 /* A drop-in's launcher applies to the main file's servers too. */
 Test(server_config, daemon_launcher_from_a_dropin) {
         char dir[] = "/tmp/mcpvisor-dropin-XXXXXX", path[256], d[256], f[300];
