@@ -108,37 +108,33 @@ int access_parse_id(json_object *item, const char *path, bool group, unsigned *r
         return parse_id(item, path, group, ret, p);
 }
 
-static int parse_ids(json_object *v, const char *path, struct access_ids *ids, bool group, struct config_problems *p) {
-        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-        int r = 0;
+static int parse_user_id(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                         struct config_problems *p) {
+        return parse_id(v, path, false, (unsigned *)list + n, p);
+}
 
-        if (!json_object_is_type(v, json_type_array) || n == 0) {
-                problems_add(p, PROBLEM_ERROR, path, "expected a non-empty array of %s names or numbers (leave the key out to match everyone)",
-                             group ? "group" : "user");
-                return -EINVAL;
-        }
-        free(ids->ids);
-        ids->ids = calloc(n, sizeof *ids->ids);
-        if (!ids->ids)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                char item_path[512];
+static int parse_group_id(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                          struct config_problems *p) {
+        return parse_id(v, path, true, (unsigned *)list + n, p);
+}
 
-                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
-                if (parse_id(json_object_array_get_idx(v, i), item_path, group, &ids->ids[i], p) < 0)
-                        r = -EINVAL;
-        }
-        ids->n = n;
+static const struct settings_list user_list = SETTINGS_LIST(struct access_ids, ids, n, parse_user_id, NULL, true,
+        "expected a non-empty array of user names or numbers (leave the key out to match everyone)");
+static const struct settings_list group_list = SETTINGS_LIST(struct access_ids, ids, n, parse_group_id, NULL, true,
+        "expected a non-empty array of group names or numbers (leave the key out to match everyone)");
+
+static int parse_ids(json_object *v, const char *path, struct access_ids *ids, const struct settings_list *how,
+                     struct config_problems *p) {
         ids->given = true;
-        return r;
+        return settings_parse_list(how, v, path, ids, NULL, p);
 }
 
 static int parse_users(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        return parse_ids(v, path, dst, false, p);
+        return parse_ids(v, path, dst, &user_list, p);
 }
 
 static int parse_groups(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        return parse_ids(v, path, dst, true, p);
+        return parse_ids(v, path, dst, &group_list, p);
 }
 
 /* ---- rules ---- */
@@ -161,7 +157,9 @@ static void targets_done(char **targets[_ACCESS_KIND_MAX]) {
                 strv_free(targets[k]);
 }
 
-static void rule_done(struct access_rule *r) {
+static void rule_done(void *item) {
+        struct access_rule *r = item;
+
         free(r->users.ids);
         free(r->groups.ids);
         strv_free(r->profiles);
@@ -193,7 +191,10 @@ static size_t check_targets(char **const targets[_ACCESS_KIND_MAX], const char *
         return n;
 }
 
-static int parse_rule(json_object *v, const char *path, struct access_rule *rule, struct config_problems *p) {
+/* Item n of a list of rules. */
+static int parse_rule(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                      struct config_problems *p) {
+        struct access_rule *rule = (struct access_rule *)list + n;
         size_t bad;
 
         *rule = (struct access_rule){ .action = -1 };
@@ -210,39 +211,11 @@ static int parse_rule(json_object *v, const char *path, struct access_rule *rule
         return bad ? -EINVAL : 0;
 }
 
-static void rules_clear(struct access_policy *a) {
-        for (size_t i = 0; i < a->n_rules; i++)
-                rule_done(&a->rules[i]);
-        free(a->rules);
-        a->rules = NULL;
-        a->n_rules = 0;
-}
+static const struct settings_list rule_list = SETTINGS_LIST(struct access_policy, rules, n_rules, parse_rule, rule_done,
+        false, "expected an array of rules");
 
 static int parse_rules(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct access_policy *a = dst;
-        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-        int r = 0;
-
-        if (!json_object_is_type(v, json_type_array)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an array of rules");
-                return -EINVAL;
-        }
-        rules_clear(a);
-        a->rules = calloc(n ? n : 1, sizeof *a->rules);
-        if (!a->rules)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                char item_path[512];
-
-                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
-                if (parse_rule(json_object_array_get_idx(v, i), item_path, &a->rules[a->n_rules], p) < 0) {
-                        rule_done(&a->rules[a->n_rules]);
-                        r = -EINVAL;
-                        continue;
-                }
-                a->n_rules++;
-        }
-        return r;
+        return settings_parse_list(&rule_list, v, path, dst, NULL, p);
 }
 
 static const struct setting access_settings[] = {
@@ -259,7 +232,7 @@ int access_parse(json_object *v, const char *path, void *dst, struct config_prob
         }
         /* A later file's "access" replaces the earlier one whole: half of each (its rules
          * with the other's default) would be a policy nobody wrote. */
-        rules_clear(a);
+        settings_list_done(&rule_list, a);
         a->default_action = ACCESS_RULE_ALLOW;
         return settings_apply(access_settings, ARRAY_SIZE(access_settings), v, path, a, p) ? -EINVAL : 0;
 }
@@ -273,71 +246,43 @@ static const struct setting profile_settings[] = {
         { "resources", SETTING_STRINGS, offsetof(struct access_profile, targets[ACCESS_RESOURCE]), 0, 0, NULL, NULL, NULL },
 };
 
-static void profiles_clear(struct access_policy *a) {
-        for (size_t i = 0; i < a->n_profiles; i++) {
-                free(a->profiles[i].name);
-                targets_done(a->profiles[i].targets);
-        }
-        free(a->profiles);
-        a->profiles = NULL;
-        a->n_profiles = 0;
+static void profile_done(void *item) {
+        struct access_profile *prof = item;
+
+        free(prof->name);
+        targets_done(prof->targets);
 }
 
 /* Profile names travel in argv, the environment and _meta: keep them plain. */
-static bool profile_name_valid(const char *s) {
+static const char *profile_name_problem(const char *s) {
         size_t n = strlen(s);
 
-        if (n == 0 || n > 64)
-                return false;
-        return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") == n;
+        if (n == 0 || n > 64 || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") != n)
+                return "a profile's name is 1-64 characters of A-Z a-z 0-9 _ - .";
+        return NULL;
 }
 
-static int parse_profile(const char *name, json_object *v, const char *path, struct access_profile *prof,
+static int parse_profile(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
                          struct config_problems *p) {
+        struct access_profile *prof = (struct access_profile *)list + n;
         size_t bad;
 
-        if (!profile_name_valid(name)) {
-                problems_add(p, PROBLEM_ERROR, path, "a profile's name is 1-64 characters of A-Z a-z 0-9 _ - .");
-                return -EINVAL;
-        }
         if (!json_object_is_type(v, json_type_object)) {
                 problems_add(p, PROBLEM_ERROR, path, "expected an object such as {\"servers\": [\"search\"], \"tools\": [\"search__*\"]}");
                 return -EINVAL;
         }
         bad = settings_apply(profile_settings, ARRAY_SIZE(profile_settings), v, path, prof, p);
         bad += check_targets(prof->targets, path, p);
-        if (bad)
-                return -EINVAL;
-        prof->name = strdup(name);
-        return prof->name ? 0 : -ENOMEM;
+        return bad ? -EINVAL : 0;
 }
 
+static const struct settings_list profile_list = SETTINGS_LIST_BY_NAME(struct access_policy, profiles, n_profiles,
+                                                                       struct access_profile, profile_name_problem,
+                                                                       parse_profile, profile_done,
+                                                                       "expected an object of profiles by name");
+
 int access_profiles_parse(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct access_policy *a = dst;
-        int r = 0;
-
-        if (!json_object_is_type(v, json_type_object)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an object of profiles by name");
-                return -EINVAL;
-        }
-        profiles_clear(a);
-        a->profiles = calloc(json_object_object_length(v) + 1, sizeof *a->profiles);
-        if (!a->profiles)
-                return -ENOMEM;
-        json_object_object_foreach(v, name, value) {
-                char item_path[512];
-                struct access_profile *prof = &a->profiles[a->n_profiles];
-
-                snprintf(item_path, sizeof item_path, "%s.%s", path, name);
-                if (parse_profile(name, value, item_path, prof, p) < 0) {
-                        targets_done(prof->targets);
-                        *prof = (struct access_profile){};
-                        r = -EINVAL;
-                        continue;
-                }
-                a->n_profiles++;
-        }
-        return r;
+        return settings_parse_list(&profile_list, v, path, dst, NULL, p);
 }
 
 const struct access_profile *access_profile_find(const struct access_policy *a, const char *name) {
@@ -363,8 +308,8 @@ size_t access_policy_check(const struct access_policy *a, struct config_problems
 }
 
 void access_policy_done(struct access_policy *a) {
-        rules_clear(a);
-        profiles_clear(a);
+        settings_list_done(&rule_list, a);
+        settings_list_done(&profile_list, a);
         *a = (struct access_policy){};
 }
 

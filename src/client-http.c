@@ -4,6 +4,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/event_struct.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <errno.h>
@@ -43,8 +44,11 @@ struct http_wait {
         struct session_http *s;
         struct evhttp_request *req;
         struct evhttp_connection *evcon;
-        struct event *arm;           /* a timer: the close watch starts when it fires */
-        struct event *closed;        /* the peer closed the connection (EV_CLOSED) */
+        /* Both inside the wait (as tmux keeps a client's events), so that a request costs no
+         * allocation of its own for them. */
+        struct event arm;            /* a timer: the close watch starts when it fires */
+        struct event closed;         /* the peer closed the connection (EV_CLOSED); assigned
+                                      * when the watch starts */
         char *id_text;               /* the POSTed request's id as JSON text; NULL for the stream */
         uint64_t stream;             /* a POST answered as an event stream: its number (1, 2, ...);
                                       * 0: answered as JSON, or the GET stream */
@@ -98,10 +102,9 @@ static void wait_free(struct http_wait *w) {
                 return;
         if (w->evcon)
                 evhttp_connection_set_closecb(w->evcon, NULL, NULL);
-        if (w->arm)
-                event_free(w->arm);
-        if (w->closed)
-                event_free(w->closed);
+        event_del(&w->arm);
+        if (event_initialized(&w->closed))
+                event_del(&w->closed);
         free(w->id_text);
         free(w);
 }
@@ -164,18 +167,16 @@ static void on_peer_closed(evutil_socket_t fd, short what, void *userdata) {
         evhttp_connection_free(w->evcon); /* calls on_connection_close() */
 }
 
-/* The request has waited CLOSE_WATCH_DELAY_USEC: watch its connection for the peer's close.
- * Without memory for the watch, evhttp still finds a gone peer when it writes the answer. */
+/* The request has waited CLOSE_WATCH_DELAY_USEC: watch its connection for the peer's close. */
 static void on_watch_due(evutil_socket_t fd, short what, void *userdata) {
         struct http_wait *w = userdata;
         struct bufferevent *bev;
 
-        if (!w->evcon || w->closed)
+        if (!w->evcon || event_initialized(&w->closed))
                 return;
         bev = evhttp_connection_get_bufferevent(w->evcon);
-        w->closed = event_new(w->s->client->daemon->base, bufferevent_getfd(bev), EV_CLOSED, on_peer_closed, w);
-        if (w->closed)
-                event_add(w->closed, NULL);
+        event_assign(&w->closed, w->s->client->daemon->base, bufferevent_getfd(bev), EV_CLOSED, on_peer_closed, w);
+        event_add(&w->closed, NULL);
 }
 
 static struct http_wait *wait_new(struct session_http *s, struct evhttp_request *req) {
@@ -187,12 +188,8 @@ static struct http_wait *wait_new(struct session_http *s, struct evhttp_request 
         w->s = s;
         w->req = req;
         w->evcon = evhttp_request_get_connection(req);
-        w->arm = evtimer_new(s->client->daemon->base, on_watch_due, w);
-        if (!w->arm) {
-                free(w);
-                return NULL;
-        }
-        event_add(w->arm, &delay);
+        evtimer_assign(&w->arm, s->client->daemon->base, on_watch_due, w);
+        evtimer_add(&w->arm, &delay);
         evhttp_connection_set_closecb(w->evcon, on_connection_close, w);
         return w;
 }

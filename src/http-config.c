@@ -78,33 +78,23 @@ int http_address_parse(const char *text, struct http_address *ret, const char **
         return 0;
 }
 
-static int parse_listen(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct http_config *h = dst;
-        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-        int r = 0;
+static int parse_listen_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                             struct config_problems *p) {
+        const char *why = "expected a string";
 
-        if (!json_object_is_type(v, json_type_array)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an array of addresses, e.g. [\"127.0.0.1:8765\"]");
+        if (!json_object_is_type(v, json_type_string) || settings_string_cut(v, path, p) ||
+            http_address_parse(json_object_get_string(v), (struct http_address *)list + n, &why) < 0) {
+                problems_add(p, PROBLEM_ERROR, path, "%s", why);
                 return -EINVAL;
         }
-        h->listen = calloc(n ? n : 1, sizeof *h->listen);
-        if (!h->listen)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                json_object *item = json_object_array_get_idx(v, i);
-                const char *why = "expected a string";
-                char item_path[600];
+        return 0;
+}
 
-                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
-                if (!json_object_is_type(item, json_type_string) || settings_string_cut(item, item_path, p) ||
-                    http_address_parse(json_object_get_string(item), &h->listen[h->n_listen], &why) < 0) {
-                        problems_add(p, PROBLEM_ERROR, item_path, "%s", why);
-                        r = -EINVAL;
-                        continue;
-                }
-                h->n_listen++;
-        }
-        return r;
+static const struct settings_list listen_list = SETTINGS_LIST(struct http_config, listen, n_listen, parse_listen_item, NULL,
+        false, "expected an array of addresses, e.g. [\"127.0.0.1:8765\"]");
+
+static int parse_listen(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        return settings_parse_list(&listen_list, v, path, dst, NULL, p);
 }
 
 static int parse_endpoint(json_object *v, const char *path, void *dst, struct config_problems *p) {
@@ -199,7 +189,9 @@ static int parse_token_groups(json_object *v, const char *path, struct http_toke
         return r;
 }
 
-static void token_done(struct http_token *t) {
+static void token_done(void *item) {
+        struct http_token *t = item;
+
         if (t->secret)
                 explicit_bzero(t->secret, t->secret_len);
         free(t->secret);
@@ -240,37 +232,30 @@ static int parse_token(json_object *v, const char *path, struct http_token *t, s
         return r ? -EINVAL : 0;
 }
 
-static int parse_tokens(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct http_config *h = dst;
-        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-        int r = 0;
+/* Item n of the list "tokens" at tokens_path: a token names one principal, so its secret
+ * must be none of the n kept before it (which differ from each other: one matches at most). */
+static int parse_token_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *tokens_path,
+                            struct config_problems *p) {
+        struct http_token *tokens = list;
 
-        if (!json_object_is_type(v, json_type_array)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an array of tokens");
+        if (parse_token(v, path, &tokens[n], p) < 0)
                 return -EINVAL;
-        }
-        h->tokens = calloc(n ? n : 1, sizeof *h->tokens);
-        if (!h->tokens)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                char item_path[600];
-
-                snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
-                if (parse_token(json_object_array_get_idx(v, i), item_path, &h->tokens[h->n_tokens], p) < 0) {
-                        token_done(&h->tokens[h->n_tokens]);
-                        h->tokens[h->n_tokens] = (struct http_token){ 0 };
-                        r = -EINVAL;
-                        continue;
+        for (size_t j = 0; j < n; j++)
+                if (http_token_find(&(struct http_config){ .tokens = &tokens[j], .n_tokens = 1 }, tokens[n].secret,
+                                    tokens[n].secret_len)) {
+                        problems_add(p, PROBLEM_ERROR, path, "the same token as %s[%zu]: a token names one principal",
+                                     (const char *)tokens_path, j);
+                        return -EINVAL;
                 }
-                for (size_t j = 0; j < h->n_tokens; j++)
-                        if (http_token_find(&(struct http_config){ .tokens = &h->tokens[j], .n_tokens = 1 },
-                                            h->tokens[h->n_tokens].secret, h->tokens[h->n_tokens].secret_len)) {
-                                problems_add(p, PROBLEM_ERROR, item_path, "the same token as %s[%zu]: a token names one principal", path, j);
-                                r = -EINVAL;
-                        }
-                h->n_tokens++;
-        }
-        return r;
+        return 0;
+}
+
+static const struct settings_list token_list = SETTINGS_LIST(struct http_config, tokens, n_tokens, parse_token_item,
+        token_done, false, "expected an array of tokens");
+
+/* The array's path goes along, for the problem that names an earlier token. */
+static int parse_tokens(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        return settings_parse_list(&token_list, v, path, dst, (void *)path, p);
 }
 
 #define HTTP_FIELD(key, type, field, parser) { key, type, offsetof(struct http_config, field), 0, 0, NULL, parser, NULL }

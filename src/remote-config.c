@@ -37,20 +37,6 @@ void remote_config_init(struct remote_config *r) {
         };
 }
 
-void remote_config_done(struct remote_config *r) {
-        for (size_t i = 0; i < r->n_headers; i++) {
-                free(r->headers[i].name);
-                free(r->headers[i].value);
-                free(r->headers[i].credential);
-                free(r->headers[i].format);
-        }
-        free(r->headers);
-        free(r->url);
-        free(r->proxy);
-        free(r->ca_file);
-        remote_config_init(r);
-}
-
 static bool header_equal(const struct remote_header *a, const struct remote_header *b) {
         return text_equal(a->name, b->name) && text_equal(a->value, b->value) && text_equal(a->credential, b->credential) &&
                text_equal(a->format, b->format);
@@ -135,7 +121,11 @@ static int parse_header_credential(json_object *v, const char *path, struct remo
         return 0;
 }
 
-static int parse_header_value(json_object *v, const char *path, struct remote_header *h, struct config_problems *p) {
+/* Item n of headers, a header's value (its name is checked and kept by settings_parse_list()). */
+static int parse_header_value(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                              struct config_problems *p) {
+        struct remote_header *h = (struct remote_header *)list + n;
+
         if (settings_string_cut(v, path, p))
                 return -EINVAL;
         if (json_object_is_type(v, json_type_string)) {
@@ -152,40 +142,38 @@ static int parse_header_value(json_object *v, const char *path, struct remote_he
         return -EINVAL;
 }
 
+static const char *header_name_problem(const char *name) {
+        if (!header_name_valid(name))
+                return "not a valid HTTP header name";
+        if (header_reserved(name))
+                return "set by mcpvisor itself, as the MCP transport says";
+        return NULL;
+}
+
+static void header_done(void *item) {
+        struct remote_header *h = item;
+
+        free(h->name);
+        free(h->value);
+        free(h->credential);
+        free(h->format);
+}
+
+static const struct settings_list header_list = SETTINGS_LIST_BY_NAME(struct remote_config, headers, n_headers,
+                                                                      struct remote_header, header_name_problem,
+                                                                      parse_header_value, header_done,
+                                                                      "expected an object of NAME: value");
+
 int remote_parse_headers(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct remote_config *r = dst;
-        int ret = 0;
+        return settings_parse_list(&header_list, v, path, dst, NULL, p);
+}
 
-        if (!json_object_is_type(v, json_type_object)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an object of NAME: value");
-                return -EINVAL;
-        }
-        r->headers = calloc(json_object_object_length(v) + 1, sizeof *r->headers);
-        if (!r->headers)
-                return -ENOMEM;
-        json_object_object_foreach(v, key, value) {
-                struct remote_header *h = &r->headers[r->n_headers];
-                char item[600];
-
-                snprintf(item, sizeof item, "%s.%s", path, key);
-                if (!header_name_valid(key)) {
-                        problems_add(p, PROBLEM_ERROR, item, "not a valid HTTP header name");
-                        ret = -EINVAL;
-                        continue;
-                }
-                if (header_reserved(key)) {
-                        problems_add(p, PROBLEM_ERROR, item, "set by mcpvisor itself, as the MCP transport says");
-                        ret = -EINVAL;
-                        continue;
-                }
-                if (parse_header_value(value, item, h, p) < 0) {
-                        ret = -EINVAL;
-                        continue;
-                }
-                h->name = strdup(key);
-                r->n_headers++;
-        }
-        return ret;
+void remote_config_done(struct remote_config *r) {
+        settings_list_done(&header_list, r);
+        free(r->url);
+        free(r->proxy);
+        free(r->ca_file);
+        remote_config_init(r);
 }
 
 /* The scheme's length ("http://": 7), or 0 when it is neither http nor https. */

@@ -30,14 +30,19 @@ bool server_name_valid(const char *name) {
         return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.") == len;
 }
 
-static bool env_name_valid(const char *name) {
-        return *name && !strchr(name, '=') && strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name) &&
-               !(name[0] >= '0' && name[0] <= '9');
+static const char *env_name_problem(const char *name) {
+        if (*name && !strchr(name, '=') && strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name) &&
+            !(name[0] >= '0' && name[0] <= '9'))
+                return NULL;
+        return "not a valid environment variable name";
 }
 
-/* A value is a string, or {"credential": "id"} naming a systemd credential. */
-static int parse_env_value(json_object *v, const char *path, struct env_var *e, struct config_problems *p) {
-        char item[600]; /* path is at most 512 */
+/* Item n of env, a variable's value: a string, or {"credential": "id"} naming a systemd
+ * credential (its name is checked and kept by settings_parse_list()). */
+static int parse_env_value(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                           struct config_problems *p) {
+        struct env_var *e = (struct env_var *)list + n;
+        char item[640]; /* path is at most 600 */
         json_object *cred;
 
         snprintf(item, sizeof item, "%s.credential", path);
@@ -58,35 +63,20 @@ static int parse_env_value(json_object *v, const char *path, struct env_var *e, 
         return -EINVAL;
 }
 
+static void env_var_done(void *item) {
+        struct env_var *e = item;
+
+        free(e->name);
+        free(e->value);
+        free(e->credential);
+}
+
+static const struct settings_list env_list = SETTINGS_LIST_BY_NAME(struct server_config, env, n_env, struct env_var,
+                                                                   env_name_problem, parse_env_value, env_var_done,
+                                                                   "expected an object of NAME: value");
+
 static int parse_env(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        struct server_config *s = (struct server_config *)((char *)dst - offsetof(struct server_config, env));
-        int r = 0;
-
-        if (!json_object_is_type(v, json_type_object)) {
-                problems_add(p, PROBLEM_ERROR, path, "expected an object of NAME: value");
-                return -EINVAL;
-        }
-        s->env = calloc(json_object_object_length(v) + 1, sizeof *s->env);
-        if (!s->env)
-                return -ENOMEM;
-        json_object_object_foreach(v, key, value) {
-                struct env_var *e = &s->env[s->n_env];
-                char item[512];
-
-                snprintf(item, sizeof item, "%s.%s", path, key);
-                if (!env_name_valid(key)) {
-                        problems_add(p, PROBLEM_ERROR, item, "not a valid environment variable name");
-                        r = -EINVAL;
-                        continue;
-                }
-                if (parse_env_value(value, item, e, p) < 0) {
-                        r = -EINVAL;
-                        continue;
-                }
-                e->name = strdup(key);
-                s->n_env++;
-        }
-        return r;
+        return settings_parse_list(&env_list, v, path, (char *)dst - offsetof(struct server_config, env), NULL, p);
 }
 
 static int capability_bit(const char *name) {
@@ -219,12 +209,7 @@ void server_config_done(struct server_config *s) {
         free(s->name);
         free(s->command);
         strv_free(s->args);
-        for (size_t i = 0; i < s->n_env; i++) {
-                free(s->env[i].name);
-                free(s->env[i].value);
-                free(s->env[i].credential);
-        }
-        free(s->env);
+        settings_list_done(&env_list, s);
         free(s->cwd);
         free(s->prefix);
         roots_done(&s->roots);

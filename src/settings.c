@@ -118,6 +118,85 @@ static int parse_strings(json_object *v, const char *path, char ***dst, struct c
         return 0;
 }
 
+void settings_list_done(const struct settings_list *how, void *dst) {
+        char **list = (char **)((char *)dst + how->list_offset);
+        size_t *n = (size_t *)((char *)dst + how->count_offset);
+
+        for (size_t i = 0; how->item_done && i < *n; i++)
+                how->item_done(*list + i * how->item_size);
+        free(*list);
+        *list = NULL;
+        *n = 0;
+}
+
+/* The item named name (NULL in an array): its name checked, its value parsed, its name kept. */
+static int parse_named_item(const struct settings_list *how, json_object *v, const char *name, const char *path,
+                            char *list, size_t n, void *arg, struct config_problems *p) {
+        const char *why = name && how->name_problem ? how->name_problem(name) : NULL;
+        char **name_copy = (char **)(list + n * how->item_size + how->name_offset);
+
+        if (why) {
+                problems_add(p, PROBLEM_ERROR, path, "%s", why);
+                return -EINVAL;
+        }
+        if (how->parse_item(v, name, path, list, n, arg, p) < 0)
+                return -EINVAL;
+        if (name && !(*name_copy = strdup(name)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* Item *kept of list, or left out (zeroed) when in error. */
+static int parse_list_item(const struct settings_list *how, json_object *v, const char *name, const char *path,
+                           char *list, size_t *kept, void *arg, struct config_problems *p) {
+        char *item = list + *kept * how->item_size;
+
+        if (parse_named_item(how, v, name, path, list, *kept, arg, p) < 0) {
+                if (how->item_done)
+                        how->item_done(item);
+                memset(item, 0, how->item_size);
+                return -EINVAL;
+        }
+        (*kept)++;
+        return 0;
+}
+
+int settings_parse_list(const struct settings_list *how, json_object *v, const char *path, void *dst, void *arg,
+                        struct config_problems *p) {
+        bool fits = json_object_is_type(v, how->by_name ? json_type_object : json_type_array);
+        size_t n = !fits ? 0 : how->by_name ? (size_t)json_object_object_length(v) : json_object_array_length(v);
+        size_t kept = 0;
+        char item_path[600];
+        char *list;
+        int r = 0;
+
+        if (!fits || (how->nonempty && n == 0)) {
+                problems_add(p, PROBLEM_ERROR, path, "%s", how->expected);
+                return -EINVAL;
+        }
+        settings_list_done(how, dst);
+        list = calloc(n + 1, how->item_size);
+        if (!list)
+                return -ENOMEM;
+        if (how->by_name) {
+                json_object_object_foreach(v, name, item) {
+                        snprintf(item_path, sizeof item_path, "%s.%s", path, name);
+                        if (parse_list_item(how, item, name, item_path, list, &kept, arg, p) < 0)
+                                r = -EINVAL;
+                }
+        } else
+                for (size_t i = 0; i < n; i++) {
+                        json_object *item = json_object_array_get_idx(v, i);
+
+                        snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
+                        if (parse_list_item(how, item, NULL, item_path, list, &kept, arg, p) < 0)
+                                r = -EINVAL;
+                }
+        *(char **)((char *)dst + how->list_offset) = list;
+        *(size_t *)((char *)dst + how->count_offset) = kept;
+        return r;
+}
+
 static int parse_choice(const struct setting *s, json_object *v, const char *path, int *dst,
                         struct config_problems *p) {
         const char *str = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;

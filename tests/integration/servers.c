@@ -241,6 +241,31 @@ void teardown_no_orphans(void) {
         h_teardown_expect(left == 0, "processes started by the servers outlived the daemon");
 }
 
+#define LOAD_CLIENTS 3
+#define LOAD_WINDOW 4  /* requests in flight per client */
+#define LOAD_WARMUP 40 /* requests per client before the baseline */
+
+struct h_load *start_loaded(unsigned n, const struct h_call_kind *kinds, size_t n_kinds) {
+        struct h_load *l;
+
+        start(NULL);
+        wait_all_ready(n);
+        l = h_load_new(test_daemon, LOAD_CLIENTS, LOAD_WINDOW, kinds, n_kinds);
+        h_load_add(l, LOAD_WARMUP);
+        h_load_finish(l, LOAD_MS);
+        return l;
+}
+
+void load_until_log(struct h_load *l, const char *needle, unsigned n) {
+        long long deadline = h_now_ms() + FAULT_MS;
+
+        while (h_log_count(test_daemon, needle) < n) {
+                cr_assert_lt(h_now_ms(), deadline, "not %u times in the log under load: %s", n, needle);
+                if (h_load_pump(l, 50))
+                        h_load_add(l, 4);
+        }
+}
+
 /* ---- TLS for servers reached by URL ---- */
 
 void make_ca(const char *dir, const char *name) {

@@ -83,3 +83,14 @@ void stop_clean(void);
 /* For a suite's fini: servers_teardown() (a no-op after stop_clean(), else the cleanup of a
  * test that failed early), then the same check for tagged processes, printed only. */
 void teardown_no_orphans(void);
+
+#define LOAD_MS 30000  /* for a load to finish, on a loaded machine under ASan */
+#define FAULT_MS 20000 /* for a fault's effects to show */
+
+/* Starts the daemon with the servers added, waits until all n are ready, and warms up a
+ * load of kinds (n_kinds of them) from 3 clients with 4 requests in flight each, 40
+ * requests each, so that the baseline taken next counts what serving costs. */
+struct h_load *start_loaded(unsigned n, const struct h_call_kind *kinds, size_t n_kinds);
+/* Keeps the load going (more requests whenever every client has sent all it had) until
+ * needle occurs n times in the daemon's log, within FAULT_MS. */
+void load_until_log(struct h_load *l, const char *needle, unsigned n);

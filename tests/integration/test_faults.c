@@ -56,12 +56,7 @@ static const struct h_call_kind KINDS_ALL_OK[] = {
         { "b__sleep", "{\"ms\":50}", false },
 };
 #define N_KINDS (sizeof KINDS / sizeof KINDS[0])
-#define CLIENTS 3
-#define WINDOW 4         /* requests in flight per client */
-#define WARMUP 40        /* requests per client before the baseline */
 #define AFTER 20         /* requests per client once the fault is over */
-#define LOAD_MS 30000    /* for a load to finish, on a loaded machine under ASan */
-#define FAULT_MS 20000   /* for a fault's effects to show */
 
 /* b restarts at once, and as often as it has to. */
 #define B_RESTART "\"restartDelay\":0.1,\"restartDelayMax\":0.2,\"startLimitBurst\":0"
@@ -70,31 +65,6 @@ static const struct h_call_kind KINDS_ALL_OK[] = {
 #define SHORT_STOP "\"stopTimeout\":0.2,\"killTimeout\":0.2"
 
 /* ---- helpers ---- */
-
-/* Starts the daemon with the servers added, waits until all n are ready, and warms up a
- * load, so that the baseline taken next counts what serving costs. */
-static struct h_load *start_loaded(unsigned n, const struct h_call_kind *kinds) {
-        struct h_load *l;
-
-        start(NULL);
-        wait_all_ready(n);
-        l = h_load_new(&D, CLIENTS, WINDOW, kinds, N_KINDS);
-        h_load_add(l, WARMUP);
-        h_load_finish(l, LOAD_MS);
-        return l;
-}
-
-/* Keeps the load going (more requests whenever every client has sent all it had) until
- * needle occurs n times in the daemon's log. */
-static void load_until_log(struct h_load *l, const char *needle, unsigned n) {
-        long long deadline = h_now_ms() + FAULT_MS;
-
-        while (h_log_count(&D, needle) < n) {
-                cr_assert_lt(h_now_ms(), deadline, "not %u times in the log under load: %s", n, needle);
-                if (h_load_pump(l, 50))
-                        h_load_add(l, 4);
-        }
-}
 
 /* Keeps the load going until b answers a call again (after a fault, restarts may take a
  * few rounds of its backoff). */
@@ -161,7 +131,7 @@ Test(faults, crash_mid_call) {
 
         add_tagged("a", "", "");
         add_tagged("b", B_RESTART, "");
-        l = start_loaded(2, KINDS);
+        l = start_loaded(2, KINDS, N_KINDS);
         b = baseline_take(2);
         crasher = h_client_open(&D, false, NULL);
         for (unsigned i = 0; i < 3; i++) {
@@ -226,7 +196,7 @@ Test(faults, hang) {
                    "\"requestTimeout\":1,\"healthInterval\":0.2,\"healthTimeout\":0.3,\"healthFailures\":1," SHORT_STOP
                    "," B_RESTART,
                    sf("\"--pidfile\",\"%s\"", PIDFILE));
-        l = start_loaded(2, KINDS);
+        l = start_loaded(2, KINDS, N_KINDS);
         b = baseline_take(2);
         pid = h_pidfile_wait(PIDFILE, 0, H_TIMEOUT_MS);
         cr_assert_gt(pid, 0);
@@ -403,7 +373,7 @@ static void flap_by_reload(const char *b_keys, const char *bad_args, const char 
 
         add_tagged("a", "", "");
         add_tagged("b", b_keys, "");
-        l = start_loaded(2, KINDS);
+        l = start_loaded(2, KINDS, N_KINDS);
         b = baseline_take(2);
 
         servers_reset(&D);
@@ -447,7 +417,7 @@ Test(faults, ignores_sigterm) {
 
         add_tagged("a", "", "");
         add_tagged("b", SHORT_STOP "," B_RESTART, sf(STUBBORN ",\"--pidfile\",\"%s\"", PIDFILE));
-        l = start_loaded(2, KINDS);
+        l = start_loaded(2, KINDS, N_KINDS);
         b = baseline_take(2);
         for (unsigned i = 0; i < 3; i++) {
                 json_object *r;
@@ -476,7 +446,7 @@ Test(faults, setsid_grandchildren) {
 
         add_tagged("a", "", "");
         add_tagged("b", B_RESTART, sf("\"--grandchild-setsid\",\"--grandchild-pidfile\",\"%s\"", GPIDFILE));
-        l = start_loaded(2, KINDS);
+        l = start_loaded(2, KINDS, N_KINDS);
         b = baseline_take(3); /* a, b and b's grandchild */
         crasher = h_client_open(&D, false, NULL);
         for (unsigned i = 0; i < 3; i++) {
@@ -505,7 +475,7 @@ Test(faults, stderr_flood) {
 
         add_tagged("a", "", "");
         add_tagged("b", "", "\"--flood-stderr\",\"0\"");
-        l = start_loaded(2, KINDS_ALL_OK);
+        l = start_loaded(2, KINDS_ALL_OK, N_KINDS);
         b = baseline_take(2);
         cr_assert(h_log_count_wait(&D, "\nb: flood line ", 1000, H_TIMEOUT_MS), "the flood did not reach the log");
         for (unsigned i = 0; i < 4; i++) {
@@ -523,7 +493,7 @@ Test(faults, garbage_stdout) {
 
         add_tagged("a", "", "");
         add_tagged("b", "", "\"--garbage\"");
-        l = start_loaded(2, KINDS_ALL_OK);
+        l = start_loaded(2, KINDS_ALL_OK, N_KINDS);
         b = baseline_take(2);
         h_load_add(l, 100);
         h_load_finish(l, LOAD_MS);

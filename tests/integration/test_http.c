@@ -451,6 +451,57 @@ Test(http, closing_a_post_cancels_its_call) {
         cr_assert(h_log_wait(&D, "demo: cancelled request", H_TIMEOUT_MS));
 }
 
+/* Whether the daemon's epoll watches a descriptor for its peer's close (EPOLLRDHUP, libevent's
+ * EV_CLOSED): here, where no socket client is, a POST's connection whose request has waited
+ * its 20 ms. Read from /proc/PID/fdinfo of its eventpoll descriptors. */
+static bool peer_close_watched(pid_t pid) {
+        char path[64], link[64], line[256];
+        bool found = false;
+
+        for (int fd = 0; fd < 1024 && !found; fd++) {
+                ssize_t n;
+                FILE *f;
+
+                snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+                n = readlink(path, link, sizeof link - 1);
+                if (n < 0 || (link[n] = '\0', strcmp(link, "anon_inode:[eventpoll]") != 0))
+                        continue;
+                snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)pid, fd);
+                if (!(f = fopen(path, "re")))
+                        continue;
+                while (!found && fgets(line, sizeof line, f)) {
+                        const char *events = strstr(line, "events:");
+
+                        found = strncmp(line, "tfd:", 4) == 0 && events && (strtoul(events + 7, NULL, 16) & 0x2000);
+                }
+                fclose(f);
+        }
+        return found;
+}
+
+/* A call answered as JSON has no stream of its own, whose writes would find the peer gone:
+ * its connection is watched for the close once it has waited (client-http.c), and the
+ * client closing it then cancels the call. */
+Test(http, closing_a_json_post_that_waited_cancels_its_call) {
+        const char *call = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\","
+                           "\"arguments\":{\"ms\":60000}}}";
+        bool watched = false;
+        char sid[64];
+        int fd;
+
+        start_http("");
+        open_session(sid);
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Content-Type: application/json\r\nAccept: application/json\r\n"
+                "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s", sid, strlen(call), call);
+        for (long long deadline = h_now_ms() + H_TIMEOUT_MS; !watched && h_now_ms() < deadline; poll(NULL, 0, 5))
+                watched = peer_close_watched(D.pid);
+        cr_assert(watched, "the POST's connection never watched for its close");
+        close(fd);
+        cr_assert(h_log_wait(&D, "HTTP request 9 abandoned by the client; cancelling it", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "demo: cancelled request", H_TIMEOUT_MS));
+}
+
 Test(http, unix_socket_peer_needs_no_token) {
         struct ht_answer a;
         int fd;

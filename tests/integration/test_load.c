@@ -60,41 +60,16 @@ static const struct h_call_kind KINDS_NO_B_SLEEP[] = {
         { "a__sleep", "{\"ms\":20}", false },
 };
 #define N_KINDS (sizeof KINDS / sizeof KINDS[0])
-#define CLIENTS 3
-#define WINDOW 4        /* requests in flight per client */
-#define WARMUP 40       /* requests per client before the baseline */
 #define AFTER 20        /* requests per client once the fault is over */
-#define LOAD_MS 30000   /* for a load to finish, on a loaded machine under ASan */
-#define FAULT_MS 20000  /* for a fault's effects to show */
 
 /* ---- helpers ---- */
 
-/* Starts the daemon with a and b and the settings, waits until both are ready, and warms
- * up a load, so that the baseline taken next counts what serving costs. */
-static struct h_load *start_loaded(const char *settings, const char *b_keys, const struct h_call_kind *kinds) {
-        struct h_load *l;
-
+/* Starts the daemon with a and b and the settings, and a warmed-up load (start_loaded()). */
+static struct h_load *start_a_and_b(const char *settings, const char *b_keys, const struct h_call_kind *kinds) {
         set_settings(settings);
         add_tagged("a", "", "");
         add_tagged("b", b_keys, "");
-        start(NULL);
-        wait_all_ready(2);
-        l = h_load_new(&D, CLIENTS, WINDOW, kinds, N_KINDS);
-        h_load_add(l, WARMUP);
-        h_load_finish(l, LOAD_MS);
-        return l;
-}
-
-/* Keeps the load going (more requests whenever every client has sent all it had) until
- * needle occurs n times in the daemon's log. */
-static void load_until_log(struct h_load *l, const char *needle, unsigned n) {
-        long long deadline = h_now_ms() + FAULT_MS;
-
-        while (h_log_count(&D, needle) < n) {
-                cr_assert_lt(h_now_ms(), deadline, "not %u times in the log under load: %s", n, needle);
-                if (h_load_pump(l, 50))
-                        h_load_add(l, 4);
-        }
+        return start_loaded(2, kinds, N_KINDS);
 }
 
 /* Ends the test: more requests after the fault, all answered exactly once; the daemon back
@@ -160,7 +135,7 @@ static void raw_send(int fd, const char *text) {
  * all long): every call is cancelled at the servers at once, the load goes on untouched. */
 Test(load, disconnect_mid_call) {
         enum { ROUNDS = 4, LEAVERS = 3, CALLS = 4 };
-        struct h_load *l = start_loaded("", "", KINDS);
+        struct h_load *l = start_a_and_b("", "", KINDS);
         struct baseline b = baseline_take(2);
 
         for (unsigned round = 0; round < ROUNDS; round++) {
@@ -234,7 +209,7 @@ static void misbehave_once(struct h_load *l, const char *huge) {
 
 Test(load, garbage_and_huge_lines) {
         enum { HUGE = 1 << 20 };
-        struct h_load *l = start_loaded("\"maxMessageSize\":65536", "", KINDS);
+        struct h_load *l = start_a_and_b("\"maxMessageSize\":65536", "", KINDS);
         struct baseline b = baseline_take(2);
         char *huge = malloc(HUGE + 1);
 
@@ -254,7 +229,7 @@ Test(load, garbage_and_huge_lines) {
  * the load, through the same server a, goes on. */
 Test(load, client_stops_reading) {
         enum { TEXT = 4000, MAX_CALLS = 4000 };
-        struct h_load *l = start_loaded("\"clientOutputLimit\":262144", "", KINDS);
+        struct h_load *l = start_a_and_b("\"clientOutputLimit\":262144", "", KINDS);
         struct baseline b = baseline_take(2);
         struct timeval tmo = { 2, 0 };
         struct h_conn *slow = h_connect(D.sock, H_TIMEOUT_MS);
@@ -378,7 +353,7 @@ static void connect_disconnect(struct h_load *l, unsigned total, int fds_at_rest
  * brought its heap to what such a storm needs; glibc keeps it) no more memory either. */
 Test(load, connect_disconnect_thousands) {
         enum { WARM = 1000, TOTAL = 3000 };
-        struct h_load *l = start_loaded("", "", KINDS_NO_B_SLEEP);
+        struct h_load *l = start_a_and_b("", "", KINDS_NO_B_SLEEP);
         struct baseline b;
         long long t0;
 
@@ -433,7 +408,7 @@ static bool accepted_or_emfile(int want) {
  * clients it has. */
 Test(load, emfile) {
         enum { HEADROOM = 4, MAX_HELD = 64, PENDING = 3, WINDOW_MS = 1000 };
-        struct h_load *l = start_loaded("", "", KINDS);
+        struct h_load *l = start_a_and_b("", "", KINDS);
         struct baseline b = baseline_take(2);
         struct rlimit old, low;
         int held[MAX_HELD], pending[PENDING], n_held = 0;
@@ -501,7 +476,7 @@ Test(load, emfile) {
 /* Twenty reloads of an unchanged config under load restart nothing and cost no call; then
  * one that changes b restarts b alone, its calls in flight failing once each. */
 Test(load, sighup) {
-        struct h_load *l = start_loaded("", "\"restartDelay\":0.1", KINDS_B_MAY_FAIL);
+        struct h_load *l = start_a_and_b("", "\"restartDelay\":0.1", KINDS_B_MAY_FAIL);
         struct baseline b = baseline_take(2);
 
         for (unsigned i = 0; i < 20; i++) {

@@ -116,12 +116,17 @@ static void add_remote(const char *keys) {
                   keys);
 }
 
-static struct h_client *start_remote(const char *const *server_args, const char *keys) {
-        start_server(server_args);
-        add_remote(keys);
+/* Starts the daemon with the entries added, and a client once every server is ready. */
+static struct h_client *start_and_open(void) {
         start(NULL);
         wait_all_ready(1);
         return cl_open();
+}
+
+static struct h_client *start_remote(const char *const *server_args, const char *keys) {
+        start_server(server_args);
+        add_remote(keys);
+        return start_and_open();
 }
 
 static void expect_echo(struct h_client *c, const char *id, const char *text) {
@@ -231,17 +236,25 @@ Test(http, lost_session_reinitializes) {
         h_client_close(c);
 }
 
-/* An answer over maxServerMessageSize fails its call; the session stands. */
-Test(http, oversize_answer_fails_the_call) {
+/* A client whose call for an answer over maxServerMessageSize (64 KiB here) failed; the
+ * fake server started with server_args. */
+static struct h_client *oversize_call_failed(const char *const *server_args) {
         struct h_client *c;
         json_object *m;
 
         set_settings("\"maxServerMessageSize\":65536");
-        c = start_remote(NULL, "");
+        c = start_remote(server_args, "");
         m = h_client_tool_call(c, "1", "remote__big", "{\"bytes\":200000}");
         cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
         json_object_put(m);
-        m = h_client_tool_call(c, "2", "remote__big", "{\"bytes\":1000}");
+        return c;
+}
+
+/* An answer over maxServerMessageSize fails its call; the session stands. */
+Test(http, oversize_answer_fails_the_call) {
+        struct h_client *c = oversize_call_failed(NULL);
+        json_object *m = h_client_tool_call(c, "2", "remote__big", "{\"bytes\":1000}");
+
         cr_assert_eq(h_error_code(m), 0, "%s", h_json_text(m));
         json_object_put(m);
         expect_echo(c, "3", "still here");
@@ -250,14 +263,8 @@ Test(http, oversize_answer_fails_the_call) {
 }
 
 Test(http, oversize_event_fails_the_call) {
-        struct h_client *c;
-        json_object *m;
+        struct h_client *c = oversize_call_failed((const char *const[]){ "--sse", NULL });
 
-        set_settings("\"maxServerMessageSize\":65536");
-        c = start_remote((const char *const[]){ "--sse", NULL }, "");
-        m = h_client_tool_call(c, "1", "remote__big", "{\"bytes\":200000}");
-        cr_assert_neq(h_error_code(m), 0, "%s", h_json_text(m));
-        json_object_put(m);
         expect_echo(c, "2", "still here");
         h_client_close(c);
 }
@@ -311,8 +318,9 @@ static bool closed_wait(long long id) {
 }
 
 /* A call given up is cancelled at the server under the id the server knows, and its POST,
- * which would carry the answer, is ended: the server sees its connection close. */
-static void expect_cancelled_at_the_server(void) {
+ * which would carry the answer, is ended: the server sees its connection close. The
+ * server still answers the client's next call, next_id. */
+static void expect_cancelled_at_the_server(struct h_client *c, const char *next_id) {
         long long id;
 
         cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
@@ -322,36 +330,45 @@ static void expect_cancelled_at_the_server(void) {
         cr_assert_eq(server_count(sf(" requestId=%lld", id)), 1, "the cancellation names another id");
         cr_assert(closed_wait(id), "the call's POST was left open");
         cr_assert_eq(server_count("CLOSED "), 1, "another connection closed too");
+        expect_echo(c, next_id, "not stuck");
 }
 
-Test(http, client_cancel_ends_the_post) {
-        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "");
-        json_object *m;
+/* A client whose call of the fake's "stall" (id 1) has reached the server, which opens no
+ * GET stream (so the only connection to close is the call's); keys as add_remote()'s. */
+static struct h_client *holding_a_stalled_call(const char *keys) {
+        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, keys);
 
         h_client_tool_request(c, "1", "remote__stall", "{}");
         cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
-        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n");
-        expect_cancelled_at_the_server();
-        expect_echo(c, "2", "not stuck");
+        return c;
+}
+
+static void cancel(struct h_client *c, const char *id) {
+        h_sendf(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%s}}\n", id);
+}
+
+Test(http, client_cancel_ends_the_post) {
+        struct h_client *c = holding_a_stalled_call("");
+        json_object *m;
+
+        cancel(c, "1");
+        expect_cancelled_at_the_server(c, "2");
         m = h_take(c, h_is_answer, "1", 300);
         cr_assert_null(m, "a cancelled call was answered: %s", m ? h_json_text(m) : "");
         h_client_close(c);
 }
 
-/* A call cancelled while it still waits for a connection (maxConnections 1, taken by a
+/* A call cancelled while it still waits for a connection (maxConnections 1, taken by the
  * stalled call) never reaches the server, nor does its cancellation. */
 Test(http, cancel_before_sending_sends_nothing) {
-        struct h_client *c = start_remote((const char *const[]){ "--no-get", NULL }, "\"maxConnections\":1");
+        struct h_client *c = holding_a_stalled_call("\"maxConnections\":1");
 
-        h_client_tool_request(c, "1", "remote__stall", "{}");
-        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
         h_client_tool_request(c, "2", "remote__echo", "{\"text\":\"never sent\"}");
-        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}\n");
+        cancel(c, "2");
         /* answered by the daemon after it took the cancellation */
         json_object_put(h_client_call(c, "3", "ping", NULL));
-        h_send(c->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n");
-        expect_cancelled_at_the_server();
-        expect_echo(c, "4", "the connection is free again");
+        cancel(c, "1");
+        expect_cancelled_at_the_server(c, "4");
         cr_assert_eq(server_count("POST tools/call"), 2, "the stalled call and the last echo only");
         cr_assert_eq(server_count("POST notifications/cancelled"), 1);
         h_client_close(c);
@@ -363,8 +380,7 @@ Test(http, timed_out_call_ends_the_post) {
 
         cr_assert(strstr(h_json_text(m), "requestTimeout"), "%s", h_json_text(m));
         json_object_put(m);
-        expect_cancelled_at_the_server();
-        expect_echo(c, "2", "not stuck");
+        expect_cancelled_at_the_server(c, "2");
         h_client_close(c);
 }
 
@@ -581,9 +597,7 @@ Test(http, legacy_sse) {
 
         start_server((const char *const[]){ "--legacy", NULL });
         add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\"}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
+        c = start_and_open();
         expect_echo(c, "1", "over the legacy transport");
         cr_assert_eq(server_count("POST initialize"), 1, "the first POST went to the endpoint");
         cr_assert_eq(server_count("GET"), 1);
@@ -607,9 +621,7 @@ Test(http, legacy_stream_end_restarts) {
 
         start_server((const char *const[]){ "--legacy", NULL });
         add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\",\"restartDelay\":0.1}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
+        c = start_and_open();
         /* its answer travels on the stream it drops */
         h_client_tool_request(c, "1", "remote__drop_get", "{}");
         cr_assert(server_wait("GET", 2), "no new stream");
@@ -627,9 +639,7 @@ Test(http, proxy_carries_the_session) {
 
         start_server(NULL);
         add_entry("\"remote\":{\"url\":\"http://mcp.invalid:9/mcp\",\"proxy\":\"http://127.0.0.1:%d\"}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
+        c = start_and_open();
         expect_echo(c, "1", "through the proxy");
         h_client_close(c);
 }
@@ -675,9 +685,7 @@ Test(http, tls_with_the_ca_of_ca_file) {
 
         start_tls_server();
         add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"caFile\":\"%s/test-ca.pem\"}", PORT, T);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
+        c = start_and_open();
         expect_echo(c, "1", "over TLS");
         h_client_close(c);
 }
@@ -708,9 +716,7 @@ Test(http, tls_insecure_on_loopback) {
 
         start_tls_server();
         add_entry("\"remote\":{\"url\":\"https://127.0.0.1:%d/mcp\",\"insecure\":true}", PORT);
-        start(NULL);
-        wait_all_ready(1);
-        c = cl_open();
+        c = start_and_open();
         expect_echo(c, "1", "unchecked");
         h_client_close(c);
 }

@@ -166,6 +166,21 @@ Test(access, bad_rules_name_their_json_path) {
         expect_problem("mcpvisor.access.rules[6]", "expected a rule object");
 }
 
+/* The lists' own frame (settings_parse_list()): not an array, an empty id list, and every
+ * item in error told, not only the first. */
+Test(access, bad_lists_name_their_json_path) {
+        cr_assert_lt(parse_settings("\"access\": {\"rules\": {\"action\": \"deny\"}}"), 0);
+        expect_problem("mcpvisor.access.rules", "expected an array of rules");
+        cr_assert_lt(parse_settings("\"access\": {\"rules\": [{\"users\": [], \"action\": \"deny\"},"
+                                    "{\"groups\": \"wheel\", \"action\": \"deny\"},"
+                                    "{\"users\": [-1, 0, \"no-such-user-here\"], \"action\": \"deny\"}]}"),
+                     0);
+        expect_problem("mcpvisor.access.rules[0].users", "expected a non-empty array of user names");
+        expect_problem("mcpvisor.access.rules[1].groups", "expected a non-empty array of group names");
+        expect_problem("mcpvisor.access.rules[2].users[0]", "uid");
+        expect_problem("mcpvisor.access.rules[2].users[2]", "no user named");
+}
+
 Test(access, a_rule_naming_an_unknown_profile_is_an_error) {
         cr_assert_lt(parse_settings(PROFILES ", \"access\": {\"rules\": [{\"profiles\": [\"ghost\"], \"action\": \"allow\"}]}"), 0);
         expect_problem("mcpvisor.access.rules[0].profiles", "no profile named \"ghost\"");

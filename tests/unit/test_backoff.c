@@ -7,6 +7,15 @@
 
 #define SEC ((uint64_t)1000000)
 
+/* The throttle of most tests: 1 s doubling up to 60 s, the doubling started over after
+ * 10 s of health; at most burst starts within interval (0: no limit). */
+static struct backoff throttle(unsigned burst, uint64_t interval) {
+        struct backoff b;
+
+        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, burst, interval);
+        return b;
+}
+
 /* A start, then an exit at exit_at; returns the delay before the next start. */
 static uint64_t quick_run(struct backoff *b, uint64_t start_at, uint64_t exit_at) {
         backoff_started(b, start_at);
@@ -38,10 +47,9 @@ Test(backoff, init_max_below_first_raised_to_first) {
 
 Test(backoff, doubles_up_to_cap) {
         static const uint64_t want[] = { 1, 2, 4, 8, 16, 32, 60, 60, 60 };
-        struct backoff b;
+        struct backoff b = throttle(0, 60 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 60 * SEC);
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++, t += 2 * SEC) {
                 uint64_t d = quick_run(&b, t, t + SEC);
                 cr_assert_eq(d, want[i] * SEC, "exit %zu: delay %llu usec, expected %llu s", i,
@@ -61,9 +69,8 @@ Test(backoff, cap_not_a_power_of_two_multiple) {
 }
 
 Test(backoff, many_quick_exits_stay_at_cap) {
-        struct backoff b;
+        struct backoff b = throttle(0, 60 * SEC);
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 60 * SEC);
         for (unsigned i = 0; i < 200; i++) {
                 uint64_t d = backoff_next_delay(&b, 1000 * SEC + i);
                 cr_assert_leq(d, 60 * SEC, "exit %u", i);
@@ -88,11 +95,16 @@ Test(backoff, first_equals_max_constant) {
                 cr_assert_eq(backoff_next_delay(&b, 100 * SEC + i), 3 * SEC);
 }
 
+/* A first run that exits at once (1 s before the next start), and a second one started. */
+static void second_run(struct backoff *b, uint64_t t) {
+        cr_assert_eq(quick_run(b, t, t + 1), 1 * SEC);
+        backoff_started(b, t + 2);
+}
+
 Test(backoff, reset_after_healthy_time) {
-        struct backoff b;
+        struct backoff b = throttle(0, 600 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 600 * SEC);
         cr_assert_eq(quick_run(&b, t, t + 1), 1 * SEC);
         cr_assert_eq(quick_run(&b, t + 2, t + 3), 2 * SEC);
         cr_assert_eq(quick_run(&b, t + 4, t + 5), 4 * SEC);
@@ -105,10 +117,9 @@ Test(backoff, reset_after_healthy_time) {
 }
 
 Test(backoff, healthy_too_short_keeps_doubling) {
-        struct backoff b;
+        struct backoff b = throttle(0, 600 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 600 * SEC);
         cr_assert_eq(quick_run(&b, t, t + 1), 1 * SEC);
         cr_assert_eq(quick_run(&b, t + 2, t + 3), 2 * SEC);
         backoff_started(&b, t + 4);
@@ -117,12 +128,10 @@ Test(backoff, healthy_too_short_keeps_doubling) {
 }
 
 Test(backoff, healthy_since_first_report_counts) {
-        struct backoff b;
+        struct backoff b = throttle(0, 600 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 600 * SEC);
-        cr_assert_eq(quick_run(&b, t, t + 1), 1 * SEC);
-        backoff_started(&b, t + 2);
+        second_run(&b, t);
         /* Health reported again and again (every ping): the first report is the start. */
         backoff_healthy(&b, t + 3);
         backoff_healthy(&b, t + 9 * SEC);
@@ -132,12 +141,10 @@ Test(backoff, healthy_since_first_report_counts) {
 }
 
 Test(backoff, health_of_previous_run_forgotten_at_start) {
-        struct backoff b;
+        struct backoff b = throttle(0, 600 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 600 * SEC);
-        cr_assert_eq(quick_run(&b, t, t + 1), 1 * SEC);
-        backoff_started(&b, t + 2);
+        second_run(&b, t);
         backoff_healthy(&b, t + 3);
         backoff_started(&b, t + 100 * SEC); /* e.g. a restart without an exit being counted */
         cr_assert_eq(b.healthy_since, 0);
@@ -145,10 +152,9 @@ Test(backoff, health_of_previous_run_forgotten_at_start) {
 }
 
 Test(backoff, exit_clears_healthy) {
-        struct backoff b;
+        struct backoff b = throttle(0, 600 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 600 * SEC);
         backoff_started(&b, t);
         backoff_healthy(&b, t + 1);
         cr_assert_eq(backoff_next_delay(&b, t + 2), 1 * SEC);
@@ -159,10 +165,9 @@ Test(backoff, exit_clears_healthy) {
 }
 
 Test(backoff, explicit_reset) {
-        struct backoff b;
+        struct backoff b = throttle(3, 60 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 3, 60 * SEC);
         for (unsigned i = 0; i < 3; i++)
                 quick_run(&b, t + i, t + i);
         cr_assert(backoff_limit_hit(&b, t + 10));
@@ -176,10 +181,9 @@ Test(backoff, explicit_reset) {
 }
 
 Test(backoff, limit_counts_burst_starts) {
-        struct backoff b;
+        struct backoff b = throttle(3, 10 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 3, 10 * SEC);
         cr_assert_not(backoff_limit_hit(&b, t));
         backoff_started(&b, t);
         cr_assert_not(backoff_limit_hit(&b, t + 1));
@@ -191,10 +195,9 @@ Test(backoff, limit_counts_burst_starts) {
 }
 
 Test(backoff, limit_window_slides) {
-        struct backoff b;
+        struct backoff b = throttle(3, 10 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 3, 10 * SEC);
         backoff_started(&b, t);
         backoff_started(&b, t + 4 * SEC);
         backoff_started(&b, t + 8 * SEC);
@@ -207,12 +210,11 @@ Test(backoff, limit_window_slides) {
 }
 
 Test(backoff, limit_ring_keeps_newest) {
-        struct backoff b;
+        struct backoff b = throttle(4, 10 * SEC);
         uint64_t t = 1000 * SEC;
 
         /* Far more starts than the ring holds: old ones (outside the window) are overwritten,
          * the recent ones still count. */
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 4, 10 * SEC);
         for (unsigned i = 0; i < 3 * BACKOFF_BURST_MAX; i++)
                 backoff_started(&b, t + i * 20 * SEC);
         uint64_t last = t + (3 * BACKOFF_BURST_MAX - 1) * 20 * SEC;
@@ -225,10 +227,9 @@ Test(backoff, limit_ring_keeps_newest) {
 }
 
 Test(backoff, burst_zero_no_limit) {
-        struct backoff b;
+        struct backoff b = throttle(0, 10 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 0, 10 * SEC);
         for (unsigned i = 0; i < 500; i++) {
                 backoff_started(&b, t + i);
                 cr_assert_not(backoff_limit_hit(&b, t + i + 1), "start %u", i);
@@ -236,10 +237,9 @@ Test(backoff, burst_zero_no_limit) {
 }
 
 Test(backoff, burst_one) {
-        struct backoff b;
+        struct backoff b = throttle(1, 10 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 1, 10 * SEC);
         cr_assert_not(backoff_limit_hit(&b, t));
         backoff_started(&b, t);
         cr_assert(backoff_limit_hit(&b, t + 9 * SEC));
@@ -247,10 +247,9 @@ Test(backoff, burst_one) {
 }
 
 Test(backoff, interval_zero_never_hits) {
-        struct backoff b;
+        struct backoff b = throttle(2, 0);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 2, 0);
         backoff_started(&b, t);
         backoff_started(&b, t);
         cr_assert_not(backoff_limit_hit(&b, t));
@@ -261,10 +260,9 @@ Test(backoff, interval_zero_never_hits) {
 /* The configuration caps startLimitBurst at the ring's size, so every allowed burst is
  * honoured exactly. */
 Test(backoff, largest_burst_honoured) {
-        struct backoff b;
+        struct backoff b = throttle(BACKOFF_BURST_MAX, 600 * SEC);
         uint64_t t = 1000 * SEC;
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, BACKOFF_BURST_MAX, 600 * SEC);
         for (unsigned i = 0; i < BACKOFF_BURST_MAX - 1; i++)
                 backoff_started(&b, t + i * SEC);
         cr_assert_not(backoff_limit_hit(&b, t + BACKOFF_BURST_MAX * SEC));
@@ -273,9 +271,8 @@ Test(backoff, largest_burst_honoured) {
 }
 
 Test(backoff, unstart_keeps_start_limit_away) {
-        struct backoff b;
+        struct backoff b = throttle(2, 60 * SEC);
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 2, 60 * SEC);
         for (int i = 0; i < 10; i++) {
                 backoff_started(&b, 1 + (uint64_t)i);
                 backoff_unstart(&b);
@@ -288,9 +285,8 @@ Test(backoff, unstart_keeps_start_limit_away) {
 }
 
 Test(backoff, unstart_with_no_start_is_a_no_op) {
-        struct backoff b;
+        struct backoff b = throttle(1, 60 * SEC);
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, 1, 60 * SEC);
         backoff_unstart(&b);
         cr_assert_eq(b.n_starts, 0);
         backoff_started(&b, 5);
@@ -300,9 +296,8 @@ Test(backoff, unstart_with_no_start_is_a_no_op) {
 /* A full ring, then an unstart: the starts counted are the latest ones, wherever the ring
  * put them, not its first slots (which left a real start out and a cleared one in). */
 Test(backoff, unstart_of_a_full_ring_counts_the_latest_starts) {
-        struct backoff b;
+        struct backoff b = throttle(BACKOFF_BURST_MAX - 1, 60 * SEC);
 
-        backoff_init(&b, 1 * SEC, 60 * SEC, 10 * SEC, BACKOFF_BURST_MAX - 1, 60 * SEC);
         for (unsigned i = 0; i < BACKOFF_BURST_MAX + 1; i++)
                 backoff_started(&b, 1000 * SEC + i);
         backoff_unstart(&b);

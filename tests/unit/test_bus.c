@@ -855,9 +855,26 @@ static void finish(void) {
         SV.systemd = NULL;
 }
 
+/* How the launcher says the run ended, once it has. */
+static struct server_exit end_of_the_run(void) {
+        struct server_exit e;
+
+        WAIT_UNTIL(ended_runs == 1);
+        run_systemd_ops.describe_end(&IN, &e);
+        return e;
+}
+
+/* The run ends, killed by sig, in these words ("" for none: code and status say it). */
+static void expect_killed(int sig, const char *reason) {
+        struct server_exit e = end_of_the_run();
+
+        cr_assert_eq(e.code, CLD_KILLED);
+        cr_assert_eq(e.status, sig);
+        cr_assert_str_eq(e.reason, reason);
+}
+
 /* Result=oom-kill is said as the OOM killer's, with the server's memoryMax. */
 Test(bus, launcher_oom_kill) {
-        struct server_exit e;
         struct run_usage u;
 
         launch("\"memoryMax\":\"256M\"");
@@ -866,13 +883,9 @@ Test(bus, launcher_oom_kill) {
         cr_assert_str_eq(u.unit, "mcpvisor-s@23bba356-1.service");
         snprintf(F.kill_result, sizeof F.kill_result, "oom-kill");
         cr_assert_eq(run_systemd_ops.kill(&IN), 0);
-        WAIT_UNTIL(ended_runs == 1);
+        expect_killed(SIGKILL, "killed by the OOM killer (memoryMax 256M)");
         cr_assert_str_eq(F.kill_who, "all");
         cr_assert_eq(F.kill_signal, SIGKILL);
-        run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_eq(e.code, CLD_KILLED);
-        cr_assert_eq(e.status, SIGKILL);
-        cr_assert_str_eq(e.reason, "killed by the OOM killer (memoryMax 256M)");
         cr_assert_eq(run_systemd_ops.terminate(&IN), -ESRCH, "ended");
         finish();
 }
@@ -880,31 +893,19 @@ Test(bus, launcher_oom_kill) {
 /* The last read after the end finds the unit collected: systemd answers with a "not-found"
  * stub's zeros, which must not replace what the signals said (it was "exit status 255"). */
 Test(bus, launcher_end_read_from_a_collected_unit) {
-        struct server_exit e;
-
         launch("");
         F.stub_after_kill = true;
         snprintf(F.kill_result, sizeof F.kill_result, "signal");
         cr_assert_eq(run_systemd_ops.kill(&IN), 0);
-        WAIT_UNTIL(ended_runs == 1);
-        run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_eq(e.code, CLD_KILLED);
-        cr_assert_eq(e.status, SIGKILL);
-        cr_assert_str_eq(e.reason, "");
+        expect_killed(SIGKILL, "");
         finish();
 }
 
 /* StopUnit ends it by SIGTERM: code and status as exec would say them, no reason. */
 Test(bus, launcher_stop) {
-        struct server_exit e;
-
         launch("");
         cr_assert_eq(run_systemd_ops.terminate(&IN), 0);
-        WAIT_UNTIL(ended_runs == 1);
-        run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_eq(e.code, CLD_KILLED);
-        cr_assert_eq(e.status, SIGTERM);
-        cr_assert_str_eq(e.reason, "");
+        expect_killed(SIGTERM, "");
         finish();
 }
 
@@ -914,8 +915,7 @@ Test(bus, launcher_start_refused) {
 
         F.fail_start = true;
         launch("");
-        WAIT_UNTIL(ended_runs == 1);
-        run_systemd_ops.describe_end(&IN, &e);
+        e = end_of_the_run();
         cr_assert_str_eq(e.reason, "the service manager did not start unit mcpvisor-s@23bba356-1.service: "
                                    "Unit mcpvisor-s@23bba356-1.service already exists.");
         cr_assert_not(server_exit_clean(&e));
@@ -924,21 +924,15 @@ Test(bus, launcher_start_refused) {
 
 /* The connection lost: every run ends, saying so. */
 Test(bus, launcher_connection_lost) {
-        struct server_exit e;
-
         launch("");
         stop_fake();
-        WAIT_UNTIL(ended_runs == 1);
-        run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_str_eq(e.reason, "lost the connection to the service manager that runs its unit mcpvisor-s@23bba356-1.service");
+        cr_assert_str_eq(end_of_the_run().reason, "lost the connection to the service manager that runs its unit mcpvisor-s@23bba356-1.service");
         finish();
 }
 
 /* A read the manager answers with an error other than "no such unit" says nothing of the
  * unit: read again later, the run goes on (it was taken for the unit's end). */
 Test(bus, launcher_read_error_is_retried) {
-        struct server_exit e;
-
         snprintf(F.read_error, sizeof F.read_error, "org.freedesktop.DBus.Error.LimitsExceeded");
         F.read_errors = 2; /* the launcher's read after the start, or the watch's */
         launch("");
@@ -948,24 +942,16 @@ Test(bus, launcher_read_error_is_retried) {
         cr_assert(strstr(logged(), "reading its state failed (the fake manager refuses this read): again in 0.1 s"), "%s",
                   logged());
         cr_assert_eq(run_systemd_ops.terminate(&IN), 0);
-        WAIT_UNTIL(ended_runs == 1);
-        run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_eq(e.code, CLD_KILLED);
-        cr_assert_eq(e.status, SIGTERM);
-        cr_assert_str_eq(e.reason, "");
+        expect_killed(SIGTERM, "");
         finish();
 }
 
 /* The manager knows no such unit: it is gone, and the run with it. */
 Test(bus, launcher_read_not_found_ends_the_run) {
-        struct server_exit e;
-
         snprintf(F.read_error, sizeof F.read_error, "org.freedesktop.systemd1.NoSuchUnit");
         F.read_errors = 100;
         launch("");
-        WAIT_UNTIL(ended_runs == 1);
-        run_systemd_ops.describe_end(&IN, &e);
-        cr_assert_str_eq(e.reason, "its unit mcpvisor-s@23bba356-1.service is gone (the fake manager refuses this read)");
+        cr_assert_str_eq(end_of_the_run().reason, "its unit mcpvisor-s@23bba356-1.service is gone (the fake manager refuses this read)");
         cr_assert_null(strstr(logged(), "again in"), "not asked again: %s", logged());
         cr_assert_eq(F.stops, 0);
         finish();
@@ -1000,11 +986,10 @@ Test(bus, launcher_start_unanswered_stops_the_unit) {
         call_timeout_usec = 200000;
         F.drop_start_reply = true;
         launch("");
-        WAIT_UNTIL(ended_runs == 1);
+        e = end_of_the_run();
         cr_assert_eq(F.stops, 1);
         cr_assert_str_eq(F.stopped, "mcpvisor-s@23bba356-1.service ");
         cr_assert(F.units[0].collected, "no unit left");
-        run_systemd_ops.describe_end(&IN, &e);
         cr_assert_eq(e.code, CLD_KILLED, "it had started: the stop ended it");
         cr_assert_eq(e.status, SIGTERM);
         cr_assert(strstr(e.reason, "the service manager did not answer the start of unit mcpvisor-s@23bba356-1.service ("),

@@ -124,6 +124,31 @@ Test(http_config, bad_tokens) {
                        "mcpvisor.http.tokens[1]");
 }
 
+/* Every copy of a token is told, each against the first, and every bad address, not only
+ * the first. */
+Test(http_config, each_bad_item_told) {
+        cr_assert_lt(parse("{\"mcpvisor\": {\"http\": {\"tokens\": ["
+                           "{\"token\": {\"credential\": \"ci-token\"}, \"user\": 0},"
+                           "{\"token\": {\"credential\": \"ci-token\"}, \"user\": 1},"
+                           "{\"token\": {\"credential\": \"ci-token\"}, \"user\": 2}],"
+                           "\"listen\": [\"127.0.0.1:1\", 8765, \"127.0.0.1:2\", \"x\"]}}}"),
+                     0);
+        cr_assert_eq(probs.count, 4);
+        for (size_t i = 0; i < probs.count; i++) {
+                static const char *const paths[] = { "mcpvisor.http.tokens[1]", "mcpvisor.http.tokens[2]",
+                                                     "mcpvisor.http.listen[1]", "mcpvisor.http.listen[3]" };
+                bool found = false;
+
+                for (size_t j = 0; j < probs.count; j++)
+                        found |= strcmp(probs.items[j].path, paths[i]) == 0;
+                cr_assert(found, "no problem at %s", paths[i]);
+        }
+        for (size_t j = 0; j < probs.count; j++)
+                if (strncmp(probs.items[j].path, "mcpvisor.http.tokens", 20) == 0)
+                        cr_assert(strstr(probs.items[j].message, "the same token as mcpvisor.http.tokens[0]"), "%s",
+                                  probs.items[j].message);
+}
+
 Test(http_config, no_credentials_directory) {
         unsetenv("CREDENTIALS_DIRECTORY");
         expect_problem("{\"mcpvisor\": {\"http\": {\"tokens\": [{\"token\": {\"credential\": \"ci-token\"}, \"user\": 0}]}}}",

@@ -65,37 +65,36 @@ Test(options, defaults) {
         expect_no_output();
 }
 
-Test(options, config) {
-        cr_assert_eq(PARSE("--config", "/etc/a.json"), 0);
-        cr_assert_str_eq(opts.config_path, "/etc/a.json");
-        cr_assert_eq(PARSE("--config=/etc/b.json"), 0);
-        cr_assert_str_eq(opts.config_path, "/etc/b.json");
-        cr_assert_eq(PARSE("-c", "/etc/c.json"), 0);
-        cr_assert_str_eq(opts.config_path, "/etc/c.json");
-        cr_assert_eq(PARSE("-c/etc/d.json"), 0);
-        cr_assert_str_eq(opts.config_path, "/etc/d.json");
+/* Each way to write an option with a path, long_opt or short_opt with the path apart or
+ * joined to it (a = between for the long one), sets *field to that path, and only that. */
+static void expect_path_option(const char *long_opt, const char *short_opt, const char *const *field) {
+        char joined[64];
+
+        cr_assert_eq(PARSE((char *)long_opt, "/run/a"), 0);
+        cr_assert_str_eq(*field, "/run/a");
+        snprintf(joined, sizeof joined, "%s=/run/b", long_opt);
+        cr_assert_eq(PARSE(joined), 0);
+        cr_assert_str_eq(*field, "/run/b");
+        cr_assert_eq(PARSE((char *)short_opt, "/run/c"), 0);
+        cr_assert_str_eq(*field, "/run/c");
+        snprintf(joined, sizeof joined, "%s/run/d", short_opt);
+        cr_assert_eq(PARSE(joined), 0);
+        cr_assert_str_eq(*field, "/run/d");
         cr_assert_eq(opts.action, ACTION_RUN);
+        cr_assert_eq((opts.config_path != NULL) + (opts.socket_path != NULL) + (opts.control_socket_path != NULL), 1);
         expect_no_output();
+}
+
+Test(options, config) {
+        expect_path_option("--config", "-c", &opts.config_path);
 }
 
 Test(options, socket) {
-        cr_assert_eq(PARSE("--socket", "/run/a.sock"), 0);
-        cr_assert_str_eq(opts.socket_path, "/run/a.sock");
-        cr_assert_null(opts.control_socket_path);
-        cr_assert_eq(PARSE("-s", "/run/b.sock"), 0);
-        cr_assert_str_eq(opts.socket_path, "/run/b.sock");
-        cr_assert_eq(PARSE("--socket=/run/c.sock"), 0);
-        cr_assert_str_eq(opts.socket_path, "/run/c.sock");
-        expect_no_output();
+        expect_path_option("--socket", "-s", &opts.socket_path);
 }
 
 Test(options, control_socket) {
-        cr_assert_eq(PARSE("--control-socket", "/run/ctl.sock"), 0);
-        cr_assert_str_eq(opts.control_socket_path, "/run/ctl.sock");
-        cr_assert_null(opts.socket_path);
-        cr_assert_eq(PARSE("-C", "/run/ctl2.sock"), 0);
-        cr_assert_str_eq(opts.control_socket_path, "/run/ctl2.sock");
-        expect_no_output();
+        expect_path_option("--control-socket", "-C", &opts.control_socket_path);
 }
 
 Test(options, log_level) {
@@ -118,20 +117,21 @@ Test(options, check_config) {
         cr_assert_str_eq(opts.config_path, "/x.json");
 }
 
-Test(options, help) {
-        cr_assert_eq(PARSE("--help"), 0);
-        cr_assert_eq(opts.action, ACTION_HELP);
-        cr_assert_eq(PARSE("-h"), 0);
-        cr_assert_eq(opts.action, ACTION_HELP);
+/* Both spellings of an option that picks what the program does pick action. */
+static void expect_action_option(const char *long_opt, const char *short_opt, enum options_action action) {
+        cr_assert_eq(PARSE((char *)long_opt), 0);
+        cr_assert_eq(opts.action, action);
+        cr_assert_eq(PARSE((char *)short_opt), 0);
+        cr_assert_eq(opts.action, action);
         expect_no_output();
 }
 
+Test(options, help) {
+        expect_action_option("--help", "-h", ACTION_HELP);
+}
+
 Test(options, version) {
-        cr_assert_eq(PARSE("--version"), 0);
-        cr_assert_eq(opts.action, ACTION_VERSION);
-        cr_assert_eq(PARSE("-V"), 0);
-        cr_assert_eq(opts.action, ACTION_VERSION);
-        expect_no_output();
+        expect_action_option("--version", "-V", ACTION_VERSION);
 }
 
 Test(options, everything) {

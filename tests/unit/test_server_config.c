@@ -192,6 +192,7 @@ Test(server_config, bad_entries_skipped_with_paths) {
                            "\"h\":{\"command\":\"x\",\"healthFailures\":2.5},"
                            "\"e\":{\"command\":\"x\",\"env\":{\"1X\":\"a\"}},"
                            "\"c\":{\"command\":\"x\",\"env\":{\"T\":{\"credential\":\"../x\"}}},"
+                           "\"v\":{\"command\":\"x\",\"env\":[\"A=b\"]},"
                            "\"w\":{\"command\":\"x\",\"cwd\":\"relative\"},"
                            "\"u\":{\"url\":\"gopher://example.invalid/mcp\"},"
                            "\"t\":{\"command\":\"x\",\"type\":\"sse\"},"
@@ -209,14 +210,16 @@ Test(server_config, bad_entries_skipped_with_paths) {
         cr_assert_not_null(problem_at("mcpServers.h.healthFailures"));
         cr_assert_not_null(problem_at("mcpServers.e.env.1X"));
         cr_assert_not_null(problem_at("mcpServers.c.env.T"));
+        cr_assert_not_null(problem_at("mcpServers.v.env"));
+        cr_assert_str_eq(problem_at("mcpServers.v.env")->message, "expected an object of NAME: value");
         cr_assert_not_null(problem_at("mcpServers.w.cwd"));
         cr_assert_not_null(problem_at("mcpServers.u.url"));
         cr_assert_not_null(problem_at("mcpServers.t.type"));
         cr_assert_not_null(problem_at("mcpServers.bad name"));
         cr_assert_not_null(problem_at("mcpServers.n"));
         cr_assert_eq(problem_at("mcpServers.k.colour")->severity, PROBLEM_ERROR);
-        cr_assert_eq(P.errors, 12);
-        cr_assert_eq(P.count, 12);
+        cr_assert_eq(P.errors, 13);
+        cr_assert_eq(P.count, 13);
 }
 
 /* json-c keeps "\u0000" inside a string; C's strings end there, so the server used to run
