@@ -134,31 +134,39 @@ static int parse_named_item(const struct settings_list *how, json_object *v, con
                             char *list, size_t n, void *arg, struct config_problems *p) {
         const char *why = name && how->name_problem ? how->name_problem(name) : NULL;
         char **name_copy = (char **)(list + n * how->item_size + how->name_offset);
+        int r;
 
         if (why) {
                 problems_add(p, PROBLEM_ERROR, path, "%s", why);
                 return -EINVAL;
         }
-        if (how->parse_item(v, name, path, list, n, arg, p) < 0)
-                return -EINVAL;
+        r = how->parse_item(v, name, path, list, n, arg, p);
+        if (r < 0)
+                return r;
         if (name && !(*name_copy = strdup(name)))
                 return -ENOMEM;
         return 0;
 }
 
-/* Item *kept of list, or left out (zeroed) when in error. */
+/* Item *kept of list, or left out (zeroed) when in error: -EINVAL, told, or -ENOMEM. */
 static int parse_list_item(const struct settings_list *how, json_object *v, const char *name, const char *path,
                            char *list, size_t *kept, void *arg, struct config_problems *p) {
         char *item = list + *kept * how->item_size;
+        int r = parse_named_item(how, v, name, path, list, *kept, arg, p);
 
-        if (parse_named_item(how, v, name, path, list, *kept, arg, p) < 0) {
+        if (r < 0) {
                 if (how->item_done)
                         how->item_done(item);
                 memset(item, 0, how->item_size);
-                return -EINVAL;
+                return r;
         }
         (*kept)++;
         return 0;
+}
+
+/* Out of memory outweighs an item in error: the configuration is not read at all then. */
+static int worse(int r, int q) {
+        return r == -ENOMEM || q >= 0 ? r : q;
 }
 
 int settings_parse_list(const struct settings_list *how, json_object *v, const char *path, void *dst, void *arg,
@@ -181,16 +189,14 @@ int settings_parse_list(const struct settings_list *how, json_object *v, const c
         if (how->by_name) {
                 json_object_object_foreach(v, name, item) {
                         snprintf(item_path, sizeof item_path, "%s.%s", path, name);
-                        if (parse_list_item(how, item, name, item_path, list, &kept, arg, p) < 0)
-                                r = -EINVAL;
+                        r = worse(r, parse_list_item(how, item, name, item_path, list, &kept, arg, p));
                 }
         } else
                 for (size_t i = 0; i < n; i++) {
                         json_object *item = json_object_array_get_idx(v, i);
 
                         snprintf(item_path, sizeof item_path, "%s[%zu]", path, i);
-                        if (parse_list_item(how, item, NULL, item_path, list, &kept, arg, p) < 0)
-                                r = -EINVAL;
+                        r = worse(r, parse_list_item(how, item, NULL, item_path, list, &kept, arg, p));
                 }
         *(char **)((char *)dst + how->list_offset) = list;
         *(size_t *)((char *)dst + how->count_offset) = kept;
