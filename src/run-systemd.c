@@ -55,7 +55,7 @@ struct run_systemd {
         struct bus *bus;
         const struct logger *log;
         char *helper;        /* mcpvisor-exec-credentials, absolute; NULL: none found */
-        char *default_user;  /* User= of units under the system manager; NULL as root */
+        char *default_user;  /* User= of units under the system manager: the daemon's user */
         struct systemd_run *runs;
 };
 
@@ -662,8 +662,10 @@ int run_systemd_new(struct bus *bus, const struct logger *log, struct run_system
                 log_notice(log, "%s not found in %s: servers with credentials in env cannot run as units",
                            UNIT_CREDENTIAL_HELPER, MCPVISOR_LIBEXECDIR);
         /* A transient unit runs as root unless told: should a non-root daemon's units ever be
-         * the system manager's (bus.c sends it to its own user's manager), they run as it. */
-        if (geteuid() != 0 && bus_manager(bus) == MANAGER_SYSTEM) {
+         * the system manager's (bus.c sends it to its own user's manager), they run as it.
+         * A root daemon's say User=root all the same: the manager sets HOME, USER, LOGNAME
+         * and SHELL only for a unit with User=, and a server finds its caches under HOME. */
+        if (bus_manager(bus) == MANAGER_SYSTEM) {
                 pw = getpwuid(geteuid());
                 if (!pw || !(rs->default_user = strdup(pw->pw_name))) {
                         free(rs->helper);

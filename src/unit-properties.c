@@ -319,7 +319,7 @@ static int add_exec_start(struct unit_properties *p, const struct unit_input *in
                 program = strdup(in->program);
         else if (asprintf(&program, "%s/%s", s->cwd, in->program) < 0)
                 program = NULL;
-        if (!program || !(u = add(p, "ExecStart", UNIT_PROPERTY_EXEC)))
+        if (!program || !(u = add(p, "ExecStartEx", UNIT_PROPERTY_EXEC)))
                 return -ENOMEM;
         u->string = strdup(helper ? in->credential_helper : program);
         u->strv = exec_argv(in, program);
@@ -460,12 +460,16 @@ int unit_properties_build(const struct unit_input *in, struct unit_properties *r
 
 /* ---- onto the bus ---- */
 
+/* The manager expands $VAR, ${VAR} and $$ in a command's arguments unless told not to
+ * (ExecStart=:, "no-env-expand", systemd 243 and later): a server's args reach it exactly
+ * as written, as with exec, whatever they hold. Its failure is not ignored. */
 static int append_exec(sd_bus_message *m, const struct unit_property *u) {
+        static char *const flags[] = { (char *)"no-env-expand", NULL };
         int r;
 
-        if ((r = sd_bus_message_open_container(m, 'a', "(sasb)")) < 0 ||
-            (r = sd_bus_message_open_container(m, 'r', "sasb")) < 0 || (r = sd_bus_message_append(m, "s", u->string)) < 0 ||
-            (r = sd_bus_message_append_strv(m, u->strv)) < 0 || (r = sd_bus_message_append(m, "b", 0)) < 0 ||
+        if ((r = sd_bus_message_open_container(m, 'a', "(sasas)")) < 0 ||
+            (r = sd_bus_message_open_container(m, 'r', "sasas")) < 0 || (r = sd_bus_message_append(m, "s", u->string)) < 0 ||
+            (r = sd_bus_message_append_strv(m, u->strv)) < 0 || (r = sd_bus_message_append_strv(m, (char **)flags)) < 0 ||
             (r = sd_bus_message_close_container(m)) < 0)
                 return r;
         return sd_bus_message_close_container(m);
@@ -491,7 +495,7 @@ static int append_pairs(sd_bus_message *m, const struct unit_property *u) {
 static const char *signature(enum unit_property_type type) {
         static const char *const signatures[] = {
                 [UNIT_PROPERTY_STRING] = "s", [UNIT_PROPERTY_BOOL] = "b",        [UNIT_PROPERTY_U32] = "u",
-                [UNIT_PROPERTY_U64] = "t",    [UNIT_PROPERTY_STRV] = "as",      [UNIT_PROPERTY_EXEC] = "a(sasb)",
+                [UNIT_PROPERTY_U64] = "t",    [UNIT_PROPERTY_STRV] = "as",      [UNIT_PROPERTY_EXEC] = "a(sasas)",
                 [UNIT_PROPERTY_LIST] = "(bas)", [UNIT_PROPERTY_PAIRS] = "a(ss)", [UNIT_PROPERTY_FD] = "h",
         };
 
