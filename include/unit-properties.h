@@ -96,6 +96,15 @@ int unit_name(const char *server, const char *daemon_id, uint64_t run, char **re
 int unit_properties_build(const struct unit_input *in, struct unit_properties *ret, char **error);
 void unit_properties_done(struct unit_properties *p);
 
+/* The unit that registers a server's OOM watch (oom-watch.h) for a daemon to which the
+ * cgroup file system is read-only: a oneshot of the system manager, named after the
+ * server's unit (mcpvisor-NAME@TAG-N-oom.service), running /bin/sh to write "0 2" to
+ * event_control with the watch's eventfd as its stdin and memory.oom_control as its
+ * stderr. It runs as root (cgroup.event_control is root's, mode 0200), without
+ * capabilities. -EINVAL for a server unit not named so; -ENOMEM. */
+int unit_properties_build_oom_registrar(const char *server_unit, const char *event_control, int efd, int control,
+                                        struct unit_properties *ret);
+
 /* The first property called name, or NULL. */
 const struct unit_property *unit_properties_find(const struct unit_properties *p, const char *name);
 

@@ -387,6 +387,7 @@ static const struct {
         { "StandardInputFileDescriptor", "h" },
         { "StandardOutputFileDescriptor", "h" },
         { "StandardErrorFileDescriptor", "h" },
+        { "StandardOutput", "s" },
         { "User", "s" },
         { "Group", "s" },
         { "DynamicUser", "b" },
@@ -588,4 +589,43 @@ Test(unit_properties, args_not_expanded_by_the_manager, .fini = stop_bus) {
         }
         cr_assert(seen);
         sd_bus_message_unref(m);
+}
+
+/* The oneshot that registers a server's OOM watch for a daemon under ProtectControlGroups=yes:
+ * named after the server's unit, the watch's eventfd as stdin and memory.oom_control as
+ * stderr, "0 2" written by the shell to the path given as its $1 (never the manager's). */
+Test(unit_properties, oom_registrar, .fini = stop_bus) {
+        static const char *const argv[] = { "sh", "-c", "printf '0 2' >\"$1\"", "sh",
+                                            "/sys/fs/cgroup/memory/mcpvisor.slice/mcpvisor-s@1-2.service/cgroup.event_control",
+                                            NULL };
+        sd_bus_message *m;
+
+        cr_assert_eq(unit_properties_build_oom_registrar("mcpvisor-s@1-2.service", argv[4], 7, 8, &U), 0);
+        cr_assert_str_eq(U.unit, "mcpvisor-s@1-2-oom.service");
+        expect_string("Type", "oneshot");
+        expect_string("Slice", "mcpvisor.slice");
+        expect_string("CollectMode", "inactive-or-failed");
+        expect_string("StandardOutput", "null");
+        expect_bool("DefaultDependencies", false);
+        expect_bool("NoNewPrivileges", true);
+        expect_number("CapabilityBoundingSet", UNIT_PROPERTY_U64, 0);
+        expect_absent("User");
+        cr_assert_str_eq(prop("ExecStartEx", UNIT_PROPERTY_EXEC)->string, "/bin/sh");
+        expect_strv("ExecStartEx", UNIT_PROPERTY_EXEC, argv);
+        cr_assert_eq(prop("StandardInputFileDescriptor", UNIT_PROPERTY_FD)->fd, 7);
+        cr_assert_eq(prop("StandardErrorFileDescriptor", UNIT_PROPERTY_FD)->fd, 8);
+        expect_absent("StandardOutputFileDescriptor");
+        unit_properties_done(&U);
+        cr_assert_eq(unit_properties_build_oom_registrar("mcpvisor-s@1-2.service", argv[4], STDERR_FILENO, STDERR_FILENO, &U), 0);
+        m = start_call();
+        cr_assert_geq(unit_properties_append(&U, m), 0);
+        cr_assert_geq(sd_bus_message_append(m, "a(sa(sv))", 0), 0);
+        cr_assert_geq(sd_bus_message_seal(m, 1, 0), 0);
+        cr_assert_geq(sd_bus_message_rewind(m, true), 0);
+        cr_assert_geq(sd_bus_message_skip(m, "ss"), 0);
+        check_array(m);
+        sd_bus_message_unref(m);
+        unit_properties_done(&U);
+        cr_assert_eq(unit_properties_build_oom_registrar("other.scope", argv[4], 7, 8, &U), -EINVAL);
+        cr_assert_eq(unit_properties_build_oom_registrar("mcpvisor-s@1.service", "relative", 7, 8, &U), -EINVAL);
 }
