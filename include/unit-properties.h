@@ -8,11 +8,12 @@
  * dbus-cgroup.c, dbus-kill.c, dbus-service.c, dbus-unit.c; org.freedesktop.systemd1(5)
  * of 252): ProtectSystem= and ProtectHome= are strings, capability sets "t", UMask= "u",
  * SystemCallFilter= and RestrictAddressFamilies= "(bas)", LoadCredential= "a(ss)",
- * ExecStart= "a(sasb)" with an absolute path, the standard descriptors "h".
+ * ExecStartEx= "a(sasas)" with an absolute path and the flag "no-env-expand", the
+ * standard descriptors "h".
  *
  * Secrets never become properties (systemctl show and the bus are readable by every
  * local user): an env value read from a credential is given as LoadCredential=ID:PATH
- * (PATH in the daemon's own credentials directory; the manager reads it), and ExecStart=
+ * (PATH in the daemon's own credentials directory; the manager reads it), and ExecStartEx=
  * runs the server through mcpvisor-exec-credentials VAR=ID ... -- PROGRAM ARGS, which
  * moves each into the server's environment before exec. */
 #pragma once
@@ -42,7 +43,7 @@ enum unit_property_type {
         UNIT_PROPERTY_U32,    /* u */
         UNIT_PROPERTY_U64,    /* t */
         UNIT_PROPERTY_STRV,   /* as */
-        UNIT_PROPERTY_EXEC,   /* a(sasb): one command, path and argv, its failure not ignored */
+        UNIT_PROPERTY_EXEC,   /* a(sasas): one command, path and argv, no $VAR expanded, its failure not ignored */
         UNIT_PROPERTY_LIST,   /* (bas): flag true for an allow-list, strv the items */
         UNIT_PROPERTY_PAIRS,  /* a(ss): strv holds ID, PATH, ID, PATH, ... */
         UNIT_PROPERTY_FD,     /* h: the descriptor (the caller's; sd-bus sends a copy) */
@@ -74,8 +75,8 @@ struct unit_input {
         char *const *daemon_env;      /* the daemon's environment: PATH, LANG, LC_*, TZ are passed on */
         const char *credentials_dir;  /* the daemon's $CREDENTIALS_DIRECTORY, or NULL */
         const char *credential_helper; /* absolute path of mcpvisor-exec-credentials */
-        /* User= under the system manager for an entry that names no user: the daemon's own
-         * (a transient unit would otherwise run as root); NULL for none (a root daemon). */
+        /* User= under the system manager for an entry that names no user: the daemon's own,
+         * root's too (a unit without User= runs as root with no HOME); NULL for none. */
         const char *default_user;
         /* AddRef=: the unit is kept until the daemon's bus connection drops or UnrefUnit().
          * Only over a bus broker: the manager tracks its peers by unique name, and a direct
@@ -94,6 +95,15 @@ int unit_name(const char *server, const char *daemon_id, uint64_t run, char **re
  * program without cwd); -ENOMEM. */
 int unit_properties_build(const struct unit_input *in, struct unit_properties *ret, char **error);
 void unit_properties_done(struct unit_properties *p);
+
+/* The unit that registers a server's OOM watch (oom-watch.h) for a daemon to which the
+ * cgroup file system is read-only: a oneshot of the system manager, named after the
+ * server's unit (mcpvisor-NAME@TAG-N-oom.service), running /bin/sh to write "0 2" to
+ * event_control with the watch's eventfd as its stdin and memory.oom_control as its
+ * stderr. It runs as root (cgroup.event_control is root's, mode 0200), without
+ * capabilities. -EINVAL for a server unit not named so; -ENOMEM. */
+int unit_properties_build_oom_registrar(const char *server_unit, const char *event_control, int efd, int control,
+                                        struct unit_properties *ret);
 
 /* The first property called name, or NULL. */
 const struct unit_property *unit_properties_find(const struct unit_properties *p, const char *name);

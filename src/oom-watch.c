@@ -17,6 +17,7 @@ struct oom_watch {
         struct event *ev;
         int efd;       /* the eventfd the kernel signals */
         int control;   /* memory.oom_control, open: read at each signal */
+        char *event_control; /* the cgroup's cgroup.event_control, for another's registration */
         bool killed;
 };
 
@@ -60,15 +61,30 @@ static int open_in(int dir, const char *name, int flags) {
 }
 
 /* "EFD CONTROL_FD" to cgroup.event_control: the v1 registration of an OOM listener. */
-static int register_listener(int dir, int efd, int control) {
-        _cleanup_close_ int fd = open_in(dir, "cgroup.event_control", O_WRONLY);
+int oom_watch_register(struct oom_watch *w) {
+        _cleanup_close_ int fd = open(w->event_control, O_WRONLY | O_CLOEXEC | O_NOCTTY);
         char line[32];
         int len;
 
         if (fd < 0)
-                return fd;
-        len = snprintf(line, sizeof line, "%d %d", efd, control);
+                return -errno;
+        len = snprintf(line, sizeof line, "%d %d", w->efd, w->control);
         return write(fd, line, (size_t)len) == len ? 0 : -errno;
+}
+
+void oom_watch_handover(const struct oom_watch *w, int *ret_efd, int *ret_control, const char **ret_event_control) {
+        *ret_efd = w->efd;
+        *ret_control = w->control;
+        *ret_event_control = w->event_control;
+}
+
+void oom_watch_registered(struct oom_watch *w) {
+        /* The manager made the descriptor blocking for the helper's stdin: it is the same
+         * open file, and the daemon's reads must not block. */
+        int flags = fcntl(w->efd, F_GETFL);
+
+        if (flags >= 0 && !(flags & O_NONBLOCK))
+                (void)fcntl(w->efd, F_SETFL, flags | O_NONBLOCK);
 }
 
 int oom_watch_new(struct event_base *base, const char *root, const char *control_group, struct oom_watch **ret) {
@@ -91,8 +107,10 @@ int oom_watch_new(struct event_base *base, const char *root, const char *control
         r = w->control < 0 ? w->control : 0;
         if (r == 0 && (w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
                 r = -errno;
-        if (r == 0)
-                r = register_listener(dir, w->efd, w->control);
+        if (r == 0 && asprintf(&w->event_control, "%s/cgroup.event_control", path) < 0) {
+                w->event_control = NULL;
+                r = -ENOMEM;
+        }
         if (r == 0 && (!(w->ev = event_new(base, w->efd, EV_READ | EV_PERSIST, on_signal, w)) || event_add(w->ev, NULL) < 0))
                 r = -ENOMEM;
         if (r < 0) {
@@ -116,5 +134,6 @@ void oom_watch_free(struct oom_watch *w) {
                 close(w->efd);
         if (w->control >= 0)
                 close(w->control);
+        free(w->event_control);
         free(w);
 }

@@ -55,7 +55,7 @@ struct run_systemd {
         struct bus *bus;
         const struct logger *log;
         char *helper;        /* mcpvisor-exec-credentials, absolute; NULL: none found */
-        char *default_user;  /* User= of units under the system manager; NULL as root */
+        char *default_user;  /* User= of units under the system manager: the daemon's user */
         struct systemd_run *runs;
 };
 
@@ -80,6 +80,7 @@ struct systemd_run {
         bool add_ref;
         uint64_t tasks_refused; /* pids.events max, as last read */
         struct oom_watch *oom;  /* a hybrid host's v1 memory cgroup, watched for OOM kills */
+        struct bus_call *oom_registrar; /* the manager's unit registering it, until its job ended */
         bool oom_tried;         /* once the cgroup is known: it does not move */
         char failure[160];    /* why it ended without running, or why it is no longer known */
         uint64_t memory_max;  /* the limits it was started with, for the words of its end */
@@ -157,6 +158,38 @@ static bool state_is(const char *s, const char *a, const char *b) {
         return s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0));
 }
 
+static void on_oom_registered(const char *job, const char *result, const char *error, void *userdata) {
+        struct systemd_run *x = userdata;
+
+        x->oom_registrar = NULL;
+        if (error || strcmp(result, "done") != 0) {
+                log_warning(x->rs->log, "%s: the service manager's unit did not register its OOM watch (%s): an OOM kill "
+                                        "of it will be told as a SIGKILL",
+                            x->unit, error ? error : result);
+                return;
+        }
+        oom_watch_registered(x->oom);
+        log_debug(x->rs->log, "%s: its v1 memory cgroup is watched for OOM kills (registered by the service manager)", x->unit);
+}
+
+/* cgroup.event_control is read-only to a daemon under ProtectControlGroups=yes (the
+ * shipped unit): a oneshot unit of the manager's, to which it is writable, registers the
+ * daemon's eventfd in its stead. A root daemon's manager only: the file is root's. */
+static int register_oom_by_manager(struct systemd_run *x) {
+        struct unit_properties p = { 0 };
+        const char *event_control;
+        int efd, control, r;
+
+        if (geteuid() != 0 || bus_manager(x->rs->bus) != MANAGER_SYSTEM)
+                return -EROFS;
+        oom_watch_handover(x->oom, &efd, &control, &event_control);
+        r = unit_properties_build_oom_registrar(x->unit, event_control, efd, control, &p);
+        if (r == 0)
+                r = bus_start_transient_unit(x->rs->bus, &p, on_oom_registered, x, &x->oom_registrar);
+        unit_properties_done(&p);
+        return r;
+}
+
 /* On a host of the hybrid layout the manager does not tell an OOM kill (Result=oom-kill
  * comes from the unified tree's memory.events, and the memory controller is on v1): the
  * kernel tells the daemon itself. Tried once the cgroup is known (the manager made it in
@@ -169,8 +202,18 @@ static void watch_oom(struct systemd_run *x) {
                 return;
         x->oom_tried = true;
         r = oom_watch_new(instance_event_base(x->in), CGROUP_ROOT "/memory", x->control_group, &x->oom);
+        if (r == 0)
+                r = oom_watch_register(x->oom);
+        if (r == -EROFS)
+                r = register_oom_by_manager(x);
         if (r < 0 && r != -ENOENT)
-                log_debug(x->rs->log, "%s: cannot watch its v1 memory cgroup for OOM kills: %s", x->unit, strerror(-r));
+                log_warning(x->rs->log, "%s: cannot watch its v1 memory cgroup for OOM kills (%s): an OOM kill of it will "
+                                        "be told as a SIGKILL",
+                            x->unit, strerror(-r));
+        if (r < 0) {
+                oom_watch_free(x->oom);
+                x->oom = NULL;
+        }
 }
 
 /* A report of the unit's state, from a watch or a read: kept, then the end checked. The
@@ -393,6 +436,7 @@ static void run_free(struct systemd_run *x) {
         bus_call_cancel(x->read);
         bus_call_cancel(x->stop);
         bus_call_cancel(x->kill);
+        bus_call_cancel(x->oom_registrar);
         bus_watch_free(x->watch);
         if (x->retry)
                 event_free(x->retry);
@@ -662,8 +706,10 @@ int run_systemd_new(struct bus *bus, const struct logger *log, struct run_system
                 log_notice(log, "%s not found in %s: servers with credentials in env cannot run as units",
                            UNIT_CREDENTIAL_HELPER, MCPVISOR_LIBEXECDIR);
         /* A transient unit runs as root unless told: should a non-root daemon's units ever be
-         * the system manager's (bus.c sends it to its own user's manager), they run as it. */
-        if (geteuid() != 0 && bus_manager(bus) == MANAGER_SYSTEM) {
+         * the system manager's (bus.c sends it to its own user's manager), they run as it.
+         * A root daemon's say User=root all the same: the manager sets HOME, USER, LOGNAME
+         * and SHELL only for a unit with User=, and a server finds its caches under HOME. */
+        if (bus_manager(bus) == MANAGER_SYSTEM) {
                 pw = getpwuid(geteuid());
                 if (!pw || !(rs->default_user = strdup(pw->pw_name))) {
                         free(rs->helper);

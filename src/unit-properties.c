@@ -319,7 +319,7 @@ static int add_exec_start(struct unit_properties *p, const struct unit_input *in
                 program = strdup(in->program);
         else if (asprintf(&program, "%s/%s", s->cwd, in->program) < 0)
                 program = NULL;
-        if (!program || !(u = add(p, "ExecStart", UNIT_PROPERTY_EXEC)))
+        if (!program || !(u = add(p, "ExecStartEx", UNIT_PROPERTY_EXEC)))
                 return -ENOMEM;
         u->string = strdup(helper ? in->credential_helper : program);
         u->strv = exec_argv(in, program);
@@ -458,14 +458,80 @@ int unit_properties_build(const struct unit_input *in, struct unit_properties *r
         return 0;
 }
 
-/* ---- onto the bus ---- */
+/* ---- a server's OOM watch, registered by the manager's unit ---- */
 
-static int append_exec(sd_bus_message *m, const struct unit_property *u) {
+/* A oneshot that ends with its command, stopped before shutdown, collected when done; no
+ * privilege beyond root's ownership of the file it writes. */
+static int add_registrar_service(struct unit_properties *p, const char *server_unit) {
+        static const char *const shutdown[] = { "shutdown.target", NULL };
+        _cleanup_free_ char *description = NULL;
         int r;
 
-        if ((r = sd_bus_message_open_container(m, 'a', "(sasb)")) < 0 ||
-            (r = sd_bus_message_open_container(m, 'r', "sasb")) < 0 || (r = sd_bus_message_append(m, "s", u->string)) < 0 ||
-            (r = sd_bus_message_append_strv(m, u->strv)) < 0 || (r = sd_bus_message_append(m, "b", 0)) < 0 ||
+        if (asprintf(&description, "OOM watch of %s (mcpvisor)", server_unit) < 0)
+                return -ENOMEM;
+        if ((r = add_string(p, "Description", description)) < 0 || (r = add_string(p, "Type", "oneshot")) < 0 ||
+            (r = add_string(p, "Slice", UNIT_SLICE_SYSTEM)) < 0 || (r = add_string(p, "CollectMode", "inactive-or-failed")) < 0 ||
+            (r = add_bool(p, "DefaultDependencies", false)) < 0 ||
+            (r = add_strv(p, "Conflicts", UNIT_PROPERTY_STRV, false, shutdown)) < 0 ||
+            (r = add_strv(p, "Before", UNIT_PROPERTY_STRV, false, shutdown)) < 0 ||
+            (r = add_bool(p, "NoNewPrivileges", true)) < 0 ||
+            (r = add_number(p, "CapabilityBoundingSet", UNIT_PROPERTY_U64, 0)) < 0)
+                return r;
+        return add_string(p, "StandardOutput", "null");
+}
+
+static int add_fd(struct unit_properties *p, const char *name, int fd) {
+        struct unit_property *u = add(p, name, UNIT_PROPERTY_FD);
+
+        if (!u)
+                return -ENOMEM;
+        u->fd = fd;
+        return 0;
+}
+
+int unit_properties_build_oom_registrar(const char *server_unit, const char *event_control, int efd, int control,
+                                        struct unit_properties *ret) {
+        /* "$1" is the shell's, never the manager's: the command goes with no-env-expand. */
+        const char *const argv[] = { "sh", "-c", "printf '0 2' >\"$1\"", "sh", event_control, NULL };
+        size_t len = strlen(server_unit), suffix = strlen(".service");
+        struct unit_properties p = { 0 };
+        struct unit_property *u;
+        int r;
+
+        if (len <= suffix || strcmp(server_unit + len - suffix, ".service") != 0 || !strchr(server_unit, '@') ||
+            event_control[0] != '/')
+                return -EINVAL;
+        if (asprintf(&p.unit, "%.*s-oom.service", (int)(len - suffix), server_unit) < 0)
+                return -ENOMEM;
+        r = add_registrar_service(&p, server_unit);
+        if (r == 0 && !(u = add(&p, "ExecStartEx", UNIT_PROPERTY_EXEC)))
+                r = -ENOMEM;
+        if (r == 0 && (!(u->string = strdup("/bin/sh")) || !(u->strv = strv_dup(argv))))
+                r = -ENOMEM;
+        if (r == 0)
+                r = add_fd(&p, "StandardInputFileDescriptor", efd);
+        if (r == 0)
+                r = add_fd(&p, "StandardErrorFileDescriptor", control);
+        if (r < 0) {
+                unit_properties_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+/* ---- onto the bus ---- */
+
+/* The manager expands $VAR, ${VAR} and $$ in a command's arguments unless told not to
+ * (ExecStart=:, "no-env-expand", systemd 243 and later): a server's args reach it exactly
+ * as written, as with exec, whatever they hold. Its failure is not ignored. */
+static int append_exec(sd_bus_message *m, const struct unit_property *u) {
+        static char *const flags[] = { (char *)"no-env-expand", NULL };
+        int r;
+
+        if ((r = sd_bus_message_open_container(m, 'a', "(sasas)")) < 0 ||
+            (r = sd_bus_message_open_container(m, 'r', "sasas")) < 0 || (r = sd_bus_message_append(m, "s", u->string)) < 0 ||
+            (r = sd_bus_message_append_strv(m, u->strv)) < 0 || (r = sd_bus_message_append_strv(m, (char **)flags)) < 0 ||
             (r = sd_bus_message_close_container(m)) < 0)
                 return r;
         return sd_bus_message_close_container(m);
@@ -491,7 +557,7 @@ static int append_pairs(sd_bus_message *m, const struct unit_property *u) {
 static const char *signature(enum unit_property_type type) {
         static const char *const signatures[] = {
                 [UNIT_PROPERTY_STRING] = "s", [UNIT_PROPERTY_BOOL] = "b",        [UNIT_PROPERTY_U32] = "u",
-                [UNIT_PROPERTY_U64] = "t",    [UNIT_PROPERTY_STRV] = "as",      [UNIT_PROPERTY_EXEC] = "a(sasb)",
+                [UNIT_PROPERTY_U64] = "t",    [UNIT_PROPERTY_STRV] = "as",      [UNIT_PROPERTY_EXEC] = "a(sasas)",
                 [UNIT_PROPERTY_LIST] = "(bas)", [UNIT_PROPERTY_PAIRS] = "a(ss)", [UNIT_PROPERTY_FD] = "h",
         };
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -53,6 +54,7 @@ struct fake {
         /* what it was asked */
         atomic_uint subscribes, starts, stops, kills, unrefs;
         char list_pattern[64], start_unit[128], start_mode[16], exec_path[256], property_names[2048], stopped[512], kill_who[16];
+        char user[64];        /* User= of the last unit started, "" for none */
         char kill_result[32]; /* KillUnit ends the unit with this Result=, if set */
         int kill_signal;
         /* how it behaves */
@@ -108,8 +110,8 @@ static void emit_changes(sd_bus *bus, const char *name) {
         free(path);
 }
 
-/* Reads the a(sv) of properties, noting their names and ExecStart's path, and writes
- * "hello" to a StandardOutputFileDescriptor, as the unit's process would. */
+/* Reads the a(sv) of properties, noting their names, ExecStartEx's path and User=, and
+ * writes "hello" to a StandardOutputFileDescriptor, as the unit's process would. */
 static int read_start_properties(sd_bus_message *m) {
         const char *name, *contents, *path;
         char type;
@@ -120,16 +122,19 @@ static int read_start_properties(sd_bus_message *m) {
                 strncat(F.property_names, name, sizeof F.property_names - strlen(F.property_names) - 2);
                 strcat(F.property_names, " ");
                 sd_bus_message_peek_type(m, &type, &contents);
-                if (strcmp(name, "ExecStart") == 0) {
-                        sd_bus_message_enter_container(m, 'v', "a(sasb)");
-                        sd_bus_message_enter_container(m, 'a', "(sasb)");
-                        sd_bus_message_enter_container(m, 'r', "sasb");
+                if (strcmp(name, "ExecStartEx") == 0) {
+                        sd_bus_message_enter_container(m, 'v', "a(sasas)");
+                        sd_bus_message_enter_container(m, 'a', "(sasas)");
+                        sd_bus_message_enter_container(m, 'r', "sasas");
                         sd_bus_message_read(m, "s", &path);
                         snprintf(F.exec_path, sizeof F.exec_path, "%s", path);
-                        sd_bus_message_skip(m, "asb");
+                        sd_bus_message_skip(m, "asas");
                         sd_bus_message_exit_container(m);
                         sd_bus_message_exit_container(m);
                         sd_bus_message_exit_container(m);
+                } else if (strcmp(name, "User") == 0) {
+                        sd_bus_message_read(m, "v", "s", &path);
+                        snprintf(F.user, sizeof F.user, "%s", path);
                 } else if (strcmp(name, "StandardOutputFileDescriptor") == 0) {
                         int fd;
 
@@ -151,7 +156,7 @@ static int method_start(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         pthread_mutex_lock(&F.lock);
         snprintf(F.start_unit, sizeof F.start_unit, "%s", unit);
         snprintf(F.start_mode, sizeof F.start_mode, "%s", mode);
-        F.property_names[0] = '\0';
+        F.property_names[0] = F.user[0] = '\0';
         read_start_properties(m);
         pthread_mutex_unlock(&F.lock);
         F.starts++;
@@ -887,6 +892,18 @@ Test(bus, launcher_oom_kill) {
         cr_assert_str_eq(F.kill_who, "all");
         cr_assert_eq(F.kill_signal, SIGKILL);
         cr_assert_eq(run_systemd_ops.terminate(&IN), -ESRCH, "ended");
+        finish();
+}
+
+/* Under the system manager a unit runs as the daemon's user, root's included: the manager
+ * sets HOME (and USER, LOGNAME, SHELL) only for a unit with User=, and without it a root
+ * daemon's servers had no HOME at all. */
+Test(bus, launcher_unit_user_is_the_daemons) {
+        struct passwd *pw = getpwuid(geteuid());
+
+        cr_assert_not_null(pw);
+        launch("");
+        cr_assert_str_eq(F.user, pw->pw_name, "User= of a daemon running as %s", pw->pw_name);
         finish();
 }
 

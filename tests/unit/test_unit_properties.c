@@ -11,6 +11,7 @@
 #include "config.h"
 #include "environment.h"
 #include "macro.h"
+#include "settings.h"
 #include "unit-properties.h"
 
 #define HELPER "/usr/libexec/mcpvisor/mcpvisor-exec-credentials"
@@ -162,8 +163,8 @@ Test(unit_properties, defaults_under_the_system_manager) {
         expect_bool("DefaultDependencies", false);
         expect_strv("Conflicts", UNIT_PROPERTY_STRV, (const char *const[]){ "shutdown.target", NULL });
         expect_strv("Before", UNIT_PROPERTY_STRV, (const char *const[]){ "shutdown.target", NULL });
-        cr_assert_str_eq(prop("ExecStart", UNIT_PROPERTY_EXEC)->string, "/usr/bin/npx");
-        expect_strv("ExecStart", UNIT_PROPERTY_EXEC, (const char *const[]){ "npx", "-y", "pkg", NULL });
+        cr_assert_str_eq(prop("ExecStartEx", UNIT_PROPERTY_EXEC)->string, "/usr/bin/npx");
+        expect_strv("ExecStartEx", UNIT_PROPERTY_EXEC, (const char *const[]){ "npx", "-y", "pkg", NULL });
         expect_string("User", "mcpvisor");
         cr_assert_str_eq(env_of("PATH"), "/usr/local/bin:/usr/bin");
         cr_assert_str_eq(env_of("LANG"), "C.UTF-8");
@@ -279,8 +280,8 @@ Test(unit_properties, credentials_through_the_helper) {
         expect_strv("LoadCredential", UNIT_PROPERTY_PAIRS,
                     (const char *const[]){ "gh", "/run/credentials/mcpvisor.service/gh", "api",
                                            "/run/credentials/mcpvisor.service/api", NULL });
-        cr_assert_str_eq(prop("ExecStart", UNIT_PROPERTY_EXEC)->string, HELPER);
-        expect_strv("ExecStart", UNIT_PROPERTY_EXEC,
+        cr_assert_str_eq(prop("ExecStartEx", UNIT_PROPERTY_EXEC)->string, HELPER);
+        expect_strv("ExecStartEx", UNIT_PROPERTY_EXEC,
                     (const char *const[]){ "mcpvisor-exec-credentials", "GITHUB_TOKEN=gh", "AGAIN=gh", "API=api", "--",
                                            "/usr/bin/npx", "-y", "pkg", NULL });
         cr_assert_str_eq(env_of("PLAIN"), "v");
@@ -315,7 +316,7 @@ Test(unit_properties, start_details) {
         expect_absent("StandardErrorFileDescriptor");
         expect_bool("AddRef", true);
         expect_string("WorkingDirectory", "/srv/app");
-        cr_assert_str_eq(prop("ExecStart", UNIT_PROPERTY_EXEC)->string, "/srv/app/bin/server", "ExecStart= takes an absolute path");
+        cr_assert_str_eq(prop("ExecStartEx", UNIT_PROPERTY_EXEC)->string, "/srv/app/bin/server", "ExecStart= takes an absolute path");
         expect_number("TimeoutStopUSec", UNIT_PROPERTY_U64, 1); /* killTimeout 0: SIGKILL at once, never infinity */
 
         unit_properties_done(&U);
@@ -369,7 +370,7 @@ static const struct {
 } systemd_types[] = {
         { "Description", "s" },
         { "Type", "s" },
-        { "ExecStart", "a(sasb)" },
+        { "ExecStartEx", "a(sasas)" },
         { "Environment", "as" },
         { "LoadCredential", "a(ss)" },
         { "WorkingDirectory", "s" },
@@ -386,6 +387,7 @@ static const struct {
         { "StandardInputFileDescriptor", "h" },
         { "StandardOutputFileDescriptor", "h" },
         { "StandardErrorFileDescriptor", "h" },
+        { "StandardOutput", "s" },
         { "User", "s" },
         { "Group", "s" },
         { "DynamicUser", "b" },
@@ -485,8 +487,8 @@ Test(unit_properties, appended_with_systemds_types, .fini = stop_bus) {
 Test(unit_properties, appended_values, .fini = stop_bus) {
         const char *path, *id, *cred_path, *call;
         sd_bus_message *m;
-        char **argv = NULL;
-        int ignore, allow;
+        char **argv = NULL, **flags = NULL;
+        int allow;
 
         build("\"env\":{\"T\":{\"credential\":\"t\"}},\"network\":false", MANAGER_SYSTEM);
         m = start_call();
@@ -499,20 +501,20 @@ Test(unit_properties, appended_values, .fini = stop_bus) {
                 const char *name;
 
                 cr_assert_geq(sd_bus_message_read(m, "s", &name), 0);
-                if (strcmp(name, "ExecStart") == 0) {
-                        cr_assert_gt(sd_bus_message_enter_container(m, 'v', "a(sasb)"), 0);
-                        cr_assert_gt(sd_bus_message_enter_container(m, 'a', "(sasb)"), 0);
-                        cr_assert_gt(sd_bus_message_enter_container(m, 'r', "sasb"), 0);
+                if (strcmp(name, "ExecStartEx") == 0) {
+                        cr_assert_gt(sd_bus_message_enter_container(m, 'v', "a(sasas)"), 0);
+                        cr_assert_gt(sd_bus_message_enter_container(m, 'a', "(sasas)"), 0);
+                        cr_assert_gt(sd_bus_message_enter_container(m, 'r', "sasas"), 0);
                         cr_assert_geq(sd_bus_message_read(m, "s", &path), 0);
                         cr_assert_geq(sd_bus_message_read_strv(m, &argv), 0);
-                        cr_assert_geq(sd_bus_message_read(m, "b", &ignore), 0);
+                        cr_assert_geq(sd_bus_message_read_strv(m, &flags), 0);
                         cr_assert_str_eq(path, HELPER);
                         cr_assert_str_eq(argv[1], "T=t");
                         cr_assert_str_eq(argv[3], "/usr/bin/npx");
-                        cr_assert_not(ignore, "a failure of the command is not ignored");
-                        for (char **a = argv; *a; a++)
-                                free(*a);
-                        free(argv);
+                        cr_assert_str_eq(flags[0], "no-env-expand", "the manager expands no $VAR in argv");
+                        cr_assert_null(flags[1], "a failure of the command is not ignored (no \"ignore-failure\")");
+                        strv_free(argv);
+                        strv_free(flags);
                         cr_assert_geq(sd_bus_message_exit_container(m), 0);
                         cr_assert_geq(sd_bus_message_exit_container(m), 0);
                         cr_assert_geq(sd_bus_message_exit_container(m), 0);
@@ -531,4 +533,99 @@ Test(unit_properties, appended_values, .fini = stop_bus) {
                 cr_assert_geq(sd_bus_message_exit_container(m), 0);
         }
         sd_bus_message_unref(m);
+}
+
+/* args as the exec launcher passes them: the manager would expand ${VAR}, $VAR and $$ in
+ * ExecStart='s arguments (a word that is only $VAR even split in several), so the command
+ * goes as ExecStartEx= with "no-env-expand" and the arguments untouched. */
+Test(unit_properties, args_not_expanded_by_the_manager, .fini = stop_bus) {
+        static const char *const args[] = { "npx", "${HOME}", "$$", "$1", "$HOME", "a $PATH b", "%h", NULL };
+        const char *path;
+        sd_bus_message *m;
+        const char *text = "{\"mcpServers\":{\"s\":{\"command\":\"npx\",\"args\":[\"${HOME}\",\"$$\",\"$1\",\"$HOME\","
+                           "\"a $PATH b\",\"%h\"]}}}";
+        struct unit_input in;
+        char **argv = NULL, **flags = NULL;
+        bool seen = false;
+
+        done();
+        cr_assert_eq(config_parse(text, strlen(text), &C, &P), 0, "%s", text);
+        in = input(config_find_server(&C, "s"), MANAGER_SYSTEM);
+        cr_assert_eq(unit_properties_build(&in, &U, &error), 0, "%s", error ? error : "-");
+        expect_absent("ExecStart");
+        expect_strv("ExecStartEx", UNIT_PROPERTY_EXEC, args);
+        m = start_call();
+        cr_assert_geq(unit_properties_append(&U, m), 0);
+        cr_assert_geq(sd_bus_message_seal(m, 1, 0), 0);
+        cr_assert_geq(sd_bus_message_rewind(m, true), 0);
+        cr_assert_geq(sd_bus_message_skip(m, "ss"), 0);
+        cr_assert_gt(sd_bus_message_enter_container(m, 'a', "(sv)"), 0);
+        while (sd_bus_message_enter_container(m, 'r', "sv") > 0) {
+                const char *name;
+
+                cr_assert_geq(sd_bus_message_read(m, "s", &name), 0);
+                cr_assert_str_neq(name, "ExecStart", "a command the manager would expand");
+                if (strcmp(name, "ExecStartEx") == 0) {
+                        cr_assert_gt(sd_bus_message_enter_container(m, 'v', "a(sasas)"), 0);
+                        cr_assert_gt(sd_bus_message_enter_container(m, 'a', "(sasas)"), 0);
+                        cr_assert_gt(sd_bus_message_enter_container(m, 'r', "sasas"), 0);
+                        cr_assert_geq(sd_bus_message_read(m, "s", &path), 0);
+                        cr_assert_geq(sd_bus_message_read_strv(m, &argv), 0);
+                        cr_assert_geq(sd_bus_message_read_strv(m, &flags), 0);
+                        cr_assert_str_eq(path, "/usr/bin/npx");
+                        for (size_t i = 0; args[i]; i++)
+                                cr_assert_str_eq(argv[i], args[i], "argv[%zu]", i);
+                        cr_assert_str_eq(flags[0], "no-env-expand");
+                        cr_assert_null(flags[1]);
+                        strv_free(argv);
+                        strv_free(flags);
+                        seen = true;
+                        cr_assert_geq(sd_bus_message_exit_container(m), 0);
+                        cr_assert_geq(sd_bus_message_exit_container(m), 0);
+                        cr_assert_geq(sd_bus_message_exit_container(m), 0);
+                } else
+                        cr_assert_geq(sd_bus_message_skip(m, "v"), 0);
+                cr_assert_geq(sd_bus_message_exit_container(m), 0);
+        }
+        cr_assert(seen);
+        sd_bus_message_unref(m);
+}
+
+/* The oneshot that registers a server's OOM watch for a daemon under ProtectControlGroups=yes:
+ * named after the server's unit, the watch's eventfd as stdin and memory.oom_control as
+ * stderr, "0 2" written by the shell to the path given as its $1 (never the manager's). */
+Test(unit_properties, oom_registrar, .fini = stop_bus) {
+        static const char *const argv[] = { "sh", "-c", "printf '0 2' >\"$1\"", "sh",
+                                            "/sys/fs/cgroup/memory/mcpvisor.slice/mcpvisor-s@1-2.service/cgroup.event_control",
+                                            NULL };
+        sd_bus_message *m;
+
+        cr_assert_eq(unit_properties_build_oom_registrar("mcpvisor-s@1-2.service", argv[4], 7, 8, &U), 0);
+        cr_assert_str_eq(U.unit, "mcpvisor-s@1-2-oom.service");
+        expect_string("Type", "oneshot");
+        expect_string("Slice", "mcpvisor.slice");
+        expect_string("CollectMode", "inactive-or-failed");
+        expect_string("StandardOutput", "null");
+        expect_bool("DefaultDependencies", false);
+        expect_bool("NoNewPrivileges", true);
+        expect_number("CapabilityBoundingSet", UNIT_PROPERTY_U64, 0);
+        expect_absent("User");
+        cr_assert_str_eq(prop("ExecStartEx", UNIT_PROPERTY_EXEC)->string, "/bin/sh");
+        expect_strv("ExecStartEx", UNIT_PROPERTY_EXEC, argv);
+        cr_assert_eq(prop("StandardInputFileDescriptor", UNIT_PROPERTY_FD)->fd, 7);
+        cr_assert_eq(prop("StandardErrorFileDescriptor", UNIT_PROPERTY_FD)->fd, 8);
+        expect_absent("StandardOutputFileDescriptor");
+        unit_properties_done(&U);
+        cr_assert_eq(unit_properties_build_oom_registrar("mcpvisor-s@1-2.service", argv[4], STDERR_FILENO, STDERR_FILENO, &U), 0);
+        m = start_call();
+        cr_assert_geq(unit_properties_append(&U, m), 0);
+        cr_assert_geq(sd_bus_message_append(m, "a(sa(sv))", 0), 0);
+        cr_assert_geq(sd_bus_message_seal(m, 1, 0), 0);
+        cr_assert_geq(sd_bus_message_rewind(m, true), 0);
+        cr_assert_geq(sd_bus_message_skip(m, "ss"), 0);
+        check_array(m);
+        sd_bus_message_unref(m);
+        unit_properties_done(&U);
+        cr_assert_eq(unit_properties_build_oom_registrar("other.scope", argv[4], 7, 8, &U), -EINVAL);
+        cr_assert_eq(unit_properties_build_oom_registrar("mcpvisor-s@1.service", "relative", 7, 8, &U), -EINVAL);
 }
