@@ -75,8 +75,9 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
         }
         e = client_access_find(c, kind, name, &verdict);
         if (!e) {
+                /* A server the client may not see is answered as one that does not exist. */
                 s = server_by_prefix(c->daemon, name);
-                if (s && !server_serving(s)) {
+                if (s && !server_serving(s) && client_sees_server(c, s)) {
                         reply_not_serving(c, m, s);
                         return;
                 }

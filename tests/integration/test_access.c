@@ -895,6 +895,52 @@ Test(access, list_changes_of_a_denied_server_do_not_reach) {
         close_and_stop(root, other);
 }
 
+/* ---- every message to a server passes the same decision ---- */
+
+/* initialize's instructions come only from the servers the client may see. */
+Test(access, instructions_of_visible_servers_only) {
+        struct h_client *other, *root;
+        json_object *r;
+
+        start_secret_denied("\"--instructions\",\"Pub helps.\"", "\"--instructions\",\"Secret knows.\"", &root, &other);
+        h_client_close(other);
+        other = client_of(connect_as(OTHER_UID, OTHER_UID));
+        r = initialize(other, NULL);
+        cr_assert_str_eq(h_str(r, "result.instructions"), "## pub\nPub helps.\n", "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(root);
+        root = client_of(h_connect(D.sock, H_TIMEOUT_MS));
+        r = initialize(root, NULL);
+        cr_assert(strstr(h_str(r, "result.instructions"), "## secret\nSecret knows."), "%s", h_json_text(r));
+        json_object_put(r);
+        close_and_stop(root, other);
+}
+
+/* A name under the prefix of a server the client may not see, not ready, is answered exactly
+ * as a name of no server: neither its state nor its cause is told. */
+Test(access, denied_server_answered_as_none) {
+        struct h_client *root, *other;
+        json_object *r, *none;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "\"disabled\":true", "");
+        start_shared(1, SECRET_DENIED);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        none = h_client_tool_call(other, "96", "nosuch__echo", "{}");
+        cr_assert_str_eq(h_str(none, "error.message"), "Unknown tool: nosuch__echo", "%s", h_json_text(none));
+        r = h_client_tool_call(other, "96", "secret__echo", "{}");
+        cr_assert(h_error_code(r) == h_error_code(none) && strcmp(h_str(r, "error.message"), "Unknown tool: secret__echo") == 0 &&
+                          !h_get(r, "error.data"),
+                  "uid 4242 was told more of secret: %s", h_json_text(r));
+        json_object_put(r);
+        json_object_put(none);
+        r = h_client_tool_call(root, "97", "secret__echo", "{}");
+        cr_assert(strstr(h_str(r, "error.message"), "server 'secret' is not ready"), "root: %s", h_json_text(r));
+        json_object_put(r);
+        close_and_stop(root, other);
+}
+
 /* ---- reloads changing rules and filters under load ---- */
 
 /* Clients of four uids keep calls in flight (pipelined, some slow) to servers a and b while
