@@ -897,6 +897,52 @@ Test(access, list_changes_of_a_denied_server_do_not_reach) {
 
 /* ---- every message to a server passes the same decision ---- */
 
+/* A method the daemon does not know (a request and a notification of a vendor's) reaches the
+ * one configured server only as its own rule allows: uid 4242, denied it, is refused the
+ * request as permission denied and its notification is dropped, both audited; a profile
+ * that leaves the server out answers the request as if no server took it; root reaches
+ * the server with both. */
+Test(access, unknown_methods_pass_the_access_decision) {
+        struct h_client *root, *other, *narrow;
+        json_object *r;
+
+        add_demo("secret", "", "");
+        set_settings("\"socketMode\":\"0666\",\"profiles\":{\"elsewhere\":{\"servers\":[\"nothing\"]}},"
+                     "\"access\":{\"rules\":[{\"users\":[\"4242\"],\"servers\":[\"secret\"],\"action\":\"deny\"}]}");
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(1);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        narrow = open_as(THIRD_UID, "elsewhere");
+
+        h_send(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x-vendor\",\"params\":{\"from\":\"other\"}}\n");
+        r = h_client_call(other, "90", "tasks/list", "{}");
+        cr_assert(h_error_code(r) == -32601 && strstr(h_str(r, "error.message"), "permission denied: method 'tasks/list'"),
+                  "uid 4242 was not refused: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(narrow, "91", "tasks/list", "{}");
+        cr_assert(h_error_code(r) == -32601 && strcmp(h_str(r, "error.message"), "Method not found: tasks/list") == 0,
+                  "a profile without the server: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "audit: uid 4242 pid", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "notifications/x-vendor: denied", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "tasks/list: denied", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, sf("audit: uid %u pid", THIRD_UID), H_TIMEOUT_MS));
+
+        h_send(root->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x-vendor\",\"params\":{\"from\":\"root\"}}\n");
+        r = h_client_call(root, "92", "tasks/list", "{}");
+        cr_assert_eq(h_error_code(r), -32601, "%s", h_json_text(r)); /* the demo server does not know it either */
+        cr_assert_str_eq(h_str(r, "error.message"), "Method not found", "not the server's answer: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "secret: notification notifications/x-vendor {\"from\":\"root\"}", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "secret: unknown request tasks/list", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "secret: unknown request tasks/list"), 1, "a refused request reached the server");
+        cr_assert_eq(h_log_count(&D, "{\"from\":\"other\"}"), 0, "uid 4242's notification reached the server");
+        h_client_close(narrow);
+        close_and_stop(root, other);
+}
+
 /* initialize's instructions come only from the servers the client may see. */
 Test(access, instructions_of_visible_servers_only) {
         struct h_client *other, *root;
