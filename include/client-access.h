@@ -49,8 +49,13 @@ enum access_verdict client_access_entry(struct client *c, enum catalog_kind kind
  * *verdict is ACCESS_ALLOW or ACCESS_DENY. */
 const struct registry_entry *client_access_find(struct client *c, enum catalog_kind kind, const char *key,
                                                 enum access_verdict *verdict);
-/* The same for a URI: the resource that lists it, else the best matching template. */
+/* The same for a URI: the resource that lists it, else the best matching template. A URI
+ * read through a template is judged twice, as the template and as the URI itself (the
+ * worse verdict holds): a rule on one URI holds whichever way it is reached. */
 const struct registry_entry *client_access_find_uri(struct client *c, const char *uri, enum access_verdict *verdict);
+/* The verdict of the rules and c's profile on uri as a resource of s, whether or not s
+ * lists it now. */
+enum access_verdict client_access_uri(struct client *c, const struct server *s, const char *uri);
 /* Whether c may hear from s at all: its notifications and requests. */
 bool client_sees_server(struct client *c, const struct server *s);
 

@@ -108,10 +108,27 @@ static enum access_verdict decide(struct client *c, const struct view *w, const 
         return w->full ? ACCESS_ALLOW : access_decide_class(&c->daemon->config.access, &w->class, t).verdict;
 }
 
+enum access_verdict client_access_uri(struct client *c, const struct server *s, const char *uri) {
+        struct view *w = client_view(c);
+
+        return w ? decide(c, w, &(struct access_target){ ACCESS_RESOURCE, s->config->name, uri }) : ACCESS_NOT_FOUND;
+}
+
 const struct registry_entry *client_access_find_uri(struct client *c, const char *uri, enum access_verdict *verdict) {
         const struct registry_entry *e = client_access_find(c, CATALOG_RESOURCES, uri, verdict);
+        enum access_verdict v;
 
-        return e ? e : known(c, CATALOG_TEMPLATES, registry_match_template(&c->daemon->registry, uri), verdict);
+        if (e)
+                return e;
+        e = known(c, CATALOG_TEMPLATES, registry_match_template(&c->daemon->registry, uri), verdict);
+        if (!e)
+                return NULL;
+        /* The template's verdict is on its uriTemplate; what is read is the URI. Not found
+         * outweighs denied, which outweighs allowed (the enum's order). */
+        v = client_access_uri(c, e->server, uri);
+        if (v > *verdict)
+                *verdict = v;
+        return *verdict == ACCESS_NOT_FOUND ? NULL : e;
 }
 
 bool client_sees_server(struct client *c, const struct server *s) {

@@ -943,6 +943,43 @@ Test(access, unknown_methods_pass_the_access_decision) {
         close_and_stop(root, other);
 }
 
+/* A rule on one URI holds however it is reached: through the template that matches it, by
+ * resources/read, completion/complete and resources/subscribe alike, while the template's
+ * other URIs stay readable. */
+Test(access, resource_rule_holds_through_templates) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "\"--subscribe\"");
+        start_shared(1, "\"access\":{\"rules\":[{\"users\":[\"4242\"],\"resources\":[\"demo://item/42\"],\"action\":\"deny\"}]}");
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        static const struct {
+                const char *method, *params;
+                int code;
+        } calls[] = {
+                { "resources/read", "{\"uri\":\"demo://item/42\"}", -32002 },
+                { "completion/complete", "{\"ref\":{\"type\":\"ref/resource\",\"uri\":\"demo://item/42\"},"
+                                         "\"argument\":{\"name\":\"id\",\"value\":\"4\"}}", -32602 },
+                { "resources/subscribe", "{\"uri\":\"demo://item/42\"}", -32602 },
+        };
+        for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+                r = h_client_call(other, "93", calls[i].method, calls[i].params);
+                cr_assert(h_error_code(r) == calls[i].code &&
+                                  strstr(h_str(r, "error.message"), "permission denied: resource 'demo://item/42'"),
+                          "%s: %s", calls[i].method, h_json_text(r));
+                json_object_put(r);
+        }
+        r = h_client_call(other, "94", "resources/read", "{\"uri\":\"demo://item/7\"}");
+        cr_assert_not_null(h_get(r, "result"), "another URI of the template: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(root, "95", "resources/read", "{\"uri\":\"demo://item/42\"}");
+        cr_assert_not_null(h_get(r, "result"), "root: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "resources/read demo://item/42: denied", H_TIMEOUT_MS));
+        close_and_stop(root, other);
+}
+
 /* initialize's instructions come only from the servers the client may see. */
 Test(access, instructions_of_visible_servers_only) {
         struct h_client *other, *root;
