@@ -85,6 +85,11 @@ bool client_access_pass(struct client *c, const struct server *s, const struct j
 /* Sends notification m of c to s if client_access_pass() lets it (ACCESS_ABOUT_SERVER):
  * how a client's notification reaches a server. */
 void client_access_notify(struct client *c, struct server *s, const struct jsonrpc_msg *m);
+/* c's principal or profile may have changed: computes its class anew and drops what it
+ * holds that its new view refuses (resource subscriptions). A reload calls it for every
+ * client. */
+void client_access_redecide(struct client *c);
+
 /* Answers request id of c, for method on target (what: "tool", "prompt", "resource") of
  * server, with the permission denied error (code: the one an unknown target of that kind
  * gets), and audits the denial. */

@@ -11,6 +11,7 @@
 #include "client.h"
 #include "daemon.h"
 #include "jsonrpc.h"
+#include "subscriptions.h"
 #include "view.h"
 
 /* -32002 is "resource not found" from 2024-11-05 to 2025-11-25. */
@@ -57,17 +58,21 @@ int client_access_choose(struct client *c, const char *profile) {
         return compute_class(c);
 }
 
+void client_access_redecide(struct client *c) {
+        /* A profile the new policy lacks narrows to nothing (access.h). */
+        if (c->access.ready && compute_class(c) < 0)
+                client_log(c, LOG_WARNING, "out of memory computing its access class; kept the old one");
+        c->access.view = NULL;
+        subscriptions_client_redecide(c->daemon, c);
+}
+
 void client_access_policy_changed(struct daemon *d) {
         views_invalidate(&d->views, &d->config.access);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++) {
                 struct client *c;
 
-                TAILQ_FOREACH(c, &d->clients[s], entry) {
-                        /* A profile the new policy lacks narrows to nothing (access.h). */
-                        if (c->access.ready && compute_class(c) < 0)
-                                client_log(c, LOG_WARNING, "out of memory computing its access class; kept the old one");
-                        c->access.view = NULL;
-                }
+                TAILQ_FOREACH(c, &d->clients[s], entry)
+                        client_access_redecide(c);
         }
 }
 

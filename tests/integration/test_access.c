@@ -1024,6 +1024,54 @@ Test(access, denied_server_answered_as_none) {
         close_and_stop(root, other);
 }
 
+/* Subscriptions are decided per client: a profile that hides a resource cannot join another
+ * client's subscription to it; and a reload that denies one resource to a subscriber ends
+ * its hold (its updates stop), the other's going on. */
+Test(access, subscriptions_decided_per_client) {
+        struct h_client *root, *other, *narrow;
+        json_object *r;
+
+        add_demo("pub", "", "\"--subscribe\"");
+        set_settings("\"socketMode\":\"0666\",\"profiles\":{\"items\":{\"resources\":[\"demo://item/*\"]}},\"access\":{}");
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(1);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        narrow = open_as(THIRD_UID, "items");
+        for (int i = 0; i < 2; i++) {
+                struct h_client *x = i ? other : root;
+
+                r = h_client_call(x, "98", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+                cr_assert_not_null(h_get(r, "result"), "subscribe: %s", h_json_text(r));
+                json_object_put(r);
+        }
+        r = h_client_call(narrow, "99", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+        cr_assert(h_error_code(r) == -32602 && strstr(h_str(r, "error.message"), "no ready server lists this resource"),
+                  "a profile without the resource joined: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_take(other, h_is_method, UPDATED, H_TIMEOUT_MS);
+        cr_assert_not_null(r, "uid 4242 got no update while allowed");
+        json_object_put(r);
+
+        reload_with("\"access\":{\"rules\":[{\"users\":[\"4242\"],\"resources\":[\"demo://readme\"],\"action\":\"deny\"}]}");
+        cr_assert(h_log_wait(&D, "its subscription to demo://readme ended", H_TIMEOUT_MS));
+        flush(other);
+        h_inbox_drop(other, h_is_method, UPDATED);
+        h_inbox_drop(root, h_is_method, UPDATED);
+        for (int i = 0; i < 2; i++) {
+                r = h_take(root, h_is_method, UPDATED, H_TIMEOUT_MS);
+                cr_assert_not_null(r, "root got no update after the reload (%d)", i);
+                json_object_put(r);
+        }
+        flush(other);
+        flush(narrow);
+        cr_assert_eq(h_inbox_drop(other, h_is_method, UPDATED), 0, "uid 4242 got updates of a resource denied it");
+        cr_assert_eq(h_inbox_drop(narrow, h_is_method, UPDATED), 0, "a profile without the resource got its updates");
+        h_client_close(narrow);
+        close_and_stop(root, other);
+}
+
 /* ---- reloads changing rules and filters under load ---- */
 
 /* Clients of four uids keep calls in flight (pipelined, some slow) to servers a and b while
