@@ -943,6 +943,34 @@ Test(access, unknown_methods_pass_the_access_decision) {
         close_and_stop(root, other);
 }
 
+/* An answer to a server's request passes the same decision: uid 4242 is asked for sampling
+ * by secret while allowed it; a reload then denies it secret, and its answer no longer
+ * reaches the server, which gets an error in its place; the drop is audited. */
+Test(access, answer_to_a_server_request_passes_the_access_decision) {
+        struct h_client *root, *other;
+        json_object *u, *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, "\"access\":{}");
+        root = open_as(0, NULL);
+        other = open_as_with(OTHER_UID, NULL, SAMPLING_CAPS);
+        h_client_tool_request(other, "70", "secret__ask", "{\"method\":\"sampling/createMessage\",\"params\":" SAMPLING "}");
+        u = h_take(other, is_request, "sampling/createMessage", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "uid 4242, whose call asked, was not asked");
+        reload_with(SECRET_DENIED);
+        h_sendf(other->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\","
+                          "\"text\":\"from a denied client\"},\"model\":\"m\"}}\n",
+                h_json_text(h_get(u, "id")));
+        r = h_client_answer(other, "70");
+        cr_assert(!strstr(h_json_text(r), "from a denied client") && strstr(h_json_text(r), "may no longer hear from this server"),
+                  "secret got the answer of a client denied it: %s", h_json_text(r));
+        json_object_put(r);
+        json_object_put(u);
+        cr_assert(h_log_wait(&D, "response: denied", H_TIMEOUT_MS));
+        close_and_stop(root, other);
+}
+
 /* A rule on one URI holds however it is reached: through the template that matches it, by
  * resources/read, completion/complete and resources/subscribe alike, while the template's
  * other URIs stay readable. */
