@@ -401,6 +401,9 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         arm_timeout(rt);
 }
 
+/* No access decision here: a client reaches only its own calls, each let through when it
+ * was forwarded, and what the server gets is the daemon's own notifications/cancelled, as
+ * for a timeout or a client gone. */
 void router_cancel(struct router *r, struct client *c, json_object *id, const char *reason) {
         struct route *rt = index_find(r, c, id);
 

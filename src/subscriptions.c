@@ -136,16 +136,16 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
 
         if (!uri)
                 return;
-        /* Decided for this client, whoever else holds a subscription to the URI. */
+        /* Decided for this client, whoever else holds a subscription to the URI, as any
+         * message to the server is. */
         e = client_access_find_uri(c, uri, &verdict);
-        if (e && verdict == ACCESS_DENY) {
-                client_access_deny(c, m->id, m->method, JSONRPC_INVALID_PARAMS, "resource", uri, e->server->config->name);
-                return;
-        }
         if (!e) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: no ready server lists this resource", NULL);
                 return;
         }
+        if (!client_access_pass(c, e->server, m,
+                                &(struct access_ask){ .about = ACCESS_ABOUT_ITEM, .kind = CATALOG_RESOURCES, .key = uri }))
+                return;
         sub = find(d, uri);
         if (sub && sub->server != e->server) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
