@@ -199,12 +199,18 @@ static enum access_verdict pass_verdict(struct client *c, const struct server *s
 /* A request refused by client_access_pass(), answered and audited. */
 static void refuse_request(struct client *c, const struct server *s, const struct jsonrpc_msg *m,
                            const struct access_ask *ask, enum access_verdict v) {
+        int code = strcmp(m->method, "resources/read") == 0 ? RESOURCE_NOT_FOUND : JSONRPC_INVALID_PARAMS;
         char message[256];
 
+        if (ask->about == ACCESS_ABOUT_ITEM && v == ACCESS_DENY) {
+                client_access_deny(c, m->id, m->method, code, kind_word(ask->kind), ask->key, s->config->name);
+                return;
+        }
         if (ask->about == ACCESS_ABOUT_ITEM) {
-                client_access_deny(c, m->id, m->method,
-                                   strcmp(m->method, "resources/read") == 0 ? RESOURCE_NOT_FOUND : JSONRPC_INVALID_PARAMS,
-                                   kind_word(ask->kind), ask->key, s->config->name);
+                /* Not in its world: as a target that does not exist (method-forward.c). */
+                snprintf(message, sizeof message, "Unknown %s: %.200s", kind_word(ask->kind), ask->key);
+                client_reply_error(c, m->id, code, message, NULL);
+                audit_denied(c, m->method, ask->key, s->config->name);
                 return;
         }
         if (v == ACCESS_DENY) {
