@@ -13,6 +13,7 @@
 #include "catalog.h"
 
 struct client;
+struct jsonrpc_msg;
 struct daemon;
 struct registry_entry;
 struct server;
@@ -48,10 +49,46 @@ enum access_verdict client_access_entry(struct client *c, enum catalog_kind kind
  * *verdict is ACCESS_ALLOW or ACCESS_DENY. */
 const struct registry_entry *client_access_find(struct client *c, enum catalog_kind kind, const char *key,
                                                 enum access_verdict *verdict);
-/* The same for a URI: the resource that lists it, else the best matching template. */
+/* The same for a URI: the resource that lists it, else the best matching template. A URI
+ * read through a template is judged twice, as the template and as the URI itself (the
+ * worse verdict holds): a rule on one URI holds whichever way it is reached. */
 const struct registry_entry *client_access_find_uri(struct client *c, const char *uri, enum access_verdict *verdict);
+/* The verdict of the rules and c's profile on uri as a resource of s, whether or not s
+ * lists it now. */
+enum access_verdict client_access_uri(struct client *c, const struct server *s, const char *uri);
 /* Whether c may hear from s at all: its notifications and requests. */
 bool client_sees_server(struct client *c, const struct server *s);
+
+/* What a message from a client to a server is about, for the one decision every such
+ * message passes (client_access_pass()). */
+enum access_about {
+        ACCESS_ABOUT_SERVER,   /* names nothing the rules judge (a method the daemon does not
+                                * know, a vendor notification): the server's own rule decides */
+        ACCESS_ABOUT_ITEM,     /* a call on an item: kind and key (an exposed name, a URI) */
+        ACCESS_ABOUT_ASKED,    /* an answer or progress to a request the server made of this
+                                * client: passes while the client may hear from the server */
+};
+
+struct access_ask {
+        enum access_about about;
+        enum catalog_kind kind;  /* ACCESS_ABOUT_ITEM: CATALOG_TOOLS, _PROMPTS or _RESOURCES (a URI) */
+        const char *key;
+};
+
+/* The door every client message bound for a server goes through (router_forward() for
+ * requests, client_access_notify() for notifications, server-request.c for answers and
+ * progress): whether m of c may reach s, as ask says what it is about. A message refused
+ * is audited as denied, and a request answered: an item refused as permission denied naming
+ * it, a server the client may not use as permission denied naming the method, and one
+ * outside its world (its profile) exactly as a method no server takes. */
+bool client_access_pass(struct client *c, const struct server *s, const struct jsonrpc_msg *m, const struct access_ask *ask);
+/* Sends notification m of c to s if client_access_pass() lets it (ACCESS_ABOUT_SERVER):
+ * how a client's notification reaches a server. */
+void client_access_notify(struct client *c, struct server *s, const struct jsonrpc_msg *m);
+/* c's principal or profile may have changed: computes its class anew and drops what it
+ * holds that its new view refuses (resource subscriptions). A reload calls it for every
+ * client. */
+void client_access_redecide(struct client *c);
 
 /* Answers request id of c, for method on target (what: "tool", "prompt", "resource") of
  * server, with the permission denied error (code: the one an unknown target of that kind

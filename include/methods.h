@@ -63,11 +63,18 @@ extern const struct method notification_mcpvisor_profile;
 bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional);
 
 /* Forwards request m to server s with params (consumed; NULL for none), or answers at once
- * why s cannot take it (method-forward.c). */
-void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, json_object *params);
+ * why s cannot take it (method-forward.c). ask says what the request is about, for the
+ * access decision every message to a server passes (client_access_pass()): a method that
+ * names no tool, prompt or URI is ACCESS_ABOUT_SERVER, decided by the server's own rule. A
+ * method reaches a server this way (requests) or through client_access_notify()
+ * (notifications), never through child.h itself. */
+struct access_ask;
+void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
+                    json_object *params);
 
 /* Methods the daemon does not know (method-passthrough.c): they go to the server when
- * exactly one is configured, the only case where their route is clear. */
+ * exactly one is configured, the only case where their route is clear, as its own rule
+ * allows. */
 void method_passthrough_request(struct client *c, struct jsonrpc_msg *m);
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m);
 

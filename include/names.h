@@ -1,6 +1,7 @@
 /* The name scheme of tools and prompts exposed to clients: server S's tool "search"
  * appears as "S__search" (the separator is configurable; a per-server prefix replaces S, and
- * an empty prefix exposes the name as it is). Prefixed by default even with one server, so
+ * an empty prefix exposes the name as it is, unless it begins with another server's prefix
+ * and the separator: the registry keeps such names for that server). Prefixed by default even with one server, so
  * adding a server never renames a tool.
  *
  * Exposed names keep to the MCP tool-name rules: 1-128 characters of A-Z a-z 0-9 _ - .

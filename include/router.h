@@ -32,6 +32,7 @@ struct logger;
 struct event_base;
 struct event;
 struct jsonrpc_msg;
+struct access_ask;
 
 struct route {
         TAILQ_ENTRY(route) by_router;   /* live, or lost (awaiting its error) */
@@ -50,7 +51,8 @@ struct route {
         char method[48];
         struct event *timer;            /* requestTimeout */
         uint64_t deadline;              /* usec, monotonic: when requestTimeout ends, as last armed */
-        char *target;                   /* a call's tool, prompt or URI, for the audit; NULL: not a call */
+        char *target;                   /* a call's tool, prompt or URI, for the audit; NULL: none */
+        bool audit_pending;             /* its end not audited yet */
         uint64_t started;               /* usec, monotonic: when it was forwarded */
         bool lost;
         bool abandoned;                 /* given up, and may still run at the server */
@@ -74,10 +76,12 @@ void router_set_audit(struct router *r, const int *mode);
 /* For the daemon's end, after its clients and servers are freed: frees the calls they gave up. */
 void router_done(struct router *r);
 
-/* Forwards request m of client c to server s as method with params (consumed; its
- * _meta.progressToken is rewritten here). Answers the client itself on failure. */
-void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
-                    json_object *params);
+/* Forwards request m of client c to server s with params (consumed; its
+ * _meta.progressToken is rewritten here), once client_access_pass() lets it, ask saying what
+ * it is about: every request a client makes of a server comes this way. Answers the client
+ * itself on refusal and failure. */
+void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s,
+                    const struct access_ask *ask, json_object *params);
 
 /* The client cancelled request id. Silently ignored when unknown or already answered. */
 void router_cancel(struct router *r, struct client *c, json_object *id, const char *reason);

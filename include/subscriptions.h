@@ -1,6 +1,7 @@
 /* resources/subscribe across clients: each URI is subscribed at its server once, while
  * any client wants it; notifications/resources/updated goes only to the clients that
- * subscribed. A restarted server is subscribed again when it is ready. */
+ * subscribed and may still read it. Each client's subscription is decided for it (joining
+ * another client's takes the same decision as starting one), and again at a reload. A restarted server is subscribed again when it is ready. */
 #pragma once
 
 #include <stddef.h>
@@ -32,6 +33,9 @@ struct subscription {
 TAILQ_HEAD(subscription_list, subscription);
 
 void subscriptions_done(struct daemon *d);
+/* c's access was decided anew (a reload): drops its holds on the URIs it may no longer
+ * read; a subscription no client holds is ended at its server. */
+void subscriptions_client_redecide(struct daemon *d, struct client *c);
 /* Drops the client from the subscriptions it holds (c->subscriptions), and only those. */
 void subscriptions_client_gone(struct daemon *d, struct client *c);
 /* A server is about to be freed: its subscriptions end (clients get no more updates). */

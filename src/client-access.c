@@ -7,9 +7,15 @@
 #include <string.h>
 
 #include "audit.h"
+#include "child.h"
 #include "client.h"
 #include "daemon.h"
+#include "jsonrpc.h"
+#include "subscriptions.h"
 #include "view.h"
+
+/* -32002 is "resource not found" from 2024-11-05 to 2025-11-25. */
+#define RESOURCE_NOT_FOUND (-32002)
 
 void client_access_done(struct client_access *a) {
         access_class_done(&a->class);
@@ -52,17 +58,21 @@ int client_access_choose(struct client *c, const char *profile) {
         return compute_class(c);
 }
 
+void client_access_redecide(struct client *c) {
+        /* A profile the new policy lacks narrows to nothing (access.h). */
+        if (c->access.ready && compute_class(c) < 0)
+                client_log(c, LOG_WARNING, "out of memory computing its access class; kept the old one");
+        c->access.view = NULL;
+        subscriptions_client_redecide(c->daemon, c);
+}
+
 void client_access_policy_changed(struct daemon *d) {
         views_invalidate(&d->views, &d->config.access);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++) {
                 struct client *c;
 
-                TAILQ_FOREACH(c, &d->clients[s], entry) {
-                        /* A profile the new policy lacks narrows to nothing (access.h). */
-                        if (c->access.ready && compute_class(c) < 0)
-                                client_log(c, LOG_WARNING, "out of memory computing its access class; kept the old one");
-                        c->access.view = NULL;
-                }
+                TAILQ_FOREACH(c, &d->clients[s], entry)
+                        client_access_redecide(c);
         }
 }
 
@@ -98,10 +108,32 @@ const struct registry_entry *client_access_find(struct client *c, enum catalog_k
         return known(c, kind, registry_find(&c->daemon->registry, kind, key), verdict);
 }
 
+/* The verdict on t for c's view w, out of the rules and the profile. */
+static enum access_verdict decide(struct client *c, const struct view *w, const struct access_target *t) {
+        return w->full ? ACCESS_ALLOW : access_decide_class(&c->daemon->config.access, &w->class, t).verdict;
+}
+
+enum access_verdict client_access_uri(struct client *c, const struct server *s, const char *uri) {
+        struct view *w = client_view(c);
+
+        return w ? decide(c, w, &(struct access_target){ ACCESS_RESOURCE, s->config->name, uri }) : ACCESS_NOT_FOUND;
+}
+
 const struct registry_entry *client_access_find_uri(struct client *c, const char *uri, enum access_verdict *verdict) {
         const struct registry_entry *e = client_access_find(c, CATALOG_RESOURCES, uri, verdict);
+        enum access_verdict v;
 
-        return e ? e : known(c, CATALOG_TEMPLATES, registry_match_template(&c->daemon->registry, uri), verdict);
+        if (e)
+                return e;
+        e = known(c, CATALOG_TEMPLATES, registry_match_template(&c->daemon->registry, uri), verdict);
+        if (!e)
+                return NULL;
+        /* The template's verdict is on its uriTemplate; what is read is the URI. Not found
+         * outweighs denied, which outweighs allowed (the enum's order). */
+        v = client_access_uri(c, e->server, uri);
+        if (v > *verdict)
+                *verdict = v;
+        return *verdict == ACCESS_NOT_FOUND ? NULL : e;
 }
 
 bool client_sees_server(struct client *c, const struct server *s) {
@@ -124,4 +156,97 @@ void client_access_deny(struct client *c, json_object *id, const char *method, i
         audit_emit(&d->log, d->config.audit,
                    &(struct audit_record){ .client = c->id, .uid = who.uid, .pid = client_principal(c)->pid, .server = server,
                                            .method = method, .target = target, .outcome = AUDIT_DENIED });
+}
+
+/* A denial with no request to answer (a notification, an answer), recorded as
+ * client_access_deny() records one. */
+static void audit_denied(struct client *c, const char *method, const char *target, const char *server) {
+        struct daemon *d = c->daemon;
+        struct access_who who;
+
+        client_access_who(c, &who);
+        audit_emit(&d->log, d->config.audit,
+                   &(struct audit_record){ .client = c->id, .uid = who.uid, .pid = client_principal(c)->pid, .server = server,
+                                           .method = method, .target = target, .outcome = AUDIT_DENIED });
+}
+
+static const char *kind_word(enum catalog_kind kind) {
+        return kind == CATALOG_TOOLS ? "tool" : kind == CATALOG_PROMPTS ? "prompt" : "resource";
+}
+
+/* The verdict on ask of m for c toward s. */
+static enum access_verdict pass_verdict(struct client *c, const struct server *s, const struct access_ask *ask) {
+        struct view *w = client_view(c);
+        const struct registry_entry *e;
+        enum access_verdict v = ACCESS_NOT_FOUND;
+
+        if (!w)
+                return ACCESS_DENY; /* out of memory: refuse */
+        switch (ask->about) {
+        case ACCESS_ABOUT_SERVER:
+                return decide(c, w, &(struct access_target){ ACCESS_SERVER, s->config->name, NULL });
+        case ACCESS_ABOUT_ITEM:
+                e = ask->kind == CATALOG_RESOURCES ? client_access_find_uri(c, ask->key, &v)
+                                                   : client_access_find(c, ask->kind, ask->key, &v);
+                /* An item of another server is none of this one's: the caller routed wrong. */
+                return e && e->server != s ? ACCESS_DENY : v;
+        case ACCESS_ABOUT_ASKED:
+                return client_sees_server(c, s) ? ACCESS_ALLOW : ACCESS_DENY;
+        }
+        return ACCESS_DENY;
+}
+
+/* A request refused by client_access_pass(), answered and audited. */
+static void refuse_request(struct client *c, const struct server *s, const struct jsonrpc_msg *m,
+                           const struct access_ask *ask, enum access_verdict v) {
+        int code = strcmp(m->method, "resources/read") == 0 ? RESOURCE_NOT_FOUND : JSONRPC_INVALID_PARAMS;
+        char message[256];
+
+        if (ask->about == ACCESS_ABOUT_ITEM && v == ACCESS_DENY) {
+                client_access_deny(c, m->id, m->method, code, kind_word(ask->kind), ask->key, s->config->name);
+                return;
+        }
+        if (ask->about == ACCESS_ABOUT_ITEM) {
+                /* Not in its world: as a target that does not exist (method-forward.c). */
+                snprintf(message, sizeof message, "Unknown %s: %.200s", kind_word(ask->kind), ask->key);
+                client_reply_error(c, m->id, code, message, NULL);
+                audit_denied(c, m->method, ask->key, s->config->name);
+                return;
+        }
+        if (v == ACCESS_DENY) {
+                json_object *data = json_object_new_object();
+
+                snprintf(message, sizeof message, "permission denied: method '%.200s'", m->method);
+                json_object_object_add(data, "method", json_object_new_string(m->method));
+                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, message, data);
+        } else {
+                /* Outside its world: what a method no server takes gets (method-passthrough.c). */
+                snprintf(message, sizeof message, "Method not found: %.200s", m->method);
+                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, message, NULL);
+        }
+        audit_denied(c, m->method, NULL, s->config->name);
+}
+
+bool client_access_pass(struct client *c, const struct server *s, const struct jsonrpc_msg *m, const struct access_ask *ask) {
+        enum access_verdict v = pass_verdict(c, s, ask);
+
+        if (v == ACCESS_ALLOW)
+                return true;
+        if (m->kind == JSONRPC_REQUEST) {
+                refuse_request(c, s, m, ask, v);
+                return false;
+        }
+        client_log(c, LOG_DEBUG, "dropped its %s %s to server '%s': %s", m->kind == JSONRPC_NOTIFICATION ? "notification" : "answer",
+                   m->method ? m->method : "", s->config->name, access_verdict_to_string(v));
+        audit_denied(c, m->method ? m->method : "response", ask->about == ACCESS_ABOUT_ITEM ? ask->key : NULL, s->config->name);
+        return false;
+}
+
+void client_access_notify(struct client *c, struct server *s, const struct jsonrpc_msg *m) {
+        if (!server_serving(s)) {
+                client_log(c, LOG_DEBUG, "ignoring notification %s (server '%s' is not ready)", m->method, s->config->name);
+                return;
+        }
+        if (client_access_pass(c, s, m, &(struct access_ask){ .about = ACCESS_ABOUT_SERVER }))
+                (void)child_send(server_child(s), json_object_get(m->root));
 }

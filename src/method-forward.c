@@ -9,7 +9,7 @@
 #include "jsonrpc.h"
 #include "methods.h"
 
-/* -32002 is "resource not found" from 2024-11-05 to 2025-11-25. */
+/* -32002 is "resource not found" from 2024-11-05 to 2025-11-25 (also client-access.c). */
 #define RESOURCE_NOT_FOUND (-32002)
 
 /* The server whose prefix an exposed name carries, for a server that is not listed now. */
@@ -48,13 +48,21 @@ static const char *string_param(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
-void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, json_object *params) {
+void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
+                    json_object *params) {
         if (!server_serving(s)) {
+                /* Its state is told only to whom the request would have been let through. */
                 json_object_put(params);
-                reply_not_serving(c, m, s);
+                if (client_access_pass(c, s, m, ask))
+                        reply_not_serving(c, m, s);
                 return;
         }
-        router_forward(&c->daemon->router, c, m, s, m->method, params);
+        router_forward(&c->daemon->router, c, m, s, ask, params);
+}
+
+static void send_item(struct client *c, struct jsonrpc_msg *m, const struct registry_entry *e, enum catalog_kind kind,
+                      const char *key, json_object *params) {
+        method_send_to(c, m, e->server, &(struct access_ask){ .about = ACCESS_ABOUT_ITEM, .kind = kind, .key = key }, params);
 }
 
 /* tools/call and prompts/get: the exposed name is swapped for the server's own. */
@@ -75,8 +83,9 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
         }
         e = client_access_find(c, kind, name, &verdict);
         if (!e) {
+                /* A server the client may not see is answered as one that does not exist. */
                 s = server_by_prefix(c->daemon, name);
-                if (s && !server_serving(s)) {
+                if (s && !server_serving(s) && client_sees_server(c, s)) {
                         reply_not_serving(c, m, s);
                         return;
                 }
@@ -89,7 +98,7 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
                 return;
         }
         params = jsonrpc_copy_with(m->params, "name", json_object_new_string(e->name));
-        method_send_to(c, m, e->server, params);
+        send_item(c, m, e, kind, name, params);
 }
 
 static void tools_call(struct client *c, struct jsonrpc_msg *m) {
@@ -108,8 +117,8 @@ static void reply_no_resource(struct client *c, struct jsonrpc_msg *m, const cha
                            data);
 }
 
-/* The server that may serve uri to c, or NULL when c has been answered. */
-static struct server *server_of_uri(struct client *c, struct jsonrpc_msg *m, const char *uri) {
+/* The entry that may serve uri to c, or NULL when c has been answered. */
+static const struct registry_entry *entry_of_uri(struct client *c, struct jsonrpc_msg *m, const char *uri) {
         enum access_verdict verdict;
         const struct registry_entry *e = client_access_find_uri(c, uri, &verdict);
 
@@ -121,12 +130,12 @@ static struct server *server_of_uri(struct client *c, struct jsonrpc_msg *m, con
                 client_access_deny(c, m->id, m->method, RESOURCE_NOT_FOUND, "resource", uri, e->server->config->name);
                 return NULL;
         }
-        return e->server;
+        return e;
 }
 
 static void resources_read(struct client *c, struct jsonrpc_msg *m) {
+        const struct registry_entry *e;
         const char *uri;
-        struct server *s;
 
         if (!method_params_object(c, m, false))
                 return;
@@ -135,9 +144,9 @@ static void resources_read(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"uri\" (a string) is required", NULL);
                 return;
         }
-        s = server_of_uri(c, m, uri);
-        if (s)
-                method_send_to(c, m, s, json_object_get(m->params));
+        e = entry_of_uri(c, m, uri);
+        if (e)
+                send_item(c, m, e, CATALOG_RESOURCES, uri, json_object_get(m->params));
 }
 
 /* completion/complete: a prompt ref by its exposed name (renamed on the way), a resource
@@ -161,7 +170,7 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
                 e = client_access_find(c, CATALOG_PROMPTS, key, &verdict);
         else if (strcmp(type, "ref/resource") == 0 && (e = client_access_find_uri(c, key, &verdict)) &&
                  verdict == ACCESS_ALLOW) {
-                method_send_to(c, m, e->server, json_object_get(m->params));
+                send_item(c, m, e, CATALOG_RESOURCES, key, json_object_get(m->params));
                 return;
         }
         if (e && verdict == ACCESS_DENY) {
@@ -175,7 +184,7 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
         }
         newref = jsonrpc_copy_with(ref, "name", json_object_new_string(e->name));
         params = jsonrpc_copy_with(m->params, "ref", newref);
-        method_send_to(c, m, e->server, params);
+        send_item(c, m, e, CATALOG_PROMPTS, key, params);
 }
 
 const struct method method_tools_call = { .name = "tools/call", .flags = METHOD_MCP, .handle = tools_call };

@@ -47,15 +47,18 @@ static json_object *capabilities(void) {
         return caps;
 }
 
-/* Each ready server's instructions under its name, so a client knows whose they are. */
-static json_object *instructions(const struct daemon *d) {
+/* The instructions of each ready server c may see, under its name, so a client knows whose
+ * they are. */
+static json_object *instructions(struct client *c) {
+        const struct daemon *d = c->daemon;
         struct printbuf *pb = printbuf_new();
         json_object *v, *result = NULL;
 
         for (size_t i = 0; pb && i < d->supervisor.n_servers; i++) {
                 const struct server *s = d->supervisor.servers[i];
                 if (!server_serving(s) || !json_object_object_get_ex(s->catalog.initialize, "instructions", &v) ||
-                    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+                    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
+                    !client_sees_server(c, s))
                         continue;
                 sprintbuf(pb, "%s## %s\n%s\n", printbuf_length(pb) ? "\n" : "", s->config->name, json_object_get_string(v));
         }
@@ -164,7 +167,7 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
         json_object_object_add(result, "protocolVersion", json_object_new_string(s->protocol_version));
         json_object_object_add(result, "capabilities", capabilities());
         json_object_object_add(result, "serverInfo", server_info());
-        if ((instr = instructions(c->daemon)))
+        if ((instr = instructions(c)))
                 json_object_object_add(result, "instructions", instr);
         client_reply_result(c, m->id, result);
 }

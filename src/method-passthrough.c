@@ -1,11 +1,11 @@
 /* Requests and notifications the daemon does not know (newer protocol features, or a
  * server's own extensions). They pass through unchanged, ids and progress tokens mapped as
- * for any call, where their route is clear: when exactly one server is configured. With
+ * for any call, where their route is clear: when exactly one server is configured, and the
+ * access rules on that server as a whole let the client use it (client_access_pass()). With
  * several, nothing in an unknown message says which server it is for, so a request gets
  * "Method not found" and a notification is ignored, as JSON-RPC asks. */
 #include <stdio.h>
 
-#include "child.h"
 #include "client.h"
 #include "daemon.h"
 #include "jsonrpc.h"
@@ -34,15 +34,15 @@ void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
                 return;
         }
-        method_send_to(c, m, s, json_object_get(m->params));
+        method_send_to(c, m, s, &(struct access_ask){ .about = ACCESS_ABOUT_SERVER }, json_object_get(m->params));
 }
 
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m) {
         struct server *s = c->role == LISTEN_MCP && session_operating(&c->session) ? sole_server(c->daemon) : NULL;
 
-        if (!s || !server_serving(s)) {
+        if (!s) {
                 client_log(c, LOG_DEBUG, "ignoring notification %s (no single server to pass it to)", m->method);
                 return;
         }
-        (void)child_send(server_child(s), json_object_get(m->root));
+        client_access_notify(c, s, m);
 }

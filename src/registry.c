@@ -86,6 +86,9 @@ struct build {
         struct registry_list *old;
         struct idmap old_blocks;  /* server address -> block number + 1 */
         size_t kept, made;
+        struct server *const *all; /* every server, listed or not: whose prefixes are taken */
+        size_t n_all;
+        uint64_t prefixes;         /* a hash of the set of their prefixes */
 };
 
 size_t registry_entry_parts(const struct registry_entry *e, struct iovec parts[CATALOG_ITEM_PARTS]) {
@@ -134,16 +137,37 @@ static int by_name(const void *a, const void *b) {
         return strcmp(x->config->name, y->config->name);
 }
 
+/* The other server whose prefix and separator begin name, for the name of a server without
+ * a prefix: such a name is that server's to give, whether it lists one now or not, or it
+ * would take the name, and the rules written for it, from that server. */
+static const struct server *prefix_owner(const struct registry *r, const struct build *b, const struct server *s,
+                                         const char *name) {
+        size_t sep = strlen(r->separator);
+
+        if (!strstr(name, r->separator))
+                return NULL; /* most names: no server's prefixed name */
+        for (size_t i = 0; i < b->n_all; i++) {
+                const char *prefix = server_prefix(b->all[i]);
+                size_t len = strlen(prefix);
+
+                if (b->all[i] != s && len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, r->separator, sep) == 0)
+                        return b->all[i];
+        }
+        return NULL;
+}
+
 /* The exposed name of a tool or prompt, resolving collisions; false to skip it. */
-static bool exposed_name(struct registry *r, struct registry_list *l, const struct server *s, const char *name,
-                         char out[NAME_MAX_LEN + 1], bool *clean) {
+static bool exposed_name(struct registry *r, const struct build *b, struct registry_list *l, const struct server *s,
+                         const char *name, char out[NAME_MAX_LEN + 1], bool *clean) {
         const struct server_config *c = s->config;
         const char *prefix = server_prefix(s);
+        const struct server *owner;
         char first[NAME_MAX_LEN + 1], *alt = NULL;
         bool ok;
 
         name_expose(prefix, r->separator, name, first);
-        if (!lookup(l, first)) {
+        owner = *prefix ? NULL : prefix_owner(r, b, s, first);
+        if (!owner && !lookup(l, first)) {
                 memcpy(out, first, sizeof first);
                 return true;
         }
@@ -153,7 +177,13 @@ static bool exposed_name(struct registry *r, struct registry_list *l, const stru
         name_fallback(alt, out);
         free(alt);
         ok = !lookup(l, out);
-        if (ok)
+        if (owner && ok)
+                warn_once(r, s, "'%s' is in the names of server '%s' (its prefix '%s'); this server's '%s' is exposed as '%s'",
+                          first, owner->config->name, server_prefix(owner), name, out);
+        else if (owner)
+                warn_once(r, s, "'%s' is in the names of server '%s' (its prefix '%s'); this server's '%s' is left out (its fallback '%s' is taken too)",
+                          first, owner->config->name, server_prefix(owner), name, out);
+        else if (ok)
                 warn_once(r, s, "'%s' is already exposed by another server; this server's '%s' is exposed as '%s'", first,
                           name, out);
         else
@@ -181,10 +211,13 @@ static uint64_t hash_globs(uint64_t h, char *const *globs) {
         return h;
 }
 
-/* What the exposed names of s's items of kind follow, besides the items themselves. */
-static uint64_t naming_of(const struct registry *r, const struct server *s, enum catalog_kind kind) {
+/* What the exposed names of s's items of kind follow, besides the items themselves: for a
+ * server without a prefix, the other servers' prefixes too. */
+static uint64_t naming_of(const struct registry *r, const struct build *b, const struct server *s, enum catalog_kind kind) {
         uint64_t h = hash_string(hash_string(FNV64_OFFSET, server_prefix(s)), r->separator);
 
+        if (!*server_prefix(s))
+                h = fnv64(h, &b->prefixes, sizeof b->prefixes);
         if ((int)kind < ITEM_FILTER_KINDS)
                 h = hash_globs(hash_globs(h, s->config->filter.include[kind]), s->config->filter.exclude[kind]);
         return h;
@@ -214,13 +247,13 @@ static bool keep_block(struct build *b, struct registry_list *l, struct registry
 
 /* The name item is exposed by (NULL: left out), in exposed: a tool or prompt's, renamed;
  * a resource or template's, its own unless another server lists it. */
-static const char *exposed_key(struct registry *r, struct registry_list *l, enum catalog_kind kind,
+static const char *exposed_key(struct registry *r, const struct build *b, struct registry_list *l, enum catalog_kind kind,
                                struct registry_block *block, const char *key, char exposed[NAME_MAX_LEN + 1]) {
         struct server *s = block->server;
 
         if (kind == CATALOG_TOOLS || kind == CATALOG_PROMPTS) {
                 /* Left out before naming: a filtered item takes no name from another's. */
-                if (!item_filter_offers(&s->config->filter, kind, key) || !exposed_name(r, l, s, key, exposed, &block->clean))
+                if (!item_filter_offers(&s->config->filter, kind, key) || !exposed_name(r, b, l, s, key, exposed, &block->clean))
                         return NULL;
                 return strcmp(exposed, key) == 0 ? key : exposed;
         }
@@ -242,7 +275,7 @@ static void add_entry(struct registry *r, struct build *b, enum catalog_kind kin
         char exposed[NAME_MAX_LEN + 1];
         uint32_t key_hash;
 
-        found_by = exposed_key(r, l, kind, block, key, exposed);
+        found_by = exposed_key(r, b, l, kind, block, key, exposed);
         if (!found_by)
                 return;
         key_hash = name_hash(found_by);
@@ -298,7 +331,7 @@ static void build_list(struct registry *r, struct build *b, enum catalog_kind ki
                 if (items == 0)
                         continue;
                 *block = (struct registry_block){ .server = s, .items = catalog_list_ref(s->catalog.lists[kind]),
-                                                  .naming = naming_of(r, s, kind), .start = l->n, .clean = true };
+                                                  .naming = naming_of(r, b, s, kind), .start = l->n, .clean = true };
                 l->n_blocks++;
                 if (!keep_block(b, l, block))
                         for (size_t j = 0; j < items; j++)
@@ -311,6 +344,7 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
         struct server **sorted = calloc(n ? n : 1, sizeof *sorted);
         unsigned changed = 0;
         size_t m = 0, moved = 0; /* items dropped and built */
+        uint64_t prefixes = 0;
 
         if (!sorted) {
                 /* The marked lists may name servers freed since: drop them rather than keep
@@ -321,13 +355,15 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
                 return 0;
         }
         r->dirty &= ~kinds;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                prefixes += hash_string(FNV64_OFFSET, server_prefix(servers[i])); /* in any order */
                 if (server_state_listed(servers[i]->state))
                         sorted[m++] = servers[i];
+        }
         qsort(sorted, m, sizeof *sorted, by_name);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
                 struct registry_list old = r->lists[k];
-                struct build b = { .old = &old };
+                struct build b = { .old = &old, .all = servers, .n_all = n, .prefixes = prefixes };
 
                 if (!(kinds & (1u << k)))
                         continue;

@@ -72,7 +72,7 @@ void router_set_audit(struct router *r, const int *mode) {
 }
 
 /* What a call is about: tools/call and prompts/get name it, resources/read and
- * completion/complete a URI or a ref; NULL for what is not a call (not audited). */
+ * completion/complete a URI or a ref; NULL for another method (audited without a target). */
 static const char *call_target(const struct jsonrpc_msg *m) {
         json_object *o = m->params, *v;
 
@@ -91,7 +91,7 @@ static void route_audit(struct route *rt, enum audit_outcome outcome) {
         struct router *r = rt->router;
         struct access_who who;
 
-        if (!rt->target || !rt->client || !r->audit_mode)
+        if (!rt->audit_pending || !rt->client || !r->audit_mode)
                 return;
         client_access_who(rt->client, &who);
         audit_emit(r->log, *r->audit_mode,
@@ -99,8 +99,7 @@ static void route_audit(struct route *rt, enum audit_outcome outcome) {
                                            .server = rt->server->config->name, .method = rt->method,
                                            .target = rt->target, .outcome = outcome,
                                            .duration_usec = now_usec() - rt->started });
-        free(rt->target);
-        rt->target = NULL; /* once */
+        rt->audit_pending = false; /* once */
 }
 
 static void route_drop(struct route *rt) {
@@ -323,7 +322,7 @@ static int count_route(struct router *r, struct route *rt) {
 /* A route for request m of c toward s, found by the client's id, with our progress token
  * in *params; NULL when the client was answered with why not. */
 static struct route *route_new(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s,
-                               const char *method, json_object **params) {
+                               json_object **params) {
         struct route *rt = calloc(1, sizeof *rt);
 
         if (!rt || !server_serving(s)) {
@@ -332,8 +331,8 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                 return NULL;
         }
         *rt = (struct route){ .router = r, .client = c, .client_number = c->id, .client_id = json_object_get(m->id),
-                              .server = s, .instance = server_run_number(s) };
-        snprintf(rt->method, sizeof rt->method, "%s", method);
+                              .server = s, .instance = server_run_number(s), .audit_pending = true };
+        snprintf(rt->method, sizeof rt->method, "%s", m->method);
         rt->started = now_usec();
         if (call_target(m) && !(rt->target = strdup(call_target(m)))) {
                 route_drop(rt);
@@ -374,12 +373,16 @@ static void refuse_send(struct route *rt, int64_t r) {
         reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "input full");
 }
 
-void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s, const char *method,
-                    json_object *params) {
+void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, struct server *s,
+                    const struct access_ask *ask, json_object *params) {
         json_object *forwarded = params; /* absent params stay absent */
         struct route *rt = NULL;
 
-        if (client_hold_request(c, m->id) && !(rt = route_new(r, c, m, s, method, &forwarded)))
+        if (!client_access_pass(c, s, m, ask)) {
+                json_object_put(params);
+                return;
+        }
+        if (client_hold_request(c, m->id) && !(rt = route_new(r, c, m, s, &forwarded)))
                 client_request_done(c);
         if (!rt) {
                 json_object_put(forwarded);
@@ -389,7 +392,7 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
-        rt->child_id = child_request_result_text(server_child(s), method, forwarded, on_reply, on_result_text, rt);
+        rt->child_id = child_request_result_text(server_child(s), m->method, forwarded, on_reply, on_result_text, rt);
         if (rt->child_id < 0) {
                 refuse_send(rt, rt->child_id);
                 route_free(rt);
@@ -398,6 +401,9 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         arm_timeout(rt);
 }
 
+/* No access decision here: a client reaches only its own calls, each let through when it
+ * was forwarded, and what the server gets is the daemon's own notifications/cancelled, as
+ * for a timeout or a client gone. */
 void router_cancel(struct router *r, struct client *c, json_object *id, const char *reason) {
         struct route *rt = index_find(r, c, id);
 

@@ -206,6 +206,9 @@ void server_requests_child_notification(struct server_requests *q, struct server
         client_send(c, json_object_get(m->root));
 }
 
+/* What a client's answer and progress to a server's request are about. */
+static const struct access_ask ASKED = { .about = ACCESS_ABOUT_ASKED };
+
 /* The client's answer, under the child's id; a broken one becomes an error. */
 static json_object *answer_for_child(const struct server_request *rq, const struct jsonrpc_msg *m) {
         char text[256];
@@ -230,8 +233,11 @@ void server_requests_answer(struct server_requests *q, struct client *c, struct 
                 return;
         }
         ch = asking_child(rq);
-        if (ch)
+        if (ch && client_access_pass(c, rq->server, m, &ASKED))
                 child_send(ch, answer_for_child(rq, m));
+        else if (ch)
+                child_send(ch, jsonrpc_error(rq->child_id, JSONRPC_INTERNAL_ERROR,
+                                             "the client that was asked may no longer hear from this server", NULL));
         request_free(q, rq);
 }
 
@@ -245,7 +251,7 @@ bool server_requests_client_progress(struct server_requests *q, struct client *c
         TAILQ_FOREACH(rq, &q->pending, entry)
                 if (rq->client == c && rq->token && json_object_equal(rq->token, token)) {
                         ch = asking_child(rq);
-                        if (ch)
+                        if (ch && client_access_pass(c, rq->server, m, &ASKED))
                                 child_send(ch, json_object_get(m->root));
                         return true;
                 }

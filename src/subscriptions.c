@@ -136,21 +136,28 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
 
         if (!uri)
                 return;
+        /* Decided for this client, whoever else holds a subscription to the URI, as any
+         * message to the server is. */
         e = client_access_find_uri(c, uri, &verdict);
-        if (e && verdict == ACCESS_DENY) {
-                client_access_deny(c, m->id, m->method, JSONRPC_INVALID_PARAMS, "resource", uri, e->server->config->name);
+        if (!e) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: no ready server lists this resource", NULL);
                 return;
         }
+        if (!client_access_pass(c, e->server, m,
+                                &(struct access_ask){ .about = ACCESS_ABOUT_ITEM, .kind = CATALOG_RESOURCES, .key = uri }))
+                return;
         sub = find(d, uri);
-        if (sub && !e && !client_sees_server(c, sub->server))
-                sub = NULL; /* the resource is not in c's world: answered as an unknown one below */
+        if (sub && sub->server != e->server) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: another server serves this resource now; subscribe again once it is ready",
+                                   NULL);
+                return;
+        }
         if (!sub) {
-                cap = e ? catalog_capability(&e->server->catalog, "resources") : NULL;
+                cap = catalog_capability(&e->server->catalog, "resources");
                 if (!cap || !json_object_object_get_ex(cap, "subscribe", &v) || !json_object_get_boolean(v)) {
                         client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
-                                           e ? "Invalid params: the server of this resource does not support subscriptions"
-                                             : "Invalid params: no ready server lists this resource",
-                                           NULL);
+                                           "Invalid params: the server of this resource does not support subscriptions", NULL);
                         return;
                 }
                 sub = calloc(1, sizeof *sub);
@@ -208,6 +215,30 @@ void subscriptions_server_ready(struct daemon *d, struct server *s) {
                         tell_server(s, "resources/subscribe", sub->uri);
 }
 
+/* Whether c may go on hearing of sub's URI: the verdict on the entry its view finds for it
+ * (of sub's server), or, while that server lists nothing (restarting), on the URI itself. */
+static bool may_hold(struct client *c, const struct subscription *sub) {
+        enum access_verdict verdict;
+        const struct registry_entry *e = client_access_find_uri(c, sub->uri, &verdict);
+
+        if (e)
+                return verdict == ACCESS_ALLOW && e->server == sub->server;
+        return !server_serving(sub->server) && client_sees_server(c, sub->server) &&
+               client_access_uri(c, sub->server, sub->uri) == ACCESS_ALLOW;
+}
+
+void subscriptions_client_redecide(struct daemon *d, struct client *c) {
+        struct subscriber *sr, *next;
+
+        for (sr = LIST_FIRST(&c->subscriptions); sr; sr = next) {
+                next = LIST_NEXT(sr, by_client);
+                if (may_hold(c, sr->sub))
+                        continue;
+                client_log(c, LOG_INFO, "its subscription to %s ended: it may no longer read it", sr->sub->uri);
+                drop_subscriber(d, sr);
+        }
+}
+
 void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
         struct subscription *sub;
         json_object *v;
@@ -219,7 +250,7 @@ void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_ms
         if (!sub || sub->server != s)
                 return;
         for (size_t i = 0; i < sub->n_subscribers; i++)
-                if (client_sees_server(sub->subscribers[i]->client, s))
+                if (may_hold(sub->subscribers[i]->client, sub))
                         client_send(sub->subscribers[i]->client,
                                     jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
 }

@@ -895,6 +895,211 @@ Test(access, list_changes_of_a_denied_server_do_not_reach) {
         close_and_stop(root, other);
 }
 
+/* ---- every message to a server passes the same decision ---- */
+
+/* A method the daemon does not know (a request and a notification of a vendor's) reaches the
+ * one configured server only as its own rule allows: uid 4242, denied it, is refused the
+ * request as permission denied and its notification is dropped, both audited; a profile
+ * that leaves the server out answers the request as if no server took it; root reaches
+ * the server with both. */
+Test(access, unknown_methods_pass_the_access_decision) {
+        struct h_client *root, *other, *narrow;
+        json_object *r;
+
+        add_demo("secret", "", "");
+        set_settings("\"socketMode\":\"0666\",\"profiles\":{\"elsewhere\":{\"servers\":[\"nothing\"]}},"
+                     "\"access\":{\"rules\":[{\"users\":[\"4242\"],\"servers\":[\"secret\"],\"action\":\"deny\"}]}");
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(1);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        narrow = open_as(THIRD_UID, "elsewhere");
+
+        h_send(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x-vendor\",\"params\":{\"from\":\"other\"}}\n");
+        r = h_client_call(other, "90", "tasks/list", "{}");
+        cr_assert(h_error_code(r) == -32601 && strstr(h_str(r, "error.message"), "permission denied: method 'tasks/list'"),
+                  "uid 4242 was not refused: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(narrow, "91", "tasks/list", "{}");
+        cr_assert(h_error_code(r) == -32601 && strcmp(h_str(r, "error.message"), "Method not found: tasks/list") == 0,
+                  "a profile without the server: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "audit: uid 4242 pid", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "notifications/x-vendor: denied", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "tasks/list: denied", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, sf("audit: uid %u pid", THIRD_UID), H_TIMEOUT_MS));
+
+        h_send(root->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x-vendor\",\"params\":{\"from\":\"root\"}}\n");
+        r = h_client_call(root, "92", "tasks/list", "{}");
+        cr_assert_eq(h_error_code(r), -32601, "%s", h_json_text(r)); /* the demo server does not know it either */
+        cr_assert_str_eq(h_str(r, "error.message"), "Method not found", "not the server's answer: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "secret: notification notifications/x-vendor {\"from\":\"root\"}", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "secret: unknown request tasks/list", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "secret: unknown request tasks/list"), 1, "a refused request reached the server");
+        cr_assert_eq(h_log_count(&D, "{\"from\":\"other\"}"), 0, "uid 4242's notification reached the server");
+        h_client_close(narrow);
+        close_and_stop(root, other);
+}
+
+/* An answer to a server's request passes the same decision: uid 4242 is asked for sampling
+ * by secret while allowed it; a reload then denies it secret, and its answer no longer
+ * reaches the server, which gets an error in its place; the drop is audited. */
+Test(access, answer_to_a_server_request_passes_the_access_decision) {
+        struct h_client *root, *other;
+        json_object *u, *r;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "", "");
+        start_shared(2, "\"access\":{}");
+        root = open_as(0, NULL);
+        other = open_as_with(OTHER_UID, NULL, SAMPLING_CAPS);
+        h_client_tool_request(other, "70", "secret__ask", "{\"method\":\"sampling/createMessage\",\"params\":" SAMPLING "}");
+        u = h_take(other, is_request, "sampling/createMessage", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "uid 4242, whose call asked, was not asked");
+        reload_with(SECRET_DENIED);
+        h_sendf(other->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"role\":\"assistant\",\"content\":{\"type\":\"text\","
+                          "\"text\":\"from a denied client\"},\"model\":\"m\"}}\n",
+                h_json_text(h_get(u, "id")));
+        r = h_client_answer(other, "70");
+        cr_assert(!strstr(h_json_text(r), "from a denied client") && strstr(h_json_text(r), "may no longer hear from this server"),
+                  "secret got the answer of a client denied it: %s", h_json_text(r));
+        json_object_put(r);
+        json_object_put(u);
+        cr_assert(h_log_wait(&D, "response: denied", H_TIMEOUT_MS));
+        close_and_stop(root, other);
+}
+
+/* A rule on one URI holds however it is reached: through the template that matches it, by
+ * resources/read, completion/complete and resources/subscribe alike, while the template's
+ * other URIs stay readable. */
+Test(access, resource_rule_holds_through_templates) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        add_demo("pub", "", "\"--subscribe\"");
+        start_shared(1, "\"access\":{\"rules\":[{\"users\":[\"4242\"],\"resources\":[\"demo://item/42\"],\"action\":\"deny\"}]}");
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        static const struct {
+                const char *method, *params;
+                int code;
+        } calls[] = {
+                { "resources/read", "{\"uri\":\"demo://item/42\"}", -32002 },
+                { "completion/complete", "{\"ref\":{\"type\":\"ref/resource\",\"uri\":\"demo://item/42\"},"
+                                         "\"argument\":{\"name\":\"id\",\"value\":\"4\"}}", -32602 },
+                { "resources/subscribe", "{\"uri\":\"demo://item/42\"}", -32602 },
+        };
+        for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+                r = h_client_call(other, "93", calls[i].method, calls[i].params);
+                cr_assert(h_error_code(r) == calls[i].code &&
+                                  strstr(h_str(r, "error.message"), "permission denied: resource 'demo://item/42'"),
+                          "%s: %s", calls[i].method, h_json_text(r));
+                json_object_put(r);
+        }
+        r = h_client_call(other, "94", "resources/read", "{\"uri\":\"demo://item/7\"}");
+        cr_assert_not_null(h_get(r, "result"), "another URI of the template: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(root, "95", "resources/read", "{\"uri\":\"demo://item/42\"}");
+        cr_assert_not_null(h_get(r, "result"), "root: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "resources/read demo://item/42: denied", H_TIMEOUT_MS));
+        close_and_stop(root, other);
+}
+
+/* initialize's instructions come only from the servers the client may see. */
+Test(access, instructions_of_visible_servers_only) {
+        struct h_client *other, *root;
+        json_object *r;
+
+        start_secret_denied("\"--instructions\",\"Pub helps.\"", "\"--instructions\",\"Secret knows.\"", &root, &other);
+        h_client_close(other);
+        other = client_of(connect_as(OTHER_UID, OTHER_UID));
+        r = initialize(other, NULL);
+        cr_assert_str_eq(h_str(r, "result.instructions"), "## pub\nPub helps.\n", "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(root);
+        root = client_of(h_connect(D.sock, H_TIMEOUT_MS));
+        r = initialize(root, NULL);
+        cr_assert(strstr(h_str(r, "result.instructions"), "## secret\nSecret knows."), "%s", h_json_text(r));
+        json_object_put(r);
+        close_and_stop(root, other);
+}
+
+/* A name under the prefix of a server the client may not see, not ready, is answered exactly
+ * as a name of no server: neither its state nor its cause is told. */
+Test(access, denied_server_answered_as_none) {
+        struct h_client *root, *other;
+        json_object *r, *none;
+
+        add_demo("pub", "", "");
+        add_demo("secret", "\"disabled\":true", "");
+        start_shared(1, SECRET_DENIED);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        none = h_client_tool_call(other, "96", "nosuch__echo", "{}");
+        cr_assert_str_eq(h_str(none, "error.message"), "Unknown tool: nosuch__echo", "%s", h_json_text(none));
+        r = h_client_tool_call(other, "96", "secret__echo", "{}");
+        cr_assert(h_error_code(r) == h_error_code(none) && strcmp(h_str(r, "error.message"), "Unknown tool: secret__echo") == 0 &&
+                          !h_get(r, "error.data"),
+                  "uid 4242 was told more of secret: %s", h_json_text(r));
+        json_object_put(r);
+        json_object_put(none);
+        r = h_client_tool_call(root, "97", "secret__echo", "{}");
+        cr_assert(strstr(h_str(r, "error.message"), "server 'secret' is not ready"), "root: %s", h_json_text(r));
+        json_object_put(r);
+        close_and_stop(root, other);
+}
+
+/* Subscriptions are decided per client: a profile that hides a resource cannot join another
+ * client's subscription to it; and a reload that denies one resource to a subscriber ends
+ * its hold (its updates stop), the other's going on. */
+Test(access, subscriptions_decided_per_client) {
+        struct h_client *root, *other, *narrow;
+        json_object *r;
+
+        add_demo("pub", "", "\"--subscribe\"");
+        set_settings("\"socketMode\":\"0666\",\"profiles\":{\"items\":{\"resources\":[\"demo://item/*\"]}},\"access\":{}");
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(1);
+        root = open_as(0, NULL);
+        other = open_as(OTHER_UID, NULL);
+        narrow = open_as(THIRD_UID, "items");
+        for (int i = 0; i < 2; i++) {
+                struct h_client *x = i ? other : root;
+
+                r = h_client_call(x, "98", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+                cr_assert_not_null(h_get(r, "result"), "subscribe: %s", h_json_text(r));
+                json_object_put(r);
+        }
+        r = h_client_call(narrow, "99", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+        cr_assert(h_error_code(r) == -32602 && strstr(h_str(r, "error.message"), "no ready server lists this resource"),
+                  "a profile without the resource joined: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_take(other, h_is_method, UPDATED, H_TIMEOUT_MS);
+        cr_assert_not_null(r, "uid 4242 got no update while allowed");
+        json_object_put(r);
+
+        reload_with("\"access\":{\"rules\":[{\"users\":[\"4242\"],\"resources\":[\"demo://readme\"],\"action\":\"deny\"}]}");
+        cr_assert(h_log_wait(&D, "its subscription to demo://readme ended", H_TIMEOUT_MS));
+        flush(other);
+        h_inbox_drop(other, h_is_method, UPDATED);
+        h_inbox_drop(root, h_is_method, UPDATED);
+        for (int i = 0; i < 2; i++) {
+                r = h_take(root, h_is_method, UPDATED, H_TIMEOUT_MS);
+                cr_assert_not_null(r, "root got no update after the reload (%d)", i);
+                json_object_put(r);
+        }
+        flush(other);
+        flush(narrow);
+        cr_assert_eq(h_inbox_drop(other, h_is_method, UPDATED), 0, "uid 4242 got updates of a resource denied it");
+        cr_assert_eq(h_inbox_drop(narrow, h_is_method, UPDATED), 0, "a profile without the resource got its updates");
+        h_client_close(narrow);
+        close_and_stop(root, other);
+}
+
 /* ---- reloads changing rules and filters under load ---- */
 
 /* Clients of four uids keep calls in flight (pipelined, some slow) to servers a and b while

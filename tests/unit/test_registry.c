@@ -358,16 +358,47 @@ Test(registry, collision_same_prefix_prompts) {
 }
 
 Test(registry, collision_with_prefixed_name) {
-        /* "a" with no prefix offers "b__t", which is what "b" exposes for its "t". */
-        struct server *a = fake("a", "", SERVER_READY, "[{\"name\":\"b__t\"}]", NULL, NULL, NULL);
+        /* "a" with no prefix offers "b__t", which is what "b" exposes for its "t": the name
+         * (and the rules written for it) stays b's, though a comes first. */
+        struct server *a = fake("a", "", SERVER_READY, "[{\"name\":\"b__t\"},{\"name\":\"x__t\"}]", NULL, NULL, NULL);
         struct server *b = fake("b", NULL, SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
         struct server *servers[] = { a, b };
         char fb[NAME_MAX_LEN + 1];
 
-        name_fallback("b/t", fb);
+        name_fallback("a/b__t", fb);
         registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
-        expect_tool(0, a, "b__t", "b__t");
-        expect_tool(1, b, "t", fb);
+        expect_tool(0, a, "b__t", fb);
+        expect_tool(1, a, "x__t", "x__t");
+        expect_tool(2, b, "t", "b__t");
+}
+
+/* A prefixed name is its server's whether or not that server lists it now: a server without
+ * a prefix never takes it meanwhile (to give it up, renamed, when the other comes), also
+ * when its entries would be kept from the build before the other server was added. */
+Test(registry, prefixed_name_reserved_while_its_server_is_away) {
+        struct server *a = fake("a", "", SERVER_READY, "[{\"name\":\"b__t\"}]", NULL, NULL, NULL);
+        struct server *b = fake("b", NULL, SERVER_BACKOFF, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *c = fake("c", "cc", SERVER_READY, "[{\"name\":\"t\"}]", NULL, NULL, NULL);
+        struct server *servers[] = { a, b, c };
+        char fb[NAME_MAX_LEN + 1], fc[NAME_MAX_LEN + 1];
+
+        name_fallback("a/b__t", fb);
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        cr_assert_eq(list(CATALOG_TOOLS)->n, 1);
+        expect_tool(0, a, "b__t", fb);
+        b->state = SERVER_READY;
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        expect_tool(0, a, "b__t", fb);
+        expect_tool(1, b, "t", "b__t");
+
+        /* a server added later (a reload) with a prefix a's names begin with */
+        set_items(a, CATALOG_TOOLS, "[{\"name\":\"b__t\"},{\"name\":\"cc__t\"}]");
+        registry_rebuild(&reg, servers, 2, CATALOG_ALL_KINDS);
+        expect_tool(1, a, "cc__t", "cc__t");
+        name_fallback("a/cc__t", fc);
+        registry_rebuild(&reg, servers, 3, CATALOG_ALL_KINDS);
+        expect_tool(1, a, "cc__t", fc);
+        expect_tool(3, c, "t", "cc__t");
 }
 
 Test(registry, duplicate_within_one_server) {
