@@ -645,6 +645,8 @@ static void served_again(void) {
         ht_answer_done(&a);
 }
 
+static bool fds_back_to(int want);
+
 #define SHORT_LOG "file descriptors left (limit 256); pausing new HTTP connections"
 #define EMFILE_LOG sf("cannot accept HTTP connections on 127.0.0.1:%u: Too many open files", port)
 
@@ -658,9 +660,10 @@ Test(http, descriptors_short_pause_not_spin, .timeout = 180) {
         static int idle[IDLE], extra[EXTRA];
         struct rlimit old, low;
         long long cpu;
-        int fds;
+        int fds, base;
 
         start_http_nofile("", NOFILE);
+        base = proc_fd_count(D.pid);
         open_idle_http(idle, IDLE);
         cr_assert(h_log_wait(&D, SHORT_LOG, H_TIMEOUT_MS), "the HTTP listener never paused");
         cpu = cpu_ms_over(WINDOW_MS);
@@ -674,6 +677,8 @@ Test(http, descriptors_short_pause_not_spin, .timeout = 180) {
         close_all(idle, IDLE);
         served_again();
         cr_assert(h_log_wait(&D, "accepting HTTP connections again", H_TIMEOUT_MS));
+        /* the backlog's connections, closed by now, are still accepted and answered */
+        cr_assert(fds_back_to(base), "the daemon's descriptors never came back to %d", base);
 
         /* accept() failing: not a descriptor left to take a connection with */
         cr_assert_eq(prlimit(D.pid, RLIMIT_NOFILE, NULL, &old), 0, "prlimit: %s", strerror(errno));
