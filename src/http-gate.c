@@ -121,6 +121,8 @@ void http_head_parse(char *text, size_t len, struct http_head *ret) {
 
         *ret = (struct http_head){ 0 };
         text[len] = '\0';
+        if (memchr(text, '\0', len))
+                ret->malformed = true; /* evhttp reads a line only to its NUL */
         for (; line && *line; line = next) {
                 char *colon, *end;
 
@@ -400,7 +402,8 @@ static void timer_fired(evutil_socket_t fd, short what, void *userdata) {
 
 /* What evhttp is given of a head that is not admitted: its lines as the client wrote them
  * but Content-Length, Transfer-Encoding, Expect, Connection and Keep-Alive (and folded
- * lines), and "Connection: close": http.c answers it, no body is read, the connection ends. */
+ * lines; none from a line holding a NUL on), and "Connection: close": http.c answers it, no
+ * body is read, the connection ends. */
 static void add_without_body(struct evbuffer *dst, const char *head, size_t len) {
         static const char *const dropped[] = { "Content-Length:", "Transfer-Encoding:", "Expect:", "Connection:",
                                                "Keep-Alive:" };
@@ -412,6 +415,8 @@ static void add_without_body(struct evbuffer *dst, const char *head, size_t len)
                 size_t n = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
                 bool drop = !first && (line[0] == ' ' || line[0] == '\t');
 
+                if (memchr(line, '\0', n))
+                        break; /* evhttp would end the head at that line, before our Connection: close */
                 for (size_t i = 0; !first && !drop && i < ARRAY_SIZE(dropped); i++)
                         drop = n >= strlen(dropped[i]) && strncasecmp(line, dropped[i], strlen(dropped[i])) == 0;
                 if (!drop)

@@ -82,6 +82,8 @@ static void set_state(struct http_listen *l, enum http_accept_state to, const ch
                         enable_all(l, false);
                 if (to == HTTP_PAUSED && from != HTTP_PAUSED)
                         log_warning(l->log, "%s; pausing new HTTP connections", why);
+                if (to == HTTP_FULL && from == HTTP_PAUSED) /* the descriptors' pause is over */
+                        log_info(l->log, "accepting HTTP connections again");
                 evtimer_add(l->resume_timer, &tv);
                 break;
         case HTTP_ACCEPTING:

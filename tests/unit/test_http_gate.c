@@ -77,6 +77,15 @@ Test(http_gate, what_it_cannot_read_as_evhttp_does_is_malformed) {
                 cr_assert_not(http_head_admits(&config, &h, true), "%zu", i);
                 free(c);
         }
+        {
+                static const char nul[] = "POST /mcp HTTP/1.1\r\nAuthorization: Bearer s3cret-token\r\n\0\r\nContent-Length: 9\r\n";
+                char copy[sizeof nul];
+                struct http_head h;
+
+                memcpy(copy, nul, sizeof nul);
+                http_head_parse(copy, sizeof nul - 1, &h);
+                cr_assert(h.malformed, "evhttp ends a head at a line holding a NUL");
+        }
 }
 
 Test(http_gate, admits_the_endpoint_with_a_principal_only) {
