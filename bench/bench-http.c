@@ -416,3 +416,142 @@ int measure_http_sessions(struct daemon_run *d, unsigned port, const char *token
         daemon_pump(d);
         return r;
 }
+
+/* ---- issue 25: before a peer proves itself ---- */
+
+static int connect_loopback(unsigned port) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+                int r = -errno;
+
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* Sends what fd takes now of the *left bytes still to send; false once the daemon has
+ * answered (the answer's head in buf), closed or reset it. */
+static bool push_body(int fd, size_t *left, char *buf, size_t size) {
+        static char zeros[1 << 20];
+        size_t len = strlen(buf);
+        ssize_t n = -1;
+
+        while (len + 1 < size && (n = recv(fd, buf + len, size - len - 1, MSG_DONTWAIT)) > 0) {
+                len += (size_t)n;
+                buf[len] = '\0';
+        }
+        if ((len + 1 < size && n == 0) || strstr(buf, "\r\n\r\n"))
+                return false;
+        while (*left > 0) {
+                n = send(fd, zeros, *left < sizeof zeros ? *left : sizeof zeros, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0)
+                        return errno == EAGAIN;
+                *left -= (size_t)n;
+        }
+        return true;
+}
+
+int measure_http_unauth_bodies(struct daemon_run *d, unsigned port, unsigned n, size_t bytes, struct unauth_bodies *ret) {
+        int *fds = calloc(n, sizeof *fds);
+        size_t *left = calloc(n, sizeof *left);
+        char (*answers)[256] = calloc(n, sizeof *answers);
+        struct pollfd *p = calloc(n, sizeof *p);
+        int64_t deadline = now_ns() + 60 * (int64_t)1000000000;
+        unsigned open = 0;
+        int r = fds && left && answers && p ? 0 : -ENOMEM;
+
+        for (unsigned i = 0; fds && i < n; i++)
+                fds[i] = -1;
+        *ret = (struct unauth_bodies){ .n = n, .bytes = bytes, .rss_before = proc_rss_kib(d->pid) };
+        ret->rss_peak = ret->rss_before;
+        for (unsigned i = 0; r >= 0 && i < n; i++, open++) {
+                if ((fds[i] = connect_loopback(port)) < 0) {
+                        r = fds[i];
+                        break;
+                }
+                dprintf(fds[i], "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                "Content-Length: %zu\r\n\r\n", bytes);
+                left[i] = bytes;
+        }
+        while (r >= 0 && open > 0 && now_ns() < deadline) {
+                long rss;
+
+                for (unsigned i = 0; i < n; i++)
+                        p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN | (left[i] ? POLLOUT : 0) };
+                poll(p, n, 100);
+                daemon_pump(d);
+                for (unsigned i = 0; i < n; i++)
+                        if (fds[i] >= 0 && !push_body(fds[i], &left[i], answers[i], sizeof answers[i])) {
+                                ret->refused += strncmp(answers[i], "HTTP/1.1 401", 12) == 0;
+                                close(fds[i]);
+                                fds[i] = -1;
+                                open--;
+                        }
+                rss = proc_rss_kib(d->pid);
+                ret->rss_peak = rss > ret->rss_peak ? rss : ret->rss_peak;
+        }
+        daemon_pump(d);
+        ret->rss_after = proc_rss_kib(d->pid);
+        ret->ok = r >= 0 && open == 0;
+        for (unsigned i = 0; fds && i < n; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        free(fds);
+        free(left);
+        free(answers);
+        free(p);
+        return r < 0 ? r : open ? -ETIMEDOUT : 0;
+}
+
+int measure_http_slow_heads(struct daemon_run *d, unsigned port, const char *token, unsigned n, struct slow_heads *ret) {
+        enum { PINGS = 200 };
+        int *fds = malloc(n * sizeof *fds);
+        int64_t ping[PINGS], t0, settle = now_ns() + 2 * (int64_t)1000000000;
+        struct conn c = { .rfd = -1, .wfd = -1 };
+        struct hclient *h = malloc(sizeof *h);
+        unsigned opened = 0;
+        int r = fds && h ? 0 : -ENOMEM;
+
+        *ret = (struct slow_heads){ .n = n };
+        for (; r >= 0 && opened < n; opened++) {
+                if ((fds[opened] = connect_loopback(port)) < 0) {
+                        r = fds[opened];
+                        break;
+                }
+                dprintf(fds[opened], "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"); /* and never the rest */
+        }
+        while (r >= 0 && now_ns() < settle) { /* the caps' first rounds: grace over, the oldest closed */
+                daemon_pump(d);
+                poll(NULL, 0, 50);
+        }
+        if (r >= 0 && (r = conn_unix(&c, d->sock)) >= 0)
+                r = conn_initialize(&c, d, now_ns() + HTTP_CALL_TIMEOUT_NS);
+        for (unsigned i = 0; r >= 0 && i < PINGS; i++)
+                r = conn_ping(&c, d, HTTP_CALL_TIMEOUT_NS, &ping[ret->pings++]);
+        if (r >= 0) {
+                t0 = now_ns();
+                r = open_client(h, port, token);
+                ret->session_ns = now_ns() - t0;
+                close(h->fd);
+        }
+        if (r >= 0) {
+                qsort(ping, ret->pings, sizeof *ping, cmp_i64);
+                ret->ping_p50 = percentile(ping, ret->pings, 50);
+                ret->ping_max = ping[ret->pings - 1];
+                ret->rss_kib = proc_rss_kib(d->pid);
+                ret->fds = proc_fd_count(d->pid);
+                ret->ok = true;
+        }
+        conn_close(&c);
+        for (unsigned i = 0; i < opened; i++)
+                close(fds[i]);
+        free(fds);
+        free(h);
+        daemon_pump(d);
+        return r;
+}

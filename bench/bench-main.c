@@ -106,6 +106,8 @@ struct results {
         struct catalog_level catalog[MAX_LEVELS]; /* issue 14 */
         struct large http_large, http_large_socket;  /* issue 18: a large result over each, same daemon */
         struct idle http_sessions;                   /* issue 18: sessions held, each with its stream */
+        struct unauth_bodies http_unauth;            /* issue 25: bodies sent without a token */
+        struct slow_heads http_slow;                 /* issue 25: heads never finished, at 200 descriptors */
         struct http_load peer[MAX_LEVELS];           /* issue 18: supergateway, measured as HTTP is */
         const char *peer_missing;                    /* why it was not measured, or NULL */
         bool failed;
@@ -527,6 +529,10 @@ static void run_access(const struct options *o, struct results *res) {
 /* ---- issue 18: the HTTP front door beside the Unix socket ---- */
 
 #define HTTP_BENCH_TOKEN "bench-token-0123456789abcdef0123456789"
+#define HTTP_UNAUTH_BODIES 50
+#define HTTP_UNAUTH_BYTES ((size_t)16 << 20)
+#define HTTP_SLOW_HEADS 300
+#define HTTP_SLOW_NOFILE 200
 
 static unsigned free_port(void) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -577,6 +583,32 @@ static void run_http_sizes(const struct options *o, struct daemon_run *d, unsign
             (r = measure_large(&c, BENCH_TOOL_PREFIX "blob", o->large_bytes, o->large_runs, d, &res->http_large_socket)) < 0)
                 failed(res, "large result over the socket, beside HTTP", r);
         conn_close(&c);
+        if ((r = measure_http_unauth_bodies(d, port, o->quick ? 10 : HTTP_UNAUTH_BODIES, HTTP_UNAUTH_BYTES, &res->http_unauth)) < 0)
+                failed(res, "HTTP bodies without a token", r);
+}
+
+/* issue 25: another daemon of the same settings at RLIMIT_NOFILE 200 (prlimit before it),
+ * 300 connections that never finish their heads held while a Unix socket client pings and
+ * an authorized HTTP client opens a session. */
+static void run_http_slow(const struct options *ho, unsigned port, struct results *res) {
+        struct options so = *ho;
+        struct daemon_run d;
+        char *prefix = NULL;
+        int r = asprintf(&prefix, "prlimit --nofile=%u:%u%s%s", HTTP_SLOW_NOFILE, HTTP_SLOW_NOFILE,
+                         ho->daemon.prefix ? " " : "", ho->daemon.prefix ? ho->daemon.prefix : "") < 0 ? -ENOMEM : 0;
+
+        so.daemon.prefix = prefix;
+        if (r >= 0)
+                r = start_ready(&d, &so);
+        if (r >= 0)
+                r = measure_http_slow_heads(&d, port, HTTP_BENCH_TOKEN, HTTP_SLOW_HEADS, &res->http_slow);
+        res->http_slow.nofile = HTTP_SLOW_NOFILE;
+        if (r < 0)
+                failed(res, "HTTP heads never finished", r);
+        if (r >= 0 || d.pid > 0)
+                if (daemon_stop(&d, 30000) != 0 && r >= 0)
+                        failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+        free(prefix);
 }
 
 /* One daemon listening on both; at each level, the same number of clients on each, one call
@@ -619,6 +651,7 @@ static void run_http(const struct options *o, struct results *res) {
         if (r >= 0 || d.pid > 0)
                 if (daemon_stop(&d, 30000) != 0 && r >= 0)
                         failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+        run_http_slow(&ho, port, res);
         unlink(path);
         rmdir(creds);
         free(settings);
@@ -869,6 +902,31 @@ static void access_notes(const struct results *res) {
         printf("\n");
 }
 
+/* issue 25: what connections that prove nothing cost: bodies without a token, and heads
+ * never finished at 200 descriptors (with a Unix socket client's pings meanwhile). */
+static void http_admission_rows(const struct results *res) {
+        const struct unauth_bodies *u = &res->http_unauth;
+        const struct slow_heads *s = &res->http_slow;
+        char what[80], a[32], b[48], c[32];
+
+        snprintf(what, sizeof what, "HTTP: RSS, %u unauthenticated %zu MiB bodies", u->n, u->bytes >> 20);
+        snprintf(a, sizeof a, "%ld KiB", u->rss_peak);
+        snprintf(b, sizeof b, "%ld before, %ld after", u->rss_before, u->rss_after);
+        snprintf(c, sizeof c, "%u of %u: 401", u->refused, u->n);
+        row(what, a, "", b, c, u->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "HTTP: RSS, %u heads never finished, nofile %u", s->n, s->nofile);
+        snprintf(a, sizeof a, "%ld KiB", s->rss_kib);
+        snprintf(b, sizeof b, "%d descriptors held", s->fds);
+        row(what, a, "", b, "-", s->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "HTTP: Unix client's ping meanwhile (p50/max)");
+        snprintf(a, sizeof a, "%.1f us", (double)s->ping_p50 / 1000);
+        snprintf(b, sizeof b, "max %.1f us, %u pings", (double)s->ping_max / 1000, s->pings);
+        row(what, a, "", b, "-", s->ok ? "-" : "n/a");
+        snprintf(what, sizeof what, "HTTP: authorized session opened meanwhile");
+        snprintf(a, sizeof a, "%.1f ms", (double)s->session_ns / 1e6);
+        row(what, a, "", "", "-", s->ok ? "-" : "n/a");
+}
+
 /* The large result over HTTP beside the socket's, and the memory of sessions held. */
 static void http_size_rows(const struct options *o, const struct results *res) {
         const struct large *h = &res->http_large, *s = &res->http_large_socket;
@@ -886,6 +944,7 @@ static void http_size_rows(const struct options *o, const struct results *res) {
         snprintf(what, sizeof what, "HTTP: RSS per held session, %u (stream each)", i->wanted);
         snprintf(c, sizeof c, "%.2f KiB", i->kib_per_client);
         row(what, "", "", c, "-", i->ok && i->held == i->wanted ? "-" : "n/a");
+        http_admission_rows(res);
 }
 
 /* supergateway's figures beside the front door's, at each level. */

@@ -212,6 +212,27 @@ int measure_http_large(struct daemon_run *d, unsigned port, const char *token, s
 int measure_http_sessions(struct daemon_run *d, unsigned port, const char *token, unsigned n, long rss_before,
                           struct idle *ret);
 int measure_load(struct daemon_run *d, unsigned clients, unsigned in_flight, double seconds, struct load *ret);
+
+/* issue 25: n clients without a token, each sending a body of bytes at once: how many were
+ * answered 401, and the daemon's RSS before, at most and after (bench-http.c). */
+struct unauth_bodies {
+        unsigned n, refused;
+        size_t bytes;
+        long rss_before, rss_peak, rss_after; /* KiB */
+        bool ok;
+};
+int measure_http_unauth_bodies(struct daemon_run *d, unsigned port, unsigned n, size_t bytes, struct unauth_bodies *ret);
+/* issue 25: n connections that never finish their heads, held while a Unix socket client
+ * pings and an authorized HTTP client opens a session (bench-http.c). */
+struct slow_heads {
+        unsigned n, nofile, pings;
+        long rss_kib;
+        int fds;                    /* the daemon's, meanwhile */
+        int64_t ping_p50, ping_max; /* ns, the Unix socket client's */
+        int64_t session_ns;         /* the authorized HTTP client's initialize and initialized */
+        bool ok;
+};
+int measure_http_slow_heads(struct daemon_run *d, unsigned port, const char *token, unsigned n, struct slow_heads *ret);
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
                   struct large *ret);
 /* Connects clients (each initialized, then idle) up to each of the counts in turn. */

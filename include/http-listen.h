@@ -19,6 +19,7 @@ struct evconnlistener;
 struct evhttp;
 struct evhttp_bound_socket;
 struct http_address;
+struct http_gates;
 struct logger;
 struct http_listen;
 
@@ -36,6 +37,7 @@ struct http_listener {
 enum http_accept_state {
         HTTP_ACCEPTING,
         HTTP_PAUSED,    /* descriptors short: listeners disabled, the resume timer armed */
+        HTTP_FULL,      /* as paused, for unauthenticated connections at their cap (http-gate.h); not logged */
         HTTP_STOPPED,   /* the daemon stops: listeners closed */
 };
 
@@ -49,10 +51,13 @@ struct http_listen {
         struct event *resume_timer;
         int fd_limit;                  /* RLIMIT_NOFILE at start */
         int reserve;                   /* descriptors left to others (listen_fd_reserve()) */
+        struct http_gates *gates;      /* each accepted connection goes through one (http-gate.h) */
 };
 
 /* Prepares listening for evh (not owned). */
 int http_listen_init(struct http_listen *l, struct event_base *base, struct evhttp *evh, const struct logger *log);
+/* Puts each connection accepted from now on behind a gate of gates. */
+void http_listen_set_gates(struct http_listen *l, struct http_gates *gates);
 /* Binds a configured address (mode: a Unix socket node's); logs and returns -errno on failure. */
 int http_listen_bind(struct http_listen *l, const struct http_address *a, int mode);
 /* Takes ownership of a listening socket passed by systemd. */

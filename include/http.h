@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "idmap.h"
+#include "http-gate.h"
 #include "http-listen.h"
 #include "refusal-log.h"
 
@@ -28,6 +29,7 @@ struct http_front {
         size_t sessions_peak;         /* the most since memory was last given back */
         struct refusal_log refusals;  /* which refused requests are logged */
         struct event *refusal_timer;  /* their summaries, due a period after a peer's line */
+        struct http_gates gates;      /* connections whose peer has proved nothing yet */
 };
 
 /* Starts listening on the configured addresses and on the passed fds (socket activation,
@@ -41,3 +43,5 @@ void http_front_session_opened(struct http_front *f);
 void http_front_session_ended(struct http_front *f);
 /* The listeners as a JSON array of names, for the status answer. */
 json_object *http_front_listeners_json(const struct http_front *f);
+/* A connection of peer refused or closed for why, logged as the refused requests are. */
+void http_front_refused(struct http_front *f, const struct refusal_peer *peer, const char *why);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "http-config.h"
+#include "http-gate.h"
 #include "log.h"
 #include "macro.h"
 
@@ -64,7 +65,9 @@ static void close_all(struct http_listen *l) {
         }
 }
 
-/* The only mover of l->state; why (for a pause) is logged on the way from accepting. */
+/* The only mover of l->state; why (for a pause) is logged on the way from accepting. A
+ * wait for unauthenticated connections to make room (HTTP_FULL) is not: under a flood it
+ * comes and goes every second, and the gates log what they close. */
 static void set_state(struct http_listen *l, enum http_accept_state to, const char *why) {
         struct timeval tv = { 0, HTTP_RESUME_MS * 1000 };
         enum http_accept_state from = l->state;
@@ -74,17 +77,20 @@ static void set_state(struct http_listen *l, enum http_accept_state to, const ch
         l->state = to;
         switch (to) {
         case HTTP_PAUSED:
-                if (from == HTTP_ACCEPTING) {
-                        log_warning(l->log, "%s; pausing new HTTP connections", why);
+        case HTTP_FULL:
+                if (from == HTTP_ACCEPTING)
                         enable_all(l, false);
-                }
+                if (to == HTTP_PAUSED && from != HTTP_PAUSED)
+                        log_warning(l->log, "%s; pausing new HTTP connections", why);
+                if (to == HTTP_FULL && from == HTTP_PAUSED) /* the descriptors' pause is over */
+                        log_info(l->log, "accepting HTTP connections again");
                 evtimer_add(l->resume_timer, &tv);
                 break;
         case HTTP_ACCEPTING:
-                if (from == HTTP_PAUSED) {
+                if (from == HTTP_PAUSED)
                         log_info(l->log, "accepting HTTP connections again");
+                if (from != HTTP_ACCEPTING)
                         enable_all(l, true);
-                }
                 break;
         case HTTP_STOPPED:
                 evtimer_del(l->resume_timer);
@@ -93,10 +99,17 @@ static void set_state(struct http_listen *l, enum http_accept_state to, const ch
         }
 }
 
+static bool gates_full(const struct http_listen *l) {
+        return l->gates && http_gates_full(l->gates);
+}
+
 static void resume(evutil_socket_t fd, short what, void *userdata) {
         struct http_listen *l = userdata;
 
-        set_state(l, descriptors_short(l) ? HTTP_PAUSED : HTTP_ACCEPTING, NULL);
+        if (descriptors_short(l))
+                set_state(l, HTTP_PAUSED, "file descriptors are short");
+        else
+                set_state(l, gates_full(l) ? HTTP_FULL : HTTP_ACCEPTING, NULL);
 }
 
 /* evhttp's hook for each connection it accepted: the bufferevent it would make itself, but
@@ -112,10 +125,15 @@ static struct bufferevent *accepted(struct event_base *base, void *userdata) {
                 snprintf(why, sizeof why, "fewer than %d file descriptors left (limit %d)", l->reserve, l->fd_limit);
                 set_state(l, HTTP_PAUSED, why);
         }
-        if (bev) {
-                bufferevent_set_max_single_read(bev, HTTP_SINGLE_IO);
-                bufferevent_set_max_single_write(bev, HTTP_SINGLE_IO);
-        }
+        if (!bev)
+                return NULL;
+        bufferevent_set_max_single_read(bev, HTTP_SINGLE_IO);
+        bufferevent_set_max_single_write(bev, HTTP_SINGLE_IO);
+        if (!l->gates)
+                return bev;
+        bev = http_gates_wrap(l->gates, bev);
+        if (l->state == HTTP_ACCEPTING && gates_full(l))
+                set_state(l, HTTP_FULL, NULL);
         return bev;
 }
 
@@ -192,7 +210,7 @@ static int add_listener(struct http_listen *l, int fd, const char *name, bool un
                 return -ENOMEM; /* the rest goes with http_listen_done() */
         }
         evconnlistener_set_error_cb(hl->evl, accept_failed);
-        if (l->state == HTTP_PAUSED)
+        if (l->state == HTTP_PAUSED || l->state == HTTP_FULL)
                 evconnlistener_disable(hl->evl);
         log_info(l->log, "HTTP front door listening on %s", name);
         return 0;
@@ -299,6 +317,10 @@ int http_listen_init(struct http_listen *l, struct event_base *base, struct evht
                 return -ENOMEM;
         evhttp_set_bevcb(evh, accepted, l);
         return 0;
+}
+
+void http_listen_set_gates(struct http_listen *l, struct http_gates *gates) {
+        l->gates = gates;
 }
 
 bool http_listen_has_tcp(const struct http_listen *l) {

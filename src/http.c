@@ -157,31 +157,44 @@ static void summaries_due(evutil_socket_t fd, short what, void *userdata) {
         arm_summaries(f, now_usec());
 }
 
-/* A refused request (Origin, token, limits): logged once per peer, its repeats summed up
- * once a period (refusal-log.h), so a scanner cannot flood the journal. */
-static void log_refusal(struct http_front *f, struct evhttp_request *req, const char *what) {
-        struct refusal_peer peer;
+/* A refusal of peer: logged once per peer, its repeats summed up once a period
+ * (refusal-log.h), so a scanner cannot flood the journal. remote: NULL for the peer's name. */
+static void refused(struct http_front *f, const struct refusal_peer *peer, const char *remote, const char *what) {
         struct refusal_note note;
         uint64_t now = now_usec();
-        char remote[64];
+        char name[64];
 
-        if (refusal_peer_of(req, &peer) < 0)
-                return; /* gone already */
-        note = refusal_log_take(&f->refusals, &peer, now);
+        note = refusal_log_take(&f->refusals, peer, now);
         if (!note.log) {
                 if (!evtimer_pending(f->refusal_timer, NULL))
                         arm_summaries(f, now);
                 return;
         }
-        if (peer.unix_peer)
-                refusal_peer_format(&peer, remote, sizeof remote);
-        else
-                remote_of(req, remote, sizeof remote);
+        if (!remote) {
+                refusal_peer_format(peer, name, sizeof name);
+                remote = name;
+        }
         if (note.unlogged)
                 log_notice(&f->daemon->log, "HTTP request from %s refused: %s (%" PRIu64 " more before it, not logged)",
                            remote, what, note.unlogged);
         else
                 log_notice(&f->daemon->log, "HTTP request from %s refused: %s", remote, what);
+}
+
+void http_front_refused(struct http_front *f, const struct refusal_peer *peer, const char *why) {
+        refused(f, peer, NULL, why);
+}
+
+/* A refused request (Origin, token, limits). */
+static void log_refusal(struct http_front *f, struct evhttp_request *req, const char *what) {
+        struct refusal_peer peer;
+        char remote[64];
+
+        if (refusal_peer_of(req, &peer) < 0)
+                return; /* gone already */
+        if (!peer.unix_peer)
+                remote_of(req, remote, sizeof remote);
+        refused(f, &peer, peer.unix_peer ? NULL : remote, what);
 }
 
 static bool on_unix_socket(struct evhttp_request *req) {
@@ -450,6 +463,8 @@ int http_front_start(struct http_front *f, struct daemon *d, const int *passed, 
         evhttp_set_timeout(f->evh, HTTP_CONNECTION_TIMEOUT);
         if ((r = http_listen_init(&f->listen, d->base, f->evh, &d->log)) < 0)
                 return r;
+        http_gates_init(&f->gates, f, f->listen.fd_limit, f->listen.reserve);
+        http_listen_set_gates(&f->listen, &f->gates);
         for (size_t i = 0; i < n_passed; i++)
                 if ((r = http_listen_take_passed(&f->listen, passed[i])) < 0)
                         return r;
@@ -470,7 +485,8 @@ void http_front_done(struct http_front *f) {
         if (f->refusal_timer)
                 event_free(f->refusal_timer);
         if (f->evh)
-                evhttp_free(f->evh);
+                evhttp_free(f->evh); /* ends the gates of its connections */
+        http_gates_done(&f->gates);
         idmap_done(&f->sessions);
         *f = (struct http_front){ 0 };
 }

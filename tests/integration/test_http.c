@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -618,11 +621,14 @@ static int lowest_free_fd(void) {
                         return fd;
 }
 
-/* Opens n connections to the HTTP port that send nothing; the backlog holds those the daemon
- * does not accept. */
+/* Opens n connections to the HTTP port, each with one authorized request (answered 400, no
+ * session named) and kept open unread: connections whose peer proved itself, which no cap
+ * on unauthenticated ones closes. The backlog holds those the daemon does not accept. */
 static void open_idle_http(int *fds, unsigned n) {
-        for (unsigned i = 0; i < n; i++)
+        for (unsigned i = 0; i < n; i++) {
                 fds[i] = ht_connect(port, NULL);
+                dprintf(fds[i], "GET /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "\r\n");
+        }
 }
 
 static void close_all(int *fds, unsigned n) {
@@ -639,10 +645,12 @@ static void served_again(void) {
         ht_answer_done(&a);
 }
 
+static bool fds_back_to(int want);
+
 #define SHORT_LOG "file descriptors left (limit 256); pausing new HTTP connections"
 #define EMFILE_LOG sf("cannot accept HTTP connections on 127.0.0.1:%u: Too many open files", port)
 
-/* Idle HTTP connections far beyond RLIMIT_NOFILE: the front door stops accepting with a
+/* Idle authorized HTTP connections far beyond RLIMIT_NOFILE: the front door stops accepting with a
  * reserve left (an eighth: 32 of 256), logged once, without spinning on the readable
  * listening socket; the control socket still answers from that reserve; once the clients
  * leave, new ones are served. Then the limit lowered under the daemon (prlimit) to what it
@@ -652,9 +660,10 @@ Test(http, descriptors_short_pause_not_spin, .timeout = 180) {
         static int idle[IDLE], extra[EXTRA];
         struct rlimit old, low;
         long long cpu;
-        int fds;
+        int fds, base;
 
         start_http_nofile("", NOFILE);
+        base = proc_fd_count(D.pid);
         open_idle_http(idle, IDLE);
         cr_assert(h_log_wait(&D, SHORT_LOG, H_TIMEOUT_MS), "the HTTP listener never paused");
         cpu = cpu_ms_over(WINDOW_MS);
@@ -668,6 +677,8 @@ Test(http, descriptors_short_pause_not_spin, .timeout = 180) {
         close_all(idle, IDLE);
         served_again();
         cr_assert(h_log_wait(&D, "accepting HTTP connections again", H_TIMEOUT_MS));
+        /* the backlog's connections, closed by now, are still accepted and answered */
+        cr_assert(fds_back_to(base), "the daemon's descriptors never came back to %d", base);
 
         /* accept() failing: not a descriptor left to take a connection with */
         cr_assert_eq(prlimit(D.pid, RLIMIT_NOFILE, NULL, &old), 0, "prlimit: %s", strerror(errno));
@@ -854,4 +865,216 @@ Test(http, large_result_and_argument_byte_exact, .timeout = 120) {
         cr_assert_eq(text[ARGUMENT], '"');
         ht_answer_done(&a);
         free(body);
+}
+
+/* ---- before a peer proves itself (http-gate.c) ---- */
+
+#define HUGE_BODY "Content-Length: 16777216\r\n"
+
+/* The status of the answer read from fd within timeout_ms (0: none), its head in buf. */
+static int head_answer(int fd, char *buf, size_t size, int timeout_ms) {
+        int status = 0;
+
+        buf[0] = '\0';
+        if (!ht_stream_until(fd, "\r\n\r\n", buf, size, timeout_ms))
+                return 0;
+        sscanf(buf, "HTTP/1.1 %d", &status);
+        return status;
+}
+
+/* Whether the daemon closes fd within timeout_ms (what comes before is read and dropped). */
+static bool closed_by_daemon(int fd, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+        char buf[4096];
+
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                long long left = deadline - h_now_ms();
+                ssize_t n;
+
+                if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+                        return false;
+                n = read(fd, buf, sizeof buf);
+                if (n <= 0)
+                        return true; /* EOF, or a reset */
+        }
+}
+
+/* Heads that announce a 16 MiB body, sent without it: evhttp alone would wait for the body
+ * before anything of ours ran. Any head not admitted, whatever its path (one added later
+ * included) or method, is answered at once, as it would be without a body, and closed: no
+ * body is read before the path, the Origin and the principal are. */
+Test(http, a_body_is_read_only_after_an_admitted_head) {
+        static const struct {
+                bool unix_socket;
+                const char *head;
+                int status;
+        } cases[] = {
+                { false, "POST /mcp HTTP/1.1\r\nHost: x\r\n" JSON_HEADERS HUGE_BODY, 401 },
+                { false, "PUT /a/path/added/later HTTP/1.1\r\nHost: x\r\n" HUGE_BODY, 404 },
+                { false, "PATCH /mcp HTTP/1.1\r\nHost: x\r\n" WRONG_TOKEN HUGE_BODY, 401 },
+                { false, "DELETE /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n", 401 },
+                { false, "OPTIONS /mcp HTTP/1.1\r\nHost: x\r\n" HUGE_BODY, 401 },
+                { false, "POST /mcp HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n" JSON_HEADERS HUGE_BODY, 401 },
+                { false, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "Origin: http://evil.example\r\n" JSON_HEADERS HUGE_BODY, 403 },
+                { false, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH "X-Folded: a\r\n b\r\n" JSON_HEADERS HUGE_BODY, 400 },
+                { false, "GET /healthz HTTP/1.1\r\nHost: x\r\n" HUGE_BODY, 200 },
+                { true, "POST /elsewhere HTTP/1.1\r\nHost: x\r\n" JSON_HEADERS HUGE_BODY, 404 },
+        };
+        char buf[4096];
+
+        start_http("");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                int fd = ht_connect(cases[i].unix_socket ? 0 : port, cases[i].unix_socket ? http_sock : NULL);
+                int status;
+
+                dprintf(fd, "%s\r\n", cases[i].head);
+                status = head_answer(fd, buf, sizeof buf, H_TIMEOUT_MS);
+                cr_assert_eq(status, cases[i].status, "%zu: %s answered %d, not before its body: %s", i, cases[i].head, status, buf);
+                cr_assert(strcasestr(buf, "\r\nConnection: close"), "%zu: %s", i, buf);
+                cr_assert(closed_by_daemon(fd, H_TIMEOUT_MS), "%zu: not closed", i);
+                close(fd);
+        }
+}
+
+#define BODIES 50
+#define BODY_SIZE (16u << 20)
+
+/* Sends what fd takes now of the remaining *left bytes (zeros); false once the daemon has
+ * answered, closed or reset it (its answer, if any, read into buf). */
+static bool push_body(int fd, size_t *left, char *buf, size_t size) {
+        static char zeros[1 << 20];
+        size_t len = strlen(buf);
+        ssize_t n;
+
+        while ((n = read(fd, buf + len, size - len - 1)) > 0) {
+                len += (size_t)n;
+                buf[len] = '\0';
+        }
+        if (n == 0 || strstr(buf, "\r\n\r\n"))
+                return false;
+        while (*left > 0) {
+                n = send(fd, zeros, *left < sizeof zeros ? *left : sizeof zeros, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0)
+                        return errno == EAGAIN;
+                *left -= (size_t)n;
+        }
+        return true;
+}
+
+/* 50 clients without a token, each sending a 16 MiB body at once (before: the daemon grew
+ * from 4 MB to 837 MB and kept it): every one is answered 401 and closed before its body
+ * is read, and the daemon's memory stays about where it was. */
+Test(http, fifty_unauthenticated_16_mib_bodies_hold_nothing, .timeout = 180) {
+        static int fds[BODIES];
+        static size_t left[BODIES];
+        static char answers[BODIES][512];
+        long rss_before, rss_peak, rss_after;
+        unsigned open = BODIES, refused = 0;
+        long long deadline;
+
+        start_http("");
+        rss_before = rss_peak = proc_rss_kib(D.pid);
+        for (unsigned i = 0; i < BODIES; i++) {
+                fds[i] = ht_connect(port, NULL);
+                dprintf(fds[i], "POST /mcp HTTP/1.1\r\nHost: x\r\n" JSON_HEADERS "Content-Length: %u\r\n\r\n", BODY_SIZE);
+                left[i] = BODY_SIZE;
+                fcntl(fds[i], F_SETFL, O_NONBLOCK);
+        }
+        deadline = h_now_ms() + 60000;
+        while (open > 0 && h_now_ms() < deadline) {
+                struct pollfd p[BODIES];
+
+                for (unsigned i = 0; i < BODIES; i++)
+                        p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN | (left[i] ? POLLOUT : 0) };
+                poll(p, BODIES, 100);
+                for (unsigned i = 0; i < BODIES; i++)
+                        if (fds[i] >= 0 && !push_body(fds[i], &left[i], answers[i], sizeof answers[i])) {
+                                refused += strncmp(answers[i], "HTTP/1.1 401", 12) == 0;
+                                close(fds[i]);
+                                fds[i] = -1;
+                                open--;
+                        } else if (fds[i] < 0)
+                                p[i].fd = -1;
+                long rss = proc_rss_kib(D.pid);
+                if (rss > rss_peak)
+                        rss_peak = rss;
+        }
+        rss_after = proc_rss_kib(D.pid);
+        cr_assert_eq(open, 0, "%u connections still open after 60 s", open);
+        cr_log_info("%d unauthenticated 16 MiB bodies: RSS %ld KiB before, %ld KiB at most, %ld KiB after", BODIES,
+                    rss_before, rss_peak, rss_after);
+        cr_assert_geq(refused, BODIES * 9 / 10, "%u of %d answered 401 (the others reset before reading it)", refused, BODIES);
+        cr_assert_lt(rss_peak - rss_before, 32 * 1024, "the daemon grew by %ld KiB", rss_peak - rss_before);
+        cr_assert(h_log_wait(&D, "refused: no bearer token", H_TIMEOUT_MS));
+}
+
+#define SLOW 300
+#define SLOW_NOFILE 200
+
+static long long now_us(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* 300 connections that never finish their heads, the daemon at 200 descriptors (before:
+ * Unix socket clients, the HTTP Unix listener and authorized TCP clients were all locked
+ * out): unauthenticated connections are capped (per peer, in total, the oldest closed to
+ * make room), so a Unix socket client, the control socket, the HTTP Unix listener and an
+ * authorized TCP client all get in meanwhile. */
+Test(http, slow_heads_lock_no_one_out, .timeout = 180) {
+        static int slow[SLOW];
+        struct h_client *x;
+        struct ht_answer a;
+        long long t0, ping_us;
+        json_object *r;
+        int fd;
+
+        start_http_nofile("", SLOW_NOFILE);
+        for (unsigned i = 0; i < SLOW; i++) {
+                slow[i] = ht_connect(port, NULL);
+                dprintf(slow[i], "POST /mcp HTTP/1.1\r\nHost: x\r\n");
+        }
+        x = h_client_open(&D, false, NULL);
+        t0 = now_us();
+        r = h_client_call(x, "7", "ping", "{}");
+        ping_us = now_us() - t0;
+        cr_assert_not_null(h_get(r, "result"), "ping: %s", json_object_to_json_string(r));
+        json_object_put(r);
+        json_object_put(h_control(&D, "status", NULL)); /* asserts an answer */
+
+        fd = ht_connect(0, http_sock);
+        ht_request(fd, "POST", "/mcp", JSON_HEADERS, INITIALIZE, strlen(INITIALIZE), &a);
+        close(fd);
+        cr_assert_eq(a.status, 200, "the HTTP Unix listener: %d", a.status);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, INITIALIZE, &a);
+        cr_assert_eq(a.status, 200, "an authorized TCP client: %d", a.status);
+        ht_answer_done(&a);
+        cr_log_info("%d slow heads at %d descriptors: the daemon holds %d descriptors, RSS %ld KiB; a Unix client's ping %lld us",
+                    SLOW, SLOW_NOFILE, proc_fd_count(D.pid), proc_rss_kib(D.pid), ping_us);
+        cr_assert(h_log_wait(&D, "without a request admitted yet", H_TIMEOUT_MS), "the cap is logged");
+        h_client_close(x);
+        close_all(slow, SLOW);
+}
+
+/* One byte every 200 ms of a head that never ends (before: each byte kept the connection
+ * past evhttp's 120 s timeout): closed once its head is HTTP_GATE_HEAD_SECONDS (10 s) late. */
+Test(http, a_trickled_head_is_closed_at_its_deadline, .timeout = 60) {
+        static const char head[] = "POST /mcp HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        long long end;
+        int fd;
+        bool closed = false;
+
+        start_http("");
+        fd = ht_connect(port, NULL);
+        end = h_now_ms() + 14000;
+        for (size_t i = 0; !closed && h_now_ms() < end; i++) {
+                closed = send(fd, &head[i % (sizeof head - 1)], 1, MSG_NOSIGNAL) < 0 || closed_by_daemon(fd, 200);
+        }
+        cr_assert(closed, "a head trickled for 14 s is still read");
+        cr_assert(h_log_wait(&D, "refused: its request head did not arrive in time", H_TIMEOUT_MS));
+        close(fd);
 }
