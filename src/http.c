@@ -210,19 +210,6 @@ struct caller_facts {
         char remote[64];
 };
 
-static int principal_of_token(const struct http_token *t, struct principal *ret) {
-        *ret = (struct principal){ .uid = t->uid, .gid = t->n_groups ? t->groups[0] : (gid_t)-1 };
-        ret->user = strdup(t->user);
-        if (t->n_groups > 1) {
-                ret->groups = malloc((t->n_groups - 1) * sizeof *ret->groups);
-                if (ret->groups) {
-                        memcpy(ret->groups, t->groups + 1, (t->n_groups - 1) * sizeof *ret->groups);
-                        ret->n_groups = t->n_groups - 1;
-                }
-        }
-        return ret->user && (t->n_groups <= 1 || ret->groups) ? 0 : -ENOMEM;
-}
-
 static bool identify(struct http_front *f, struct evhttp_request *req, struct caller_facts *ret) {
         *ret = (struct caller_facts){ 0 };
         if (on_unix_socket(req)) {
@@ -264,7 +251,7 @@ static struct client *find_session(struct http_front *f, struct evhttp_request *
         /* Someone else's session is as unknown as none: nothing to learn by guessing. One
          * that is ending (the daemon stops, DELETE) takes no more requests. */
         if (!c || c->state != CLIENT_ACTIVE || !client_http_id_matches(c, id) ||
-            !client_http_same_caller(c, who->principal.uid, who->token ? who->token->user : NULL)) {
+            !client_http_same_caller(c, who->principal.uid, who->token)) {
                 send_rpc_error(req, 404, "Not Found", "Session not found");
                 return NULL;
         }
@@ -285,9 +272,7 @@ static bool version_ok(struct evhttp_request *req) {
 static struct client *open_session(struct http_front *f, struct evhttp_request *req, struct caller_facts *who,
                                    const struct jsonrpc_msg *m) {
         struct daemon *d = f->daemon;
-        struct http_caller caller = { .principal = &who->principal, .remote = who->remote,
-                                      .token_user = who->token ? who->token->user : NULL,
-                                      .profile = who->token ? who->token->profile : NULL };
+        struct http_caller caller = { .principal = &who->principal, .remote = who->remote, .token = who->token };
         uid_t uid = who->principal.uid;
         struct client *c;
         int64_t key;
@@ -306,7 +291,7 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
                 send_rpc_error(req, 429, "Too Many Requests", "Too Many Requests: too many connections of this user (maxClientsPerUser)");
                 return NULL;
         }
-        if (who->token && principal_of_token(who->token, &who->principal) < 0) {
+        if (who->token && http_token_principal(who->token, &who->principal) < 0) {
                 user_counts_release(&d->user_counts, uid);
                 send_text(req, 503, "Service Unavailable", "out of memory");
                 return NULL;
