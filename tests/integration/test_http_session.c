@@ -254,6 +254,36 @@ static int post_unread(const char *sid, const char *body) {
         return fd;
 }
 
+/* How many of fds reach their end (what was sent before it read and dropped) within
+ * timeout_ms; returns once at least 4 have. */
+static int eofs_within(int *fds, int n, int timeout_ms) {
+        long long deadline = h_now_ms() + timeout_ms;
+        bool ended[64] = { false };
+        int eofs = 0;
+        char buf[65536];
+
+        while (eofs < 4 && h_now_ms() < deadline) {
+                struct pollfd p[64];
+
+                for (int i = 0; i < n; i++)
+                        p[i] = (struct pollfd){ .fd = ended[i] ? -1 : fds[i], .events = POLLIN };
+                if (poll(p, (nfds_t)n, 100) <= 0)
+                        continue;
+                for (int i = 0; i < n; i++) {
+                        ssize_t r;
+
+                        if (ended[i] || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        r = read(fds[i], buf, sizeof buf);
+                        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                                ended[i] = true;
+                                eofs++;
+                        }
+                }
+        }
+        return eofs;
+}
+
 /* 24 answers of 1 MiB, each on its own connection that the client never reads: what evhttp
  * holds passes clientOutputLimit (4 MiB; a Unix socket's buffers take a few hundred KiB a
  * connection), and the session is dropped as a socket client would be, its connections
@@ -283,6 +313,8 @@ Test(http_session, unread_json_answers_count_against_the_output_limit) {
         close(fd);
         cr_assert_eq(a.status, 404, "the session was dropped: %d", a.status);
         ht_answer_done(&a);
+        cr_assert_geq(eofs_within(fds, CONNECTIONS, 10000), 4,
+                      "the connections holding its answers (4 MiB of them at least) were not closed");
         for (int i = 0; i < CONNECTIONS; i++)
                 close(fds[i]);
 }
