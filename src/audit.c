@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "utf8.h"
 
 const char *audit_outcome_to_string(enum audit_outcome o) {
         static const char *const names[_AUDIT_OUTCOME_MAX] = {
@@ -17,6 +18,7 @@ const char *audit_outcome_to_string(enum audit_outcome o) {
 
 static void add_field(struct audit_text *out, size_t *n, const char *key, const char *value) {
         snprintf(out->field[*n], sizeof out->field[*n], "MCPVISOR_%s=%s", key, value);
+        utf8_mend(out->field[*n]); /* a client's own name, cut to the field's size */
         out->fields[*n] = out->field[*n];
         (*n)++;
 }
@@ -55,6 +57,7 @@ void audit_format(const struct audit_record *r, struct audit_text *out) {
         snprintf(who, sizeof who, "%s%s%s%s%s%s%.100s", num, r->token ? " token " : "", r->token ? r->token : "",
                  r->remote ? " from " : "", r->remote ? r->remote : "", r->client_name ? " client " : "",
                  r->client_name ? r->client_name : "");
+        utf8_mend(who);
         snprintf(out->message, sizeof out->message, "audit: uid %u%s %s%s%s: %s after %" PRIu64 " us", r->uid, who,
                  r->method, r->target ? " " : "", r->target ? r->target : "", outcome, r->duration_usec);
 }

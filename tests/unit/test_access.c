@@ -6,6 +6,7 @@
 
 #include "access.h"
 #include "audit.h"
+#include "utf8.h"
 #include "config.h"
 
 static struct config cfg;
@@ -233,6 +234,14 @@ Test(access, audit_records_name_an_http_client_by_token_address_and_name) {
         cr_assert_str_eq(t.fields[6], "MCPVISOR_REMOTE=192.0.2.1:51234");
         cr_assert_str_eq(t.fields[7], "MCPVISOR_CLIENT_NAME=agent");
         cr_assert_null(t.fields[8]);
+        r.client_name = "x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "x\xff";
+        audit_format(&r, &t);
+        cr_assert(utf8_valid(t.message, strlen(t.message)), "a client's name cut mid-character: %s", t.message);
+        cr_assert(utf8_valid(t.fields[7], strlen(t.fields[7])), "%s", t.fields[7]);
 }
 
 Test(access, audit_setting_defaults_to_denied) {
