@@ -204,6 +204,52 @@ def config_seeds():
     return seeds
 
 
+# ---- http: [config] [method] [peer] then path, Origin, Authorization, Content-Type, Accept,
+# MCP-Protocol-Version, Mcp-Session-Id, Last-Event-ID each as a choice byte (0 absent, i: the
+# harness's i-th well-formed value, n+1: raw bytes, their length first), 16 bytes of event id
+# numbers, then the body (fuzz_http.c) ----
+HTTP_FIELDS = [("path", 5), ("origin", 6), ("auth", 7), ("type", 5), ("accept", 4), ("version", 6), ("session", 5),
+               ("event", 10)]
+GET, POST, DELETE, OTHER = 0, 1, 2, 3
+INITIALIZE_BODY = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+                   b'"capabilities":{},"clientInfo":{"name":"it","version":"1"}}}')
+
+
+def http_seed(method, unix=False, config=0, body=b"", numbers=bytes(16), **fields):
+    out = bytes([config, method, 1 if unix else 0])
+    for name, n in HTTP_FIELDS:
+        v = fields.get(name)
+        if v is None:
+            out += b"\x00"
+        elif isinstance(v, int):
+            out += bytes([v])
+        else:
+            out += bytes([n + 1, len(v)]) + v
+    return out + numbers + body
+
+
+HTTP = {
+    "initialize": http_seed(POST, path=1, auth=1, type=1, accept=4, body=INITIALIZE_BODY),
+    "call-in-session": http_seed(POST, path=1, auth=1, type=2, accept=4, version=1, session=1,
+                                 body=b'{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"demo__echo",'
+                                      b'"arguments":{"text":"hi"}}}'),
+    "notification": http_seed(POST, path=1, auth=5, type=1, session=b"0123456789abcdef0123456789abcdef",
+                              body=b'{"jsonrpc":"2.0","method":"notifications/initialized"}'),
+    "get-stream-resumed": http_seed(GET, path=1, auth=2, accept=1, version=2, session=1, event=2,
+                                    numbers=bytes([5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0])),
+    "get-raw-event-id": http_seed(GET, path=1, auth=1, accept=3, session=5, event=b"42-7"),
+    "delete": http_seed(DELETE, path=1, auth=1, session=1, version=3),
+    "wrong-token": http_seed(POST, path=1, auth=b"Bearer token-a-0123456789abcdeX", type=1, body=INITIALIZE_BODY),
+    "bad-origin": http_seed(POST, path=1, origin=5, auth=1, type=1, body=INITIALIZE_BODY),
+    "allowed-origin-config": http_seed(POST, config=3, path=b"/x", origin=2, auth=1, type=1, body=INITIALIZE_BODY),
+    "unix-peer": http_seed(POST, unix=True, path=1, type=1, body=INITIALIZE_BODY),
+    "healthz": http_seed(GET, path=2),
+    "put": http_seed(OTHER, path=1, auth=1),
+    "bad-version": http_seed(GET, path=1, auth=1, version=5, session=1),
+    "bad-json": http_seed(POST, path=1, auth=1, type=1, body=b'{"jsonrpc":"2.0","id":1,"method":"x"'),
+}
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -217,4 +263,5 @@ if __name__ == "__main__":
     write("framing", FRAMING)
     write("scan", SCAN)
     write("config", config_seeds())
+    write("http", HTTP)
     print("seeds written", file=sys.stderr)

@@ -15,7 +15,10 @@ enum audit_outcome { AUDIT_OK, AUDIT_ERROR, AUDIT_CANCELLED, AUDIT_TIMEOUT, AUDI
 struct audit_record {
         uint64_t client;
         unsigned uid;
-        int pid;                 /* the peer's, 0: unknown */
+        int pid;                 /* the peer's, 0: unknown (HTTP over TCP) */
+        const char *token;       /* the user of the HTTP bearer token it came with; NULL: none */
+        const char *remote;      /* its network address ("192.0.2.1:51234"); NULL: none */
+        const char *client_name; /* clientInfo.name of its initialize; NULL: not given */
         const char *server;      /* NULL: none (a target that no server offers) */
         const char *method;      /* "tools/call", "resources/read", ... */
         const char *target;      /* the tool or prompt's exposed name, the URI; NULL: none */
@@ -24,7 +27,7 @@ struct audit_record {
 };
 
 /* The record's text and journal fields, as audit_emit() writes them. */
-#define AUDIT_FIELDS 6
+#define AUDIT_FIELDS 9
 struct audit_text {
         char message[1024];
         char field[AUDIT_FIELDS][512];

@@ -35,6 +35,11 @@ void client_access_done(struct client_access *a);
 /* Sets c's profile (may be NULL) and computes its class. -ENOENT: no such profile;
  * -ENOMEM. */
 int client_access_choose(struct client *c, const char *profile);
+/* The profile c is asked to start in (NULL: none), as notifications/mcpvisor/profile asks
+ * before initialize, or its HTTP token's after a reload changed it: initialize takes it
+ * unless the client chooses its own, and a client already in the profile it was asked for
+ * moves to the new one (one of its own choosing stays). -ENOMEM. */
+int client_access_ask(struct client *c, const char *profile);
 /* The profile c chose, or NULL. */
 const char *client_access_profile(const struct client *c);
 /* The policy changed (a reload): drops every view and computes every client's class anew. */

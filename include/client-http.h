@@ -15,7 +15,9 @@
 
 struct client;
 struct evhttp_request;
+struct daemon;
 struct http_front;
+struct http_token;
 struct jsonrpc_msg;
 struct principal;
 
@@ -26,8 +28,8 @@ struct principal;
 struct http_caller {
         struct principal *principal;  /* taken by client_http_new() */
         const char *remote;           /* "192.0.2.1:51234", "unix peer pid 1234" */
-        const char *token_user;       /* the token's user; NULL on the Unix socket */
-        const char *profile;          /* the token's profile; NULL: the client chooses */
+        const struct http_token *token; /* the token it presented (the configuration's);
+                                       * NULL on the Unix socket */
 };
 
 /* A new session for caller; NULL when out of memory (nothing taken). *ret_key is the key the
@@ -36,8 +38,15 @@ struct client *client_http_new(struct http_front *f, struct http_caller *caller,
 /* The session named by a Mcp-Session-Id header, for the key http.c found it under:
  * true when id is this session's whole id (compared in constant time). */
 bool client_http_id_matches(const struct client *c, const char *id);
-/* Whether a later request's caller is the one that opened the session (same uid and token). */
-bool client_http_same_caller(const struct client *c, uid_t uid, const char *token_user);
+/* Whether a later request's caller is the one that opened the session: the very token that
+ * opened it (another token of the same user is another caller), or on the Unix socket the
+ * same uid without a token. */
+bool client_http_same_caller(const struct client *c, uid_t uid, const struct http_token *token);
+/* The configuration was replaced (a reload; the old one is still there): each session opened
+ * with a token is bound to the new configuration's token of the same secret and takes its
+ * principal (user, groups) and profile; a session whose token is gone is ended. Called
+ * before the access classes are computed anew. */
+void client_http_config_changed(struct daemon *d);
 /* The key of a session id's text, or 0 when it is not one of ours in form. */
 int64_t client_http_key_of(const char *id);
 

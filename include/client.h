@@ -33,6 +33,13 @@ struct subscriber;
 
 enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
 
+/* Who is at the other end over the network, for logs and the audit trail: a Unix socket's
+ * peer has a pid and command instead (its principal). */
+struct client_peer {
+        const char *remote;          /* "192.0.2.1:51234"; NULL: none */
+        const char *token;           /* the user of the bearer token it came with; NULL: none */
+};
+
 struct client;
 
 /* How a client's bytes travel (pgbouncer's SBufIO): client.c decides what to say and when
@@ -57,6 +64,9 @@ struct client_transport_ops {
         /* Adds what an operator reads about where the client is ("transport", "remote", ...)
          * to row (mcpvisorctl clients). */
         void (*describe)(const struct client *c, json_object *row);
+        /* Fills in its network peer; NULL for a transport whose peers are named by their
+         * pid (the Unix socket). */
+        void (*peer)(const struct client *c, struct client_peer *ret);
         void (*free)(struct client *c);            /* frees the transport's state and closes it */
 };
 
@@ -104,6 +114,16 @@ void client_read_end(struct client *c);
 void client_free(struct client *c);
 /* Who is at the other end: taken at accept, never read from the socket again. */
 const struct principal *client_principal(const struct client *c);
+/* Its network peer (both NULL on a Unix socket). */
+struct client_peer client_peer(const struct client *c);
+/* The name it gave itself in initialize (clientInfo.name), NULL when none. */
+const char *client_name(const struct client *c);
+/* Fills in who r is about (client, uid, pid, token, remote, name) for the audit trail. */
+struct audit_record;
+void client_audit_subject(const struct client *c, struct audit_record *r);
+/* Another principal for c (its contents taken, p left empty): an HTTP session whose token
+ * now stands for another user or groups. Its class is computed anew by the caller. */
+void client_set_principal(struct client *c, struct principal *p);
 /* The principal as the access policy reads it (access.h); valid while c is. */
 void client_access_who(const struct client *c, struct access_who *ret);
 void client_set_state(struct client *c, enum client_state state);
@@ -144,6 +164,9 @@ void client_receive_oversize(struct client *c, size_t max);
 /* From its transport: the peer will send nothing more. peer_gone: it will read nothing
  * either, so nothing is answered. */
 void client_end_of_input(struct client *c, bool peer_gone);
+/* From its transport: it queued output of its own (a replay of kept events): checked
+ * against clientOutputLimit as a send is. */
+void client_output_added(struct client *c);
 /* From its transport: everything queued was written. */
 void client_output_flushed(struct client *c);
 

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 struct config_problems;
+struct principal;
 
 #define HTTP_DEFAULT_PATH "/mcp"
 #define HTTP_DEFAULT_MAX_SESSIONS 1024
@@ -55,6 +56,10 @@ void http_config_done(struct http_config *h);
 /* The token whose secret is secret (len bytes), compared in constant time against every
  * token, or NULL. */
 const struct http_token *http_token_find(const struct http_config *h, const char *secret, size_t len);
+/* The principal t stands for, as the access rules see it: its uid, its user's name, the
+ * first of its groups as the primary one and the others as supplementary. -ENOMEM (ret
+ * then empty). */
+int http_token_principal(const struct http_token *t, struct principal *ret);
 /* Whether origin (the Origin header's value) may call: one of allowed_origins, or, with
  * none configured, http(s)://localhost, 127.0.0.1 or [::1] on any port. */
 bool http_origin_allowed(const struct http_config *h, const char *origin);

@@ -58,6 +58,22 @@ int client_access_choose(struct client *c, const char *profile) {
         return compute_class(c);
 }
 
+static bool same_profile(const char *a, const char *b) {
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+int client_access_ask(struct client *c, const char *profile) {
+        struct client_access *a = &c->access;
+        bool following = a->ready && same_profile(a->profile, a->asked);
+        char *copy = NULL;
+
+        if (profile && !(copy = strdup(profile)))
+                return -ENOMEM;
+        free(a->asked);
+        a->asked = copy;
+        return following && !same_profile(a->profile, profile) ? client_access_choose(c, profile) : 0;
+}
+
 void client_access_redecide(struct client *c) {
         /* A profile the new policy lacks narrows to nothing (access.h). */
         if (c->access.ready && compute_class(c) < 0)
@@ -145,29 +161,24 @@ bool client_sees_server(struct client *c, const struct server *s) {
 void client_access_deny(struct client *c, json_object *id, const char *method, int code, const char *what,
                         const char *target, const char *server) {
         struct daemon *d = c->daemon;
-        struct access_who who;
+        struct audit_record r = { .server = server, .method = method, .target = target, .outcome = AUDIT_DENIED };
         json_object *data = json_object_new_object();
         char message[400];
 
         snprintf(message, sizeof message, "permission denied: %s '%.300s'", what, target);
         json_object_object_add(data, what, json_object_new_string(target));
         client_reply_error(c, id, code, message, data);
-        client_access_who(c, &who);
-        audit_emit(&d->log, d->config.audit,
-                   &(struct audit_record){ .client = c->id, .uid = who.uid, .pid = client_principal(c)->pid, .server = server,
-                                           .method = method, .target = target, .outcome = AUDIT_DENIED });
+        client_audit_subject(c, &r);
+        audit_emit(&d->log, d->config.audit, &r);
 }
 
 /* A denial with no request to answer (a notification, an answer), recorded as
  * client_access_deny() records one. */
 static void audit_denied(struct client *c, const char *method, const char *target, const char *server) {
-        struct daemon *d = c->daemon;
-        struct access_who who;
+        struct audit_record r = { .server = server, .method = method, .target = target, .outcome = AUDIT_DENIED };
 
-        client_access_who(c, &who);
-        audit_emit(&d->log, d->config.audit,
-                   &(struct audit_record){ .client = c->id, .uid = who.uid, .pid = client_principal(c)->pid, .server = server,
-                                           .method = method, .target = target, .outcome = AUDIT_DENIED });
+        client_audit_subject(c, &r);
+        audit_emit(&c->daemon->log, c->daemon->config.audit, &r);
 }
 
 static const char *kind_word(enum catalog_kind kind) {

@@ -21,9 +21,11 @@
 #include "client.h"
 #include "daemon.h"
 #include "http.h"
+#include "http-config.h"
 #include "jsonrpc.h"
 #include "sse-event.h"
 #include "time-util.h"
+#include "user-counts.h"
 
 /* Events kept for a resumed stream: the last 64, fewer when they pass 1 MiB. */
 #define REPLAY_EVENTS 64
@@ -37,10 +39,20 @@
  * sooner is found out this much later. */
 #define CLOSE_WATCH_DELAY_USEC (20 * 1000)
 
+/* Where a wait is: owed its answer, or answered and still being written by evhttp. */
+enum wait_state {
+        WAIT_MADE,     /* in no list yet */
+        WAIT_OWED,     /* in posts, or the session's stream */
+        WAIT_WRITING,  /* in writing, until evhttp has written its answer (on_written) or
+                        * its connection closes: what evhttp holds for the session counts
+                        * against clientOutputLimit as a socket client's queue does */
+};
+
 /* One HTTP request the session owes an answer: a POSTed request's (as JSON, or as an
- * event stream of its own), or the GET stream. */
+ * event stream of its own), or the GET stream; then, answered, until it is written. */
 struct http_wait {
         TAILQ_ENTRY(http_wait) entry;
+        enum wait_state state;
         struct session_http *s;
         struct evhttp_request *req;
         struct evhttp_connection *evcon;
@@ -70,8 +82,11 @@ struct session_http {
         char id[CLIENT_HTTP_ID_LEN + 1];
         int64_t key;
         char *remote;
-        char *token_user;
+        const struct http_token *token; /* the configuration's token that opened it, kept
+                                         * current by client_http_config_changed(); NULL
+                                         * on the Unix socket */
         TAILQ_HEAD(, http_wait) posts;
+        TAILQ_HEAD(, http_wait) writing; /* answered, not all written yet */
         struct http_wait *stream;    /* the GET stream, or NULL */
         struct http_wait *current;   /* the POST being handled now: answers a null id */
         struct event *keepalive;
@@ -109,9 +124,16 @@ static void wait_free(struct http_wait *w) {
         free(w);
 }
 
-static void wait_forget(struct http_wait *w) {
+/* Takes w out of where it is. */
+static void wait_unlink(struct http_wait *w) {
         struct session_http *s = w->s;
 
+        if (w->state == WAIT_MADE)
+                return;
+        if (w->state == WAIT_WRITING) {
+                TAILQ_REMOVE(&s->writing, w, entry);
+                return;
+        }
         if (w == s->stream) {
                 s->stream = NULL;
         } else {
@@ -121,7 +143,46 @@ static void wait_forget(struct http_wait *w) {
         }
         if (s->current == w)
                 s->current = NULL;
+}
+
+static void wait_forget(struct http_wait *w) {
+        wait_unlink(w);
         wait_free(w);
+}
+
+/* evhttp has written the whole answer: the session holds nothing of it any more. */
+static void on_written(struct evhttp_request *req, void *userdata) {
+        struct http_wait *w = userdata;
+        struct client *c = w->s->client;
+
+        wait_forget(w);
+        client_output_flushed(c);
+}
+
+/* Its answer is handed to evhttp next (w->req stays valid until written or closed). */
+static void wait_answered(struct http_wait *w) {
+        wait_unlink(w);
+        event_del(&w->arm);
+        if (event_initialized(&w->closed))
+                event_del(&w->closed);
+        w->state = WAIT_WRITING;
+        TAILQ_INSERT_TAIL(&w->s->writing, w, entry);
+        evhttp_request_set_on_complete_cb(w->req, on_written, w);
+}
+
+/* The session ends: evhttp writes what it holds on its own, or, for a session dropped for
+ * not reading (close), its connections are shut down, so that what evhttp holds for it is
+ * given back now rather than at their timeout (evhttp frees them on the failed write; not
+ * here, where one of them may be the connection whose request is being handled). */
+static void writing_detach(struct session_http *s, bool close) {
+        struct http_wait *w;
+
+        while ((w = TAILQ_FIRST(&s->writing))) {
+                if (close)
+                        (void)shutdown(bufferevent_getfd(evhttp_connection_get_bufferevent(w->evcon)), SHUT_RDWR);
+                evhttp_request_set_on_complete_cb(w->req, NULL, NULL);
+                wait_forget(w);
+        }
 }
 
 /* A POSTed request whose client went away is cancelled at the server, as a socket client's
@@ -149,10 +210,16 @@ static void free_if_detached(struct evhttp_request *req) {
 static void on_connection_close(struct evhttp_connection *evcon, void *userdata) {
         struct http_wait *w = userdata;
         struct session_http *s = w->s;
-        _cleanup_free_ char *id_text = w->id_text ? strdup(w->id_text) : NULL;
+        _cleanup_free_ char *id_text = NULL;
         bool post = w != s->stream;
 
         w->evcon = NULL; /* its close callback is being called: nothing to reset */
+        if (w->state == WAIT_WRITING) { /* answered: what was not written is lost with it */
+                wait_forget(w);
+                client_output_flushed(s->client);
+                return;
+        }
+        id_text = w->id_text ? strdup(w->id_text) : NULL;
         free_if_detached(w->req);
         wait_forget(w);
         if (post && id_text && s->client->state != CLIENT_JUSTFREE)
@@ -197,7 +264,7 @@ static struct http_wait *wait_new(struct session_http *s, struct evhttp_request 
 static void reply(struct session_http *s, struct http_wait *w, int code, const char *reason, struct evbuffer *body) {
         struct evhttp_request *req = w->req;
 
-        wait_forget(w);
+        wait_answered(w);
         add_session_header(s, req);
         evhttp_send_reply(req, code, reason, body);
 }
@@ -294,8 +361,8 @@ static int emit_event(struct session_http *s, uint64_t stream, struct http_wait 
 static void end_post_stream(struct session_http *s, struct http_wait *w) {
         struct evhttp_request *req = w->req;
 
-        wait_forget(w);
-        evhttp_send_reply_end(req);
+        wait_answered(w);
+        evhttp_send_reply_end(req); /* may call on_written() at once */
 }
 
 static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
@@ -337,7 +404,8 @@ static size_t wait_unsent(const struct http_wait *w) {
         return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(w->evcon)));
 }
 
-/* What the session's open streams have not written yet: the GET stream's and the POSTs'. */
+/* What the session's connections have not written yet: its open streams' (the GET
+ * stream's and the POSTs') and the answers evhttp still holds. */
 static size_t http_unsent(const struct client *c) {
         struct session_http *s = session_of(c);
         size_t n = s->stream ? wait_unsent(s->stream) : 0;
@@ -347,6 +415,8 @@ static size_t http_unsent(const struct client *c) {
                 TAILQ_FOREACH(w, &s->posts, entry)
                         if (w->stream)
                                 n += wait_unsent(w);
+        TAILQ_FOREACH(w, &s->writing, entry)
+                n += wait_unsent(w);
         return n;
 }
 
@@ -358,6 +428,7 @@ static void http_stop_reading(struct client *c) {
 /* Nothing more will be said: the requests still owed an answer get one saying so. */
 static void http_stop(struct client *c) {
         struct session_http *s = session_of(c);
+        bool unread = http_unsent(c) > c->daemon->config.client_output_limit;
         struct http_wait *w;
 
         while ((w = TAILQ_FIRST(&s->posts))) {
@@ -369,9 +440,10 @@ static void http_stop(struct client *c) {
         if (s->stream) {
                 struct evhttp_request *req = s->stream->req;
 
-                wait_forget(s->stream);
+                wait_answered(s->stream);
                 evhttp_send_reply_end(req);
         }
+        writing_detach(s, unread);
         event_del(s->idle);
         event_del(s->keepalive);
 }
@@ -381,7 +453,17 @@ static void http_describe(const struct client *c, json_object *row) {
 
         json_object_object_add(row, "transport", json_object_new_string("http"));
         json_object_object_add(row, "remote", json_object_new_string(s->remote));
-        json_object_object_add(row, "token", s->token_user ? json_object_new_string(s->token_user) : NULL);
+        json_object_object_add(row, "token", s->token ? json_object_new_string(s->token->user) : NULL);
+}
+
+/* Over TCP its address and token; on the Unix socket its principal (pid, command) says it. */
+static void http_peer(const struct client *c, struct client_peer *ret) {
+        const struct session_http *s = session_of(c);
+
+        if (!s->token)
+                return;
+        ret->remote = s->remote;
+        ret->token = s->token->user;
 }
 
 static void http_free(struct client *c) {
@@ -395,7 +477,6 @@ static void http_free(struct client *c) {
         event_free(s->idle);
         event_free(s->keepalive);
         free(s->remote);
-        free(s->token_user);
         free(s);
         c->transport = NULL;
 }
@@ -407,6 +488,7 @@ static const struct client_transport_ops http_ops = {
         .stop_reading = http_stop_reading,
         .stop = http_stop,
         .describe = http_describe,
+        .peer = http_peer,
         .free = http_free,
 };
 
@@ -483,19 +565,19 @@ static struct session_http *session_new(struct http_front *f, struct http_caller
                 return NULL;
         s->front = f;
         TAILQ_INIT(&s->posts);
+        TAILQ_INIT(&s->writing);
         s->remote = strdup(caller->remote);
-        s->token_user = caller->token_user ? strdup(caller->token_user) : NULL;
+        s->token = caller->token;
         do {
                 if (random_id(s->id) < 0)
                         goto fail;
                 s->key = client_http_key_of(s->id);
         } while (idmap_get(&f->sessions, s->key)); /* 60 random bits: a clash is news, and retried */
-        if (!s->remote || (caller->token_user && !s->token_user))
+        if (!s->remote)
                 goto fail;
         return s;
 fail:
         free(s->remote);
-        free(s->token_user);
         free(s);
         return NULL;
 }
@@ -515,7 +597,6 @@ struct client *client_http_new(struct http_front *f, struct http_caller *caller,
                 if (s->keepalive)
                         event_free(s->keepalive);
                 free(s->remote);
-                free(s->token_user);
                 free(s);
                 return NULL;
         }
@@ -525,7 +606,6 @@ struct client *client_http_new(struct http_front *f, struct http_caller *caller,
                 event_free(s->idle);
                 event_free(s->keepalive);
                 free(s->remote);
-                free(s->token_user);
                 free(s);
                 return NULL;
         }
@@ -533,14 +613,9 @@ struct client *client_http_new(struct http_front *f, struct http_caller *caller,
         idmap_put(&f->sessions, s->key, c); /* the slot is there: cannot fail */
         http_front_session_opened(f);
         arm_idle(s);
-        if (caller->profile) {
+        if (s->token && s->token->profile)
                 /* Its token's profile, as mcpvisorctl connect --profile asks for one. */
-                _cleanup_free_ char *hello = NULL;
-
-                if (asprintf(&hello, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/mcpvisor/profile\",\"params\":{\"profile\":\"%s\"}}",
-                             caller->profile) >= 0)
-                        client_receive(c, hello, strlen(hello));
-        }
+                (void)client_access_ask(c, s->token->profile);
         *ret_key = s->key;
         return c;
 }
@@ -556,12 +631,54 @@ bool client_http_id_matches(const struct client *c, const char *id) {
         return diff == 0;
 }
 
-bool client_http_same_caller(const struct client *c, uid_t uid, const char *token_user) {
+bool client_http_same_caller(const struct client *c, uid_t uid, const struct http_token *token) {
         const struct session_http *s = session_of(c);
 
-        if (client_principal(c)->uid != uid || !s->token_user != !token_user)
+        return s->token ? s->token == token : !token && client_principal(c)->uid == uid;
+}
+
+/* Its token in the new configuration: the one with the same secret. Its principal and
+ * profile are decided anew from it, as if the session opened now; false when it is gone. */
+static bool rebind(struct client *c) {
+        struct session_http *s = session_of(c);
+        struct daemon *d = c->daemon;
+        const struct http_token *old = s->token, *now;
+        struct principal p;
+
+        now = http_token_find(&d->config.http, old->secret, old->secret_len);
+        if (!now)
                 return false;
-        return !token_user || strcmp(s->token_user, token_user) == 0;
+        s->token = now;
+        if (http_token_principal(now, &p) < 0) {
+                client_log(c, LOG_WARNING, "out of memory taking its token's new principal; ended");
+                return false;
+        }
+        if (p.uid != client_principal(c)->uid) {
+                /* Counted under the uid it now has, as one opened now would be (and released
+                 * under it when freed); the limit is for new sessions only. */
+                user_counts_release(&d->user_counts, client_principal(c)->uid);
+                (void)user_counts_take(&d->user_counts, p.uid, 0);
+        }
+        client_set_principal(c, &p);
+        if (client_access_ask(c, now->profile) < 0) {
+                client_log(c, LOG_WARNING, "out of memory taking its token's profile; ended");
+                return false;
+        }
+        return true;
+}
+
+void client_http_config_changed(struct daemon *d) {
+        for (int st = CLIENT_ACTIVE; st <= CLIENT_DRAINING; st++) {
+                struct client *c, *next;
+
+                for (c = TAILQ_FIRST(&d->clients[st]); c; c = next) {
+                        next = TAILQ_NEXT(c, entry);
+                        if (c->ops != &http_ops || !session_of(c)->token || rebind(c))
+                                continue;
+                        client_log(c, LOG_NOTICE, "HTTP session ended: its bearer token is no longer in http.tokens");
+                        client_set_state(c, CLIENT_JUSTFREE);
+                }
+        }
 }
 
 /* ---- requests ---- */
@@ -650,6 +767,7 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
                 return;
         }
         TAILQ_INSERT_TAIL(&s->posts, w, entry);
+        w->state = WAIT_OWED;
         if (answered_as_stream(req, m) && start_post_stream(s, w) < 0) {
                 end_post_stream(s, w);
                 return;
@@ -699,7 +817,7 @@ static bool post_stream_open(struct session_http *s, uint64_t stream) {
  * TypeScript SDK) stop reconnecting, where an empty stream that ends would have them
  * reconnect again and again. */
 static void resume_post_stream(struct session_http *s, struct evhttp_request *req, uint64_t stream, uint64_t seq) {
-        struct http_wait w = { .s = s, .req = req };
+        struct http_wait *w;
         bool kept = false;
 
         if (post_stream_open(s, stream)) {
@@ -714,9 +832,17 @@ static void resume_post_stream(struct session_http *s, struct evhttp_request *re
                 evhttp_send_error(req, 405, "That stream has ended and has nothing more to send");
                 return;
         }
+        w = wait_new(s, req);
+        if (!w) {
+                evhttp_send_error(req, 503, "Out of memory");
+                return;
+        }
         start_event_stream(s, req);
-        replay(s, &w, stream, seq);
+        replay(s, w, stream, seq);
+        /* Written while the session holds it: counted as any answer (a replay is up to 1 MiB). */
+        wait_answered(w);
         evhttp_send_reply_end(req);
+        client_output_added(s->client);
 }
 
 void client_http_get(struct client *c, struct evhttp_request *req, const char *last_event_id) {
@@ -739,9 +865,11 @@ void client_http_get(struct client *c, struct evhttp_request *req, const char *l
                 evhttp_send_error(req, 503, "Out of memory");
                 return;
         }
+        s->stream->state = WAIT_OWED;
         start_event_stream(s, req);
         arm_keepalive(s);
         replay(s, s->stream, 0, resuming ? seq : s->streamed_seq);
+        client_output_added(c);
 }
 
 void client_http_delete(struct client *c, struct evhttp_request *req) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "audit.h"
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -108,6 +109,11 @@ static void after_send(struct client *c, int r) {
                 client_set_state(c, CLIENT_JUSTFREE);
         }
         maybe_finish(c);
+}
+
+void client_output_added(struct client *c) {
+        if (c->state != CLIENT_JUSTFREE)
+                after_send(c, 0);
 }
 
 /* Whether msg is a response; *id is then the id it answers (NULL for JSON's null). */
@@ -232,9 +238,49 @@ void client_output_flushed(struct client *c) {
         maybe_finish(c);
 }
 
+struct client_peer client_peer(const struct client *c) {
+        struct client_peer p = { 0 };
+
+        if (c->ops->peer)
+                c->ops->peer(c, &p);
+        return p;
+}
+
+const char *client_name(const struct client *c) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(c->session.client_info, "name", &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+void client_audit_subject(const struct client *c, struct audit_record *r) {
+        struct client_peer peer = client_peer(c);
+
+        r->client = c->id;
+        r->uid = c->principal.uid;
+        r->pid = c->principal.pid;
+        r->token = peer.token;
+        r->remote = peer.remote;
+        r->client_name = client_name(c);
+}
+
+void client_set_principal(struct client *c, struct principal *p) {
+        principal_done(&c->principal);
+        c->principal = *p;
+        *p = (struct principal){ 0 };
+}
+
 static void log_connected(struct client *c) {
         const struct principal *p = &c->principal;
+        struct client_peer peer = client_peer(c);
 
+        if (peer.remote) {
+                client_log(c, LOG_INFO, "MCP client connected (from %s%s%s, uid %u%s%s%s, gid %u) over %s", peer.remote,
+                           peer.token ? " with the token of " : "", peer.token ?: "", (unsigned)p->uid, p->user ? " (" : "",
+                           p->user ?: "", p->user ? ")" : "", (unsigned)p->gid, c->ops->name);
+                return;
+        }
         client_log(c, LOG_INFO, "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u) over %s",
                    c->role == LISTEN_CONTROL ? "control" : "MCP", (int)p->pid, p->comm[0] ? p->comm : "unknown",
                    (unsigned)p->uid, p->user ? " (" : "", p->user ?: "", p->user ? ")" : "", (unsigned)p->gid,

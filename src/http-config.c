@@ -14,6 +14,7 @@
 #include "config.h"
 #include "credential.h"
 #include "macro.h"
+#include "principal.h"
 #include "settings.h"
 
 /* A token shorter than this is guessable over the network: refused. */
@@ -318,6 +319,22 @@ static bool equal_constant_time(const char *a, size_t a_len, const char *b, size
         for (size_t i = 0; i < n; i++)
                 diff |= (unsigned char)((i < a_len ? a[i] : 0) ^ (i < b_len ? b[i] : 0));
         return diff == 0;
+}
+
+int http_token_principal(const struct http_token *t, struct principal *ret) {
+        *ret = (struct principal){ .uid = t->uid, .gid = t->n_groups ? t->groups[0] : (gid_t)-1 };
+        ret->user = strdup(t->user);
+        if (t->n_groups > 1) {
+                ret->groups = malloc((t->n_groups - 1) * sizeof *ret->groups);
+                if (ret->groups) {
+                        memcpy(ret->groups, t->groups + 1, (t->n_groups - 1) * sizeof *ret->groups);
+                        ret->n_groups = t->n_groups - 1;
+                }
+        }
+        if (ret->user && (t->n_groups <= 1 || ret->groups))
+                return 0;
+        principal_done(ret);
+        return -ENOMEM;
 }
 
 const struct http_token *http_token_find(const struct http_config *h, const char *secret, size_t len) {

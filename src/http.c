@@ -23,6 +23,7 @@
 #include "client-http.h"
 #include "client.h"
 #include "daemon.h"
+#include "http-request.h"
 #include "jsonrpc.h"
 #include "principal.h"
 #include "protocol.h"
@@ -203,42 +204,18 @@ static bool on_unix_socket(struct evhttp_request *req) {
         return peer_address(req, &ss) == 0 && ss.ss_family == AF_UNIX;
 }
 
-/* "Bearer TOKEN" (the scheme's case aside) to the token it names, or NULL. */
-static const struct http_token *bearer(struct http_front *f, struct evhttp_request *req) {
-        const char *auth = header(req, "Authorization");
-
-        if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
-                return NULL;
-        auth += 7;
-        while (*auth == ' ')
-                auth++;
-        return http_token_find(&f->daemon->config.http, auth, strlen(auth));
-}
-
-/* Who is asking: on the Unix socket its peer, else its token's principal. false when it
- * was answered 401 instead. */
+/* Who is asking: on the Unix socket its peer, else its token's principal. */
 struct caller_facts {
         struct principal principal;
         const struct http_token *token;
         char remote[64];
 };
 
-static int principal_of_token(const struct http_token *t, struct principal *ret) {
-        *ret = (struct principal){ .uid = t->uid, .gid = t->n_groups ? t->groups[0] : (gid_t)-1 };
-        ret->user = strdup(t->user);
-        if (t->n_groups > 1) {
-                ret->groups = malloc((t->n_groups - 1) * sizeof *ret->groups);
-                if (ret->groups) {
-                        memcpy(ret->groups, t->groups + 1, (t->n_groups - 1) * sizeof *ret->groups);
-                        ret->n_groups = t->n_groups - 1;
-                }
-        }
-        return ret->user && (t->n_groups <= 1 || ret->groups) ? 0 : -ENOMEM;
-}
-
-static bool identify(struct http_front *f, struct evhttp_request *req, struct caller_facts *ret) {
+/* false when it was answered instead (the peer's credentials unreadable). */
+static bool identify(struct evhttp_request *req, const struct http_request *r, const struct http_verdict *v,
+                     struct caller_facts *ret) {
         *ret = (struct caller_facts){ 0 };
-        if (on_unix_socket(req)) {
+        if (r->unix_peer) {
                 int fd = request_fd(req);
                 struct ucred peer;
                 socklen_t len = sizeof peer;
@@ -251,56 +228,34 @@ static bool identify(struct http_front *f, struct evhttp_request *req, struct ca
                 snprintf(ret->remote, sizeof ret->remote, "unix peer pid %d", (int)peer.pid);
                 return true;
         }
-        ret->token = bearer(f, req);
-        if (!ret->token) {
-                log_refusal(f, req, header(req, "Authorization") ? "wrong bearer token" : "no bearer token");
-                evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer realm=\"mcpvisor\"");
-                send_text(req, 401, "Unauthorized", "a bearer token is required (Authorization: Bearer TOKEN)");
-                return false;
-        }
         /* Its uid is all a session's check needs; the whole principal and the remote address
          * are made only if it opens one (open_session), not at every request. */
+        ret->token = v->token;
         ret->principal.uid = ret->token->uid;
         return true;
 }
 
-/* The session a request names; answered (400, 404) and NULL when there is none for it. */
-static struct client *find_session(struct http_front *f, struct evhttp_request *req, const struct caller_facts *who) {
-        const char *id = header(req, "Mcp-Session-Id");
-        int64_t key = id ? client_http_key_of(id) : 0;
-        struct client *c = key ? idmap_get(&f->sessions, key) : NULL;
+/* The session a request names (the verdict's key); answered 404 and NULL when there is none
+ * for it. */
+static struct client *find_session(struct http_front *f, struct evhttp_request *req, const struct http_request *r,
+                                   const struct http_verdict *v, const struct caller_facts *who) {
+        struct client *c = v->session_key ? idmap_get(&f->sessions, v->session_key) : NULL;
 
-        if (!id) {
-                send_rpc_error(req, 400, "Bad Request", "Bad Request: Mcp-Session-Id header is required");
-                return NULL;
-        }
         /* Someone else's session is as unknown as none: nothing to learn by guessing. One
          * that is ending (the daemon stops, DELETE) takes no more requests. */
-        if (!c || c->state != CLIENT_ACTIVE || !client_http_id_matches(c, id) ||
-            !client_http_same_caller(c, who->principal.uid, who->token ? who->token->user : NULL)) {
+        if (!c || c->state != CLIENT_ACTIVE || !client_http_id_matches(c, r->session_id) ||
+            !client_http_same_caller(c, who->principal.uid, who->token)) {
                 send_rpc_error(req, 404, "Not Found", "Session not found");
                 return NULL;
         }
         return c;
 }
 
-static bool version_ok(struct evhttp_request *req) {
-        const char *v = header(req, "MCP-Protocol-Version");
-
-        /* Absent: the client speaks 2025-03-26, which knew no such header. */
-        if (!v || protocol_version_supported(v))
-                return true;
-        send_rpc_error(req, 400, "Bad Request", "Bad Request: unsupported MCP-Protocol-Version");
-        return false;
-}
-
 /* initialize without a session: a new one, if the limits allow. */
 static struct client *open_session(struct http_front *f, struct evhttp_request *req, struct caller_facts *who,
                                    const struct jsonrpc_msg *m) {
         struct daemon *d = f->daemon;
-        struct http_caller caller = { .principal = &who->principal, .remote = who->remote,
-                                      .token_user = who->token ? who->token->user : NULL,
-                                      .profile = who->token ? who->token->profile : NULL };
+        struct http_caller caller = { .principal = &who->principal, .remote = who->remote, .token = who->token };
         uid_t uid = who->principal.uid;
         struct client *c;
         int64_t key;
@@ -319,7 +274,7 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
                 send_rpc_error(req, 429, "Too Many Requests", "Too Many Requests: too many connections of this user (maxClientsPerUser)");
                 return NULL;
         }
-        if (who->token && principal_of_token(who->token, &who->principal) < 0) {
+        if (who->token && http_token_principal(who->token, &who->principal) < 0) {
                 user_counts_release(&d->user_counts, uid);
                 send_text(req, 503, "Service Unavailable", "out of memory");
                 return NULL;
@@ -334,25 +289,17 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
         return c;
 }
 
-static bool is_json(const char *content_type) {
-        return content_type && strncasecmp(content_type, "application/json", 16) == 0 &&
-               (content_type[16] == '\0' || content_type[16] == ';' || content_type[16] == ' ');
-}
-
-static void handle_post(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {
+static void handle_post(struct http_front *f, struct evhttp_request *req, const struct http_request *r,
+                        const struct http_verdict *v, struct caller_facts *who) {
         struct evbuffer *body = evhttp_request_get_input_buffer(req);
         size_t len = evbuffer_get_length(body);
         const char *data = (const char *)evbuffer_pullup(body, -1);
         struct jsonrpc_msg m;
         struct client *c;
 
-        if (!is_json(header(req, "Content-Type"))) {
-                send_text(req, 415, "Unsupported Media Type", "a message is POSTed as Content-Type: application/json");
-                return;
-        }
         jsonrpc_parse(&f->daemon->parser, data ? data : "", len, &m);
-        if (header(req, "Mcp-Session-Id"))
-                c = version_ok(req) ? find_session(f, req, who) : NULL;
+        if (r->session_id)
+                c = find_session(f, req, r, v, who);
         else if (m.kind == JSONRPC_INVALID) {
                 send_rpc_error(req, 400, "Bad Request", m.error_message ? m.error_message : "Invalid Request");
                 c = NULL;
@@ -361,26 +308,6 @@ static void handle_post(struct http_front *f, struct evhttp_request *req, struct
         if (c)
                 client_http_post(c, req, &m);
         jsonrpc_msg_done(&m);
-}
-
-static void handle_get(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {
-        const char *accept = header(req, "Accept");
-        struct client *c;
-
-        if (accept && !strstr(accept, "text/event-stream") && !strstr(accept, "*/*")) {
-                send_text(req, 406, "Not Acceptable", "the stream is text/event-stream");
-                return;
-        }
-        c = version_ok(req) ? find_session(f, req, who) : NULL;
-        if (c)
-                client_http_get(c, req, header(req, "Last-Event-ID"));
-}
-
-static void handle_delete(struct http_front *f, struct evhttp_request *req, struct caller_facts *who) {
-        struct client *c = version_ok(req) ? find_session(f, req, who) : NULL;
-
-        if (c)
-                client_http_delete(c, req);
 }
 
 static void handle_healthz(struct http_front *f, struct evhttp_request *req) {
@@ -397,46 +324,61 @@ static void handle_healthz(struct http_front *f, struct evhttp_request *req) {
                 evbuffer_free(b);
 }
 
-/* Browsers send Origin; a page on another site must not reach a local daemon through
- * DNS rebinding. */
-static bool origin_ok(struct http_front *f, struct evhttp_request *req) {
-        const char *origin = header(req, "Origin");
+/* A request the checks refused (http-request.h), answered as its verdict says. */
+static void refuse(struct http_front *f, struct evhttp_request *req, const struct http_verdict *v) {
+        struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 
-        if (!origin || http_origin_allowed(&f->daemon->config.http, origin))
-                return true;
-        log_refusal(f, req, "Origin not allowed (http.allowedOrigins)");
-        send_text(req, 403, "Forbidden", "this Origin is not allowed (http.allowedOrigins)");
-        return false;
+        if (v->log)
+                log_refusal(f, req, v->log);
+        if (v->authenticate)
+                evhttp_add_header(out, "WWW-Authenticate", "Bearer realm=\"mcpvisor\"");
+        if (v->allow)
+                evhttp_add_header(out, "Allow", v->allow);
+        if (v->json)
+                send_rpc_error(req, v->status, v->reason, v->text);
+        else
+                send_text(req, v->status, v->reason, v->text);
+}
+
+static enum http_method method_of(enum evhttp_cmd_type cmd) {
+        return cmd == EVHTTP_REQ_GET ? HTTP_GET : cmd == EVHTTP_REQ_POST ? HTTP_POST : cmd == EVHTTP_REQ_DELETE ? HTTP_DELETE : HTTP_OTHER;
 }
 
 static void on_request(struct evhttp_request *req, void *userdata) {
         struct http_front *f = userdata;
         const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-        const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-        const char *endpoint = f->daemon->config.http.path ? f->daemon->config.http.path : HTTP_DEFAULT_PATH;
-        enum evhttp_cmd_type method = evhttp_request_get_command(req);
+        struct http_request r = {
+                .method = method_of(evhttp_request_get_command(req)),
+                .path = uri ? evhttp_uri_get_path(uri) : NULL,
+                .origin = header(req, "Origin"),
+                .authorization = header(req, "Authorization"),
+                .content_type = header(req, "Content-Type"),
+                .accept = header(req, "Accept"),
+                .protocol_version = header(req, "MCP-Protocol-Version"),
+                .session_id = header(req, "Mcp-Session-Id"),
+        };
+        struct http_verdict v;
         struct caller_facts who;
+        struct client *c;
 
-        if (path && strcmp(path, "/healthz") == 0 && method == EVHTTP_REQ_GET) {
+        r.unix_peer = on_unix_socket(req);
+        http_request_judge(&f->daemon->config.http, &r, &v);
+        if (v.outcome == HTTP_HEALTHZ) {
                 handle_healthz(f, req);
                 return;
         }
-        if (!path || strcmp(path, endpoint) != 0) {
-                send_text(req, 404, "Not Found", "no such endpoint");
+        if (v.outcome == HTTP_REFUSE) {
+                refuse(f, req, &v);
                 return;
         }
-        if (!origin_ok(f, req) || !identify(f, req, &who))
+        if (!identify(req, &r, &v, &who))
                 return;
-        if (method == EVHTTP_REQ_POST)
-                handle_post(f, req, &who);
-        else if (method == EVHTTP_REQ_GET)
-                handle_get(f, req, &who);
-        else if (method == EVHTTP_REQ_DELETE)
-                handle_delete(f, req, &who);
-        else {
-                evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
-                send_text(req, 405, "Method Not Allowed", "the endpoint takes POST, GET and DELETE");
-        }
+        if (r.method == HTTP_POST)
+                handle_post(f, req, &r, &v, &who);
+        else if ((c = find_session(f, req, &r, &v, &who)) && r.method == HTTP_GET)
+                client_http_get(c, req, header(req, "Last-Event-ID"));
+        else if (c)
+                client_http_delete(c, req);
         principal_done(&who.principal); /* empty when a session took it */
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client-http.h"
 #include "daemon.h"
 #include "macro.h"
 #include "methods.h"
@@ -105,6 +106,9 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         old = d->config;
         d->config = *next;
         config_init_defaults(next);
+        /* HTTP sessions find their tokens in the new configuration while the old one, which
+         * their tokens are in, is still there. */
+        client_http_config_changed(d);
         config_done(&old);
         d->log.max_priority = daemon_log_level(d);
         d->supervisor.max_server_message_size = d->config.max_server_message_size;

@@ -89,16 +89,13 @@ static const char *call_target(const struct jsonrpc_msg *m) {
 /* One record as a call ends for its client: answered, failed, cancelled or timed out. */
 static void route_audit(struct route *rt, enum audit_outcome outcome) {
         struct router *r = rt->router;
-        struct access_who who;
+        struct audit_record record = { .server = rt->server->config->name, .method = rt->method, .target = rt->target,
+                                       .outcome = outcome, .duration_usec = now_usec() - rt->started };
 
         if (!rt->audit_pending || !rt->client || !r->audit_mode)
                 return;
-        client_access_who(rt->client, &who);
-        audit_emit(r->log, *r->audit_mode,
-                   &(struct audit_record){ .client = rt->client_number, .uid = who.uid, .pid = client_principal(rt->client)->pid,
-                                           .server = rt->server->config->name, .method = rt->method,
-                                           .target = rt->target, .outcome = outcome,
-                                           .duration_usec = now_usec() - rt->started });
+        client_audit_subject(rt->client, &record);
+        audit_emit(r->log, *r->audit_mode, &record);
         rt->audit_pending = false; /* once */
 }
 

@@ -54,12 +54,13 @@ char *sse_event_text(uint64_t seq, uint64_t stream, const struct iovec *parts, s
         return text;
 }
 
-/* Digits at *p to their number, *p moved past them; false for none or past 64 bits. */
+/* Digits at *p to their number, *p moved past them; false for none, past 64 bits, or a
+ * leading zero (not how the number is written: each id has one text). */
 static bool take_number(const char **p, uint64_t *ret) {
         char *end;
         unsigned long long n;
 
-        if (**p < '0' || **p > '9')
+        if (**p < '0' || **p > '9' || ((*p)[0] == '0' && (*p)[1] >= '0' && (*p)[1] <= '9'))
                 return false;
         errno = 0;
         n = strtoull(*p, &end, 10);

@@ -6,6 +6,7 @@
 
 #include "access.h"
 #include "audit.h"
+#include "utf8.h"
 #include "config.h"
 
 static struct config cfg;
@@ -218,6 +219,29 @@ Test(access, audit_records_name_who_what_and_how_it_ended) {
         audit_format(&r, &t);
         cr_assert_str_eq(t.fields[3], "MCPVISOR_TARGET=file:///etc/x");
         cr_assert_str_eq(t.fields[4], "MCPVISOR_OUTCOME=timeout");
+}
+
+/* An HTTP client has no pid: its token's user, its address and its client's name say who. */
+Test(access, audit_records_name_an_http_client_by_token_address_and_name) {
+        struct audit_record r = { .client = 7, .uid = 1000, .token = "ci", .remote = "192.0.2.1:51234", .client_name = "agent",
+                                  .method = "tools/call", .target = "gh__x", .outcome = AUDIT_OK, .duration_usec = 5 };
+        struct audit_text t;
+
+        audit_format(&r, &t);
+        cr_assert_str_eq(t.message, "audit: uid 1000 token ci from 192.0.2.1:51234 client agent tools/call gh__x: ok after 5 us");
+        cr_assert_str_eq(t.fields[1], "MCPVISOR_METHOD=tools/call", "no MCPVISOR_PEER_PID=0");
+        cr_assert_str_eq(t.fields[5], "MCPVISOR_TOKEN_USER=ci");
+        cr_assert_str_eq(t.fields[6], "MCPVISOR_REMOTE=192.0.2.1:51234");
+        cr_assert_str_eq(t.fields[7], "MCPVISOR_CLIENT_NAME=agent");
+        cr_assert_null(t.fields[8]);
+        r.client_name = "x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                        "x\xff";
+        audit_format(&r, &t);
+        cr_assert(utf8_valid(t.message, strlen(t.message)), "a client's name cut mid-character: %s", t.message);
+        cr_assert(utf8_valid(t.fields[7], strlen(t.fields[7])), "%s", t.fields[7]);
 }
 
 Test(access, audit_setting_defaults_to_denied) {

@@ -94,7 +94,8 @@ Test(sse_event, ids_parsed_back) {
 
 Test(sse_event, other_ids_refused) {
         static const char *const bad[] = { "", "-", "-1", "+1", " 1", "1 ", "1-", "1-0", "1--2", "1-+2", "1-2-3", "1.5",
-                                           "a", "0x10", "18446744073709551616", "1-18446744073709551616", "1-2 " };
+                                           "a", "0x10", "18446744073709551616", "1-18446744073709551616", "1-2 ",
+                                           /* another text of an id: each has one */ "01", "00", "1-02", "007-1" };
         uint64_t seq = 5, stream = 6;
 
         cr_assert_not(sse_event_id_parse(NULL, &seq, &stream));

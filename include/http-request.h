@@ -1,0 +1,57 @@
+/* The checks of one request at the HTTP front door, as a pure function of what it says
+ * (its method, path and headers) and of the "http" setting: which endpoint, whether its
+ * Origin may call, which token it presents, whether its media types and protocol version
+ * are ones the endpoint takes, and which session it names. http.c reads a request into a
+ * struct http_request, asks http_request_judge(), and answers a refusal as the verdict
+ * says; the fuzz harness fuzz_http calls the same function. No I/O, no allocation. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct http_config;
+struct http_token;
+
+enum http_method { HTTP_GET, HTTP_POST, HTTP_DELETE, HTTP_OTHER };
+
+/* What the front door reads of a request; a header absent is NULL. */
+struct http_request {
+        enum http_method method;
+        const char *path;             /* the URI's path; NULL when it has none */
+        bool unix_peer;               /* on a Unix socket: the kernel names the peer, no token */
+        const char *origin;
+        const char *authorization;
+        const char *content_type;
+        const char *accept;
+        const char *protocol_version; /* MCP-Protocol-Version */
+        const char *session_id;       /* Mcp-Session-Id */
+};
+
+enum http_outcome {
+        HTTP_HEALTHZ,  /* GET /healthz: answered without a token */
+        HTTP_PROCEED,  /* to the session it names (or, a POST naming none, a new one) */
+        HTTP_REFUSE,   /* answered with the verdict's status and text */
+};
+
+struct http_verdict {
+        enum http_outcome outcome;
+        /* HTTP_REFUSE: */
+        int status;
+        const char *reason;           /* the status line's phrase */
+        const char *text;             /* the body's text */
+        bool json;                    /* text is a JSON-RPC error's message (null id), else plain text */
+        const char *log;              /* what the refusal log says of it (refusal-log.h); NULL: not logged */
+        const char *allow;            /* an Allow header; NULL: none */
+        bool authenticate;            /* a WWW-Authenticate: Bearer header */
+        /* HTTP_PROCEED: */
+        const struct http_token *token; /* the token presented (TCP); NULL on a Unix socket */
+        int64_t session_key;          /* the Mcp-Session-Id's key (client_http_key_of()); 0: none
+                                       * given, or not one of ours in form (then unknown) */
+};
+
+/* The "Bearer TOKEN" of an Authorization header (the scheme's case aside, spaces before the
+ * token skipped) to the token it names, or NULL. */
+const struct http_token *http_request_bearer(const struct http_config *h, const char *authorization);
+/* Whether a Content-Type is application/json (with parameters or not). */
+bool http_request_is_json(const char *content_type);
+void http_request_judge(const struct http_config *h, const struct http_request *r, struct http_verdict *ret);

@@ -1,0 +1,80 @@
+/* The checks of one HTTP request (http-request.c): each refusal with its status, words and
+ * headers, in the order the front door checks, and what a request that proceeds carries. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "client-http.h"
+#include "http-config.h"
+#include "http-request.h"
+
+#define SECRET "unit-token-0123456789abcdef"
+#define SID "0123456789abcdef0123456789abcdef"
+
+static struct http_token token = { .secret = SECRET, .secret_len = sizeof SECRET - 1, .user = "ci", .uid = 1000 };
+static const struct http_config h = { .tokens = &token, .n_tokens = 1 };
+
+static struct http_verdict judge(struct http_request r) {
+        struct http_verdict v;
+
+        http_request_judge(&h, &r, &v);
+        return v;
+}
+
+#define BEARER "Bearer " SECRET
+
+Test(http_request, healthz_answers_before_anything_else) {
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_GET, .path = "/healthz", .origin = "http://evil.example" }).outcome,
+                     HTTP_HEALTHZ);
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_POST, .path = "/healthz" }).status, 404);
+}
+
+Test(http_request, refusals_in_order) {
+        struct http_verdict v;
+
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_POST, .path = "/other", .authorization = BEARER }).status, 404);
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_POST, .path = NULL }).status, 404);
+        v = judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .origin = "http://localhost.evil.example",
+                                         .authorization = BEARER });
+        cr_assert_eq(v.status, 403);
+        cr_assert_str_eq(v.log, "Origin not allowed (http.allowedOrigins)");
+        v = judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .origin = "http://localhost:3000" });
+        cr_assert_eq(v.status, 401, "a loopback Origin passes, then the token is asked for");
+        cr_assert(v.authenticate);
+        cr_assert_str_eq(v.log, "no bearer token");
+        v = judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = "Bearer " SECRET "x" });
+        cr_assert_eq(v.status, 401);
+        cr_assert_str_eq(v.log, "wrong bearer token");
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = "Basic eDp5" }).status, 401);
+        v = judge((struct http_request){ .method = HTTP_OTHER, .path = "/mcp", .authorization = BEARER });
+        cr_assert_eq(v.status, 405);
+        cr_assert_str_eq(v.allow, "GET, POST, DELETE");
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = BEARER,
+                                                  .content_type = "text/plain" }).status, 415);
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_GET, .path = "/mcp", .authorization = BEARER,
+                                                  .accept = "application/json", .session_id = SID }).status, 406);
+        v = judge((struct http_request){ .method = HTTP_GET, .path = "/mcp", .authorization = BEARER });
+        cr_assert_eq(v.status, 400);
+        cr_assert(v.json, "answered as a JSON-RPC error");
+        v = judge((struct http_request){ .method = HTTP_DELETE, .path = "/mcp", .authorization = BEARER, .session_id = SID,
+                                         .protocol_version = "1999-01-01" });
+        cr_assert_eq(v.status, 400);
+        cr_assert_str_eq(v.text, "Bad Request: unsupported MCP-Protocol-Version");
+}
+
+Test(http_request, what_proceeds_carries_its_token_and_session_key) {
+        struct http_verdict v;
+
+        v = judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = "bearer   " SECRET,
+                                         .content_type = "application/json; charset=utf-8" });
+        cr_assert_eq(v.outcome, HTTP_PROCEED);
+        cr_assert_eq(v.token, &token);
+        cr_assert_eq(v.session_key, 0, "none named: a POST may open one");
+        v = judge((struct http_request){ .method = HTTP_GET, .path = "/mcp", .unix_peer = true, .session_id = SID,
+                                         .accept = "text/event-stream", .protocol_version = "2025-11-25" });
+        cr_assert_eq(v.outcome, HTTP_PROCEED, "no token on the Unix socket");
+        cr_assert_null(v.token);
+        cr_assert_eq(v.session_key, client_http_key_of(SID));
+        v = judge((struct http_request){ .method = HTTP_DELETE, .path = "/mcp", .authorization = BEARER, .session_id = "nope" });
+        cr_assert_eq(v.outcome, HTTP_PROCEED);
+        cr_assert_eq(v.session_key, 0, "not one of ours in form: unknown, answered 404 by the lookup");
+}
