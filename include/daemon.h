@@ -63,7 +63,7 @@ struct daemon {
         bool status_due;                   /* STATUS= to send at the end of this loop iteration */
         struct router router;              /* requests in flight to servers */
         struct server_requests server_requests; /* servers' requests waiting for a client */
-        struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
+        struct list_waits list_waits;      /* requests waiting for servers' first starts */
         struct list_changes list_changes;  /* list_changed notifications waiting for their window */
         struct subscription_list subscriptions;   /* resources clients subscribed to */
         struct idmap subscriptions_by_uri; /* subscriptions.c's index of them */

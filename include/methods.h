@@ -71,5 +71,3 @@ void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, j
 void method_passthrough_request(struct client *c, struct jsonrpc_msg *m);
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m);
 
-/* Answers a list request from the registry (method-list.c); also used by list-wait.c. */
-void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind);
