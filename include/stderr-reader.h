@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rate-limit.h"
+
 #define STDERR_LINE_MAX 4096
 #define STDERR_RATE_INTERVAL_USEC (10 * 1000000ull)
 #define STDERR_RATE_BURST 1000
@@ -23,10 +25,7 @@ struct stderr_reader {
         const char *name;
         struct bufferevent *bev;
         bool discarding;           /* inside a line already cut at STDERR_LINE_MAX */
-        uint64_t window_start;     /* rate limit: the current interval */
-        unsigned window_lines;
-        uint64_t dropped;          /* lines dropped in this interval, reported at its end */
-        uint64_t total_dropped;
+        struct rate_limit rate;    /* lines logged */
         char last[STDERR_LAST_MAX]; /* the last line read that is not blank, "" if none */
         uint64_t last_at;          /* when it was read (usec, monotonic) */
 };

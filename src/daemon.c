@@ -501,7 +501,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         int r;
 
         *d = (struct daemon){ .config = *config, .source = *source, .phase = DAEMON_STARTING, .exit_code = 0,
-                              .server_log_level = -1, .started_at = now_usec() };
+                              .started_at = now_usec() };
         /* The daemon owns it now; the caller's copy must not free what it points to. */
         config_init_defaults(config);
         TAILQ_INIT(&d->list_waits.queue);
@@ -622,6 +622,7 @@ int daemon_iterate(struct daemon *d, int loop_flags) {
         free_closed_clients(d);
         supervisor_collect(&d->supervisor);
         servers_settled(d);
+        mcp_logging_settle(d);
         status_settled(d);
         check_stopped(d);
         return 0;

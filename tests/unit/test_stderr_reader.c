@@ -295,12 +295,12 @@ Test(stderr_reader, rate_limit_drops_and_reports) {
         char line[32];
 
         start_with_level(LOG_DEBUG);
-        rd.window_start = now_usec();
+        rd.rate.window_start = now_usec();
         server_burst(STDERR_RATE_BURST + 5);
         snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST + 4);
         WAIT_UNTIL(strcmp(rd.last, line) == 0);
-        cr_assert_eq(rd.dropped, 5);
-        cr_assert_eq(rd.total_dropped, 5);
+        cr_assert_eq(rd.rate.dropped, 5);
+        cr_assert_eq(rd.rate.total_dropped, 5);
         cr_assert_eq(occurrences(logged(), "srv: l"), STDERR_RATE_BURST);
         snprintf(line, sizeof line, "srv: l%u\n", STDERR_RATE_BURST - 1);
         cr_assert(logged_has(line), "the burst is logged in full");
@@ -309,30 +309,30 @@ Test(stderr_reader, rate_limit_drops_and_reports) {
         cr_assert_not(logged_has("dropped"), "reported only once the interval is over");
 
         /* The interval ends: the next line reports the count first, then is logged. */
-        rd.window_start -= STDERR_RATE_INTERVAL_USEC;
+        rd.rate.window_start -= STDERR_RATE_INTERVAL_USEC;
         server_says("after\n");
         WAIT_UNTIL(logged_has("srv: after\n"));
         const char *text = logged();
         const char *report = strstr(text, "[srv] server wrote too fast to its stderr: 5 lines dropped");
         cr_assert_not_null(report, "no drop report in: ...%s", text + strlen(text) - 200);
         cr_assert_lt(report, strstr(text, "srv: after\n"));
-        cr_assert_eq(rd.dropped, 0);
-        cr_assert_eq(rd.total_dropped, 5);
-        cr_assert_eq(rd.window_lines, 1);
+        cr_assert_eq(rd.rate.dropped, 0);
+        cr_assert_eq(rd.rate.total_dropped, 5);
+        cr_assert_eq(rd.rate.window_lines, 1);
 }
 
 Test(stderr_reader, rate_limit_reported_at_finish) {
         char line[32];
 
         start_with_level(LOG_DEBUG);
-        rd.window_start = now_usec();
+        rd.rate.window_start = now_usec();
         server_burst(STDERR_RATE_BURST + 3);
         snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST + 2);
         WAIT_UNTIL(strcmp(rd.last, line) == 0);
         cr_assert_not(logged_has("dropped"));
         stderr_reader_finish(&rd);
         cr_assert(logged_has("server wrote too fast to its stderr: 3 lines dropped"));
-        cr_assert_eq(rd.total_dropped, 3);
+        cr_assert_eq(rd.rate.total_dropped, 3);
         cr_assert_str_eq(rd.last, line, "the last line is kept even when dropped");
 }
 
@@ -340,16 +340,16 @@ Test(stderr_reader, rate_limit_new_window_admits_again) {
         char line[32];
 
         start_with_level(LOG_DEBUG);
-        rd.window_start = now_usec();
+        rd.rate.window_start = now_usec();
         server_burst(STDERR_RATE_BURST + 1);
-        WAIT_UNTIL(rd.dropped == 1);
-        rd.window_start -= STDERR_RATE_INTERVAL_USEC;
+        WAIT_UNTIL(rd.rate.dropped == 1);
+        rd.rate.window_start -= STDERR_RATE_INTERVAL_USEC;
         server_burst(STDERR_RATE_BURST);
         snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST - 1);
         WAIT_UNTIL(strcmp(rd.last, line) == 0);
-        cr_assert_eq(rd.window_lines, STDERR_RATE_BURST);
-        cr_assert_eq(rd.dropped, 0, "a full new window is admitted");
-        cr_assert_eq(rd.total_dropped, 1);
+        cr_assert_eq(rd.rate.window_lines, STDERR_RATE_BURST);
+        cr_assert_eq(rd.rate.dropped, 0, "a full new window is admitted");
+        cr_assert_eq(rd.rate.total_dropped, 1);
         cr_assert_eq(occurrences(logged(), "srv: l"), 2 * STDERR_RATE_BURST);
         cr_assert_eq(occurrences(logged(), "1 lines dropped"), 1);
 }
