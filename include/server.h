@@ -93,6 +93,7 @@ struct server {
         char last_stderr[STDERR_LAST_MAX]; /* the last line an ended run wrote to stderr, "" if none */
         uint64_t last_stderr_at;       /* when it was written (usec, monotonic) */
         bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
+        struct line_ring stderr_lines; /* the last lines its runs wrote to stderr (stderr-reader.c's) */
         bool removed;                  /* a reload removed it: stopping, then freed */
         /* mcp-logging.c's, which alone writes them after server_new(): */
         int log_level_sent;            /* logging/setLevel sent to its current run; -1: none */

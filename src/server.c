@@ -870,6 +870,7 @@ void server_free(struct server *s) {
                 instance_free(s->run);
         route_owners_done(&s->owners);
         catalog_done(&s->catalog);
+        line_ring_done(&s->stderr_lines);
         if (s->timer)
                 event_free(s->timer);
         server_config_free(s->config);

@@ -67,6 +67,8 @@ static void emit_line(struct stderr_reader *r, char *line, size_t len, bool cut)
                 line[--len] = '\0';
         priority = line_priority(&text);
         keep_last(r, text);
+        if (r->keep)
+                (void)line_ring_add(r->keep, text, realtime_usec()); /* out of memory: one line fewer */
         if (!admit(r))
                 return;
         if (cut) {
@@ -124,8 +126,8 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
 }
 
 int stderr_reader_start(struct stderr_reader *r, struct event_base *base, int fd, const char *name,
-                        const struct logger *log) {
-        *r = (struct stderr_reader){ .log = log, .name = name };
+                        const struct logger *log, struct line_ring *keep) {
+        *r = (struct stderr_reader){ .log = log, .name = name, .keep = keep };
         rate_limit_init(&r->rate, STDERR_RATE_INTERVAL_USEC, STDERR_RATE_BURST, now_usec());
         r->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
         if (!r->bev) {
