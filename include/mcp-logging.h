@@ -20,8 +20,8 @@ struct jsonrpc_msg;
 
 #define MCP_LEVEL_COUNT 8
 
-/* How many initialized clients get each level, so that the most verbose one is found
- * without walking the clients. */
+/* How many clients get each level: the most verbose one held, and the buckets that sort
+ * the clients by level when the servers' levels are decided. */
 struct mcp_levels {
         unsigned clients[MCP_LEVEL_COUNT];
 };

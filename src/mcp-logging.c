@@ -127,7 +127,7 @@ void mcp_logging_settle(struct daemon *d) {
         }
 }
 
-static void report_dropped(struct daemon *d, struct server *s, uint64_t dropped) {
+static void report_dropped(struct server *s, uint64_t dropped) {
         if (dropped > 0)
                 server_log(s, LOG_WARNING, "server sent too many log messages: %" PRIu64 " not logged (limit %u per %llu s)",
                            dropped, MCP_LOGGING_RATE_BURST, MCP_LOGGING_RATE_INTERVAL_USEC / USEC_PER_SEC);
@@ -135,7 +135,7 @@ static void report_dropped(struct daemon *d, struct server *s, uint64_t dropped)
 
 void mcp_logging_server_ready(struct daemon *d, struct server *s) {
         s->log_level_sent = -1; /* a new run: asked again */
-        report_dropped(d, s, rate_limit_take_dropped(&s->log_messages));
+        report_dropped(s, rate_limit_take_dropped(&s->log_messages));
         mcp_logging_changed(d);
 }
 
@@ -203,7 +203,7 @@ static bool admit(struct daemon *d, struct server *s, int level) {
         if (s->log_messages.interval_usec == 0)
                 rate_limit_init(&s->log_messages, MCP_LOGGING_RATE_INTERVAL_USEC, MCP_LOGGING_RATE_BURST, now);
         admitted = rate_limit_admit(&s->log_messages, now, &told);
-        report_dropped(d, s, told);
+        report_dropped(s, told);
         return admitted;
 }
 
