@@ -355,6 +355,14 @@ static void stop_journald(void) {
         }
 }
 
+static unsigned lines_in(const char *text) {
+        unsigned n = 0;
+
+        for (; (text = strchr(text, '\n')); text++)
+                n++;
+        return n;
+}
+
 /* Runs mcpvisorctl logs NAME until its output holds needle, read from the journal (not the
  * lines the daemon keeps, which it shows while the journal has nothing yet); its output in
  * *p. */
@@ -380,7 +388,7 @@ Test(journal, ctl_logs_reads_the_journal, .init = real_journald, .fini = stop_jo
         struct h_client *x;
         json_object *r;
         char config[1024];
-        char *line;
+        char *line, *all;
         unsigned seen = 0;
 
         snprintf(config, sizeof config, "{\"mcpServers\":{\"jtest\":{\"command\":\"%s\",\"args\":[\"--stderr\",\"hello journal\"]}}}",
@@ -402,6 +410,18 @@ Test(journal, ctl_logs_reads_the_journal, .init = real_journald, .fini = stop_jo
         cr_assert_eq(seen, 2, "logs -f showed: %s; stderr: %s", p.outbuf, p.errbuf);
         kill(p.pid, SIGTERM);
         proc_wait(&p, H_TIMEOUT_MS);
+        proc_free(&p);
+        /* -n 2: the last two of the records logs shows */
+        logs_until(&p, "jtest", " later on\n");
+        all = strdup(p.outbuf);
+        proc_free(&p);
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "logs", "-n", "2", "jtest", NULL }, NULL);
+        proc_close_stdin(&p);
+        cr_assert_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "%s", p.errbuf);
+        cr_assert_eq(lines_in(p.outbuf), 2, "not two lines: %s", p.outbuf);
+        cr_assert(strlen(all) >= strlen(p.outbuf) && strcmp(all + strlen(all) - strlen(p.outbuf), p.outbuf) == 0,
+                  "-n 2 printed %s, not the last two of %s", p.outbuf, all);
+        free(all);
         proc_free(&p);
         h_client_close(x);
 }
