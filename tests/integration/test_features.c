@@ -215,6 +215,18 @@ Test(features, log_messages_rate_limited) {
         h_client_close(x);
 }
 
+/* A restarted server is a new run: it is asked again for the level the clients want. */
+Test(features, restarted_server_asked_for_the_level_again) {
+        struct h_client *x;
+
+        x = start_one_demo("a", NULL);
+        expect_ok(x, "1", "logging/setLevel", "{\"level\":\"debug\"}");
+        cr_assert(h_log_count_wait(&D, "a: log level debug\n", 1, H_TIMEOUT_MS), "the server was not set to debug");
+        json_object_put(h_control(&D, "restart", "{\"name\":\"a\"}"));
+        cr_assert(h_log_count_wait(&D, "a: log level debug\n", 2, H_TIMEOUT_MS), "the new run was not set to debug");
+        h_client_close(x);
+}
+
 /* ---- lists ---- */
 
 Test(features, list_changed_from_server) {
