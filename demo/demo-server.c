@@ -578,11 +578,16 @@ static void tool_log(json_object *id, json_object *params, json_object *args) {
                 return;
         }
         fprintf(stderr, "%s\n", text);
-        if (min_log_level <= 1 /* info */) {
+        /* with "count": that many messages, "TEXT N" (a flood) */
+        for (int64_t i = 1, n = json_object_object_get_ex(args, "count", &p) ? json_object_get_int64(p) : 0;
+             min_log_level <= 1 /* info */ && i <= (n > 0 ? n : 1); i++) {
+                char numbered[512];
+
+                snprintf(numbered, sizeof numbered, "%s %" PRId64, text, i);
                 p = json_object_new_object();
                 json_object_object_add(p, "level", json_object_new_string("info"));
                 json_object_object_add(p, "logger", json_object_new_string("demo"));
-                json_object_object_add(p, "data", json_object_new_string(text));
+                json_object_object_add(p, "data", json_object_new_string(n > 0 ? numbered : text));
                 send_notification("notifications/message", p);
         }
         send_result(id, text_result("logged", false));
@@ -763,7 +768,8 @@ static const struct tool tools[] = {
           tool_sleep },
         { "fail", "Always fails with a JSON-RPC error.", SCHEMA_NONE, tool_fail },
         { "crash", "Makes the server exit with status 3 without answering.", SCHEMA_NONE, tool_crash },
-        { "log", "Writes its text argument to stderr and sends it as a log message.", SCHEMA_TEXT, tool_log },
+        { "log", "Writes its text argument to stderr and sends it as a log message (count of them, numbered, if given).",
+          SCHEMA_TEXT, tool_log },
         { "env", "Returns the value of the environment variable given by name.",
           "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}",
           tool_env },

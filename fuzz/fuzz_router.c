@@ -815,7 +815,7 @@ static unsigned count_waits(const struct daemon *d, const struct client *c) {
         const struct list_waiter *w;
         unsigned n = 0;
 
-        TAILQ_FOREACH(w, &d->list_waiters, entry)
+        TAILQ_FOREACH(w, &d->list_waits.queue, entry)
                 n += w->client == c;
         return n;
 }
@@ -1424,7 +1424,7 @@ static unsigned pending_timers(struct event **timers, unsigned max, bool with_st
         }
         TAILQ_FOREACH(rt, &d->router.live, by_router)
                 ADD_TIMER(rt->timer);
-        TAILQ_FOREACH(w, &d->list_waiters, entry)
+        TAILQ_FOREACH(w, &d->list_waits.queue, entry)
                 ADD_TIMER(w->timer);
         ADD_TIMER(d->list_changes.timer);
         if (with_stop)
@@ -1762,7 +1762,7 @@ static void stop_daemon(void) {
         }
         fuzz_check(daemon_idle(), "the daemon did not stop: %u clients, servers running", d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING]);
         fuzz_check(TAILQ_EMPTY(&d->router.live) && TAILQ_EMPTY(&d->router.lost), "routes left after the stop");
-        fuzz_check(TAILQ_EMPTY(&d->list_waiters), "list waits left after the stop");
+        fuzz_check(TAILQ_EMPTY(&d->list_waits.queue), "list waits left after the stop");
         TAILQ_FOREACH(rq, &d->server_requests.pending, entry)
                 fuzz_check(false, "a server's request to a client left after the stop: %s", rq->method);
         for (size_t i = 0; i < d->supervisor.n_servers; i++)

@@ -159,6 +159,8 @@ void client_drain(struct client *c);
 void client_receive(struct client *c, const char *data, size_t len);
 /* The same for a message the transport parsed itself (jsonrpc_parse(); still the caller's). */
 void client_handle(struct client *c, struct jsonrpc_msg *m);
+/* A request held by client_hold_request() handed to handle again (list-wait.h). */
+void client_handle_held(struct client *c, void (*handle)(struct client *c, struct jsonrpc_msg *m), struct jsonrpc_msg *m);
 /* From its transport: a message over maxMessageSize (max bytes) was discarded; answered. */
 void client_receive_oversize(struct client *c, size_t max);
 /* From its transport: the peer will send nothing more. peer_gone: it will read nothing

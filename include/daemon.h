@@ -63,12 +63,11 @@ struct daemon {
         bool status_due;                   /* STATUS= to send at the end of this loop iteration */
         struct router router;              /* requests in flight to servers */
         struct server_requests server_requests; /* servers' requests waiting for a client */
-        struct list_waiter_list list_waiters; /* list requests waiting for starting servers */
+        struct list_waits list_waits;      /* requests waiting for servers' first starts */
         struct list_changes list_changes;  /* list_changed notifications waiting for their window */
         struct subscription_list subscriptions;   /* resources clients subscribed to */
         struct idmap subscriptions_by_uri; /* subscriptions.c's index of them */
-        struct mcp_levels client_levels;   /* mcp-logging.c's count of clients per level */
-        int server_log_level;              /* logging/setLevel last sent to servers; -1: none */
+        bool log_levels_due;               /* mcp-logging.c: servers' levels to decide again */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
         struct client_list clients_ended;  /* whose peer closed, to be read (client_read_end()) */

@@ -1,5 +1,10 @@
-/* List requests that arrive while servers are still on their first start wait for them
- * (bounded by listWait), so the first client after socket activation sees every tool. */
+/* Requests that arrive while servers are on their first start wait for them (bounded by
+ * listWait), so the first client after socket activation sees every tool and its first
+ * call reaches its server: a list while any server is on its first start, a call whose
+ * name or URI no ready server offers while a server that may offer it, and that the client
+ * may see, is (method-forward.c decides). A held request is handled again by its method
+ * once no server it waits for is on its first start (each became ready or failed), or at
+ * its deadline; that second handling never waits. */
 #pragma once
 
 #include <json-c/json.h>
@@ -7,31 +12,49 @@
 #include <sys/queue.h>
 
 #include "catalog.h"
+#include "jsonrpc.h"
 
 struct daemon;
 struct client;
-struct jsonrpc_msg;
+struct server;
 struct event;
+
+/* A method's handler, and whether a request of it waits now. */
+typedef void list_wait_handler(struct client *c, struct jsonrpc_msg *m);
+typedef bool list_wait_check(struct client *c, struct jsonrpc_msg *m);
 
 struct list_waiter {
         TAILQ_ENTRY(list_waiter) entry;
         struct daemon *daemon;
         struct client *client;
-        json_object *id;         /* referenced */
-        json_object *params;     /* referenced, may be NULL */
-        enum catalog_kind kind;
+        struct jsonrpc_msg msg;    /* the request; its root referenced */
+        list_wait_handler *handle; /* handles it again */
+        list_wait_check *waits;    /* asked again whenever servers changed */
+        int kind;                  /* a list's enum catalog_kind, -1 for a call */
         struct event *timer;
 };
 
 TAILQ_HEAD(list_waiter_list, list_waiter);
 
-/* True while some enabled server is starting and has never been ready. */
+/* The daemon's waiting requests. */
+struct list_waits {
+        struct list_waiter_list queue;
+        const struct jsonrpc_msg *resumed; /* the request being handled again: never held twice */
+};
+
+/* True while server s is starting (or waits for its turn to) and has never been ready. */
+bool list_wait_first_start(const struct server *s);
+/* True while some enabled server is on its first start. */
 bool list_wait_needed(const struct daemon *d);
-/* Queues the request; it is answered by flush or its deadline. */
-void list_waiters_add(struct daemon *d, struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind);
-/* Answers the waiting requests once nothing is worth waiting for (or all, if all). */
-void list_waiters_flush(struct daemon *d, bool all);
-/* True if a request of c's for kind is waiting. */
+/* Holds request m of c if waits(c, m), to be handed to handle again once waits() says no
+ * more after a change of servers, or at its deadline; kind is a list's kind, or -1. False,
+ * nothing done, when it does not wait: waits() says no, listWait is 0, or m is that second
+ * handling. True when held, or answered (maxInFlight). */
+bool list_waiters_hold(struct client *c, struct jsonrpc_msg *m, list_wait_handler *handle, list_wait_check *waits,
+                       int kind);
+/* Servers changed: hands back the waiting requests that no longer wait. */
+void list_waiters_flush(struct daemon *d);
+/* True if a request of c's for list kind is waiting. */
 bool list_waiters_has(const struct daemon *d, const struct client *c, enum catalog_kind kind);
 void list_waiters_client_gone(struct daemon *d, struct client *c);
 void list_waiters_done(struct daemon *d);

@@ -52,6 +52,12 @@ extern const struct method control_reload;
  * as the reload left them, -ESHUTDOWN when the daemon is stopping. */
 void control_reload_answer(struct client *c, json_object *id, int r, json_object *outcome);
 extern const struct method control_access_query;
+extern const struct method control_logs;
+/* The error for a control command naming no configured server (control-server.c). */
+void control_reply_unknown_server(struct client *c, struct jsonrpc_msg *m, const char *name);
+/* Where the daemon's log goes, as the status answer says it (control-status.c). */
+struct logger;
+json_object *control_log_object(const struct logger *lg);
 extern const struct method notification_initialized;
 extern const struct method notification_cancelled;
 extern const struct method notification_progress;
@@ -78,5 +84,3 @@ void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, c
 void method_passthrough_request(struct client *c, struct jsonrpc_msg *m);
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m);
 
-/* Answers a list request from the registry (method-list.c); also used by list-wait.c. */
-void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind);

@@ -21,6 +21,7 @@
 #include "handshake.h"
 #include "health.h"
 #include "macro.h"
+#include "rate-limit.h"
 #include "route-owners.h"
 #include "server-cause.h"
 #include "server-config.h"
@@ -92,7 +93,11 @@ struct server {
         char last_stderr[STDERR_LAST_MAX]; /* the last line an ended run wrote to stderr, "" if none */
         uint64_t last_stderr_at;       /* when it was written (usec, monotonic) */
         bool stderr_from_last_run;     /* that line is the last run's, not an earlier one's */
+        struct line_ring stderr_lines; /* the last lines its runs wrote to stderr (stderr-reader.c's) */
         bool removed;                  /* a reload removed it: stopping, then freed */
+        /* mcp-logging.c's, which alone writes them after server_new(): */
+        int log_level_sent;            /* logging/setLevel sent to its current run; -1: none */
+        struct rate_limit log_messages; /* its notifications/message logged */
         bool queued;                   /* queued_event waits for its turn in the supervisor's
                                         * start queue (supervisor_queue()); a start, stop or
                                         * restart, or a spawn, takes it off */

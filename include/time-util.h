@@ -14,6 +14,14 @@ static inline uint64_t now_usec(void) {
         return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
 }
 
+/* Wall-clock time in microseconds, for times shown to people. */
+static inline uint64_t realtime_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static inline uint64_t usec_from_seconds(double s) {
         return s <= 0 ? 0 : (uint64_t)(s * (double)USEC_PER_SEC + 0.5);
 }

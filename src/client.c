@@ -179,6 +179,18 @@ void client_handle(struct client *c, struct jsonrpc_msg *m) {
                 session_handle(c, m);
 }
 
+void client_handle_held(struct client *c, void (*handle)(struct client *c, struct jsonrpc_msg *m), struct jsonrpc_msg *m) {
+        if (c->state == CLIENT_JUSTFREE)
+                return;
+        /* The hold passes to what handle does now (a forward holds it again), so a client
+         * at maxInFlight is not refused its own request, and a draining one stays until
+         * it is answered. */
+        if (c->pending > 0)
+                c->pending--;
+        handle(c, m);
+        maybe_finish(c);
+}
+
 void client_receive(struct client *c, const char *data, size_t len) {
         struct jsonrpc_msg m;
 

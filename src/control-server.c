@@ -9,7 +9,7 @@
 #include "jsonrpc.h"
 #include "methods.h"
 
-static void reply_unknown(struct client *c, struct jsonrpc_msg *m, const char *name) {
+void control_reply_unknown_server(struct client *c, struct jsonrpc_msg *m, const char *name) {
         const struct supervisor *sv = &c->daemon->supervisor;
         char message[1024];
         size_t used;
@@ -39,7 +39,7 @@ static void command(struct client *c, struct jsonrpc_msg *m, enum server_event e
         }
         s = supervisor_find(&c->daemon->supervisor, json_object_get_string(v));
         if (!s) {
-                reply_unknown(c, m, json_object_get_string(v));
+                control_reply_unknown_server(c, m, json_object_get_string(v));
                 return;
         }
         snprintf(detail, sizeof detail, "%s by uid %u (mcpvisorctl)", verb, (unsigned)client_principal(c)->uid);

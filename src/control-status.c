@@ -162,7 +162,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
 
 /* Where the daemon's records and its servers' stderr go: {"target": "journal"}, or
  * {"target": "stderr", "stderr": "/dev/pts/3"} (what its stderr is, null if unknown). */
-static json_object *log_object(const struct logger *lg) {
+json_object *control_log_object(const struct logger *lg) {
         json_object *o = json_object_new_object();
         _cleanup_free_ char *name = NULL;
 
@@ -187,7 +187,7 @@ static json_object *daemon_row(const struct daemon *d, uint64_t now) {
         json_object_object_add(row, "uptime", seconds_since(d->started_at, now));
         json_object_object_add(row, "clients", json_object_new_int64(mcp));
         json_object_object_add(row, "config", json_object_new_string(d->source.path));
-        json_object_object_add(row, "log", log_object(&d->log));
+        json_object_object_add(row, "log", control_log_object(&d->log));
         json_object_object_add(row, "http", http_front_listeners_json(&d->http));
         json_object_object_add(row, "httpSessions", json_object_new_int64((int64_t)d->http.n_sessions));
         return row;

@@ -147,7 +147,7 @@ static void servers_settled(struct daemon *d) {
         if (d->registry_dropped)
                 (void)registry_sync(&d->registry);
         d->registry_dropped = false;
-        list_waiters_flush(d, false);
+        list_waiters_flush(d);
         d->status_due = true;
 }
 
@@ -501,10 +501,10 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         int r;
 
         *d = (struct daemon){ .config = *config, .source = *source, .phase = DAEMON_STARTING, .exit_code = 0,
-                              .server_log_level = -1, .started_at = now_usec() };
+                              .started_at = now_usec() };
         /* The daemon owns it now; the caller's copy must not free what it points to. */
         config_init_defaults(config);
-        TAILQ_INIT(&d->list_waiters);
+        TAILQ_INIT(&d->list_waits.queue);
         user_counts_init(&d->user_counts);
         TAILQ_INIT(&d->subscriptions);
         TAILQ_INIT(&d->router.live);
@@ -622,6 +622,7 @@ int daemon_iterate(struct daemon *d, int loop_flags) {
         free_closed_clients(d);
         supervisor_collect(&d->supervisor);
         servers_settled(d);
+        mcp_logging_settle(d);
         status_settled(d);
         check_stopped(d);
         return 0;

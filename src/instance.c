@@ -88,7 +88,7 @@ static int connect_pipes(struct instance *in, const struct server_config *c, con
         struct supervisor *sv = in->server->sv;
         struct server_transport *t;
 
-        if (stderr_reader_start(&in->err, sv->base, ours[2], c->name, sv->log) < 0) {
+        if (stderr_reader_start(&in->err, sv->base, ours[2], c->name, sv->log, &in->server->stderr_lines) < 0) {
                 close_fds(ours, 2);
                 return -ENOMEM;
         }

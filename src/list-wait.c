@@ -1,4 +1,4 @@
-/* List requests waiting for servers on their first start; see list-wait.h. */
+/* Requests waiting for servers on their first start; see list-wait.h. */
 #include "list-wait.h"
 
 #include <event2/event.h>
@@ -6,88 +6,103 @@
 
 #include "client.h"
 #include "daemon.h"
-#include "jsonrpc.h"
 #include "methods.h"
 #include "time-util.h"
+
+bool list_wait_first_start(const struct server *s) {
+        return (s->state == SERVER_STARTING || server_waits_turn(s)) && !s->catalog.initialize;
+}
 
 bool list_wait_needed(const struct daemon *d) {
         const struct supervisor *sv = &d->supervisor;
 
-        for (size_t i = 0; i < sv->n_servers; i++) {
-                const struct server *s = sv->servers[i];
-                if ((s->state == SERVER_STARTING || server_waits_turn(s)) && !s->catalog.initialize)
+        for (size_t i = 0; i < sv->n_servers; i++)
+                if (list_wait_first_start(sv->servers[i]))
                         return true;
-        }
         return false;
 }
 
 bool list_waiters_has(const struct daemon *d, const struct client *c, enum catalog_kind kind) {
         const struct list_waiter *w;
 
-        TAILQ_FOREACH(w, &d->list_waiters, entry)
-                if (w->client == c && w->kind == kind)
+        TAILQ_FOREACH(w, &d->list_waits.queue, entry)
+                if (w->client == c && w->kind == (int)kind)
                         return true;
         return false;
 }
 
 static void waiter_free(struct list_waiter *w) {
-        TAILQ_REMOVE(&w->daemon->list_waiters, w, entry);
+        TAILQ_REMOVE(&w->daemon->list_waits.queue, w, entry);
         if (w->timer)
                 event_free(w->timer);
-        json_object_put(w->id);
-        json_object_put(w->params);
+        jsonrpc_msg_done(&w->msg);
         free(w);
 }
 
-static void answer(struct list_waiter *w) {
+/* The request is handled again by its method, which never holds it a second time; the
+ * client's hold on it passes to whatever the method does now. */
+static void resume(struct list_waiter *w) {
+        struct list_waits *lw = &w->daemon->list_waits;
+        struct jsonrpc_msg m = w->msg;
         struct client *c = w->client;
+        list_wait_handler *handle = w->handle;
 
-        method_list_answer(c, w->id, w->params, w->kind);
+        w->msg = (struct jsonrpc_msg){ .kind = JSONRPC_INVALID };
         waiter_free(w);
-        client_request_done(c);
+        lw->resumed = &m;
+        client_handle_held(c, handle, &m);
+        lw->resumed = NULL;
+        jsonrpc_msg_done(&m);
 }
 
 static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
-        answer(userdata);
+        resume(userdata);
 }
 
-void list_waiters_add(struct daemon *d, struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind) {
-        struct list_waiter *w;
+bool list_waiters_hold(struct client *c, struct jsonrpc_msg *m, list_wait_handler *handle, list_wait_check *waits,
+                       int kind) {
+        struct daemon *d = c->daemon;
         struct timeval tv = timeval_from_seconds(d->config.list_wait);
+        struct list_waiter *w;
 
-        if (!client_hold_request(c, m->id))
-                return;
+        if (d->config.list_wait <= 0 || d->list_waits.resumed == m || !waits(c, m))
+                return false;
         w = calloc(1, sizeof *w);
         if (w)
                 w->timer = evtimer_new(d->base, on_deadline, w);
         if (!w || !w->timer) {
                 free(w);
-                method_list_answer(c, m->id, m->params, kind);
-                client_request_done(c);
-                return;
+                return false; /* answered now, as if nothing were worth waiting for */
         }
-        w->daemon = d;
-        w->client = c;
-        w->id = json_object_get(m->id);
-        w->params = json_object_get(m->params);
-        w->kind = kind;
-        TAILQ_INSERT_TAIL(&d->list_waiters, w, entry);
+        if (!client_hold_request(c, m->id)) {
+                event_free(w->timer);
+                free(w);
+                return true;
+        }
+        *w = (struct list_waiter){ .daemon = d, .client = c, .msg = *m, .handle = handle, .waits = waits,
+                                   .kind = kind, .timer = w->timer };
+        json_object_get(m->root);
+        TAILQ_INSERT_TAIL(&d->list_waits.queue, w, entry);
         evtimer_add(w->timer, &tv);
+        return true;
 }
 
-void list_waiters_flush(struct daemon *d, bool all) {
-        struct list_waiter *w;
+void list_waiters_flush(struct daemon *d) {
+        struct list_waiter *w, *next;
 
-        if (!all && list_wait_needed(d))
-                return;
-        while ((w = TAILQ_FIRST(&d->list_waiters)))
-                answer(w);
+        /* Handling one adds no waiter (it is never held again) and frees none (clients are
+         * freed after the loop iteration). */
+        for (w = TAILQ_FIRST(&d->list_waits.queue); w; w = next) {
+                next = TAILQ_NEXT(w, entry);
+                if (!w->waits(w->client, &w->msg))
+                        resume(w);
+        }
 }
 
 void list_waiters_client_gone(struct daemon *d, struct client *c) {
         struct list_waiter *w, *next;
 
-        for (w = TAILQ_FIRST(&d->list_waiters); w; w = next) {
+        for (w = TAILQ_FIRST(&d->list_waits.queue); w; w = next) {
                 next = TAILQ_NEXT(w, entry);
                 if (w->client == c)
                         waiter_free(w);
@@ -97,6 +112,6 @@ void list_waiters_client_gone(struct daemon *d, struct client *c) {
 void list_waiters_done(struct daemon *d) {
         struct list_waiter *w;
 
-        while ((w = TAILQ_FIRST(&d->list_waiters)))
+        while ((w = TAILQ_FIRST(&d->list_waits.queue)))
                 waiter_free(w);
 }

@@ -1,7 +1,9 @@
 /* MCP logging; see mcp-logging.h. */
 #include "mcp-logging.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
@@ -11,6 +13,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "methods.h"
+#include "time-util.h"
 
 static const char *const levels[] = {
         "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug",
@@ -55,39 +58,94 @@ static bool counted(const struct client *c) {
 static void set_server_level(struct server *s, int level) {
         json_object *params;
 
-        if (!server_serving(s) || !catalog_capability(&s->catalog, "logging"))
+        if (!server_serving(s) || !catalog_capability(&s->catalog, "logging") || level == s->log_level_sent)
                 return;
+        s->log_level_sent = level;
         params = json_object_new_object();
         json_object_object_add(params, "level", json_object_new_string(mcp_level_to_string(level)));
         /* No answer awaited: a server that refuses keeps its own level. */
         (void)child_request(server_child(s), "logging/setLevel", params, 0, NULL, NULL);
 }
 
-void mcp_logging_server_ready(struct daemon *d, struct server *s) {
-        if (d->server_log_level >= 0)
-                set_server_level(s, d->server_log_level);
+void mcp_logging_changed(struct daemon *d) {
+        d->log_levels_due = true;
 }
 
-static void levels_changed(struct daemon *d) {
-        int level = mcp_levels_most_verbose(&d->client_levels);
+/* The counted clients, most verbose first (a counting sort by level); *ret_n of them. */
+static struct client **clients_by_level(struct daemon *d, size_t *ret_n) {
+        struct mcp_levels at = { 0 };
+        size_t n = 0, next[MCP_LEVEL_COUNT];
+        struct client **by, *c;
 
-        if (level < 0 || level == d->server_log_level)
+        for (int st = CLIENT_ACTIVE; st <= CLIENT_DRAINING; st++)
+                TAILQ_FOREACH(c, &d->clients[st], entry)
+                        if (counted(c)) {
+                                mcp_levels_add(&at, client_level(c));
+                                n++;
+                        }
+        by = malloc((n ? n : 1) * sizeof *by);
+        if (!by)
+                return NULL;
+        for (int level = MCP_LEVEL_COUNT - 1, i = 0; level >= 0; level--) {
+                next[level] = (size_t)i;
+                i += (int)at.clients[level];
+        }
+        for (int st = CLIENT_ACTIVE; st <= CLIENT_DRAINING; st++)
+                TAILQ_FOREACH(c, &d->clients[st], entry)
+                        if (counted(c))
+                                by[next[client_level(c)]++] = c;
+        *ret_n = n;
+        return by;
+}
+
+/* What is asked of s: the most verbose level a client that may hear from it wants (the
+ * first such client in by[]); with none, the default once s was asked for another, so
+ * that a client gone no longer makes it verbose; -1: nothing to ask. */
+static int wanted_level(struct client *const *by, size_t n, const struct server *s) {
+        for (size_t i = 0; i < n; i++)
+                if (client_sees_server(by[i], s))
+                        return client_level(by[i]);
+        return s->log_level_sent >= 0 ? MCP_LOGGING_DEFAULT_LEVEL : -1;
+}
+
+void mcp_logging_settle(struct daemon *d) {
+        _cleanup_free_ struct client **by = NULL;
+        size_t n = 0;
+
+        if (!d->log_levels_due)
                 return;
-        d->server_log_level = level;
-        for (size_t i = 0; i < d->supervisor.n_servers; i++)
-                set_server_level(d->supervisor.servers[i], level);
+        d->log_levels_due = false;
+        by = clients_by_level(d, &n);
+        if (!by)
+                return;
+        for (size_t i = 0; i < d->supervisor.n_servers; i++) {
+                struct server *s = d->supervisor.servers[i];
+                int level = server_serving(s) ? wanted_level(by, n, s) : -1;
+
+                if (level >= 0)
+                        set_server_level(s, level);
+        }
+}
+
+static void report_dropped(struct server *s, uint64_t dropped) {
+        if (dropped > 0)
+                server_log(s, LOG_WARNING, "server sent too many log messages: %" PRIu64 " not logged (limit %u per %llu s)",
+                           dropped, MCP_LOGGING_RATE_BURST, MCP_LOGGING_RATE_INTERVAL_USEC / USEC_PER_SEC);
+}
+
+void mcp_logging_server_ready(struct daemon *d, struct server *s) {
+        s->log_level_sent = -1; /* a new run: asked again */
+        report_dropped(s, rate_limit_take_dropped(&s->log_messages));
+        mcp_logging_changed(d);
 }
 
 void mcp_logging_client_operating(struct client *c) {
-        mcp_levels_add(&c->daemon->client_levels, client_level(c));
-        levels_changed(c->daemon);
+        mcp_logging_changed(c->daemon);
 }
 
 void mcp_logging_client_gone(struct client *c) {
-        if (!counted(c))
-                return;
-        mcp_levels_remove(&c->daemon->client_levels, client_level(c));
-        levels_changed(c->daemon);
+        if (counted(c))
+                mcp_logging_changed(c->daemon);
 }
 
 static void set_level(struct client *c, struct jsonrpc_msg *m) {
@@ -103,13 +161,10 @@ static void set_level(struct client *c, struct jsonrpc_msg *m) {
                                    NULL);
                 return;
         }
-        if (counted(c))
-                mcp_levels_remove(&c->daemon->client_levels, client_level(c));
         c->session.log_level = level;
-        if (counted(c))
-                mcp_levels_add(&c->daemon->client_levels, level);
         client_reply_result(c, m->id, json_object_new_object());
-        levels_changed(c->daemon);
+        if (counted(c))
+                mcp_logging_changed(c->daemon);
 }
 
 const struct method method_logging_set_level = {
@@ -137,6 +192,21 @@ static json_object *during_call(struct client *c, void *arg) {
         return router_sole_call(c, lm->server);
 }
 
+/* Whether a message at level is logged: one the log level drops costs nothing, the
+ * others count against the server's rate limit. */
+static bool admit(struct daemon *d, struct server *s, int level) {
+        uint64_t told, now = now_usec();
+        bool admitted;
+
+        if (level > d->supervisor.log->max_priority)
+                return false;
+        if (s->log_messages.interval_usec == 0)
+                rate_limit_init(&s->log_messages, MCP_LOGGING_RATE_INTERVAL_USEC, MCP_LOGGING_RATE_BURST, now);
+        admitted = rate_limit_admit(&s->log_messages, now, &told);
+        report_dropped(s, told);
+        return admitted;
+}
+
 void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
         json_object *v, *logger = NULL, *data = NULL, *params;
         const char *name = s->config->name;
@@ -150,9 +220,11 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
         json_object_object_get_ex(m->params, "data", &data);
         snprintf(who, sizeof who, "%s%s%s", name, json_object_is_type(logger, json_type_string) ? "/" : "",
                  json_object_is_type(logger, json_type_string) ? json_object_get_string(logger) : "");
-        log_server_line(d->supervisor.log, level, name,
-                        json_object_is_type(data, json_type_string) ? json_object_get_string(data)
-                                                                     : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
+        if (admit(d, s, level))
+                log_server_line(d->supervisor.log, level, name,
+                                json_object_is_type(data, json_type_string)
+                                        ? json_object_get_string(data)
+                                        : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
         params = jsonrpc_copy_with(m->params, "logger", jsonrpc_text(who)); /* who may be cut mid-character */
         daemon_broadcast_related(d, "notifications/message", params, level_admits, during_call,
                                  &(struct log_message){ .level = level, .server = s });

@@ -1,6 +1,8 @@
 /* The requests that go to a server: tools/call and prompts/get (routed by exposed name),
  * resources/read (by URI or template) and completion/complete (by its ref). A call that
- * cannot reach a server is answered at once with why and where its logs are. */
+ * names what no ready server offers waits while a server that may offer it is on its
+ * first start (list-wait.h); one that cannot reach a server is answered with why and
+ * where its logs are. */
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +29,28 @@ static struct server *server_by_prefix(const struct daemon *d, const char *name)
         return NULL;
 }
 
+/* A server may offer name (NULL: a URI, which any server may) when the name carries its
+ * prefix, or when it has none. */
+static bool may_offer(const struct daemon *d, const struct server *s, const char *name) {
+        const char *prefix = server_prefix(s), *sep = d->registry.separator;
+        size_t len = strlen(prefix);
+
+        return !name || len == 0 || (strncmp(name, prefix, len) == 0 && strncmp(name + len, sep, strlen(sep)) == 0);
+}
+
+/* Some server on its first start, that c may see, may offer name: a request for it waits. */
+static bool first_start_may_offer(struct client *c, const char *name) {
+        const struct daemon *d = c->daemon;
+
+        for (size_t i = 0; i < d->supervisor.n_servers; i++) {
+                const struct server *s = d->supervisor.servers[i];
+
+                if (!s->removed && list_wait_first_start(s) && may_offer(d, s, name) && client_sees_server(c, s))
+                        return true;
+        }
+        return false;
+}
+
 static void reply_not_serving(struct client *c, struct jsonrpc_msg *m, const struct server *s) {
         _cleanup_free_ char *where = server_describe(s);
         json_object *data = json_object_new_object();
@@ -48,6 +72,41 @@ static const char *string_param(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
+static bool name_waits(struct client *c, enum catalog_kind kind, const char *name) {
+        enum access_verdict verdict;
+
+        return name && !client_access_find(c, kind, name, &verdict) && first_start_may_offer(c, name);
+}
+
+static bool uri_waits(struct client *c, const char *uri) {
+        enum access_verdict verdict;
+
+        return uri && !client_access_find_uri(c, uri, &verdict) && first_start_may_offer(c, NULL);
+}
+
+static bool tools_call_waits(struct client *c, struct jsonrpc_msg *m) {
+        return name_waits(c, CATALOG_TOOLS, string_param(m->params, "name"));
+}
+
+static bool prompts_get_waits(struct client *c, struct jsonrpc_msg *m) {
+        return name_waits(c, CATALOG_PROMPTS, string_param(m->params, "name"));
+}
+
+static bool resources_read_waits(struct client *c, struct jsonrpc_msg *m) {
+        return uri_waits(c, string_param(m->params, "uri"));
+}
+
+static bool completion_waits(struct client *c, struct jsonrpc_msg *m) {
+        json_object *ref;
+        const char *type;
+
+        if (!json_object_object_get_ex(m->params, "ref", &ref) || !(type = string_param(ref, "type")))
+                return false;
+        if (strcmp(type, "ref/prompt") == 0)
+                return name_waits(c, CATALOG_PROMPTS, string_param(ref, "name"));
+        return strcmp(type, "ref/resource") == 0 && uri_waits(c, string_param(ref, "uri"));
+}
+
 void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
                     json_object *params) {
         if (!server_serving(s)) {
@@ -66,7 +125,8 @@ static void send_item(struct client *c, struct jsonrpc_msg *m, const struct regi
 }
 
 /* tools/call and prompts/get: the exposed name is swapped for the server's own. */
-static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind, const char *what) {
+static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind, const char *what,
+                         list_wait_handler *handle, list_wait_check *waits) {
         const struct registry_entry *e;
         enum access_verdict verdict;
         struct server *s;
@@ -83,6 +143,8 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
         }
         e = client_access_find(c, kind, name, &verdict);
         if (!e) {
+                if (list_waiters_hold(c, m, handle, waits, -1))
+                        return;
                 /* A server the client may not see is answered as one that does not exist. */
                 s = server_by_prefix(c->daemon, name);
                 if (s && !server_serving(s) && client_sees_server(c, s)) {
@@ -102,11 +164,11 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
 }
 
 static void tools_call(struct client *c, struct jsonrpc_msg *m) {
-        call_by_name(c, m, CATALOG_TOOLS, "tool");
+        call_by_name(c, m, CATALOG_TOOLS, "tool", tools_call, tools_call_waits);
 }
 
 static void prompts_get(struct client *c, struct jsonrpc_msg *m) {
-        call_by_name(c, m, CATALOG_PROMPTS, "prompt");
+        call_by_name(c, m, CATALOG_PROMPTS, "prompt", prompts_get, prompts_get_waits);
 }
 
 static void reply_no_resource(struct client *c, struct jsonrpc_msg *m, const char *uri) {
@@ -117,13 +179,16 @@ static void reply_no_resource(struct client *c, struct jsonrpc_msg *m, const cha
                            data);
 }
 
-/* The entry that may serve uri to c, or NULL when c has been answered. */
+static void resources_read(struct client *c, struct jsonrpc_msg *m);
+
+/* The entry that may serve uri to c, or NULL when c has been answered (or it waits). */
 static const struct registry_entry *entry_of_uri(struct client *c, struct jsonrpc_msg *m, const char *uri) {
         enum access_verdict verdict;
         const struct registry_entry *e = client_access_find_uri(c, uri, &verdict);
 
         if (!e) {
-                reply_no_resource(c, m, uri);
+                if (!list_waiters_hold(c, m, resources_read, resources_read_waits, -1))
+                        reply_no_resource(c, m, uri);
                 return NULL;
         }
         if (verdict == ACCESS_DENY) {
@@ -178,6 +243,8 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
                                    key, e->server->config->name);
                 return;
         }
+        if (!e && list_waiters_hold(c, m, completion_complete, completion_waits, -1))
+                return;
         if (!e) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: no ready server has that prompt or resource", NULL);
                 return;

@@ -71,7 +71,7 @@ static int write_page(struct daemon *d, const struct view *w, enum catalog_kind 
         return 0;
 }
 
-void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
+static void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
         struct daemon *d = c->daemon;
         const struct view *w = client_view(c);
         size_t page = d->config.list_page_size, n, start, end, len;
@@ -96,29 +96,31 @@ void method_list_answer(struct client *c, json_object *id, json_object *params, 
         client_send_result_text(c, id, text, len);
 }
 
-static void list(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind) {
+static bool list_waits(struct client *c, struct jsonrpc_msg *m) {
+        return list_wait_needed(c->daemon);
+}
+
+static void list(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind, list_wait_handler *handle) {
         if (!method_params_object(c, m, true))
                 return;
-        if (list_wait_needed(c->daemon) && c->daemon->config.list_wait > 0)
-                list_waiters_add(c->daemon, c, m, kind);
-        else
+        if (!list_waiters_hold(c, m, handle, list_waits, (int)kind))
                 method_list_answer(c, m->id, m->params, kind);
 }
 
 static void tools_list(struct client *c, struct jsonrpc_msg *m) {
-        list(c, m, CATALOG_TOOLS);
+        list(c, m, CATALOG_TOOLS, tools_list);
 }
 
 static void prompts_list(struct client *c, struct jsonrpc_msg *m) {
-        list(c, m, CATALOG_PROMPTS);
+        list(c, m, CATALOG_PROMPTS, prompts_list);
 }
 
 static void resources_list(struct client *c, struct jsonrpc_msg *m) {
-        list(c, m, CATALOG_RESOURCES);
+        list(c, m, CATALOG_RESOURCES, resources_list);
 }
 
 static void templates_list(struct client *c, struct jsonrpc_msg *m) {
-        list(c, m, CATALOG_TEMPLATES);
+        list(c, m, CATALOG_TEMPLATES, templates_list);
 }
 
 const struct method method_tools_list = { .name = "tools/list", .flags = METHOD_MCP, .handle = tools_list };

@@ -29,6 +29,7 @@ static const struct method *const requests[] = {
         &control_restart,
         &control_reload,
         &control_access_query,
+        &control_logs,
 };
 
 static const struct method *const notifications[] = {

@@ -116,6 +116,7 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         /* The policy may be another: every class and view is computed anew, and clients
          * whose lists look different through the new one are told at the window's end. */
         client_access_policy_changed(d);
+        mcp_logging_changed(d); /* who hears from which server may have changed */
         list_changes_registry_changed(&d->list_changes, CATALOG_ALL_KINDS);
         return 0;
 }

@@ -846,6 +846,7 @@ struct server *server_new(struct supervisor *sv, struct server_config *config) {
         s->config = config;
         s->state = SERVER_STOPPED;
         s->state_since = now_usec();
+        s->log_level_sent = -1;
         handshake_init(&s->handshake);
         catalog_init(&s->catalog);
         route_owners_init(&s->owners);
@@ -869,6 +870,7 @@ void server_free(struct server *s) {
                 instance_free(s->run);
         route_owners_done(&s->owners);
         catalog_done(&s->catalog);
+        line_ring_done(&s->stderr_lines);
         if (s->timer)
                 event_free(s->timer);
         server_config_free(s->config);

@@ -25,30 +25,20 @@ static int line_priority(const char **line) {
         return LOG_INFO;
 }
 
-static void report_dropped(struct stderr_reader *r) {
-        if (r->dropped == 0)
+static void report_dropped(struct stderr_reader *r, uint64_t dropped) {
+        if (dropped == 0)
                 return;
         log_emit(r->log, LOG_WARNING, &(struct log_subject){ .server = r->name },
-                 "server wrote too fast to its stderr: %" PRIu64 " lines dropped (limit %d lines per %llu s)",
-                 r->dropped, STDERR_RATE_BURST, STDERR_RATE_INTERVAL_USEC / USEC_PER_SEC);
-        r->dropped = 0;
+                 "server wrote too fast to its stderr: %" PRIu64 " lines dropped (limit %d lines per %llu s)", dropped,
+                 STDERR_RATE_BURST, STDERR_RATE_INTERVAL_USEC / USEC_PER_SEC);
 }
 
 static bool admit(struct stderr_reader *r) {
-        uint64_t now = now_usec();
+        uint64_t told;
+        bool admitted = rate_limit_admit(&r->rate, now_usec(), &told);
 
-        if (now - r->window_start >= STDERR_RATE_INTERVAL_USEC) {
-                report_dropped(r);
-                r->window_start = now;
-                r->window_lines = 0;
-        }
-        if (r->window_lines >= STDERR_RATE_BURST) {
-                r->dropped++;
-                r->total_dropped++;
-                return false;
-        }
-        r->window_lines++;
-        return true;
+        report_dropped(r, told);
+        return admitted;
 }
 
 /* Keeps text as the last line unless it is blank; see stderr-reader.h. */
@@ -77,6 +67,8 @@ static void emit_line(struct stderr_reader *r, char *line, size_t len, bool cut)
                 line[--len] = '\0';
         priority = line_priority(&text);
         keep_last(r, text);
+        if (r->keep)
+                (void)line_ring_add(r->keep, text, realtime_usec()); /* out of memory: one line fewer */
         if (!admit(r))
                 return;
         if (cut) {
@@ -134,8 +126,9 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
 }
 
 int stderr_reader_start(struct stderr_reader *r, struct event_base *base, int fd, const char *name,
-                        const struct logger *log) {
-        *r = (struct stderr_reader){ .log = log, .name = name, .window_start = now_usec() };
+                        const struct logger *log, struct line_ring *keep) {
+        *r = (struct stderr_reader){ .log = log, .name = name, .keep = keep };
+        rate_limit_init(&r->rate, STDERR_RATE_INTERVAL_USEC, STDERR_RATE_BURST, now_usec());
         r->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
         if (!r->bev) {
                 close(fd);
@@ -166,7 +159,7 @@ void stderr_reader_finish(struct stderr_reader *r) {
                 process(r, rest, true);
                 evbuffer_free(rest);
         }
-        report_dropped(r);
+        report_dropped(r, rate_limit_take_dropped(&r->rate));
         bufferevent_free(r->bev);
         r->bev = NULL;
 }

@@ -153,6 +153,10 @@ static void put_text(const char *s, FILE *out) {
         }
 }
 
+void ctl_format_text(const char *s, FILE *out) {
+        put_text(s, out);
+}
+
 static void put_why(const struct ctl_server_notes *n, const char *indent, FILE *out) {
         char t[16];
 

@@ -39,6 +39,9 @@ int ctl_table_note(struct ctl_table *t, const char *text);
 void ctl_table_print(const struct ctl_table *t, FILE *out);
 void ctl_table_done(struct ctl_table *t);
 
+/* s with its control characters shown as '?' (see ctl_format_notes()). */
+void ctl_format_text(const char *s, FILE *out);
+
 /* Where the daemon's log goes, as its status answer says. */
 enum ctl_log_target { CTL_LOG_UNKNOWN, CTL_LOG_JOURNAL, CTL_LOG_STDERR };
 

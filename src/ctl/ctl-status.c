@@ -1,5 +1,5 @@
 /* mcpvisorctl status [--json] [NAME...]: the daemon and its servers, as a table or as the
- * daemon's JSON. Exit status 3 when an enabled server shown is not ready, so that scripts can
+ * daemon's JSON; the table is followed by the last stderr lines of each server named. Exit status 3 when an enabled server shown is not ready, so that scripts can
  * ask "is everything up?" the way they ask systemctl is-active. */
 #include "ctl-status.h"
 
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ctl-format.h"
+#include "ctl-logs.h"
 #include "ctl.h"
 
 #define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
@@ -342,13 +343,15 @@ static int run_status(struct ctl *ctl, int argc, char **argv) {
         if (ctl_conn_open(&c, path, timeout) < 0)
                 return CTL_EXIT_FAILURE;
         r = ctl_status_fetch(&c, timeout, &status);
-        ctl_conn_done(&c);
-        if (r < 0)
+        if (r < 0 || !(servers = select_servers(status, argc, argv))) {
+                ctl_conn_done(&c);
                 return CTL_EXIT_FAILURE;
-        servers = select_servers(status, argc, argv);
-        if (!servers)
-                return CTL_EXIT_FAILURE;
+        }
         r = ctl->json ? print_json(status, servers, argc > 0) : print_table(status, servers);
+        /* a server asked for by name: what it last said (a daemon that cannot tell says why) */
+        for (int i = 0; r >= 0 && !ctl->json && i < argc; i++)
+                (void)ctl_logs_print_kept(&c, argv[i], timeout, "  ", stdout);
+        ctl_conn_done(&c);
         if (r < 0 || fflush(stdout) != 0) {
                 fprintf(stderr, CTL_NAME ": cannot print the status: %s\n", strerror(r < 0 ? -r : errno));
                 return CTL_EXIT_FAILURE;

@@ -24,6 +24,8 @@ enum {
         CTL_OPT_TIMEOUT = 1 << 2,
         CTL_OPT_ACCESS_USER = 1 << 3, /* access --user NAME */
         CTL_OPT_PROFILE = 1 << 4,
+        CTL_OPT_FOLLOW = 1 << 5,      /* logs -f */
+        CTL_OPT_LINES = 1 << 6,       /* logs -n N */
 };
 
 struct ctl {
@@ -35,6 +37,8 @@ struct ctl {
         uint64_t timeout_usec;    /* --timeout, else the command's default */
         const char *access_user;  /* access --user NAME */
         const char *profile;      /* --profile */
+        bool follow;              /* logs -f, --follow */
+        unsigned lines;           /* logs -n, --lines; 0: the command's default */
         char *defaults[2];        /* default paths computed for this run, freed at exit */
 };
 
@@ -57,6 +61,7 @@ extern const struct ctl_command ctl_cmd_restart;
 extern const struct ctl_command ctl_cmd_reload;
 extern const struct ctl_command ctl_cmd_connect;
 extern const struct ctl_command ctl_cmd_access;
+extern const struct ctl_command ctl_cmd_logs;
 
 /* The socket to use: -s/-C, else --system/--user, else the environment, else the default
  * (path_client_socket()). NULL after printing why there is none. */

@@ -14,11 +14,12 @@
 
 static const struct ctl_command *const commands[] = {
         &ctl_cmd_status, &ctl_cmd_clients, &ctl_cmd_start, &ctl_cmd_stop, &ctl_cmd_restart, &ctl_cmd_reload,
-        &ctl_cmd_connect, &ctl_cmd_access,
+        &ctl_cmd_logs, &ctl_cmd_connect, &ctl_cmd_access,
 };
 
 enum { OPT_SOCKET = 's', OPT_CONTROL = 'C', OPT_HELP = 'h', OPT_VERSION = 'V',
-       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT, OPT_ACCESS_USER, OPT_PROFILE };
+       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT, OPT_ACCESS_USER, OPT_PROFILE,
+       OPT_FOLLOW = 'f', OPT_LINES = 'n' };
 
 static void usage(FILE *out) {
         fprintf(out,
@@ -43,6 +44,8 @@ static void usage(FILE *out) {
                 "      --profile NAME          connect: the daemon's profile to use ($MCPVISOR_PROFILE);\n"
                 "                              access: as a connection that chose this profile\n"
                 "      --no-wait               start, stop, restart: return once the action began\n"
+                "  -f, --follow                logs: show lines as they come\n"
+                "  -n, --lines N               logs: how many of the last lines to show (20)\n"
                 "      --timeout SECONDS       how long to wait for the daemon (status, clients and connect: 10,\n"
                 "                              start, stop, restart and reload: 60)\n"
                 "  -h, --help                  show this help\n"
@@ -77,9 +80,23 @@ static int parse_timeout(struct ctl *ctl, const char *arg) {
         return r;
 }
 
+static int parse_lines(struct ctl *ctl, const char *arg) {
+        char *end;
+        unsigned long n;
+
+        errno = 0;
+        n = strtoul(arg, &end, 10);
+        if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' || n < 1 || n > 100000) {
+                fprintf(stderr, CTL_NAME ": --lines: expected a number from 1 to 100000, got '%s'\n", arg);
+                return -EINVAL;
+        }
+        ctl->lines = (unsigned)n;
+        return 0;
+}
+
 /* Whether argv[i], an option, takes the next argument as its value. */
 static bool takes_value(const char *arg) {
-        static const char *const with_value[] = { "-s", "-C", "--socket", "--control-socket", "--timeout", "--profile" };
+        static const char *const with_value[] = { "-s", "-C", "--socket", "--control-socket", "--timeout", "--profile", "--lines", "-n" };
 
         for (size_t i = 0; i < ARRAY_SIZE(with_value); i++)
                 if (strcmp(arg, with_value[i]) == 0)
@@ -118,6 +135,8 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                 { "timeout", required_argument, NULL, OPT_TIMEOUT },
                 { "access-user", required_argument, NULL, OPT_ACCESS_USER },
                 { "profile", required_argument, NULL, OPT_PROFILE },
+                { "follow", no_argument, NULL, OPT_FOLLOW },
+                { "lines", required_argument, NULL, OPT_LINES },
                 { "help", no_argument, NULL, OPT_HELP },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
@@ -125,7 +144,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
         int c;
 
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":s:C:hV", longopts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, ":s:C:hVfn:", longopts, NULL)) >= 0) {
                 switch (c) {
                 case OPT_SOCKET: ctl->socket_path = optarg; break;
                 case OPT_CONTROL: ctl->control_path = optarg; break;
@@ -140,6 +159,12 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                         break;
                 case OPT_ACCESS_USER: ctl->access_user = optarg; seen->options |= CTL_OPT_ACCESS_USER; break;
                 case OPT_PROFILE: ctl->profile = optarg; seen->options |= CTL_OPT_PROFILE; break;
+                case OPT_FOLLOW: ctl->follow = true; seen->options |= CTL_OPT_FOLLOW; break;
+                case OPT_LINES:
+                        if (parse_lines(ctl, optarg) < 0)
+                                return -EINVAL;
+                        seen->options |= CTL_OPT_LINES;
+                        break;
                 case OPT_HELP: seen->help = true; break;
                 case OPT_VERSION: seen->version = true; break;
                 case ':':
@@ -156,7 +181,8 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
         return 0;
 }
 
-static const char *const option_names[] = { "--json", "--no-wait", "--timeout", "--user NAME", "--profile" };
+static const char *const option_names[] = { "--json", "--no-wait", "--timeout", "--user NAME", "--profile", "--follow",
+                                            "--lines" };
 
 /* The command, its arguments counted and its options checked. NULL after a usage error. */
 static const struct ctl_command *pick_command(int argc, char **argv, const struct seen *seen) {

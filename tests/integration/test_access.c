@@ -185,6 +185,32 @@ Test(access, server_denied_to_one_uid) {
         close_and_stop(root, other);
 }
 
+/* A client's level governs what it receives, and a server is asked only for what the
+ * clients that may hear from it want: uid 4242 at debug makes pub verbose, never secret,
+ * which it cannot see; root at debug does. Before, any client set every server's level. */
+Test(access, log_level_asked_by_clients_that_see_server) {
+        struct h_client *root, *other;
+        json_object *r;
+
+        start_secret_denied("", "", &root, &other);
+        r = h_client_call(other, "20", "logging/setLevel", "{\"level\":\"debug\"}");
+        cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "pub: log level debug", H_TIMEOUT_MS), "pub was not set to debug for uid 4242");
+        /* secret's stderr, in order: a level it was sent comes before this line */
+        expect_ok(root, "secret__log");
+        cr_assert(h_log_wait(&D, "secret: hi", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "secret: log level debug"), 0, "uid 4242, denied secret, set its level");
+        r = h_client_call(root, "21", "logging/setLevel", "{\"level\":\"debug\"}");
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "secret: log level debug", H_TIMEOUT_MS), "root, who sees secret, did not set its level");
+        /* root leaves: nobody who hears from secret wants debug, so it goes back to info */
+        h_client_close(root);
+        cr_assert(h_log_wait(&D, "secret: log level info", H_TIMEOUT_MS), "secret stayed at debug");
+        h_client_close(other);
+        stop_clean();
+}
+
 /* A tool allowed to one uid and denied to everyone else, root included. */
 Test(access, tool_allowed_to_one_denied_to_others) {
         struct h_client *alice, *bob, *root;

@@ -482,6 +482,87 @@ Test(ctl, start_says_startTimeout_passed_not_the_daemons_sigterm) {
 }
 
 /* Under systemd (its stderr is the journal) the log hint is journalctl, by the server's name. */
+/* ---- logs ---- */
+
+/* What a failed npx start writes: 30 lines of noise, npm's error, then the pointer to its
+ * own log file, which is the last line. */
+#define NPX_FAILURE                                                                                             \
+        "for i in $(seq 1 30); do echo noise $i >&2; done; echo 'npm error code E404' >&2; "                   \
+        "echo 'npm error 404 Not Found - GET https://registry.npmjs.org/nope' >&2; "                            \
+        "echo 'npm error A complete log of this run can be found in: /root/.npm/_logs/x.log' >&2; exit 1"
+
+static unsigned occurrences(const char *text, const char *needle) {
+        unsigned n = 0;
+
+        for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+static void start_npx_failure(void) {
+        add_entry("\"npx\": {\"command\": \"/bin/sh\", \"args\": [\"-c\", \"" NPX_FAILURE "\"], \"restart\": \"never\"}");
+        start_daemon();
+        wait_state("npx", "failed");
+}
+
+/* The last line alone is npm's pointer to its log file: status NAME shows the server's last
+ * lines (about 20) under its row, the error among them. */
+Test(ctl, status_name_shows_the_last_lines) {
+        const char *lines, *error;
+
+        start_npx_failure();
+        expect_exit(CTL("status", "npx"), 3);
+        lines = strstr(R.outbuf, "\nnpx, the last lines of its stderr:\n");
+        cr_assert_not_null(lines, "%s", R.outbuf);
+        error = strstr(lines, " npm error code E404\n");
+        cr_assert_not_null(error, "the error is not among the lines shown: %s", R.outbuf);
+        cr_assert_not_null(strstr(error, " npm error A complete log of this run can be found in:"), "%s", R.outbuf);
+        cr_assert_null(strstr(lines, "noise 13\n"), "more than 20 lines kept: %s", R.outbuf);
+        cr_assert_not_null(strstr(lines, "noise 14\n"), "fewer than 20 lines kept: %s", R.outbuf);
+        /* no names, no lines: the table alone */
+        expect_exit(CTL("status"), 3);
+        cr_assert_null(strstr(R.outbuf, "the last lines"), "%s", R.outbuf);
+}
+
+/* logs NAME: the last 20 lines, -n the last N; an unknown name is the daemon's error. */
+Test(ctl, logs_shows_the_last_lines) {
+        start_npx_failure();
+        expect_exit(CTL("logs", "npx"), 0);
+        cr_assert_eq(occurrences(R.outbuf, "\n"), 20, "%s", R.outbuf);
+        expect_contains(R.outbuf, " noise 14\n", "logs");
+        expect_contains(R.outbuf, " npm error 404 Not Found - GET https://registry.npmjs.org/nope\n", "logs");
+        expect_exit(CTL("logs", "-n", "2", "npx"), 0);
+        cr_assert_eq(occurrences(R.outbuf, "\n"), 2, "%s", R.outbuf);
+        cr_assert(strstr(R.outbuf, " npm error 404") && strstr(R.outbuf, " npm error A complete log"), "%s", R.outbuf);
+        expect_exit(CTL("logs", "nope"), 1);
+        expect_contains(R.errbuf, "unknown server 'nope'; configured: npx", "logs nope");
+        expect_exit(CTL("logs", "-n", "0", "npx"), 2);
+}
+
+/* logs -f NAME: what the server writes next appears as it comes. */
+Test(ctl, logs_follow_shows_new_lines) {
+        struct h_client *x;
+        struct proc p = { 0 };
+        json_object *r;
+        char *line;
+        bool seen = false;
+
+        start_demo();
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "logs", "-f", "demo", NULL }, NULL);
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "demo__log", "{\"text\":\"written later\"}");
+        json_object_put(r);
+        while (!seen && (line = proc_line(&p, H_TIMEOUT_MS))) {
+                seen = strstr(line, " written later") != NULL;
+                free(line);
+        }
+        cr_assert(seen, "logs -f did not show the new line: %s; stderr: %s", p.outbuf, p.errbuf);
+        kill(p.pid, SIGTERM);
+        proc_wait(&p, CTL_TIMEOUT_MS);
+        proc_free(&p);
+        h_client_close(x);
+}
+
 Test(ctl, the_log_hint_is_journalctl_when_the_daemon_logs_to_the_journal) {
         json_object *st;
 

@@ -195,6 +195,38 @@ Test(features, server_level_falls_when_verbose_client_leaves) {
         h_client_close(x);
 }
 
+/* A server flooding log messages is logged at most 1000 an interval (10 s), as its stderr
+ * is, and what was dropped is told in one line (at its next start here); clients still get
+ * every message. Before, each was logged: 1,020,800 lines in 15 s. */
+Test(features, log_messages_rate_limited) {
+        struct h_client *x;
+        json_object *r;
+
+        x = start_one_demo("a", NULL);
+        r = h_client_tool_call(x, "2", "a__log", "{\"text\":\"flood\",\"count\":3000}");
+        cr_assert_str_eq(h_result_text(r), "logged", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(h_inbox_drop(x, h_is_method, "notifications/message"), 3000, "the client did not get every message");
+        cr_assert(h_log_wait(&D, "a: flood 1000\n", H_TIMEOUT_MS));
+        cr_assert_eq(h_log_count(&D, "a: flood "), 1000, "not 1000 of the 3000 messages logged");
+        json_object_put(h_control(&D, "restart", "{\"name\":\"a\"}"));
+        cr_assert(h_log_wait(&D, "server sent too many log messages: 2000 not logged (limit 1000 per 10 s)", H_TIMEOUT_MS),
+                  "no summary of the messages not logged");
+        h_client_close(x);
+}
+
+/* A restarted server is a new run: it is asked again for the level the clients want. */
+Test(features, restarted_server_asked_for_the_level_again) {
+        struct h_client *x;
+
+        x = start_one_demo("a", NULL);
+        expect_ok(x, "1", "logging/setLevel", "{\"level\":\"debug\"}");
+        cr_assert(h_log_count_wait(&D, "a: log level debug\n", 1, H_TIMEOUT_MS), "the server was not set to debug");
+        json_object_put(h_control(&D, "restart", "{\"name\":\"a\"}"));
+        cr_assert(h_log_count_wait(&D, "a: log level debug\n", 2, H_TIMEOUT_MS), "the new run was not set to debug");
+        h_client_close(x);
+}
+
 /* ---- lists ---- */
 
 Test(features, list_changed_from_server) {

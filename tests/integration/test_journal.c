@@ -1,14 +1,23 @@
 /* Native journal logging: when stderr is the journal ($JOURNAL_STREAM matches fd 2), the
  * daemon sends structured records instead of text lines. The test stands in for journald
- * (h_fake_journald). */
+ * (h_fake_journald), or, for mcpvisorctl logs, which reads the journal with sd-journal,
+ * runs a real one in a mount namespace of its own. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctl-proc.h"
 #include "harness.h"
 
 static struct h_daemon D;
@@ -287,4 +296,132 @@ Test(journal, audit_records_hold_no_arguments_or_results, .init = fake_journald,
 
                 cr_assert_null(rec, "a record holds %s: %.*s", *secret, rec ? (int)rec->len : 0, rec ? rec->data : "");
         }
+}
+
+/* ---- mcpvisorctl logs, against a real journal ---- */
+
+static pid_t journald = -1;
+
+static void mount_tmpfs(const char *dir) {
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                cr_skip_test("cannot create %s: %s", dir, strerror(errno));
+        cr_assert_eq(mount("tmpfs", dir, "tmpfs", 0, "mode=0755"), 0, "%s: %s", dir, strerror(errno));
+}
+
+/* systemd-journald in a mount namespace of this test's own, where /run/systemd and
+ * /run/log (and /var/log/journal, if the host has one) are empty tmpfs: the daemon's
+ * records reach it, mcpvisorctl reads them back, and none lands in the host's journal. */
+static void real_journald(void) {
+        static const char *const programs[] = { "/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald" };
+        const char *program = NULL;
+        long long deadline;
+
+        for (size_t i = 0; i < sizeof programs / sizeof programs[0] && !program; i++)
+                if (access(programs[i], X_OK) == 0)
+                        program = programs[i];
+        if (!program)
+                cr_skip_test("no systemd-journald here to keep a journal");
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0)
+                cr_skip_test("needs root and mount namespaces to run a journald of its own");
+        cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+        mount_tmpfs("/run/systemd");
+        mount_tmpfs("/run/log");
+        if (access("/var/log/journal", F_OK) == 0)
+                mount_tmpfs("/var/log/journal");
+        cr_assert_eq(mkdir("/run/systemd/journal", 0755), 0);
+        journald = fork();
+        cr_assert_geq(journald, 0);
+        if (journald == 0) {
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+                dup2(null, 1);
+                dup2(null, 2);
+                execl(program, program, (char *)NULL);
+                _exit(127);
+        }
+        deadline = h_now_ms() + H_TIMEOUT_MS;
+        while (access("/run/systemd/journal/socket", F_OK) < 0) {
+                cr_assert_lt(h_now_ms(), deadline, "systemd-journald did not make its socket");
+                poll(NULL, 0, 20);
+        }
+}
+
+static void stop_journald(void) {
+        h_log_dump_if_verbose(&D);
+        h_teardown_expect(h_cleanup(&D), "the daemon did not stop with exit status 0");
+        if (journald > 0) {
+                kill(journald, SIGTERM);
+                waitpid(journald, NULL, 0);
+        }
+}
+
+static unsigned lines_in(const char *text) {
+        unsigned n = 0;
+
+        for (; (text = strchr(text, '\n')); text++)
+                n++;
+        return n;
+}
+
+/* Runs mcpvisorctl logs NAME until its output holds needle, read from the journal (not the
+ * lines the daemon keeps, which it shows while the journal has nothing yet); its output in
+ * *p. */
+static void logs_until(struct proc *p, const char *name, const char *needle) {
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+
+        for (;;) {
+                proc_start(p, &D, (const char *const[]){ "-C", D.control, "logs", name, NULL }, NULL);
+                proc_close_stdin(p);
+                cr_assert_eq(proc_wait(p, H_TIMEOUT_MS), 0, "logs exited with an error: %s", p->errbuf);
+                if (strstr(p->outbuf, needle) && !strstr(p->errbuf, "keeps"))
+                        return;
+                cr_assert_lt(h_now_ms(), deadline, "logs never showed \"%s\": %s; stderr: %s", needle, p->outbuf, p->errbuf);
+                proc_free(p);
+                poll(NULL, 0, 100);
+        }
+}
+
+/* Under systemd the daemon logs to the journal: logs NAME reads the server's records there
+ * (its stderr and its log messages, which the daemon does not keep), and -f follows them. */
+Test(journal, ctl_logs_reads_the_journal, .init = real_journald, .fini = stop_journald, .timeout = 60) {
+        struct proc p = { 0 };
+        struct h_client *x;
+        json_object *r;
+        char config[1024];
+        char *line, *all;
+        unsigned seen = 0;
+
+        snprintf(config, sizeof config, "{\"mcpServers\":{\"jtest\":{\"command\":\"%s\",\"args\":[\"--stderr\",\"hello journal\"]}}}",
+                 h_demo_server_path());
+        h_start(&D, &(struct h_opts){ .config = config, .journal_stream = true });
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        logs_until(&p, "jtest", " hello journal\n");
+        proc_free(&p);
+
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "logs", "-f", "jtest", NULL }, NULL);
+        x = h_client_open(&D, false, NULL);
+        r = h_client_tool_call(x, "1", "jtest__log", "{\"text\":\"later on\"}");
+        json_object_put(r);
+        /* twice: its stderr line, and its log message, which only the journal has */
+        while (seen < 2 && (line = proc_line(&p, H_TIMEOUT_MS))) {
+                seen += strstr(line, " later on") != NULL;
+                free(line);
+        }
+        cr_assert_eq(seen, 2, "logs -f showed: %s; stderr: %s", p.outbuf, p.errbuf);
+        kill(p.pid, SIGTERM);
+        proc_wait(&p, H_TIMEOUT_MS);
+        proc_free(&p);
+        /* -n 2: the last two of the records logs shows */
+        logs_until(&p, "jtest", " later on\n");
+        all = strdup(p.outbuf);
+        proc_free(&p);
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "logs", "-n", "2", "jtest", NULL }, NULL);
+        proc_close_stdin(&p);
+        cr_assert_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "%s", p.errbuf);
+        cr_assert_eq(lines_in(p.outbuf), 2, "not two lines: %s", p.outbuf);
+        cr_assert(strlen(all) >= strlen(p.outbuf) && strcmp(all + strlen(all) - strlen(p.outbuf), p.outbuf) == 0,
+                  "-n 2 printed %s, not the last two of %s", p.outbuf, all);
+        free(all);
+        proc_free(&p);
+        h_client_close(x);
 }

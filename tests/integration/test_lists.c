@@ -281,3 +281,78 @@ Test(lists, many_servers_one_coherent_list, .timeout = 120) {
         json_object_put(r);
         h_client_close(x);
 }
+
+/* A call sent while its server is on its first start waits for it (listWait) as a list
+ * does, and reaches it; a resource read, whose URI any starting server may serve, too.
+ * Before, the call failed at once with "not ready". */
+Test(lists, call_waits_for_first_start) {
+        struct h_client *x;
+        json_object *r;
+
+        add_demo("s0", "", "\"--slow-start\",\"700\"");
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        x = cl_open();
+        h_client_request(x, "2", "resources/read", "{\"uri\":\"demo://readme\"}");
+        r = h_client_call(x, "1", "tools/call", "{\"name\":\"s0__echo\",\"arguments\":{\"text\":\"hi\"}}");
+        cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
+        json_object_put(r);
+        expect_client_first();
+        r = h_client_answer(x, "2");
+        cr_assert_not_null(h_get(r, "result.contents"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}
+
+static json_object *timed_call(struct h_client *x, const char *id, const char *tool, long long *ms) {
+        long long t0 = h_now_ms();
+        json_object *r = h_client_call(x, id, "tools/call", sf("{\"name\":\"%s\",\"arguments\":{\"text\":\"hi\"}}", tool));
+
+        *ms = h_now_ms() - t0;
+        cr_assert_not_null(h_get(r, "error"), "%s: %s", tool, h_json_text(r));
+        return r;
+}
+
+/* What waits is bounded: a name no starting server may offer, and one of a server the
+ * client may not see, are answered at once; a call to a server that outlasts listWait is
+ * answered "not ready" at its deadline. */
+Test(lists, call_wait_bounded) {
+        struct h_client *x;
+        json_object *r;
+        long long ms;
+
+        set_settings("\"listWait\":1.5,\"access\":{\"rules\":[{\"users\":[\"0\"],\"servers\":[\"secret\"],\"action\":\"deny\"}]}");
+        add_demo("s0", "", "\"--slow-start\",\"6000\"");
+        add_demo("secret", "", "\"--slow-start\",\"6000\"");
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        x = cl_open();
+        json_object_put(timed_call(x, "1", "nope__echo", &ms));
+        cr_assert_lt(ms, 1000, "an unknown name was held %lld ms", ms);
+        json_object_put(timed_call(x, "2", "secret__echo", &ms));
+        cr_assert_lt(ms, 1000, "a denied server's name was held %lld ms", ms);
+        r = timed_call(x, "3", "s0__echo", &ms);
+        cr_assert(ms >= 1400 && ms < 5000, "answered after %lld ms, not at listWait (1.5 s)", ms);
+        cr_assert(strstr(h_str(r, "error.message"), "not ready"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}
+
+/* A first start that fails ends the wait at once: the call is told why, long before its
+ * deadline. */
+Test(lists, call_wait_ends_when_first_start_fails) {
+        struct h_client *x;
+        json_object *r;
+        long long ms;
+
+        set_settings("\"listWait\":20");
+        add_demo("s0", "\"startTimeout\":1", "\"--never-answer\"");
+        start(NULL);
+        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        x = cl_open();
+        r = timed_call(x, "1", "s0__echo", &ms);
+        cr_assert_lt(ms, 10000, "the call waited %lld ms for a start that had failed", ms);
+        cr_assert(strstr(h_str(r, "error.message"), "not ready"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(x);
+}

@@ -17,6 +17,7 @@
 static struct event_base *base;
 static struct logger lg;
 static struct stderr_reader rd;
+static struct line_ring ring;   /* the server's last lines */
 static int server_end = -1; /* the server's stderr: the test writes here */
 
 static bool logged_has(const char *s) {
@@ -31,7 +32,7 @@ static void start_with_level(int max_priority) {
         /* The daemon's end is non-blocking, as instance.c makes it. */
         open_pipe(fds, PIPE_READ_NONBLOCK);
         server_end = fds[1];
-        cr_assert_eq(stderr_reader_start(&rd, base, fds[0], "srv", &lg), 0);
+        cr_assert_eq(stderr_reader_start(&rd, base, fds[0], "srv", &lg, &ring), 0);
         cr_assert_str_eq(rd.last, "");
 }
 
@@ -43,6 +44,7 @@ static void setup(void) {
 
 static void teardown(void) {
         stderr_reader_finish(&rd);
+        line_ring_done(&ring);
         if (server_end >= 0)
                 close(server_end);
         server_end = -1;
@@ -295,12 +297,12 @@ Test(stderr_reader, rate_limit_drops_and_reports) {
         char line[32];
 
         start_with_level(LOG_DEBUG);
-        rd.window_start = now_usec();
+        rd.rate.window_start = now_usec();
         server_burst(STDERR_RATE_BURST + 5);
         snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST + 4);
         WAIT_UNTIL(strcmp(rd.last, line) == 0);
-        cr_assert_eq(rd.dropped, 5);
-        cr_assert_eq(rd.total_dropped, 5);
+        cr_assert_eq(rd.rate.dropped, 5);
+        cr_assert_eq(rd.rate.total_dropped, 5);
         cr_assert_eq(occurrences(logged(), "srv: l"), STDERR_RATE_BURST);
         snprintf(line, sizeof line, "srv: l%u\n", STDERR_RATE_BURST - 1);
         cr_assert(logged_has(line), "the burst is logged in full");
@@ -309,30 +311,30 @@ Test(stderr_reader, rate_limit_drops_and_reports) {
         cr_assert_not(logged_has("dropped"), "reported only once the interval is over");
 
         /* The interval ends: the next line reports the count first, then is logged. */
-        rd.window_start -= STDERR_RATE_INTERVAL_USEC;
+        rd.rate.window_start -= STDERR_RATE_INTERVAL_USEC;
         server_says("after\n");
         WAIT_UNTIL(logged_has("srv: after\n"));
         const char *text = logged();
         const char *report = strstr(text, "[srv] server wrote too fast to its stderr: 5 lines dropped");
         cr_assert_not_null(report, "no drop report in: ...%s", text + strlen(text) - 200);
         cr_assert_lt(report, strstr(text, "srv: after\n"));
-        cr_assert_eq(rd.dropped, 0);
-        cr_assert_eq(rd.total_dropped, 5);
-        cr_assert_eq(rd.window_lines, 1);
+        cr_assert_eq(rd.rate.dropped, 0);
+        cr_assert_eq(rd.rate.total_dropped, 5);
+        cr_assert_eq(rd.rate.window_lines, 1);
 }
 
 Test(stderr_reader, rate_limit_reported_at_finish) {
         char line[32];
 
         start_with_level(LOG_DEBUG);
-        rd.window_start = now_usec();
+        rd.rate.window_start = now_usec();
         server_burst(STDERR_RATE_BURST + 3);
         snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST + 2);
         WAIT_UNTIL(strcmp(rd.last, line) == 0);
         cr_assert_not(logged_has("dropped"));
         stderr_reader_finish(&rd);
         cr_assert(logged_has("server wrote too fast to its stderr: 3 lines dropped"));
-        cr_assert_eq(rd.total_dropped, 3);
+        cr_assert_eq(rd.rate.total_dropped, 3);
         cr_assert_str_eq(rd.last, line, "the last line is kept even when dropped");
 }
 
@@ -340,16 +342,32 @@ Test(stderr_reader, rate_limit_new_window_admits_again) {
         char line[32];
 
         start_with_level(LOG_DEBUG);
-        rd.window_start = now_usec();
+        rd.rate.window_start = now_usec();
         server_burst(STDERR_RATE_BURST + 1);
-        WAIT_UNTIL(rd.dropped == 1);
-        rd.window_start -= STDERR_RATE_INTERVAL_USEC;
+        WAIT_UNTIL(rd.rate.dropped == 1);
+        rd.rate.window_start -= STDERR_RATE_INTERVAL_USEC;
         server_burst(STDERR_RATE_BURST);
         snprintf(line, sizeof line, "l%u", STDERR_RATE_BURST - 1);
         WAIT_UNTIL(strcmp(rd.last, line) == 0);
-        cr_assert_eq(rd.window_lines, STDERR_RATE_BURST);
-        cr_assert_eq(rd.dropped, 0, "a full new window is admitted");
-        cr_assert_eq(rd.total_dropped, 1);
+        cr_assert_eq(rd.rate.window_lines, STDERR_RATE_BURST);
+        cr_assert_eq(rd.rate.dropped, 0, "a full new window is admitted");
+        cr_assert_eq(rd.rate.total_dropped, 1);
         cr_assert_eq(occurrences(logged(), "srv: l"), 2 * STDERR_RATE_BURST);
         cr_assert_eq(occurrences(logged(), "1 lines dropped"), 1);
+}
+
+/* A failed npx start: npm's error comes before its pointer to a log file, which is the last
+ * line. The server's last lines keep the error, without priority prefixes, also past the
+ * rate limit (they are what the status shows, not what is logged). */
+Test(stderr_reader, last_lines_kept_for_the_status) {
+        start_with_level(LOG_DEBUG);
+        rate_limit_init(&rd.rate, STDERR_RATE_INTERVAL_USEC, 1, now_usec());
+        server_says("npm error code E404\n<3>npm error 404 Not Found - GET https://registry.npmjs.org/nope\n\n"
+                    "npm error A complete log of this run can be found in: /root/.npm/_logs/x.log\n");
+        WAIT_UNTIL(ring.n == 3);
+        cr_assert_str_eq(line_ring_get(&ring, 0)->text, "npm error code E404");
+        cr_assert_str_eq(line_ring_get(&ring, 1)->text, "npm error 404 Not Found - GET https://registry.npmjs.org/nope");
+        cr_assert_str_eq(line_ring_get(&ring, 2)->text, "npm error A complete log of this run can be found in: /root/.npm/_logs/x.log");
+        cr_assert_str_eq(rd.last, line_ring_get(&ring, 2)->text);
+        cr_assert_eq(line_ring_get(&ring, 2)->seq, 3);
 }
