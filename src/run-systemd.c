@@ -92,7 +92,6 @@ struct systemd_run {
         uint64_t tasks_refused; /* pids.events max, as last read */
         struct oom_watch *oom;  /* a hybrid host's v1 memory cgroup, watched for OOM kills */
         struct bus_call *oom_registrar; /* the manager's unit registering it, until its job ended */
-        bool oom_tried;         /* once the cgroup is known: it does not move */
         char failure[160];    /* why it ended without running, or why it is no longer known */
         uint64_t memory_max;  /* the limits it was started with, for the words of its end */
         unsigned tasks_max;
@@ -279,9 +278,8 @@ static int register_oom_by_manager(struct systemd_run *x) {
 static void watch_oom(struct systemd_run *x) {
         int r;
 
-        if (x->oom_tried || !x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
+        if (!x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
                 return;
-        x->oom_tried = true;
         r = oom_watch_new(instance_event_base(x->in), CGROUP_ROOT "/memory", x->control_group, &x->oom);
         if (r == 0)
                 r = oom_watch_register(x->oom);
@@ -301,6 +299,8 @@ static void watch_oom(struct systemd_run *x) {
  * manager sends the Service interface's changes before the Unit's, so Result= and
  * ExecMain*= are known when ActiveState= says it ended. */
 static void take_status(struct systemd_run *x, const struct bus_unit_status *st) {
+        bool cgroup_known = x->control_group != NULL;
+
         if (st->result)
                 snprintf(x->result, sizeof x->result, "%s", st->result);
         if (st->control_group && st->control_group[0] && (!x->control_group || strcmp(x->control_group, st->control_group))) {
@@ -314,7 +314,8 @@ static void take_status(struct systemd_run *x, const struct bus_unit_status *st)
         if ((st->has & BUS_HAS_EXEC_MAIN_PID) && st->exec_main_pid)
                 x->main_pid = (pid_t)st->exec_main_pid;
         sample_tasks(x);
-        watch_oom(x);
+        if (!cgroup_known) /* tried once, as the cgroup becomes known: it does not move */
+                watch_oom(x);
 }
 
 /* The manager no longer knows the unit once it ran (collected already), so it ended: what
