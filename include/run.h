@@ -96,6 +96,9 @@ struct run_systemd;
 int run_systemd_new(struct bus *bus, const struct logger *log, struct run_systemd **ret);
 /* After every run of it was freed. NULL-safe. */
 void run_systemd_free(struct run_systemd *rs);
+/* Where a run of the systemd launcher is in its life: "starting", "running", "ending",
+ * "ended" (reported), "abandoned" (killed at the daemon's exit); NULL before its start. */
+const char *run_systemd_state(const struct instance *in);
 
 /* For a launcher's start: sets *error for a lack of descriptors or processes (-EMFILE,
  * -ENFILE, -EAGAIN), where to raise the limit; false, and nothing set, for other errors. */

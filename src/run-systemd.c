@@ -51,6 +51,21 @@
 
 struct systemd_run;
 
+/* Where a run is in its life; set_state() is the only place it changes. A live run
+ * (starting, running, ending) owns its unit's watch, its calls to the manager, the timer
+ * of its next read and AddRef='s reference; an ended or abandoned one owns none of them,
+ * so nothing of the manager's can reach it any more. */
+enum run_state {
+        RUN_STARTING,  /* StartTransientUnit asked, its job not done: what the watch says may be
+                        * a predecessor's unit of the same name, and is forgotten at the job's end */
+        RUN_RUNNING,   /* its start job done (or never answered, and the unit stopped): watched
+                        * until the manager says it is inactive or failed */
+        RUN_ENDING,    /* said inactive or failed: one read more has the last word */
+        RUN_ENDED,     /* its end reported (instance_ended()) */
+        RUN_ABANDONED, /* killed at the daemon's exit: its end is never reported */
+        RUN_STATE_COUNT,
+};
+
 struct run_systemd {
         struct bus *bus;
         const struct logger *log;
@@ -72,16 +87,11 @@ struct systemd_run {
         char result[32];      /* Result=, "" while not known */
         int code, status;     /* ExecMainCode=, ExecMainStatus= */
         pid_t main_pid;
-        bool job_done;        /* its start job ended "done": it ran */
-        bool was_active;      /* a state after the start was seen, so "inactive" is its end */
-        bool inactive;
-        bool ended;
-        bool final_read;      /* read once more at the end */
-        bool add_ref;
+        enum run_state state;
+        bool add_ref;         /* started with AddRef=: the reference is dropped as it stops being live */
         uint64_t tasks_refused; /* pids.events max, as last read */
         struct oom_watch *oom;  /* a hybrid host's v1 memory cgroup, watched for OOM kills */
         struct bus_call *oom_registrar; /* the manager's unit registering it, until its job ended */
-        bool oom_tried;         /* once the cgroup is known: it does not move */
         char failure[160];    /* why it ended without running, or why it is no longer known */
         uint64_t memory_max;  /* the limits it was started with, for the words of its end */
         unsigned tasks_max;
@@ -91,25 +101,82 @@ static struct systemd_run *run_of(const struct instance *in) {
         return in->launcher;
 }
 
-/* ---- the end ---- */
+/* ---- its state ---- */
 
-static void unref_unit(struct systemd_run *x) {
-        /* AddRef= kept the unit for the daemon; dropping it lets CollectMode= collect it. */
-        if (x->add_ref)
-                (void)bus_unref_unit(x->rs->bus, x->unit, NULL, NULL, NULL);
-        x->add_ref = false;
+static const char *const state_names[RUN_STATE_COUNT] = {
+        [RUN_STARTING] = "starting", [RUN_RUNNING] = "running", [RUN_ENDING] = "ending",
+        [RUN_ENDED] = "ended",       [RUN_ABANDONED] = "abandoned",
+};
+
+static bool state_live(enum run_state state) {
+        return state == RUN_STARTING || state == RUN_RUNNING || state == RUN_ENDING;
 }
 
-static void end(struct systemd_run *x) {
-        if (x->ended)
+static bool live(const struct systemd_run *x) {
+        return state_live(x->state);
+}
+
+/* What may follow what: a run only goes forward, and once not live it stays where it is. */
+static const bool moves[RUN_STATE_COUNT][RUN_STATE_COUNT] = {
+        [RUN_STARTING] = { [RUN_RUNNING] = true, [RUN_ENDED] = true, [RUN_ABANDONED] = true },
+        [RUN_RUNNING] = { [RUN_ENDING] = true, [RUN_ENDED] = true, [RUN_ABANDONED] = true },
+        [RUN_ENDING] = { [RUN_ENDED] = true, [RUN_ABANDONED] = true },
+};
+
+/* Something that cannot happen in the run's state (a call answered that it no longer
+ * has, a move backwards): a bug of the daemon's, stopped hard rather than run on with a
+ * run whose state no longer says what it owns. Not assert(): release builds keep it. */
+_Noreturn static void impossible(const struct systemd_run *x, const char *what) {
+        log_emit(x->rs ? x->rs->log : NULL, LOG_CRIT, NULL, "bug: %s: %s in state %s", x->unit, what,
+                 state_names[x->state]);
+        abort();
+}
+
+/* What a state no longer owns, dropped as the run enters it: the start's call once it is
+ * not starting; everything the manager could answer or report once it is not live, and
+ * AddRef='s reference (which kept the unit for the daemon: dropped, CollectMode= collects
+ * it). */
+static void release(struct systemd_run *x, enum run_state state) {
+        if (state != RUN_STARTING) {
+                bus_call_cancel(x->start);
+                x->start = NULL;
+        }
+        if (state_live(state))
                 return;
-        x->ended = true;
         bus_watch_free(x->watch);
         x->watch = NULL;
+        bus_call_cancel(x->read);
+        bus_call_cancel(x->stop);
+        bus_call_cancel(x->kill);
+        x->read = x->stop = x->kill = NULL;
         if (x->retry)
                 evtimer_del(x->retry);
-        unref_unit(x);
-        instance_ended(x->in);
+        if (x->add_ref)
+                (void)bus_unref_unit(x->rs->bus, x->unit, NULL, NULL, NULL);
+}
+
+/* The only place a run changes state: the move checked, what the old state owned and the
+ * new one does not released, and the end told once, as the run enters it. */
+static void set_state(struct systemd_run *x, enum run_state state) {
+        enum run_state old = x->state;
+
+        if (!moves[old][state]) {
+                char what[64];
+
+                snprintf(what, sizeof what, "a move to %s", state_names[state]);
+                impossible(x, what);
+        }
+        x->state = state;
+        log_debug(x->rs->log, "%s: %s -> %s", x->unit, state_names[old], state_names[state]);
+        release(x, state);
+        if (state == RUN_ENDED)
+                instance_ended(x->in);
+}
+
+/* ---- the end ---- */
+
+static void end(struct systemd_run *x) {
+        set_state(x, RUN_ENDED);
 }
 
 /* The first words of why it ended stand. */
@@ -131,16 +198,24 @@ static void on_retry(evutil_socket_t fd, short what, void *userdata);
 /* The unit ended once its start ran and it is inactive or failed: nothing of it is left.
  * Result= and ExecMain*= came before (the manager sends the Service interface's changes
  * first), unless only invalidated: one read more has the last word, or finds the unit
- * collected already (CollectMode=), and then what the signals said stands. */
-static void check_end(struct systemd_run *x) {
-        if (!x->job_done || !x->inactive)
+ * collected already (CollectMode=), and then what the signals said stands. Whatever is
+ * said after "inactive" or "failed" is that last word. */
+static void check_end(struct systemd_run *x, bool dead) {
+        switch (x->state) {
+        case RUN_STARTING: /* a predecessor's, or forgotten once its job is done */
                 return;
-        if (x->final_read) {
+        case RUN_RUNNING:
+                if (!dead)
+                        return;
+                set_state(x, RUN_ENDING);
+                read_unit(x);
+                return;
+        case RUN_ENDING:
                 end(x);
                 return;
+        default:
+                impossible(x, "a report of its unit");
         }
-        x->final_read = true;
-        read_unit(x);
 }
 
 /* pids.events max counts the forks refused at TasksMax=; read while the cgroup is there
@@ -156,6 +231,11 @@ static void sample_tasks(struct systemd_run *x) {
 
 static bool state_is(const char *s, const char *a, const char *b) {
         return s && (strcmp(s, a) == 0 || (b && strcmp(s, b) == 0));
+}
+
+/* The report says the unit is inactive or failed: all of its processes are gone. */
+static bool says_dead(const struct bus_unit_status *st) {
+        return state_is(st->active_state, "inactive", "failed");
 }
 
 static void on_oom_registered(const char *job, const char *result, const char *error, void *userdata) {
@@ -198,9 +278,8 @@ static int register_oom_by_manager(struct systemd_run *x) {
 static void watch_oom(struct systemd_run *x) {
         int r;
 
-        if (x->oom_tried || !x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
+        if (!x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
                 return;
-        x->oom_tried = true;
         r = oom_watch_new(instance_event_base(x->in), CGROUP_ROOT "/memory", x->control_group, &x->oom);
         if (r == 0)
                 r = oom_watch_register(x->oom);
@@ -220,6 +299,8 @@ static void watch_oom(struct systemd_run *x) {
  * manager sends the Service interface's changes before the Unit's, so Result= and
  * ExecMain*= are known when ActiveState= says it ended. */
 static void take_status(struct systemd_run *x, const struct bus_unit_status *st) {
+        bool cgroup_known = x->control_group != NULL;
+
         if (st->result)
                 snprintf(x->result, sizeof x->result, "%s", st->result);
         if (st->control_group && st->control_group[0] && (!x->control_group || strcmp(x->control_group, st->control_group))) {
@@ -232,18 +313,15 @@ static void take_status(struct systemd_run *x, const struct bus_unit_status *st)
                 x->status = st->exec_main_status;
         if ((st->has & BUS_HAS_EXEC_MAIN_PID) && st->exec_main_pid)
                 x->main_pid = (pid_t)st->exec_main_pid;
-        if (state_is(st->active_state, "activating", "active") || state_is(st->active_state, "deactivating", "reloading"))
-                x->was_active = true;
-        else if (state_is(st->active_state, "inactive", "failed") && x->was_active)
-                x->inactive = true;
         sample_tasks(x);
-        watch_oom(x);
+        if (!cgroup_known) /* tried once, as the cgroup becomes known: it does not move */
+                watch_oom(x);
 }
 
 /* The manager no longer knows the unit once it ran (collected already), so it ended: what
  * the signals said stands. */
 static void unit_gone(struct systemd_run *x, const char *why) {
-        if (x->job_done && !x->inactive && x->code == 0)
+        if (x->state == RUN_RUNNING && x->code == 0)
                 fail(x, "its unit %s is gone (%s)", x->unit, why);
         else
                 end(x);
@@ -259,15 +337,15 @@ static bool is_stub(const struct bus_unit_status *st) {
 static void on_unit(const struct bus_unit_status *st, void *userdata) {
         struct systemd_run *x = userdata;
 
-        if (x->ended)
-                return;
+        if (!live(x))
+                impossible(x, "a report of its unit");
         if (is_stub(st)) {
-                if (x->job_done)
+                if (x->state != RUN_STARTING)
                         unit_gone(x, "collected by the service manager");
                 return;
         }
         take_status(x, st);
-        check_end(x);
+        check_end(x, says_dead(st));
 }
 
 /* Reads failed READ_TRIES times in a row: the run is given up, and its unit stopped, since
@@ -302,8 +380,8 @@ static void on_read(const struct bus_unit_status *st, void *userdata) {
         struct systemd_run *x = userdata;
 
         x->read = NULL;
-        if (x->ended)
-                return;
+        if (!live(x))
+                impossible(x, "the answer to a read");
         if (st->error && !st->not_found) {
                 retry_read(x, st->error);
                 return;
@@ -323,7 +401,11 @@ static void read_unit(struct systemd_run *x) {
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *userdata) {
-        read_unit(userdata);
+        struct systemd_run *x = userdata;
+
+        if (!live(x))
+                impossible(x, "the timer of a read");
+        read_unit(x);
 }
 
 static int systemd_terminate(struct instance *in);
@@ -335,8 +417,7 @@ static int systemd_terminate(struct instance *in);
 static void start_unanswered(struct systemd_run *x, const char *error) {
         snprintf(x->failure, sizeof x->failure, "the service manager did not answer the start of unit %s (%s); stopped, in case it started",
                  x->unit, error);
-        x->job_done = true;
-        x->was_active = true;
+        set_state(x, RUN_RUNNING);
         if (systemd_terminate(x->in) < 0)
                 end(x);
 }
@@ -345,6 +426,8 @@ static void on_started(const char *job, const char *result, const char *error, v
         struct systemd_run *x = userdata;
 
         x->start = NULL;
+        if (x->state != RUN_STARTING)
+                impossible(x, "the answer to its start");
         if (error && result && strcmp(result, BUS_START_NO_REPLY) == 0) {
                 start_unanswered(x, error);
                 return;
@@ -362,9 +445,7 @@ static void on_started(const char *job, const char *result, const char *error, v
         /* What came before may be a predecessor's unit of the same name, stopped at start-up
          * (bus_stop_leftovers()): its signals were queued before this answer. Forgotten;
          * a read says where this one is. */
-        x->job_done = true;
-        x->was_active = true;
-        x->inactive = false;
+        set_state(x, RUN_RUNNING);
         x->code = x->status = 0;
         x->result[0] = '\0';
         read_unit(x);
@@ -376,7 +457,9 @@ static void on_signalled(const char *error, void *userdata, struct bus_call **sl
         struct systemd_run *x = userdata;
 
         *slot = NULL;
-        if (error && !x->ended) {
+        if (!live(x))
+                impossible(x, "the answer to a stop or kill");
+        if (error) {
                 log_debug(x->rs->log, "%s: %s", x->unit, error);
                 read_unit(x);
         }
@@ -472,7 +555,8 @@ static int systemd_start(struct instance *in, const struct server_config *c, cha
         if (r == 0 && (!(x = calloc(1, sizeof *x)) || !(x->unit = strdup(p.unit))))
                 r = -ENOMEM;
         if (r == 0) {
-                *x = (struct systemd_run){ .rs = rs, .in = in, .unit = x->unit, .memory_max = c->confinement.memory_max,
+                *x = (struct systemd_run){ .rs = rs, .in = in, .unit = x->unit, .state = RUN_STARTING,
+                                           .memory_max = c->confinement.memory_max,
                                            .tasks_max = c->confinement.tasks_max,
                                            .add_ref = unit_properties_find(&p, "AddRef") != NULL };
                 /* Watched first, so no change of its state comes before the watch. */
@@ -505,7 +589,7 @@ static int systemd_start(struct instance *in, const struct server_config *c, cha
 static int systemd_terminate(struct instance *in) {
         struct systemd_run *x = run_of(in);
 
-        if (x->ended)
+        if (!live(x))
                 return -ESRCH;
         if (x->stop)
                 return 0;
@@ -515,7 +599,7 @@ static int systemd_terminate(struct instance *in) {
 static int systemd_kill(struct instance *in) {
         struct systemd_run *x = run_of(in);
 
-        if (x->ended)
+        if (!live(x))
                 return -ESRCH;
         bus_call_cancel(x->kill);
         x->kill = NULL;
@@ -526,8 +610,7 @@ static int systemd_kill(struct instance *in) {
 static void kill_at_exit(struct systemd_run *x) {
         (void)bus_kill_unit(x->rs->bus, x->unit, SIGKILL, NULL, NULL, NULL);
         (void)bus_stop_unit(x->rs->bus, x->unit, NULL, NULL, NULL);
-        unref_unit(x);
-        x->ended = true;
+        set_state(x, RUN_ABANDONED);
 }
 
 /* The daemon exits without its loop. The first call kills every run's unit, so they end
@@ -542,14 +625,14 @@ static void systemd_kill_wait(struct instance *in) {
         size_t n = 0;
         int r;
 
-        if (x->ended)
+        if (!live(x))
                 return;
         for (y = rs->runs; y; y = y->next)
-                n += !y->ended;
+                n += live(y);
         units = calloc(n + 1, sizeof *units);
         n = 0;
         for (y = rs->runs; y; y = y->next)
-                if (!y->ended) {
+                if (live(y)) {
                         if (units)
                                 units[n++] = y->unit;
                         kill_at_exit(y);
@@ -625,13 +708,19 @@ static void systemd_usage(const struct instance *in, struct run_usage *ret) {
         *ret = (struct run_usage){ .unit = x ? x->unit : NULL, .memory_current = RUN_USAGE_UNKNOWN,
                                    .memory_peak = RUN_USAGE_UNKNOWN, .cpu_usec = RUN_USAGE_UNKNOWN,
                                    .tasks = RUN_USAGE_UNKNOWN };
-        if (!x || x->ended || !x->control_group || cgroup_usage_read_group(x->control_group, &u) < 0)
+        if (!x || !live(x) || !x->control_group || cgroup_usage_read_group(x->control_group, &u) < 0)
                 return;
         /* CGROUP_USAGE_UNKNOWN and RUN_USAGE_UNKNOWN are the same value. */
         ret->memory_current = u.memory_current;
         ret->memory_peak = u.memory_peak;
         ret->cpu_usec = u.cpu_usec;
         ret->tasks = u.tasks;
+}
+
+const char *run_systemd_state(const struct instance *in) {
+        const struct systemd_run *x = run_of(in);
+
+        return x ? state_names[x->state] : NULL;
 }
 
 static void systemd_free(struct instance *in) {
@@ -664,7 +753,7 @@ static void on_lost(void *userdata) {
 
         for (x = rs->runs; x; x = next) {
                 next = x->next;
-                if (!x->ended)
+                if (live(x))
                         fail(x, "lost the connection to the service manager that runs its unit %s", x->unit);
         }
 }
