@@ -247,6 +247,30 @@ HTTP = {
     "put": http_seed(OTHER, path=1, auth=1),
     "bad-version": http_seed(GET, path=1, auth=1, version=5, session=1),
     "bad-json": http_seed(POST, path=1, auth=1, type=1, body=b'{"jsonrpc":"2.0","id":1,"method":"x"'),
+# ---- remote: [status] [type] [flags] [4 bytes chunking] [body] (fuzz_remote.c's tables:
+# status 0 = 200, 2 = 202, 11 = 429, 13 = 503; type 0 none, 1 application/json,
+# 2 text/event-stream, 7 text/html; flags 0x40 = max 64 KiB, 0x80 = a legacy POST) ----
+def remote(status, type_, body, flags=0x40, chunking=b"\x05\x00\x00\x30"):
+    return bytes([status, type_, flags]) + chunking + body
+
+
+REMOTE = {
+    # the test server's answers (tests/integration/http-server.c)
+    "json-pretty": remote(0, 1, json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [
+        {"type": "text", "text": "hello over http"}]}}, indent=2).encode() + b"\n"),
+    "events": remote(0, 2, b'id: 1\nevent: message\ndata: {"jsonrpc":"2.0","id":2,"result":{}}\n\n'
+                     b': keep-alive\r\n\r\nid: 2\rdata: {"jsonrpc":"2.0",\rdata: "method":"notifications/progress"}\r\r'),
+    "legacy-endpoint": remote(0, 2, b"event: endpoint\ndata: /messages?session=L1\n\n"
+                              b'data: {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05"}}\n\n'),
+    "legacy-accepted": remote(2, 8, b"Accepted", flags=0xc0),
+    "accepted-no-body": remote(2, 1, b""),
+    "html": remote(0, 7, b"<html><body>sign in</body></html>"),
+    "gzip": remote(0, 1, bytes([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0xab, 0x56, 0xca, 0x2a])),
+    "other-id": remote(0, 1, b'{"jsonrpc":"2.0","id":1001,"result":{}}'),
+    "refused": remote(11, 8, b"refused: body-s3cret"),
+    "server-error": remote(13, 1, b'{"error":"' + b"x" * 300 + b'"}'),
+    "oversize-json": remote(0, 1, b'{"jsonrpc":"2.0","id":7,"result":{"text":"' + b"y" * 100 + b'"}}', flags=0x10),
+    "oversize-event": remote(0, 2, b'data: {"jsonrpc":"2.0","id":8,"result":"' + b"z" * 100 + b'"}\n\n', flags=0x10),
 }
 
 
@@ -264,4 +288,5 @@ if __name__ == "__main__":
     write("scan", SCAN)
     write("config", config_seeds())
     write("http", HTTP)
+    write("remote", REMOTE)
     print("seeds written", file=sys.stderr)

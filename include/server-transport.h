@@ -25,6 +25,11 @@ struct server_transport_events {
         /* The server closed its side, stopped taking what is sent, or could not be read:
          * nothing more will be received. Once; why is valid during the call. */
         void (*broken)(const char *why, void *userdata);
+        /* The answer to request id (the connection's own numbering) ended, and its response
+         * may not have been in it: if the request still waits, it has failed. what is what
+         * came instead, in words anyone may read ("HTTP 202 and no body"). Transports that
+         * cannot tell (a pipe) never call it; may be NULL. */
+        void (*unanswered)(int64_t id, const char *what, void *userdata);
 };
 
 struct server_transport_ops {

@@ -190,10 +190,26 @@ static void on_transport_broken(const char *why, void *userdata) {
         mark_broken(userdata, why, false);
 }
 
+/* A request whose answer came and went without its response: failed now, rather than
+ * left to wait for what will not come. */
+static void on_transport_unanswered(int64_t id, const char *what, void *userdata) {
+        struct child *ch = userdata;
+        struct child_request *rq = find_request(ch, id);
+        char message[256];
+
+        if (!rq)
+                return;
+        log_emit(ch->log, LOG_WARNING, &(struct log_subject){ .server = ch->name },
+                 "request %" PRId64 " failed: the server answered it with %s", id, what);
+        snprintf(message, sizeof message, "server '%s' answered the request with %s", ch->name, what);
+        fail_request(ch, rq, message);
+}
+
 static const struct server_transport_events transport_events = {
         .line = on_line,
         .oversize = on_oversize,
         .broken = on_transport_broken,
+        .unanswered = on_transport_unanswered,
 };
 
 struct child *child_new(struct event_base *base, struct server_transport *t, size_t max_line, const char *name,

@@ -21,6 +21,7 @@
 #include <sys/queue.h>
 
 #include "curl-loop.h"
+#include "http-answer.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "macro.h"
@@ -35,14 +36,15 @@
 #define HTTP_SPARE_HANDLES 8
 /* A GET stream that dropped is opened again after this long (never in a tight loop). */
 #define HTTP_REOPEN_USEC (1 * USEC_PER_SEC)
-/* Of an error body, the bytes quoted in the log. */
-#define HTTP_ERROR_QUOTED 200
+/* Bytes of an origin ("https://host:port") kept; a longer one matches nothing. */
+#define HTTP_ORIGIN_MAX 300
 
 enum transfer_kind { TRANSFER_POST, TRANSFER_GET, TRANSFER_DELETE };
 
 /* What the queue of received messages holds, each record a kind byte, a size_t length
- * and the bytes. */
-enum record_kind { RECORD_LINE, RECORD_OVERSIZE };
+ * and the bytes; an unanswered request's bytes are its id (int64_t) and the words of
+ * what came instead. */
+enum record_kind { RECORD_LINE, RECORD_OVERSIZE, RECORD_UNANSWERED };
 
 struct transfer {
         TAILQ_ENTRY(transfer) entry;
@@ -53,17 +55,11 @@ struct transfer {
         char *body;                 /* POST: the message, without a newline */
         size_t body_len;
         int64_t request_id;         /* POST of a request: the daemon's id; else -1 */
-        bool started;               /* the response's body began: its type is known */
-        bool event_stream;          /* text/event-stream; else one JSON body */
-        bool refused;               /* not 2xx: the body is only quoted in the log */
-        bool discard;               /* a body that carries no message (legacy POST, text/plain) */
-        struct sse_parser sse;
-        char *json;                 /* a JSON body, bounded by max_message */
-        size_t json_len, json_cap;
-        bool oversize;              /* the body passed max_message: the transfer was stopped */
-        char error_body[HTTP_ERROR_QUOTED + 1];
+        bool started;               /* the answer began: its status and type are known */
+        bool elsewhere;             /* a legacy POST: its answer comes on the stream */
+        struct http_answer answer;  /* once started */
+        struct http_answer_sink sink;
         char curl_error[CURL_ERROR_SIZE];   /* curl's words for a failed transfer */
-        size_t error_len;
 };
 
 TAILQ_HEAD(transfer_list, transfer);
@@ -76,6 +72,7 @@ struct http_transport {
         const char *name;
         const struct remote_config *rc;
         struct curl_slist *config_headers;
+        char origin[HTTP_ORIGIN_MAX + 1]; /* of rc->url: where config_headers may go; "" none */
         size_t max_message;
         http_finished_fn finished;
         void *userdata;
@@ -94,6 +91,7 @@ struct http_transport {
         bool legacy;                   /* HTTP+SSE: POSTs go to the endpoint the stream names */
         bool may_fall_back;            /* no "type": a 4xx to initialize means an old server */
         char *endpoint;                /* legacy: where to POST, once the stream said; NULL before */
+        bool endpoint_refused;         /* legacy: the stream named one on another origin */
         char *session_id;              /* Mcp-Session-Id, once the server gave one */
         char protocol_version[32];     /* negotiated by initialize; "" before */
         char last_event_id[SSE_ID_MAX + 1]; /* of the GET stream, for Last-Event-ID */
@@ -138,24 +136,7 @@ static int queue_record(struct http_transport *h, enum record_kind kind, const c
         return queue_head(h, kind, len) < 0 || evbuffer_add(h->received, data, len) < 0 ? -ENOMEM : 0;
 }
 
-/* A message's JSON text may span lines (a pretty-printed body): outside its strings a
- * line break is whitespace, inside them JSON allows none, so each becomes a space and
- * the message one line, as the connection expects. False for an empty message (an event
- * that only carries an id), which is none. */
-static bool make_one_line(char *data, size_t len) {
-        size_t i = 0;
-
-        for (size_t k = 0; k < len; k++)
-                if (data[k] == '\n' || data[k] == '\r')
-                        data[k] = ' ';
-        while (i < len && data[i] == ' ')
-                i++;
-        return i < len;
-}
-
-static void queue_message(struct http_transport *h, char *data, size_t len, bool oversize) {
-        if (!make_one_line(data, len) && !oversize)
-                return;
+static void queue_message(struct http_transport *h, const char *data, size_t len, bool oversize) {
         if (queue_record(h, oversize ? RECORD_OVERSIZE : RECORD_LINE, data, len) < 0)
                 subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
 }
@@ -164,122 +145,98 @@ static void free_taken(const void *data, size_t len, void *extra) {
         free((void *)data);
 }
 
-/* queue_message() of a malloc'd body, taken rather than copied: its bytes become their own
+/* A message in a malloc'd body, taken rather than copied: its bytes become their own
  * piece of the queue, which the delivery reads in place (a large answer is not copied
  * twice more), freed once handed up. */
 static void queue_taken_message(struct http_transport *h, char *data, size_t len) {
-        if (!make_one_line(data, len)) {
-                free(data);
-                return;
-        }
         if (queue_head(h, RECORD_LINE, len) < 0 || evbuffer_add_reference(h->received, data, len, free_taken, NULL) < 0) {
                 free(data);
                 subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
         }
 }
 
-/* The legacy stream's "endpoint": a URL relative to the server's, resolved by curl. */
+/* The answer to request id ended without its response: the connection fails the call
+ * with what came instead (words from http_answer_words(): never the body). */
+static void queue_unanswered(struct http_transport *h, int64_t id, const char *words) {
+        char record[sizeof id + 128];
+        size_t len = strnlen(words, sizeof record - sizeof id);
+
+        memcpy(record, &id, sizeof id);
+        memcpy(record + sizeof id, words, len);
+        if (queue_record(h, RECORD_UNANSWERED, record, sizeof id + len) < 0)
+                subject_log(h, LOG_ERR, "out of memory: request %" PRId64 " waits for requestTimeout", id);
+}
+
+static bool origin_of(const char *url, char *buf, size_t size);
+
+/* The legacy stream's "endpoint": a URL relative to the server's, resolved by curl; it
+ * must be on the configured URL's origin (scheme, host and port), or the session ends:
+ * the server cannot send the daemon's messages anywhere else. */
 static void take_endpoint(struct http_transport *h, const char *data, bool oversize) {
         CURLU *u = curl_url();
-        char *url = NULL;
+        char *url = NULL, origin[HTTP_ORIGIN_MAX + 1];
 
         if (u && !oversize && !h->endpoint && curl_url_set(u, CURLUPART_URL, h->rc->url, 0) == CURLUE_OK &&
             curl_url_set(u, CURLUPART_URL, data, 0) == CURLUE_OK && curl_url_get(u, CURLUPART_URL, &url, 0) == CURLUE_OK) {
-                h->endpoint = strdup(url);
-                event_active(h->deliver, EV_TIMEOUT, 0); /* where the waiting POSTs start */
+                if (!origin_of(url, origin, sizeof origin) || strcmp(origin, h->origin) != 0) {
+                        /* the stream stops (on_body()); its end breaks the session, outside curl */
+                        subject_log(h, LOG_WARNING,
+                                    "its event stream at %s named the endpoint %s, at another origin: refused, so that "
+                                    "neither the messages nor the configured headers go there",
+                                    h->rc->url, url);
+                        h->endpoint_refused = true;
+                } else {
+                        h->endpoint = strdup(url);
+                        event_active(h->deliver, EV_TIMEOUT, 0); /* where the waiting POSTs start */
+                }
         }
         curl_free(url);
         curl_url_cleanup(u);
 }
 
-static int on_sse_event(const char *type, const char *data, size_t len, bool oversize, void *userdata) {
+static void on_answer_message(char *data, size_t len, bool oversize, void *userdata) {
         struct transfer *x = userdata;
 
-        if (strcmp(type, "message") == 0)
-                queue_message(x->h, (char *)data, len, oversize);
-        else if (strcmp(type, "endpoint") == 0 && x->h->legacy && x->kind == TRANSFER_GET)
-                take_endpoint(x->h, data, oversize);
-        return 0;
+        queue_message(x->h, data, len, oversize);
 }
 
-/* Learns the body's type from the first bytes of a response. */
-static void begin_body(struct transfer *x) {
+static void on_answer_event(const char *type, const char *data, size_t len, bool oversize, void *userdata) {
+        struct transfer *x = userdata;
+
+        if (strcmp(type, "endpoint") == 0 && x->h->legacy && x->kind == TRANSFER_GET)
+                take_endpoint(x->h, data, oversize);
+}
+
+/* Learns the answer's status and type, at its first bytes or at its end (a body-less one). */
+static void begin_answer(struct transfer *x) {
         long status = 0;
         char *type = NULL;
 
+        if (x->started)
+                return;
         x->started = true;
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &type);
-        x->refused = status < 200 || status > 299;
-        x->event_stream = type && strncasecmp(type, "text/event-stream", 17) == 0;
         /* a legacy server answers its POSTs on the stream ("Accepted" here) */
-        x->discard = !x->refused && ((x->h->legacy && x->kind == TRANSFER_POST) ||
-                                     (!x->event_stream && type && strncasecmp(type, "application/json", 16) != 0));
-        if (x->event_stream && !x->refused && sse_init(&x->sse, x->h->max_message) < 0)
-                x->refused = true;
-}
-
-/* Room for n more bytes of a JSON body, grown as it comes (most answers are small; a
- * buffer of the whole limit per call would be an mmap and munmap each). */
-static bool json_room(struct transfer *x, size_t n) {
-        size_t cap = x->json_cap ? x->json_cap : 4096;
-        char *p;
-
-        if (x->json_len + n <= x->json_cap)
-                return true;
-        while (cap < x->json_len + n)
-                cap *= 2;
-        p = realloc(x->json, cap);
-        if (!p)
-                return false;
-        x->json = p;
-        x->json_cap = cap;
-        return true;
-}
-
-static size_t take_json(struct transfer *x, const char *data, size_t n) {
-        size_t max = x->h->max_message;
-
-        if (n > max - x->json_len) {
-                /* up to the limit: the head the connection searches for the call's id */
-                size_t head = max - x->json_len;
-
-                if (json_room(x, head)) {
-                        memcpy(x->json + x->json_len, data, head);
-                        x->json_len += head;
-                }
-                x->oversize = true;
-                queue_message(x->h, x->json, x->json_len, true);
-                return 0; /* curl stops the transfer */
-        }
-        if (!json_room(x, n))
-                return 0;
-        memcpy(x->json + x->json_len, data, n);
-        x->json_len += n;
-        return n;
+        x->elsewhere = x->h->legacy && x->kind == TRANSFER_POST;
+        x->sink = (struct http_answer_sink){ .message = on_answer_message, .event = on_answer_event, .userdata = x };
+        if (http_answer_begin(&x->answer, status, type, !x->elsewhere, x->h->max_message, &x->sink) < 0)
+                subject_log(x->h, LOG_ERR, "out of memory: an event stream from the server was dropped");
 }
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
         struct transfer *x = userdata;
-        size_t n = size * nmemb, quote;
+        size_t n = size * nmemb, taken;
 
-        if (!x->started)
-                begin_body(x);
-        if (x->refused) {
-                quote = n < HTTP_ERROR_QUOTED - x->error_len ? n : HTTP_ERROR_QUOTED - x->error_len;
-                memcpy(x->error_body + x->error_len, data, quote);
-                x->error_len += quote;
+        begin_answer(x);
+        if (x->h->stopped && x->answer.kind != HTTP_ANSWER_REFUSED)
                 return n;
-        }
-        if (x->h->stopped || x->discard)
-                return n;
-        if (x->event_stream) {
-                (void)sse_feed(&x->sse, data, n, on_sse_event, x);
-                if (x->kind == TRANSFER_GET)
-                        memcpy(x->h->last_event_id, x->sse.last_id, sizeof x->h->last_event_id);
-                return n;
-        }
-        return take_json(x, data, n);
+        taken = http_answer_feed(&x->answer, data, n);
+        if (x->kind == TRANSFER_GET && x->answer.kind == HTTP_ANSWER_EVENTS)
+                memcpy(x->h->last_event_id, x->answer.sse.last_id, sizeof x->h->last_event_id);
+        if (x->h->endpoint_refused)
+                return 0;
+        return taken; /* less than n: curl stops the transfer */
 }
 
 /* Mcp-Session-Id from the response that gave one (initialize's). */
@@ -328,10 +285,9 @@ static void transfer_free(struct transfer *x) {
                 return;
         release_easy(x->h, x->easy);
         curl_slist_free_all(x->headers);
-        if (x->event_stream && x->started && !x->refused)
-                sse_done(&x->sse);
+        if (x->started)
+                http_answer_done(&x->answer);
         free(x->body);
-        free(x->json);
         free(x);
 }
 
@@ -350,13 +306,53 @@ static struct curl_slist *add_header(struct curl_slist *list, bool *ok, const ch
         return next ? next : list;
 }
 
+/* scheme://host:port of url as curl reads it, in lower case, the port said even when it
+ * is the scheme's default; false when curl cannot read it. */
+static bool origin_of(const char *url, char *buf, size_t size) {
+        CURLU *u = curl_url();
+        char *scheme = NULL, *host = NULL, *port = NULL;
+        bool ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+                  curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK;
+        int n = ok ? snprintf(buf, size, "%s://%s:%s", scheme, host, port) : -1;
+
+        ok = n > 0 && (size_t)n < size;
+        for (char *c = buf; ok && *c; c++)
+                if (*c >= 'A' && *c <= 'Z')
+                        *c = (char)(*c - 'A' + 'a');
+        curl_free(scheme);
+        curl_free(host);
+        curl_free(port);
+        curl_url_cleanup(u);
+        return ok;
+}
+
+/* The configured headers (a credential among them) go with a request to the configured
+ * URL's origin, and nowhere else: every request this transport makes, whatever its kind,
+ * has them added here and only here, for the URL it is made to (curl follows no redirect:
+ * make_easy()). */
+static void add_config_headers(struct transfer *x, const char *url, bool *ok) {
+        struct http_transport *h = x->h;
+        char origin[HTTP_ORIGIN_MAX + 1];
+
+        if (!h->config_headers)
+                return;
+        if (!origin_of(url, origin, sizeof origin) || !h->origin[0] || strcmp(origin, h->origin) != 0) {
+                subject_log(h, LOG_WARNING, "a request to %s, not the origin of \"url\": the configured headers were not sent",
+                            origin_of(url, origin, sizeof origin) ? origin : "a URL curl cannot read");
+                return;
+        }
+        for (struct curl_slist *c = h->config_headers; c; c = c->next)
+                x->headers = add_header(x->headers, ok, c->data, NULL);
+}
+
 /* The configured headers, then the transport's own. */
-static int build_headers(struct transfer *x) {
+static int build_headers(struct transfer *x, const char *url) {
         struct http_transport *h = x->h;
         bool ok = true;
 
-        for (struct curl_slist *c = h->config_headers; c; c = c->next)
-                x->headers = add_header(x->headers, &ok, c->data, NULL);
+        add_config_headers(x, url, &ok);
         x->headers = add_header(x->headers, &ok, "Accept",
                                 x->kind == TRANSFER_POST ? "application/json, text/event-stream" : "text/event-stream");
         if (x->kind == TRANSFER_POST) {
@@ -374,15 +370,20 @@ static int build_headers(struct transfer *x) {
 
 static int make_easy(struct transfer *x) {
         const struct remote_config *rc = x->h->rc;
+        const char *url = x->kind == TRANSFER_POST && x->h->endpoint ? x->h->endpoint : rc->url;
         CURL *e = acquire_easy(x->h);
 
-        if (!e || build_headers(x) < 0) {
+        if (!e || build_headers(x, url) < 0) {
                 release_easy(x->h, e);
                 return -ENOMEM;
         }
         x->easy = e;
-        curl_easy_setopt(e, CURLOPT_URL, x->kind == TRANSFER_POST && x->h->endpoint ? x->h->endpoint : rc->url);
+        curl_easy_setopt(e, CURLOPT_URL, url);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+        /* A 3xx is an answer, never followed (curl's default, said here because the headers
+         * above would otherwise go where the server points); they go to no proxy either. */
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(e, CURLOPT_HEADEROPT, CURLHEADER_SEPARATE);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -488,14 +489,85 @@ static void pump(struct http_transport *h) {
         }
 }
 
-static void report_broken(struct http_transport *h, const char *why, bool no_retry) {
+/* Why a session broke, as facts. Their words (failure_words()) are all that clients and
+ * the status ever read of it; the details, with the URL and the server's body, go to the
+ * journal only. */
+enum http_failure {
+        HTTP_FAILURE_CREDENTIAL,   /* 401, 403: a restart cannot help */
+        HTTP_FAILURE_SESSION_LOST, /* 404 to a request of a session */
+        HTTP_FAILURE_STATUS,       /* 5xx, 404 */
+        HTTP_FAILURE_TRANSFER,     /* curl's error */
+        HTTP_FAILURE_STREAM_ENDED, /* the legacy stream, which is the session, ended */
+        HTTP_FAILURE_ENDPOINT,     /* the legacy stream named an endpoint at another origin */
+        HTTP_FAILURE_MEMORY,
+};
+
+static const char *method_name(enum transfer_kind kind) {
+        return kind == TRANSFER_POST ? "POST" : kind == TRANSFER_GET ? "GET" : "DELETE";
+}
+
+/* What to do about a certificate that was not trusted. */
+static const char *tls_hint(const struct http_transport *h, CURLcode result) {
+        if (result != CURLE_PEER_FAILED_VERIFICATION && result != CURLE_SSL_CACERT_BADFILE)
+                return "";
+        return h->rc->ca_file ? " (is the server's certificate signed by the CA in \"caFile\"?)"
+                              : " (the system's CAs do not trust the server's certificate: give its CA in \"caFile\")";
+}
+
+/* The words of a broken session, for anyone to read: made of the failure's kind, the
+ * method, the status and curl's fixed text for its code, and of nothing else, so that they
+ * cannot carry the URL (its query may hold a key), a header or what the server wrote. */
+static const char *failure_words(const struct http_transport *h, enum http_failure f, enum transfer_kind kind,
+                                 long status, CURLcode result, char *buf, size_t size) {
+        switch (f) {
+        case HTTP_FAILURE_CREDENTIAL:
+                snprintf(buf, size, "HTTP %ld to a %s: the server refused its credential (check \"headers\"); not retried",
+                         status, method_name(kind));
+                break;
+        case HTTP_FAILURE_SESSION_LOST:
+                snprintf(buf, size, "HTTP 404 to a %s: the server lost the session; a new run initializes again",
+                         method_name(kind));
+                break;
+        case HTTP_FAILURE_STATUS:
+                snprintf(buf, size, "HTTP %ld to a %s", status, method_name(kind));
+                break;
+        case HTTP_FAILURE_TRANSFER:
+                snprintf(buf, size, "%s failed: %s%s", method_name(kind), curl_easy_strerror(result), tls_hint(h, result));
+                break;
+        case HTTP_FAILURE_STREAM_ENDED:
+                snprintf(buf, size, "the server ended its event stream");
+                break;
+        case HTTP_FAILURE_ENDPOINT:
+                snprintf(buf, size, "its event stream named an endpoint at another origin than \"url\"'s; refused");
+                break;
+        case HTTP_FAILURE_MEMORY:
+                snprintf(buf, size, "out of memory");
+                break;
+        }
+        return buf;
+}
+
+/* The session broke: detail (printf) goes to the journal, the words to the connection. */
+static void report_broken(struct http_transport *h, enum http_failure f, enum transfer_kind kind, long status,
+                          CURLcode result, const char *detail, ...) _printf_(6, 7);
+static void report_broken(struct http_transport *h, enum http_failure f, enum transfer_kind kind, long status,
+                          CURLcode result, const char *detail, ...) {
+        char words[300], text[600];
+        va_list ap;
+
         if (h->broken || h->input_closed)
                 return;
         h->broken = true;
         h->end.failure = true;
-        h->end.no_retry = no_retry;
+        h->end.no_retry = f == HTTP_FAILURE_CREDENTIAL;
         h->stopped = true;
-        h->t.events->broken(why, h->t.userdata);
+        if (detail) {
+                va_start(ap, detail);
+                vsnprintf(text, sizeof text, detail, ap);
+                va_end(ap);
+                subject_log(h, LOG_WARNING, "%s", text);
+        }
+        h->t.events->broken(failure_words(h, f, kind, status, result, words, sizeof words), h->t.userdata);
 }
 
 /* ---- the GET stream ---- */
@@ -530,7 +602,7 @@ static void open_legacy_stream(struct http_transport *h) {
         if (h->get_open || h->input_closed || h->broken)
                 return;
         if (start_get_transfer(h) < 0)
-                report_broken(h, "out of memory opening its event stream", false);
+                report_broken(h, HTTP_FAILURE_MEMORY, TRANSFER_GET, 0, CURLE_OK, "out of memory opening its event stream");
 }
 
 static void on_reopen(evutil_socket_t fd, short what, void *userdata) {
@@ -546,26 +618,6 @@ static void schedule_reopen(struct http_transport *h) {
 
 /* ---- a transfer's end ---- */
 
-/* A refused POST of a request: its caller gets an error naming the status at once,
- * instead of waiting for requestTimeout. */
-static void answer_refused_request(struct http_transport *h, const struct transfer *x, long status) {
-        json_object *msg = json_tokener_parse(x->body), *id, *answer;
-        char text[256];
-        const char *s;
-
-        if (!msg || !json_object_object_get_ex(msg, "id", &id) || !json_object_object_get_ex(msg, "method", NULL)) {
-                json_object_put(msg);
-                return;
-        }
-        snprintf(text, sizeof text, "server '%s' answered HTTP %ld to the request", h->name, status);
-        answer = jsonrpc_error(json_object_get(id), JSONRPC_INTERNAL_ERROR, text, NULL);
-        s = json_object_to_json_string_ext(answer, JSON_C_TO_STRING_PLAIN);
-        if (queue_record(h, RECORD_LINE, s, strlen(s)) < 0)
-                subject_log(h, LOG_ERR, "out of memory answering a refused request");
-        json_object_put(answer);
-        json_object_put(msg);
-}
-
 /* No "type", and the first POST refused as an old server does (spec: "Backwards
  * Compatibility"): the legacy transport is tried, and the message goes again on it. */
 static void fall_back(struct http_transport *h, struct transfer *x, long status) {
@@ -576,7 +628,7 @@ static void fall_back(struct http_transport *h, struct transfer *x, long status)
         subject_log(h, LOG_NOTICE, "HTTP %ld to a POST of initialize: no Streamable HTTP at %s; trying the legacy HTTP+SSE transport",
                     status, h->rc->url);
         if (!again) {
-                report_broken(h, "out of memory", false);
+                report_broken(h, HTTP_FAILURE_MEMORY, TRANSFER_POST, 0, CURLE_OK, NULL);
                 return;
         }
         *again = (struct transfer){ .h = h, .kind = TRANSFER_POST, .body = TAKE_PTR(x->body), .body_len = x->body_len,
@@ -585,58 +637,72 @@ static void fall_back(struct http_transport *h, struct transfer *x, long status)
         h->waiting_bytes += again->body_len;
 }
 
-/* What an HTTP status means for the session; true when it broke it. */
-static bool judge_status(struct http_transport *h, struct transfer *x, long status) {
-        const char *method = x->kind == TRANSFER_POST ? "POST" : x->kind == TRANSFER_GET ? "GET" : "DELETE";
-        char why[400];
+/* What an HTTP status meant. */
+enum outcome {
+        OUTCOME_ANSWERED,  /* 2xx, or nothing to do about it */
+        OUTCOME_REFUSED,   /* this message was refused; the session stands */
+        OUTCOME_AGAIN,     /* sent again, on the legacy transport */
+        OUTCOME_BROKEN,    /* the session is over */
+};
+
+static enum outcome judge_status(struct http_transport *h, struct transfer *x, long status) {
+        const struct http_answer *a = &x->answer;
 
         if (status >= 200 && status <= 299)
-                return false;
+                return OUTCOME_ANSWERED;
         if (x->kind == TRANSFER_GET && status == 405) {
                 h->get_unsupported = true; /* the server sends nothing by itself */
-                return false;
+                return OUTCOME_ANSWERED;
         }
         if (x->kind == TRANSFER_DELETE)
-                return false; /* 405: the server keeps sessions until they expire; nothing to do */
+                return OUTCOME_ANSWERED; /* 405: the server keeps sessions until they expire; nothing to do */
         if (x->kind == TRANSFER_POST && h->may_fall_back && (status == 400 || status == 404 || status == 405)) {
                 fall_back(h, x, status);
-                return false;
+                return OUTCOME_AGAIN;
         }
         if (status == 401 || status == 403) {
-                snprintf(why, sizeof why, "HTTP %ld from %s: the server refused its credential (check \"headers\"); not retried",
-                         status, h->rc->url);
-                report_broken(h, why, true);
-                return true;
+                report_broken(h, HTTP_FAILURE_CREDENTIAL, x->kind, status, CURLE_OK,
+                              "HTTP %ld from %s: the server refused its credential", status, h->rc->url);
+                return OUTCOME_BROKEN;
         }
         if (status == 404 && h->session_id) {
-                snprintf(why, sizeof why, "HTTP 404 from %s: the server lost the session; a new run initializes again",
-                         h->rc->url);
-                report_broken(h, why, false);
-                return true;
+                report_broken(h, HTTP_FAILURE_SESSION_LOST, x->kind, status, CURLE_OK,
+                              "HTTP 404 from %s: the server lost the session", h->rc->url);
+                return OUTCOME_BROKEN;
         }
         if (x->kind == TRANSFER_GET && !h->legacy) {
                 subject_log(h, LOG_INFO, "HTTP %ld to its GET stream: the server sends nothing by itself, then", status);
                 h->get_unsupported = true;
-                return false;
+                return OUTCOME_ANSWERED;
         }
         if (status >= 500 || status == 404) {
-                snprintf(why, sizeof why, "HTTP %ld to %s %s%s%.*s", status, method, h->rc->url,
-                         x->error_len ? ": " : "", (int)x->error_len, x->error_body);
-                report_broken(h, why, false);
-                return true;
+                report_broken(h, HTTP_FAILURE_STATUS, x->kind, status, CURLE_OK, "HTTP %ld to %s %s%s%.*s", status,
+                              method_name(x->kind), h->rc->url, a->quote_len ? ": " : "", (int)a->quote_len, a->quote);
+                return OUTCOME_BROKEN;
         }
-        /* another 4xx: this message was refused, the session stands */
-        subject_log(h, LOG_WARNING, "HTTP %ld to a POST: %.*s", status, (int)x->error_len, x->error_body);
-        answer_refused_request(h, x, status);
-        return false;
+        /* another 3xx or 4xx: this message was refused, the session stands */
+        subject_log(h, LOG_WARNING, "HTTP %ld to a POST: %.*s", status, (int)a->quote_len, a->quote);
+        return OUTCOME_REFUSED;
 }
 
-/* The JSON body of a POST's answer, once whole. */
-static void finish_json(struct transfer *x) {
-        if (x->started && !x->event_stream && !x->refused && !x->discard && !x->oversize && x->json_len > 0) {
-                queue_taken_message(x->h, TAKE_PTR(x->json), x->json_len);
-                x->json_len = x->json_cap = 0;
-        }
+/* The answer is whole: a JSON body's message is handed up. */
+static void finish_answer(struct transfer *x) {
+        size_t len = 0;
+        char *json = http_answer_end(&x->answer, &len);
+
+        if (json)
+                queue_taken_message(x->h, json, len);
+}
+
+/* A POST of a request whose answer is over: if its response was not among what came, the
+ * connection fails the call at once, told what came instead (it would wait for
+ * requestTimeout otherwise, or for ever). A legacy server's responses come on its stream. */
+static void end_request(struct transfer *x) {
+        char words[128];
+
+        if (x->kind != TRANSFER_POST || x->request_id < 0 || (x->elsewhere && x->answer.kind != HTTP_ANSWER_REFUSED))
+                return;
+        queue_unanswered(x->h, x->request_id, http_answer_words(&x->answer, words, sizeof words));
 }
 
 /* initialize's answer says the protocol version, sent from then on (spec: "Protocol
@@ -662,33 +728,16 @@ static bool says_initialized(const struct transfer *x) {
         return x->kind == TRANSFER_POST && x->body && memmem(x->body, x->body_len, "\"notifications/initialized\"", 27);
 }
 
-/* What to do about a certificate that was not trusted. */
-static const char *tls_hint(const struct http_transport *h, CURLcode result) {
-        if (result != CURLE_PEER_FAILED_VERIFICATION && result != CURLE_SSL_CACERT_BADFILE)
-                return "";
-        return h->rc->ca_file ? " (is the server's certificate signed by the CA in \"caFile\"?)"
-                              : " (the system's CAs do not trust the server's certificate: give its CA in \"caFile\")";
-}
-
 static void transport_error(struct http_transport *h, struct transfer *x, CURLcode result) {
-        const char *method = x->kind == TRANSFER_POST ? "POST" : x->kind == TRANSFER_GET ? "GET" : "DELETE";
-        char why[400];
-
-        if (x->kind == TRANSFER_GET && h->legacy) {
-                snprintf(why, sizeof why, "its event stream at %s failed: %s", h->rc->url, curl_easy_strerror(result));
-                report_broken(h, why, false);
-                return;
-        }
-        if (x->kind == TRANSFER_GET) {
+        if (x->kind == TRANSFER_GET && !h->legacy) {
                 subject_log(h, LOG_INFO, "its GET stream dropped (%s); opening it again", curl_easy_strerror(result));
                 schedule_reopen(h);
                 return;
         }
         if (x->kind == TRANSFER_DELETE)
                 return;
-        snprintf(why, sizeof why, "%s %s failed: %s%s", method, h->rc->url,
-                 x->curl_error[0] ? x->curl_error : curl_easy_strerror(result), tls_hint(h, result));
-        report_broken(h, why, false);
+        report_broken(h, HTTP_FAILURE_TRANSFER, x->kind, 0, result, "%s %s failed: %s", method_name(x->kind), h->rc->url,
+                      x->curl_error[0] ? x->curl_error : curl_easy_strerror(result));
 }
 
 static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
@@ -697,19 +746,34 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
         long status = 0;
 
         remove_active(x);
+        begin_answer(x);
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-        if (x->oversize) {
+        if (x->kind == TRANSFER_GET && h->endpoint_refused) {
+                report_broken(h, HTTP_FAILURE_ENDPOINT, x->kind, 0, CURLE_OK, NULL); /* told when it came */
+        } else if (x->answer.oversize) {
                 /* reported as an oversize message; the session stands */
+                end_request(x);
         } else if (result != CURLE_OK) {
                 transport_error(h, x, result);
-        } else if (!judge_status(h, x, status)) {
-                finish_json(x);
-                if (says_initialized(x))
-                        h->get_wanted = true;
-                if (x->kind == TRANSFER_GET && h->legacy) /* the session is its stream */
-                        report_broken(h, "the server ended its event stream", false);
-                else if (x->kind == TRANSFER_GET) /* the server ended it: it may send more later */
-                        schedule_reopen(h);
+        } else {
+                switch (judge_status(h, x, status)) {
+                case OUTCOME_ANSWERED:
+                        finish_answer(x);
+                        /* fall through */
+                case OUTCOME_REFUSED:
+                        end_request(x);
+                        if (says_initialized(x))
+                                h->get_wanted = true;
+                        if (x->kind == TRANSFER_GET && h->legacy) /* the session is its stream */
+                                report_broken(h, HTTP_FAILURE_STREAM_ENDED, x->kind, status, CURLE_OK,
+                                              "its event stream at %s ended (HTTP %ld)", h->rc->url, status);
+                        else if (x->kind == TRANSFER_GET) /* the server ended it: it may send more later */
+                                schedule_reopen(h);
+                        break;
+                case OUTCOME_AGAIN:
+                case OUTCOME_BROKEN:
+                        break;
+                }
         }
         transfer_free(x);
         if (h->input_closed) {
@@ -721,6 +785,16 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
 }
 
 /* ---- handing up ---- */
+
+static void deliver_unanswered(struct http_transport *h, const char *data, size_t len) {
+        char words[128];
+        int64_t id;
+
+        memcpy(&id, data, sizeof id);
+        snprintf(words, sizeof words, "%.*s", (int)(len - sizeof id), data + sizeof id);
+        if (h->t.events->unanswered)
+                h->t.events->unanswered(id, words, h->t.userdata);
+}
 
 static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
         struct http_transport *h = userdata;
@@ -737,6 +811,8 @@ static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
                         break;
                 if (kind == RECORD_OVERSIZE) {
                         h->t.events->oversize(data, len, h->t.userdata);
+                } else if (kind == RECORD_UNANSWERED) {
+                        deliver_unanswered(h, data, len);
                 } else {
                         learn_protocol_version(h, data, len);
                         h->may_fall_back = false; /* it answered: it speaks what we sent */
@@ -971,6 +1047,8 @@ struct server_transport *transport_http_new(const struct http_transport_params *
                 .legacy = params->rc->type == REMOTE_SSE,
                 .may_fall_back = params->rc->type == REMOTE_NONE,
         };
+        if (!origin_of(params->rc->url, h->origin, sizeof h->origin))
+                h->origin[0] = '\0'; /* no request is on it: no configured header is sent */
         TAILQ_INIT(&h->active);
         TAILQ_INIT(&h->waiting);
         h->received = evbuffer_new();

@@ -2,7 +2,7 @@
  * command, for the integration tests of servers reached by URL (test_http.c).
  *
  *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get] [--legacy]
- *                  [--tls CERT KEY] [--tools N]
+ *                  [--tls CERT KEY] [--tools N] [--elsewhere-port-file PATH]
  *
  * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
  * Every request it gets is logged as one line ("POST initialize sess=- proto=- ... id=0",
@@ -15,7 +15,11 @@
  * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
  * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
  * serves HTTPS with that certificate and key (PEM). --tools N lists N tools more (t0, t1,
- * ...); tools/list is paged, 100 tools a page.
+ * ...); tools/list is paged, 100 tools a page. --elsewhere-port-file listens on a second
+ * port too (another origin, written there), which the legacy stream names as its endpoint
+ * and the tool redirect points at; every request's log line ends with " host=HOST" (its
+ * Host header), so tests see which port it went to. A refusal's body (--status, refuse)
+ * is "refused: body-s3cret".
  *
  * Tools: echo {text}; big {bytes}: a text of that many bytes; double {text}: the text
  * twice; stall: never answered;
@@ -23,8 +27,14 @@
  * freeze: nothing is answered any more (pings neither) until the next initialize;
  * lose_session: from now on the session is unknown (404); notify: a
  * tools/list_changed notification on the GET stream; drop_get: ends the GET stream;
- * progress {steps}: progress notifications on the answer's event stream, then the answer. */
+ * progress {steps}: progress notifications on the answer's event stream, then the answer;
+ * answers that are not a response to the call: accepted (202, no body), html (a text/html
+ * page), gzip (a gzip body, though JSON was asked), garbage (application/json that is not
+ * JSON), other_id (the response of another id), no_answer_events (an event stream that
+ * ends without the response); refuse {status}: that status, the session kept; redirect:
+ * 307 to the other port. */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -61,6 +71,7 @@ struct fake {
         unsigned event_id;
         struct conn *conns;         /* the connections open, each seen by its first request */
         unsigned n_conns;
+        int elsewhere_port;         /* --elsewhere-port-file: the second port; 0 none */
 };
 
 /* A connection, watched for its peer's close: evhttp reads nothing while a request of
@@ -279,6 +290,68 @@ static void send_big(struct fake *f, struct evhttp_request *req, json_object *id
         evbuffer_free(out);
 }
 
+/* A refusal, with a body the daemon must keep from its clients. */
+static void refuse(struct evhttp_request *req, int status) {
+        struct evbuffer *out = evbuffer_new();
+
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain");
+        evbuffer_add_printf(out, "refused: body-s3cret");
+        evhttp_send_reply(req, status, "Refused", out);
+        evbuffer_free(out);
+}
+
+static void reply_raw(struct evhttp_request *req, int status, const char *type, const char *encoding, const void *body,
+                      size_t len) {
+        struct evbuffer *out = evbuffer_new();
+
+        if (type)
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
+        if (encoding)
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Encoding", encoding);
+        evbuffer_add(out, body, len);
+        evhttp_send_reply(req, status, status == 202 ? "Accepted" : "OK", out);
+        evbuffer_free(out);
+}
+
+/* A call answered with what is not its response; true if name is one of those. */
+static bool misanswer(struct fake *f, struct evhttp_request *req, const char *n, json_object *id, json_object *args) {
+        /* gzip of {"jsonrpc":"2.0","id":1,"result":{}} */
+        static const unsigned char gz[] = { 0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0xab, 0x56,
+                                            0xca, 0x2a, 0xce, 0xcf, 0x2b, 0x2a, 0x48, 0x56, 0xb2, 0x52, 0x32, 0xd2,
+                                            0x33, 0x50, 0xd2, 0x51, 0xca, 0x4c, 0x51, 0xb2, 0x32, 0xd4, 0x51, 0x2a,
+                                            0x4a, 0x2d, 0x2e, 0xcd, 0x29, 0x51, 0xb2, 0xaa, 0xae, 0xad, 0x05, 0x00,
+                                            0x6c, 0xbd, 0x59, 0xc0, 0x24, 0x00, 0x00, 0x00 };
+        static const char html[] = "<html><body>body-s3cret: sign in</body></html>";
+        static const char events[] = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+                                     "\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n";
+        json_object *v = NULL;
+        char text[128];
+
+        if (strcmp(n, "accepted") == 0)
+                reply_raw(req, 202, "application/json", NULL, "", 0);
+        else if (strcmp(n, "html") == 0)
+                reply_raw(req, 200, "text/html; charset=utf-8", NULL, html, sizeof html - 1);
+        else if (strcmp(n, "gzip") == 0)
+                reply_raw(req, 200, "application/json", "gzip", gz, sizeof gz);
+        else if (strcmp(n, "garbage") == 0)
+                reply_raw(req, 200, "application/json", NULL, "body-s3cret is not JSON", 23);
+        else if (strcmp(n, "other_id") == 0) {
+                snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"result\":{}}",
+                         json_object_get_int64(id) + 1000);
+                reply_raw(req, 200, "application/json", NULL, text, strlen(text));
+        } else if (strcmp(n, "no_answer_events") == 0)
+                reply_raw(req, 200, "text/event-stream", NULL, events, sizeof events - 1);
+        else if (strcmp(n, "refuse") == 0 && json_object_object_get_ex(args, "status", &v))
+                refuse(req, json_object_get_int(v));
+        else if (strcmp(n, "redirect") == 0) {
+                snprintf(text, sizeof text, "http://127.0.0.1:%d/mcp", f->elsewhere_port);
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Location", text);
+                refuse(req, 307);
+        } else
+                return false;
+        return true;
+}
+
 static void call_tool(struct fake *f, struct evhttp_request *req, json_object *id, json_object *params) {
         json_object *name = NULL, *args = NULL, *v = NULL;
         const char *n;
@@ -286,6 +359,8 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
         json_object_object_get_ex(params, "name", &name);
         json_object_object_get_ex(params, "arguments", &args);
         n = json_object_get_string(name);
+        if (misanswer(f, req, n, id, args))
+                return;
         if (strcmp(n, "stall") == 0) {
                 hold(f, req, id); /* never answered: the request stays open */
                 return;
@@ -347,8 +422,10 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
  * page's cursor is the index of its first tool. */
 #define TOOLS_PAGE 100
 static json_object *tools_page(struct fake *f, json_object *params) {
-        static const char *const own[] = { "echo", "big", "double", "stall", "lose_session", "notify",
-                                           "drop_get", "freeze", "slow" };
+        static const char *const own[] = { "echo",     "big",     "double",  "stall",    "lose_session",
+                                           "notify",   "drop_get", "freeze",  "slow",     "accepted",
+                                           "html",     "gzip",    "garbage", "other_id", "no_answer_events",
+                                           "refuse",   "redirect" };
         const unsigned n_own = sizeof own / sizeof *own, total = n_own + f->extra_tools;
         json_object *r = json_object_new_object(), *tools = json_object_new_array(), *cursor = NULL;
         unsigned first = 0, i;
@@ -433,13 +510,14 @@ static void on_post(struct fake *f, struct evhttp_request *req) {
         msg = json_tokener_parse(body);
         free(body);
         json_object_object_get_ex(msg, "method", &method);
-        log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s%s", method ? json_object_get_string(method) : "(response)",
-                 header(req, "Mcp-Session-Id"), header(req, "MCP-Protocol-Version"), header(req, "Authorization"),
-                 header(req, "Accept"), what_of(msg));
+        log_line(f, "POST %s sess=%s proto=%s auth=%s accept=%s%s host=%s",
+                 method ? json_object_get_string(method) : "(response)", header(req, "Mcp-Session-Id"),
+                 header(req, "MCP-Protocol-Version"), header(req, "Authorization"), header(req, "Accept"), what_of(msg),
+                 header(req, "Host"));
         if (f->legacy && strncmp(evhttp_request_get_uri(req), "/messages", 9) != 0) {
                 evhttp_send_reply(req, 405, "Method Not Allowed", NULL); /* no Streamable HTTP here */
         } else if (f->status) {
-                evhttp_send_reply(req, f->status, "Refused", NULL);
+                refuse(req, f->status);
         } else if (!msg) {
                 evhttp_send_reply(req, 400, "Bad Request", NULL);
         } else if (!f->legacy && !session_known(f, req, msg)) {
@@ -451,7 +529,8 @@ static void on_post(struct fake *f, struct evhttp_request *req) {
 }
 
 static void on_get(struct fake *f, struct evhttp_request *req) {
-        log_line(f, "GET sess=%s last=%s", header(req, "Mcp-Session-Id"), header(req, "Last-Event-ID"));
+        log_line(f, "GET sess=%s last=%s auth=%s host=%s", header(req, "Mcp-Session-Id"), header(req, "Last-Event-ID"),
+                 header(req, "Authorization"), header(req, "Host"));
         if (f->no_get) {
                 evhttp_send_reply(req, 405, "Method Not Allowed", NULL);
                 return;
@@ -465,7 +544,11 @@ static void on_get(struct fake *f, struct evhttp_request *req) {
         if (f->legacy) {
                 struct evbuffer *out = evbuffer_new();
 
-                evbuffer_add_printf(out, "event: endpoint\ndata: /messages?session=L%u\n\n", ++f->sessions);
+                if (f->elsewhere_port)
+                        evbuffer_add_printf(out, "event: endpoint\ndata: http://127.0.0.1:%d/messages?session=L%u\n\n",
+                                            f->elsewhere_port, ++f->sessions);
+                else
+                        evbuffer_add_printf(out, "event: endpoint\ndata: /messages?session=L%u\n\n", ++f->sessions);
                 evhttp_send_reply_chunk(req, out);
                 evbuffer_free(out);
         }
@@ -483,7 +566,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
                 on_get(f, req);
                 break;
         case EVHTTP_REQ_DELETE:
-                log_line(f, "DELETE sess=%s", header(req, "Mcp-Session-Id"));
+                log_line(f, "DELETE sess=%s auth=%s host=%s", header(req, "Mcp-Session-Id"), header(req, "Authorization"),
+                         header(req, "Host"));
                 f->session[0] = '\0';
                 evhttp_send_reply(req, 200, "OK", NULL);
                 break;
@@ -506,9 +590,21 @@ static SSL_CTX *tls_context(const char *cert, const char *key) {
         return ctx;
 }
 
+/* The port into path, whole or not at all (renamed into place). */
+static void write_port(const char *path, int port) {
+        char tmp[600];
+        FILE *pf;
+
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        pf = fopen(tmp, "w");
+        fprintf(pf, "%d\n", port);
+        fclose(pf);
+        rename(tmp, path);
+}
+
 int main(int argc, char **argv) {
         struct fake f = { 0 };
-        const char *port_file = NULL, *log_path = "/dev/null", *cert = NULL, *key = NULL;
+        const char *port_file = NULL, *log_path = "/dev/null", *cert = NULL, *key = NULL, *elsewhere_file = NULL;
         struct evhttp *http;
         struct evhttp_bound_socket *bound;
         struct sockaddr_storage ss;
@@ -523,6 +619,8 @@ int main(int argc, char **argv) {
                         log_path = argv[++i];
                 else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc)
                         f.status = atoi(argv[++i]);
+                else if (strcmp(argv[i], "--elsewhere-port-file") == 0 && i + 1 < argc)
+                        elsewhere_file = argv[++i];
                 else if (strcmp(argv[i], "--tools") == 0 && i + 1 < argc)
                         f.extra_tools = (unsigned)atoi(argv[++i]);
                 else if (strcmp(argv[i], "--sse") == 0)
@@ -553,6 +651,16 @@ int main(int argc, char **argv) {
         bound = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
         if (!f.log || !bound)
                 return 1;
+        if (elsewhere_file) {
+                struct evhttp_bound_socket *second = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
+
+                if (!second)
+                        return 1;
+                getsockname(evhttp_bound_socket_get_fd(second), (struct sockaddr *)&ss, &sl);
+                f.elsewhere_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+                write_port(elsewhere_file, f.elsewhere_port);
+                sl = sizeof ss;
+        }
         getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss, &sl);
         snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
         pf = fopen(tmp, "w");

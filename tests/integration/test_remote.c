@@ -515,7 +515,7 @@ Test(http, five_hundred_tools_paged) {
                 json_object_put(m);
                 pages++;
         } while (cursor[0]);
-        cr_assert_eq(tools, 509, "500 tools and the fake's own 9");
+        cr_assert_eq(tools, 517, "500 tools and the fake's own 17");
         cr_assert_eq(pages, 3);
         m = h_client_tool_call(c, "2", "remote__t499", "{}");
         cr_assert_str_eq(h_result_text(m), "unknown tool"); /* reached the server by its name */
@@ -719,4 +719,164 @@ Test(http, tls_insecure_on_loopback) {
         c = start_and_open();
         expect_echo(c, "1", "unchecked");
         h_client_close(c);
+}
+
+/* ---- boundaries: the credential stays on its origin, errors to clients carry no secret,
+ * an answer that is not the response fails its call ---- */
+
+/* A credentials directory with tok = "s3cret"; its path. */
+static const char *credential_dir(void) {
+        static char creds[128];
+        FILE *f;
+
+        snprintf(creds, sizeof creds, "%s/creds", T);
+        cr_assert_eq(mkdir(creds, 0700), 0);
+        f = fopen(sf("%s/tok", creds), "we");
+        fputs("s3cret\n", f);
+        fclose(f);
+        return creds;
+}
+
+#define AUTH_HEADER "\"headers\":{\"Authorization\":{\"credential\":\"tok\",\"format\":\"Bearer %s\"}}"
+
+/* The fake server with a second port, another origin (its number returned); args more. */
+static int start_server_elsewhere(const char *first, const char *second) {
+        const char *path = sf("%s/elsewhere", T);
+        char keep[128];
+        int port;
+
+        snprintf(keep, sizeof keep, "%s", path);
+        start_server((const char *const[]){ "--elsewhere-port-file", keep, first, second, NULL });
+        port = read_port(keep);
+        cr_assert_gt(port, 0);
+        return port;
+}
+
+/* Every kind of request the transport makes carries the configured headers to their
+ * origin: they are added by one function, for whatever request. */
+Test(http, configured_headers_on_every_request_to_their_origin) {
+        const char *creds = credential_dir();
+        struct h_client *c;
+
+        start_server(NULL);
+        add_remote(AUTH_HEADER);
+        start((const char *const[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), NULL });
+        wait_all_ready(1);
+        c = cl_open();
+        expect_echo(c, "1", "x");
+        cr_assert(server_wait("GET sess=s1 last=- auth=Bearer s3cret", 1), "the GET stream went without the header");
+        h_client_close(c);
+        cr_assert_eq(h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS), 0);
+        cr_assert(server_wait("DELETE sess=s1 auth=Bearer s3cret", 1), "the DELETE went without the header");
+        cr_assert_eq(server_count("POST "), server_count("auth=Bearer s3cret accept="), "a POST without the header");
+}
+
+/* A legacy stream whose "endpoint" is on another port: refused, the session ended, and
+ * nothing (least of all the credential) is sent there. */
+Test(http, legacy_endpoint_at_another_origin_is_refused) {
+        const char *creds = credential_dir();
+        int elsewhere = start_server_elsewhere("--legacy", NULL);
+
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/sse\",\"type\":\"sse\",\"restartDelay\":30,%s}", PORT,
+                  AUTH_HEADER);
+        start((const char *const[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), NULL });
+        cr_assert(h_log_wait(&D, "at another origin", H_TIMEOUT_MS), "the endpoint was not refused");
+        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
+        cr_assert_eq(server_count(sf("host=127.0.0.1:%d", elsewhere)), 0, "a request went to the other origin");
+        cr_assert_eq(server_count("POST "), 0);
+        cr_assert_geq(server_count("GET sess=- last=- auth=Bearer s3cret"), 1, "the stream itself has the header");
+        cr_assert_eq(h_log_count(&D, "s3cret"), 0, "a secret in the daemon's log");
+}
+
+/* A 3xx is an answer: never followed (the headers would go where it points); the call
+ * fails at once naming the status, and the session stands. */
+Test(http, redirect_is_not_followed) {
+        const char *creds = credential_dir();
+        int elsewhere = start_server_elsewhere(NULL, NULL);
+        struct h_client *c;
+        json_object *m;
+
+        add_remote(AUTH_HEADER);
+        start((const char *const[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), NULL });
+        wait_all_ready(1);
+        c = cl_open();
+        m = h_client_tool_call(c, "1", "remote__redirect", "{}");
+        cr_assert(strstr(h_json_text(m), "server 'remote' answered the request with HTTP 307"), "%s", h_json_text(m));
+        json_object_put(m);
+        cr_assert_eq(server_count(sf("host=127.0.0.1:%d", elsewhere)), 0, "the redirect was followed");
+        expect_echo(c, "2", "still here");
+        h_client_close(c);
+}
+
+/* A server whose URL has a key in its query and whose refusals carry a body: clients read
+ * the server's name, the status and fixed words; the URL and the body go to the journal. */
+Test(http, errors_to_clients_carry_no_url_nor_body) {
+        struct h_client *c;
+        json_object *m;
+        const char *text;
+
+        start_server((const char *const[]){ "--status", "503", NULL });
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/mcp?api_key=k3y-in-query\",\"restartDelay\":30}", PORT);
+        start(NULL);
+        cr_assert(h_log_wait(&D, "-> backoff", H_TIMEOUT_MS));
+        c = cl_open();
+        m = h_client_tool_call(c, "1", "remote__echo", "{\"text\":\"x\"}");
+        text = h_json_text(m);
+        cr_assert_neq(h_error_code(m), 0, "%s", text);
+        cr_assert(strstr(text, "'remote'") && strstr(text, "HTTP 503"), "the error names the server and status: %s", text);
+        cr_assert_null(strstr(text, "k3y"), "the URL's query reached a client: %s", text);
+        cr_assert_null(strstr(text, "body-s3cret"), "the server's body reached a client: %s", text);
+        json_object_put(m);
+        cr_assert_geq(h_log_count(&D, "body-s3cret"), 1, "the journal has the whole story");
+        h_client_close(c);
+}
+
+/* Answers to a call that are not its response: each call fails at once (requestTimeout is
+ * a minute), its error naming the server and what came back; the session stands. */
+Test(http, answers_that_are_not_the_response_fail_the_call_at_once) {
+        static const struct {
+                const char *tool, *args, *words;
+        } cases[] = {
+                { "accepted", "{}", "HTTP 202 (application/json) and no body" },
+                { "html", "{}", "HTTP 200 (text/html) and no message" },
+                { "gzip", "{}", "HTTP 200 (application/json) and no response to it" },
+                { "garbage", "{}", "HTTP 200 (application/json) and no response to it" },
+                { "other_id", "{}", "HTTP 200 (application/json) and no response to it" },
+                { "no_answer_events", "{}", "HTTP 200 (text/event-stream) and no response to it" },
+                { "refuse", "{\"status\":429}", "HTTP 429" },
+                { "refuse", "{\"status\":409}", "HTTP 409" },
+        };
+        struct h_client *c = start_remote(NULL, "\"requestTimeout\":60");
+
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                long long t0 = h_now_ms();
+                json_object *m = h_client_tool_call(c, sf("%zu", i + 1), sf("remote__%s", cases[i].tool), cases[i].args);
+                const char *text = h_json_text(m);
+
+                cr_assert_not_null(m, "%s: no answer", cases[i].tool);
+                cr_assert_neq(h_error_code(m), 0, "%s: %s", cases[i].tool, text);
+                cr_assert(strstr(text, sf("server 'remote' answered the request with %s", cases[i].words)), "%s: %s",
+                          cases[i].tool, text);
+                cr_assert_null(strstr(text, "body-s3cret"), "%s: the body reached the client: %s", cases[i].tool, text);
+                cr_assert_lt(h_now_ms() - t0, 5000, "%s: not at once", cases[i].tool);
+                json_object_put(m);
+        }
+        expect_echo(c, "100", "still here");
+        cr_assert_eq(server_count("POST initialize"), 1, "the session did not stand");
+        h_client_close(c);
+}
+
+/* Refused requests, many: each answered, nothing of them kept (the ASan build's leak
+ * check at the daemon's exit sees any that is). */
+Test(http, refused_requests_leave_nothing_behind) {
+        struct h_client *c = start_remote(NULL, "");
+
+        for (unsigned i = 1; i <= 50; i++) {
+                json_object *m = h_client_tool_call(c, sf("%u", i), "remote__refuse", "{\"status\":429}");
+
+                cr_assert(strstr(h_json_text(m), "HTTP 429"), "%s", h_json_text(m));
+                json_object_put(m);
+        }
+        h_client_close(c);
+        cr_assert_eq(h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS), 0, "the daemon's exit (a leak under ASan)");
 }
