@@ -87,6 +87,18 @@ void config_init_defaults(struct config *c);
  * are allowed: see problems->errors), else -EINVAL, -ENOENT, ... */
 int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *problems);
 
+/* What a read is for. */
+enum config_purpose {
+        CONFIG_FOR_DAEMON, /* all or nothing, credentials read */
+        CONFIG_FOR_CHECK,  /* --check-config: every problem told, credentials not read */
+};
+
+/* --check-config's read: config_load() (a missing file an error) that reads every file
+ * and checks the whole whatever an earlier one held, and reads no credential (they are the
+ * service's: a token's shape only is checked). *ret is filled, to be config_done(), with
+ * what could be read (its servers can be checked further) on every return but -ENOMEM. */
+int config_load_for_check(const char *path, struct config *ret, struct config_problems *problems);
+
 /* Parses one document held in memory into a fresh config (the unit tests use it). */
 int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *problems);
 

@@ -566,8 +566,15 @@ static int is_json_file(const struct dirent *e) {
         return e->d_name[0] != '.' && len > 5 && strcmp(e->d_name + len - 5, ".json") == 0;
 }
 
-/* mcpvisor.d/NAME.json beside the main file, in name order. */
-static int apply_dropins(const char *main_path, struct config *c, struct config_problems *p) {
+/* The first error of two. */
+static int first_error(int r, int q) {
+        return r < 0 ? r : q;
+}
+
+/* mcpvisor.d/NAME.json beside the main file, in name order; for the daemon, up to the
+ * first file refused, for the check every one. */
+static int apply_dropins(const char *main_path, enum config_purpose purpose, struct config *c,
+                         struct config_problems *p) {
         _cleanup_free_ char *copy = strdup(main_path), *dir = NULL;
         struct dirent **entries = NULL;
         int n, r = 0;
@@ -579,8 +586,8 @@ static int apply_dropins(const char *main_path, struct config *c, struct config_
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
         for (int i = 0; i < n; i++) {
                 _cleanup_free_ char *path = NULL;
-                if (r == 0 && asprintf(&path, "%s/%s", dir, entries[i]->d_name) >= 0)
-                        r = apply_file(path, c, p);
+                if ((r == 0 || purpose == CONFIG_FOR_CHECK) && asprintf(&path, "%s/%s", dir, entries[i]->d_name) >= 0)
+                        r = first_error(r, apply_file(path, c, p));
                 free(entries[i]);
         }
         free(entries);
@@ -588,11 +595,16 @@ static int apply_dropins(const char *main_path, struct config *c, struct config_
         return r;
 }
 
-int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *p) {
-        struct config c;
+/* The daemon's read is all or nothing: the first file refused ends it. The check's reads
+ * every file and checks the whole whatever was refused, so that one run tells every
+ * problem, and keeps what it read. */
+static int load(const char *path, bool missing_ok, enum config_purpose purpose, struct config *c,
+                struct config_problems *p) {
         int r;
 
-        config_init_defaults(&c);
+        config_init_defaults(c);
+        if (purpose == CONFIG_FOR_CHECK)
+                c->http.credentials = HTTP_CREDENTIALS_UNREAD;
         if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT) {
                 /* No main file (the default path): drop-ins alone may still add servers. */
                 p->file = path;
@@ -601,15 +613,31 @@ int config_load(const char *path, bool missing_ok, struct config *ret, struct co
                              "(create it, then reload: " CONFIG_EMPTY_HINT ")");
                 r = 0;
         } else
-                r = apply_file(path, &c, p);
-        if (r == 0)
-                r = apply_dropins(path, &c, p);
-        if (r == 0)
-                r = check_whole(&c, p);
+                r = apply_file(path, c, p);
+        if (r == -ENOMEM || (r < 0 && purpose == CONFIG_FOR_DAEMON))
+                return r;
+        r = first_error(r, apply_dropins(path, purpose, c, p));
+        if (r == 0 || purpose == CONFIG_FOR_CHECK)
+                r = first_error(r, check_whole(c, p));
+        return r;
+}
+
+int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *p) {
+        struct config c;
+        int r = load(path, missing_ok, CONFIG_FOR_DAEMON, &c, p);
+
         if (r < 0) {
                 config_done(&c);
                 return r;
         }
         *ret = c;
         return 0;
+}
+
+int config_load_for_check(const char *path, struct config *ret, struct config_problems *p) {
+        int r = load(path, false, CONFIG_FOR_CHECK, ret, p);
+
+        if (r == -ENOMEM)
+                config_done(ret);
+        return r;
 }
