@@ -1270,6 +1270,32 @@ Test(reload, filters_change_without_restart) {
         h_client_close(x);
 }
 
+/* An empty exclude list, as Gemini CLI reads it, excludes nothing: a reload bringing one
+ * applies (it was refused as an error, and the reload with it). */
+Test(reload, empty_exclude_list_applies) {
+        struct h_client *x;
+        const char *tools;
+        json_object *r;
+
+        demo("a", "\"excludeTools\":[\"echo\"]", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        cr_assert_not(h_has_item(tools_of(x, "1"), "a__echo"));
+
+        servers_reset(&D);
+        demo("a", "\"excludeTools\":[],\"excludePrompts\":[]", "");
+        write_config();
+        r = reload_ok();
+        expect_summary(r, "", "", "a", "");
+        cr_assert_null(h_get(r, "problems"), "%s", h_json_text(r));
+        json_object_put(r);
+        expect_list_changed(x, "notifications/tools/list_changed");
+        tools = tools_of(x, "2");
+        cr_assert(h_has_item(tools, "a__echo"), "%s", tools);
+        h_client_close(x);
+}
+
 /* The first roots, or the removal of the last, change what initialize offered: a restart. */
 Test(reload, roots_added_or_removed_restart) {
         struct h_client *x;
