@@ -639,6 +639,33 @@ Test(ctl, environment_names_the_sockets_and_options_win) {
         cr_expect_str_empty(R.errbuf, "connect with stdin empty: %s", R.errbuf);
 }
 
+/* A daemon given --socket alone puts its control socket beside it, not in the default place
+ * (root's /run/mcpvisor/, where the service's or another foreground daemon's is), and
+ * mcpvisorctl given -s (or $MCPVISOR_SOCKET) alone finds it there. */
+Test(ctl, control_socket_beside_the_given_mcp_socket) {
+        struct stat st;
+
+        add_demo("demo", "", "");
+        start_with(&(struct h_opts){ .control_beside = true });
+        h_close(h_connect(D.control, H_TIMEOUT_MS));
+        cr_assert_eq(stat(D.control, &st), 0);
+        cr_assert(S_ISSOCK(st.st_mode));
+        cr_assert(h_log_wait(&D, sf("listening for control clients on %s", D.control), H_TIMEOUT_MS));
+        wait_ready_logged("demo", 1);
+
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "-s", D.sock, "status", NULL }, NULL), 0);
+        expect_contains(R.outbuf, "demo", "status");
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "status", NULL },
+                            (const char *const[]){ sf("MCPVISOR_SOCKET=%s", D.sock), NULL }),
+                    0);
+        /* -C still wins */
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "-s", D.sock, "-C", sf("%s/none.sock", T), "status", NULL }, NULL), 1);
+        expect_contains(R.errbuf, sf("cannot connect to %s/none.sock", T), "stderr");
+}
+
 Test(ctl, user_picks_the_user_managers_socket) {
         const char *env[] = { sf("XDG_RUNTIME_DIR=%s", T), NULL };
 
