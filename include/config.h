@@ -99,6 +99,18 @@ enum config_purpose {
  * what could be read (its servers can be checked further) on every return but -ENOMEM. */
 int config_load_for_check(const char *path, struct config *ret, struct config_problems *problems);
 
+/* For a reload: the daemon settings that take effect only at the daemon's start (sockets,
+ * their mode, http.listen; a row may apply in part, its note saying which part waits).
+ * changed(key, note) is called for each that differs between next and running; next is
+ * then given the running values of those that wait whole (running gets next's), so that
+ * the configuration in force says what is in force. Returns the number that differ. */
+size_t config_keep_restart_settings(struct config *next, struct config *running,
+                                    void (*changed)(const char *key, const char *note, void *userdata), void *userdata);
+/* The i-th key of that table, NULL past its end (the tests check each names a setting). */
+const char *config_restart_setting_key(size_t i);
+/* key ("http.listen": its first part) is a daemon setting's. */
+bool config_daemon_setting_known(const char *key);
+
 /* Parses one document held in memory into a fresh config (the unit tests use it). */
 int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *problems);
 

@@ -15,6 +15,7 @@
 #include "json-duplicates.h"
 #include "names.h"
 #include "settings.h"
+#include "text.h"
 
 #define CONFIG_FILE_MAX (16 * 1024 * 1024)
 #define CONFIG_DROPIN_DIR "mcpvisor.d"
@@ -198,6 +199,110 @@ static const struct setting daemon_settings[] = {
         FIELD("maxHttpSessions", SETTING_COUNT, max_http_sessions, 1, 1000000),
         FIELD("httpSessionIdle", SETTING_SECONDS, http_session_idle, 1, 86400 * 7),
 };
+
+/* The daemon settings a reload cannot apply, each with how to compare it and how to keep
+ * the running value: what they set up is made once, at start (sockets bound, their mode,
+ * the HTTP front door's addresses). Every other row of daemon_settings applies at a
+ * reload. A row with no keep applies in part: its note says what waits. */
+struct restart_setting {
+        const char *key;   /* as written in the file, under "mcpvisor" */
+        const char *note;  /* what applies when; NULL: all of it waits for a restart */
+        bool (*equal)(const struct config *a, const struct config *b);
+        void (*keep)(struct config *next, struct config *running);
+};
+
+#define SWAP(a, b)                        \
+        do {                              \
+                __typeof__(a) swap_ = (a); \
+                (a) = (b);                \
+                (b) = swap_;              \
+        } while (0)
+
+static bool socket_equal(const struct config *a, const struct config *b) {
+        return text_equal(a->socket_path, b->socket_path);
+}
+
+static void socket_keep(struct config *next, struct config *running) {
+        SWAP(next->socket_path, running->socket_path);
+}
+
+static bool control_socket_equal(const struct config *a, const struct config *b) {
+        return text_equal(a->control_socket_path, b->control_socket_path);
+}
+
+static void control_socket_keep(struct config *next, struct config *running) {
+        SWAP(next->control_socket_path, running->control_socket_path);
+}
+
+static bool socket_mode_equal(const struct config *a, const struct config *b) {
+        return a->socket_mode == b->socket_mode;
+}
+
+static void socket_mode_keep(struct config *next, struct config *running) {
+        next->socket_mode = running->socket_mode;
+}
+
+static bool address_equal(const struct http_address *a, const struct http_address *b) {
+        return text_equal(a->host, b->host) && a->port == b->port && text_equal(a->path, b->path);
+}
+
+static bool http_listen_equal(const struct config *a, const struct config *b) {
+        if (a->http.n_listen != b->http.n_listen)
+                return false;
+        for (size_t i = 0; i < a->http.n_listen; i++)
+                if (!address_equal(&a->http.listen[i], &b->http.listen[i]))
+                        return false;
+        return true;
+}
+
+static void http_listen_keep(struct config *next, struct config *running) {
+        SWAP(next->http.listen, running->http.listen);
+        SWAP(next->http.n_listen, running->http.n_listen);
+}
+
+static bool max_message_equal(const struct config *a, const struct config *b) {
+        return a->max_message_size == b->max_message_size;
+}
+
+static const struct restart_setting restart_settings[] = {
+        { "socket", NULL, socket_equal, socket_keep },
+        { "controlSocket", NULL, control_socket_equal, control_socket_keep },
+        { "socketMode", NULL, socket_mode_equal, socket_mode_keep },
+        { "http.listen", NULL, http_listen_equal, http_listen_keep },
+        { "maxMessageSize",
+          "socket connections made from now on take it; HTTP requests when mcpvisord starts again", max_message_equal, NULL },
+};
+
+size_t config_keep_restart_settings(struct config *next, struct config *running,
+                                    void (*changed)(const char *key, const char *note, void *userdata), void *userdata) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < ARRAY_SIZE(restart_settings); i++) {
+                const struct restart_setting *r = &restart_settings[i];
+
+                if (!r->equal(next, running)) {
+                        changed(r->key, r->note, userdata);
+                        n++;
+                }
+                if (r->keep)
+                        r->keep(next, running);
+        }
+        return n;
+}
+
+const char *config_restart_setting_key(size_t i) {
+        return i < ARRAY_SIZE(restart_settings) ? restart_settings[i].key : NULL;
+}
+
+bool config_daemon_setting_known(const char *key) {
+        const char *dot = strchr(key, '.');
+        size_t len = dot ? (size_t)(dot - key) : strlen(key);
+
+        for (size_t i = 0; i < ARRAY_SIZE(daemon_settings); i++)
+                if (strlen(daemon_settings[i].key) == len && strncmp(daemon_settings[i].key, key, len) == 0)
+                        return true;
+        return false;
+}
 
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */
 static int put_server(struct config *c, struct server_config *s) {

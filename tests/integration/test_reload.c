@@ -21,6 +21,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -186,15 +188,22 @@ static const char *items(json_object *summary, const char *key) {
 }
 
 /* A reload's answer: exactly these four lists (comma-separated names, "" for none). */
-static void expect_summary(json_object *answer, const char *added, const char *removed, const char *changed,
-                           const char *unchanged) {
+/* The summary's lists, and the daemon settings it says wait for a restart. */
+static void expect_summary_waiting(json_object *answer, const char *added, const char *removed, const char *changed,
+                                   const char *unchanged, const char *restart_needed) {
         json_object *s = h_get(answer, "result");
 
         cr_assert_str_eq(items(s, "added"), added, "added, in %s", h_json_text(answer));
         cr_assert_str_eq(items(s, "removed"), removed, "removed, in %s", h_json_text(answer));
         cr_assert_str_eq(items(s, "changed"), changed, "changed, in %s", h_json_text(answer));
         cr_assert_str_eq(items(s, "unchanged"), unchanged, "unchanged, in %s", h_json_text(answer));
-        cr_assert_eq(json_object_object_length(s), 4, "more than the four lists: %s", h_json_text(answer));
+        cr_assert_str_eq(items(s, "restartNeeded"), restart_needed, "restartNeeded, in %s", h_json_text(answer));
+        cr_assert_eq(json_object_object_length(s), 5, "more than the five lists: %s", h_json_text(answer));
+}
+
+static void expect_summary(json_object *answer, const char *added, const char *removed, const char *changed,
+                           const char *unchanged) {
+        expect_summary_waiting(answer, added, removed, changed, unchanged, "");
 }
 
 static json_object *status(void) {
@@ -1502,9 +1511,9 @@ Test(reload, socket_settings_wait_for_the_next_start) {
         set_settings("\"socketMode\":\"0600\"");
         write_config();
         r = reload_ok();
-        expect_summary(r, "", "", "", "a");
+        expect_summary_waiting(r, "", "", "", "a", "socketMode");
         json_object_put(r);
-        said = h_log_count(&D, "socket settings changed");
+        said = h_log_count(&D, "socketMode changed; it takes effect when mcpvisord starts again");
         cr_assert_geq(said, 1, "a socketMode change was not said");
         cr_assert_eq(stat(D.sock, &st), 0);
         cr_assert_eq(st.st_mode & 07777, 0660, "the bound socket's mode changed at a reload");
@@ -1517,8 +1526,71 @@ Test(reload, socket_settings_wait_for_the_next_start) {
         r = reload_ok();
         expect_summary(r, "", "", "", "a");
         json_object_put(r);
-        cr_assert_eq(h_log_count(&D, "socket settings changed"), said,
-                     "\"socket settings changed\" logged by a reload that changed no socket setting");
+        cr_assert_eq(h_log_count(&D, "socketMode changed"), said,
+                     "\"socketMode changed\" logged by a reload that changed no socket setting");
+        cr_assert_eq(h_log_count(&D, "changed; it takes effect when"), said, "another setting said to wait");
+}
+
+/* A free TCP port of 127.0.0.1 (bound and let go: the daemon binds it next). */
+static unsigned free_port(void) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof a;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                  getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+        close(fd);
+        return ntohs(a.sin_port);
+}
+
+static bool accepts(unsigned port) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* The HTTP addresses are bound at start: a reload that changes http.listen used to say
+ * nothing changed. It names the setting that waits, in the log and in the answer (and in
+ * mcpvisorctl reload's line), and the addresses stay as bound. */
+Test(reload, http_listen_change_is_named) {
+        unsigned one = free_port(), two = free_port();
+        json_object *r;
+
+        demo("a", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"]}", one));
+        start(NULL);
+        wait_all_ready(1);
+        cr_assert(accepts(one));
+
+        servers_reset(&D);
+        demo("a", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"]},\"maxMessageSize\":65536", two));
+        write_config();
+        r = reload_ok();
+        expect_summary_waiting(r, "", "", "", "a", "http.listen,maxMessageSize");
+        json_object_put(r);
+        expect_log("http.listen changed; it takes effect when mcpvisord starts again");
+        expect_log("maxMessageSize changed; socket connections made from now on take it; HTTP requests when "
+                   "mcpvisord starts again");
+        expect_log("reloaded: 1 unchanged; waiting for a restart: http.listen maxMessageSize");
+        cr_assert(accepts(one), "the bound address was closed");
+
+        /* still different from what is bound: said again; the same as bound: nothing */
+        r = reload_ok();
+        expect_summary_waiting(r, "", "", "", "a", "http.listen");
+        json_object_put(r);
+        servers_reset(&D);
+        demo("a", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"]},\"maxMessageSize\":65536", one));
+        write_config();
+        r = reload_ok();
+        expect_summary(r, "", "", "", "a");
+        json_object_put(r);
 }
 
 Test(reload, reload_is_not_an_mcp_method) {

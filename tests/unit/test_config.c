@@ -687,3 +687,33 @@ Test(config, separator_done_resets) {
         config_done(&cfg);
         expect_defaults(&cfg);
 }
+
+static void count_changed(const char *key, const char *note, void *userdata) {
+        cr_assert_str_eq(key, "socketMode");
+        (*(size_t *)userdata)++;
+}
+
+/* The table of settings a reload cannot apply names settings that exist, and a reload
+ * keeps the running value of each that waits whole. */
+Test(config, restart_settings_table) {
+        struct config running, next;
+        size_t n = 0;
+
+        for (const char *key; (key = config_restart_setting_key(n)); n++)
+                cr_assert(config_daemon_setting_known(key), "%s is no daemon setting", key);
+        cr_assert_geq(n, 4);
+        cr_assert_not(config_daemon_setting_known("socketz"));
+        n = 0;
+
+        config_init_defaults(&running);
+        config_init_defaults(&next);
+        running.socket_mode = 0660;
+        next.socket_mode = 0600;
+        cr_assert_eq(config_keep_restart_settings(&next, &running, count_changed, &n), 1);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(next.socket_mode, 0660, "the running mode is the one in force");
+        n = 0;
+        cr_assert_eq(config_keep_restart_settings(&next, &running, count_changed, &n), 0);
+        config_done(&running);
+        config_done(&next);
+}
