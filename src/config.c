@@ -391,14 +391,25 @@ static void on_duplicate(const struct json_duplicate *d, void *userdata) {
                 doc->fatal++;
 }
 
-/* The text was read by json-c first; a repeated name is what json-c could not tell. */
-static void find_duplicates(const char *text, size_t len, struct document *doc) {
-        int r = json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, on_duplicate, doc);
+static void offset_to_position(const char *text, size_t offset, int *line, int *col);
 
-        /* -EINVAL cannot follow json-c's reading (fuzz_config checks it); if it did, json-c's
-         * reading would stand. */
+/* The text was read by json-c first; a repeated name is what json-c could not tell. What
+ * json-c reads but JSON has not (NaN, Infinity, a number ending in '.'), the walk cannot
+ * follow: refused, so that no repeated name after it goes unseen and the file means the
+ * same to every JSON reader (fuzz_config checks that the two readers agree). */
+static void find_duplicates(const char *text, size_t len, struct document *doc) {
+        size_t stop = 0;
+        int r = json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, on_duplicate, doc, &stop);
+        int line, col;
+
         if (r == -ENOMEM) {
                 problems_add(doc->problems, PROBLEM_ERROR, "", "out of memory checking for repeated keys");
+                doc->fatal++;
+        } else if (r < 0) {
+                offset_to_position(text, stop, &line, &col);
+                problems_add(doc->problems, PROBLEM_ERROR, "",
+                             "not valid JSON at line %d, column %d: NaN, Infinity and numbers ending in '.' are not JSON",
+                             line, col);
                 doc->fatal++;
         }
 }

@@ -339,6 +339,35 @@ Test(ctl, status_table_says_why_a_server_is_not_ready) {
         cr_expect_null(strstr(R.outbuf, "killed by"), "the daemon's SIGTERM taken for the cause: %s", R.outbuf);
 }
 
+/* A cause is never cut: the status (table and JSON) and a call's error carry it whole. It
+ * was cut at about 270 bytes: "(install it, give an absolut". */
+Test(ctl, a_long_cause_is_shown_whole) {
+        static const char tail[] = "(install it, give an absolute path, or set env.PATH)";
+        char path[700];
+        json_object *st, *r;
+        struct h_client *x;
+
+        memset(path, 0, sizeof path);
+        for (size_t i = 0; strlen(path) + 40 < sizeof path; i++)
+                snprintf(path + strlen(path), sizeof path - strlen(path), "%s/opt/tool-%zu/bin", i ? ":" : "", i);
+        add_entry("\"gone\":{\"command\":\"no-such-program-xyz\",\"env\":{\"PATH\":\"%s\"}}", path);
+        add_demo("demo", "", "");
+        start_daemon();
+        wait_state("gone", "failed");
+        st = status_json();
+        expect_contains(h_str(server_entry(st, "gone"), "cause"), sf("not found in PATH=%s %s", path, tail), "the cause");
+        json_object_put(st);
+        expect_exit(CTL("status", "gone"), 3);
+        expect_contains(R.outbuf, tail, "the status table");
+
+        wait_ready_logged("demo", 1);
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gone__echo", "{\"text\":\"x\"}");
+        expect_contains(h_json_text(r), tail, "the call's error");
+        json_object_put(r);
+        h_client_close(x);
+}
+
 Test(ctl, status_json_has_the_facts_of_why_a_server_is_not_ready) {
         json_object *st, *s;
 

@@ -336,6 +336,21 @@ Test(config, repeated_keys_through_escapes) {
         cr_assert_eq(cfg.n_servers, 0);
 }
 
+/* json-c reads NaN, Infinity and "1."; JSON and the duplicate finder do not: such a file is
+ * refused at that value (it was taken, and a server defined twice after it ran). */
+Test(config, what_json_has_not_is_refused) {
+        cr_assert_eq(parse("{\"globalShortcut\":NaN,\"mcpServers\":{\"a\":{\"command\":\"one\"},"
+                           "\"a\":{\"command\":\"two\"}}}"),
+                     -EINVAL);
+        cr_assert_eq(probs.errors, 1, "%s", probs.items[0].message);
+        cr_assert_str_eq(probs.items[0].message,
+                         "not valid JSON at line 1, column 19: NaN, Infinity and numbers ending in '.' are not JSON");
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":\n-Infinity}}}"), -EINVAL);
+        cr_assert_not_null(strstr(probs.items[0].message, "line 2, column "), "%s", probs.items[0].message);
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":60.}}}"), -EINVAL);
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":60.5}}}"), 0);
+}
+
 Test(config, daemon_settings_not_object) {
         cr_assert_eq(parse("{\"mcpvisor\":[]}"), -EINVAL);
         only_problem("mcpvisor", PROBLEM_ERROR);
