@@ -59,7 +59,7 @@ static void restart_needed(const char *key, const char *note, void *userdata) {
 /* What is set up once, at start (the sockets, the HTTP front door's addresses), stays as it
  * is; each such setting that changed is named in the log and in the summary's
  * "restartNeeded". The command line's socket paths win over the file's, as at startup. */
-static int keep_restart_settings(struct daemon *d, struct config *next, json_object *summary) {
+static int keep_restart_settings(struct daemon *d, struct config *next, bool manager_waits, json_object *summary) {
         json_object *list = json_object_new_array();
 
         if (!list)
@@ -70,6 +70,13 @@ static int keep_restart_settings(struct daemon *d, struct config *next, json_obj
             !(next->control_socket_path = (free(next->control_socket_path), strdup(d->source.control_socket_path))))
                 return json_object_put(list), -ENOMEM;
         config_keep_restart_settings(next, &d->config, restart_needed, &(struct restart_report){ d, list });
+        /* Not a setting's value but what it needs: the connection made at start. */
+        if (manager_waits)
+                restart_needed("launcher",
+                               "servers with launcher \"systemd\" need the connection to the service manager, which "
+                               "mcpvisord makes at start when its configuration names that launcher: they start once "
+                               "mcpvisord starts again",
+                               &(struct restart_report){ d, list });
         json_object_object_add(summary, "restartNeeded", list);
         return 0;
 }
@@ -110,6 +117,8 @@ static void describe(json_object *summary, char *buf, size_t size) {
 
 /* Applies a valid configuration; next is consumed. */
 static int apply(struct daemon *d, struct config *next, json_object *summary) {
+        /* Read before supervisor_reload() takes the servers' entries out of next. */
+        bool manager_waits = supervisor_manager_waits_for_restart(&d->supervisor, next);
         struct config old;
         int r;
 
@@ -120,7 +129,7 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
                 registry_set_separator(&d->registry, d->config.tool_name_separator);
                 return r;
         }
-        r = keep_restart_settings(d, next, summary);
+        r = keep_restart_settings(d, next, manager_waits, summary);
         if (r < 0)
                 return r;
         old = d->config;

@@ -1531,6 +1531,40 @@ Test(reload, socket_settings_wait_for_the_next_start) {
         cr_assert_eq(h_log_count(&D, "changed; it takes effect when"), said, "another setting said to wait");
 }
 
+/* The connection to the service manager is made at start, for a configuration that names
+ * the launcher "systemd": a reload that first names it cannot start such servers, and says
+ * so (the server's error too), instead of a bare "not tried". */
+Test(reload, a_first_systemd_launcher_waits_for_a_restart) {
+        json_object *r, *st;
+        const char *cause;
+
+        set_settings("\"launcher\":\"exec\"");
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+
+        servers_reset(&D);
+        set_settings("\"launcher\":\"exec\"");
+        demo("a", "", "");
+        demo("b", "\"launcher\":\"systemd\"", "");
+        write_config();
+        r = reload_ok();
+        expect_summary_waiting(r, "b", "", "", "a", "launcher");
+        json_object_put(r);
+        expect_log("launcher changed; servers with launcher \"systemd\" need the connection to the service manager");
+        expect_log("[b] stopped -> backoff: cannot start: launcher \"systemd\" needs the service manager");
+        st = status();
+        for (size_t i = 0; i < json_object_array_length(h_get(st, "result.servers")); i++) {
+                json_object *s = json_object_array_get_idx(h_get(st, "result.servers"), i);
+
+                if (strcmp(h_str(s, "name"), "b") != 0)
+                        continue;
+                cause = h_str(s, "cause");
+                cr_assert_not_null(strstr(cause, "restart mcpvisord"), "%s", cause);
+        }
+        json_object_put(st);
+}
+
 /* A free TCP port of 127.0.0.1 (bound and let go: the daemon binds it next). */
 static unsigned free_port(void) {
         struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
