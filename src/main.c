@@ -97,7 +97,8 @@ static void print_verdict(const char *path, const struct config *c, const struct
 static void print_unread_credentials(const struct config *c) {
         if (c->http.n_tokens > 0)
                 fprintf(stderr, "note: credentials are not read by --check-config (they are the service's, in its "
-                                "$CREDENTIALS_DIRECTORY): the %zu http.tokens are checked for their shape only\n",
+                                "$CREDENTIALS_DIRECTORY): the secrets of http.tokens (%zu) are read when the daemon "
+                                "starts\n",
                         c->http.n_tokens);
 }
 
