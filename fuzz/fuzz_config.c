@@ -8,7 +8,8 @@
  *      types, ranges and names far more often than random text would give;
  *   2  files: the rest, split at 0xff bytes, is the main file and drop-ins in mcpvisor.d/,
  *      read by config_load() (with a missing main file, a directory named like a drop-in,
- *      or mcpvisor.d being a file, chosen by a flags byte).
+ *      or mcpvisor.d being a file, chosen by a flags byte), then by config_load_for_check()
+ *      (--check-config's read) too.
  *
  * Invariants: nothing crashes or leaks (also on every error path); errors are reported,
  * never aborted on: a failed load has at least one error; every problem has a path and a
@@ -213,6 +214,25 @@ static void check_outcome(int r, struct config *c, struct config_problems *p) {
         fuzz_check(r == 0, "config returned %d", r);
         check_config(c);
         config_done(c);
+}
+
+/* --check-config's read of the same files: every file read whatever the others hold, its
+ * problems well formed, an error for a failure, its config valid when it succeeds and
+ * filled (to be freed) on every return but -ENOMEM. */
+static void check_for_check(const char *path) {
+        struct config_problems problems = { 0 };
+        struct config c;
+        int r = config_load_for_check(path, &c, &problems);
+
+        check_problems(&problems);
+        fuzz_check(r <= 0, "the check returned %d", r);
+        if (r < 0)
+                fuzz_check(problems.errors > 0, "a failed check (%d) reports at least one error", r);
+        if (r == 0)
+                check_config(&c);
+        if (r != -ENOMEM)
+                config_done(&c);
+        problems_done(&problems);
 }
 
 /* ---- mode 0: text ---- */
@@ -506,6 +526,7 @@ static void load_files(struct fuzz_input *in) {
         r = config_load(dir.main_file, flags & FILES_MISSING_OK, &c, &problems);
         check_outcome(r, &c, &problems);
         problems_done(&problems);
+        check_for_check(dir.main_file);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
