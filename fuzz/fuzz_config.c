@@ -118,6 +118,19 @@ static void check_access(const struct access_policy *a) {
 
 /* Paths absolute, limits in range, names and a state directory systemd takes; an exec
  * server gave no confinement key. */
+/* A "." or ".." component (a name such as "ba.." is a plain one). */
+static bool has_dot_component(const char *path) {
+        for (const char *c = path;; c++) {
+                size_t n = strcspn(c, "/");
+
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return true;
+                c += n;
+                if (!*c)
+                        return false;
+        }
+}
+
 static void check_confinement(const struct server_config *s) {
         const struct confinement *k = &s->confinement;
 
@@ -134,7 +147,7 @@ static void check_confinement(const struct server_config *s) {
         fuzz_check(!k->user || (*k->user && strlen(k->user) <= 32 && !strchr(k->user, '/')), "user");
         fuzz_check(!k->group || (*k->group && strlen(k->group) <= 32 && !strchr(k->group, '/')), "group");
         fuzz_check(!k->state_directory ||
-                           (*k->state_directory && k->state_directory[0] != '/' && !strstr(k->state_directory, "..") &&
+                           (*k->state_directory && k->state_directory[0] != '/' && !has_dot_component(k->state_directory) &&
                             strncmp(k->state_directory, "private", 7) != 0),
                    "stateDirectory %s", k->state_directory);
 }
