@@ -8,19 +8,20 @@
  *      types, ranges and names far more often than random text would give;
  *   2  files: the rest, split at 0xff bytes, is the main file and drop-ins in mcpvisor.d/,
  *      read by config_load() (with a missing main file, a directory named like a drop-in,
- *      or mcpvisor.d being a file, chosen by a flags byte).
+ *      or mcpvisor.d being a file, chosen by a flags byte), then by config_load_for_check()
+ *      (--check-config's read) too.
  *
  * Invariants: nothing crashes or leaks (also on every error path); errors are reported,
  * never aborted on: a failed load has at least one error; every problem has a path and a
  * message and the error count matches; a configuration that loads holds only valid values
  * (names, commands, ranges, NULL-terminated lists, unique servers, each with the JSON path
  * it was read at, roots that are local file:// URIs, each once, of a server offered roots,
- * tool and prompt filters of non-empty patterns, access rules with an action and only
+ * tool and prompt filters (an empty exclude list excluding nothing), access rules with an action and only
  * profiles that exist, profiles with unique names, an audit mode, a launcher resolved
  * for every server, confinement values systemd takes, and none for a server the exec
  * launcher runs);
  * a server's settings equal themselves after server_config_take(); text json-c reads as an
- * object, json_find_duplicates() walks through. */
+ * object that json_find_duplicates() cannot walk through is refused. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -76,18 +77,19 @@ static void check_roots(const struct server_config *s) {
 }
 
 static void check_globs(char *const *globs, const char *what, const char *server) {
-        if (!globs)
-                return;
-        fuzz_check(globs[0] != NULL, "%s of %s is an empty list", what, server);
-        for (; *globs; globs++)
-                fuzz_check(**globs, "%s of %s holds an empty pattern", what, server);
+        for (; globs && *globs; globs++)
+                fuzz_check(strlen(*globs) < SIZE_MAX, "%s of %s is NULL-terminated", what, server);
 }
 
-/* Each filter is absent, or a non-empty list of non-empty patterns. */
+/* Each filter is absent, or a list of patterns (empty ones allowed, as Gemini CLI reads
+ * them); an empty exclude list excludes nothing. */
 static void check_filter(const struct server_config *s) {
         for (size_t k = 0; k < ITEM_FILTER_KINDS; k++) {
                 check_globs(s->filter.include[k], "an include filter", s->name);
                 check_globs(s->filter.exclude[k], "an exclude filter", s->name);
+                if (!s->filter.include[k] && s->filter.exclude[k] && !s->filter.exclude[k][0])
+                        fuzz_check(item_filter_offers(&s->filter, (enum catalog_kind)k, "any_name"),
+                                   "an empty exclude list of %s excludes a name", s->name);
         }
 }
 
@@ -116,6 +118,19 @@ static void check_access(const struct access_policy *a) {
 
 /* Paths absolute, limits in range, names and a state directory systemd takes; an exec
  * server gave no confinement key. */
+/* A "." or ".." component (a name such as "ba.." is a plain one). */
+static bool has_dot_component(const char *path) {
+        for (const char *c = path;; c++) {
+                size_t n = strcspn(c, "/");
+
+                if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return true;
+                c += n;
+                if (!*c)
+                        return false;
+        }
+}
+
 static void check_confinement(const struct server_config *s) {
         const struct confinement *k = &s->confinement;
 
@@ -132,7 +147,7 @@ static void check_confinement(const struct server_config *s) {
         fuzz_check(!k->user || (*k->user && strlen(k->user) <= 32 && !strchr(k->user, '/')), "user");
         fuzz_check(!k->group || (*k->group && strlen(k->group) <= 32 && !strchr(k->group, '/')), "group");
         fuzz_check(!k->state_directory ||
-                           (*k->state_directory && k->state_directory[0] != '/' && !strstr(k->state_directory, "..") &&
+                           (*k->state_directory && k->state_directory[0] != '/' && !has_dot_component(k->state_directory) &&
                             strncmp(k->state_directory, "private", 7) != 0),
                    "stateDirectory %s", k->state_directory);
 }
@@ -214,16 +229,37 @@ static void check_outcome(int r, struct config *c, struct config_problems *p) {
         config_done(c);
 }
 
+/* --check-config's read of the same files: every file read whatever the others hold, its
+ * problems well formed, an error for a failure, its config valid when it succeeds and
+ * filled (to be freed) on every return but -ENOMEM. */
+static void check_for_check(const char *path) {
+        struct config_problems problems = { 0 };
+        struct config c;
+        int r = config_load_for_check(path, &c, &problems);
+
+        check_problems(&problems);
+        fuzz_check(r <= 0, "the check returned %d", r);
+        if (r < 0)
+                fuzz_check(problems.errors > 0, "a failed check (%d) reports at least one error", r);
+        if (r == 0)
+                check_config(&c);
+        if (r != -ENOMEM)
+                config_done(&c);
+        problems_done(&problems);
+}
+
 /* ---- mode 0: text ---- */
 
 static void no_duplicate(const struct json_duplicate *d, void *userdata) {
 }
 
-/* What json-c reads, the duplicate finder walks through (config.c relies on it). */
-static void check_duplicates_walk(const char *text, size_t len) {
+/* Whether json-c reads text as an object that the duplicate finder cannot walk through
+ * (json-c takes NaN, Infinity and "1."; JSON and the finder do not). */
+static bool unwalkable_object(const char *text, size_t len) {
         json_tokener *tok = json_tokener_new();
         json_object *o;
         size_t end;
+        bool unwalkable = false;
 
         fuzz_check(tok != NULL, "out of memory");
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
@@ -233,12 +269,14 @@ static void check_duplicates_walk(const char *text, size_t len) {
         if (!o && json_tokener_get_error(tok) == json_tokener_continue)
                 o = json_tokener_parse_ex(tok, " ", 1);
         if (json_object_is_type(o, json_type_object))
-                fuzz_check(json_find_duplicates(text, end, JSON_TOKENER_DEFAULT_DEPTH, no_duplicate, NULL) == 0,
-                           "json-c reads what the duplicate finder cannot walk");
+                unwalkable = json_find_duplicates(text, end, JSON_TOKENER_DEFAULT_DEPTH, no_duplicate, NULL, NULL) == -EINVAL;
         json_object_put(o);
         json_tokener_free(tok);
+        return unwalkable;
 }
 
+/* The two readers agree: what the duplicate finder cannot walk, the configuration refuses
+ * (a repeated name after it would go unseen). */
 static void parse_text(const char *text, size_t len) {
         struct config_problems problems = { 0 };
         struct config c;
@@ -246,7 +284,9 @@ static void parse_text(const char *text, size_t len) {
 
         check_outcome(r, &c, &problems);
         problems_done(&problems);
-        check_duplicates_walk(text, len);
+        if (r == 0)
+                fuzz_check(!unwalkable_object(text, len), "json-c reads what the duplicate finder cannot walk, and the "
+                                                          "configuration took it");
 }
 
 /* ---- mode 1: structural edits of a valid configuration ---- */
@@ -499,6 +539,7 @@ static void load_files(struct fuzz_input *in) {
         r = config_load(dir.main_file, flags & FILES_MISSING_OK, &c, &problems);
         check_outcome(r, &c, &problems);
         problems_done(&problems);
+        check_for_check(dir.main_file);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

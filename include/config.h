@@ -87,6 +87,30 @@ void config_init_defaults(struct config *c);
  * are allowed: see problems->errors), else -EINVAL, -ENOENT, ... */
 int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *problems);
 
+/* What a read is for. */
+enum config_purpose {
+        CONFIG_FOR_DAEMON, /* all or nothing, credentials read */
+        CONFIG_FOR_CHECK,  /* --check-config: every problem told, credentials not read */
+};
+
+/* --check-config's read: config_load() (a missing file an error) that reads every file
+ * and checks the whole whatever an earlier one held, and reads no credential (they are the
+ * service's: a token's shape only is checked). *ret is filled, to be config_done(), with
+ * what could be read (its servers can be checked further) on every return but -ENOMEM. */
+int config_load_for_check(const char *path, struct config *ret, struct config_problems *problems);
+
+/* For a reload: the daemon settings that take effect only at the daemon's start (sockets,
+ * their mode, http.listen; a row may apply in part, its note saying which part waits).
+ * changed(key, note) is called for each that differs between next and running; next is
+ * then given the running values of those that wait whole (running gets next's), so that
+ * the configuration in force says what is in force. Returns the number that differ. */
+size_t config_keep_restart_settings(struct config *next, struct config *running,
+                                    void (*changed)(const char *key, const char *note, void *userdata), void *userdata);
+/* The i-th key of that table, NULL past its end (the tests check each names a setting). */
+const char *config_restart_setting_key(size_t i);
+/* key ("http.listen": its first part) is a daemon setting's. */
+bool config_daemon_setting_known(const char *key);
+
 /* Parses one document held in memory into a fresh config (the unit tests use it). */
 int config_parse(const char *text, size_t len, struct config *ret, struct config_problems *problems);
 

@@ -23,7 +23,7 @@ struct http_address {
 };
 
 struct http_token {
-        char *secret;         /* the credential's text */
+        char *secret;         /* the credential's text; NULL when HTTP_CREDENTIALS_UNREAD */
         size_t secret_len;
         char *user;           /* as written, for logs and mcpvisorctl clients */
         uid_t uid;
@@ -32,7 +32,13 @@ struct http_token {
         char *profile;        /* the profile its sessions start in; NULL: none */
 };
 
+/* Whether a token's credential is read while the configuration is: the daemon reads it
+ * from its unit's $CREDENTIALS_DIRECTORY; --check-config, outside the service, has none,
+ * so it checks each token's shape only and its secret stays NULL. */
+enum http_credentials { HTTP_CREDENTIALS_READ, HTTP_CREDENTIALS_UNREAD };
+
 struct http_config {
+        int credentials;          /* enum http_credentials, set before parsing; kept across it */
         struct http_address *listen;
         size_t n_listen;
         char *path;               /* the MCP endpoint; NULL: HTTP_DEFAULT_PATH */
@@ -46,7 +52,8 @@ int http_address_parse(const char *text, struct http_address *ret, const char **
 void http_address_done(struct http_address *a);
 
 /* The settings table's parser of "http" (settings.h, SETTING_CUSTOM); dst is a struct
- * http_config. Tokens are read from $CREDENTIALS_DIRECTORY. */
+ * http_config. Tokens are read from $CREDENTIALS_DIRECTORY unless h->credentials is
+ * HTTP_CREDENTIALS_UNREAD. */
 int http_config_parse(json_object *v, const char *path, void *dst, struct config_problems *p);
 /* Checks what needs the whole configuration: each token's profile exists. */
 size_t http_config_check(const struct http_config *h, bool (*profile_exists)(const char *name, void *arg), void *arg,

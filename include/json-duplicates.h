@@ -24,9 +24,12 @@ typedef void (*json_duplicate_fn)(const struct json_duplicate *d, void *userdata
  * order of their first occurrence, after what is nested inside them. Names are compared
  * as json-c keys them (escapes decoded, up to a NUL). For text json-c has read: strings are
  * only followed to their closing quote, not checked. Returns 0; -EINVAL when text is not
- * one JSON value nested at most max_depth deep (found may have been called for what came
- * before); -ENOMEM. */
-int json_find_duplicates(const char *text, size_t len, unsigned max_depth, json_duplicate_fn found, void *userdata);
+ * one JSON value nested at most max_depth deep, with the offset of what could not be read
+ * in *ret_stop (may be NULL; found may have been called for what came before): also for
+ * what json-c reads but JSON has not (NaN, Infinity, a number ending in '.'), which a
+ * reader must then refuse itself; -ENOMEM. */
+int json_find_duplicates(const char *text, size_t len, unsigned max_depth, json_duplicate_fn found, void *userdata,
+                         size_t *ret_stop);
 
 /* The steps as a configuration problem's path: "mcpServers.github.args", "a[2].b"; NULL
  * when out of memory. */

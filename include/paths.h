@@ -46,3 +46,10 @@ char *path_pick_socket(const char *name, enum path_scope scope, uid_t euid, cons
 
 /* path_pick_socket() with this process's euid, $XDG_RUNTIME_DIR and /run. */
 char *path_client_socket(const char *name, enum path_scope scope);
+
+/* The control socket of a daemon whose MCP socket is mcp_path but whose control socket was
+ * not named: beside it, in the same directory, so that daemons run with --socket in
+ * directories of their own never share one, and a client given the MCP socket finds the
+ * control socket too. DIR/mcp.sock's is DIR/control.sock (the units' pair), DIR/NAME.sock's
+ * DIR/NAME.control.sock, DIR/NAME's DIR/NAME.control.sock. Malloc'd, or NULL (ENOMEM). */
+char *path_control_beside(const char *mcp_path);

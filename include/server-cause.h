@@ -38,7 +38,7 @@ struct server_exit {
 
 struct server_cause {
         enum server_cause_kind kind;
-        char *detail;               /* owned, valid UTF-8, capped; NULL for none */
+        char *detail;               /* owned, valid UTF-8; NULL for none */
         int error;                  /* SPAWN: the errno */
         double timeout;             /* START_TIMEOUT: startTimeout, in seconds */
         unsigned failures;          /* HEALTH: in a row */
@@ -46,11 +46,9 @@ struct server_cause {
         struct server_exit exit;    /* how the run ended; code 0 while it is being stopped */
 };
 
-/* The longest detail kept, in bytes (a server's error message can be any length). */
-#define SERVER_CAUSE_DETAIL_MAX 256
-
-/* Replaces *c with a cause of that kind; detail is copied (cut to SERVER_CAUSE_DETAIL_MAX,
- * made valid UTF-8). The other facts are zero: set them after. */
+/* Replaces *c with a cause of that kind; detail is copied whole (made valid UTF-8: what a
+ * server wrote into it was bounded where it was read). The other facts are zero: set them
+ * after. */
 void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const char *detail);
 void server_cause_done(struct server_cause *c);
 

@@ -90,6 +90,10 @@ void supervisor_claim(struct supervisor *sv, const char *daemon_id);
  * and stops the units a dead predecessor on daemon_id left. Logs what it decided; a
  * failure leaves the servers that need the manager unable to start, with the reason. */
 void supervisor_connect_manager(struct supervisor *sv, int launcher, const char *daemon_id);
+/* A reload's configuration c names the launcher "systemd" (the daemon's or a server's),
+ * whose connection to the service manager is made only at start, and this daemon never
+ * tried to make it: those servers cannot start until mcpvisord starts again. */
+bool supervisor_manager_waits_for_restart(const struct supervisor *sv, const struct config *c);
 /* Starts every enabled server: PROCESS_SPAWNS_PER_POLL a loop turn, at the priority of
  * spawns (process.h), so that clients are answered between and the servers' handshakes
  * come a few at a time (issue 14: 1,000 servers spawned before the loop ran, then

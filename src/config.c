@@ -15,6 +15,7 @@
 #include "json-duplicates.h"
 #include "names.h"
 #include "settings.h"
+#include "text.h"
 
 #define CONFIG_FILE_MAX (16 * 1024 * 1024)
 #define CONFIG_DROPIN_DIR "mcpvisor.d"
@@ -199,6 +200,110 @@ static const struct setting daemon_settings[] = {
         FIELD("httpSessionIdle", SETTING_SECONDS, http_session_idle, 1, 86400 * 7),
 };
 
+/* The daemon settings a reload cannot apply, each with how to compare it and how to keep
+ * the running value: what they set up is made once, at start (sockets bound, their mode,
+ * the HTTP front door's addresses). Every other row of daemon_settings applies at a
+ * reload. A row with no keep applies in part: its note says what waits. */
+struct restart_setting {
+        const char *key;   /* as written in the file, under "mcpvisor" */
+        const char *note;  /* what applies when; NULL: all of it waits for a restart */
+        bool (*equal)(const struct config *a, const struct config *b);
+        void (*keep)(struct config *next, struct config *running);
+};
+
+#define SWAP(a, b)                        \
+        do {                              \
+                __typeof__(a) swap_ = (a); \
+                (a) = (b);                \
+                (b) = swap_;              \
+        } while (0)
+
+static bool socket_equal(const struct config *a, const struct config *b) {
+        return text_equal(a->socket_path, b->socket_path);
+}
+
+static void socket_keep(struct config *next, struct config *running) {
+        SWAP(next->socket_path, running->socket_path);
+}
+
+static bool control_socket_equal(const struct config *a, const struct config *b) {
+        return text_equal(a->control_socket_path, b->control_socket_path);
+}
+
+static void control_socket_keep(struct config *next, struct config *running) {
+        SWAP(next->control_socket_path, running->control_socket_path);
+}
+
+static bool socket_mode_equal(const struct config *a, const struct config *b) {
+        return a->socket_mode == b->socket_mode;
+}
+
+static void socket_mode_keep(struct config *next, struct config *running) {
+        next->socket_mode = running->socket_mode;
+}
+
+static bool address_equal(const struct http_address *a, const struct http_address *b) {
+        return text_equal(a->host, b->host) && a->port == b->port && text_equal(a->path, b->path);
+}
+
+static bool http_listen_equal(const struct config *a, const struct config *b) {
+        if (a->http.n_listen != b->http.n_listen)
+                return false;
+        for (size_t i = 0; i < a->http.n_listen; i++)
+                if (!address_equal(&a->http.listen[i], &b->http.listen[i]))
+                        return false;
+        return true;
+}
+
+static void http_listen_keep(struct config *next, struct config *running) {
+        SWAP(next->http.listen, running->http.listen);
+        SWAP(next->http.n_listen, running->http.n_listen);
+}
+
+static bool max_message_equal(const struct config *a, const struct config *b) {
+        return a->max_message_size == b->max_message_size;
+}
+
+static const struct restart_setting restart_settings[] = {
+        { "socket", NULL, socket_equal, socket_keep },
+        { "controlSocket", NULL, control_socket_equal, control_socket_keep },
+        { "socketMode", NULL, socket_mode_equal, socket_mode_keep },
+        { "http.listen", NULL, http_listen_equal, http_listen_keep },
+        { "maxMessageSize",
+          "socket connections made from now on take it; HTTP requests when mcpvisord starts again", max_message_equal, NULL },
+};
+
+size_t config_keep_restart_settings(struct config *next, struct config *running,
+                                    void (*changed)(const char *key, const char *note, void *userdata), void *userdata) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < ARRAY_SIZE(restart_settings); i++) {
+                const struct restart_setting *r = &restart_settings[i];
+
+                if (!r->equal(next, running)) {
+                        changed(r->key, r->note, userdata);
+                        n++;
+                }
+                if (r->keep)
+                        r->keep(next, running);
+        }
+        return n;
+}
+
+const char *config_restart_setting_key(size_t i) {
+        return i < ARRAY_SIZE(restart_settings) ? restart_settings[i].key : NULL;
+}
+
+bool config_daemon_setting_known(const char *key) {
+        const char *dot = strchr(key, '.');
+        size_t len = dot ? (size_t)(dot - key) : strlen(key);
+
+        for (size_t i = 0; i < ARRAY_SIZE(daemon_settings); i++)
+                if (strlen(daemon_settings[i].key) == len && strncmp(daemon_settings[i].key, key, len) == 0)
+                        return true;
+        return false;
+}
+
 /* Adds or replaces (a drop-in may redefine a server) one valid entry. */
 static int put_server(struct config *c, struct server_config *s) {
         ssize_t i = find_server(c, s->name);
@@ -286,14 +391,25 @@ static void on_duplicate(const struct json_duplicate *d, void *userdata) {
                 doc->fatal++;
 }
 
-/* The text was read by json-c first; a repeated name is what json-c could not tell. */
-static void find_duplicates(const char *text, size_t len, struct document *doc) {
-        int r = json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, on_duplicate, doc);
+static void offset_to_position(const char *text, size_t offset, int *line, int *col);
 
-        /* -EINVAL cannot follow json-c's reading (fuzz_config checks it); if it did, json-c's
-         * reading would stand. */
+/* The text was read by json-c first; a repeated name is what json-c could not tell. What
+ * json-c reads but JSON has not (NaN, Infinity, a number ending in '.'), the walk cannot
+ * follow: refused, so that no repeated name after it goes unseen and the file means the
+ * same to every JSON reader (fuzz_config checks that the two readers agree). */
+static void find_duplicates(const char *text, size_t len, struct document *doc) {
+        size_t stop = 0;
+        int r = json_find_duplicates(text, len, JSON_TOKENER_DEFAULT_DEPTH, on_duplicate, doc, &stop);
+        int line, col;
+
         if (r == -ENOMEM) {
                 problems_add(doc->problems, PROBLEM_ERROR, "", "out of memory checking for repeated keys");
+                doc->fatal++;
+        } else if (r < 0) {
+                offset_to_position(text, stop, &line, &col);
+                problems_add(doc->problems, PROBLEM_ERROR, "",
+                             "not valid JSON at line %d, column %d: NaN, Infinity and numbers ending in '.' are not JSON",
+                             line, col);
                 doc->fatal++;
         }
 }
@@ -566,8 +682,15 @@ static int is_json_file(const struct dirent *e) {
         return e->d_name[0] != '.' && len > 5 && strcmp(e->d_name + len - 5, ".json") == 0;
 }
 
-/* mcpvisor.d/NAME.json beside the main file, in name order. */
-static int apply_dropins(const char *main_path, struct config *c, struct config_problems *p) {
+/* The first error of two. */
+static int first_error(int r, int q) {
+        return r < 0 ? r : q;
+}
+
+/* mcpvisor.d/NAME.json beside the main file, in name order; for the daemon, up to the
+ * first file refused, for the check every one. */
+static int apply_dropins(const char *main_path, enum config_purpose purpose, struct config *c,
+                         struct config_problems *p) {
         _cleanup_free_ char *copy = strdup(main_path), *dir = NULL;
         struct dirent **entries = NULL;
         int n, r = 0;
@@ -579,8 +702,8 @@ static int apply_dropins(const char *main_path, struct config *c, struct config_
                 return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
         for (int i = 0; i < n; i++) {
                 _cleanup_free_ char *path = NULL;
-                if (r == 0 && asprintf(&path, "%s/%s", dir, entries[i]->d_name) >= 0)
-                        r = apply_file(path, c, p);
+                if ((r == 0 || purpose == CONFIG_FOR_CHECK) && asprintf(&path, "%s/%s", dir, entries[i]->d_name) >= 0)
+                        r = first_error(r, apply_file(path, c, p));
                 free(entries[i]);
         }
         free(entries);
@@ -588,11 +711,16 @@ static int apply_dropins(const char *main_path, struct config *c, struct config_
         return r;
 }
 
-int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *p) {
-        struct config c;
+/* The daemon's read is all or nothing: the first file refused ends it. The check's reads
+ * every file and checks the whole whatever was refused, so that one run tells every
+ * problem, and keeps what it read. */
+static int load(const char *path, bool missing_ok, enum config_purpose purpose, struct config *c,
+                struct config_problems *p) {
         int r;
 
-        config_init_defaults(&c);
+        config_init_defaults(c);
+        if (purpose == CONFIG_FOR_CHECK)
+                c->http.credentials = HTTP_CREDENTIALS_UNREAD;
         if (missing_ok && access(path, F_OK) < 0 && errno == ENOENT) {
                 /* No main file (the default path): drop-ins alone may still add servers. */
                 p->file = path;
@@ -601,15 +729,31 @@ int config_load(const char *path, bool missing_ok, struct config *ret, struct co
                              "(create it, then reload: " CONFIG_EMPTY_HINT ")");
                 r = 0;
         } else
-                r = apply_file(path, &c, p);
-        if (r == 0)
-                r = apply_dropins(path, &c, p);
-        if (r == 0)
-                r = check_whole(&c, p);
+                r = apply_file(path, c, p);
+        if (r == -ENOMEM || (r < 0 && purpose == CONFIG_FOR_DAEMON))
+                return r;
+        r = first_error(r, apply_dropins(path, purpose, c, p));
+        if (r == 0 || purpose == CONFIG_FOR_CHECK)
+                r = first_error(r, check_whole(c, p));
+        return r;
+}
+
+int config_load(const char *path, bool missing_ok, struct config *ret, struct config_problems *p) {
+        struct config c;
+        int r = load(path, missing_ok, CONFIG_FOR_DAEMON, &c, p);
+
         if (r < 0) {
                 config_done(&c);
                 return r;
         }
         *ret = c;
         return 0;
+}
+
+int config_load_for_check(const char *path, struct config *ret, struct config_problems *p) {
+        int r = load(path, false, CONFIG_FOR_CHECK, ret, p);
+
+        if (r == -ENOMEM)
+                config_done(ret);
+        return r;
 }

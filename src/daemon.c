@@ -354,6 +354,10 @@ static int setup_sockets(struct daemon *d) {
                                 return r;
                         continue;
                 }
+                /* A daemon given its MCP socket keeps its control socket beside it: in the
+                 * default place it would be another daemon's. */
+                if (!path && role == LISTEN_CONTROL && configured[LISTEN_MCP])
+                        path = fallback = path_control_beside(configured[LISTEN_MCP]);
                 if (!path)
                         path = fallback = path_default_socket(default_names[role]);
                 if (!path) {

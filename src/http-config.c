@@ -110,8 +110,10 @@ static int parse_endpoint(json_object *v, const char *path, void *dst, struct co
         return *(char **)dst ? 0 : -ENOMEM;
 }
 
-/* {"credential": ID}: the secret is read now, from the daemon's credentials. */
-static int parse_secret(json_object *v, const char *path, struct http_token *t, struct config_problems *p) {
+/* {"credential": ID}: the secret is read now, from the daemon's credentials, unless
+ * credentials are not read (--check-config): then *named says the token names one. */
+static int parse_secret(json_object *v, const char *path, enum http_credentials credentials, struct http_token *t,
+                        bool *named, struct config_problems *p) {
         const char *dir = getenv("CREDENTIALS_DIRECTORY");
         json_object *id;
         int r;
@@ -122,6 +124,9 @@ static int parse_secret(json_object *v, const char *path, struct http_token *t, 
                 problems_add(p, PROBLEM_ERROR, path, "expected {\"credential\": ID}, ID a credential of the daemon's unit");
                 return -EINVAL;
         }
+        *named = true;
+        if (credentials == HTTP_CREDENTIALS_UNREAD)
+                return 0;
         if (!dir) {
                 problems_add(p, PROBLEM_ERROR, path, "no $CREDENTIALS_DIRECTORY to read credential \"%s\" from (LoadCredential= in the daemon's unit)",
                              json_object_get_string(id));
@@ -190,6 +195,11 @@ static int parse_token_groups(json_object *v, const char *path, struct http_toke
         return r;
 }
 
+struct tokens_parse {
+        const char *path;                 /* the array's */
+        enum http_credentials credentials;
+};
+
 static void token_done(void *item) {
         struct http_token *t = item;
 
@@ -201,8 +211,10 @@ static void token_done(void *item) {
         free(t->profile);
 }
 
-static int parse_token(json_object *v, const char *path, struct http_token *t, struct config_problems *p) {
+static int parse_token(json_object *v, const char *path, enum http_credentials credentials, struct http_token *t,
+                       struct config_problems *p) {
         char key_path[512];
+        bool named = false;
         int r = 0;
 
         if (!json_object_is_type(v, json_type_object)) {
@@ -213,7 +225,7 @@ static int parse_token(json_object *v, const char *path, struct http_token *t, s
                 if (snprintf(key_path, sizeof key_path, "%s.%s", path, key) >= (int)sizeof key_path)
                         key_path[0] = '\0'; /* a path nobody writes: the problem is still told */
                 if (strcmp(key, "token") == 0)
-                        r |= parse_secret(val, key_path, t, p);
+                        r |= parse_secret(val, key_path, credentials, t, &named, p);
                 else if (strcmp(key, "user") == 0)
                         r |= parse_user(val, key_path, t, p);
                 else if (strcmp(key, "groups") == 0)
@@ -226,26 +238,28 @@ static int parse_token(json_object *v, const char *path, struct http_token *t, s
                         r = -EINVAL;
                 }
         }
-        if (r == 0 && (!t->secret || !t->user)) {
+        if (r == 0 && (!named || !t->user)) {
                 problems_add(p, PROBLEM_ERROR, path, "a token needs \"token\" and \"user\"");
                 r = -EINVAL;
         }
         return r ? -EINVAL : 0;
 }
 
-/* Item n of the list "tokens" at tokens_path: a token names one principal, so its secret
- * must be none of the n kept before it (which differ from each other: one matches at most). */
-static int parse_token_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *tokens_path,
+/* Item n of the list "tokens": a token names one principal, so its secret must be none of
+ * the n kept before it (which differ from each other: one matches at most). Unread secrets
+ * cannot be compared. */
+static int parse_token_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
                             struct config_problems *p) {
+        const struct tokens_parse *a = arg;
         struct http_token *tokens = list;
 
-        if (parse_token(v, path, &tokens[n], p) < 0)
+        if (parse_token(v, path, a->credentials, &tokens[n], p) < 0)
                 return -EINVAL;
-        for (size_t j = 0; j < n; j++)
+        for (size_t j = 0; j < n && tokens[n].secret; j++)
                 if (http_token_find(&(struct http_config){ .tokens = &tokens[j], .n_tokens = 1 }, tokens[n].secret,
                                     tokens[n].secret_len)) {
                         problems_add(p, PROBLEM_ERROR, path, "the same token as %s[%zu]: a token names one principal",
-                                     (const char *)tokens_path, j);
+                                     a->path, j);
                         return -EINVAL;
                 }
         return 0;
@@ -256,7 +270,9 @@ static const struct settings_list token_list = SETTINGS_LIST(struct http_config,
 
 /* The array's path goes along, for the problem that names an earlier token. */
 static int parse_tokens(json_object *v, const char *path, void *dst, struct config_problems *p) {
-        return settings_parse_list(&token_list, v, path, dst, (void *)path, p);
+        struct tokens_parse a = { .path = path, .credentials = ((struct http_config *)dst)->credentials };
+
+        return settings_parse_list(&token_list, v, path, dst, &a, p);
 }
 
 #define HTTP_FIELD(key, type, field, parser) { key, type, offsetof(struct http_config, field), 0, 0, NULL, parser, NULL }
@@ -272,13 +288,16 @@ static const struct setting http_settings[] = {
 
 int http_config_parse(json_object *v, const char *path, void *dst, struct config_problems *p) {
         struct http_config *h = dst;
+        enum http_credentials credentials;
 
         if (!json_object_is_type(v, json_type_object)) {
                 problems_add(p, PROBLEM_ERROR, path, "expected an object: {\"listen\": [\"127.0.0.1:8765\"], ...}");
                 return -EINVAL;
         }
         /* A later file's "http" replaces the earlier one whole, as "access" does. */
+        credentials = h->credentials;
         http_config_done(h);
+        h->credentials = credentials;
         return settings_apply(http_settings, ARRAY_SIZE(http_settings), v, path, h, p) ? -EINVAL : 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "macro.h"
 #include "settings.h"
 
 static const char *const include_keys[ITEM_FILTER_KINDS] = { "includeTools", "includePrompts" };
@@ -26,24 +27,28 @@ bool item_filter_offers(const struct item_filter *f, enum catalog_kind kind, con
         return !f->include[kind] || any_matches(f->include[kind], name);
 }
 
-/* As access rules are checked: an empty list or pattern is a mistake, not a way to say all
- * or nothing (leave the key out to offer every item; "disabled" stops the whole server). */
-static size_t check_globs(char *const *globs, const char *path, const char *key, struct config_problems *p) {
-        char item[600]; /* path is at most 512 */
+/* Read as Gemini CLI reads them, so that a file written for it means the same here and a
+ * reload is never blocked by a list it accepts: an empty exclude list excludes nothing
+ * (nothing to say); an empty include list offers none of that kind, and an empty pattern
+ * matches no name, both likely slips, so warned about. Returns the errors: none. */
+static size_t check_globs(char *const *globs, bool include, const char *path, const char *key,
+                          struct config_problems *p) {
+        _cleanup_free_ char *item = NULL;
 
         if (!globs)
                 return 0;
-        snprintf(item, sizeof item, "%s.%s", path, key);
-        if (!globs[0]) {
-                problems_add(p, PROBLEM_ERROR, item, "empty: it would match nothing (leave the key out instead)");
-                return 1;
+        if (!globs[0] && include && asprintf(&item, "%s.%s", path, key) >= 0)
+                problems_add(p, PROBLEM_WARNING, item,
+                             "empty: the server offers no %s (leave the key out to offer every one, or set \"disabled\")",
+                             strcmp(key, "includeTools") == 0 ? "tools" : "prompts");
+        for (size_t i = 0; globs[i]; i++) {
+                if (*globs[i])
+                        continue;
+                free(item);
+                item = NULL;
+                if (asprintf(&item, "%s.%s[%zu]", path, key, i) >= 0)
+                        problems_add(p, PROBLEM_WARNING, item, "an empty pattern matches no name");
         }
-        for (size_t i = 0; globs[i]; i++)
-                if (!*globs[i]) {
-                        snprintf(item, sizeof item, "%s.%s[%zu]", path, key, i);
-                        problems_add(p, PROBLEM_ERROR, item, "an empty pattern matches no name");
-                        return 1;
-                }
         return 0;
 }
 
@@ -51,7 +56,8 @@ size_t item_filter_check(const struct item_filter *f, const char *path, struct c
         size_t n = 0;
 
         for (size_t k = 0; k < ITEM_FILTER_KINDS; k++)
-                n += check_globs(f->include[k], path, include_keys[k], p) + check_globs(f->exclude[k], path, exclude_keys[k], p);
+                n += check_globs(f->include[k], true, path, include_keys[k], p) +
+                     check_globs(f->exclude[k], false, path, exclude_keys[k], p);
         return n;
 }
 

@@ -187,7 +187,8 @@ static int walk_value(struct walk *w) {
         return json_scan_value(&w->scan) ? 0 : -EINVAL;
 }
 
-int json_find_duplicates(const char *text, size_t len, unsigned max_depth, json_duplicate_fn found, void *userdata) {
+int json_find_duplicates(const char *text, size_t len, unsigned max_depth, json_duplicate_fn found, void *userdata,
+                         size_t *ret_stop) {
         struct walk w = { .max_depth = max_depth, .found = found, .userdata = userdata };
         int r;
 
@@ -200,6 +201,8 @@ int json_find_duplicates(const char *text, size_t len, unsigned max_depth, json_
         json_scan_ws(&w.scan);
         if (r == 0 && w.scan.p != w.scan.end)
                 r = -EINVAL;
+        if (ret_stop)
+                *ret_stop = (size_t)(w.scan.p - text);
         free(w.steps);
         return r;
 }

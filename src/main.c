@@ -1,4 +1,5 @@
 /* mcpvisord: options, configuration, then the daemon's loop. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,8 +55,8 @@ static void check_runnable(const struct config *c, struct config_problems *p) {
                 _cleanup_free_ char *program = NULL, *error = NULL, *path = NULL;
                 const char *key;
 
-                if (s->disabled)
-                        continue;
+                if (s->disabled || s->remote.url)
+                        continue; /* a server reached by URL runs no program */
                 if (environment_check_cwd(s, &error) < 0)
                         key = "cwd";
                 else if (environment_path_is_credential(s) && !strchr(s->command, '/'))
@@ -92,19 +93,31 @@ static void print_verdict(const char *path, const struct config *c, const struct
         printf(", %zu warning%s\n", warnings, warnings == 1 ? "" : "s");
 }
 
+/* Said once, whatever the number of tokens: what the check could not look at. */
+static void print_unread_credentials(const struct config *c) {
+        if (c->http.n_tokens > 0)
+                fprintf(stderr, "note: credentials are not read by --check-config (they are the service's, in its "
+                                "$CREDENTIALS_DIRECTORY): the secrets of http.tokens (%zu) are read when the daemon "
+                                "starts\n",
+                        c->http.n_tokens);
+}
+
 /* --check-config: exits 0 only when the daemon would run every server. Any error fails,
  * even one the daemon would survive by skipping a server; so does a missing file, even
- * the default one (the daemon runs without it, with no servers). */
+ * the default one (the daemon runs without it, with no servers). Every problem is told,
+ * the servers' beside the daemon settings'. */
 static int check_config(const char *path) {
         struct config_problems problems = { 0 };
         struct config c;
-        int r = config_load(path, false, &c, &problems);
+        int r = config_load_for_check(path, &c, &problems);
 
-        if (r == 0)
+        if (r != -ENOMEM)
                 check_runnable(&c, &problems);
         print_problems(&problems, stderr);
-        print_verdict(path, r == 0 ? &c : NULL, &problems);
-        if (r == 0)
+        if (r != -ENOMEM)
+                print_unread_credentials(&c);
+        print_verdict(path, r != -ENOMEM ? &c : NULL, &problems);
+        if (r != -ENOMEM)
                 config_done(&c);
         r = r < 0 || problems.errors > 0 ? 1 : 0;
         problems_done(&problems);

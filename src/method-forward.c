@@ -52,16 +52,18 @@ static bool first_start_may_offer(struct client *c, const char *name) {
 }
 
 static void reply_not_serving(struct client *c, struct jsonrpc_msg *m, const struct server *s) {
-        _cleanup_free_ char *where = server_describe(s);
+        _cleanup_free_ char *where = server_describe(s), *message = NULL;
         json_object *data = json_object_new_object();
-        char message[600], log[160];
+        char log[160];
 
-        snprintf(message, sizeof message, "server '%s' is not ready (%.400s); its log: %s", s->config->name,
-                 where ? where : server_state_name(s->state),
-                 log_server_hint(&c->daemon->log, s->config->name, log, sizeof log));
+        /* The cause whole: it is the daemon's own sentence. */
+        if (asprintf(&message, "server '%s' is not ready (%s); its log: %s", s->config->name,
+                     where ? where : server_state_name(s->state),
+                     log_server_hint(&c->daemon->log, s->config->name, log, sizeof log)) < 0)
+                message = NULL;
         json_object_object_add(data, "server", json_object_new_string(s->config->name));
         json_object_object_add(data, "state", json_object_new_string(server_state_name(s->state)));
-        client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, message, data);
+        client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, message ? message : "server not ready", data);
 }
 
 static const char *string_param(json_object *o, const char *key) {

@@ -20,6 +20,8 @@ void options_usage(FILE *out) {
                 "                              else ~/.config/mcpvisor/mcpvisor.json)\n"
                 "  -s, --socket PATH           MCP socket to bind when not socket-activated\n"
                 "  -C, --control-socket PATH   control socket to bind when not socket-activated\n"
+                "                              (default with --socket: beside it, DIR/control.sock\n"
+                "                              for DIR/mcp.sock)\n"
                 "  -l, --log-level LEVEL       err, warning, notice, info (default) or debug\n"
                 "      --check-config          validate the configuration, print problems, exit\n"
                 "  -h, --help                  show this help\n"

@@ -78,3 +78,17 @@ char *path_config_for(uid_t euid, const char *xdg_config_home, const char *home)
 char *path_default_config(void) {
         return path_config_for(geteuid(), getenv("XDG_CONFIG_HOME"), getenv("HOME"));
 }
+
+char *path_control_beside(const char *mcp_path) {
+        const char *base = strrchr(mcp_path, '/');
+        size_t dir_len = base ? (size_t)(base - mcp_path) + 1 : 0, stem_len;
+        char *p;
+
+        base = mcp_path + dir_len;
+        if (strcmp(base, "mcp.sock") == 0)
+                return asprintf(&p, "%.*scontrol.sock", (int)dir_len, mcp_path) < 0 ? NULL : p;
+        stem_len = strlen(base);
+        if (stem_len > 5 && strcmp(base + stem_len - 5, ".sock") == 0)
+                stem_len -= 5;
+        return asprintf(&p, "%.*s%.*s.control.sock", (int)dir_len, mcp_path, (int)stem_len, base) < 0 ? NULL : p;
+}

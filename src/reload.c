@@ -3,8 +3,8 @@
  * (config-reader.c); the result is applied on the loop, in one turn: a configuration with
  * any error changes nothing; otherwise servers are added, removed, restarted or left alone
  * (supervisor_reload), the settings that can change live do, and clients stay connected
- * and hear list_changed. The sockets are already bound: their settings take effect at the
- * next start. */
+ * and hear list_changed. What is set up once at start (the sockets, the HTTP addresses)
+ * stays: each such setting changed is named, in the log and in the answer. */
 #include "reload.h"
 
 #include <assert.h>
@@ -17,10 +17,6 @@
 #include "daemon.h"
 #include "macro.h"
 #include "methods.h"
-
-static bool str_differs(const char *a, const char *b) {
-        return (a || b) && (!a || !b || strcmp(a, b) != 0);
-}
 
 static json_object *problems_json(const struct config_problems *p) {
         json_object *list = json_object_new_array(), *ret = json_object_new_object();
@@ -49,20 +45,41 @@ static void log_problems(struct daemon *d, const struct config_problems *p) {
         }
 }
 
-/* The sockets stay as bound; a changed path or mode is said once, here. The command
- * line's paths win over the file's, as at startup. */
-static void keep_sockets(struct daemon *d, struct config *next) {
-        const char *socket = d->source.socket_path ? d->source.socket_path : next->socket_path,
-                   *control = d->source.control_socket_path ? d->source.control_socket_path : next->control_socket_path;
+struct restart_report {
+        struct daemon *d;
+        json_object *keys;
+};
 
-        if (str_differs(d->config.socket_path, socket) || str_differs(d->config.control_socket_path, control) ||
-            d->config.socket_mode != next->socket_mode)
-                log_notice(&d->log, "socket settings changed; they take effect when mcpvisord starts again");
-        free(next->socket_path);
-        free(next->control_socket_path);
-        next->socket_path = TAKE_PTR(d->config.socket_path);
-        next->control_socket_path = TAKE_PTR(d->config.control_socket_path);
-        next->socket_mode = d->config.socket_mode;
+static void restart_needed(const char *key, const char *note, void *userdata) {
+        struct restart_report *rr = userdata;
+
+        log_notice(&rr->d->log, "%s changed; %s", key, note ? note : "it takes effect when mcpvisord starts again");
+        json_object_array_add(rr->keys, json_object_new_string(key));
+}
+
+/* What is set up once, at start (the sockets, the HTTP front door's addresses), stays as it
+ * is; each such setting that changed is named in the log and in the summary's
+ * "restartNeeded". The command line's socket paths win over the file's, as at startup. */
+static int keep_restart_settings(struct daemon *d, struct config *next, bool manager_waits, json_object *summary) {
+        json_object *list = json_object_new_array();
+
+        if (!list)
+                return -ENOMEM;
+        if (d->source.socket_path && !(next->socket_path = (free(next->socket_path), strdup(d->source.socket_path))))
+                return json_object_put(list), -ENOMEM;
+        if (d->source.control_socket_path &&
+            !(next->control_socket_path = (free(next->control_socket_path), strdup(d->source.control_socket_path))))
+                return json_object_put(list), -ENOMEM;
+        config_keep_restart_settings(next, &d->config, restart_needed, &(struct restart_report){ d, list });
+        /* Not a setting's value but what it needs: the connection made at start. */
+        if (manager_waits)
+                restart_needed("launcher",
+                               "servers with launcher \"systemd\" need the connection to the service manager, which "
+                               "mcpvisord makes at start when its configuration names that launcher: they start once "
+                               "mcpvisord starts again",
+                               &(struct restart_report){ d, list });
+        json_object_object_add(summary, "restartNeeded", list);
+        return 0;
 }
 
 static size_t count(json_object *summary, const char *key) {
@@ -71,7 +88,7 @@ static size_t count(json_object *summary, const char *key) {
         return json_object_object_get_ex(summary, key, &list) ? json_object_array_length(list) : 0;
 }
 
-/* "added: x; removed: y; changed: z; 3 unchanged" */
+/* "added: x; removed: y; changed: z; 3 unchanged; restartNeeded: http.listen" */
 static void describe(json_object *summary, char *buf, size_t size) {
         size_t used = 0;
 
@@ -87,15 +104,25 @@ static void describe(json_object *summary, char *buf, size_t size) {
                                                  json_object_get_string(json_object_array_get_idx(list, i)));
         }
         if (used < size)
-                snprintf(buf + used, size - used, "%s%zu unchanged", used ? "; " : "", count(summary, "unchanged"));
+                used += (size_t)snprintf(buf + used, size - used, "%s%zu unchanged", used ? "; " : "",
+                                         count(summary, "unchanged"));
+        if (used < size && count(summary, "restartNeeded") > 0) {
+                json_object *list = json_object_object_get(summary, "restartNeeded");
+
+                used += (size_t)snprintf(buf + used, size - used, "; waiting for a restart:");
+                for (size_t i = 0; i < json_object_array_length(list) && used < size; i++)
+                        used += (size_t)snprintf(buf + used, size - used, " %s",
+                                                 json_object_get_string(json_object_array_get_idx(list, i)));
+        }
 }
 
 /* Applies a valid configuration; next is consumed. */
 static int apply(struct daemon *d, struct config *next, json_object *summary) {
+        /* Read before supervisor_reload() takes the servers' entries out of next. */
+        bool manager_waits = supervisor_manager_waits_for_restart(&d->supervisor, next);
         struct config old;
         int r;
 
-        keep_sockets(d, next);
         /* The registry names with the new separator from the rebuild that the reload causes. */
         registry_set_separator(&d->registry, next->tool_name_separator);
         r = supervisor_reload(&d->supervisor, next, summary);
@@ -103,6 +130,9 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
                 registry_set_separator(&d->registry, d->config.tool_name_separator);
                 return r;
         }
+        r = keep_restart_settings(d, next, manager_waits, summary);
+        if (r < 0)
+                return r;
         old = d->config;
         d->config = *next;
         config_init_defaults(next);

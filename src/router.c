@@ -493,60 +493,62 @@ static bool ended_by_daemon(const struct server *s) {
 }
 
 /* How the run ended, as a verb phrase: "exited with status 1", "was killed by SIGKILL", or
- * why the daemon ended it: "ended (startTimeout (30 s) passed before it was ready, ...)". */
-static void how_it_ended(const struct server *s, char *buf, size_t size) {
+ * why the daemon ended it: "ended (startTimeout (30 s) passed before it was ready, ...)".
+ * Malloc'd (the cause is never cut), or NULL. */
+static char *how_it_ended(const struct server *s) {
         const struct server_exit *e = &s->last_exit;
-        char end[256];
+        char end[256], *text = NULL;
+        int r;
 
         if (ended_by_daemon(s)) {
                 _cleanup_free_ char *why = server_cause_text(&s->why);
-                snprintf(buf, size, "ended (%s)", why ? why : "stopped by mcpvisord");
+                r = asprintf(&text, "ended (%s)", why ? why : "stopped by mcpvisord");
         } else if (e->code == CLD_EXITED)
-                snprintf(buf, size, "exited with status %d", e->status);
+                r = asprintf(&text, "exited with status %d", e->status);
         else if (e->code)
-                snprintf(buf, size, "%s%s", e->code == CLD_KILLED ? "was " : "", server_exit_text(e, end, sizeof end));
+                r = asprintf(&text, "%s%s", e->code == CLD_KILLED ? "was " : "", server_exit_text(e, end, sizeof end));
         else if (s->why.kind == SERVER_CAUSE_CONNECTION && s->why.detail)
                 /* a run without a process (a server reached by URL): what broke it, its HTTP status */
-                snprintf(buf, size, "lost its connection (%s)", s->why.detail);
+                r = asprintf(&text, "lost its connection (%s)", s->why.detail);
         else
-                snprintf(buf, size, "lost its connection");
+                r = asprintf(&text, "lost its connection");
+        return r < 0 ? NULL : text;
 }
 
-/* "server 'github' exited with status 1 during this call; restarting in 2.0 s; its log: ..." */
-static void outcome(const struct router *r, const struct server *s, char *buf, size_t size) {
+/* "server 'github' exited with status 1 during this call; restarting in 2.0 s; its log: ..."
+ * Malloc'd, or NULL. */
+static char *outcome(const struct router *r, const struct server *s) {
         const char *name = s->config->name;
+        _cleanup_free_ char *how = how_it_ended(s);
         uint64_t now = now_usec();
-        char how[400], log[160];
+        char log[160], *text = NULL;
+        int q;
 
-        how_it_ended(s, how, sizeof how);
         log_server_hint(r->log, name, log, sizeof log);
-        if (s->state == SERVER_STOPPED || server_stopping(s)) {
-                snprintf(buf, size, "server '%s' was stopped during this call (%.200s)", name, server_state_cause(s));
-                return;
-        }
-        switch (s->state) {
-        case SERVER_BACKOFF:
-                snprintf(buf, size, "server '%s' %s during this call; restarting in %.1f s; its log: %s", name, how,
-                         s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0, log);
-                break;
-        case SERVER_FAILED:
-                snprintf(buf, size, "server '%s' %s during this call; not restarting (%.200s); its log: %s", name, how,
-                         server_state_cause(s), log);
-                break;
-        default:
-                snprintf(buf, size, "server '%s' %s during this call; it was restarted; its log: %s", name, how, log);
-                break;
-        }
+        if (s->state == SERVER_STOPPED || server_stopping(s))
+                q = asprintf(&text, "server '%s' was stopped during this call (%s)", name, server_state_cause(s));
+        else if (s->state == SERVER_BACKOFF)
+                q = asprintf(&text, "server '%s' %s during this call; restarting in %.1f s; its log: %s", name,
+                             how ? how : "ended", s->restart_at > now ? (double)(s->restart_at - now) / (double)USEC_PER_SEC : 0.0,
+                             log);
+        else if (s->state == SERVER_FAILED)
+                q = asprintf(&text, "server '%s' %s during this call; not restarting (%s); its log: %s", name,
+                             how ? how : "ended", server_state_cause(s), log);
+        else
+                q = asprintf(&text, "server '%s' %s during this call; it was restarted; its log: %s", name,
+                             how ? how : "ended", log);
+        return q < 0 ? NULL : text;
 }
 
 void router_collect(struct router *r) {
         struct route *rt;
-        char message[1024];
 
         while ((rt = TAILQ_FIRST(&r->lost))) {
-                outcome(r, rt->server, message, sizeof message);
+                _cleanup_free_ char *message = outcome(r, rt->server);
+
                 route_audit(rt, AUDIT_ERROR);
-                reply_error(rt, JSONRPC_INTERNAL_ERROR, message, "server ended");
+                reply_error(rt, JSONRPC_INTERNAL_ERROR, message ? message : "the server ended during this call",
+                            "server ended");
                 route_free(rt);
         }
 }

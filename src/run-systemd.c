@@ -547,7 +547,9 @@ static int systemd_start(struct instance *in, const struct server_config *c, cha
         if (!rs) {
                 close_stdio(stdio);
                 if (asprintf(error, "launcher \"systemd\" needs the service manager, and mcpvisord has no connection to it (%s)",
-                             in->server->sv->manager_error ? in->server->sv->manager_error : "not tried") < 0)
+                             in->server->sv->manager_error ? in->server->sv->manager_error
+                                                           : "not made: it is made at start, for a configuration that "
+                                                             "names this launcher; restart mcpvisord") < 0)
                         *error = NULL;
                 return -ENOTCONN;
         }

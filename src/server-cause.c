@@ -14,8 +14,10 @@
 void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const char *detail) {
         server_cause_done(c);
         *c = (struct server_cause){ .kind = kind };
+        /* Whole: the daemon's words are never cut, and what a server wrote into them was
+         * bounded where it was read (a handshake's error, a line's head). */
         if (detail && *detail) {
-                c->detail = strndup(detail, SERVER_CAUSE_DETAIL_MAX);
+                c->detail = strdup(detail);
                 if (c->detail)
                         utf8_mend(c->detail);
         }

@@ -232,6 +232,14 @@ void supervisor_connect_manager(struct supervisor *sv, int launcher, const char 
                 log_notice(sv->log, "stopped %d unit%s a previous mcpvisord on this socket left", r, r == 1 ? "" : "s");
 }
 
+bool supervisor_manager_waits_for_restart(const struct supervisor *sv, const struct config *c) {
+        bool named = c->launcher == LAUNCHER_SYSTEMD;
+
+        for (size_t i = 0; i < c->n_servers && !named; i++)
+                named = c->servers[i].launcher == LAUNCHER_SYSTEMD && !c->servers[i].remote.url && !c->servers[i].disabled;
+        return named && !sv->systemd && !sv->manager_error;
+}
+
 void supervisor_start_all(struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];

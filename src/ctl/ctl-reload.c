@@ -31,7 +31,8 @@ static void print_names(const char *label, json_object *names) {
         printf("%s", n ? "" : "none");
 }
 
-/* "added: x; removed: y; changed: z; unchanged: 3": the unchanged ones only counted. */
+/* "added: x; removed: y; changed: z; unchanged: 3": the unchanged ones only counted; then
+ * the daemon settings that wait for a restart, if any. */
 static int print_summary(json_object *result) {
         json_object *unchanged = array_of(result, "unchanged");
 
@@ -40,7 +41,10 @@ static int print_summary(json_object *result) {
         print_names("removed", array_of(result, "removed"));
         printf("; ");
         print_names("changed", array_of(result, "changed"));
-        printf("; unchanged: %zu\n", unchanged ? json_object_array_length(unchanged) : 0);
+        printf("; unchanged: %zu", unchanged ? json_object_array_length(unchanged) : 0);
+        if (array_of(result, "restartNeeded") && json_object_array_length(array_of(result, "restartNeeded")) > 0)
+                print_names("; waiting for a restart of mcpvisord", array_of(result, "restartNeeded"));
+        printf("\n");
         return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 

@@ -36,7 +36,8 @@ static void usage(FILE *out) {
         fprintf(out,
                 "\n"
                 "Options:\n"
-                "  -s, --socket PATH           MCP socket, for connect ($MCPVISOR_SOCKET)\n"
+                "  -s, --socket PATH           MCP socket, for connect ($MCPVISOR_SOCKET); without -C,\n"
+                "                              the control socket is the one beside it\n"
                 "  -C, --control-socket PATH   control socket ($MCPVISOR_CONTROL_SOCKET)\n"
                 "      --system                the system service's sockets in /run/mcpvisor/\n"
                 "      --user                  the user service's sockets in $XDG_RUNTIME_DIR/mcpvisor/\n"
@@ -49,9 +50,9 @@ static void usage(FILE *out) {
                 "      --timeout SECONDS       how long to wait for the daemon (status, clients and connect: 10,\n"
                 "                              start, stop, restart and reload: 60)\n"
                 "  -h, --help                  show this help\n"
+                "  -V, --version               show the version\n"
                 "After the command access, --user NAME names the user to check (a name or uid);\n"
                 "pass -C PATH there for the user service's control socket.\n"
-                "  -V, --version               show the version\n"
                 "\n"
                 "Exit status: 0 done, 1 failed (the message says why; access: an unknown user\n"
                 "or profile), 2 usage error,\n"
@@ -234,8 +235,27 @@ const char *ctl_mcp_path(struct ctl *ctl) {
         return socket_path(ctl, ctl->socket_path, "MCPVISOR_SOCKET", "mcp.sock", 0);
 }
 
+/* The control socket beside an MCP socket's path, kept in ctl. */
+static const char *control_beside(struct ctl *ctl, const char *mcp_path) {
+        if (!ctl->defaults[1])
+                ctl->defaults[1] = path_control_beside(mcp_path);
+        if (!ctl->defaults[1])
+                fprintf(stderr, CTL_NAME ": %s\n", strerror(errno));
+        return ctl->defaults[1];
+}
+
+/* -C, else beside the MCP socket -s names (where a daemon run with --socket alone puts
+ * it), else $MCPVISOR_CONTROL_SOCKET, else beside $MCPVISOR_SOCKET, else the default. */
 const char *ctl_control_path(struct ctl *ctl) {
-        return socket_path(ctl, ctl->control_path, "MCPVISOR_CONTROL_SOCKET", "control.sock", 1);
+        const char *control_env = secure_getenv("MCPVISOR_CONTROL_SOCKET"), *mcp_env = secure_getenv("MCPVISOR_SOCKET");
+
+        if (ctl->control_path)
+                return ctl->control_path;
+        if (ctl->socket_path)
+                return control_beside(ctl, ctl->socket_path);
+        if (ctl->scope == PATH_SCOPE_AUTO && !(control_env && *control_env) && mcp_env && *mcp_env)
+                return control_beside(ctl, mcp_env);
+        return socket_path(ctl, NULL, "MCPVISOR_CONTROL_SOCKET", "control.sock", 1);
 }
 
 int main(int argc, char **argv) {

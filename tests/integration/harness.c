@@ -196,8 +196,10 @@ void h_start(struct h_daemon *d, const struct h_opts *o) {
                 add_daemon(argv, &n, wrapper, sizeof wrapper, nofile);
                 add(argv, &n, "--socket");
                 add(argv, &n, d->sock);
-                add(argv, &n, "--control-socket");
-                add(argv, &n, d->control);
+                if (!o->control_beside) {
+                        add(argv, &n, "--control-socket");
+                        add(argv, &n, d->control);
+                }
         }
         add(argv, &n, "--config");
         add(argv, &n, d->config);

@@ -29,6 +29,8 @@ struct h_opts {
         const char *const *extra_args; /* more daemon arguments, NULL-terminated */
         const char *const *env;      /* more NAME=value for the daemon's environment, NULL-terminated */
         unsigned nofile;             /* RLIMIT_NOFILE of the daemon, soft and hard (prlimit); 0: ours */
+        bool control_beside;         /* pass --socket only: the daemon puts its control socket
+                                      * beside it (d->control is where it should be) */
         bool journal_stream;         /* set JOURNAL_STREAM to the log file's dev:ino, as systemd
                                       * does when stderr is the journal */
 };

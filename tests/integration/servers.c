@@ -71,7 +71,7 @@ char *config_text(void) {
         return config;
 }
 
-static void start_with(const struct h_opts *o) {
+void start_with(const struct h_opts *o) {
         struct h_opts opts = *o;
         char *config = config_text();
 

@@ -26,6 +26,8 @@ char *config_text(void);
 /* Writes the config and starts the daemon, with env (NULL-terminated, or NULL) added to its
  * environment. */
 void start(const char *const *env);
+/* Writes the config and starts the daemon with o (its config the one built). */
+void start_with(const struct h_opts *o);
 /* start(NULL), the daemon limited to nofile descriptors (RLIMIT_NOFILE). */
 void start_nofile(unsigned nofile);
 /* start(NULL), with $JOURNAL_STREAM naming the daemon's stderr as systemd does when it is

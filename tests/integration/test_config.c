@@ -154,6 +154,50 @@ Test(config, check_programs) {
         h_remove_tree(dir);
 }
 
+/* A server reached by URL has no program to look for: the check used to crash on it. */
+Test(config, check_url_server) {
+        cr_assert_eq(check("{\"mcpServers\":{\"r\":{\"url\":\"https://mcp.example.com/mcp\"},"
+                           "\"s\":{\"type\":\"sse\",\"url\":\"http://127.0.0.1:9/sse\"},\"ok\":{\"command\":\"cat\"}}}"),
+                     0, "%s", out);
+        expect_out("valid: 3 servers, 0 warnings");
+        cr_assert_eq(check("{\"mcpServers\":{\"r\":{\"url\":\"https://mcp.example.com/mcp\"},"
+                           "\"gone\":{\"command\":\"no-such-program-xyz\"}}}"),
+                     1, "%s", out);
+        expect_out("error: mcpServers.gone.command: command 'no-such-program-xyz' not found");
+}
+
+/* Outside the service there is no $CREDENTIALS_DIRECTORY: the tokens' credentials are not
+ * read (said once), and every other problem, the servers' and the daemon's, is told in the
+ * same run. */
+Test(config, check_tokens_outside_the_service) {
+        const char *tokens = "\"http\":{\"listen\":[\"127.0.0.1:8765\"],\"tokens\":["
+                             "{\"token\":{\"credential\":\"alice\"},\"user\":\"root\"},"
+                             "{\"token\":{\"credential\":\"bob\"},\"user\":\"root\"}]}";
+        char config[2048];
+        const char *note;
+
+        snprintf(config, sizeof config, "{\"mcpvisor\":{%s},\"mcpServers\":{\"ok\":{\"command\":\"cat\"}}}", tokens);
+        cr_assert_eq(check(config), 0, "%s", out);
+        expect_out("valid: 1 server, 0 warnings");
+        note = strstr(out, "credentials are not read by --check-config");
+        cr_assert_not_null(note, "%s", out);
+        cr_assert_null(strstr(note + 1, "credentials are not read"), "said more than once:\n%s", out);
+        cr_assert_null(strstr(out, "CREDENTIALS_DIRECTORY to read"), "%s", out);
+
+        /* a token's shape is still checked, and the servers' problems are told beside the daemon's */
+        snprintf(config, sizeof config,
+                 "{\"mcpvisor\":{%s,\"logLevel\":\"loud\"},\"mcpServers\":{\"gone\":{\"command\":\"no-such-program-xyz\"},"
+                 "\"bad\":{\"command\":\"cat\",\"arg\":[]}}}",
+                 tokens);
+        cr_assert_eq(check(config), 1, "%s", out);
+        expect_out("error: mcpvisor.logLevel:");
+        expect_out("error: mcpServers.bad.arg: unknown key");
+        expect_out("error: mcpServers.gone.command: command 'no-such-program-xyz' not found");
+        expect_out("not valid: 3 errors");
+        cr_assert_eq(check("{\"mcpvisor\":{\"http\":{\"tokens\":[{\"token\":\"plain\",\"user\":\"root\"}]}}}"), 1, "%s", out);
+        expect_out("error: mcpvisor.http.tokens[0].token: expected {\"credential\": ID}");
+}
+
 Test(config, check_missing_file) {
         cr_assert_eq(run(NULL, (const char *const[]){ "--check-config", "--config", "/nonexistent/mcpvisor.json", NULL }, NULL),
                      1, "%s", out);

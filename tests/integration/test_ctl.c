@@ -339,6 +339,35 @@ Test(ctl, status_table_says_why_a_server_is_not_ready) {
         cr_expect_null(strstr(R.outbuf, "killed by"), "the daemon's SIGTERM taken for the cause: %s", R.outbuf);
 }
 
+/* A cause is never cut: the status (table and JSON) and a call's error carry it whole. It
+ * was cut at about 270 bytes: "(install it, give an absolut". */
+Test(ctl, a_long_cause_is_shown_whole) {
+        static const char tail[] = "(install it, give an absolute path, or set env.PATH)";
+        char path[700];
+        json_object *st, *r;
+        struct h_client *x;
+
+        memset(path, 0, sizeof path);
+        for (size_t i = 0; strlen(path) + 40 < sizeof path; i++)
+                snprintf(path + strlen(path), sizeof path - strlen(path), "%s/opt/tool-%zu/bin", i ? ":" : "", i);
+        add_entry("\"gone\":{\"command\":\"no-such-program-xyz\",\"env\":{\"PATH\":\"%s\"}}", path);
+        add_demo("demo", "", "");
+        start_daemon();
+        wait_state("gone", "failed");
+        st = status_json();
+        expect_contains(h_str(server_entry(st, "gone"), "cause"), sf("not found in PATH=%s %s", path, tail), "the cause");
+        json_object_put(st);
+        expect_exit(CTL("status", "gone"), 3);
+        expect_contains(R.outbuf, tail, "the status table");
+
+        wait_ready_logged("demo", 1);
+        x = cl_open();
+        r = h_client_tool_call(x, "1", "gone__echo", "{\"text\":\"x\"}");
+        expect_contains(h_json_text(r), tail, "the call's error");
+        json_object_put(r);
+        h_client_close(x);
+}
+
 Test(ctl, status_json_has_the_facts_of_why_a_server_is_not_ready) {
         json_object *st, *s;
 
@@ -718,6 +747,33 @@ Test(ctl, environment_names_the_sockets_and_options_win) {
         proc_free(&R);
         expect_exit(run_env(&R, (const char *const[]){ "connect", NULL }, (const char *const[]){ sf("MCPVISOR_SOCKET=%s", D.sock), NULL }), 0);
         cr_expect_str_empty(R.errbuf, "connect with stdin empty: %s", R.errbuf);
+}
+
+/* A daemon given --socket alone puts its control socket beside it, not in the default place
+ * (root's /run/mcpvisor/, where the service's or another foreground daemon's is), and
+ * mcpvisorctl given -s (or $MCPVISOR_SOCKET) alone finds it there. */
+Test(ctl, control_socket_beside_the_given_mcp_socket) {
+        struct stat st;
+
+        add_demo("demo", "", "");
+        start_with(&(struct h_opts){ .control_beside = true });
+        h_close(h_connect(D.control, H_TIMEOUT_MS));
+        cr_assert_eq(stat(D.control, &st), 0);
+        cr_assert(S_ISSOCK(st.st_mode));
+        cr_assert(h_log_wait(&D, sf("listening for control clients on %s", D.control), H_TIMEOUT_MS));
+        wait_ready_logged("demo", 1);
+
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "-s", D.sock, "status", NULL }, NULL), 0);
+        expect_contains(R.outbuf, "demo", "status");
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "status", NULL },
+                            (const char *const[]){ sf("MCPVISOR_SOCKET=%s", D.sock), NULL }),
+                    0);
+        /* -C still wins */
+        proc_free(&R);
+        expect_exit(run_env(&R, (const char *const[]){ "-s", D.sock, "-C", sf("%s/none.sock", T), "status", NULL }, NULL), 1);
+        expect_contains(R.errbuf, sf("cannot connect to %s/none.sock", T), "stderr");
 }
 
 Test(ctl, user_picks_the_user_managers_socket) {

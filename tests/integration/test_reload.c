@@ -21,6 +21,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -186,15 +188,22 @@ static const char *items(json_object *summary, const char *key) {
 }
 
 /* A reload's answer: exactly these four lists (comma-separated names, "" for none). */
-static void expect_summary(json_object *answer, const char *added, const char *removed, const char *changed,
-                           const char *unchanged) {
+/* The summary's lists, and the daemon settings it says wait for a restart. */
+static void expect_summary_waiting(json_object *answer, const char *added, const char *removed, const char *changed,
+                                   const char *unchanged, const char *restart_needed) {
         json_object *s = h_get(answer, "result");
 
         cr_assert_str_eq(items(s, "added"), added, "added, in %s", h_json_text(answer));
         cr_assert_str_eq(items(s, "removed"), removed, "removed, in %s", h_json_text(answer));
         cr_assert_str_eq(items(s, "changed"), changed, "changed, in %s", h_json_text(answer));
         cr_assert_str_eq(items(s, "unchanged"), unchanged, "unchanged, in %s", h_json_text(answer));
-        cr_assert_eq(json_object_object_length(s), 4, "more than the four lists: %s", h_json_text(answer));
+        cr_assert_str_eq(items(s, "restartNeeded"), restart_needed, "restartNeeded, in %s", h_json_text(answer));
+        cr_assert_eq(json_object_object_length(s), 5, "more than the five lists: %s", h_json_text(answer));
+}
+
+static void expect_summary(json_object *answer, const char *added, const char *removed, const char *changed,
+                           const char *unchanged) {
+        expect_summary_waiting(answer, added, removed, changed, unchanged, "");
 }
 
 static json_object *status(void) {
@@ -1270,6 +1279,32 @@ Test(reload, filters_change_without_restart) {
         h_client_close(x);
 }
 
+/* An empty exclude list, as Gemini CLI reads it, excludes nothing: a reload bringing one
+ * applies (it was refused as an error, and the reload with it). */
+Test(reload, empty_exclude_list_applies) {
+        struct h_client *x;
+        const char *tools;
+        json_object *r;
+
+        demo("a", "\"excludeTools\":[\"echo\"]", "");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        cr_assert_not(h_has_item(tools_of(x, "1"), "a__echo"));
+
+        servers_reset(&D);
+        demo("a", "\"excludeTools\":[],\"excludePrompts\":[]", "");
+        write_config();
+        r = reload_ok();
+        expect_summary(r, "", "", "a", "");
+        cr_assert_null(h_get(r, "problems"), "%s", h_json_text(r));
+        json_object_put(r);
+        expect_list_changed(x, "notifications/tools/list_changed");
+        tools = tools_of(x, "2");
+        cr_assert(h_has_item(tools, "a__echo"), "%s", tools);
+        h_client_close(x);
+}
+
 /* The first roots, or the removal of the last, change what initialize offered: a restart. */
 Test(reload, roots_added_or_removed_restart) {
         struct h_client *x;
@@ -1476,9 +1511,9 @@ Test(reload, socket_settings_wait_for_the_next_start) {
         set_settings("\"socketMode\":\"0600\"");
         write_config();
         r = reload_ok();
-        expect_summary(r, "", "", "", "a");
+        expect_summary_waiting(r, "", "", "", "a", "socketMode");
         json_object_put(r);
-        said = h_log_count(&D, "socket settings changed");
+        said = h_log_count(&D, "socketMode changed; it takes effect when mcpvisord starts again");
         cr_assert_geq(said, 1, "a socketMode change was not said");
         cr_assert_eq(stat(D.sock, &st), 0);
         cr_assert_eq(st.st_mode & 07777, 0660, "the bound socket's mode changed at a reload");
@@ -1491,8 +1526,105 @@ Test(reload, socket_settings_wait_for_the_next_start) {
         r = reload_ok();
         expect_summary(r, "", "", "", "a");
         json_object_put(r);
-        cr_assert_eq(h_log_count(&D, "socket settings changed"), said,
-                     "\"socket settings changed\" logged by a reload that changed no socket setting");
+        cr_assert_eq(h_log_count(&D, "socketMode changed"), said,
+                     "\"socketMode changed\" logged by a reload that changed no socket setting");
+        cr_assert_eq(h_log_count(&D, "changed; it takes effect when"), said, "another setting said to wait");
+}
+
+/* The connection to the service manager is made at start, for a configuration that names
+ * the launcher "systemd": a reload that first names it cannot start such servers, and says
+ * so (the server's error too), instead of a bare "not tried". */
+Test(reload, a_first_systemd_launcher_waits_for_a_restart) {
+        json_object *r, *st;
+        const char *cause;
+
+        set_settings("\"launcher\":\"exec\"");
+        demo("a", "", "");
+        start(NULL);
+        wait_all_ready(1);
+
+        servers_reset(&D);
+        set_settings("\"launcher\":\"exec\"");
+        demo("a", "", "");
+        demo("b", "\"launcher\":\"systemd\"", "");
+        write_config();
+        r = reload_ok();
+        expect_summary_waiting(r, "b", "", "", "a", "launcher");
+        json_object_put(r);
+        expect_log("launcher changed; servers with launcher \"systemd\" need the connection to the service manager");
+        expect_log("[b] stopped -> backoff: cannot start: launcher \"systemd\" needs the service manager");
+        st = status();
+        for (size_t i = 0; i < json_object_array_length(h_get(st, "result.servers")); i++) {
+                json_object *s = json_object_array_get_idx(h_get(st, "result.servers"), i);
+
+                if (strcmp(h_str(s, "name"), "b") != 0)
+                        continue;
+                cause = h_str(s, "cause");
+                cr_assert_not_null(strstr(cause, "restart mcpvisord"), "%s", cause);
+        }
+        json_object_put(st);
+}
+
+/* A free TCP port of 127.0.0.1 (bound and let go: the daemon binds it next). */
+static unsigned free_port(void) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof a;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                  getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+        close(fd);
+        return ntohs(a.sin_port);
+}
+
+static bool accepts(unsigned port) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* The HTTP addresses are bound at start: a reload that changes http.listen used to say
+ * nothing changed. It names the setting that waits, in the log and in the answer (and in
+ * mcpvisorctl reload's line), and the addresses stay as bound. */
+Test(reload, http_listen_change_is_named) {
+        unsigned one = free_port(), two = free_port();
+        json_object *r;
+
+        demo("a", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"]}", one));
+        start(NULL);
+        wait_all_ready(1);
+        cr_assert(accepts(one));
+
+        servers_reset(&D);
+        demo("a", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"]},\"maxMessageSize\":65536", two));
+        write_config();
+        r = reload_ok();
+        expect_summary_waiting(r, "", "", "", "a", "http.listen,maxMessageSize");
+        json_object_put(r);
+        expect_log("http.listen changed; it takes effect when mcpvisord starts again");
+        expect_log("maxMessageSize changed; socket connections made from now on take it; HTTP requests when "
+                   "mcpvisord starts again");
+        expect_log("reloaded: 1 unchanged; waiting for a restart: http.listen maxMessageSize");
+        cr_assert(accepts(one), "the bound address was closed");
+
+        /* still different from what is bound: said again; the same as bound: nothing */
+        r = reload_ok();
+        expect_summary_waiting(r, "", "", "", "a", "http.listen");
+        json_object_put(r);
+        servers_reset(&D);
+        demo("a", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"]},\"maxMessageSize\":65536", one));
+        write_config();
+        r = reload_ok();
+        expect_summary(r, "", "", "", "a");
+        json_object_put(r);
 }
 
 Test(reload, reload_is_not_an_mcp_method) {

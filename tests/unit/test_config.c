@@ -336,6 +336,21 @@ Test(config, repeated_keys_through_escapes) {
         cr_assert_eq(cfg.n_servers, 0);
 }
 
+/* json-c reads NaN, Infinity and "1."; JSON and the duplicate finder do not: such a file is
+ * refused at that value (it was taken, and a server defined twice after it ran). */
+Test(config, what_json_has_not_is_refused) {
+        cr_assert_eq(parse("{\"globalShortcut\":NaN,\"mcpServers\":{\"a\":{\"command\":\"one\"},"
+                           "\"a\":{\"command\":\"two\"}}}"),
+                     -EINVAL);
+        cr_assert_eq(probs.errors, 1, "%s", probs.items[0].message);
+        cr_assert_str_eq(probs.items[0].message,
+                         "not valid JSON at line 1, column 19: NaN, Infinity and numbers ending in '.' are not JSON");
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":\n-Infinity}}}"), -EINVAL);
+        cr_assert_not_null(strstr(probs.items[0].message, "line 2, column "), "%s", probs.items[0].message);
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":60.}}}"), -EINVAL);
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"timeout\":60.5}}}"), 0);
+}
+
 Test(config, daemon_settings_not_object) {
         cr_assert_eq(parse("{\"mcpvisor\":[]}"), -EINVAL);
         only_problem("mcpvisor", PROBLEM_ERROR);
@@ -686,4 +701,34 @@ Test(config, separator_done_resets) {
         cr_assert_eq(parse("{\"mcpvisor\":{\"toolNameSeparator\":\"--\",\"listWait\":1,\"listPageSize\":1}}"), 0);
         config_done(&cfg);
         expect_defaults(&cfg);
+}
+
+static void count_changed(const char *key, const char *note, void *userdata) {
+        cr_assert_str_eq(key, "socketMode");
+        (*(size_t *)userdata)++;
+}
+
+/* The table of settings a reload cannot apply names settings that exist, and a reload
+ * keeps the running value of each that waits whole. */
+Test(config, restart_settings_table) {
+        struct config running, next;
+        size_t n = 0;
+
+        for (const char *key; (key = config_restart_setting_key(n)); n++)
+                cr_assert(config_daemon_setting_known(key), "%s is no daemon setting", key);
+        cr_assert_geq(n, 4);
+        cr_assert_not(config_daemon_setting_known("socketz"));
+        n = 0;
+
+        config_init_defaults(&running);
+        config_init_defaults(&next);
+        running.socket_mode = 0660;
+        next.socket_mode = 0600;
+        cr_assert_eq(config_keep_restart_settings(&next, &running, count_changed, &n), 1);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(next.socket_mode, 0660, "the running mode is the one in force");
+        n = 0;
+        cr_assert_eq(config_keep_restart_settings(&next, &running, count_changed, &n), 0);
+        config_done(&running);
+        config_done(&next);
 }

@@ -26,7 +26,7 @@ static const char *find(const char *json, int expect) {
         static struct reports r;
 
         memset(&r, 0, sizeof r);
-        cr_assert_eq(json_find_duplicates(json, strlen(json), 32, collect, &r), expect, "%s", json);
+        cr_assert_eq(json_find_duplicates(json, strlen(json), 32, collect, &r, NULL), expect, "%s", json);
         return r.text;
 }
 
@@ -76,8 +76,8 @@ Test(json_duplicates, depth_bounded) {
 
         memset(deep, '[', 100);
         memset(deep + 100, ']', 100);
-        cr_assert_eq(json_find_duplicates(deep, sizeof deep, 32, collect, &(struct reports){ 0 }), -EINVAL);
-        cr_assert_eq(json_find_duplicates(deep + 70, 60, 32, collect, &(struct reports){ 0 }), 0);
+        cr_assert_eq(json_find_duplicates(deep, sizeof deep, 32, collect, &(struct reports){ 0 }, NULL), -EINVAL);
+        cr_assert_eq(json_find_duplicates(deep + 70, 60, 32, collect, &(struct reports){ 0 }, NULL), 0);
 }
 
 /* An object of many members is sorted once, not compared pairwise. */
@@ -90,7 +90,7 @@ Test(json_duplicates, many_members, .timeout = 10) {
                 used += (size_t)sprintf(text + used, "%s\"k%zu\":0", i ? "," : "", i == n - 1 ? 7 : i);
         text[used++] = '}';
         struct reports r = { 0 };
-        cr_assert_eq(json_find_duplicates(text, used, 32, collect, &r), 0);
+        cr_assert_eq(json_find_duplicates(text, used, 32, collect, &r, NULL), 0);
         cr_assert_str_eq(r.text, "k7 x2\n");
         free(text);
 }
@@ -104,4 +104,20 @@ Test(json_duplicates, steps_path) {
         path = json_steps_path(steps, 0);
         cr_assert_str_eq(path, "");
         free(path);
+}
+
+/* What json-c reads but JSON has not stops the walk, at that value, so that the reader can
+ * refuse it instead of missing the repeated names after it. */
+Test(json_duplicates, what_json_has_not_stops_the_walk) {
+        static const char *const texts[] = { "{\"a\":NaN,\"b\":1,\"b\":2}", "{\"a\":-Infinity}", "{\"a\":Infinity}",
+                                             "{\"a\":[1.]}" };
+
+        for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+                size_t stop = 0;
+
+                cr_assert_eq(json_find_duplicates(texts[i], strlen(texts[i]), 32, collect, &(struct reports){ 0 }, &stop),
+                             -EINVAL, "%s", texts[i]);
+                cr_assert_geq(stop, 5, "%s: stopped at %zu", texts[i], stop);
+                cr_assert_leq(stop, 8, "%s: stopped at %zu", texts[i], stop);
+        }
 }

@@ -159,3 +159,26 @@ Test(paths, default_config_by_manager) {
         free(p);
         cr_assert_null(path_config_for(1000, NULL, NULL));
 }
+
+/* A daemon given only its MCP socket keeps its control socket beside it. */
+Test(paths, control_beside) {
+        static const struct {
+                const char *mcp, *control;
+        } cases[] = {
+                { "/tmp/a/mcp.sock", "/tmp/a/control.sock" },
+                { "/run/mcpvisor/mcp.sock", "/run/mcpvisor/control.sock" },
+                { "/tmp/agent.sock", "/tmp/agent.control.sock" },
+                { "/tmp/x/agent", "/tmp/x/agent.control.sock" },
+                { "/tmp/.sock", "/tmp/.sock.control.sock" },
+                { "/mcp.sock", "/control.sock" },
+                { "/tmp/mcp.sock.d/mcp.sockx", "/tmp/mcp.sock.d/mcp.sockx.control.sock" },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                char *p = path_control_beside(cases[i].mcp);
+
+                cr_assert_not_null(p);
+                cr_assert_str_eq(p, cases[i].control, "%s", cases[i].mcp);
+                free(p);
+        }
+}

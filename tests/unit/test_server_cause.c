@@ -3,10 +3,12 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include "macro.h"
 #include "server-cause.h"
 
 static struct server_cause C;
@@ -142,18 +144,21 @@ Test(server_cause, health_failures_count_and_say_the_last) {
                     "SIGTERM after stopTimeout (5 s)");
 }
 
-Test(server_cause, details_are_copied_capped_and_valid_utf8) {
-        char detail[SERVER_CAUSE_DETAIL_MAX + 10];
+/* A cause is the daemon's sentence, read by people: never cut (one was cut at 256 bytes,
+ * "(install it, give an absolut"). */
+Test(server_cause, details_are_copied_whole_and_valid_utf8) {
+        char detail[4096], expected[4200];
+        _cleanup_free_ char *text = NULL;
 
-        /* "é" (2 bytes) repeated, so that the cap falls inside a character */
-        memset(detail, 'a', 1);
-        for (size_t i = 1; i + 1 < sizeof detail; i += 2)
-                memcpy(detail + i, "\xc3\xa9", 2);
-        detail[sizeof detail - 1] = '\0';
-        server_cause_set(&C, SERVER_CAUSE_HANDSHAKE, detail);
+        memset(detail, 'p', sizeof detail);
+        memcpy(detail, "command 'npx' not found in PATH=", 32);
+        strcpy(detail + sizeof detail - 60, " (install it, give an absolute path, or set env.PATH)");
+        server_cause_set(&C, SERVER_CAUSE_SPAWN, detail);
         cr_assert_not_null(C.detail);
-        cr_expect_leq(strlen(C.detail), SERVER_CAUSE_DETAIL_MAX);
-        cr_expect_eq(strlen(C.detail) % 2, 1, "cut between characters: %zu bytes", strlen(C.detail));
+        cr_expect_str_eq(C.detail, detail);
+        text = server_cause_text(&C);
+        snprintf(expected, sizeof expected, "cannot start: %s", detail);
+        cr_expect_str_eq(text, expected);
         server_cause_set(&C, SERVER_CAUSE_HANDSHAKE, "bad \xff byte");
         cr_expect_str_eq(C.detail, "bad ? byte");
         server_cause_set(&C, SERVER_CAUSE_HANDSHAKE, "");

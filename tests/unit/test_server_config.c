@@ -315,9 +315,6 @@ Test(server_config, filter_key_errors) {
         } cases[] = {
                 { "\"includeTools\":\"get_*\"", "mcpServers.a.includeTools", "expected an array of strings" },
                 { "\"excludeTools\":[\"rm\",3]", "mcpServers.a.excludeTools[1]", "expected a string" },
-                { "\"includePrompts\":[]", "mcpServers.a.includePrompts", "empty: it would match nothing (leave the key out instead)" },
-                { "\"excludePrompts\":[]", "mcpServers.a.excludePrompts", "empty: it would match nothing (leave the key out instead)" },
-                { "\"excludeTools\":[\"rm\",\"\"]", "mcpServers.a.excludeTools[1]", "an empty pattern matches no name" },
                 { "\"includeTools\":{\"get\":true}", "mcpServers.a.includeTools", "expected an array of strings" },
         };
         char text[256];
@@ -331,6 +328,47 @@ Test(server_config, filter_key_errors) {
                 cr_assert_eq(problem_at(cases[i].path)->severity, PROBLEM_ERROR);
                 cr_assert_null(config_find_server(&C, "a"), "%s: the server ran anyway", text);
         }
+}
+
+/* Lists as Gemini CLI reads them: an empty exclude list excludes nothing, silently; an
+ * empty include list offers nothing of its kind, and an empty pattern matches no name,
+ * both warned about. None of them keeps the server from running. */
+Test(server_config, empty_filter_lists) {
+        static const struct {
+                const char *entry, *path; /* path: the warning's, or NULL for none */
+                bool tool_offered;
+        } cases[] = {
+                { "\"excludeTools\":[]", NULL, true },
+                { "\"excludePrompts\":[]", NULL, true },
+                { "\"excludeTools\":[],\"excludePrompts\":[]", NULL, true },
+                { "\"includeTools\":[]", "mcpServers.a.includeTools", false },
+                { "\"includePrompts\":[]", "mcpServers.a.includePrompts", true },
+                { "\"excludeTools\":[\"rm\",\"\"]", "mcpServers.a.excludeTools[1]", true },
+                { "\"includeTools\":[\"\"]", "mcpServers.a.includeTools[0]", false },
+        };
+        char text[256];
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                const struct server_config *s;
+
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"a\":{\"command\":\"x\",%s}}}", cases[i].entry);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 0, "%s: %s", text, P.count ? P.items[0].message : "");
+                cr_assert_eq(P.count, cases[i].path ? 1 : 0, "%s: %s", text, P.count ? P.items[0].message : "");
+                if (cases[i].path) {
+                        cr_assert_not_null(problem_at(cases[i].path), "%s: at %s", text, P.items[0].path);
+                        cr_assert_eq(problem_at(cases[i].path)->severity, PROBLEM_WARNING);
+                }
+                s = config_find_server(&C, "a");
+                cr_assert_not_null(s, "%s: the server is skipped", text);
+                cr_assert_eq(item_filter_offers(&s->filter, CATALOG_TOOLS, "echo"), cases[i].tool_offered, "%s", text);
+        }
+        done();
+        cr_assert_eq(parse("{\"mcpServers\":{\"a\":{\"command\":\"x\",\"includePrompts\":[]}}}"), 0);
+        cr_assert_str_eq(P.items[0].message, "empty: the server offers no prompts (leave the key out to offer every one, "
+                                             "or set \"disabled\")");
+        cr_assert_not(item_filter_offers(&config_find_server(&C, "a")->filter, CATALOG_PROMPTS, "greet"));
 }
 
 /* What other clients' entries carry: each loads, warns what it loses, or is refused. */
