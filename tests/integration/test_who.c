@@ -42,7 +42,7 @@ static struct h_conn *connect_as_user(void) {
 }
 
 /* Starts the daemon with settings (JSON members), its MCP socket open to every user. */
-static void start_with(const char *settings) {
+static void start_daemon_with(const char *settings) {
         set_settings(sf("\"socketMode\":\"0666\"%s%s", settings[0] ? "," : "", settings));
         start(NULL);
         h_close(h_connect(D.control, H_TIMEOUT_MS));
@@ -105,7 +105,7 @@ Test(who, max_clients_per_user) {
         struct h_conn *mine[3], *root[3], *again;
         bool taken = false;
 
-        start_with("\"maxClientsPerUser\":3");
+        start_daemon_with("\"maxClientsPerUser\":3");
         for (int i = 0; i < 3; i++) {
                 mine[i] = connect_as_user();
                 cr_assert_not_null(mine[i]);
@@ -151,7 +151,7 @@ Test(who, max_clients_per_user) {
 Test(who, max_clients_per_user_zero_is_no_limit) {
         struct h_conn *mine[8];
 
-        start_with("\"maxClientsPerUser\":0");
+        start_daemon_with("\"maxClientsPerUser\":0");
         for (int i = 0; i < 8; i++) {
                 mine[i] = connect_as_user();
                 cr_assert_not_null(mine[i]);
@@ -198,7 +198,7 @@ Test(who, ctl_clients_lists_each_principal) {
         char *table, *json;
         char pid_cell[32];
 
-        start_with("");
+        start_daemon_with("");
         mine = connect_as_user();
         expect_accepted(mine);
         root = h_connect(D.sock, H_TIMEOUT_MS);
@@ -244,7 +244,7 @@ Test(who, command_name_escaped) {
         char *table, *json;
         json_object *answer;
 
-        start_with("");
+        start_daemon_with("");
         c = h_connect_as(D.sock, AS_UID, AS_GID, AS_GROUPS, 2, "a\nmcpvisord: x");
         expect_accepted(c);
         cr_assert(h_log_wait(&D, "command a\\nmcpvisord: x, uid 4242", H_TIMEOUT_MS), "%s", h_log_text(&D));
