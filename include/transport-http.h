@@ -45,3 +45,6 @@ struct http_transport_params {
 struct server_transport *transport_http_new(const struct http_transport_params *params);
 /* Ends every transfer at once, without a DELETE; finished follows (on a later loop turn). */
 void transport_http_abort(struct server_transport *t);
+/* Where the transport is in its life ("open", "broken", "closing", "finished"), for
+ * logs and tests. */
+const char *transport_http_state(const struct server_transport *t);

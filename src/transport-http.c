@@ -41,6 +41,36 @@
 
 enum transfer_kind { TRANSFER_POST, TRANSFER_GET, TRANSFER_DELETE };
 
+/* Where the transport is in its life; set_state() is the only place it changes. An open
+ * one owns its transfers, the POSTs waiting for a connection and the reopen timer; a
+ * closing one only the session's DELETE, if one went; a broken or finished one nothing
+ * of curl's, so no transfer's end can reach it. */
+enum http_state {
+        HTTP_OPEN,      /* messages go and come */
+        HTTP_BROKEN,    /* reported broken: nothing is sent or handed up any more; waits for
+                         * the connection to close the input */
+        HTTP_CLOSING,   /* the input closed: the DELETE of the session under way */
+        HTTP_FINISHED,  /* every transfer gone: the run is told so, on a later loop turn */
+        HTTP_STATE_COUNT,
+};
+
+/* Which transport the server speaks: a fact learned once, not a stage of life. */
+enum http_wire {
+        WIRE_PROBING,    /* no "type": Streamable HTTP, unless a 4xx to initialize says an old server */
+        WIRE_STREAMABLE,
+        WIRE_LEGACY,     /* HTTP+SSE: POSTs go to the endpoint the stream names */
+};
+
+/* The GET stream of what a Streamable HTTP server sends by itself (for the legacy
+ * transport: the session's stream, OPEN or not). */
+enum get_stream {
+        GET_UNWANTED,    /* not initialized yet */
+        GET_CLOSED,      /* wanted, not open: opened at the next transfer's end */
+        GET_WAITING,     /* it dropped or ended: opened again when the reopen timer fires */
+        GET_OPEN,        /* its transfer is active */
+        GET_UNSUPPORTED, /* the server offers none: never opened */
+};
+
 /* What the queue of received messages holds, each record a kind byte, a size_t length
  * and the bytes; an unanswered request's bytes are its id (int64_t) and the words of
  * what came instead. */
@@ -83,30 +113,29 @@ struct http_transport {
         unsigned n_active;
         size_t waiting_bytes;
         size_t input_limit;
-        bool input_full;
+        bool input_full;               /* over serverInputLimit, said once */
+        bool deaf;                     /* the connection stopped receiving: nothing is handed up */
+        enum http_state state;
+        enum http_wire wire;
+        enum get_stream get;
         struct evbuffer *received;     /* records not handed up yet */
         struct event *deliver;         /* hands them up */
         struct event *reopen;          /* opens the GET stream (again) */
         struct event *finish;          /* tells the run it is over */
-        bool legacy;                   /* HTTP+SSE: POSTs go to the endpoint the stream names */
-        bool may_fall_back;            /* no "type": a 4xx to initialize means an old server */
         char *endpoint;                /* legacy: where to POST, once the stream said; NULL before */
         bool endpoint_refused;         /* legacy: the stream named one on another origin */
         char *session_id;              /* Mcp-Session-Id, once the server gave one */
         char protocol_version[32];     /* negotiated by initialize; "" before */
         char last_event_id[SSE_ID_MAX + 1]; /* of the GET stream, for Last-Event-ID */
-        bool get_wanted;               /* initialized: the GET stream should be open */
-        bool get_unsupported;          /* 405: the server offers none */
-        bool get_open;
-        bool input_closed;
-        bool stopped;                  /* nothing more is handed up */
-        bool broken;                   /* reported broken */
-        bool finishing;                /* finished is due; nothing is started any more */
         struct http_end end;
 };
 
 static struct http_transport *http_of(struct server_transport *t) {
         return (struct http_transport *)t;
+}
+
+static bool legacy(const struct http_transport *h) {
+        return h->wire == WIRE_LEGACY;
 }
 
 static void subject_log(const struct http_transport *h, int priority, const char *fmt, ...) _printf_(3, 4);
@@ -118,6 +147,63 @@ static void subject_log(const struct http_transport *h, int priority, const char
         vsnprintf(text, sizeof text, fmt, ap);
         va_end(ap);
         log_emit(h->log, priority, &(struct log_subject){ .server = h->name }, "%s", text);
+}
+
+/* ---- its state ---- */
+
+static const char *const state_names[HTTP_STATE_COUNT] = {
+        [HTTP_OPEN] = "open", [HTTP_BROKEN] = "broken", [HTTP_CLOSING] = "closing", [HTTP_FINISHED] = "finished",
+};
+
+/* What may follow what: only forward; an abort finishes from anywhere. */
+static const bool moves[HTTP_STATE_COUNT][HTTP_STATE_COUNT] = {
+        [HTTP_OPEN] = { [HTTP_BROKEN] = true, [HTTP_CLOSING] = true, [HTTP_FINISHED] = true },
+        [HTTP_BROKEN] = { [HTTP_CLOSING] = true, [HTTP_FINISHED] = true },
+        [HTTP_CLOSING] = { [HTTP_FINISHED] = true },
+};
+
+/* Something that cannot happen in the transport's state (the end of a transfer it does
+ * not have, a timer it released, a move backwards): a bug of the daemon's, stopped hard
+ * rather than run on with a transport whose state no longer says what it owns. Not
+ * assert(): release builds keep it. */
+_Noreturn static void impossible(const struct http_transport *h, const char *what) {
+        subject_log(h, LOG_CRIT, "bug: its HTTP transport: %s in state %s", what, state_names[h->state]);
+        abort();
+}
+
+static void stop_all(struct http_transport *h);
+
+/* What a state no longer owns, dropped as the transport enters it: every transfer, the
+ * POSTs that wait and the reopen timer once it is not open (a closing one starts its
+ * DELETE after); the records received and not handed up once broken (they never will be). */
+static void release(struct http_transport *h, enum http_state state) {
+        if (state == HTTP_OPEN)
+                return;
+        stop_all(h);
+        if (state == HTTP_BROKEN)
+                evbuffer_drain(h->received, evbuffer_get_length(h->received));
+}
+
+/* The only place the transport changes state: the move checked, what the new state does
+ * not own released, and the run's end made due once, as it enters finished. */
+static void set_state(struct http_transport *h, enum http_state state) {
+        enum http_state old = h->state;
+
+        if (!moves[old][state]) {
+                char what[64];
+
+                snprintf(what, sizeof what, "a move to %s", state_names[state]);
+                impossible(h, what);
+        }
+        h->state = state;
+        subject_log(h, LOG_DEBUG, "its HTTP transport: %s -> %s", state_names[old], state_names[state]);
+        release(h, state);
+        if (state == HTTP_FINISHED)
+                event_active(h->finish, EV_TIMEOUT, 0);
+}
+
+const char *transport_http_state(const struct server_transport *t) {
+        return state_names[((const struct http_transport *)t)->state];
 }
 
 /* ---- what is received ---- */
@@ -203,7 +289,7 @@ static void on_answer_message(char *data, size_t len, bool oversize, void *userd
 static void on_answer_event(const char *type, const char *data, size_t len, bool oversize, void *userdata) {
         struct transfer *x = userdata;
 
-        if (strcmp(type, "endpoint") == 0 && x->h->legacy && x->kind == TRANSFER_GET)
+        if (strcmp(type, "endpoint") == 0 && legacy(x->h) && x->kind == TRANSFER_GET)
                 take_endpoint(x->h, data, oversize);
 }
 
@@ -218,7 +304,7 @@ static void begin_answer(struct transfer *x) {
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &type);
         /* a legacy server answers its POSTs on the stream ("Accepted" here) */
-        x->elsewhere = x->h->legacy && x->kind == TRANSFER_POST;
+        x->elsewhere = legacy(x->h) && x->kind == TRANSFER_POST;
         x->sink = (struct http_answer_sink){ .message = on_answer_message, .event = on_answer_event, .userdata = x };
         if (http_answer_begin(&x->answer, status, type, !x->elsewhere, x->h->max_message, &x->sink) < 0)
                 subject_log(x->h, LOG_ERR, "out of memory: an event stream from the server was dropped");
@@ -229,7 +315,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
         size_t n = size * nmemb, taken;
 
         begin_answer(x);
-        if (x->h->stopped && x->answer.kind != HTTP_ANSWER_REFUSED)
+        if (x->h->deaf && x->answer.kind != HTTP_ANSWER_REFUSED)
                 return n;
         taken = http_answer_feed(&x->answer, data, n);
         if (x->kind == TRANSFER_GET && x->answer.kind == HTTP_ANSWER_EVENTS)
@@ -268,7 +354,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
 static void release_easy(struct http_transport *h, CURL *e) {
         if (!e)
                 return;
-        if (h->n_spare == HTTP_SPARE_HANDLES || h->input_closed) {
+        if (h->n_spare == HTTP_SPARE_HANDLES || h->state != HTTP_OPEN) {
                 curl_easy_cleanup(e);
                 return;
         }
@@ -420,7 +506,7 @@ static int start_transfer(struct transfer *x) {
         int r = make_easy(x);
 
         if (r == 0)
-                r = curl_loop_add(h->loop, x->easy, on_transfer_done, x);
+                r = curl_loop_add(h->loop, x->easy, on_transfer_done, h);
         if (r < 0)
                 return r;
         TAILQ_INSERT_TAIL(&h->active, x, entry);
@@ -432,7 +518,17 @@ static void remove_active(struct transfer *x) {
         TAILQ_REMOVE(&x->h->active, x, entry);
         x->h->n_active--;
         if (x->kind == TRANSFER_GET)
-                x->h->get_open = false;
+                x->h->get = GET_CLOSED;
+}
+
+/* The active transfer of easy, or NULL. */
+static struct transfer *find_active(struct http_transport *h, CURL *easy) {
+        struct transfer *x;
+
+        TAILQ_FOREACH(x, &h->active, entry)
+                if (x->easy == easy)
+                        return x;
+        return NULL;
 }
 
 static void stop_all(struct http_transport *h) {
@@ -451,13 +547,11 @@ static void stop_all(struct http_transport *h) {
         event_del(h->reopen);
 }
 
-/* Once every transfer is gone after the input was closed, or at once on abort: the run
- * hears it on a later loop turn, outside whatever called here. */
+/* Once every transfer is gone after the input was closed: the run hears it on a later
+ * loop turn, outside whatever called here. */
 static void maybe_finish(struct http_transport *h) {
-        if (h->finishing || !h->input_closed || h->n_active > 0)
-                return;
-        h->finishing = true;
-        event_active(h->finish, EV_TIMEOUT, 0);
+        if (h->state == HTTP_CLOSING && h->n_active == 0)
+                set_state(h, HTTP_FINISHED);
 }
 
 static void open_legacy_stream(struct http_transport *h);
@@ -475,12 +569,15 @@ static void unwait(struct http_transport *h, struct transfer *x) {
 static void pump(struct http_transport *h) {
         struct transfer *x;
 
-        if (h->legacy && !h->endpoint) {
+        if (h->state != HTTP_OPEN)
+                return;
+        if (legacy(h) && !h->endpoint) {
                 open_legacy_stream(h);
                 return;
         }
         /* the event stream is one connection more */
-        while (!h->input_closed && h->n_active - h->get_open < h->rc->max_connections && (x = TAILQ_FIRST(&h->waiting))) {
+        while (h->state == HTTP_OPEN && h->n_active - (h->get == GET_OPEN) < h->rc->max_connections &&
+               (x = TAILQ_FIRST(&h->waiting))) {
                 unwait(h, x);
                 if (start_transfer(x) < 0) {
                         subject_log(h, LOG_ERR, "out of memory: a message to the server was dropped");
@@ -555,12 +652,11 @@ static void report_broken(struct http_transport *h, enum http_failure f, enum tr
         char words[300], text[600];
         va_list ap;
 
-        if (h->broken || h->input_closed)
+        if (h->state != HTTP_OPEN)
                 return;
-        h->broken = true;
         h->end.failure = true;
         h->end.no_retry = f == HTTP_FAILURE_CREDENTIAL;
-        h->stopped = true;
+        set_state(h, HTTP_BROKEN);
         if (detail) {
                 va_start(ap, detail);
                 vsnprintf(text, sizeof text, detail, ap);
@@ -585,35 +681,44 @@ static int start_get_transfer(struct http_transport *h) {
                 transfer_free(x);
                 return r;
         }
-        h->get_open = true;
+        h->get = GET_OPEN;
         return 0;
 }
 
 /* The stream of what the server sends by itself: a failure to open it is tried again at
  * the next transfer's end. */
 static void open_get(struct http_transport *h) {
-        if (h->legacy || !h->get_wanted || h->get_unsupported || h->get_open || h->input_closed || h->broken)
+        if (legacy(h) || h->get != GET_CLOSED || h->state != HTTP_OPEN)
                 return;
         (void)start_get_transfer(h);
 }
 
 /* The legacy stream: the session itself, which carries the endpoint and every answer. */
 static void open_legacy_stream(struct http_transport *h) {
-        if (h->get_open || h->input_closed || h->broken)
+        if (h->get == GET_OPEN || h->state != HTTP_OPEN)
                 return;
         if (start_get_transfer(h) < 0)
                 report_broken(h, HTTP_FAILURE_MEMORY, TRANSFER_GET, 0, CURLE_OK, "out of memory opening its event stream");
 }
 
 static void on_reopen(evutil_socket_t fd, short what, void *userdata) {
-        open_get(userdata);
+        struct http_transport *h = userdata;
+
+        if (h->state != HTTP_OPEN || h->get != GET_WAITING)
+                impossible(h, "the reopen timer");
+        h->get = GET_CLOSED;
+        open_get(h);
 }
 
+/* Not at once, even when the next transfer's end comes first: a server that ends every
+ * GET at once is not asked in a tight loop. */
 static void schedule_reopen(struct http_transport *h) {
         struct timeval tv = timeval_from_usec(HTTP_REOPEN_USEC);
 
-        if (!h->input_closed && !h->broken && !h->get_unsupported)
-                evtimer_add(h->reopen, &tv);
+        if (h->state != HTTP_OPEN || h->get == GET_UNSUPPORTED)
+                return;
+        h->get = GET_WAITING;
+        evtimer_add(h->reopen, &tv);
 }
 
 /* ---- a transfer's end ---- */
@@ -623,8 +728,7 @@ static void schedule_reopen(struct http_transport *h) {
 static void fall_back(struct http_transport *h, struct transfer *x, long status) {
         struct transfer *again = calloc(1, sizeof *again);
 
-        h->may_fall_back = false;
-        h->legacy = true;
+        h->wire = WIRE_LEGACY;
         subject_log(h, LOG_NOTICE, "HTTP %ld to a POST of initialize: no Streamable HTTP at %s; trying the legacy HTTP+SSE transport",
                     status, h->rc->url);
         if (!again) {
@@ -651,12 +755,12 @@ static enum outcome judge_status(struct http_transport *h, struct transfer *x, l
         if (status >= 200 && status <= 299)
                 return OUTCOME_ANSWERED;
         if (x->kind == TRANSFER_GET && status == 405) {
-                h->get_unsupported = true; /* the server sends nothing by itself */
+                h->get = GET_UNSUPPORTED; /* the server sends nothing by itself */
                 return OUTCOME_ANSWERED;
         }
         if (x->kind == TRANSFER_DELETE)
                 return OUTCOME_ANSWERED; /* 405: the server keeps sessions until they expire; nothing to do */
-        if (x->kind == TRANSFER_POST && h->may_fall_back && (status == 400 || status == 404 || status == 405)) {
+        if (x->kind == TRANSFER_POST && h->wire == WIRE_PROBING && (status == 400 || status == 404 || status == 405)) {
                 fall_back(h, x, status);
                 return OUTCOME_AGAIN;
         }
@@ -670,9 +774,9 @@ static enum outcome judge_status(struct http_transport *h, struct transfer *x, l
                               "HTTP 404 from %s: the server lost the session", h->rc->url);
                 return OUTCOME_BROKEN;
         }
-        if (x->kind == TRANSFER_GET && !h->legacy) {
+        if (x->kind == TRANSFER_GET && !legacy(h)) {
                 subject_log(h, LOG_INFO, "HTTP %ld to its GET stream: the server sends nothing by itself, then", status);
-                h->get_unsupported = true;
+                h->get = GET_UNSUPPORTED;
                 return OUTCOME_ANSWERED;
         }
         if (status >= 500 || status == 404) {
@@ -729,7 +833,7 @@ static bool says_initialized(const struct transfer *x) {
 }
 
 static void transport_error(struct http_transport *h, struct transfer *x, CURLcode result) {
-        if (x->kind == TRANSFER_GET && !h->legacy) {
+        if (x->kind == TRANSFER_GET && !legacy(h)) {
                 subject_log(h, LOG_INFO, "its GET stream dropped (%s); opening it again", curl_easy_strerror(result));
                 schedule_reopen(h);
                 return;
@@ -741,10 +845,12 @@ static void transport_error(struct http_transport *h, struct transfer *x, CURLco
 }
 
 static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
-        struct transfer *x = userdata;
-        struct http_transport *h = x->h;
+        struct http_transport *h = userdata;
+        struct transfer *x = find_active(h, easy);
         long status = 0;
 
+        if (!x)
+                impossible(h, "the end of a transfer it does not have");
         remove_active(x);
         begin_answer(x);
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
@@ -762,9 +868,9 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
                         /* fall through */
                 case OUTCOME_REFUSED:
                         end_request(x);
-                        if (says_initialized(x))
-                                h->get_wanted = true;
-                        if (x->kind == TRANSFER_GET && h->legacy) /* the session is its stream */
+                        if (says_initialized(x) && h->get == GET_UNWANTED)
+                                h->get = GET_CLOSED;
+                        if (x->kind == TRANSFER_GET && legacy(h)) /* the session is its stream */
                                 report_broken(h, HTTP_FAILURE_STREAM_ENDED, x->kind, status, CURLE_OK,
                                               "its event stream at %s ended (HTTP %ld)", h->rc->url, status);
                         else if (x->kind == TRANSFER_GET) /* the server ended it: it may send more later */
@@ -776,7 +882,7 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
                 }
         }
         transfer_free(x);
-        if (h->input_closed) {
+        if (h->state == HTTP_CLOSING) {
                 maybe_finish(h);
                 return;
         }
@@ -801,7 +907,7 @@ static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
         unsigned char kind;
         size_t len;
 
-        while (!h->stopped && evbuffer_get_length(h->received) > 0) {
+        while (!h->deaf && evbuffer_get_length(h->received) > 0) {
                 char *data;
 
                 evbuffer_remove(h->received, &kind, 1);
@@ -815,18 +921,20 @@ static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
                         deliver_unanswered(h, data, len);
                 } else {
                         learn_protocol_version(h, data, len);
-                        h->may_fall_back = false; /* it answered: it speaks what we sent */
+                        if (h->wire == WIRE_PROBING) /* it answered: it speaks what we sent */
+                                h->wire = WIRE_STREAMABLE;
                         h->t.events->line(data, len, h->t.userdata);
                 }
                 evbuffer_drain(h->received, len);
         }
-        if (!h->input_closed && !h->broken)
-                pump(h); /* a legacy endpoint may have come */
+        pump(h); /* a legacy endpoint may have come */
 }
 
 static void on_finish(evutil_socket_t fd, short what, void *userdata) {
         struct http_transport *h = userdata;
 
+        if (h->state != HTTP_FINISHED)
+                impossible(h, "its end");
         /* the last thing done here: the run may free the connection, and this with it */
         h->finished(&h->end, h->userdata);
 }
@@ -920,7 +1028,7 @@ static int http_send(struct server_transport *t, const struct iovec *parts, size
         size_t len = 0;
         int64_t cancels;
 
-        if (h->input_closed || h->broken)
+        if (h->state != HTTP_OPEN)
                 return -EPIPE;
         for (size_t i = 0; i < n_parts; i++)
                 len += parts[i].iov_len;
@@ -960,13 +1068,13 @@ static int http_send(struct server_transport *t, const struct iovec *parts, size
  * (spec: "Session Management") unless it already ended it. */
 static void http_close_input(struct server_transport *t) {
         struct http_transport *h = http_of(t);
+        enum http_state old = h->state;
         struct transfer *x;
 
-        if (h->input_closed)
+        if (old != HTTP_OPEN && old != HTTP_BROKEN)
                 return;
-        h->input_closed = true;
-        stop_all(h);
-        if (h->session_id && !h->broken && (x = calloc(1, sizeof *x))) {
+        set_state(h, HTTP_CLOSING);
+        if (h->session_id && old != HTTP_BROKEN && (x = calloc(1, sizeof *x))) {
                 *x = (struct transfer){ .h = h, .kind = TRANSFER_DELETE, .request_id = -1 };
                 if (start_transfer(x) < 0)
                         transfer_free(x);
@@ -977,9 +1085,8 @@ static void http_close_input(struct server_transport *t) {
 void transport_http_abort(struct server_transport *t) {
         struct http_transport *h = http_of(t);
 
-        h->input_closed = true;
-        stop_all(h);
-        maybe_finish(h);
+        if (h->state != HTTP_FINISHED)
+                set_state(h, HTTP_FINISHED);
 }
 
 static void http_limit_input(struct server_transport *t, size_t limit, uint64_t stall_usec) {
@@ -991,7 +1098,7 @@ static void http_limit_input(struct server_transport *t, size_t limit, uint64_t 
 static void http_stop_receiving(struct server_transport *t, bool discard) {
         struct http_transport *h = http_of(t);
 
-        h->stopped = true;
+        h->deaf = true;
         evbuffer_drain(h->received, evbuffer_get_length(h->received));
 }
 
@@ -1044,8 +1151,9 @@ struct server_transport *transport_http_new(const struct http_transport_params *
                 .max_message = params->max_message,
                 .finished = params->finished,
                 .userdata = params->userdata,
-                .legacy = params->rc->type == REMOTE_SSE,
-                .may_fall_back = params->rc->type == REMOTE_NONE,
+                .wire = params->rc->type == REMOTE_SSE    ? WIRE_LEGACY
+                        : params->rc->type == REMOTE_NONE ? WIRE_PROBING
+                                                          : WIRE_STREAMABLE,
         };
         if (!origin_of(params->rc->url, h->origin, sizeof h->origin))
                 h->origin[0] = '\0'; /* no request is on it: no configured header is sent */
