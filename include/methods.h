@@ -67,6 +67,9 @@ extern const struct method notification_mcpvisor_profile;
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */
 bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional);
+/* The string params[key] of request m (params an object), or NULL when the client was
+ * answered that it is required. */
+const char *method_string_param(struct client *c, struct jsonrpc_msg *m, const char *key);
 
 /* Forwards request m to server s with params (consumed; NULL for none), or answers at once
  * why s cannot take it (method-forward.c). ask says what the request is about, for the

@@ -1,6 +1,7 @@
 /* Method lookup; the handlers live in method-*.c. */
 #include "methods.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "client.h"
@@ -70,4 +71,18 @@ bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional
                                    m->params ? "Invalid params: expected an object" : "Invalid params: params are required",
                                    NULL);
         return false;
+}
+
+const char *method_string_param(struct client *c, struct jsonrpc_msg *m, const char *key) {
+        json_object *v;
+        char message[128];
+
+        if (!method_params_object(c, m, false))
+                return NULL;
+        if (!json_object_object_get_ex(m->params, key, &v) || !json_object_is_type(v, json_type_string)) {
+                snprintf(message, sizeof message, "Invalid params: \"%s\" (a string) is required", key);
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
+                return NULL;
+        }
+        return json_object_get_string(v);
 }
