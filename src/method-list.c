@@ -123,9 +123,31 @@ static void templates_list(struct client *c, struct jsonrpc_msg *m) {
         list(c, m, CATALOG_TEMPLATES, templates_list);
 }
 
-const struct method method_tools_list = { .name = "tools/list", .flags = METHOD_MCP, .handle = tools_list };
-const struct method method_prompts_list = { .name = "prompts/list", .flags = METHOD_MCP, .handle = prompts_list };
-const struct method method_resources_list = { .name = "resources/list", .flags = METHOD_MCP, .handle = resources_list };
+const struct method method_tools_list = {
+        .name = "tools/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = tools_list,
+};
+const struct method method_prompts_list = {
+        .name = "prompts/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = prompts_list,
+};
+const struct method method_resources_list = {
+        .name = "resources/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = resources_list,
+};
 const struct method method_templates_list = {
-        .name = "resources/templates/list", .flags = METHOD_MCP, .handle = templates_list,
+        .name = "resources/templates/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = templates_list,
 };

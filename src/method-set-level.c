@@ -25,5 +25,7 @@ static void set_level(struct client *c, struct jsonrpc_msg *m) {
 const struct method method_logging_set_level = {
         .name = "logging/setLevel",
         .flags = METHOD_MCP,
+        .eras = METHOD_ERA_INITIALIZE,
+        .reach = METHOD_REACH_HEARD,
         .handle = set_level,
 };

@@ -42,5 +42,7 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
 const struct method method_resources_subscribe = {
         .name = "resources/subscribe",
         .flags = METHOD_MCP,
+        .eras = METHOD_ERA_INITIALIZE,
+        .reach = METHOD_REACH_ITEM,
         .handle = subscribe,
 };

@@ -18,5 +18,7 @@ static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
 const struct method method_resources_unsubscribe = {
         .name = "resources/unsubscribe",
         .flags = METHOD_MCP,
+        .eras = METHOD_ERA_INITIALIZE,
+        .reach = METHOD_REACH_ITEM,
         .handle = unsubscribe,
 };
