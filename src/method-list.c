@@ -42,7 +42,7 @@ static int parse_cursor(json_object *params, size_t n, size_t *ret) {
 }
 
 /* The page of w's list of kind from start to end as a result's JSON text: the items as
- * clients see them, joined between the envelope's bytes (no tree is built: issue 14). */
+ * clients see them, joined between the envelope's bytes (no JSON tree is built for a page). */
 static int write_page(struct daemon *d, const struct view *w, enum catalog_kind kind, size_t start, size_t end,
                       size_t n, char **ret, size_t *ret_len) {
         FILE *f = open_memstream(ret, ret_len);
