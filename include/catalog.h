@@ -4,7 +4,7 @@
  *
  * Items are kept as the JSON text the server wrote (checked by json-scan.c, never parsed
  * into a tree) with their name, URI or URI template taken out: a tool costs its text and a
- * few words, where json-c's tree of it cost 4 KiB (issue 14). */
+ * few words, where json-c's tree of it would cost 4 KiB. */
 #pragma once
 
 #include <json-c/json.h>

@@ -102,8 +102,8 @@ struct client *client_new(struct daemon *d, enum listen_role role, const struct 
 /* A client whose peer closed (EV_CLOSED, epoll's EPOLLRDHUP) is not read when the kernel
  * says so: its transport stops watching it and queues it here, and it is read to its end
  * (client_read_end()), a batch a loop iteration (daemon.c): closes in a burst come first in
- * epoll's ready list, and each read there kept another client's message waiting (issue 14:
- * 15,000 closes at once, 88 to 150 ms). What it sent before closing is still read and
+ * epoll's ready list, and each read there would keep another client's message waiting (for
+ * 88 to 150 ms with 15,000 closes at once). What it sent before closing is still read and
  * answered, only later. */
 #define CLIENT_ENDS_PER_ITERATION 64
 void client_queue_end(struct client *c);

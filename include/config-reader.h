@@ -1,4 +1,4 @@
-/* The configuration read off the loop (issue 14): config_load() of 1,000 servers costs 3 to
+/* The configuration read off the loop: config_load() of 1,000 servers costs 3 to
  * 7 ms of CPU, which in the loop's thread was one stall of every client. A reload's read runs
  * in a thread of its own, which touches nothing but the read's own result, and hands it back
  * to the loop through an eventfd: the loop joins the thread and calls the completion

@@ -69,7 +69,7 @@ struct config {
         int audit;                   /* "audit": enum audit_mode */
         int launcher;                /* "launcher": enum launcher, of the servers that do not choose one */
         int sandbox;                 /* "sandbox": enum sandbox, of the servers that do not choose one */
-        struct http_config http;     /* "http": the Streamable HTTP front door (issue 18) */
+        struct http_config http;     /* "http": the Streamable HTTP front door */
         unsigned max_http_sessions;  /* "maxHttpSessions" */
         double http_session_idle;    /* "httpSessionIdle": seconds before an unused HTTP session ends */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */

@@ -53,7 +53,7 @@ struct daemon {
         struct listener listeners[LISTEN_ROLE_COUNT];
         struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */
         bool activated;
-        struct http_front http;            /* the Streamable HTTP front door (issue 18) */
+        struct http_front http;            /* the Streamable HTTP front door */
         char *id;                          /* the MCP socket's path, bound or passed: MCPVISOR_DAEMON= */
         struct supervisor supervisor;
         struct registry registry;          /* what clients see of the ready servers */

@@ -50,6 +50,9 @@ void mcp_logging_changed(struct daemon *d);
 /* After each loop iteration: the servers' levels decided again if something changed. */
 void mcp_logging_settle(struct daemon *d);
 /* A client initialized or left (client_free() calls it for any client): the servers'
- * level may change. logging/setLevel is handled here. */
+ * level may change. */
 void mcp_logging_client_operating(struct client *c);
 void mcp_logging_client_gone(struct client *c);
+/* c asked for level (logging/setLevel, method-set-level.c): what it receives from now on;
+ * the servers' levels are decided again. */
+void mcp_logging_client_level(struct client *c, int level);

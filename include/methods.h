@@ -6,24 +6,77 @@
 #include <json-c/json.h>
 
 #include "catalog.h"
+#include "jsonrpc.h"
 #include "listen.h"
+#include "session.h"
 
 struct client;
 struct server;
 struct jsonrpc_msg;
 
 enum method_flags {
-        METHOD_BEFORE_INIT = 1 << 0,   /* allowed before initialize */
+        METHOD_BEFORE_INIT = 1 << 0,   /* allowed before initialize: needs no initialized session */
         METHOD_MCP = 1 << 1,           /* served on the MCP socket */
         METHOD_CONTROL = 1 << 2,       /* served on the control socket */
+        METHOD_PASSTHROUGH = 1 << 3,   /* outside its eras it goes as unknown methods go, unchanged to
+                                        * a server (reach METHOD_REACH_SERVER); without it, it is refused
+                                        * there: the daemon maps what it names or answers it itself */
+};
+
+/* The protocol eras a method exists in (a set of bits). A client of the initialize era
+ * (2025-11-25 and earlier) opens a session with initialize; one of the stateless era
+ * (2026-07-28) names its version in each request's _meta and has no session. */
+enum method_era {
+        METHOD_ERA_INITIALIZE = 1 << 0,
+        METHOD_ERA_STATELESS = 1 << 1,
+        METHOD_ERAS_ALL = METHOD_ERA_INITIALIZE | METHOD_ERA_STATELESS,
+};
+
+/* Which server, and so which instance of it once a server may run one instance per client
+ * or per user, a method's message reaches. */
+enum method_reach {
+        METHOD_REACH_DAEMON,   /* none: the daemon answers from its own state */
+        METHOD_REACH_SERVER,   /* a server as a whole, judged on its own access rule (as unknown methods go) */
+        METHOD_REACH_ITEM,     /* the server of the tool, prompt or URI it names, in the caller's instance */
+        METHOD_REACH_REQUEST,  /* the instance a request in flight went to, or came from (cancel, progress) */
+        METHOD_REACH_HEARD,    /* every server instance the caller hears from (its log level) */
+        _METHOD_REACH_MAX,
 };
 
 struct method {
         const char *name;
         unsigned flags;
+        unsigned eras;             /* enum method_era bits */
+        enum method_reach reach;
         /* Requests: must answer exactly once, now or later. Notifications: no answer. */
         void (*handle)(struct client *c, struct jsonrpc_msg *m);
 };
+
+/* What the dispatcher (session.c) does with a message, decided from the table alone. */
+enum method_action {
+        METHOD_HANDLE,       /* the method's handle() */
+        METHOD_PASS,         /* unknown to the daemon here: method_passthrough_*() */
+        METHOD_TOO_EARLY,    /* needs an initialized session the client has not opened */
+        METHOD_NOT_FOUND,    /* the daemon's own method outside its eras, or none on this socket */
+};
+
+/* The action for message name of kind (a request or a notification) from a client on role
+ * speaking era, its session at phase, and the method found (NULL for none) in *ret:
+ *   - a client of the initialize era on the MCP socket that has not sent initialize may
+ *     use only the methods marked METHOD_BEFORE_INIT (the control socket has no session to
+ *     open, a stateless-era client none at all);
+ *   - a method of the table in the client's era is handled;
+ *   - one outside its eras goes as an unknown one when marked METHOD_PASSTHROUGH, else is
+ *     not found: a request gets -32601, a notification is ignored;
+ *   - an unknown one passes through on the MCP socket (method-passthrough.c) and is not
+ *     found on the control socket. */
+enum method_action methods_dispatch(enum listen_role role, enum method_era era, enum session_phase phase,
+                                    enum jsonrpc_kind kind, const char *name, const struct method **ret);
+/* The same for method (NULL: not in the table), the rule methods_dispatch() applies. */
+enum method_action method_action_of(const struct method *method, enum listen_role role, enum method_era era,
+                                    enum session_phase phase);
+/* The tables (requests, notifications), for checks of their coherence. */
+const struct method *const *methods_table(enum jsonrpc_kind kind, size_t *ret_n);
 
 const struct method *methods_find_request(enum listen_role role, const char *name);
 const struct method *methods_find_notification(enum listen_role role, const char *name);
@@ -67,6 +120,9 @@ extern const struct method notification_mcpvisor_profile;
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */
 bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional);
+/* The string params[key] of request m (params an object), or NULL when the client was
+ * answered that it is required. */
+const char *method_string_param(struct client *c, struct jsonrpc_msg *m, const char *key);
 
 /* Forwards request m to server s with params (consumed; NULL for none), or answers at once
  * why s cannot take it (method-forward.c). ask says what the request is about, for the

@@ -115,8 +115,8 @@ unsigned reaper_scan(struct reaper *r);
 void reaper_scan_begin(struct reaper *r);
 unsigned reaper_scan_tree(struct reaper *r, const struct proc_tree *t);
 /* The same scan read REAPER_SCAN_PER_TURN processes a loop turn, at the priority of spawns
- * (process.h), and done when the last is read (issue 14: with 1,000 servers, a scan took
- * 16 to 25 ms in one go each time a run ended). Asked for again while it runs, it runs once
+ * (process.h), and done when the last is read: with 1,000 servers, a scan in one go would
+ * take 16 to 25 ms each time a run ended. Asked for again while it runs, it runs once
  * more after. A child the scan would end is checked to be the very process it read. */
 #define REAPER_SCAN_PER_TURN 64
 void reaper_scan_soon(struct reaper *r);

@@ -5,14 +5,14 @@
  * A server entering or leaving `ready`, or its catalog changing, marks the kinds it lists
  * out of date (registry_mark); they are rebuilt from the servers' catalogs when next read,
  * so any number of changes between two reads cost one rebuild, and a read always sees the
- * servers as they are (issue 14: 1,000 servers starting once cost 1,000 rebuilds).
+ * servers as they are (1,000 servers starting cost one rebuild a read, not 1,000).
  *
  * A rebuild takes the entries of a server whose catalog and naming (prefix, separator,
  * filter) are unchanged from the last build as they were, unless one of their names is
  * taken by then or was contested in the last build; for the other servers, it keeps the entry
  * (exposed name and hash) of each item that is the same item under the same exposed name.
- * What it reads and allocates follows what changed (issue 14: a reload that changed one of
- * 1,000 servers rebuilt every item of every server, twice).
+ * What it reads and allocates follows what changed: a reload that changes one of 1,000
+ * servers does not rebuild every item of every server.
  *
  * Collisions are resolved deterministically: servers are taken in name order, the first
  * keeps an exposed name, a later one gets the fallback form of "server/name" (and a
@@ -105,8 +105,8 @@ const struct registry_list *registry_list(struct registry *r, enum catalog_kind 
  * told of a change only when their list's signature differs from the current one, so a
  * collision would hide a change; at 64 bits that chance is negligible. An item's text is
  * hashed once, when its entry is made; a rebuild keeps the entries whose server item and
- * exposed name are unchanged (issue 14: a reload that changed one of 1,000 servers wrote
- * every item of every list again, twice). */
+ * exposed name are unchanged, so a reload that changes one of 1,000 servers does not hash
+ * every item of every list again. */
 uint64_t registry_signature_of(const struct registry_list *l, const size_t *shown, size_t n);
 /* The entry's item as clients see it, as parts to write in turn (catalog_item_parts()). */
 size_t registry_entry_parts(const struct registry_entry *e, struct iovec parts[CATALOG_ITEM_PARTS]);

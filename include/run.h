@@ -2,7 +2,7 @@
  * launcher, as systemd gives each unit type a vtable. instance.c owns the run (its pipes,
  * its connection, its stderr reader) and calls only these; server.c, supervisor.c and the
  * status answer ask instance.c. The exec launcher (run-exec.c) spawns the program as a
- * child of the daemon; issue 16 adds a systemd one.
+ * child of the daemon; the systemd launcher (run-systemd.c) runs it as a transient unit.
  *
  * A launcher reports the end of what it started once, through instance_ended(); after
  * that the run is retired, and freed (ops->free) after the loop iteration. */
@@ -64,7 +64,7 @@ struct run_ops {
          * child. */
         bool (*reap)(struct instance *in);
         /* How it ended, once it has: code and status as struct server_exit holds them
-         * (issue 16 adds a launcher's reason there, "killed by the OOM killer"). */
+         * (with a launcher's own reason there, such as "killed by the OOM killer"). */
         void (*describe_end)(const struct instance *in, struct server_exit *ret);
         /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
         const char *(*describe)(const struct instance *in, char *buf, size_t size);

@@ -1,7 +1,8 @@
 /* The bytes between the daemon and one server, behind a small table of operations (as
  * pgbouncer's SBufIO puts its sockets behind one): the connection to the server (child.c)
  * hands it whole messages and gets whole lines back, and never knows what carries them.
- * The pipe transport (transport-pipe.c) is a server's stdin and stdout; issue 17 adds HTTP.
+ * The pipe transport (transport-pipe.c) is a server's stdin and stdout; the HTTP one
+ * (transport-http.c) a remote server's Streamable HTTP or HTTP+SSE endpoint.
  *
  * A transport calls its connection back through events: the lines it received, in order;
  * a line over the size limit; and, once, that the server broke the connection. */

@@ -33,6 +33,14 @@ struct subscription {
 TAILQ_HEAD(subscription_list, subscription);
 
 void subscriptions_done(struct daemon *d);
+/* c subscribes to uri, served by s (resources/subscribe, method-subscribe.c, after the
+ * access decision for c): the first client's subscription is told to s. -EXDEV: another
+ * server holds the subscription to uri now; -EOPNOTSUPP: s does not offer subscriptions;
+ * -ENOMEM. A second subscription of c to uri is one. */
+int subscriptions_add(struct daemon *d, struct client *c, struct server *s, const char *uri);
+/* c's subscription to uri ends, if it holds one (resources/unsubscribe); the last one is
+ * ended at its server. */
+void subscriptions_remove(struct daemon *d, struct client *c, const char *uri);
 /* c's access was decided anew (a reload): drops its holds on the URIs it may no longer
  * read; a subscription no client holds is ended at its server. */
 void subscriptions_client_redecide(struct daemon *d, struct client *c);

@@ -96,16 +96,16 @@ void supervisor_connect_manager(struct supervisor *sv, int launcher, const char 
 bool supervisor_manager_waits_for_restart(const struct supervisor *sv, const struct config *c);
 /* Starts every enabled server: PROCESS_SPAWNS_PER_POLL a loop turn, at the priority of
  * spawns (process.h), so that clients are answered between and the servers' handshakes
- * come a few at a time (issue 14: 1,000 servers spawned before the loop ran, then
- * answering at once, kept a client's ping waiting 46 to 50 ms). Until its turn a server is
+ * come a few at a time (1,000 servers spawned before the loop ran, then answering at
+ * once, would keep a client's ping waiting 46 to 50 ms). Until its turn a server is
  * stopped and queued (its cause, STATUS= and list requests say so); a stop, a start or a
  * restart of it (an operator's, a reload that removes or disables it) takes it off the
  * queue (supervisor_queue()). */
 void supervisor_start_all(struct supervisor *sv);
 /* The start queue: ev (SERVER_EV_START or SERVER_EV_RESTART) is fed to s on a later loop
  * turn, at the priority of spawns, in the order of servers: PROCESS_SPAWNS_PER_POLL spawns
- * or SUPERVISOR_STOPS_PER_TURN restarts of running servers a turn. The first starts and a reload's starts and restarts go through it (issue 14: a
- * reload that changed 1,000 servers restarted them all in its callback). */
+ * or SUPERVISOR_STOPS_PER_TURN restarts of running servers a turn. The first starts and a reload's starts and restarts go through it, so a
+ * reload that changes 1,000 servers does not restart them all in its callback. */
 void supervisor_queue(struct supervisor *sv, struct server *s, enum server_event ev, const char *detail);
 /* Restarts of running servers a turn of the queue takes: each closes a stdin and logs a
  * line, and its spawn waits for the exit; one a turn doubled the turns of a reload that

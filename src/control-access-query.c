@@ -243,5 +243,9 @@ static void access_query(struct client *c, struct jsonrpc_msg *m) {
 }
 
 const struct method control_access_query = {
-        .name = "access", .flags = METHOD_CONTROL | METHOD_BEFORE_INIT, .handle = access_query
+        .name = "access",
+        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = access_query,
 };

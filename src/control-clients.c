@@ -74,6 +74,6 @@ static void clients(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method control_clients = {
         .name = "clients",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
+        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT, .eras = METHOD_ERAS_ALL, .reach = METHOD_REACH_DAEMON,
         .handle = clients,
 };

@@ -207,6 +207,6 @@ static void status(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method control_status = {
         .name = "status",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
+        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT, .eras = METHOD_ERAS_ALL, .reach = METHOD_REACH_DAEMON,
         .handle = status,
 };

@@ -12,7 +12,6 @@
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "log.h"
-#include "methods.h"
 #include "time-util.h"
 
 static const char *const levels[] = {
@@ -148,28 +147,11 @@ void mcp_logging_client_gone(struct client *c) {
                 mcp_logging_changed(c->daemon);
 }
 
-static void set_level(struct client *c, struct jsonrpc_msg *m) {
-        json_object *v;
-        int level;
-
-        if (!method_params_object(c, m, false))
-                return;
-        if (!json_object_object_get_ex(m->params, "level", &v) || !json_object_is_type(v, json_type_string) ||
-            (level = mcp_level_from_string(json_object_get_string(v))) < 0) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
-                                   "Invalid params: \"level\" must be one of debug, info, notice, warning, error, critical, alert, emergency",
-                                   NULL);
-                return;
-        }
+void mcp_logging_client_level(struct client *c, int level) {
         c->session.log_level = level;
-        client_reply_result(c, m->id, json_object_new_object());
         if (counted(c))
                 mcp_logging_changed(c->daemon);
 }
-
-const struct method method_logging_set_level = {
-        .name = "logging/setLevel", .flags = METHOD_MCP, .handle = set_level,
-};
 
 struct log_message {
         int level;

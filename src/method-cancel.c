@@ -19,6 +19,6 @@ static void cancelled(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method notification_cancelled = {
         .name = "notifications/cancelled",
-        .flags = METHOD_MCP,
+        .flags = METHOD_MCP, .eras = METHOD_ERAS_ALL, .reach = METHOD_REACH_REQUEST,
         .handle = cancelled,
 };

@@ -18,6 +18,6 @@ static void discover(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method method_discover = {
         .name = "server/discover",
-        .flags = METHOD_BEFORE_INIT | METHOD_MCP,
+        .flags = METHOD_BEFORE_INIT | METHOD_MCP, .eras = METHOD_ERAS_ALL, .reach = METHOD_REACH_DAEMON,
         .handle = discover,
 };

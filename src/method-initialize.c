@@ -174,7 +174,7 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method method_initialize = {
         .name = "initialize",
-        .flags = METHOD_BEFORE_INIT | METHOD_MCP,
+        .flags = METHOD_BEFORE_INIT | METHOD_MCP, .eras = METHOD_ERA_INITIALIZE, .reach = METHOD_REACH_DAEMON,
         .handle = initialize,
 };
 
@@ -206,12 +206,12 @@ static void profile_hello(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method notification_mcpvisor_profile = {
         .name = "notifications/mcpvisor/profile",
-        .flags = METHOD_BEFORE_INIT | METHOD_MCP,
+        .flags = METHOD_BEFORE_INIT | METHOD_MCP, .eras = METHOD_ERA_INITIALIZE, .reach = METHOD_REACH_DAEMON,
         .handle = profile_hello,
 };
 
 const struct method notification_initialized = {
         .name = "notifications/initialized",
-        .flags = METHOD_MCP,
+        .flags = METHOD_MCP, .eras = METHOD_ERA_INITIALIZE, .reach = METHOD_REACH_DAEMON,
         .handle = initialized,
 };

@@ -42,7 +42,7 @@ static int parse_cursor(json_object *params, size_t n, size_t *ret) {
 }
 
 /* The page of w's list of kind from start to end as a result's JSON text: the items as
- * clients see them, joined between the envelope's bytes (no tree is built: issue 14). */
+ * clients see them, joined between the envelope's bytes (no JSON tree is built for a page). */
 static int write_page(struct daemon *d, const struct view *w, enum catalog_kind kind, size_t start, size_t end,
                       size_t n, char **ret, size_t *ret_len) {
         FILE *f = open_memstream(ret, ret_len);
@@ -123,9 +123,31 @@ static void templates_list(struct client *c, struct jsonrpc_msg *m) {
         list(c, m, CATALOG_TEMPLATES, templates_list);
 }
 
-const struct method method_tools_list = { .name = "tools/list", .flags = METHOD_MCP, .handle = tools_list };
-const struct method method_prompts_list = { .name = "prompts/list", .flags = METHOD_MCP, .handle = prompts_list };
-const struct method method_resources_list = { .name = "resources/list", .flags = METHOD_MCP, .handle = resources_list };
+const struct method method_tools_list = {
+        .name = "tools/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = tools_list,
+};
+const struct method method_prompts_list = {
+        .name = "prompts/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = prompts_list,
+};
+const struct method method_resources_list = {
+        .name = "resources/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = resources_list,
+};
 const struct method method_templates_list = {
-        .name = "resources/templates/list", .flags = METHOD_MCP, .handle = templates_list,
+        .name = "resources/templates/list",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERAS_ALL,
+        .reach = METHOD_REACH_DAEMON,
+        .handle = templates_list,
 };

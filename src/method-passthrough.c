@@ -26,7 +26,7 @@ static struct server *sole_server(const struct daemon *d) {
 }
 
 void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
-        struct server *s = c->role == LISTEN_MCP ? sole_server(c->daemon) : NULL;
+        struct server *s = sole_server(c->daemon);
         char msg[256];
 
         if (!s) {
@@ -38,7 +38,7 @@ void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
 }
 
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m) {
-        struct server *s = c->role == LISTEN_MCP && session_operating(&c->session) ? sole_server(c->daemon) : NULL;
+        struct server *s = session_operating(&c->session) ? sole_server(c->daemon) : NULL;
 
         if (!s) {
                 client_log(c, LOG_DEBUG, "ignoring notification %s (no single server to pass it to)", m->method);

@@ -11,5 +11,7 @@ static void ping(struct client *c, struct jsonrpc_msg *m) {
 const struct method method_ping = {
         .name = "ping",
         .flags = METHOD_BEFORE_INIT | METHOD_MCP | METHOD_CONTROL,
+        .eras = METHOD_ERA_INITIALIZE,
+        .reach = METHOD_REACH_DAEMON,
         .handle = ping,
 };

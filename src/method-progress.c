@@ -13,6 +13,6 @@ static void progress(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method notification_progress = {
         .name = "notifications/progress",
-        .flags = METHOD_MCP,
+        .flags = METHOD_MCP, .eras = METHOD_ERA_INITIALIZE, .reach = METHOD_REACH_REQUEST,
         .handle = progress,
 };

@@ -13,6 +13,6 @@ static void roots_changed(struct client *c, struct jsonrpc_msg *m) {
 
 const struct method notification_roots_list_changed = {
         .name = "notifications/roots/list_changed",
-        .flags = METHOD_MCP,
+        .flags = METHOD_MCP, .eras = METHOD_ERA_INITIALIZE, .reach = METHOD_REACH_DAEMON,
         .handle = roots_changed,
 };

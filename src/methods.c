@@ -1,6 +1,7 @@
 /* Method lookup; the handlers live in method-*.c. */
 #include "methods.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "client.h"
@@ -60,6 +61,40 @@ const struct method *methods_find_notification(enum listen_role role, const char
         return find(notifications, ARRAY_SIZE(notifications), role, name);
 }
 
+const struct method *const *methods_table(enum jsonrpc_kind kind, size_t *ret_n) {
+        if (kind == JSONRPC_REQUEST) {
+                *ret_n = ARRAY_SIZE(requests);
+                return requests;
+        }
+        *ret_n = kind == JSONRPC_NOTIFICATION ? ARRAY_SIZE(notifications) : 0;
+        return notifications;
+}
+
+/* A client of the initialize era on the MCP socket before its initialize: only what needs
+ * no session is open to it. */
+static bool before_session(enum listen_role role, enum method_era era, enum session_phase phase) {
+        return role == LISTEN_MCP && era == METHOD_ERA_INITIALIZE && phase == SESSION_NEW;
+}
+
+enum method_action method_action_of(const struct method *method, enum listen_role role, enum method_era era,
+                                    enum session_phase phase) {
+        bool in_era = method && (method->eras & era);
+
+        if (before_session(role, era, phase) && !(in_era && (method->flags & METHOD_BEFORE_INIT)))
+                return METHOD_TOO_EARLY;
+        if (in_era)
+                return METHOD_HANDLE;
+        if (method && !(method->flags & METHOD_PASSTHROUGH))
+                return METHOD_NOT_FOUND;
+        return role == LISTEN_MCP ? METHOD_PASS : METHOD_NOT_FOUND;
+}
+
+enum method_action methods_dispatch(enum listen_role role, enum method_era era, enum session_phase phase,
+                                    enum jsonrpc_kind kind, const char *name, const struct method **ret) {
+        *ret = kind == JSONRPC_REQUEST ? methods_find_request(role, name) : methods_find_notification(role, name);
+        return method_action_of(*ret, role, era, phase);
+}
+
 bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional) {
         if (!m->params && optional)
                 return true;
@@ -70,4 +105,18 @@ bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional
                                    m->params ? "Invalid params: expected an object" : "Invalid params: params are required",
                                    NULL);
         return false;
+}
+
+const char *method_string_param(struct client *c, struct jsonrpc_msg *m, const char *key) {
+        json_object *v;
+        char message[128];
+
+        if (!method_params_object(c, m, false))
+                return NULL;
+        if (!json_object_object_get_ex(m->params, key, &v) || !json_object_is_type(v, json_type_string)) {
+                snprintf(message, sizeof message, "Invalid params: \"%s\" (a string) is required", key);
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
+                return NULL;
+        }
+        return json_object_get_string(v);
 }

@@ -407,8 +407,8 @@ static bool end_if_left(struct reaper *r, const struct descendant *d) {
                 return false;
         if (d->instance != 0 && !r->ops->left_behind(d->server, d->instance, r->userdata))
                 return false;
-        /* Not ended on a guess while the run it may belong to lives (issue 14: a running
-         * server's grandchild whose parent died while a scan read the tree was ended). */
+        /* Not ended on a guess while the run it may belong to lives: a running server's
+         * grandchild whose parent died while a scan read the tree is not taken for a leftover. */
         if (d->instance == 0 && d->runs_up_to != 0 && r->ops->run_up_to_running(d->runs_up_to, r->userdata))
                 return false;
         pidfd = child_pidfd(d);

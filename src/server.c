@@ -798,8 +798,8 @@ void server_reconfigure(struct server *s, struct server_config *next) {
         s->next_config = next;
         if (server_running(s)) {
                 /* Taken at the restart, or once stopped (server_adopt_pending). The restart
-                 * waits for its turn (issue 14: a reload that changed 1,000 servers closed
-                 * every one's stdin in its callback, and the clients waited seconds). */
+                 * waits for its turn, so that a reload that changes 1,000 servers does not
+                 * close every one's stdin in its callback while clients wait. */
                 if (next->disabled)
                         server_handle(s, SERVER_EV_STOP, "disabled in the configuration");
                 else

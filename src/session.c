@@ -41,41 +41,53 @@ bool session_begin_operating(struct session *s) {
         return true;
 }
 
-static void handle_request(struct client *c, struct jsonrpc_msg *m) {
-        const struct method *method = methods_find_request(c->role, m->method);
-        char msg[256];
-
-        /* The control socket has no MCP session to initialize. */
-        if (c->role == LISTEN_MCP && c->session.phase == SESSION_NEW && !(method && (method->flags & METHOD_BEFORE_INIT))) {
-                snprintf(msg, sizeof msg, "Invalid Request: %.160s before initialize; send initialize first",
-                         m->method);
-                client_reply_error(c, m->id, JSONRPC_INVALID_REQUEST, msg, NULL);
-                return;
-        }
-        if (!method) {
-                method_passthrough_request(c, m);
-                return;
-        }
-        method->handle(c, m);
+/* The era c speaks: every client opens a session with initialize today, and the control
+ * socket keeps that era's rules without one. A stateless-era request is to be known by
+ * the protocol version its _meta names. */
+static enum method_era era_of(const struct client *c, const struct jsonrpc_msg *m) {
+        return METHOD_ERA_INITIALIZE;
 }
 
-static void handle_notification(struct client *c, struct jsonrpc_msg *m) {
-        const struct method *method = methods_find_notification(c->role, m->method);
+/* A request or a notification, as the method table says (methods_dispatch()). */
+static void dispatch(struct client *c, struct jsonrpc_msg *m) {
+        bool request = m->kind == JSONRPC_REQUEST;
+        const struct method *method;
+        char msg[256];
 
-        if (!method) {
-                method_passthrough_notification(c, m);
+        switch (methods_dispatch(c->role, era_of(c, m), c->session.phase, m->kind, m->method, &method)) {
+        case METHOD_HANDLE:
+                method->handle(c, m);
+                return;
+        case METHOD_PASS:
+                if (request)
+                        method_passthrough_request(c, m);
+                else
+                        method_passthrough_notification(c, m);
+                return;
+        case METHOD_TOO_EARLY:
+                if (!request) {
+                        client_log(c, LOG_DEBUG, "ignoring notification %s before initialize", m->method);
+                        return;
+                }
+                snprintf(msg, sizeof msg, "Invalid Request: %.160s before initialize; send initialize first", m->method);
+                client_reply_error(c, m->id, JSONRPC_INVALID_REQUEST, msg, NULL);
+                return;
+        case METHOD_NOT_FOUND:
+                if (!request) {
+                        client_log(c, LOG_DEBUG, "ignoring notification %s (not served here)", m->method);
+                        return;
+                }
+                snprintf(msg, sizeof msg, "Method not found: %.200s", m->method);
+                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
                 return;
         }
-        method->handle(c, m);
 }
 
 void session_handle(struct client *c, struct jsonrpc_msg *m) {
         switch (m->kind) {
         case JSONRPC_REQUEST:
-                handle_request(c, m);
-                break;
         case JSONRPC_NOTIFICATION:
-                handle_notification(c, m);
+                dispatch(c, m);
                 break;
         case JSONRPC_RESPONSE:
                 server_requests_answer(&c->daemon->server_requests, c, m);

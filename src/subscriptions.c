@@ -1,6 +1,7 @@
 /* Reference-counted resource subscriptions; see subscriptions.h. */
 #include "subscriptions.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,6 @@
 #include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
-#include "methods.h"
 #include "names.h"
 
 /* Subscriptions are found by a hash of their URI; URIs whose hashes collide are chained. */
@@ -92,18 +92,6 @@ static void drop_subscriber(struct daemon *d, struct subscriber *sr) {
         }
 }
 
-static const char *uri_param(struct client *c, struct jsonrpc_msg *m) {
-        json_object *v;
-
-        if (!method_params_object(c, m, false))
-                return NULL;
-        if (!json_object_object_get_ex(m->params, "uri", &v) || !json_object_is_type(v, json_type_string)) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"uri\" (a string) is required", NULL);
-                return NULL;
-        }
-        return json_object_get_string(v);
-}
-
 static int add_client(struct subscription *sub, struct client *c) {
         struct subscriber *sr;
 
@@ -126,79 +114,37 @@ static int add_client(struct subscription *sub, struct client *c) {
         return 0;
 }
 
-static void subscribe(struct client *c, struct jsonrpc_msg *m) {
-        struct daemon *d = c->daemon;
-        const char *uri = uri_param(c, m);
-        const struct registry_entry *e;
-        enum access_verdict verdict;
-        struct subscription *sub;
+int subscriptions_add(struct daemon *d, struct client *c, struct server *s, const char *uri) {
+        struct subscription *sub = find(d, uri);
         json_object *cap, *v;
 
-        if (!uri)
-                return;
-        /* Decided for this client, whoever else holds a subscription to the URI, as any
-         * message to the server is. */
-        e = client_access_find_uri(c, uri, &verdict);
-        if (!e) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: no ready server lists this resource", NULL);
-                return;
-        }
-        if (!client_access_pass(c, e->server, m,
-                                &(struct access_ask){ .about = ACCESS_ABOUT_ITEM, .kind = CATALOG_RESOURCES, .key = uri }))
-                return;
-        sub = find(d, uri);
-        if (sub && sub->server != e->server) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
-                                   "Invalid params: another server serves this resource now; subscribe again once it is ready",
-                                   NULL);
-                return;
-        }
+        if (sub && sub->server != s)
+                return -EXDEV;
         if (!sub) {
-                cap = catalog_capability(&e->server->catalog, "resources");
-                if (!cap || !json_object_object_get_ex(cap, "subscribe", &v) || !json_object_get_boolean(v)) {
-                        client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
-                                           "Invalid params: the server of this resource does not support subscriptions", NULL);
-                        return;
-                }
+                cap = catalog_capability(&s->catalog, "resources");
+                if (!cap || !json_object_object_get_ex(cap, "subscribe", &v) || !json_object_get_boolean(v))
+                        return -EOPNOTSUPP;
                 sub = calloc(1, sizeof *sub);
                 if (!sub || !(sub->uri = strdup(uri)) || index_add(d, sub) < 0) {
                         if (sub)
                                 free(sub->uri);
                         free(sub);
-                        client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
-                        return;
+                        return -ENOMEM;
                 }
-                sub->server = e->server;
+                sub->server = s;
                 TAILQ_INSERT_TAIL(&d->subscriptions, sub, entry);
                 tell_server(sub->server, "resources/subscribe", uri);
         }
-        if (add_client(sub, c) < 0) {
-                client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
-                return;
-        }
-        client_reply_result(c, m->id, json_object_new_object());
+        return add_client(sub, c) < 0 ? -ENOMEM : 0;
 }
 
-static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
-        const char *uri = uri_param(c, m);
-        struct subscription *sub;
-        struct subscriber *sr;
+void subscriptions_remove(struct daemon *d, struct client *c, const char *uri) {
+        struct subscription *sub = find(d, uri);
+        struct subscriber *sr = sub ? subscriber_of(sub, c) : NULL;
 
-        if (!uri)
-                return;
-        sub = find(c->daemon, uri);
-        sr = sub ? subscriber_of(sub, c) : NULL;
         if (sr)
-                drop_subscriber(c->daemon, sr);
-        client_reply_result(c, m->id, json_object_new_object());
+                drop_subscriber(d, sr);
 }
-
-const struct method method_resources_subscribe = {
-        .name = "resources/subscribe", .flags = METHOD_MCP, .handle = subscribe,
-};
-const struct method method_resources_unsubscribe = {
-        .name = "resources/unsubscribe", .flags = METHOD_MCP, .handle = unsubscribe,
-};
 
 void subscriptions_client_gone(struct daemon *d, struct client *c) {
         struct subscriber *sr;

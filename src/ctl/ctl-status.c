@@ -169,7 +169,7 @@ static bool server_is_fine(json_object *s) {
         return state && strcmp(state, "ready") == 0;
 }
 
-/* The HTTP front door's addresses, when it listens anywhere (issue 18). */
+/* The HTTP front door's addresses, when it listens anywhere. */
 static void print_http_line(json_object *daemon) {
         json_object *http = NULL;
         size_t n;

@@ -1,0 +1,24 @@
+/* resources/unsubscribe: ends this client's subscription to the URI, if it holds one (the
+ * last one ends it at the server); answered alike either way. */
+#include "client.h"
+#include "daemon.h"
+#include "jsonrpc.h"
+#include "methods.h"
+#include "subscriptions.h"
+
+static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
+        const char *uri = method_string_param(c, m, "uri");
+
+        if (!uri)
+                return;
+        subscriptions_remove(c->daemon, c, uri);
+        client_reply_result(c, m->id, json_object_new_object());
+}
+
+const struct method method_resources_unsubscribe = {
+        .name = "resources/unsubscribe",
+        .flags = METHOD_MCP,
+        .eras = METHOD_ERA_INITIALIZE,
+        .reach = METHOD_REACH_ITEM,
+        .handle = unsubscribe,
+};
