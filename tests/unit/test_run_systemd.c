@@ -3,7 +3,7 @@
  *
  * The service manager's side is a bus of the test's own, linked in place of bus.c: this
  * file defines the functions of bus.h the launcher calls, so the linker never takes bus.o
- * out of libmcpvisor_core.a (as unit.server replaces run-exec.c). Its calls are kept, not
+ * out of libmcpvisor_servers.a (as unit.server replaces run-exec.c). Its calls are kept, not
  * sent; the test answers them, and reports the unit's state through its watch, in any
  * order it likes. instance.c is the test's too (instance_ended() counted), as in unit.bus.
  * tests/unit/test_bus.c drives the same launcher over a manager speaking D-Bus. */

@@ -5,7 +5,7 @@
  * The server is a real one of a real supervisor, started through instance.c with real
  * pipes and MCP connection; only the launcher is the test's own. It is linked in place of
  * the exec launcher: this file defines run_exec_ops, the one symbol of run-exec.c, so the
- * linker never takes that object out of libmcpvisor_core.a (as fuzz/fake-process.c
+ * linker never takes that object out of libmcpvisor_servers.a (as fuzz/fake-process.c
  * replaces process.c). A run is then no process but the test playing the server on the
  * run's pipes (fake-server.c); the launcher counts what it is asked (start, SIGTERM,
  * SIGKILL) and the run ends when the test says. */
