@@ -64,7 +64,14 @@ bool instance_reap(struct instance *in);
 void instance_describe_end(const struct instance *in, struct server_exit *ret);
 /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
 const char *instance_describe(const struct instance *in, char *buf, size_t size);
-/* Its launcher's name: "exec", "systemd". */
+/* What its stop's steps are called in the logs (run.h). */
+const struct run_words *instance_words(const struct instance *in);
+/* What it is a run of, for the logs: its command, its URL. */
+const char *instance_target(const struct instance *in);
+/* Where a server's runs are reached when they have no pid (its URL), for the status
+ * answer; NULL for one reached by its pid. Asked of the launcher that would run it. */
+const char *instance_url_of(const struct server *s);
+/* Its launcher's name: "exec", "systemd", "http". */
 const char *instance_launcher(const struct instance *in);
 /* What it uses now (run.h): read when asked. */
 void instance_usage(const struct instance *in, struct run_usage *ret);

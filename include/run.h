@@ -37,8 +37,33 @@ struct run_usage {
         uint64_t tasks;
 };
 
+/* What a run's stop is called in the logs, step by step, in its launcher's own words: the
+ * close sequence is the same for every run (server.c), what each step does is not. */
+struct run_words {
+        const char *input;      /* what the first step closes: "closed its stdin", "closed its session" */
+        const char *terminate;  /* the second step, after stopTimeout: "sending SIGTERM" */
+        const char *terminated; /* after it: "still running 1 s after SIGTERM" */
+        const char *kill;       /* the third, after killTimeout: "sending SIGKILL" */
+        const char *killed;     /* "pid 12 has not ended after SIGKILL" */
+        const char *stuck;      /* a guess at why it still has not ended, or "" */
+};
+
 struct run_ops {
         const char *name;   /* "exec", "systemd", "http" */
+        /* The value of "launcher" that picks it (enum launcher), or -1 for a launcher that
+         * serves() picks instead; see run_ops_for() in instance.c. */
+        int kind;
+        /* A server this launcher runs whatever "launcher" says (a server reached by URL); NULL
+         * for launchers picked by kind. */
+        bool (*serves)(const struct server_config *c);
+        const struct run_words *words;
+        /* What the run is of, for the logs: its command, its URL. */
+        const char *(*target)(const struct server_config *c);
+        /* Where a run with no pid is reached, for the status answer ("url"); NULL: by its pid. */
+        const char *(*url)(const struct server_config *c);
+        /* Checks c may be run by it, before anything is made: 0, or -EPERM with *error
+         * malloc'd (what to fix). NULL: anything may. */
+        int (*check)(const struct server_config *c, char **error);
         /* A launcher whose program the daemon reaches otherwise than on its stdin and
          * stdout (a server reached by URL) makes the connection's transport itself, before
          * start, which then gets no environment and no stdio; it may set in->launcher.

@@ -127,6 +127,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct instance *in = s->run;
         pid_t pid = in ? instance_main_pid(in) : 0;
+        const char *url = instance_url_of(s);
         _cleanup_free_ char *cause = server_cause_now(s);
         char end[256];
 
@@ -136,8 +137,8 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         if (s->removed)
                 json_object_object_add(row, "removed", json_object_new_boolean(true));
         json_object_object_add(row, "pid", pid ? json_object_new_int(pid) : NULL);
-        if (s->config->remote.url) /* a server reached by URL has no pid: where it is instead */
-                json_object_object_add(row, "url", json_object_new_string(s->config->remote.url));
+        if (url) /* no pid: where it is instead */
+                json_object_object_add(row, "url", json_object_new_string(url));
         json_object_object_add(row, "uptime", in ? seconds_since(in->started_at, now) : NULL);
         json_object_object_add(row, "since", seconds_since(s->state_since, now));
         json_object_object_add(row, "restarts", json_object_new_int64(s->starts > 0 ? s->starts - 1 : 0));

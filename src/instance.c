@@ -11,32 +11,26 @@
 #include "child.h"
 #include "environment.h"
 #include "log.h"
+#include "macro.h"
 #include "server.h"
 #include "server-transport.h"
 #include "settings.h"
 #include "supervisor.h"
 #include "time-util.h"
 
-/* The one place a run's launcher is picked: a server reached by URL has the HTTP one;
- * others the server's "launcher" (its own, else the daemon's), "auto" as the daemon
- * decided it once at start (supervisor_connect_manager). */
+/* Every launcher, asked in this order. */
+static const struct run_ops *const launchers[] = { &run_http_ops, &run_systemd_ops, &run_exec_ops };
+
+/* The one place a run's launcher is picked: one that serves the server whatever it says
+ * (a server reached by URL), else the one of the server's "launcher" (its own, else the
+ * daemon's), "auto" as the daemon decided it once at start (supervisor_connect_manager). */
 static const struct run_ops *run_ops_for(const struct server_config *c, const struct supervisor *sv) {
-        if (c->remote.url)
-                return &run_http_ops; /* nothing to launch: its launcher keys are refused */
-        int launcher = c->launcher == LAUNCHER_SYSTEMD || c->launcher == LAUNCHER_EXEC ? c->launcher : sv->launcher_auto;
+        int kind = c->launcher == LAUNCHER_SYSTEMD || c->launcher == LAUNCHER_EXEC ? c->launcher : sv->launcher_auto;
 
-        return launcher == LAUNCHER_SYSTEMD ? &run_systemd_ops : &run_exec_ops;
-}
-
-/* Confinement keys are never ignored: with "auto" resolved to exec, the start fails. */
-static int check_launcher(const struct server_config *c, const struct run_ops *ops, char **error) {
-        int r;
-
-        if (ops == &run_http_ops)
-                return 0;
-        r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
-
-        return r < 0 ? -EPERM : 0;
+        for (size_t i = 0; i < ARRAY_SIZE(launchers); i++)
+                if (launchers[i]->serves ? launchers[i]->serves(c) : launchers[i]->kind == kind)
+                        return launchers[i];
+        return &run_exec_ops;
 }
 
 bool run_explain_shortage(int r, char **error) {
@@ -170,7 +164,7 @@ int instance_start(struct server *s, uint64_t number, const struct child_ops *op
         in->server = s;
         in->number = number;
         in->ops = run_ops_for(s->config, sv);
-        r = check_launcher(s->config, in->ops, error);
+        r = in->ops->check ? in->ops->check(s->config, error) : 0;
         if (r == 0 && in->ops->open_transport)
                 r = launch_without_pipes(in, s->config, ops, error);
         else if (r == 0)
@@ -248,6 +242,20 @@ void instance_describe_end(const struct instance *in, struct server_exit *ret) {
 
 const char *instance_describe(const struct instance *in, char *buf, size_t size) {
         return in->ops->describe(in, buf, size);
+}
+
+const struct run_words *instance_words(const struct instance *in) {
+        return in->ops->words;
+}
+
+const char *instance_target(const struct instance *in) {
+        return in->ops->target(in->server->config);
+}
+
+const char *instance_url_of(const struct server *s) {
+        const struct run_ops *ops = run_ops_for(s->config, s->sv);
+
+        return ops->url ? ops->url(s->config) : NULL;
 }
 
 const char *instance_launcher(const struct instance *in) {

@@ -186,6 +186,25 @@ static void http_usage(const struct instance *in, struct run_usage *ret) {
                                    .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
 }
 
+/* A server reached by URL has no program to launch: its launcher keys are refused. */
+static bool http_serves(const struct server_config *c) {
+        return c->remote.url != NULL;
+}
+
+static const char *http_url(const struct server_config *c) {
+        return c->remote.url;
+}
+
+/* Its stop closes the session (DELETE); terminate and kill end its transfers at once. */
+static const struct run_words http_words = {
+        .input = "session",
+        .terminate = "ending its transfers",
+        .terminated = "ending its transfers",
+        .kill = "ending them again",
+        .killed = "its transfers ended",
+        .stuck = "",
+};
+
 static void http_free(struct instance *in) {
         free(in->launcher);
         in->launcher = NULL;
@@ -193,6 +212,11 @@ static void http_free(struct instance *in) {
 
 const struct run_ops run_http_ops = {
         .name = "http",
+        .kind = -1,
+        .serves = http_serves,
+        .words = &http_words,
+        .target = http_url,
+        .url = http_url,
         .open_transport = http_open_transport,
         .start = http_start,
         .terminate = http_terminate,

@@ -723,6 +723,20 @@ const char *run_systemd_state(const struct instance *in) {
         return x ? state_names[x->state] : NULL;
 }
 
+static const char *systemd_target(const struct server_config *c) {
+        return c->command;
+}
+
+/* The unit has the run's pipes; StopUnit has the manager send SIGTERM to its cgroup. */
+static const struct run_words systemd_words = {
+        .input = "stdin",
+        .terminate = "stopping its unit (SIGTERM)",
+        .terminated = "SIGTERM",
+        .kill = "sending SIGKILL to its unit",
+        .killed = "SIGKILL",
+        .stuck = " (stuck in the kernel?)",
+};
+
 static void systemd_free(struct instance *in) {
         run_free(in->launcher);
         in->launcher = NULL;
@@ -730,6 +744,9 @@ static void systemd_free(struct instance *in) {
 
 const struct run_ops run_systemd_ops = {
         .name = "systemd",
+        .kind = LAUNCHER_SYSTEMD,
+        .words = &systemd_words,
+        .target = systemd_target,
         .start = systemd_start,
         .terminate = systemd_terminate,
         .kill = systemd_kill,
