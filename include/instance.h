@@ -46,6 +46,8 @@ void instance_free(struct instance *in);
 
 /* For launchers: everything the run started has ended; told to its server once. */
 void instance_ended(struct instance *in);
+/* For launchers: where the supervisor keeps the daemon-wide part of its launcher. */
+void **instance_launcher_part(const struct instance *in);
 /* For launchers: the daemon's loop. */
 struct event_base *instance_event_base(const struct instance *in);
 

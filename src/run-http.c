@@ -101,6 +101,28 @@ static int build_headers(const struct remote_config *rc, const char *dir, struct
         return 0;
 }
 
+/* The daemon's curl loop, its daemon-wide part: made at the first run's start (libcurl is
+ * loaded then, curl-library.c), kept until the daemon exits. 0, or a negative errno with
+ * *error (static) saying why (libcurl missing). */
+static int curl_loop_of(struct instance *in, struct curl_loop **ret, const char **error) {
+        struct supervisor *sv = in->server->sv;
+        void **part = instance_launcher_part(in);
+        struct curl_loop *loop = *part;
+        int r = 0;
+
+        if (!loop) {
+                r = curl_loop_new(sv->base, sv->log, &loop, error);
+                *part = loop;
+        }
+        *ret = loop;
+        return r;
+}
+
+/* After every run: their transfers were its. */
+static void http_done(void *part) {
+        curl_loop_free(part);
+}
+
 static int http_open_transport(struct instance *in, const struct server_config *c, struct server_transport **ret,
                                char **error) {
         struct supervisor *sv = in->server->sv;
@@ -110,7 +132,7 @@ static int http_open_transport(struct instance *in, const struct server_config *
         const char *why = NULL;
         int r;
 
-        r = supervisor_curl_loop(sv, &loop, &why);
+        r = curl_loop_of(in, &loop, &why);
         if (r < 0) {
                 /* libcurl4 is a dependency of the package; a build elsewhere may lack it */
                 text_error(error, "cannot load libcurl.so.4 (%s): install the package libcurl4", why ? why : strerror(-r));
@@ -217,6 +239,7 @@ const struct run_ops run_http_ops = {
         .words = &http_words,
         .target = http_url,
         .url = http_url,
+        .done = http_done,
         .open_transport = http_open_transport,
         .start = http_start,
         .terminate = http_terminate,
