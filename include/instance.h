@@ -70,9 +70,9 @@ const char *instance_describe(const struct instance *in, char *buf, size_t size)
 const struct run_words *instance_words(const struct instance *in);
 /* What it is a run of, for the logs: its command, its URL. */
 const char *instance_target(const struct instance *in);
-/* Where a server's runs are reached when they have no pid (its URL), for the status
- * answer; NULL for one reached by its pid. Asked of the launcher that would run it. */
-const char *instance_url_of(const struct server *s);
+/* The launcher that runs (or would run) the server's runs, for what the status answer
+ * says of them: where one with no pid is reached, whether they write a stderr. */
+const struct run_ops *instance_launcher_of(const struct server *s);
 /* Its launcher's name: "exec", "systemd", "http". */
 const char *instance_launcher(const struct instance *in);
 /* What it uses now (run.h): read when asked. */

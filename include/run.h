@@ -78,6 +78,10 @@ struct run_ops {
         const char *(*target)(const struct server_config *c);
         /* Where a run with no pid is reached, for the status answer ("url"); NULL: by its pid. */
         const char *(*url)(const struct server_config *c);
+        /* Its program writes a stderr the daemon reads and logs as the server's own lines
+         * (journalctl -t NAME); false for a run with none (a server reached by URL), whose
+         * log is only the daemon's lines about it. */
+        bool writes_stderr;
         /* Checks c may be run by it, before anything is made: 0, or -EPERM with *error
          * malloc'd (what to fix). NULL: anything may. */
         int (*check)(const struct server_config *c, char **error);

@@ -266,10 +266,8 @@ const char *instance_target(const struct instance *in) {
         return in->ops->target(in->server->config);
 }
 
-const char *instance_url_of(const struct server *s) {
-        const struct run_ops *ops = run_ops_for(s->config, s->sv);
-
-        return ops->url ? ops->url(s->config) : NULL;
+const struct run_ops *instance_launcher_of(const struct server *s) {
+        return run_ops_for(s->config, s->sv);
 }
 
 const char *instance_launcher(const struct instance *in) {

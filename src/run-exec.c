@@ -209,6 +209,7 @@ const struct run_ops run_exec_ops = {
         .kind = LAUNCHER_EXEC,
         .words = &exec_words,
         .target = exec_target,
+        .writes_stderr = true,
         .check = exec_check,
         .start = exec_start,
         .terminate = exec_terminate,

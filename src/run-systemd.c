@@ -754,6 +754,7 @@ const struct run_ops run_systemd_ops = {
         .init = systemd_init,
         .done = systemd_done,
         .target = systemd_target,
+        .writes_stderr = true, /* the unit's stderr is the run's pipe */
         .start = systemd_start,
         .terminate = systemd_terminate,
         .kill = systemd_kill,

@@ -111,6 +111,7 @@ const struct run_ops run_exec_ops = {
         .kind = LAUNCHER_EXEC,
         .words = &fake_words,
         .target = fake_target,
+        .writes_stderr = true,
         .start = fake_start,
         .terminate = fake_terminate,
         .kill = fake_kill,
