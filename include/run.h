@@ -55,6 +55,10 @@ struct run_words {
         const char *kill;       /* the third, after killTimeout: "sending SIGKILL" */
         const char *killed;     /* "pid 12 has not ended after SIGKILL" */
         const char *stuck;      /* a guess at why it still has not ended, or "" */
+        /* The signals terminate and kill send, as the status answer tells an end that came
+         * after them (server_exit.signal_sent); 0 for a launcher that sends none. */
+        int terminate_signal;
+        int kill_signal;
 };
 
 struct run_ops {

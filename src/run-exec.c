@@ -196,6 +196,8 @@ static const struct run_words exec_words = {
         .kill = "sending SIGKILL",
         .killed = "SIGKILL",
         .stuck = " (stuck in the kernel?)",
+        .terminate_signal = SIGTERM,
+        .kill_signal = SIGKILL,
 };
 
 static void exec_free(struct instance *in) {

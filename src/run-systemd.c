@@ -737,6 +737,8 @@ static const struct run_words systemd_words = {
         .kill = "sending SIGKILL to its unit",
         .killed = "SIGKILL",
         .stuck = " (stuck in the kernel?)",
+        .terminate_signal = SIGTERM,
+        .kill_signal = SIGKILL,
 };
 
 static void systemd_init(void **part, const struct run_setup *setup);

@@ -491,8 +491,10 @@ static void end_run(struct server *s) {
         health_stop(&s->health);
         instance_describe_end(in, &s->last_exit);
         if (s->state == SERVER_STOP_TERM || s->state == SERVER_STOP_KILL) {
-                /* the stop stages' signals: SIGKILL comes after SIGTERM */
-                s->last_exit.signal_sent = s->state == SERVER_STOP_TERM ? SIGTERM : SIGKILL;
+                /* the stop steps' signals, as its launcher sends them: kill comes after terminate */
+                const struct run_words *w = instance_words(in);
+
+                s->last_exit.signal_sent = s->state == SERVER_STOP_TERM ? w->terminate_signal : w->kill_signal;
                 s->last_exit.stop_timeout = s->config->stop_timeout;
                 s->last_exit.kill_timeout = s->config->kill_timeout;
         }

@@ -98,6 +98,8 @@ static const struct run_words process_words = {
         .kill = "sending SIGKILL",
         .killed = "SIGKILL",
         .stuck = " (stuck in the kernel?)",
+        .terminate_signal = SIGTERM,
+        .kill_signal = SIGKILL,
 };
 static struct run_words fake_words;
 
@@ -565,6 +567,7 @@ Test(server, stop_is_told_in_the_launchers_words) {
         cr_assert_eq(L.kills, 2);
         run_ends(CLD_EXITED, 0);
         cr_assert_eq(s->state, SERVER_STOPPED);
+        cr_assert_eq(s->last_exit.signal_sent, 0, "no signal said to have been sent");
         expect_log("[a] started /bin/cat as a run of the test's (instance 1)");
         expect_log("[a] closed its session; waiting 0.1 s for it to end\n");
         expect_log("[a] still running 0.1 s after its session was closed; ending its transfers\n");
