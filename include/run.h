@@ -126,6 +126,9 @@ struct run_ops {
         void (*free)(struct instance *in);
 };
 
+/* The words of a run that is a process group on pipes, signalled by the daemon (exec). */
+extern const struct run_words run_process_words;
+
 /* Every launcher, in the order run_ops_for() (instance.c) asks them; the supervisor keeps
  * each one's daemon-wide part. */
 #define RUN_LAUNCHERS 3

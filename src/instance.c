@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,17 @@
 #include "settings.h"
 #include "supervisor.h"
 #include "time-util.h"
+
+const struct run_words run_process_words = {
+        .input = "stdin",
+        .terminate = "sending SIGTERM",
+        .terminated = "SIGTERM",
+        .kill = "sending SIGKILL",
+        .killed = "SIGKILL",
+        .stuck = " (stuck in the kernel?)",
+        .terminate_signal = SIGTERM,
+        .kill_signal = SIGKILL,
+};
 
 const struct run_ops *const run_launchers[RUN_LAUNCHERS] = { &run_http_ops, &run_systemd_ops, &run_exec_ops };
 

@@ -189,17 +189,6 @@ static const char *exec_target(const struct server_config *c) {
         return c->command;
 }
 
-static const struct run_words exec_words = {
-        .input = "stdin",
-        .terminate = "sending SIGTERM",
-        .terminated = "SIGTERM",
-        .kill = "sending SIGKILL",
-        .killed = "SIGKILL",
-        .stuck = " (stuck in the kernel?)",
-        .terminate_signal = SIGTERM,
-        .kill_signal = SIGKILL,
-};
-
 static void exec_free(struct instance *in) {
         process_done(proc_of(in));
         free(in->launcher);
@@ -209,7 +198,7 @@ static void exec_free(struct instance *in) {
 const struct run_ops run_exec_ops = {
         .name = "exec",
         .kind = LAUNCHER_EXEC,
-        .words = &exec_words,
+        .words = &run_process_words,
         .target = exec_target,
         .writes_stderr = true,
         .check = exec_check,

@@ -90,17 +90,7 @@ static const char *fake_target(const struct server_config *c) {
         return c->command;
 }
 
-/* The words of the exec launcher (its own are not linked), or another's for a test. */
-static const struct run_words process_words = {
-        .input = "stdin",
-        .terminate = "sending SIGTERM",
-        .terminated = "SIGTERM",
-        .kill = "sending SIGKILL",
-        .killed = "SIGKILL",
-        .stuck = " (stuck in the kernel?)",
-        .terminate_signal = SIGTERM,
-        .kill_signal = SIGKILL,
-};
+/* The exec launcher's words, or another's for a test. */
 static struct run_words fake_words;
 
 static void fake_free(struct instance *in) {
@@ -171,7 +161,7 @@ static void setup(void) {
         logger_init(&lg, LOG_DEBUG);
         cr_assert_eq(jsonrpc_parser_init(&parser), 0);
         L = (typeof(L)){ 0 };
-        fake_words = process_words;
+        fake_words = run_process_words;
 }
 
 static void teardown(void) {
