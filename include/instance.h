@@ -46,6 +46,8 @@ void instance_free(struct instance *in);
 
 /* For launchers: everything the run started has ended; told to its server once. */
 void instance_ended(struct instance *in);
+/* For launchers: where the supervisor keeps the daemon-wide part of its launcher. */
+void **instance_launcher_part(const struct instance *in);
 /* For launchers: the daemon's loop. */
 struct event_base *instance_event_base(const struct instance *in);
 
@@ -64,7 +66,14 @@ bool instance_reap(struct instance *in);
 void instance_describe_end(const struct instance *in, struct server_exit *ret);
 /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
 const char *instance_describe(const struct instance *in, char *buf, size_t size);
-/* Its launcher's name: "exec", "systemd". */
+/* What its stop's steps are called in the logs (run.h). */
+const struct run_words *instance_words(const struct instance *in);
+/* What it is a run of, for the logs: its command, its URL. */
+const char *instance_target(const struct instance *in);
+/* The launcher that runs (or would run) the server's runs, for what the status answer
+ * says of them: where one with no pid is reached, whether they write a stderr. */
+const struct run_ops *instance_launcher_of(const struct server *s);
+/* Its launcher's name: "exec", "systemd", "http". */
 const char *instance_launcher(const struct instance *in);
 /* What it uses now (run.h): read when asked. */
 void instance_usage(const struct instance *in, struct run_usage *ret);

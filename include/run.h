@@ -15,6 +15,7 @@
 
 struct instance;
 struct server_config;
+struct supervisor;
 struct server_exit;
 struct server_transport;
 
@@ -37,8 +38,57 @@ struct run_usage {
         uint64_t tasks;
 };
 
+/* What a launcher's daemon-wide part is made for, before the first start. */
+struct run_setup {
+        struct supervisor *sv;
+        bool named;            /* the daemon's or some server's "launcher" names it */
+        bool by_auto;          /* some server's "launcher" is "auto", which it may turn out to be */
+        const char *daemon_id; /* what a dead predecessor on it left is ended; NULL: nothing is ours */
+};
+
+/* What a run's stop is called in the logs, step by step, in its launcher's own words: the
+ * close sequence is the same for every run (server.c), what each step does is not. */
+struct run_words {
+        const char *input;      /* what the first step closes: "closed its stdin", "closed its session" */
+        const char *terminate;  /* the second step, after stopTimeout: "sending SIGTERM" */
+        const char *terminated; /* after it: "still running 1 s after SIGTERM" */
+        const char *kill;       /* the third, after killTimeout: "sending SIGKILL" */
+        const char *killed;     /* "pid 12 has not ended after SIGKILL" */
+        const char *stuck;      /* a guess at why it still has not ended, or "" */
+        /* The signals terminate and kill send, as the status answer tells an end that came
+         * after them (server_exit.signal_sent); 0 for a launcher that sends none. */
+        int terminate_signal;
+        int kill_signal;
+};
+
 struct run_ops {
         const char *name;   /* "exec", "systemd", "http" */
+        /* The value of "launcher" that picks it (enum launcher), or -1 for a launcher that
+         * serves() picks instead; see run_ops_for() in instance.c. */
+        int kind;
+        /* A server this launcher runs whatever "launcher" says (a server reached by URL); NULL
+         * for launchers picked by kind. */
+        bool (*serves)(const struct server_config *c);
+        const struct run_words *words;
+        /* Its daemon-wide part (the connection to the service manager), made in *part before
+         * the first start when a server may need it (it may decide what "auto" is: the
+         * supervisor's launcher_auto); it logs what it decided, and a failure leaves its runs
+         * unable to start, saying why. NULL: none, or made by the first run that needs it
+         * (instance_launcher_part()). */
+        void (*init)(void **part, const struct run_setup *setup);
+        /* Frees its daemon-wide part (NULL-safe), after every run was freed. NULL: none. */
+        void (*done)(void *part);
+        /* What the run is of, for the logs: its command, its URL. */
+        const char *(*target)(const struct server_config *c);
+        /* Where a run with no pid is reached, for the status answer ("url"); NULL: by its pid. */
+        const char *(*url)(const struct server_config *c);
+        /* Its program writes a stderr the daemon reads and logs as the server's own lines
+         * (journalctl -t NAME); false for a run with none (a server reached by URL), whose
+         * log is only the daemon's lines about it. */
+        bool writes_stderr;
+        /* Checks c may be run by it, before anything is made: 0, or -EPERM with *error
+         * malloc'd (what to fix). NULL: anything may. */
+        int (*check)(const struct server_config *c, char **error);
         /* A launcher whose program the daemon reaches otherwise than on its stdin and
          * stdout (a server reached by URL) makes the connection's transport itself, before
          * start, which then gets no environment and no stdio; it may set in->launcher.
@@ -76,11 +126,21 @@ struct run_ops {
         void (*free)(struct instance *in);
 };
 
+/* The words of a run that is a process group on pipes, signalled by the daemon (exec). */
+extern const struct run_words run_process_words;
+
+/* Every launcher, in the order run_ops_for() (instance.c) asks them; the supervisor keeps
+ * each one's daemon-wide part. */
+#define RUN_LAUNCHERS 3
+extern const struct run_ops *const run_launchers[RUN_LAUNCHERS];
+/* Where the supervisor keeps the daemon-wide part of ops. */
+void **run_launcher_part(struct supervisor *sv, const struct run_ops *ops);
+
 /* Spawns the program as the daemon's child; see run-exec.c and process.h. */
 extern const struct run_ops run_exec_ops;
 
 /* Starts the program as a transient unit of the service manager that runs the daemon;
- * see run-systemd.c. Its runs need the daemon's struct run_systemd (supervisor.h). */
+ * see run-systemd.c. Its runs need its daemon-wide part, struct run_systemd. */
 extern const struct run_ops run_systemd_ops;
 
 /* A server reached by URL: no program, the run is its HTTP session; see run-http.c. */
@@ -92,7 +152,7 @@ struct run_systemd;
 
 /* The systemd launcher's daemon-wide part over bus (connected, kept by the caller, freed
  * after this): the credentials helper's path, User= for units, the runs to end when the
- * connection is lost. */
+ * connection is lost. Its init makes one over a bus of its own, which its done frees. */
 int run_systemd_new(struct bus *bus, const struct logger *log, struct run_systemd **ret);
 /* After every run of it was freed. NULL-safe. */
 void run_systemd_free(struct run_systemd *rs);

@@ -10,8 +10,9 @@
  * Stopping is the MCP stdio close, a state per stage (systemd's stop-sigterm and
  * stop-sigkill), all shown as "stopping":
  *
- *   stopping (stdin closed) --stopTimeout--> stop-term (SIGTERM to the process group)
- *   --killTimeout--> stop-kill (SIGKILL, again every 10 s until the exit) */
+ *   stopping (its input closed) --stopTimeout--> stop-term (the launcher's terminate:
+ *   SIGTERM to the process group) --killTimeout--> stop-kill (its kill: SIGKILL, again
+ *   every 10 s until the end). Each step is logged in the launcher's words (run.h). */
 #pragma once
 
 #include <stdint.h>
@@ -38,9 +39,9 @@ enum server_state {
         SERVER_STARTING,
         SERVER_READY,
         SERVER_UNHEALTHY,
-        SERVER_STOPPING,   /* its stdin closed, waiting stopTimeout for its exit */
-        SERVER_STOP_TERM,  /* sent SIGTERM, waiting killTimeout */
-        SERVER_STOP_KILL,  /* sent SIGKILL, waiting for the exit */
+        SERVER_STOPPING,   /* its input closed (stdin, session), waiting stopTimeout for its end */
+        SERVER_STOP_TERM,  /* its launcher's terminate done (SIGTERM), waiting killTimeout */
+        SERVER_STOP_KILL,  /* its launcher's kill done (SIGKILL), waiting for the end */
         SERVER_BACKOFF,
         SERVER_FAILED,
         SERVER_STATE_COUNT,

@@ -43,11 +43,8 @@ struct supervisor {
         const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
         char **daemon_env;                 /* the daemon's environ, read-only */
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */
-        struct bus *bus;                   /* the service manager that runs the daemon, or NULL */
-        struct run_systemd *systemd;       /* the systemd launcher's part over bus, or NULL */
-        struct curl_loop *curl;            /* servers reached by URL: made at the first one's start */
+        void *launcher_parts[RUN_LAUNCHERS]; /* each launcher's daemon-wide part (run.h), or NULL */
         int launcher_auto;                 /* what "auto" is here: LAUNCHER_SYSTEMD or LAUNCHER_EXEC */
-        char *manager_error;               /* why there is no bus, for a server that needs one */
         struct server **servers;           /* in config order; then removed ones until they stop */
         size_t n_servers;
         struct server_config **retired_configs; /* replaced by a reload; freed after the iteration */
@@ -85,10 +82,10 @@ void supervisor_mark(struct supervisor *sv, const char *daemon_id);
 /* Before the first start, once the daemon holds the lock of its MCP socket: ends what a
  * dead daemon with the same id left running (processes; units: supervisor_connect_manager). */
 void supervisor_claim(struct supervisor *sv, const char *daemon_id);
-/* Before the first start: connects to the service manager when a server may need it (the
- * daemon's "launcher", and every server's own), decides what "auto" means once (bus.h),
- * and stops the units a dead predecessor on daemon_id left. Logs what it decided; a
- * failure leaves the servers that need the manager unable to start, with the reason. */
+/* Before the first start: has each launcher a server may use make its daemon-wide part
+ * (run.h: the systemd one connects to the service manager, decides what "auto" means once
+ * (bus.h) and stops the units a dead predecessor on daemon_id left). Each logs what it
+ * decided; a failure leaves the servers that need it unable to start, with the reason. */
 void supervisor_connect_manager(struct supervisor *sv, int launcher, const char *daemon_id);
 /* A reload's configuration c names the launcher "systemd" (the daemon's or a server's),
  * whose connection to the service manager is made only at start, and this daemon never
@@ -119,9 +116,6 @@ bool supervisor_idle(const struct supervisor *sv);
 void supervisor_collect(struct supervisor *sv);
 /* Last resort before exit: SIGKILL and reap whatever is left. */
 void supervisor_done(struct supervisor *sv);
-/* The daemon's curl loop (curl-loop.h), made when first asked: 0, or a negative errno
- * with *error (static) saying why (libcurl missing). */
-int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret, const char **error);
 
 /* The configured server called name (not one a reload removed), or NULL. */
 struct server *supervisor_find(const struct supervisor *sv, const char *name);

@@ -177,6 +177,11 @@ static void put_why(const struct ctl_server_notes *n, const char *indent, FILE *
 static void put_log(const struct ctl_server_notes *n, const char *indent, FILE *out) {
         switch (n->log) {
         case CTL_LOG_JOURNAL:
+                if (n->no_stderr) {
+                        fprintf(out, "%slog: journalctl MCPVISOR_SERVER=%s (mcpvisord's lines about it; it has no stderr)\n",
+                                indent, n->name);
+                        break;
+                }
                 fprintf(out, "%slog: journalctl -t %s (its stderr), journalctl MCPVISOR_SERVER=%s (with mcpvisord's "
                         "lines about it)\n", indent, n->name, n->name);
                 break;

@@ -2,6 +2,7 @@
  * notes that say why a server is not ready and where to look next. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +57,7 @@ struct ctl_server_notes {
         double stderr_since;      /* seconds since then */
         enum ctl_log_target log;
         const char *log_stderr;   /* CTL_LOG_STDERR: what the daemon's stderr is; NULL if unknown */
+        bool no_stderr;           /* its runs write none (a server reached by URL): its log is the daemon's lines */
 };
 
 /* Prints, each line after indent, what is known: "why: CAUSE" (for a server starting: how

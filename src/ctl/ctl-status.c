@@ -78,7 +78,7 @@ static enum ctl_log_target log_target(json_object *log) {
 }
 
 void ctl_status_notes(json_object *status, json_object *s, struct ctl_server_notes *ret) {
-        json_object *daemon = NULL, *log = NULL, *why = NULL, *err = NULL;
+        json_object *daemon = NULL, *log = NULL, *why = NULL, *err = NULL, *own = NULL;
 
         json_object_object_get_ex(status, "daemon", &daemon);
         json_object_object_get_ex(daemon, "log", &log);
@@ -94,6 +94,9 @@ void ctl_status_notes(json_object *status, json_object *s, struct ctl_server_not
                 .stderr_since = ctl_json_double(err, "since", -1),
                 .log = log_target(log),
                 .log_stderr = ctl_json_str(log, "stderr"),
+                /* absent from a daemon older than "stderr": it has one */
+                .no_stderr = json_object_object_get_ex(s, "stderr", &own) && json_object_is_type(own, json_type_boolean) &&
+                             !json_object_get_boolean(own),
         };
 }
 

@@ -127,6 +127,8 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct instance *in = s->run;
         pid_t pid = in ? instance_main_pid(in) : 0;
+        const struct run_ops *launcher = instance_launcher_of(s);
+        const char *url = launcher->url ? launcher->url(s->config) : NULL;
         _cleanup_free_ char *cause = server_cause_now(s);
         char end[256];
 
@@ -136,8 +138,8 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         if (s->removed)
                 json_object_object_add(row, "removed", json_object_new_boolean(true));
         json_object_object_add(row, "pid", pid ? json_object_new_int(pid) : NULL);
-        if (s->config->remote.url) /* a server reached by URL has no pid: where it is instead */
-                json_object_object_add(row, "url", json_object_new_string(s->config->remote.url));
+        if (url) /* no pid: where it is instead */
+                json_object_object_add(row, "url", json_object_new_string(url));
         json_object_object_add(row, "uptime", in ? seconds_since(in->started_at, now) : NULL);
         json_object_object_add(row, "since", seconds_since(s->state_since, now));
         json_object_object_add(row, "restarts", json_object_new_int64(s->starts > 0 ? s->starts - 1 : 0));
@@ -149,6 +151,8 @@ static json_object *server_row(const struct server *s, uint64_t now) {
                                                          ? seconds_since(now, s->restart_at) /* until then */
                                                          : NULL);
         json_object_object_add(row, "lastStderr", last_stderr_object(s, now));
+        /* where its log is: its own lines, or only the daemon's about it */
+        json_object_object_add(row, "stderr", json_object_new_boolean(launcher->writes_stderr));
         json_object_object_add(row, "tools", json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_TOOLS)));
         json_object_object_add(row, "prompts", json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_PROMPTS)));
         json_object_object_add(row, "resources",

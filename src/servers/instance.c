@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,26 +18,36 @@
 #include "supervisor.h"
 #include "time-util.h"
 
-/* The one place a run's launcher is picked: a server reached by URL has the HTTP one;
- * others the server's "launcher" (its own, else the daemon's), "auto" as the daemon
- * decided it once at start (supervisor_connect_manager). */
-static const struct run_ops *run_ops_for(const struct server_config *c, const struct supervisor *sv) {
-        if (c->remote.url)
-                return &run_http_ops; /* nothing to launch: its launcher keys are refused */
-        int launcher = c->launcher == LAUNCHER_SYSTEMD || c->launcher == LAUNCHER_EXEC ? c->launcher : sv->launcher_auto;
+const struct run_words run_process_words = {
+        .input = "stdin",
+        .terminate = "sending SIGTERM",
+        .terminated = "SIGTERM",
+        .kill = "sending SIGKILL",
+        .killed = "SIGKILL",
+        .stuck = " (stuck in the kernel?)",
+        .terminate_signal = SIGTERM,
+        .kill_signal = SIGKILL,
+};
 
-        return launcher == LAUNCHER_SYSTEMD ? &run_systemd_ops : &run_exec_ops;
+const struct run_ops *const run_launchers[RUN_LAUNCHERS] = { &run_http_ops, &run_systemd_ops, &run_exec_ops };
+
+void **run_launcher_part(struct supervisor *sv, const struct run_ops *ops) {
+        for (size_t i = 0; i < RUN_LAUNCHERS; i++)
+                if (run_launchers[i] == ops)
+                        return &sv->launcher_parts[i];
+        abort(); /* a launcher missing from the table is a bug */
 }
 
-/* Confinement keys are never ignored: with "auto" resolved to exec, the start fails. */
-static int check_launcher(const struct server_config *c, const struct run_ops *ops, char **error) {
-        int r;
+/* The one place a run's launcher is picked: one that serves the server whatever it says
+ * (a server reached by URL), else the one of the server's "launcher" (its own, else the
+ * daemon's), "auto" as the daemon decided it once at start (supervisor_connect_manager). */
+static const struct run_ops *run_ops_for(const struct server_config *c, const struct supervisor *sv) {
+        int kind = c->launcher == LAUNCHER_SYSTEMD || c->launcher == LAUNCHER_EXEC ? c->launcher : sv->launcher_auto;
 
-        if (ops == &run_http_ops)
-                return 0;
-        r = server_config_check_launcher(c, ops == &run_exec_ops ? LAUNCHER_EXEC : LAUNCHER_SYSTEMD, error);
-
-        return r < 0 ? -EPERM : 0;
+        for (size_t i = 0; i < RUN_LAUNCHERS; i++)
+                if (run_launchers[i]->serves ? run_launchers[i]->serves(c) : run_launchers[i]->kind == kind)
+                        return run_launchers[i];
+        return &run_exec_ops;
 }
 
 bool run_explain_shortage(int r, char **error) {
@@ -81,74 +92,80 @@ static int make_pipes(int ours[3], struct run_stdio *theirs) {
         return 0;
 }
 
-/* The stderr reader and the MCP connection on the daemon's ends, which they take. A
- * server that stops reading its stdin is caught within the time a ping may take. */
-static int connect_pipes(struct instance *in, const struct server_config *c, const struct child_ops *ops,
-                         int ours[3]) {
+/* The MCP connection over t (taken in any case). A server that stops taking what is sent
+ * to it is caught within the time a ping may take. */
+static int connect_child(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+                         struct server_transport *t) {
         struct supervisor *sv = in->server->sv;
-        struct server_transport *t;
 
-        if (stderr_reader_start(&in->err, sv->base, ours[2], c->name, sv->log, &in->server->stderr_lines) < 0) {
-                close_fds(ours, 2);
-                return -ENOMEM;
-        }
-        t = transport_pipe_new(sv->base, ours[0], ours[1], sv->max_server_message_size, c->name, sv->log);
-        if (t)
-                in->child = child_new(sv->base, t, sv->max_server_message_size, c->name, sv->log, sv->parser, ops,
-                                      in->server);
+        in->child = child_new(sv->base, t, sv->max_server_message_size, c->name, sv->log, sv->parser, ops, in->server);
         if (!in->child)
                 return -ENOMEM;
         child_limit_input(in->child, sv->server_input_limit, usec_from_seconds(c->health_timeout));
         return 0;
 }
 
-/* Undoes connect_pipes() for a run that never started: nothing was sent or logged yet. */
+/* Undoes a connection for a run that never started: nothing was sent or logged yet. */
 static void disconnect(struct instance *in) {
         child_free(in->child);
         in->child = NULL;
         stderr_reader_finish(&in->err);
 }
 
-/* The MCP connection on a transport the launcher made: there is no program, no pipes and no stderr. */
-static int launch_without_pipes(struct instance *in, const struct server_config *c, const struct child_ops *ops,
-                                char **error) {
+/* The three pipes, the stderr reader and the MCP connection on the daemon's ends; the
+ * server's ends in *theirs, for the launcher's start. */
+static int connect_pipes(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+                         struct run_stdio *theirs, char **error) {
         struct supervisor *sv = in->server->sv;
-        struct server_transport *t = NULL;
-        int r;
-
-        r = in->ops->open_transport(in, c, &t, error);
-        if (r < 0)
-                return r;
-        in->child = child_new(sv->base, t, sv->max_server_message_size, c->name, sv->log, sv->parser, ops, in->server);
-        if (!in->child)
-                return -ENOMEM;
-        child_limit_input(in->child, sv->server_input_limit, usec_from_seconds(c->health_timeout));
-        r = in->ops->start(in, c, NULL, NULL, error);
-        if (r < 0) {
-                disconnect(in);
-                return r;
-        }
-        in->started_at = now_usec();
-        return 0;
-}
-
-static int launch(struct instance *in, const struct server_config *c, char **env, const struct child_ops *ops,
-                  char **error) {
-        struct run_stdio theirs;
+        struct server_transport *t;
         int ours[3], r;
 
-        r = make_pipes(ours, &theirs);
+        r = make_pipes(ours, theirs);
         if (r < 0) {
                 run_explain_shortage(r, error);
                 return r;
         }
-        r = connect_pipes(in, c, ops, ours);
+        r = stderr_reader_start(&in->err, sv->base, ours[2], c->name, sv->log, &in->server->stderr_lines) < 0 ? -ENOMEM : 0;
         if (r < 0) {
-                close_fds((int[]){ theirs.in, theirs.out, theirs.err }, 3);
-                disconnect(in);
-                return r;
+                close_fds(ours, 2);
+        } else {
+                t = transport_pipe_new(sv->base, ours[0], ours[1], sv->max_server_message_size, c->name, sv->log);
+                r = t ? connect_child(in, c, ops, t) : -ENOMEM;
         }
-        r = in->ops->start(in, c, env, &theirs, error);
+        if (r < 0) {
+                close_fds((int[]){ theirs->in, theirs->out, theirs->err }, 3);
+                disconnect(in);
+        }
+        return r;
+}
+
+/* The MCP connection on a transport the launcher made: no pipes, no stderr. */
+static int connect_transport(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+                             char **error) {
+        struct server_transport *t = NULL;
+        int r;
+
+        r = in->ops->open_transport(in, c, &t, error);
+        return r < 0 ? r : connect_child(in, c, ops, t);
+}
+
+/* The one way a run starts, whatever its launcher: the connection (over a transport the
+ * launcher makes, else over pipes whose other ends the program gets), then the launcher's
+ * start. */
+static int launch(struct instance *in, const struct server_config *c, char **env, const struct child_ops *ops,
+                  char **error) {
+        struct run_stdio theirs, *stdio = NULL;
+        int r;
+
+        if (in->ops->open_transport) {
+                r = connect_transport(in, c, ops, error);
+        } else {
+                r = connect_pipes(in, c, ops, &theirs, error);
+                stdio = &theirs;
+        }
+        if (r < 0)
+                return r;
+        r = in->ops->start(in, c, env, stdio, error);
         if (r < 0) {
                 disconnect(in);
                 return r;
@@ -170,16 +187,15 @@ int instance_start(struct server *s, uint64_t number, const struct child_ops *op
         in->server = s;
         in->number = number;
         in->ops = run_ops_for(s->config, sv);
-        r = check_launcher(s->config, in->ops, error);
-        if (r == 0 && in->ops->open_transport)
-                r = launch_without_pipes(in, s->config, ops, error);
-        else if (r == 0)
-                r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
+        r = in->ops->check ? in->ops->check(s->config, error) : 0;
+        /* A launcher that makes its own transport starts no program here: no environment. */
         if (r == 0 && !in->ops->open_transport)
+                r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
+        if (r == 0)
                 r = launch(in, s->config, env, ops, error);
         strv_free(env);
         if (r < 0) {
-                if (in->launcher && in->ops->open_transport) /* the others' start leaves none */
+                if (in->launcher) /* a start that failed leaves none; an opened transport may */
                         in->ops->free(in);
                 free(in);
                 return r;
@@ -211,6 +227,10 @@ void instance_ended(struct instance *in) {
                 return;
         in->ended = true;
         server_handle(in->server, SERVER_EV_EXITED, NULL);
+}
+
+void **instance_launcher_part(const struct instance *in) {
+        return run_launcher_part(in->server->sv, in->ops);
 }
 
 struct event_base *instance_event_base(const struct instance *in) {
@@ -248,6 +268,18 @@ void instance_describe_end(const struct instance *in, struct server_exit *ret) {
 
 const char *instance_describe(const struct instance *in, char *buf, size_t size) {
         return in->ops->describe(in, buf, size);
+}
+
+const struct run_words *instance_words(const struct instance *in) {
+        return in->ops->words;
+}
+
+const char *instance_target(const struct instance *in) {
+        return in->ops->target(in->server->config);
+}
+
+const struct run_ops *instance_launcher_of(const struct server *s) {
+        return run_ops_for(s->config, s->sv);
 }
 
 const char *instance_launcher(const struct instance *in) {

@@ -180,6 +180,15 @@ static void exec_usage(const struct instance *in, struct run_usage *ret) {
                 ret->cpu_usec = (uint64_t)(utime + stime) * 1000000 / (uint64_t)tick;
 }
 
+/* Confinement keys are never ignored: a server with one that is run by exec fails its start. */
+static int exec_check(const struct server_config *c, char **error) {
+        return server_config_check_launcher(c, LAUNCHER_EXEC, error) < 0 ? -EPERM : 0;
+}
+
+static const char *exec_target(const struct server_config *c) {
+        return c->command;
+}
+
 static void exec_free(struct instance *in) {
         process_done(proc_of(in));
         free(in->launcher);
@@ -188,6 +197,11 @@ static void exec_free(struct instance *in) {
 
 const struct run_ops run_exec_ops = {
         .name = "exec",
+        .kind = LAUNCHER_EXEC,
+        .words = &run_process_words,
+        .target = exec_target,
+        .writes_stderr = true,
+        .check = exec_check,
         .start = exec_start,
         .terminate = exec_terminate,
         .kill = exec_kill,

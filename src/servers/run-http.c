@@ -101,6 +101,28 @@ static int build_headers(const struct remote_config *rc, const char *dir, struct
         return 0;
 }
 
+/* The daemon's curl loop, its daemon-wide part: made at the first run's start (libcurl is
+ * loaded then, curl-library.c), kept until the daemon exits. 0, or a negative errno with
+ * *error (static) saying why (libcurl missing). */
+static int curl_loop_of(struct instance *in, struct curl_loop **ret, const char **error) {
+        struct supervisor *sv = in->server->sv;
+        void **part = instance_launcher_part(in);
+        struct curl_loop *loop = *part;
+        int r = 0;
+
+        if (!loop) {
+                r = curl_loop_new(sv->base, sv->log, &loop, error);
+                *part = loop;
+        }
+        *ret = loop;
+        return r;
+}
+
+/* After every run: their transfers were its. */
+static void http_done(void *part) {
+        curl_loop_free(part);
+}
+
 static int http_open_transport(struct instance *in, const struct server_config *c, struct server_transport **ret,
                                char **error) {
         struct supervisor *sv = in->server->sv;
@@ -110,7 +132,7 @@ static int http_open_transport(struct instance *in, const struct server_config *
         const char *why = NULL;
         int r;
 
-        r = supervisor_curl_loop(sv, &loop, &why);
+        r = curl_loop_of(in, &loop, &why);
         if (r < 0) {
                 /* libcurl4 is a dependency of the package; a build elsewhere may lack it */
                 text_error(error, "cannot load libcurl.so.4 (%s): install the package libcurl4", why ? why : strerror(-r));
@@ -186,6 +208,25 @@ static void http_usage(const struct instance *in, struct run_usage *ret) {
                                    .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
 }
 
+/* A server reached by URL has no program to launch: its launcher keys are refused. */
+static bool http_serves(const struct server_config *c) {
+        return c->remote.url != NULL;
+}
+
+static const char *http_url(const struct server_config *c) {
+        return c->remote.url;
+}
+
+/* Its stop closes the session (DELETE); terminate and kill end its transfers at once. */
+static const struct run_words http_words = {
+        .input = "session",
+        .terminate = "ending its transfers",
+        .terminated = "ending its transfers",
+        .kill = "ending them again",
+        .killed = "its transfers ended",
+        .stuck = "",
+};
+
 static void http_free(struct instance *in) {
         free(in->launcher);
         in->launcher = NULL;
@@ -193,6 +234,12 @@ static void http_free(struct instance *in) {
 
 const struct run_ops run_http_ops = {
         .name = "http",
+        .kind = -1,
+        .serves = http_serves,
+        .words = &http_words,
+        .target = http_url,
+        .url = http_url,
+        .done = http_done,
         .open_transport = http_open_transport,
         .start = http_start,
         .terminate = http_terminate,

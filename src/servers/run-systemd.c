@@ -67,7 +67,9 @@ enum run_state {
 };
 
 struct run_systemd {
-        struct bus *bus;
+        struct bus *bus;     /* NULL: the daemon has no connection to the manager (error says why) */
+        bool own_bus;        /* made by systemd_init, freed with this */
+        char *error;
         const struct logger *log;
         char *helper;        /* mcpvisor-exec-credentials, absolute; NULL: none found */
         char *default_user;  /* User= of units under the system manager: the daemon's user */
@@ -539,17 +541,17 @@ static void run_free(struct systemd_run *x) {
 
 static int systemd_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                          char **error) {
-        struct run_systemd *rs = in->server->sv->systemd;
+        struct run_systemd *rs = *instance_launcher_part(in);
         struct unit_properties p = { 0 };
         struct systemd_run *x = NULL;
         int r;
 
-        if (!rs) {
+        if (!rs || !rs->bus) {
                 close_stdio(stdio);
                 if (asprintf(error, "launcher \"systemd\" needs the service manager, and mcpvisord has no connection to it (%s)",
-                             in->server->sv->manager_error ? in->server->sv->manager_error
-                                                           : "not made: it is made at start, for a configuration that "
-                                                             "names this launcher; restart mcpvisord") < 0)
+                             rs && rs->error ? rs->error
+                                             : "not made: it is made at start, for a configuration that "
+                                               "names this launcher; restart mcpvisord") < 0)
                         *error = NULL;
                 return -ENOTCONN;
         }
@@ -725,6 +727,25 @@ const char *run_systemd_state(const struct instance *in) {
         return x ? state_names[x->state] : NULL;
 }
 
+static const char *systemd_target(const struct server_config *c) {
+        return c->command;
+}
+
+/* The unit has the run's pipes; StopUnit has the manager send SIGTERM to its cgroup. */
+static const struct run_words systemd_words = {
+        .input = "stdin",
+        .terminate = "stopping its unit (SIGTERM)",
+        .terminated = "SIGTERM",
+        .kill = "sending SIGKILL to its unit",
+        .killed = "SIGKILL",
+        .stuck = " (stuck in the kernel?)",
+        .terminate_signal = SIGTERM,
+        .kill_signal = SIGKILL,
+};
+
+static void systemd_init(void **part, const struct run_setup *setup);
+static void systemd_done(void *part);
+
 static void systemd_free(struct instance *in) {
         run_free(in->launcher);
         in->launcher = NULL;
@@ -732,6 +753,12 @@ static void systemd_free(struct instance *in) {
 
 const struct run_ops run_systemd_ops = {
         .name = "systemd",
+        .kind = LAUNCHER_SYSTEMD,
+        .words = &systemd_words,
+        .init = systemd_init,
+        .done = systemd_done,
+        .target = systemd_target,
+        .writes_stderr = true, /* the unit's stderr is the run's pipe */
         .start = systemd_start,
         .terminate = systemd_terminate,
         .kill = systemd_kill,
@@ -818,8 +845,74 @@ void run_systemd_free(struct run_systemd *rs) {
                 return;
         for (struct systemd_run *x = rs->runs; x; x = x->next)
                 x->rs = NULL;
-        bus_set_lost(rs->bus, NULL, NULL);
+        if (rs->bus)
+                bus_set_lost(rs->bus, NULL, NULL);
+        if (rs->own_bus)
+                bus_free(rs->bus);
+        free(rs->error);
         free(rs->helper);
         free(rs->default_user);
         free(rs);
+}
+
+/* The connection to the service manager when some server may be run by it: "auto" is
+ * decided here (bus_open_auto()), once; a launcher named "systemd" that cannot connect
+ * keeps why, for each start of its servers to say. */
+static int connect_manager(const struct run_setup *setup, struct bus **ret, char **error) {
+        struct supervisor *sv = setup->sv;
+        int r;
+
+        *ret = NULL;
+        if (setup->by_auto)
+                sv->launcher_auto = bus_open_auto(sv->base, sv->log, sv->daemon_env, ret);
+        if (*ret || !setup->named)
+                return 0;
+        r = bus_open(sv->base, sv->log, sv->daemon_env, ret, error);
+        if (r < 0) {
+                if (!*error)
+                        *error = strdup(strerror(-r));
+                log_error(sv->log, "servers with launcher \"systemd\" cannot start: %s", *error ? *error : strerror(-r));
+        }
+        return r;
+}
+
+static void systemd_init(void **part, const struct run_setup *setup) {
+        struct supervisor *sv = setup->sv;
+        _cleanup_free_ char *error = NULL;
+        struct run_systemd *rs = NULL;
+        struct bus *bus;
+        int r;
+
+        r = connect_manager(setup, &bus, &error);
+        if (r == 0 && !bus) /* "auto" is exec here, and no server names systemd */
+                return;
+        if (r == 0) {
+                r = run_systemd_new(bus, sv->log, &rs);
+                if (r < 0) {
+                        log_error(sv->log, "cannot set up the systemd launcher: %s", strerror(-r));
+                        bus = bus_free(bus);
+                        error = strdup(strerror(-r));
+                }
+        }
+        if (!rs) { /* kept to say why its servers cannot start */
+                rs = calloc(1, sizeof *rs);
+                if (!rs)
+                        return;
+                rs->error = TAKE_PTR(error);
+                *part = rs;
+                return;
+        }
+        rs->own_bus = true;
+        *part = rs;
+        if (!setup->daemon_id) /* no MCP socket to be known by: nothing was marked as ours */
+                return;
+        r = bus_stop_leftovers(bus, setup->daemon_id, &error);
+        if (r < 0)
+                log_warning(sv->log, "%s", error ? error : strerror(-r));
+        else if (r > 0)
+                log_notice(sv->log, "stopped %d unit%s a previous mcpvisord on this socket left", r, r == 1 ? "" : "s");
+}
+
+static void systemd_done(void *part) {
+        run_systemd_free(part);
 }

@@ -342,8 +342,7 @@ static void act_spawn(struct server *s, const char *detail) {
                 return;
         }
         server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as %s (instance %" PRIu64 ")%s",
-                   s->config->command ? s->config->command : s->config->remote.url,
-                   instance_describe(s->run, what, sizeof what), number,
+                   instance_target(s->run), instance_describe(s->run, what, sizeof what), number,
                    s->spawn_short ? " after the shortage" : "");
         s->spawn_short = false;
         set_state(s, SERVER_STARTING, detail);
@@ -386,7 +385,7 @@ static void begin_stop(struct server *s, enum stop_goal goal) {
         if (s->run->child)
                 child_close_input(s->run->child);
         set_state_why(s, SERVER_STOPPING);
-        server_log(s, LOG_DEBUG, "closed its %s; waiting %s for it to end", s->config->remote.url ? "session" : "stdin",
+        server_log(s, LOG_DEBUG, "closed its %s; waiting %s for it to end", instance_words(s->run)->input,
                    seconds(s->config->stop_timeout, t, sizeof t));
         arm_timer(s, usec_from_seconds(s->config->stop_timeout));
 }
@@ -447,32 +446,38 @@ static void act_ping_failed(struct server *s, const char *detail) {
         set_state(s, SERVER_UNHEALTHY, cause);
 }
 
-/* stopTimeout passed since its stdin was closed: SIGTERM, and killTimeout for it. */
+/* stopTimeout passed since its input was closed: the launcher's terminate (SIGTERM), and
+ * killTimeout for it. Each step is logged in the launcher's words. */
 static void act_terminate(struct server *s, const char *detail) {
+        const struct run_words *w = instance_words(s->run);
         char t[32];
 
-        server_log(s, LOG_NOTICE, "still running %s after its stdin was closed; sending SIGTERM",
-                   seconds(s->config->stop_timeout, t, sizeof t));
+        server_log(s, LOG_NOTICE, "still running %s after its %s was closed; %s",
+                   seconds(s->config->stop_timeout, t, sizeof t), w->input, w->terminate);
         next_stop_stage(s, SERVER_STOP_TERM);
         (void)instance_terminate(s->run);
         arm_timer(s, usec_from_seconds(s->config->kill_timeout));
 }
 
-/* killTimeout passed since SIGTERM: SIGKILL, after which the exit is near. */
+/* killTimeout passed since terminate: the launcher's kill (SIGKILL), after which the end is near. */
 static void act_kill(struct server *s, const char *detail) {
+        const struct run_words *w = instance_words(s->run);
         char t[32];
 
-        server_log(s, LOG_WARNING, "still running %s after SIGTERM; sending SIGKILL",
-                   seconds(s->config->kill_timeout, t, sizeof t));
+        server_log(s, LOG_WARNING, "still running %s after %s; %s", seconds(s->config->kill_timeout, t, sizeof t),
+                   w->terminated, w->kill);
         next_stop_stage(s, SERVER_STOP_KILL);
         (void)instance_kill(s->run);
         arm_timer(s, KILL_WAIT_USEC);
 }
 
-/* No exit KILL_WAIT_USEC after SIGKILL: said, and SIGKILL again. */
+/* No end KILL_WAIT_USEC after kill: said, and kill again. */
 static void act_kill_again(struct server *s, const char *detail) {
-        server_log(s, LOG_ERR, "pid %d has not exited after SIGKILL (stuck in the kernel?)",
-                   (int)instance_main_pid(s->run));
+        const struct run_words *w = instance_words(s->run);
+        char what[192];
+
+        server_log(s, LOG_ERR, "%s has not ended after %s%s", instance_describe(s->run, what, sizeof what), w->killed,
+                   w->stuck);
         (void)instance_kill(s->run);
         arm_timer(s, KILL_WAIT_USEC);
 }
@@ -486,8 +491,10 @@ static void end_run(struct server *s) {
         health_stop(&s->health);
         instance_describe_end(in, &s->last_exit);
         if (s->state == SERVER_STOP_TERM || s->state == SERVER_STOP_KILL) {
-                /* the stop stages' signals: SIGKILL comes after SIGTERM */
-                s->last_exit.signal_sent = s->state == SERVER_STOP_TERM ? SIGTERM : SIGKILL;
+                /* the stop steps' signals, as its launcher sends them: kill comes after terminate */
+                const struct run_words *w = instance_words(in);
+
+                s->last_exit.signal_sent = s->state == SERVER_STOP_TERM ? w->terminate_signal : w->kill_signal;
                 s->last_exit.stop_timeout = s->config->stop_timeout;
                 s->last_exit.kill_timeout = s->config->kill_timeout;
         }

@@ -8,9 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bus.h"
 #include "child.h"
-#include "curl-loop.h"
 #include "config.h"
 #include "environment.h"
 #include "jsonrpc.h"
@@ -193,51 +191,49 @@ static bool launcher_used(const struct supervisor *sv, int daemon_launcher, int 
         return false;
 }
 
-static void open_manager(struct supervisor *sv, int launcher) {
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        if (launcher_used(sv, launcher, LAUNCHER_AUTO))
-                sv->launcher_auto = bus_open_auto(sv->base, sv->log, sv->daemon_env, &sv->bus);
-        if (sv->bus || !launcher_used(sv, launcher, LAUNCHER_SYSTEMD))
-                return;
-        r = bus_open(sv->base, sv->log, sv->daemon_env, &sv->bus, &error);
-        if (r < 0) {
-                sv->manager_error = error ? TAKE_PTR(error) : strdup(strerror(-r));
-                log_error(sv->log, "servers with launcher \"systemd\" cannot start: %s",
-                          sv->manager_error ? sv->manager_error : strerror(-r));
-        }
-}
-
 void supervisor_connect_manager(struct supervisor *sv, int launcher, const char *daemon_id) {
-        _cleanup_free_ char *error = NULL;
-        int r;
+        for (size_t i = 0; i < RUN_LAUNCHERS; i++) {
+                const struct run_ops *ops = run_launchers[i];
+                struct run_setup setup = {
+                        .sv = sv,
+                        .named = ops->kind >= 0 && launcher_used(sv, launcher, ops->kind),
+                        .by_auto = ops->kind >= 0 && launcher_used(sv, launcher, LAUNCHER_AUTO),
+                        .daemon_id = daemon_id,
+                };
 
-        open_manager(sv, launcher);
-        if (!sv->bus)
-                return;
-        r = run_systemd_new(sv->bus, sv->log, &sv->systemd);
-        if (r < 0) {
-                log_error(sv->log, "cannot set up the systemd launcher: %s", strerror(-r));
-                sv->bus = bus_free(sv->bus);
-                sv->manager_error = strdup(strerror(-r));
-                return;
+                if (ops->init && (setup.named || setup.by_auto))
+                        ops->init(&sv->launcher_parts[i], &setup);
         }
-        if (!daemon_id) /* no MCP socket to be known by: nothing was marked as ours */
-                return;
-        r = bus_stop_leftovers(sv->bus, daemon_id, &error);
-        if (r < 0)
-                log_warning(sv->log, "%s", error ? error : strerror(-r));
-        else if (r > 0)
-                log_notice(sv->log, "stopped %d unit%s a previous mcpvisord on this socket left", r, r == 1 ? "" : "s");
 }
 
-bool supervisor_manager_waits_for_restart(const struct supervisor *sv, const struct config *c) {
-        bool named = c->launcher == LAUNCHER_SYSTEMD;
+/* A server of c that a launcher picked by what it serves (not by kind) runs. */
+static bool claimed(const struct server_config *s) {
+        for (size_t i = 0; i < RUN_LAUNCHERS; i++)
+                if (run_launchers[i]->serves && run_launchers[i]->serves(s))
+                        return true;
+        return false;
+}
 
-        for (size_t i = 0; i < c->n_servers && !named; i++)
-                named = c->servers[i].launcher == LAUNCHER_SYSTEMD && !c->servers[i].remote.url && !c->servers[i].disabled;
-        return named && !sv->systemd && !sv->manager_error;
+/* c names ops as its launcher, or as the launcher of a server it would run. */
+static bool named_by(const struct run_ops *ops, const struct config *c) {
+        if (c->launcher == ops->kind)
+                return true;
+        for (size_t i = 0; i < c->n_servers; i++)
+                if (c->servers[i].launcher == ops->kind && !c->servers[i].disabled && !claimed(&c->servers[i]))
+                        return true;
+        return false;
+}
+
+/* A launcher's daemon-wide part is made at start only (the service manager's connection):
+ * one that c names though this daemon's start did not make it waits for a restart. */
+bool supervisor_manager_waits_for_restart(const struct supervisor *sv, const struct config *c) {
+        for (size_t i = 0; i < RUN_LAUNCHERS; i++) {
+                const struct run_ops *ops = run_launchers[i];
+
+                if (ops->init && ops->kind >= 0 && !sv->launcher_parts[i] && named_by(ops, c))
+                        return true;
+        }
+        return false;
 }
 
 void supervisor_start_all(struct supervisor *sv) {
@@ -368,15 +364,6 @@ void supervisor_collect(struct supervisor *sv) {
         }
 }
 
-int supervisor_curl_loop(struct supervisor *sv, struct curl_loop **ret, const char **error) {
-        int r = 0;
-
-        if (!sv->curl)
-                r = curl_loop_new(sv->base, sv->log, &sv->curl, error);
-        *ret = sv->curl;
-        return r;
-}
-
 void supervisor_done(struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
@@ -405,14 +392,12 @@ void supervisor_done(struct supervisor *sv) {
         if (sv->start_turn)
                 event_free(sv->start_turn);
         sv->start_turn = NULL;
-        /* After the runs, whose calls and watches are the bus's. */
-        run_systemd_free(sv->systemd);
-        sv->systemd = NULL;
-        sv->bus = bus_free(sv->bus);
-        curl_loop_free(sv->curl); /* after the runs, whose transfers were its */
-        sv->curl = NULL;
-        free(sv->manager_error);
-        sv->manager_error = NULL;
+        /* After the runs, whose calls, watches and transfers were the launchers' parts'. */
+        for (size_t i = 0; i < RUN_LAUNCHERS; i++) {
+                if (run_launchers[i]->done)
+                        run_launchers[i]->done(sv->launcher_parts[i]);
+                sv->launcher_parts[i] = NULL;
+        }
         free(sv->daemon_id);
         sv->daemon_id = NULL;
 }

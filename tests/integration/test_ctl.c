@@ -386,6 +386,7 @@ Test(ctl, status_json_has_the_facts_of_why_a_server_is_not_ready) {
         cr_expect_str_eq(h_str(s, "lastStderr.line"), "exiting at start with 1");
         cr_expect_geq(number(s, "lastStderr.since"), 0);
         cr_expect(json_object_is_type(h_get(s, "restartIn"), json_type_null), "%s", h_json_text(s));
+        cr_expect(json_object_get_boolean(h_get(s, "stderr")), "a process writes a stderr: %s", h_json_text(s));
 
         s = server_entry(st, "deaf");
         cr_expect_str_eq(h_str(s, "why.kind"), "startTimeout");

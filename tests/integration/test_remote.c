@@ -578,6 +578,9 @@ Test(http, status_shows_the_url) {
         cr_assert_str_eq(h_str(row, "url"), sf("http://127.0.0.1:%d/mcp", PORT), "%s", h_json_text(st));
         cr_assert_str_eq(h_str(row, "launcher"), "http");
         cr_assert_null(h_get(row, "pid"));
+        /* no stderr: its log is the daemon's lines about it */
+        cr_assert(json_object_get_type(h_get(row, "stderr")) == json_type_boolean && !json_object_get_boolean(h_get(row, "stderr")),
+                  "%s", h_json_text(st));
         json_object_put(st);
         /* mcpvisorctl status: the URL in the row, where a process has its pid */
         struct proc p = { 0 };

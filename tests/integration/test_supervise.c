@@ -390,6 +390,19 @@ Test(supervise, not_executable) {
         ping_daemon();
 }
 
+/* Launcher "systemd" without a service manager: the launcher's daemon-wide part keeps why
+ * it could not connect, and each start of its server says so; the others run. */
+Test(supervise, systemd_launcher_without_a_manager_says_why) {
+        add_demo("unit", "\"launcher\":\"systemd\"", "");
+        add_demo("good", "", "");
+        start(NULL);
+        expect_line("servers with launcher \"systemd\" cannot start: ", NULL);
+        expect_line("[unit] stopped -> backoff: cannot start: launcher \"systemd\" needs the service manager, and "
+                    "mcpvisord has no connection to it (",
+                    NULL);
+        ping_daemon();
+}
+
 /* Launcher "auto" without a service manager is exec, which cannot confine: a server with
  * a confinement key fails to start, saying so, and is never run unconfined. */
 Test(supervise, confinement_without_systemd_fails_to_start) {

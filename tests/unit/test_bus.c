@@ -814,6 +814,13 @@ struct event_base *instance_event_base(const struct instance *in) {
         return base;
 }
 
+/* The systemd launcher's daemon-wide part, kept here instead of in a supervisor. */
+static struct run_systemd *systemd_part;
+
+void **instance_launcher_part(const struct instance *in) {
+        return (void **)&systemd_part;
+}
+
 static struct supervisor SV;
 static struct server SRV;
 static struct instance IN;
@@ -834,7 +841,7 @@ static void launch(const char *entry) {
         cr_assert_eq(config_parse(text, strlen(text), &C, &p), 0);
         problems_done(&p);
         SV = (struct supervisor){ .base = base, .log = &log_, .daemon_env = env, .daemon_id = "/run/test.sock" };
-        cr_assert_eq(run_systemd_new(B, &log_, &SV.systemd), 0);
+        cr_assert_eq(run_systemd_new(B, &log_, &systemd_part), 0);
         SRV = (struct server){ .sv = &SV, .config = (struct server_config *)config_find_server(&C, "s") };
         IN = (struct instance){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
         open_pipe(in, 0);
@@ -856,8 +863,8 @@ static void finish(void) {
                         close(TAKE_FD(daemon_ends[k]));
         if (IN.launcher)
                 run_systemd_ops.free(&IN);
-        run_systemd_free(SV.systemd);
-        SV.systemd = NULL;
+        run_systemd_free(systemd_part);
+        systemd_part = NULL;
 }
 
 /* How the launcher says the run ended, once it has. */

@@ -135,6 +135,13 @@ Test(ctl_format, notes_say_why_what_it_said_and_where_the_log_is) {
                                     "  stderr 1m15s ago: GITHUB_PERSONAL_ACCESS_TOKEN not set\n"
                                     "  log: journalctl -t github (its stderr), journalctl MCPVISOR_SERVER=github (with "
                                     "mcpvisord's lines about it)\n");
+        n.no_stderr = true; /* a server reached by URL: only the daemon's lines */
+        n.stderr_line = NULL;
+        cr_expect_str_eq(notes(&n), "  why: startTimeout (30 s) passed before it was ready, then stopped with SIGTERM "
+                                    "after stopTimeout (3 s); restarting in 1.5 s\n"
+                                    "  log: journalctl MCPVISOR_SERVER=github (mcpvisord's lines about it; it has no "
+                                    "stderr)\n");
+        n.no_stderr = false;
         n.log = CTL_LOG_STDERR;
         n.log_stderr = "/dev/pts/3";
         n.stderr_line = NULL;

@@ -180,6 +180,28 @@ int bus_wait_collected(struct bus *b, char *const *units, uint64_t timeout_usec,
         return 0;
 }
 
+/* What run-systemd.c's daemon-wide part would connect with, never called here: the test's
+ * run_systemd is made over the test's bus. */
+int bus_open(struct event_base *b, const struct logger *log, char *const *env, struct bus **ret, char **error) {
+        cr_assert_fail("bus_open");
+        return -ENOTCONN;
+}
+
+int bus_open_auto(struct event_base *b, const struct logger *log, char *const *env, struct bus **ret) {
+        cr_assert_fail("bus_open_auto");
+        return LAUNCHER_EXEC;
+}
+
+struct bus *bus_free(struct bus *b) {
+        cr_assert_fail("bus_free");
+        return NULL;
+}
+
+int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
+        cr_assert_fail("bus_stop_leftovers");
+        return 0;
+}
+
 /* ---- the test's instance.c ---- */
 
 static unsigned ended_runs;
@@ -193,6 +215,13 @@ void instance_ended(struct instance *in) {
 
 struct event_base *instance_event_base(const struct instance *in) {
         return base;
+}
+
+/* The systemd launcher's daemon-wide part, kept here instead of in a supervisor. */
+static struct run_systemd *systemd_part;
+
+void **instance_launcher_part(const struct instance *in) {
+        return (void **)&systemd_part;
 }
 
 /* ---- the run ---- */
@@ -212,8 +241,8 @@ static void setup(void) {
 static void teardown(void) {
         if (IN.launcher)
                 run_systemd_ops.free(&IN);
-        run_systemd_free(SV.systemd);
-        SV.systemd = NULL;
+        run_systemd_free(systemd_part);
+        systemd_part = NULL;
         config_done(&C);
         loop_stop();
         log_capture_stop();
@@ -231,7 +260,7 @@ static void launch(void) {
         cr_assert_eq(config_parse(text, strlen(text), &C, &p), 0);
         problems_done(&p);
         SV = (struct supervisor){ .base = base, .log = &log_, .daemon_env = env, .daemon_id = "/run/test.sock" };
-        cr_assert_eq(run_systemd_new(&the_bus, &log_, &SV.systemd), 0);
+        cr_assert_eq(run_systemd_new(&the_bus, &log_, &systemd_part), 0);
         SRV = (struct server){ .sv = &SV, .config = (struct server_config *)config_find_server(&C, "s") };
         IN = (struct instance){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
         open_pipe(in, 0);

@@ -86,6 +86,13 @@ static void fake_usage(const struct instance *in, struct run_usage *ret) {
                                    .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
 }
 
+static const char *fake_target(const struct server_config *c) {
+        return c->command;
+}
+
+/* The exec launcher's words, or another's for a test. */
+static struct run_words fake_words;
+
 static void fake_free(struct instance *in) {
         free(in->launcher);
         in->launcher = NULL;
@@ -93,6 +100,10 @@ static void fake_free(struct instance *in) {
 
 const struct run_ops run_exec_ops = {
         .name = "exec",
+        .kind = LAUNCHER_EXEC,
+        .words = &fake_words,
+        .target = fake_target,
+        .writes_stderr = true,
         .start = fake_start,
         .terminate = fake_terminate,
         .kill = fake_kill,
@@ -150,6 +161,7 @@ static void setup(void) {
         logger_init(&lg, LOG_DEBUG);
         cr_assert_eq(jsonrpc_parser_init(&parser), 0);
         L = (typeof(L)){ 0 };
+        fake_words = run_process_words;
 }
 
 static void teardown(void) {
@@ -530,6 +542,41 @@ Test(server, stop_goes_through_each_stage_on_its_timeout) {
         expect_log("[a] still running 0.1 s after SIGTERM; sending SIGKILL");
         expect_log("[a] stopping -> stopped: fed by the test");
         refute_log("stopping -> stopping");
+}
+
+/* Each step of a stop is logged in the words of the run's launcher: a run of the HTTP
+ * launcher has a session, not a stdin, and no signals or pid. */
+Test(server, stop_is_told_in_the_launchers_words) {
+        fake_words = *run_http_ops.words;
+        start_daemon(QUICK);
+        reach(SERVER_READY);
+        handle(SERVER_EV_STOP);
+        WAIT_UNTIL(L.kills == 1);
+        cr_assert_eq(s->state, SERVER_STOP_KILL);
+        handle(SERVER_EV_TIMER); /* no end after the kill: said, and killed again */
+        cr_assert_eq(L.kills, 2);
+        run_ends(CLD_EXITED, 0);
+        cr_assert_eq(s->state, SERVER_STOPPED);
+        cr_assert_eq(s->last_exit.signal_sent, 0, "no signal said to have been sent");
+        expect_log("[a] started /bin/cat as a run of the test's (instance 1)");
+        expect_log("[a] closed its session; waiting 0.1 s for it to end\n");
+        expect_log("[a] still running 0.1 s after its session was closed; ending its transfers\n");
+        expect_log("[a] still running 0.1 s after ending its transfers; ending them again\n");
+        expect_log("[a] a run of the test's has not ended after its transfers ended\n");
+        refute_log("stdin");
+        refute_log("SIGTERM");
+        refute_log("SIGKILL");
+        refute_log("pid ");
+}
+
+/* The exec launcher's words, and no pid where the launcher has none to give. */
+Test(server, kill_again_names_the_run_as_its_launcher_does) {
+        start_daemon(SLOW);
+        reach(SERVER_STOP_KILL);
+        handle(SERVER_EV_TIMER);
+        expect_log("[a] a run of the test's has not ended after SIGKILL (stuck in the kernel?)\n");
+        refute_log("pid 0");
+        run_ends(CLD_KILLED, SIGKILL);
 }
 
 /* An exit after SIGTERM is said to have come after it (the status answer's facts). */
