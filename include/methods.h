@@ -106,8 +106,9 @@ extern const struct method control_reload;
 void control_reload_answer(struct client *c, json_object *id, int r, json_object *outcome);
 extern const struct method control_access_query;
 extern const struct method control_logs;
-/* The error for a control command naming no configured server (control-server.c). */
-void control_reply_unknown_server(struct client *c, struct jsonrpc_msg *m, const char *name);
+/* The server a control command's "name" names (control-server.c), or NULL once the client
+ * was told why there is none: no name, or no such server (with the names it could use). */
+struct server *control_named_server(struct client *c, struct jsonrpc_msg *m);
 /* Where the daemon's log goes, as the status answer says it (control-status.c). */
 struct logger;
 json_object *control_log_object(const struct logger *lg);

@@ -34,17 +34,9 @@ static void logs(struct client *c, struct jsonrpc_msg *m) {
         const struct server *s;
         uint64_t after = 0, missed = 0;
 
-        if (!method_params_object(c, m, false))
+        s = control_named_server(c, m);
+        if (!s)
                 return;
-        if (!json_object_object_get_ex(m->params, "name", &v) || !json_object_is_type(v, json_type_string)) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
-                return;
-        }
-        s = supervisor_find(&c->daemon->supervisor, json_object_get_string(v));
-        if (!s) {
-                control_reply_unknown_server(c, m, json_object_get_string(v));
-                return;
-        }
         if (json_object_object_get_ex(m->params, "after", &v)) {
                 if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
                         client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
