@@ -322,16 +322,10 @@ static int print_table(json_object *status, json_object *servers) {
 }
 
 static int print_json(json_object *status, json_object *servers, bool filtered) {
-        const char *text;
-
         /* The daemon's answer as it is; with names, only their entries. */
         if (filtered && json_object_object_add(status, "servers", json_object_get(servers)) < 0)
                 return -ENOMEM;
-        text = json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text)
-                return -ENOMEM;
-        printf("%s\n", text);
-        return 0;
+        return ctl_print_json(status);
 }
 
 static int run_status(struct ctl *ctl, int argc, char **argv) {
@@ -355,10 +349,8 @@ static int run_status(struct ctl *ctl, int argc, char **argv) {
         for (int i = 0; r >= 0 && !ctl->json && i < argc; i++)
                 (void)ctl_logs_print_kept(&c, argv[i], timeout, "  ", stdout);
         ctl_conn_done(&c);
-        if (r < 0 || fflush(stdout) != 0) {
-                fprintf(stderr, CTL_NAME ": cannot print the status: %s\n", strerror(r < 0 ? -r : errno));
+        if (ctl_print_finish(r, "status") != CTL_EXIT_OK)
                 return CTL_EXIT_FAILURE;
-        }
         for (size_t i = 0; i < json_object_array_length(servers); i++)
                 if (!server_is_fine(json_object_array_get_idx(servers, i)))
                         return CTL_EXIT_NOT_READY;
