@@ -22,22 +22,26 @@ const char *ctl_json_str(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
-int64_t ctl_json_int(json_object *o, const char *key, int64_t def) {
+/* o's member key when it is a number, integer or not; NULL otherwise. */
+static json_object *json_number(json_object *o, const char *key) {
         json_object *v;
 
         if (!json_object_object_get_ex(o, key, &v) ||
             !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-                return def;
-        return json_object_get_int64(v);
+                return NULL;
+        return v;
+}
+
+int64_t ctl_json_int(json_object *o, const char *key, int64_t def) {
+        json_object *v = json_number(o, key);
+
+        return v ? json_object_get_int64(v) : def;
 }
 
 double ctl_json_double(json_object *o, const char *key, double def) {
-        json_object *v;
+        json_object *v = json_number(o, key);
 
-        if (!json_object_object_get_ex(o, key, &v) ||
-            !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-                return def;
-        return json_object_get_double(v);
+        return v ? json_object_get_double(v) : def;
 }
 
 static json_object *servers_of(json_object *status) {
