@@ -24,6 +24,10 @@ bool json_scan_value(struct json_scan *s);
 /* One string at p, which moves past its closing quote. */
 bool json_scan_string(struct json_scan *s);
 
+/* Starts a scan of text that must be one object or array (open is '{' or '['), past its
+ * opening bracket and the space after it, at depth 1; false when text does not start so. */
+bool json_scan_open(struct json_scan *s, const char *text, size_t len, unsigned max_depth, char open);
+
 /* The whole of text is one JSON value, with whitespace around it allowed. */
 bool json_scan_valid(const char *text, size_t len, unsigned max_depth);
 

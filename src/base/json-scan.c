@@ -318,9 +318,7 @@ static void member_follows(const char *prev_end, const char *next, size_t n, str
                 }
 }
 
-/* Starts a scan of text that must be one object or array (open is '{' or '['), past its
- * opening bracket and the space after it; false when text does not start so. */
-static bool scan_open(struct json_scan *s, const char *text, size_t len, unsigned max_depth, char open) {
+bool json_scan_open(struct json_scan *s, const char *text, size_t len, unsigned max_depth, char open) {
         json_scan_init(s, text, len, max_depth);
         json_scan_ws(s);
         if (!json_scan_take(s, open))
@@ -337,7 +335,7 @@ int json_scan_members(const char *text, size_t len, unsigned max_depth, const ch
         int members = 0;
 
         memset(ret, 0, n * sizeof *ret);
-        if (!scan_open(&s, text, len, max_depth, '{'))
+        if (!json_scan_open(&s, text, len, max_depth, '{'))
                 return -EINVAL;
         if (!json_scan_take(&s, '}')) {
                 do {
@@ -364,7 +362,7 @@ int json_scan_elements(const char *text, size_t len, unsigned max_depth, json_sc
         const char *start;
         int r;
 
-        if (!scan_open(&s, text, len, max_depth, '['))
+        if (!json_scan_open(&s, text, len, max_depth, '['))
                 return -EINVAL;
         if (!json_scan_take(&s, ']')) {
                 do {

@@ -354,11 +354,8 @@ bool jsonrpc_scan_result(const char *line, size_t len, struct jsonrpc_result_tex
         struct json_scan s;
         unsigned seen = 0;
 
-        json_scan_init(&s, line, len, JSONRPC_MAX_DEPTH);
-        json_scan_ws(&s);
-        if (!json_scan_take(&s, '{'))
+        if (!json_scan_open(&s, line, len, JSONRPC_MAX_DEPTH, '{'))
                 return false;
-        s.depth = 1; /* the members are inside the envelope */
         do {
                 json_scan_ws(&s);
                 if (!take_result_member(&s, ret, &seen))
@@ -405,11 +402,8 @@ bool jsonrpc_scan_head_id(const char *head, size_t len, int64_t *ret_id) {
         unsigned seen = 0;
         int64_t id = -1;
 
-        json_scan_init(&s, head, len, JSONRPC_MAX_DEPTH);
-        json_scan_ws(&s);
-        if (!json_scan_take(&s, '{'))
+        if (!json_scan_open(&s, head, len, JSONRPC_MAX_DEPTH, '{'))
                 return false;
-        s.depth = 1;
         do
                 json_scan_ws(&s);
         while (take_head_member(&s, &id, &seen));
@@ -439,11 +433,8 @@ bool jsonrpc_scan_request_head(const char *line, size_t len, struct jsonrpc_requ
         struct json_scan s;
 
         *ret = (struct jsonrpc_request_head){ .id = -1 };
-        json_scan_init(&s, line, len, JSONRPC_MAX_DEPTH);
-        json_scan_ws(&s);
-        if (!json_scan_take(&s, '{'))
+        if (!json_scan_open(&s, line, len, JSONRPC_MAX_DEPTH, '{'))
                 return false;
-        s.depth = 1;
         do
                 json_scan_ws(&s);
         while (!(ret->method && ret->id >= 0) && take_request_member(&s, ret));

@@ -108,16 +108,8 @@ static int run_access(struct ctl *ctl, int argc, char **argv) {
                 return CTL_EXIT_FAILURE;
         if (error)
                 return ctl_print_daemon_error(error);
-        if (ctl->json)
-                printf("%s\n", json_object_to_json_string_ext(result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                           JSON_C_TO_STRING_NOSLASHESCAPE));
-        else
-                r = print_table(result);
-        if (r < 0 || fflush(stdout) != 0) {
-                fprintf(stderr, CTL_NAME ": cannot print the answer: %s\n", strerror(r < 0 ? -r : errno));
-                return CTL_EXIT_FAILURE;
-        }
-        return CTL_EXIT_OK;
+        r = ctl->json ? ctl_print_json(result) : print_table(result);
+        return ctl_print_finish(r, "answer");
 }
 
 const struct ctl_command ctl_cmd_access = {

@@ -124,16 +124,8 @@ static int run_clients(struct ctl *ctl, int argc, char **argv) {
         if (fetch(ctl, &result) < 0)
                 return CTL_EXIT_FAILURE;
         json_object_object_get_ex(result, "clients", &rows);
-        if (ctl->json)
-                r = printf("%s\n", json_object_to_json_string_ext(result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                                  JSON_C_TO_STRING_NOSLASHESCAPE)) < 0 ? -EIO : 0;
-        else
-                r = print_table(rows);
-        if (r < 0 || fflush(stdout) != 0) {
-                fprintf(stderr, CTL_NAME ": cannot print the clients: %s\n", strerror(r < 0 ? -r : errno));
-                return CTL_EXIT_FAILURE;
-        }
-        return CTL_EXIT_OK;
+        r = ctl->json ? ctl_print_json(result) : print_table(rows);
+        return ctl_print_finish(r, "clients");
 }
 
 const struct ctl_command ctl_cmd_clients = {

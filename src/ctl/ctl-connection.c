@@ -353,3 +353,20 @@ int ctl_print_daemon_error(json_object *error) {
                         json_object_to_json_string_ext(error, JSON_C_TO_STRING_PLAIN));
         return CTL_EXIT_FAILURE;
 }
+
+int ctl_print_json(json_object *answer) {
+        const char *text = json_object_to_json_string_ext(
+                answer, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        if (!text)
+                return -ENOMEM;
+        return printf("%s\n", text) < 0 ? -EIO : 0;
+}
+
+int ctl_print_finish(int r, const char *what) {
+        if (r < 0 || fflush(stdout) != 0) {
+                fprintf(stderr, CTL_NAME ": cannot print the %s: %s\n", what, strerror(r < 0 ? -r : errno));
+                return CTL_EXIT_FAILURE;
+        }
+        return CTL_EXIT_OK;
+}

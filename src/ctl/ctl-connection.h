@@ -46,3 +46,11 @@ int ctl_call(struct ctl_conn *c, const char *method, json_object *params, uint64
 
 /* Prints a daemon error object as "mcpvisorctl: MESSAGE"; returns CTL_EXIT_FAILURE. */
 int ctl_print_daemon_error(json_object *error);
+
+/* Prints an answer as --json shows it (pretty, slashes as they are) and a newline to stdout.
+ * Returns 0, or -ENOMEM/-EIO. */
+int ctl_print_json(json_object *answer);
+
+/* Ends a command's output: r (from printing) and stdout's flush decide. Says "cannot print
+ * the WHAT" on failure. Returns CTL_EXIT_OK or CTL_EXIT_FAILURE. */
+int ctl_print_finish(int r, const char *what);

@@ -22,22 +22,26 @@ const char *ctl_json_str(json_object *o, const char *key) {
         return json_object_get_string(v);
 }
 
-int64_t ctl_json_int(json_object *o, const char *key, int64_t def) {
+/* o's member key when it is a number, integer or not; NULL otherwise. */
+static json_object *json_number(json_object *o, const char *key) {
         json_object *v;
 
         if (!json_object_object_get_ex(o, key, &v) ||
             !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-                return def;
-        return json_object_get_int64(v);
+                return NULL;
+        return v;
+}
+
+int64_t ctl_json_int(json_object *o, const char *key, int64_t def) {
+        json_object *v = json_number(o, key);
+
+        return v ? json_object_get_int64(v) : def;
 }
 
 double ctl_json_double(json_object *o, const char *key, double def) {
-        json_object *v;
+        json_object *v = json_number(o, key);
 
-        if (!json_object_object_get_ex(o, key, &v) ||
-            !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-                return def;
-        return json_object_get_double(v);
+        return v ? json_object_get_double(v) : def;
 }
 
 static json_object *servers_of(json_object *status) {
@@ -322,16 +326,10 @@ static int print_table(json_object *status, json_object *servers) {
 }
 
 static int print_json(json_object *status, json_object *servers, bool filtered) {
-        const char *text;
-
         /* The daemon's answer as it is; with names, only their entries. */
         if (filtered && json_object_object_add(status, "servers", json_object_get(servers)) < 0)
                 return -ENOMEM;
-        text = json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text)
-                return -ENOMEM;
-        printf("%s\n", text);
-        return 0;
+        return ctl_print_json(status);
 }
 
 static int run_status(struct ctl *ctl, int argc, char **argv) {
@@ -355,10 +353,8 @@ static int run_status(struct ctl *ctl, int argc, char **argv) {
         for (int i = 0; r >= 0 && !ctl->json && i < argc; i++)
                 (void)ctl_logs_print_kept(&c, argv[i], timeout, "  ", stdout);
         ctl_conn_done(&c);
-        if (r < 0 || fflush(stdout) != 0) {
-                fprintf(stderr, CTL_NAME ": cannot print the status: %s\n", strerror(r < 0 ? -r : errno));
+        if (ctl_print_finish(r, "status") != CTL_EXIT_OK)
                 return CTL_EXIT_FAILURE;
-        }
         for (size_t i = 0; i < json_object_array_length(servers); i++)
                 if (!server_is_fine(json_object_array_get_idx(servers, i)))
                         return CTL_EXIT_NOT_READY;
