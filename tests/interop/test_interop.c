@@ -1060,7 +1060,7 @@ Test(interop, http_sdk_lists_and_calls) {
         cr_assert_not_null(strstr(h_json_text(tools), "\"everything__get-sum\""), "%s", h_json_text(tools));
         cr_assert_not_null(strstr(h_json_text(tools), "\"filesystem__read_text_file\""), "%s", h_json_text(tools));
         json_object_put(facts);
-        cr_assert(h_log_wait(&D, "client connected (pid 0, command unknown", H_TIMEOUT_MS), "not an HTTP session");
+        cr_assert(h_log_wait(&D, "MCP client connected (from 127.0.0.1:", H_TIMEOUT_MS), "not an HTTP session");
 }
 
 Test(interop, http_sdk_progress_comes_back_with_the_clients_token) {
