@@ -62,7 +62,8 @@ int instance_kill(struct instance *in);
 void instance_kill_wait(struct instance *in);
 /* SIGCHLD reported its program's pid: true if that ended the run (reported to its server). */
 bool instance_reap(struct instance *in);
-/* How it ended (code and status); zero while it runs. */
+/* How it ended (code and status); zero while it runs. What *ret held is freed first; the
+ * caller frees the new one with server_exit_done(). */
 void instance_describe_end(const struct instance *in, struct server_exit *ret);
 /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
 const char *instance_describe(const struct instance *in, char *buf, size_t size);

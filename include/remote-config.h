@@ -25,6 +25,7 @@ struct remote_header {
 
 struct remote_config {
         char *url;                       /* NULL: not a remote server */
+        char *shown_url;                 /* url as people see it: remote_url_shown(url) */
         int type;                        /* enum remote_type */
         struct remote_header *headers;
         size_t n_headers;
@@ -49,6 +50,10 @@ int remote_parse_headers(json_object *v, const char *path, void *dst, struct con
 
 /* The URL's host is the loopback interface: "localhost", 127.0.0.0/8 or [::1]. */
 bool remote_url_loopback(const char *url);
+/* The URL as the status answer and the logs show it: a query or fragment, where a
+ * credential such as ?api_key= goes, left out ("https://host/mcp?…"). Malloc'd; NULL when
+ * out of memory. */
+char *remote_url_shown(const char *url);
 
 /* What the remote keys must be together, and with the others of the entry (given as
  * whether it has a command, and its launcher and confinement keys' first name, NULL if

@@ -114,7 +114,9 @@ struct run_ops {
          * child. */
         bool (*reap)(struct instance *in);
         /* How it ended, once it has: code and status as struct server_exit holds them
-         * (with a launcher's own reason there, such as "killed by the OOM killer"). */
+         * (with a launcher's own reason there, such as "killed by the OOM killer"). It
+         * overwrites *ret; the reason it allocates is the caller's, freed by
+         * server_exit_done(). */
         void (*describe_end)(const struct instance *in, struct server_exit *ret);
         /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
         const char *(*describe)(const struct instance *in, char *buf, size_t size);

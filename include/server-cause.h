@@ -20,7 +20,8 @@ enum server_cause_kind {
 };
 
 /* How a run's process ended, and the signals the daemon had sent to end it: so that its
- * own SIGTERM is told apart from someone else's. */
+ * own SIGTERM is told apart from someone else's. It owns its reason: copy it with
+ * server_exit_copy() and free it with server_exit_done(), never by assignment. */
 struct server_exit {
         int code;                   /* 0: it has not ended; else CLD_EXITED, CLD_KILLED or CLD_DUMPED */
         int status;                 /* exit status or signal number */
@@ -28,9 +29,9 @@ struct server_exit {
         double stop_timeout;        /* seconds, when a signal was sent */
         double kill_timeout;        /* seconds, when SIGKILL was sent */
         /* What the launcher knows beyond code and status, said instead of them: "killed by
-         * the OOM killer (memoryMax 256M)", "unit mcpvisor-fs@106bb1be-3.service failed to start: ...";
-         * "" for none. */
-        char reason[160];
+         * the OOM killer (memoryMax 256M)", "unit mcpvisor-fs@106bb1be-3.service failed to start: ...".
+         * Owned, whole and valid UTF-8 (it can carry a service manager's error); NULL for none. */
+        char *reason;
         /* The launcher says a restart cannot help (a remote server refused the credential):
          * the server goes failed instead of backing off. */
         bool no_retry;
@@ -43,8 +44,15 @@ struct server_cause {
         double timeout;             /* START_TIMEOUT: startTimeout, in seconds */
         unsigned failures;          /* HEALTH: in a row */
         bool starting;              /* EXIT: it had not become ready */
-        struct server_exit exit;    /* how the run ended; code 0 while it is being stopped */
+        struct server_exit exit;    /* how the run ended; code 0 while it is being stopped; owned */
 };
+
+/* Replaces e's reason with a copy of reason made valid UTF-8, whole; NULL or "" for none. */
+void server_exit_set_reason(struct server_exit *e, const char *reason);
+/* Replaces *dst with src, its reason copied (none when out of memory). */
+void server_exit_copy(struct server_exit *dst, const struct server_exit *src);
+/* Frees the reason; *e is then as zeroed. */
+void server_exit_done(struct server_exit *e);
 
 /* Replaces *c with a cause of that kind; detail is copied whole (made valid UTF-8: what a
  * server wrote into it was bounded where it was read). The other facts are zero: set them
@@ -52,10 +60,10 @@ struct server_cause {
 void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const char *detail);
 void server_cause_done(struct server_cause *c);
 
-/* "exit status 1", "killed by SIGKILL", "dumped core on SIGSEGV"; when the daemon's own
- * signal ended it, "stopped with SIGTERM after stopTimeout (5 s)"; "" while it has not
- * ended. 128 bytes are enough. */
-const char *server_exit_text(const struct server_exit *e, char *buf, size_t size);
+/* "exit status 1", "killed by SIGKILL", "dumped core on SIGSEGV", or the launcher's
+ * reason, whole; when the daemon's own signal ended it, "stopped with SIGTERM after
+ * stopTimeout (5 s)"; "" while it has not ended. Malloc'd; NULL when out of memory. */
+char *server_exit_text(const struct server_exit *e);
 /* The daemon's own signal ended it. */
 bool server_exit_by_daemon(const struct server_exit *e);
 /* The kind's name in the status answer: "exit" or "signal" for an end of its own (by how
@@ -72,5 +80,6 @@ bool server_exit_clean(const struct server_exit *e);
  * after stopTimeout (5 s)". Malloc'd; NULL when out of memory. */
 char *server_cause_text(const struct server_cause *c);
 /* A few words for a status line: the exit when the process ended by itself ("exit status
- * 1"), else what the daemon saw ("startTimeout passed", "health checks failed", ...). */
+ * 1"), else what the daemon saw ("startTimeout passed", "health checks failed", ...); cut
+ * to size, as a line of sd_notify's STATUS= is. */
 const char *server_cause_brief(const struct server_cause *c, char *buf, size_t size);

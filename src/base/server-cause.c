@@ -26,6 +26,28 @@ void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const
 void server_cause_done(struct server_cause *c) {
         free(c->detail);
         c->detail = NULL;
+        server_exit_done(&c->exit);
+}
+
+void server_exit_set_reason(struct server_exit *e, const char *reason) {
+        free(e->reason);
+        e->reason = reason && *reason ? strdup(reason) : NULL;
+        if (e->reason)
+                utf8_mend(e->reason);
+}
+
+void server_exit_copy(struct server_exit *dst, const struct server_exit *src) {
+        if (dst == src)
+                return;
+        server_exit_done(dst);
+        *dst = *src;
+        dst->reason = NULL;
+        server_exit_set_reason(dst, src->reason);
+}
+
+void server_exit_done(struct server_exit *e) {
+        free(e->reason);
+        *e = (struct server_exit){ 0 };
 }
 
 const char *server_cause_kind_name(const struct server_cause *c) {
@@ -48,32 +70,31 @@ bool server_exit_by_daemon(const struct server_exit *e) {
 
 /* The launcher's reason when it gave one, else the code and status. */
 static const char *describe(const struct server_exit *e, char *buf, size_t size) {
-        if (e->reason[0]) {
-                snprintf(buf, size, "%s", e->reason);
-                return buf;
-        }
+        if (e->reason)
+                return e->reason;
         return process_describe_exit(e->code, e->status, buf, size);
 }
 
-const char *server_exit_text(const struct server_exit *e, char *buf, size_t size) {
-        char plain[sizeof e->reason];
+char *server_exit_text(const struct server_exit *e) {
+        char plain[128], *text = NULL;
+        int r;
 
         if (e->code == 0)
-                snprintf(buf, size, "%s", "");
+                r = asprintf(&text, "%s", "");
         else if (server_exit_by_daemon(e) && e->status == SIGTERM)
-                snprintf(buf, size, "stopped with SIGTERM after stopTimeout (%g s)", e->stop_timeout);
+                r = asprintf(&text, "stopped with SIGTERM after stopTimeout (%g s)", e->stop_timeout);
         else if (server_exit_by_daemon(e))
-                snprintf(buf, size, "stopped with SIGKILL after stopTimeout (%g s) and killTimeout (%g s)",
-                         e->stop_timeout, e->kill_timeout);
+                r = asprintf(&text, "stopped with SIGKILL after stopTimeout (%g s) and killTimeout (%g s)",
+                             e->stop_timeout, e->kill_timeout);
         else if (e->signal_sent == SIGTERM)
-                snprintf(buf, size, "%s after SIGTERM at stopTimeout (%g s)", describe(e, plain, sizeof plain),
-                         e->stop_timeout);
+                r = asprintf(&text, "%s after SIGTERM at stopTimeout (%g s)", describe(e, plain, sizeof plain),
+                             e->stop_timeout);
         else if (e->signal_sent == SIGKILL)
-                snprintf(buf, size, "%s after SIGKILL at killTimeout (%g s)", describe(e, plain, sizeof plain),
-                         e->kill_timeout);
+                r = asprintf(&text, "%s after SIGKILL at killTimeout (%g s)", describe(e, plain, sizeof plain),
+                             e->kill_timeout);
         else
-                describe(e, buf, size);
-        return buf;
+                r = asprintf(&text, "%s", describe(e, plain, sizeof plain));
+        return r < 0 ? NULL : text;
 }
 
 bool server_exit_clean(const struct server_exit *e) {
@@ -108,13 +129,12 @@ static char *reason_text(const struct server_cause *c) {
 }
 
 char *server_cause_text(const struct server_cause *c) {
-        _cleanup_free_ char *reason = reason_text(c);
-        char end[256], *text = NULL;
+        _cleanup_free_ char *reason = reason_text(c), *end = server_exit_text(&c->exit);
+        char *text = NULL;
         int r;
 
-        if (!reason)
+        if (!reason || !end)
                 return NULL;
-        server_exit_text(&c->exit, end, sizeof end);
         /* An operator's stop is the whole story: how the process went follows from it. */
         if (!*end || c->kind == SERVER_CAUSE_REQUEST || c->kind == SERVER_CAUSE_SPAWN)
                 return TAKE_PTR(reason);
@@ -137,8 +157,11 @@ const char *server_cause_brief(const struct server_cause *c, char *buf, size_t s
                 return "health checks failed";
         case SERVER_CAUSE_EXIT:
         case SERVER_CAUSE_CONNECTION:
-                if (c->exit.code)
-                        return server_exit_text(&c->exit, buf, size);
+                if (c->exit.code) {
+                        _cleanup_free_ char *end = server_exit_text(&c->exit);
+                        snprintf(buf, size, "%s", end ? end : "");
+                        return buf;
+                }
                 break;
         default:
                 break;

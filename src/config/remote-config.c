@@ -171,9 +171,19 @@ int remote_parse_headers(json_object *v, const char *path, void *dst, struct con
 void remote_config_done(struct remote_config *r) {
         settings_list_done(&header_list, r);
         free(r->url);
+        free(r->shown_url);
         free(r->proxy);
         free(r->ca_file);
         remote_config_init(r);
+}
+
+char *remote_url_shown(const char *url) {
+        size_t head = strcspn(url, "?#");
+        char *text = NULL;
+
+        if (asprintf(&text, "%.*s%s", (int)head, url, url[head] == '?' ? "?…" : url[head] ? "#…" : "") < 0)
+                return NULL;
+        return text;
 }
 
 /* The scheme's length ("http://": 7), or 0 when it is neither http nor https. */

@@ -357,6 +357,10 @@ int server_config_parse(const char *name, json_object *entry, const char *path, 
                 return -EINVAL;
         }
         check_unexpanded(&s, path, p);
+        if (s.remote.url && !(s.remote.shown_url = remote_url_shown(s.remote.url))) {
+                server_config_done(&s);
+                return -ENOMEM;
+        }
         *ret = s;
         return 0;
 }

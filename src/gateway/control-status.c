@@ -56,7 +56,7 @@ static json_object *exit_object(const struct server_exit *e) {
                 json_object_object_add(o, "coreDumped", json_object_new_boolean(e->code == CLD_DUMPED));
         }
         json_object_object_add(o, "byDaemon", json_object_new_boolean(server_exit_by_daemon(e)));
-        if (e->reason[0])
+        if (e->reason)
                 json_object_object_add(o, "reason", jsonrpc_text(e->reason));
         if (e->signal_sent) {
                 json_object_object_add(o, "daemonSignal", signal_name(e->signal_sent));
@@ -130,7 +130,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         const struct run_ops *launcher = instance_launcher_of(s);
         const char *url = launcher->url ? launcher->url(s->config) : NULL;
         _cleanup_free_ char *cause = server_cause_now(s);
-        char end[256];
+        _cleanup_free_ char *end = s->last_exit.code ? server_exit_text(&s->last_exit) : NULL;
 
         json_object_object_add(row, "name", json_object_new_string(s->config->name));
         json_object_object_add(row, "state", json_object_new_string(server_state_name(s->state)));
@@ -143,8 +143,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object_object_add(row, "uptime", in ? seconds_since(in->started_at, now) : NULL);
         json_object_object_add(row, "since", seconds_since(s->state_since, now));
         json_object_object_add(row, "restarts", json_object_new_int64(s->starts > 0 ? s->starts - 1 : 0));
-        json_object_object_add(row, "lastExit",
-                               s->last_exit.code ? jsonrpc_text(server_exit_text(&s->last_exit, end, sizeof end)) : NULL);
+        json_object_object_add(row, "lastExit", end ? jsonrpc_text(end) : NULL);
         json_object_object_add(row, "cause", jsonrpc_text(cause ? cause : server_state_cause(s)));
         json_object_object_add(row, "why", why_object(&s->why));
         json_object_object_add(row, "restartIn", s->state == SERVER_BACKOFF && s->restart_at > now

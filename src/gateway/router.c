@@ -497,7 +497,7 @@ static bool ended_by_daemon(const struct server *s) {
  * Malloc'd (the cause is never cut), or NULL. */
 static char *how_it_ended(const struct server *s) {
         const struct server_exit *e = &s->last_exit;
-        char end[256], *text = NULL;
+        char *text = NULL;
         int r;
 
         if (ended_by_daemon(s)) {
@@ -505,8 +505,10 @@ static char *how_it_ended(const struct server *s) {
                 r = asprintf(&text, "ended (%s)", why ? why : "stopped by mcpvisord");
         } else if (e->code == CLD_EXITED)
                 r = asprintf(&text, "exited with status %d", e->status);
-        else if (e->code)
-                r = asprintf(&text, "%s%s", e->code == CLD_KILLED ? "was " : "", server_exit_text(e, end, sizeof end));
+        else if (e->code) {
+                _cleanup_free_ char *end = server_exit_text(e);
+                r = end ? asprintf(&text, "%s%s", e->code == CLD_KILLED ? "was " : "", end) : -ENOMEM;
+        }
         else if (s->why.kind == SERVER_CAUSE_CONNECTION && s->why.detail)
                 /* a run without a process (a server reached by URL): what broke it, its HTTP status */
                 r = asprintf(&text, "lost its connection (%s)", s->why.detail);

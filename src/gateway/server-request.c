@@ -11,6 +11,7 @@
 #include "client.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "macro.h"
 #include "router.h"
 #include "server.h"
 
@@ -280,14 +281,16 @@ void server_requests_client_gone(struct server_requests *q, struct client *c) {
  * asking process has ended). */
 static void cancel_ended(struct server_requests *q, const struct server *s) {
         struct server_request *rq, *next;
-        char reason[160];
 
         for (rq = TAILQ_FIRST(&q->pending); rq; rq = next) {
+                _cleanup_free_ char *reason = NULL;
+
                 next = TAILQ_NEXT(rq, entry);
                 if (s ? rq->server != s : asking_child(rq) != NULL)
                         continue;
-                snprintf(reason, sizeof reason, "server '%s' ended", rq->server->config->name);
-                tell_client_cancelled(rq, reason);
+                if (asprintf(&reason, "server '%s' ended", rq->server->config->name) < 0)
+                        reason = NULL;
+                tell_client_cancelled(rq, reason ? reason : "its server ended");
                 request_free(q, rq);
         }
 }

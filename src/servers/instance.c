@@ -263,6 +263,7 @@ bool instance_reap(struct instance *in) {
 }
 
 void instance_describe_end(const struct instance *in, struct server_exit *ret) {
+        server_exit_done(ret);
         in->ops->describe_end(in, ret);
 }
 

@@ -213,8 +213,9 @@ static bool http_serves(const struct server_config *c) {
         return c->remote.url != NULL;
 }
 
+/* Never with its query: a credential may be there. */
 static const char *http_url(const struct server_config *c) {
-        return c->remote.url;
+        return c->remote.shown_url ? c->remote.shown_url : "?";
 }
 
 /* Its stop closes the session (DELETE); terminate and kill end its transfers at once. */

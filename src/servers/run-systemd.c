@@ -94,7 +94,7 @@ struct systemd_run {
         uint64_t tasks_refused; /* pids.events max, as last read */
         struct oom_watch *oom;  /* a hybrid host's v1 memory cgroup, watched for OOM kills */
         struct bus_call *oom_registrar; /* the manager's unit registering it, until its job ended */
-        char failure[160];    /* why it ended without running, or why it is no longer known */
+        char *failure;        /* why it ended without running, or why it is no longer known; NULL for none */
         uint64_t memory_max;  /* the limits it was started with, for the words of its end */
         unsigned tasks_max;
 };
@@ -186,9 +186,10 @@ static void fail(struct systemd_run *x, const char *fmt, ...) _printf_(2, 3);
 static void fail(struct systemd_run *x, const char *fmt, ...) {
         va_list ap;
 
-        if (!x->failure[0]) {
+        if (!x->failure) {
                 va_start(ap, fmt);
-                vsnprintf(x->failure, sizeof x->failure, fmt, ap);
+                if (vasprintf(&x->failure, fmt, ap) < 0)
+                        x->failure = NULL;
                 va_end(ap);
         }
         end(x);
@@ -417,8 +418,10 @@ static int systemd_terminate(struct instance *in);
  * the unit is inactive or gone (a stop of a unit never started is refused, and the read
  * that follows finds none). */
 static void start_unanswered(struct systemd_run *x, const char *error) {
-        snprintf(x->failure, sizeof x->failure, "the service manager did not answer the start of unit %s (%s); stopped, in case it started",
-                 x->unit, error);
+        free(x->failure);
+        if (asprintf(&x->failure, "the service manager did not answer the start of unit %s (%s); stopped, in case it started",
+                     x->unit, error) < 0)
+                x->failure = NULL;
         set_state(x, RUN_RUNNING);
         if (systemd_terminate(x->in) < 0)
                 end(x);
@@ -535,6 +538,7 @@ static void run_free(struct systemd_run *x) {
         }
         oom_watch_free(x->oom);
         free(x->control_group);
+        free(x->failure);
         free(x->unit);
         free(x);
 }
@@ -664,23 +668,28 @@ static void size_text(uint64_t bytes, char *buf, size_t size) {
                 snprintf(buf, size, "%g%c", v, units[u]);
 }
 
-static void describe_reason(const struct systemd_run *x, const struct server_exit *e, char *buf, size_t size) {
-        char limit[32], plain[64];
+/* The reason for e, said instead of its code and status; "" for none. The failure is
+ * said whole (a unit's name and the manager's error), the rest are a few words of ours. */
+static void describe_reason(const struct systemd_run *x, struct server_exit *e) {
+        char limit[32], plain[64], buf[192] = "";
 
-        if (x->failure[0]) {
-                snprintf(buf, size, "%s", x->failure);
-        } else if (strcmp(x->result, "oom-kill") == 0 || oom_watch_killed(x->oom)) {
+        if (x->failure) {
+                server_exit_set_reason(e, x->failure);
+                return;
+        }
+        if (strcmp(x->result, "oom-kill") == 0 || oom_watch_killed(x->oom)) {
                 if (x->memory_max && x->memory_max != CONFINEMENT_INFINITY) {
                         size_text(x->memory_max, limit, sizeof limit);
-                        snprintf(buf, size, "killed by the OOM killer (memoryMax %s)", limit);
+                        snprintf(buf, sizeof buf, "killed by the OOM killer (memoryMax %s)", limit);
                 } else {
-                        snprintf(buf, size, "killed by the OOM killer");
+                        snprintf(buf, sizeof buf, "killed by the OOM killer");
                 }
         } else if (x->tasks_refused > 0 && !server_exit_clean(e)) {
-                snprintf(buf, size, "%s (tasksMax %u refused %" PRIu64 " fork%s)",
+                snprintf(buf, sizeof buf, "%s (tasksMax %u refused %" PRIu64 " fork%s)",
                          process_describe_exit(e->code, e->status, plain, sizeof plain), x->tasks_max,
                          x->tasks_refused, x->tasks_refused == 1 ? "" : "s");
         }
+        server_exit_set_reason(e, buf);
 }
 
 static void systemd_describe_end(const struct instance *in, struct server_exit *ret) {
@@ -689,7 +698,7 @@ static void systemd_describe_end(const struct instance *in, struct server_exit *
         *ret = (struct server_exit){ .code = x->code, .status = x->status };
         if (ret->code == 0) /* never ran, or its end unknown: said by the reason */
                 *ret = (struct server_exit){ .code = CLD_EXITED, .status = 255 };
-        describe_reason(x, ret, ret->reason, sizeof ret->reason);
+        describe_reason(x, ret);
 }
 
 static const char *systemd_describe(const struct instance *in, char *buf, size_t size) {

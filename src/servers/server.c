@@ -498,7 +498,7 @@ static void end_run(struct server *s) {
                 s->last_exit.stop_timeout = s->config->stop_timeout;
                 s->last_exit.kill_timeout = s->config->kill_timeout;
         }
-        s->why.exit = s->last_exit;
+        server_exit_copy(&s->why.exit, &s->last_exit);
         s->run = NULL;
         instance_retire(in, &s->sv->retired); /* reads what is left of its stderr */
         s->stderr_from_last_run = in->err.last[0] != '\0';
@@ -883,6 +883,7 @@ void server_free(struct server *s) {
         server_config_free(s->config);
         server_config_free(s->next_config);
         server_cause_done(&s->why);
+        server_exit_done(&s->last_exit);
         free(s->cause);
         free(s);
 }

@@ -269,7 +269,7 @@ static void take_endpoint(struct http_transport *h, const char *data, bool overs
                         subject_log(h, LOG_WARNING,
                                     "its event stream at %s named the endpoint %s, at another origin: refused, so that "
                                     "neither the messages nor the configured headers go there",
-                                    h->rc->url, url);
+                                    h->rc->shown_url, url);
                         h->endpoint_refused = true;
                 } else {
                         h->endpoint = strdup(url);
@@ -730,7 +730,7 @@ static void fall_back(struct http_transport *h, struct transfer *x, long status)
 
         h->wire = WIRE_LEGACY;
         subject_log(h, LOG_NOTICE, "HTTP %ld to a POST of initialize: no Streamable HTTP at %s; trying the legacy HTTP+SSE transport",
-                    status, h->rc->url);
+                    status, h->rc->shown_url);
         if (!again) {
                 report_broken(h, HTTP_FAILURE_MEMORY, TRANSFER_POST, 0, CURLE_OK, NULL);
                 return;

@@ -593,6 +593,27 @@ Test(http, status_shows_the_url) {
         h_client_close(c);
 }
 
+/* A URL's query may hold a credential (?api_key=): the status answer, mcpvisorctl status
+ * and the logs but the one line of full detail show the URL without it. */
+Test(http, status_hides_the_urls_query) {
+        start_server(NULL);
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:%d/mcp?api_key=sekrit#frag\"}", PORT);
+        start(NULL);
+        json_object *st = h_control(&D, "status", NULL);
+        json_object *row = json_object_array_get_idx(h_get(st, "result.servers"), 0);
+
+        cr_assert_str_eq(h_str(row, "url"), sf("http://127.0.0.1:%d/mcp?…", PORT), "%s", h_json_text(st));
+        cr_assert_null(strstr(h_json_text(st), "sekrit"), "%s", h_json_text(st));
+        json_object_put(st);
+        struct proc p = { 0 };
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "status", NULL }, NULL);
+        proc_close_stdin(&p);
+        proc_wait(&p, H_TIMEOUT_MS); /* not 0 while the server is not ready */
+        cr_assert(strstr(p.outbuf, sf("http://127.0.0.1:%d/mcp?", PORT)), "%s", p.outbuf);
+        cr_assert_null(strstr(p.outbuf, "sekrit"), "%s", p.outbuf);
+        proc_free(&p);
+}
+
 /* The legacy HTTP+SSE transport, asked for: the stream first, POSTs to its endpoint,
  * answers on the stream. */
 Test(http, legacy_sse) {

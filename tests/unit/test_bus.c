@@ -882,7 +882,8 @@ static void expect_killed(int sig, const char *reason) {
 
         cr_assert_eq(e.code, CLD_KILLED);
         cr_assert_eq(e.status, sig);
-        cr_assert_str_eq(e.reason, reason);
+        cr_assert_str_eq(e.reason ? e.reason : "", reason);
+        server_exit_done(&e);
 }
 
 /* Result=oom-kill is said as the OOM killer's, with the server's memoryMax. */

@@ -2,6 +2,7 @@
  * its JSON path, as tables of cases. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config-helpers.h"
@@ -30,6 +31,26 @@ Test(remote_config, agents_shape_loads) {
         cr_assert_eq(g->remote.connect_timeout, REMOTE_DEFAULT_CONNECT_TIMEOUT);
         cr_assert_eq(g->remote.max_connections, 8);
         cr_assert_not(g->remote.insecure);
+}
+
+/* The URL people are shown leaves out a query or fragment, where a key may be. */
+Test(remote_config, shown_url_has_no_query) {
+        static const char *const cases[][2] = {
+                { "https://host/mcp", "https://host/mcp" },
+                { "https://host/mcp?api_key=sekrit", "https://host/mcp?\u2026" },
+                { "https://host/mcp#k=sekrit", "https://host/mcp#\u2026" },
+                { "https://host/mcp?a=1#b", "https://host/mcp?\u2026" },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                char *shown = remote_url_shown(cases[i][0]);
+
+                cr_assert_not_null(shown);
+                cr_expect_str_eq(shown, cases[i][1]);
+                free(shown);
+        }
+        cr_assert_eq(parse("{\"mcpServers\":{\"k\":{\"url\":\"https://h/mcp?api_key=sekrit\"}}}"), 0);
+        cr_assert_str_eq(config_find_server(&C, "k")->remote.shown_url, "https://h/mcp?\u2026");
 }
 
 /* Entries that load, and what they load as. */

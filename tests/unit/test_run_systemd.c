@@ -573,7 +573,8 @@ ParameterizedTest(struct cell *c, run_systemd, cell) {
                 cr_assert_null(live_call(CALL_START), "%s x %s: its start is answered", from, ev);
         if (c->to == ENDED && c->from != ENDED) {
                 run_systemd_ops.describe_end(&IN, &e);
-                cr_assert_str_eq(e.reason, c->reason, "%s x %s", from, ev);
+                cr_assert_str_eq(e.reason ? e.reason : "", c->reason, "%s x %s", from, ev);
+                server_exit_done(&e);
         }
         if (c->ev == EV_EXIT && c->from != ENDED && c->from != ABANDONED)
                 cr_assert_eq(B.waits, 1, "waited until collected");
@@ -649,7 +650,7 @@ Test(run_systemd, end_in_the_managers_words) {
         run_systemd_ops.describe_end(&IN, &e);
         cr_assert_eq(e.code, CLD_EXITED);
         cr_assert_eq(e.status, 3);
-        cr_assert_str_eq(e.reason, "");
+        cr_assert_null(e.reason);
         cr_assert_eq(run_systemd_ops.main_pid(&IN), 4242);
         cr_assert(strstr(logged(), UNIT ": running -> ending"), "%s", logged());
         cr_assert(strstr(logged(), UNIT ": ending -> ended"), "%s", logged());
@@ -677,6 +678,27 @@ Test(run_systemd, reports_before_the_job_are_forgotten) {
         run_systemd_ops.describe_end(&IN, &e);
         cr_assert_eq(e.code, CLD_KILLED, "the stub's zeros are not its end");
         cr_assert_eq(e.status, SIGTERM);
+}
+
+/* The manager's error is said whole, however long, and as valid UTF-8: a long unit name
+ * and a long error together do not fit a line's worth of bytes. */
+Test(run_systemd, a_long_start_error_is_said_whole) {
+        char error[400];
+        struct server_exit e;
+
+        memset(error, 'x', sizeof error - 1);
+        error[sizeof error - 1] = '\0';
+        error[200] = '\xff'; /* not UTF-8 */
+        launch();
+        answer_start(NULL, error);
+        cr_assert_str_eq(state(), "ended");
+        run_systemd_ops.describe_end(&IN, &e);
+        cr_assert_not_null(e.reason);
+        cr_assert_eq(strlen(e.reason), strlen("the service manager did not start unit " UNIT ": ") + sizeof error - 1,
+                     "%zu: %s", strlen(e.reason), e.reason);
+        cr_assert(strstr(e.reason, "x?x"), "%s", e.reason);
+        cr_assert_eq(e.reason[strlen(e.reason) - 1], 'x');
+        server_exit_done(&e);
 }
 
 /* Reads failing: again after 0.1 s, then twice as long, until the sixth; then the run is

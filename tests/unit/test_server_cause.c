@@ -43,8 +43,19 @@ static void ended_after(int code, int status, int sig) {
 static const char *exit_text(int code, int status, int sig) {
         static char buf[128];
         struct server_exit e = { .code = code, .status = status, .signal_sent = sig, .stop_timeout = 5, .kill_timeout = 2 };
+        _cleanup_free_ char *text = server_exit_text(&e);
 
-        return server_exit_text(&e, buf, sizeof buf);
+        cr_assert_not_null(text);
+        snprintf(buf, sizeof buf, "%s", text);
+        return buf;
+}
+
+/* e's text, compared and freed. */
+static void expect_exit_text(const struct server_exit *e, const char *want) {
+        _cleanup_free_ char *text = server_exit_text(e);
+
+        cr_assert_not_null(text);
+        cr_expect_str_eq(text, want);
 }
 
 Test(server_cause, exits_in_words) {
@@ -168,19 +179,41 @@ Test(server_cause, details_are_copied_whole_and_valid_utf8) {
 /* A launcher's reason (the systemd launcher's Result=oom-kill) is said instead of the
  * signal, alone or after the daemon's own, and in the cause of a run that ended. */
 Test(server_cause, a_launchers_reason_replaces_the_signal) {
-        char buf[256];
-        struct server_exit e = { .code = CLD_KILLED, .status = SIGKILL,
-                                 .reason = "killed by the OOM killer (memoryMax 256M)" };
+        struct server_exit e = { .code = CLD_KILLED, .status = SIGKILL };
 
-        cr_expect_str_eq(server_exit_text(&e, buf, sizeof buf), "killed by the OOM killer (memoryMax 256M)");
+        server_exit_set_reason(&e, "killed by the OOM killer (memoryMax 256M)");
+        expect_exit_text(&e, "killed by the OOM killer (memoryMax 256M)");
         e.signal_sent = SIGTERM;
         e.stop_timeout = 5;
         e.status = SIGKILL;
-        cr_expect_str_eq(server_exit_text(&e, buf, sizeof buf),
-                         "killed by the OOM killer (memoryMax 256M) after SIGTERM at stopTimeout (5 s)");
+        expect_exit_text(&e, "killed by the OOM killer (memoryMax 256M) after SIGTERM at stopTimeout (5 s)");
         server_cause_set(&C, SERVER_CAUSE_EXIT, NULL);
-        C.exit = (struct server_exit){ .code = CLD_KILLED, .status = SIGKILL,
-                                       .reason = "killed by the OOM killer (memoryMax 256M)" };
+        server_exit_copy(&C.exit, &(struct server_exit){ .code = CLD_KILLED, .status = SIGKILL, .reason = e.reason });
+        server_exit_done(&e);
         expect_text("killed by the OOM killer (memoryMax 256M)");
         cr_expect_not(server_exit_by_daemon(&C.exit));
+}
+
+/* A reason far longer than a line (a long unit name and a service manager's error) is
+ * said whole in the exit's text and the cause's, made valid UTF-8, and owned: a copy
+ * outlives its source. */
+Test(server_cause, a_long_reason_is_said_whole) {
+        char reason[600], want[700];
+        struct server_exit e = { .code = CLD_EXITED, .status = 255 };
+
+        memset(reason, 'r', sizeof reason - 1);
+        reason[sizeof reason - 1] = '\0';
+        memcpy(reason, "unit ", 5);
+        reason[300] = '\xff';
+        server_exit_set_reason(&e, reason);
+        reason[300] = '?';
+        expect_exit_text(&e, reason);
+        server_cause_set(&C, SERVER_CAUSE_CONNECTION, "closed its stdout");
+        server_exit_copy(&C.exit, &e);
+        server_exit_done(&e);
+        cr_assert_null(e.reason);
+        snprintf(want, sizeof want, "closed its stdout, then %s", reason);
+        expect_text(want);
+        server_exit_set_reason(&C.exit, "");
+        cr_expect_null(C.exit.reason);
 }
