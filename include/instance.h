@@ -11,7 +11,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
-#include "run.h"
+#include "launcher.h"
 #include "stderr-reader.h"
 
 struct event_base;

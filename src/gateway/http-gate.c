@@ -15,7 +15,7 @@
 
 #include "daemon.h"
 #include "http-config.h"
-#include "http.h"
+#include "http-front.h"
 #include "macro.h"
 #include "refusal-log.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"

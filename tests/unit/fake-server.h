@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "jsonrpc.h"
 #include "log.h"
 

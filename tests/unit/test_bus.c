@@ -20,7 +20,7 @@
 
 #include "bus.h"
 #include "instance.h"
-#include "run.h"
+#include "launcher.h"
 #include "server-cause.h"
 #include "server.h"
 #include "supervisor.h"

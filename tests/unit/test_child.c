@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "fake-server.h"
 #include "jsonrpc.h"
 #include "log.h"

@@ -22,7 +22,7 @@
 #include "instance.h"
 #include "log.h"
 #include "macro.h"
-#include "run.h"
+#include "launcher.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "server.h"

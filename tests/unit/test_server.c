@@ -23,7 +23,7 @@
 #include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
-#include "run.h"
+#include "launcher.h"
 #include "server.h"
 #include "supervisor.h"
 #include "unit-helpers.h"

@@ -1,5 +1,5 @@
 /* The Streamable HTTP front door; see http.h. */
-#include "http.h"
+#include "http-front.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>

@@ -12,7 +12,7 @@
 #include "curl-loop.h"
 #include "instance.h"
 #include "macro.h"
-#include "run.h"
+#include "launcher.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "server-transport.h"
