@@ -1,4 +1,4 @@
-/* The Streamable HTTP front door; see http.h. */
+/* The Streamable HTTP front door; see http-front.h. */
 #include "http-front.h"
 
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-/* The MCP connection to a server process; see child.h. */
+/* The MCP connection to a server process; see server-conn.h. */
 #include "server-conn.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Unit tests for child.c: the JSON-RPC connection to a server, here over the pipe
+/* Unit tests for server-conn.c: the JSON-RPC connection to a server, here over the pipe
  * transport (transport-pipe.c) on its stdin and stdout. The test plays the server on the
  * other ends of the two pipes. */
 #include <criterion/criterion.h>
