@@ -1,6 +1,6 @@
 /* Fuzz target "framing": bytes as a peer sends them, arriving in arbitrary chunks, through
  * the line framer (framing.c) and every line through the JSON-RPC classifier (jsonrpc.c),
- * as client.c and child.c use them.
+ * as client.c and server-conn.c use them.
  *
  * Input: [max_line selector] [4 bytes: chunking seed] [the stream...]
  *

@@ -1,5 +1,5 @@
 /* Fuzz target "http": the checks of one request at the HTTP front door
- * (http_request_judge(), http-request.c, which http.c calls for every request: path,
+ * (http_request_judge(), http-request.c, which http-front.c calls for every request: path,
  * Origin, bearer token, media types, protocol version, session id), the Mcp-Session-Id's
  * key (client_http_key_of()), a Last-Event-ID (sse_event_id_parse(), sse-event.c) and the
  * body as handle_post() reads it (jsonrpc_parse()).

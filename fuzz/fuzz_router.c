@@ -42,7 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "client.h"
 #include "client-socket.h"
 #include "daemon.h"

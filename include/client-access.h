@@ -81,7 +81,7 @@ struct access_ask {
 };
 
 /* The door every client message bound for a server goes through (router_forward() for
- * requests, client_access_notify() for notifications, server-request.c for answers and
+ * requests, client_access_notify() for notifications, upcall.c for answers and
  * progress): whether m of c may reach s, as ask says what it is about. A message refused
  * is audited as denied, and a request answered: an item refused as permission denied naming
  * it, a server the client may not use as permission denied naming the method, and one

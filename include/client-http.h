@@ -35,7 +35,7 @@ struct http_caller {
 /* A new session for caller; NULL when out of memory (nothing taken). *ret_key is the key the
  * front door files it under (http_front.sessions). */
 struct client *client_http_new(struct http_front *f, struct http_caller *caller, int64_t *ret_key);
-/* The session named by a Mcp-Session-Id header, for the key http.c found it under:
+/* The session named by a Mcp-Session-Id header, for the key http-front.c found it under:
  * true when id is this session's whole id (compared in constant time). */
 bool client_http_id_matches(const struct client *c, const char *id);
 /* Whether a later request's caller is the one that opened the session: the very token that

@@ -1,6 +1,6 @@
 /* The daemon's "http" setting: the Streamable HTTP front door's addresses, endpoint path,
  * allowed Origins and bearer tokens, each token mapped to a principal the access rules see
- * as they see a socket peer. Parsed and checked here; served by http.c. */
+ * as they see a socket peer. Parsed and checked here; served by http-front.c. */
 #pragma once
 
 #include <json-c/json.h>

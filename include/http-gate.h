@@ -9,9 +9,9 @@
  *   - admitted (the endpoint's path, an allowed Origin or none, and a principal: a bearer
  *     token that matches on TCP, any peer on a Unix socket): the connection is proven and
  *     the gate leaves it; evhttp reads it, body and later requests, as it would without us
- *     (http.c checks each request again);
+ *     (http-front.c checks each request again);
  *   - anything else, whatever its path or method: evhttp is given the head without its
- *     body's framing and with "Connection: close", so that http.c answers it (404, 403, 401,
+ *     body's framing and with "Connection: close", so that http-front.c answers it (404, 403, 401,
  *     405, /healthz...) with nothing buffered; what follows is dropped as it comes.
  *
  * An unproven connection must send its head within HTTP_GATE_HEAD_SECONDS of its accept,

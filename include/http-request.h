@@ -1,7 +1,7 @@
 /* The checks of one request at the HTTP front door, as a pure function of what it says
  * (its method, path and headers) and of the "http" setting: which endpoint, whether its
  * Origin may call, which token it presents, whether its media types and protocol version
- * are ones the endpoint takes, and which session it names. http.c reads a request into a
+ * are ones the endpoint takes, and which session it names. http-front.c reads a request into a
  * struct http_request, asks http_request_judge(), and answers a refusal as the verdict
  * says; the fuzz harness fuzz_http calls the same function. No I/O, no allocation. */
 #pragma once

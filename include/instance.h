@@ -1,4 +1,4 @@
-/* One run of a server: the program a launcher started for it (run.h), the MCP connection
+/* One run of a server: the program a launcher started for it (launcher.h), the MCP connection
  * on its stdin/stdout, and the reader of its stderr. A server makes a new instance for
  * every start; an ended instance is retired (its connection closed at once, so nobody
  * waits on it) and freed by the supervisor between loop iterations, never inside its own
@@ -11,7 +11,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
-#include "run.h"
+#include "launcher.h"
 #include "stderr-reader.h"
 
 struct event_base;
@@ -67,7 +67,7 @@ bool instance_reap(struct instance *in);
 void instance_describe_end(const struct instance *in, struct server_exit *ret);
 /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
 const char *instance_describe(const struct instance *in, char *buf, size_t size);
-/* What its stop's steps are called in the logs (run.h). */
+/* What its stop's steps are called in the logs (launcher.h). */
 const struct run_words *instance_words(const struct instance *in);
 /* What it is a run of, for the logs: its command, its URL. */
 const char *instance_target(const struct instance *in);
@@ -76,5 +76,5 @@ const char *instance_target(const struct instance *in);
 const struct run_ops *instance_launcher_of(const struct server *s);
 /* Its launcher's name: "exec", "systemd", "http". */
 const char *instance_launcher(const struct instance *in);
-/* What it uses now (run.h): read when asked. */
+/* What it uses now (launcher.h): read when asked. */
 void instance_usage(const struct instance *in, struct run_usage *ret);

@@ -20,7 +20,7 @@ enum listen_role { LISTEN_MCP, LISTEN_CONTROL, LISTEN_ROLE_COUNT };
 
 struct activated_fds {
         int fd[LISTEN_ROLE_COUNT];   /* -1: not passed */
-        int http[LISTEN_HTTP_MAX];   /* FileDescriptorName=http: TCP or Unix (http.h) */
+        int http[LISTEN_HTTP_MAX];   /* FileDescriptorName=http: TCP or Unix (http-front.h) */
         unsigned n_http;
 };
 

@@ -130,7 +130,7 @@ const char *method_string_param(struct client *c, struct jsonrpc_msg *m, const c
  * access decision every message to a server passes (client_access_pass()): a method that
  * names no tool, prompt or URI is ACCESS_ABOUT_SERVER, decided by the server's own rule. A
  * method reaches a server this way (requests) or through client_access_notify()
- * (notifications), never through child.h itself. */
+ * (notifications), never through server-conn.h itself. */
 struct access_ask;
 void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
                     json_object *params);

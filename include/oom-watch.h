@@ -6,7 +6,7 @@
  * removal, when memory.oom_control can no longer be read: the two are told apart.
  * Registering needs cgroup.event_control writable, which it is not to a daemon under
  * ProtectControlGroups=yes: then a unit of the manager's registers the daemon's eventfd
- * (run-systemd.c, unit_properties_build_oom_registrar()). */
+ * (launcher-systemd.c, unit_properties_build_oom_registrar()). */
 #pragma once
 
 #include <stdbool.h>

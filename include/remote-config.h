@@ -1,7 +1,7 @@
 /* The keys of a server reached by URL instead of run as a program: where it is,
  * which HTTP transport it speaks, the headers sent with every request (a credential's
  * text among them, for tokens), and how it is reached (proxy, CA, timeouts, connections).
- * Parsed as part of its entry (server-config.c); used by the HTTP run (run-http.c). */
+ * Parsed as part of its entry (server-config.c); used by the HTTP run (launcher-http.c). */
 #pragma once
 
 #include <json-c/json.h>

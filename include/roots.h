@@ -1,6 +1,6 @@
 /* The roots of one server ("roots" in its entry): MCP Root objects, each a file:// URI and
  * an optional name, that the daemon itself answers the server's roots/list with (see
- * server-request.h). Written in the configuration as {"uri": ..., "name": ...}, as a URI
+ * upcall.h). Written in the configuration as {"uri": ..., "name": ...}, as a URI
  * string, or as an absolute path, which becomes a file:// URI with everything but the
  * characters a URI path may hold percent-encoded. */
 #pragma once

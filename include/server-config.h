@@ -25,7 +25,7 @@ enum launcher { LAUNCHER_AUTO, LAUNCHER_SYSTEMD, LAUNCHER_EXEC };
 extern const char *const launcher_names[]; /* "auto", "systemd", "exec", NULL */
 
 /* What a server may ask of the client, each advertised to it in initialize only when
- * configured ("clientCapabilities"); see server-request.h for how they are routed. */
+ * configured ("clientCapabilities"); see upcall.h for how they are routed. */
 enum client_capability {
         CLIENT_CAP_ROOTS,
         CLIENT_CAP_SAMPLING,
@@ -67,7 +67,7 @@ struct server_config {
         char *prefix;           /* tool/prompt name prefix; NULL = the name, "" = none */
         unsigned client_capabilities; /* bits of enum client_capability */
         unsigned max_catalog_items; /* tools, prompts, resources, templates each: the first this many are served */
-        struct roots roots;     /* answered to its roots/list; none: its caller's (server-request.h) */
+        struct roots roots;     /* answered to its roots/list; none: its caller's (upcall.h) */
         struct item_filter filter; /* which of its tools and prompts are offered */
         int launcher;           /* enum launcher, once loaded; LAUNCHER_UNSET while being parsed */
         struct confinement confinement; /* sandbox, limits, user, state: the systemd launcher's */

@@ -1,5 +1,5 @@
 /* The bytes between the daemon and one server, behind a small table of operations (as
- * pgbouncer's SBufIO puts its sockets behind one): the connection to the server (child.c)
+ * pgbouncer's SBufIO puts its sockets behind one): the connection to the server (server-conn.c)
  * hands it whole messages and gets whole lines back, and never knows what carries them.
  * The pipe transport (transport-pipe.c) is a server's stdin and stdout; the HTTP one
  * (transport-http.c) a remote server's Streamable HTTP or HTTP+SSE endpoint.

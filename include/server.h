@@ -12,7 +12,7 @@
  *
  *   stopping (its input closed) --stopTimeout--> stop-term (the launcher's terminate:
  *   SIGTERM to the process group) --killTimeout--> stop-kill (its kill: SIGKILL, again
- *   every 10 s until the end). Each step is logged in the launcher's words (run.h). */
+ *   every 10 s until the end). Each step is logged in the launcher's words (launcher.h). */
 #pragma once
 
 #include <stdint.h>
@@ -56,7 +56,7 @@ enum server_event {
         SERVER_EV_PING_OK,
         SERVER_EV_PING_FAILED,
         SERVER_EV_BROKEN,       /* closed its stdout or stopped reading its stdin */
-        SERVER_EV_VIOLATION,    /* wrote what leaves its stdout unusable (child.h) */
+        SERVER_EV_VIOLATION,    /* wrote what leaves its stdout unusable (server-conn.h) */
         SERVER_EV_EXITED,       /* the process was reaped */
         SERVER_EV_TIMER,        /* the current state's deadline passed */
         SERVER_EV_COUNT,

@@ -43,7 +43,7 @@ struct supervisor {
         const char *credentials_dir;       /* $CREDENTIALS_DIRECTORY, or NULL */
         char **daemon_env;                 /* the daemon's environ, read-only */
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */
-        void *launcher_parts[RUN_LAUNCHERS]; /* each launcher's daemon-wide part (run.h), or NULL */
+        void *launcher_parts[RUN_LAUNCHERS]; /* each launcher's daemon-wide part (launcher.h), or NULL */
         int launcher_auto;                 /* what "auto" is here: LAUNCHER_SYSTEMD or LAUNCHER_EXEC */
         struct server **servers;           /* in config order; then removed ones until they stop */
         size_t n_servers;
@@ -83,7 +83,7 @@ void supervisor_mark(struct supervisor *sv, const char *daemon_id);
  * dead daemon with the same id left running (processes; units: supervisor_connect_manager). */
 void supervisor_claim(struct supervisor *sv, const char *daemon_id);
 /* Before the first start: has each launcher a server may use make its daemon-wide part
- * (run.h: the systemd one connects to the service manager, decides what "auto" means once
+ * (launcher.h: the systemd one connects to the service manager, decides what "auto" means once
  * (bus.h) and stops the units a dead predecessor on daemon_id left). Each logs what it
  * decided; a failure leaves the servers that need it unable to start, with the reason. */
 void supervisor_connect_manager(struct supervisor *sv, int launcher, const char *daemon_id);

@@ -7,7 +7,7 @@
  * it, 401 and 403, 5xx, a refused connection) breaks the connection with words naming
  * the status. All transfers go through the daemon's curl loop (curl-loop.h).
  *
- * The run (run-http.c) hears once that everything is over (finished), after the input
+ * The run (launcher-http.c) hears once that everything is over (finished), after the input
  * was closed or the transport aborted: then the run has ended. */
 #pragma once
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "audit.h"
-#include "child.h"
+#include "server-conn.h"
 #include "client.h"
 #include "daemon.h"
 #include "jsonrpc.h"

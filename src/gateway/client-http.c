@@ -20,7 +20,7 @@
 
 #include "client.h"
 #include "daemon.h"
-#include "http.h"
+#include "http-front.h"
 #include "http-config.h"
 #include "jsonrpc.h"
 #include "sse-event.h"

@@ -15,7 +15,7 @@
 
 #include "daemon.h"
 #include "http-config.h"
-#include "http.h"
+#include "http-front.h"
 #include "macro.h"
 #include "refusal-log.h"
 
@@ -402,7 +402,7 @@ static void timer_fired(evutil_socket_t fd, short what, void *userdata) {
 
 /* What evhttp is given of a head that is not admitted: its lines as the client wrote them
  * but Content-Length, Transfer-Encoding, Expect, Connection and Keep-Alive (and folded
- * lines; none from a line holding a NUL on), and "Connection: close": http.c answers it, no
+ * lines; none from a line holding a NUL on), and "Connection: close": http-front.c answers it, no
  * body is read, the connection ends. */
 static void add_without_body(struct evbuffer *dst, const char *head, size_t len) {
         static const char *const dropped[] = { "Content-Length:", "Transfer-Encoding:", "Expect:", "Connection:",

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "child.h"
+#include "server-conn.h"
 #include "client.h"
 #include "daemon.h"
 #include "jsonrpc.h"
@@ -166,7 +166,7 @@ static bool level_admits(struct client *c, void *arg) {
 }
 
 /* A server's log message while the client has exactly one call there is taken as that
- * call's, by the rule its requests follow (server-request.h): over HTTP it then travels
+ * call's, by the rule its requests follow (upcall.h): over HTTP it then travels
  * with the call's answer, before it, instead of on a stream of its own. */
 static json_object *during_call(struct client *c, void *arg) {
         const struct log_message *lm = arg;

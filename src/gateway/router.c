@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 
 #include "audit.h"
-#include "child.h"
+#include "server-conn.h"
 #include "client.h"
 #include "jsonrpc.h"
 #include "log.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "child.h"
+#include "server-conn.h"
 #include "client.h"
 #include "daemon.h"
 #include "instance.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "json-scan.h"
 #include "jsonrpc.h"
 #include "log.h"

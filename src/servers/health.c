@@ -5,7 +5,7 @@
 #include <event2/event.h>
 #include <string.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "time-util.h"
 
 static void schedule(struct health *h) {

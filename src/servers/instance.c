@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "environment.h"
 #include "log.h"
 #include "server.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -266,7 +266,7 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
 static void on_child_broken(struct child *ch, const char *why, bool violation, void *userdata);
 static const struct child_ops child_ops = { .message = on_child_message, .broken = on_child_broken };
 
-/* What the daemon offers to ask of clients on this server's behalf (server-request.h).
+/* What the daemon offers to ask of clients on this server's behalf (upcall.h).
  * Configured roots are the daemon's to answer, and a reload that changes them says so. */
 static json_object *offered_capabilities(const struct server *s) {
         json_object *caps = json_object_new_object();

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "config.h"
 #include "environment.h"
 #include "jsonrpc.h"

@@ -1,5 +1,5 @@
 /* A server played by the test on the far ends of its stdin and stdout pipes, for the
- * tests of a child connection (child.c) and what runs over it. It reads what the daemon
+ * tests of a child connection (server-conn.c) and what runs over it. It reads what the daemon
  * sends on the loop of unit-helpers.h, which server_connect starts; one per test. */
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "jsonrpc.h"
 #include "log.h"
 

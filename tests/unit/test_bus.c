@@ -20,7 +20,7 @@
 
 #include "bus.h"
 #include "instance.h"
-#include "run.h"
+#include "launcher.h"
 #include "server-cause.h"
 #include "server.h"
 #include "supervisor.h"
@@ -800,9 +800,9 @@ Test(bus, stop_leftovers_read_errors) {
         free(error);
 }
 
-/* ---- the systemd launcher (run-systemd.c) over the fake manager ---- */
+/* ---- the systemd launcher (launcher-systemd.c) over the fake manager ---- */
 
-/* What run-systemd.c reports through instance.c, heard here instead of a server's. */
+/* What launcher-systemd.c reports through instance.c, heard here instead of a server's. */
 static unsigned ended_runs;
 
 void instance_ended(struct instance *in) {

@@ -1,4 +1,4 @@
-/* Unit tests for child.c: the JSON-RPC connection to a server, here over the pipe
+/* Unit tests for server-conn.c: the JSON-RPC connection to a server, here over the pipe
  * transport (transport-pipe.c) on its stdin and stdout. The test plays the server on the
  * other ends of the two pipes. */
 #include <criterion/criterion.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "fake-server.h"
 #include "jsonrpc.h"
 #include "log.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "child.h"
+#include "server-conn.h"
 #include "fake-server.h"
 #include "handshake.h"
 #include "jsonrpc.h"

@@ -16,7 +16,7 @@
 #include "proc-tree.h"
 #include "instance.h"
 #include "reaper.h"
-#include "run.h"
+#include "launcher.h"
 #include "server.h"
 #include "supervisor.h"
 #include "unit-helpers.h"

@@ -1,9 +1,9 @@
-/* Unit tests for run-systemd.c: the life of a run of the systemd launcher, every (state,
+/* Unit tests for launcher-systemd.c: the life of a run of the systemd launcher, every (state,
  * event) cell of it.
  *
  * The service manager's side is a bus of the test's own, linked in place of bus.c: this
  * file defines the functions of bus.h the launcher calls, so the linker never takes bus.o
- * out of libmcpvisor_servers.a (as unit.server replaces run-exec.c). Its calls are kept, not
+ * out of libmcpvisor_servers.a (as unit.server replaces launcher-exec.c). Its calls are kept, not
  * sent; the test answers them, and reports the unit's state through its watch, in any
  * order it likes. instance.c is the test's too (instance_ended() counted), as in unit.bus.
  * tests/unit/test_bus.c drives the same launcher over a manager speaking D-Bus. */
@@ -22,7 +22,7 @@
 #include "instance.h"
 #include "log.h"
 #include "macro.h"
-#include "run.h"
+#include "launcher.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "server.h"
@@ -180,7 +180,7 @@ int bus_wait_collected(struct bus *b, char *const *units, uint64_t timeout_usec,
         return 0;
 }
 
-/* What run-systemd.c's daemon-wide part would connect with, never called here: the test's
+/* What launcher-systemd.c's daemon-wide part would connect with, never called here: the test's
  * run_systemd is made over the test's bus. */
 int bus_open(struct event_base *b, const struct logger *log, char *const *env, struct bus **ret, char **error) {
         cr_assert_fail("bus_open");
@@ -587,7 +587,7 @@ ParameterizedTestParameters(run_systemd, impossible_cell_stops_the_daemon) {
 /* How the test ends when the daemon stopped itself for a bug, as it says it does. */
 #define EXIT_BUG_SAID 42
 
-/* The abort() of run-systemd.c's impossible(), after it logged the bug (any other abort
+/* The abort() of launcher-systemd.c's impossible(), after it logged the bug (any other abort
  * fails the test); the log capture is given back, there being no fini. */
 static void on_abort(int sig) {
         bool said = strstr(logged(), "bug: " UNIT ": ") != NULL;

@@ -4,7 +4,7 @@
  *
  * The server is a real one of a real supervisor, started through instance.c with real
  * pipes and MCP connection; only the launcher is the test's own. It is linked in place of
- * the exec launcher: this file defines run_exec_ops, the one symbol of run-exec.c, so the
+ * the exec launcher: this file defines run_exec_ops, the one symbol of launcher-exec.c, so the
  * linker never takes that object out of libmcpvisor_servers.a (as fuzz/fake-process.c
  * replaces process.c). A run is then no process but the test playing the server on the
  * run's pipes (fake-server.c); the launcher counts what it is asked (start, SIGTERM,
@@ -23,7 +23,7 @@
 #include "instance.h"
 #include "jsonrpc.h"
 #include "log.h"
-#include "run.h"
+#include "launcher.h"
 #include "server.h"
 #include "supervisor.h"
 #include "unit-helpers.h"
@@ -415,7 +415,7 @@ Test(server, every_cell_tested_once) {
 }
 
 /* An event as its source sends it: the handshake's ends come over the connection, an
- * exit from the launcher; the others straight, as health.c, child.c and the timer do. */
+ * exit from the launcher; the others straight, as health.c, server-conn.c and the timer do. */
 static void feed(enum server_event ev) {
         switch (ev) {
         case SERVER_EV_READY:

@@ -1,6 +1,6 @@
 /* Unit tests for transport-pipe.c on its own: lines handed up in order, an over-long line's
  * head, one broken report, the input limit and the stall, closing and discarding. The test
- * plays the server on the far ends of the two pipes; child.c's tests cover the rest
+ * plays the server on the far ends of the two pipes; server-conn.c's tests cover the rest
  * through the connection. */
 #include <criterion/criterion.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* notifications/progress from a client: about a request a server made of it (sampling,
- * elicitation...), which goes back to that server (server-request.h). Any other is
+ * elicitation...), which goes back to that server (upcall.h). Any other is
  * ignored: the daemon asks clients nothing else. */
 #include "client.h"
 #include "daemon.h"

@@ -1,6 +1,6 @@
 /* notifications/roots/list_changed from a client. Roots belong to one client while a
  * server process is shared by all: a server without configured roots asks roots/list
- * during a call (server-request.h) and gets the caller's roots then, and one with
+ * during a call (upcall.h) and gets the caller's roots then, and one with
  * configured roots gets those whoever calls (roots.listChanged is offered to it for a
  * reload's changes, server.c). Nothing is forwarded. */
 #include "client.h"

@@ -1,13 +1,13 @@
 /* A server's own requests, routed to the client whose call is in progress; see
  * server-request.h. */
-#include "server-request.h"
+#include "upcall.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "child.h"
+#include "server-conn.h"
 #include "client.h"
 #include "jsonrpc.h"
 #include "log.h"

@@ -1,7 +1,7 @@
 /* The HTTP launcher: a run of a server reached by URL. It starts no program: its
  * transport (transport-http.h) is the MCP session with the server, and the run ends when
  * that session is over (closed by the daemon, or broken by the server or the network).
- * Terminate and kill end it at once. See run.h. */
+ * Terminate and kill end it at once. See launcher.h. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "curl-loop.h"
 #include "instance.h"
 #include "macro.h"
-#include "run.h"
+#include "launcher.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "server-transport.h"

@@ -1,7 +1,7 @@
 /* The exec launcher: the program spawned as the daemon's own child (process.c), in its own
  * process group, with PR_SET_PDEATHSIG; watched through a pidfd, reaped by it, or by the
  * reaper's SIGCHLD when that comes first (supervisor.c asks instance_reap()). */
-#include "run.h"
+#include "launcher.h"
 
 #include <errno.h>
 #include <fcntl.h>

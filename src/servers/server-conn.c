@@ -1,5 +1,5 @@
-/* The MCP connection to a server process; see child.h. */
-#include "child.h"
+/* The MCP connection to a server process; see server-conn.h. */
+#include "server-conn.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -1,8 +1,8 @@
 /* How a run's program is launched, signalled and seen to end: one table of operations per
  * launcher, as systemd gives each unit type a vtable. instance.c owns the run (its pipes,
  * its connection, its stderr reader) and calls only these; server.c, supervisor.c and the
- * status answer ask instance.c. The exec launcher (run-exec.c) spawns the program as a
- * child of the daemon; the systemd launcher (run-systemd.c) runs it as a transient unit.
+ * status answer ask instance.c. The exec launcher (launcher-exec.c) spawns the program as a
+ * child of the daemon; the systemd launcher (launcher-systemd.c) runs it as a transient unit.
  *
  * A launcher reports the end of what it started once, through instance_ended(); after
  * that the run is retired, and freed (ops->free) after the loop iteration. */
@@ -138,14 +138,14 @@ extern const struct run_ops *const run_launchers[RUN_LAUNCHERS];
 /* Where the supervisor keeps the daemon-wide part of ops. */
 void **run_launcher_part(struct supervisor *sv, const struct run_ops *ops);
 
-/* Spawns the program as the daemon's child; see run-exec.c and process.h. */
+/* Spawns the program as the daemon's child; see launcher-exec.c and process.h. */
 extern const struct run_ops run_exec_ops;
 
 /* Starts the program as a transient unit of the service manager that runs the daemon;
- * see run-systemd.c. Its runs need its daemon-wide part, struct run_systemd. */
+ * see launcher-systemd.c. Its runs need its daemon-wide part, struct run_systemd. */
 extern const struct run_ops run_systemd_ops;
 
-/* A server reached by URL: no program, the run is its HTTP session; see run-http.c. */
+/* A server reached by URL: no program, the run is its HTTP session; see launcher-http.c. */
 extern const struct run_ops run_http_ops;
 
 struct bus;

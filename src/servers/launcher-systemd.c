@@ -6,7 +6,7 @@
  * or kills it when server.c escalates, and watches it until it is inactive or failed: all
  * of its processes gone. Then Result=, ExecMainCode= and ExecMainStatus= say how it ended,
  * with the manager's words for what code and status cannot tell (the OOM killer). */
-#include "run.h"
+#include "launcher.h"
 
 #include <errno.h>
 #include <event2/event.h>

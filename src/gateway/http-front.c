@@ -1,5 +1,5 @@
-/* The Streamable HTTP front door; see http.h. */
-#include "http.h"
+/* The Streamable HTTP front door; see http-front.h. */
+#include "http-front.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
