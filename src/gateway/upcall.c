@@ -1,5 +1,5 @@
 /* A server's own requests, routed to the client whose call is in progress; see
- * server-request.h. */
+ * upcall.h. */
 #include "upcall.h"
 
 #include <inttypes.h>
