@@ -1141,6 +1141,9 @@ static void op_control(struct fclient *c, struct fuzz_input *in) {
         }
         if (strcmp(method, "reload") == 0)
                 write_config();
+        /* On an MCP client "tools/list" is a real request for the list, which a list_changed
+         * may follow (check_list_changed()); on a control client it is a method not found. */
+        asked_for_list(c, method);
         send_request(c, in, method, params);
 }
 
