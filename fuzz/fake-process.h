@@ -51,7 +51,7 @@ size_t fake_process_count(void);
 struct fake_process *fake_process_at(size_t i);
 /* The fake behind a daemon's process record, or NULL. */
 struct fake_process *fake_process_of(const struct process *p);
-/* The fake with this pid (a run's instance_main_pid()), or NULL. */
+/* The fake with this pid (a run's run_main_pid()), or NULL. */
 struct fake_process *fake_process_of_pid(pid_t pid);
 
 /* Closes one of the harness's ends (the server closing its stdout, not reading its stdin). */

@@ -48,7 +48,7 @@
 #include "daemon.h"
 #include "fake-process.h"
 #include "fuzz-input.h"
-#include "instance.h"
+#include "run.h"
 #include "list-wait.h"
 #include "log.h"
 #include "router.h"
@@ -1194,7 +1194,7 @@ static struct fchild *child_at(unsigned j) {
         if (sv->n_servers == 0)
                 return NULL;
         s = sv->servers[j % sv->n_servers];
-        fp = s->run ? fake_process_of_pid(instance_main_pid(s->run)) : NULL;
+        fp = s->run ? fake_process_of_pid(run_main_pid(s->run)) : NULL;
         return fp && !fp->exited ? fp->harness : NULL;
 }
 

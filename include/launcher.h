@@ -1,10 +1,10 @@
 /* How a run's program is launched, signalled and seen to end: one table of operations per
- * launcher, as systemd gives each unit type a vtable. instance.c owns the run (its pipes,
+ * launcher, as systemd gives each unit type a vtable. run.c owns the run (its pipes,
  * its connection, its stderr reader) and calls only these; server.c, supervisor.c and the
- * status answer ask instance.c. The exec launcher (launcher-exec.c) spawns the program as a
+ * status answer ask run.c. The exec launcher (launcher-exec.c) spawns the program as a
  * child of the daemon; the systemd launcher (launcher-systemd.c) runs it as a transient unit.
  *
- * A launcher reports the end of what it started once, through instance_ended(); after
+ * A launcher reports the end of what it started once, through run_ended(); after
  * that the run is retired, and freed (ops->free) after the loop iteration. */
 #pragma once
 
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct instance;
+struct run;
 struct server_config;
 struct supervisor;
 struct server_exit;
@@ -64,7 +64,7 @@ struct run_words {
 struct run_ops {
         const char *name;   /* "exec", "systemd", "http" */
         /* The value of "launcher" that picks it (enum launcher), or -1 for a launcher that
-         * serves() picks instead; see run_ops_for() in instance.c. */
+         * serves() picks instead; see run_ops_for() in run.c. */
         int kind;
         /* A server this launcher runs whatever "launcher" says (a server reached by URL); NULL
          * for launchers picked by kind. */
@@ -74,7 +74,7 @@ struct run_ops {
          * the first start when a server may need it (it may decide what "auto" is: the
          * supervisor's launcher_auto); it logs what it decided, and a failure leaves its runs
          * unable to start, saying why. NULL: none, or made by the first run that needs it
-         * (instance_launcher_part()). */
+         * (run_launcher_part_of()). */
         void (*init)(void **part, const struct run_setup *setup);
         /* Frees its daemon-wide part (NULL-safe), after every run was freed. NULL: none. */
         void (*done)(void *part);
@@ -92,46 +92,46 @@ struct run_ops {
         /* A launcher whose program the daemon reaches otherwise than on its stdin and
          * stdout (a server reached by URL) makes the connection's transport itself, before
          * start, which then gets no environment and no stdio; it may set in->launcher.
-         * NULL for launchers of programs on pipes, which instance.c makes. 0, or a
+         * NULL for launchers of programs on pipes, which run.c makes. 0, or a
          * negative errno with *error malloc'd (what to fix) or NULL. */
-        int (*open_transport)(struct instance *in, const struct server_config *c, struct server_transport **ret,
+        int (*open_transport)(struct run *in, const struct server_config *c, struct server_transport **ret,
                               char **error);
         /* Starts the program of c with environment env. Takes the fds of stdio in any case
          * (closed, or handed to the program); both NULL after open_transport. 0, or a negative errno with *error malloc'd
          * (what to fix) or NULL. May complete later: a start that fails then is reported
          * as the run's end. Sets in->launcher, the launcher's own data. */
-        int (*start)(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+        int (*start)(struct run *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                      char **error);
         /* SIGTERM (and SIGCONT) to everything the run started; 0 or -errno (-ESRCH: ended). */
-        int (*terminate)(struct instance *in);
+        int (*terminate)(struct run *in);
         /* SIGKILL to everything the run started. */
-        int (*kill)(struct instance *in);
+        int (*kill)(struct run *in);
         /* The daemon is exiting without its loop: SIGKILL everything and wait until it is
          * gone. Its end is not reported. */
-        void (*kill_wait)(struct instance *in);
+        void (*kill_wait)(struct run *in);
         /* SIGCHLD said that pid main_pid() may have exited: collect it now and report the
          * end, if so; true if it did. NULL for launchers whose program is not the daemon's
          * child. */
-        bool (*reap)(struct instance *in);
+        bool (*reap)(struct run *in);
         /* How it ended, once it has: code and status as struct server_exit holds them
          * (with a launcher's own reason there, such as "killed by the OOM killer"). It
          * overwrites *ret; the reason it allocates is the caller's, freed by
          * server_exit_done(). */
-        void (*describe_end)(const struct instance *in, struct server_exit *ret);
+        void (*describe_end)(const struct run *in, struct server_exit *ret);
         /* What the logs call it: "pid 1234", "unit mcpvisor-fs@106bb1be-3.service". */
-        const char *(*describe)(const struct instance *in, char *buf, size_t size);
+        const char *(*describe)(const struct run *in, char *buf, size_t size);
         /* The pid of the program it started; 0 when not known (yet). */
-        pid_t (*main_pid)(const struct instance *in);
+        pid_t (*main_pid)(const struct run *in);
         /* What it uses now: its unit's cgroup, or its main process as /proc shows it. */
-        void (*usage)(const struct instance *in, struct run_usage *ret);
+        void (*usage)(const struct run *in, struct run_usage *ret);
         /* Releases in->launcher: the run has ended, or the daemon is exiting. */
-        void (*free)(struct instance *in);
+        void (*free)(struct run *in);
 };
 
 /* The words of a run that is a process group on pipes, signalled by the daemon (exec). */
 extern const struct run_words run_process_words;
 
-/* Every launcher, in the order run_ops_for() (instance.c) asks them; the supervisor keeps
+/* Every launcher, in the order run_ops_for() (run.c) asks them; the supervisor keeps
  * each one's daemon-wide part. */
 #define RUN_LAUNCHERS 3
 extern const struct run_ops *const run_launchers[RUN_LAUNCHERS];
@@ -160,7 +160,7 @@ int run_systemd_new(struct bus *bus, const struct logger *log, struct run_system
 void run_systemd_free(struct run_systemd *rs);
 /* Where a run of the systemd launcher is in its life: "starting", "running", "ending",
  * "ended" (reported), "abandoned" (killed at the daemon's exit); NULL before its start. */
-const char *run_systemd_state(const struct instance *in);
+const char *run_systemd_state(const struct run *in);
 
 /* For a launcher's start: sets *error for a lack of descriptors or processes (-EMFILE,
  * -ENFILE, -EAGAIN), where to raise the limit; false, and nothing set, for other errors. */

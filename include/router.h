@@ -46,7 +46,7 @@ struct route {
         json_object *client_token;      /* the client's progressToken, referenced, or NULL */
         int64_t token;                  /* ours toward the child, 0 if none */
         struct server *server;
-        uint64_t instance;              /* the run it was sent to */
+        uint64_t run;                  /* the run it was sent to */
         int64_t child_id;
         char method[48];
         struct event *timer;            /* requestTimeout */

@@ -31,7 +31,7 @@
 struct child;
 struct client;
 struct supervisor;
-struct instance;
+struct run;
 struct event;
 
 enum server_state {
@@ -80,7 +80,7 @@ struct server {
         char *cause;                   /* why it is in this state: "exit status 1; restarting in 1 s" */
         struct server_cause why;       /* why the last run ended, or why it is being stopped */
         enum stop_goal goal;           /* while stopping: what follows the exit */
-        struct instance *run;          /* the current process, NULL when none */
+        struct run *run;          /* the current process, NULL when none */
         struct handshake handshake;
         struct health health;
         struct catalog catalog;        /* from the last complete handshake */
@@ -139,7 +139,7 @@ bool server_state_listed(enum server_state state);
 bool server_running(const struct server *s);
 /* The MCP connection of its current process; NULL when it has none. */
 struct child *server_child(const struct server *s);
-/* The number of its current run (instance.h); 0 when it has none. */
+/* The number of its current run (run.h); 0 when it has none. */
 uint64_t server_run_number(const struct server *s);
 /* The connection of run number, if that run is still its current one; else NULL (the
  * run ended, and what was sent on it is answered there no more). */

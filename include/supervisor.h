@@ -1,5 +1,5 @@
 /* All configured servers: starting them, stopping them all in parallel, the STATUS= line
- * about them, and the bookkeeping between loop iterations (retired instances freed,
+ * about them, and the bookkeeping between loop iterations (retired runs freed,
  * processes left behind by gone servers ended through the reaper). */
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "instance.h"
+#include "run.h"
 #include "reaper.h"
 #include "server.h"
 
@@ -49,8 +49,8 @@ struct supervisor {
         size_t n_servers;
         struct server_config **retired_configs; /* replaced by a reload; freed after the iteration */
         size_t n_retired_configs;
-        struct instance_list retired;
-        uint64_t next_instance;
+        struct run_list retired;
+        uint64_t next_run;
         struct reaper reaper;
         bool scan_due;                     /* look for left-behind processes next iteration */
         bool stopping;                     /* daemon shutdown: no restarts */
@@ -112,7 +112,7 @@ void supervisor_queue(struct supervisor *sv, struct server *s, enum server_event
 void supervisor_stop_all(struct supervisor *sv);
 /* True once nothing started by the daemon is left running. */
 bool supervisor_idle(const struct supervisor *sv);
-/* Between loop iterations: frees retired instances, ends left-behind processes. */
+/* Between loop iterations: frees retired runs, ends left-behind processes. */
 void supervisor_collect(struct supervisor *sv);
 /* Last resort before exit: SIGKILL and reap whatever is left. */
 void supervisor_done(struct supervisor *sv);
@@ -121,8 +121,8 @@ void supervisor_done(struct supervisor *sv);
 struct server *supervisor_find(const struct supervisor *sv, const char *name);
 /* "3/4 servers ready; github backoff (exit status 1)" */
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size);
-/* A new instance number. */
-uint64_t supervisor_next_instance(struct supervisor *sv);
+/* A new run number (MCPVISOR_INSTANCE). */
+uint64_t supervisor_next_run(struct supervisor *sv);
 void supervisor_server_changed(struct supervisor *sv, unsigned kinds, bool dropped);
 void supervisor_server_ready(struct supervisor *sv, struct server *s);
 void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);

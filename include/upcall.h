@@ -32,7 +32,7 @@ struct server_request {
         TAILQ_ENTRY(server_request) entry;
         struct client *client;
         struct server *server;
-        uint64_t instance;              /* the run that asked */
+        uint64_t run;                  /* the run that asked */
         json_object *child_id;          /* referenced: answered under its exact value */
         json_object *token;             /* params._meta.progressToken, referenced, or NULL */
         json_object *call;              /* the client's id of the call it was made during

@@ -10,7 +10,7 @@
 
 #include "client.h"
 #include "daemon.h"
-#include "instance.h"
+#include "run.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "time-util.h"
@@ -109,13 +109,13 @@ static json_object *usage_number(uint64_t v) {
 
 /* The launcher that runs it and what it uses now, read here (a few small files); null
  * for what is not known, never a guess. */
-static void add_usage(json_object *row, const struct instance *in) {
+static void add_usage(json_object *row, const struct run *in) {
         struct run_usage u = { .memory_current = RUN_USAGE_UNKNOWN, .memory_peak = RUN_USAGE_UNKNOWN,
                                .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
 
-        if (in && instance_running(in))
-                instance_usage(in, &u);
-        json_object_object_add(row, "launcher", in ? json_object_new_string(instance_launcher(in)) : NULL);
+        if (in && run_running(in))
+                run_usage_of(in, &u);
+        json_object_object_add(row, "launcher", in ? json_object_new_string(run_launcher_name(in)) : NULL);
         json_object_object_add(row, "unit", u.unit ? json_object_new_string(u.unit) : NULL);
         json_object_object_add(row, "memory", usage_number(u.memory_current));
         json_object_object_add(row, "memoryPeak", usage_number(u.memory_peak));
@@ -125,9 +125,9 @@ static void add_usage(json_object *row, const struct instance *in) {
 
 static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
-        const struct instance *in = s->run;
-        pid_t pid = in ? instance_main_pid(in) : 0;
-        const struct run_ops *launcher = instance_launcher_of(s);
+        const struct run *in = s->run;
+        pid_t pid = in ? run_main_pid(in) : 0;
+        const struct run_ops *launcher = run_launcher_for(s);
         const char *url = launcher->url ? launcher->url(s->config) : NULL;
         _cleanup_free_ char *cause = server_cause_now(s);
         _cleanup_free_ char *end = s->last_exit.code ? server_exit_text(&s->last_exit) : NULL;

@@ -151,7 +151,7 @@ void router_done(struct router *r) {
 
 /* The child connection the route was sent on, if that run is still the server's. */
 static struct child *route_child(const struct route *rt) {
-        return server_run_child(rt->server, rt->instance);
+        return server_run_child(rt->server, rt->run);
 }
 
 /* The route's client is owed nothing more: it may be leaving, and may reuse the id. */
@@ -328,7 +328,7 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                 return NULL;
         }
         *rt = (struct route){ .router = r, .client = c, .client_number = c->id, .client_id = json_object_get(m->id),
-                              .server = s, .instance = server_run_number(s), .audit_pending = true };
+                              .server = s, .run = server_run_number(s), .audit_pending = true };
         snprintf(rt->method, sizeof rt->method, "%s", m->method);
         rt->started = now_usec();
         if (call_target(m) && !(rt->target = strdup(call_target(m)))) {

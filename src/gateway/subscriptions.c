@@ -9,7 +9,7 @@
 #include "server-conn.h"
 #include "client.h"
 #include "daemon.h"
-#include "instance.h"
+#include "run.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "names.h"

@@ -47,7 +47,7 @@ void server_requests_done(struct server_requests *q) {
 
 /* The connection of the run that asked, if that run is still the server's. */
 static struct child *asking_child(const struct server_request *rq) {
-        return server_run_child(rq->server, rq->instance);
+        return server_run_child(rq->server, rq->run);
 }
 
 /* Answers the server's request with an error, and says so once in the log. */
@@ -153,7 +153,7 @@ void server_requests_forward(struct server_requests *q, struct server *s, struct
                 child_send(server_child(s), jsonrpc_error(m->id, JSONRPC_INTERNAL_ERROR, "mcpvisor is out of memory", NULL));
                 return;
         }
-        *rq = (struct server_request){ .client = c, .server = s, .instance = server_run_number(s), .id = ++q->next_id,
+        *rq = (struct server_request){ .client = c, .server = s, .run = server_run_number(s), .id = ++q->next_id,
                                        .child_id = json_object_get(m->id),
                                        .token = json_object_get(progress_token(m->params)),
                                        .call = json_object_get(router_sole_call(c, s)) };

@@ -1,6 +1,6 @@
 /* The exec launcher: the program spawned as the daemon's own child (process.c), in its own
  * process group, with PR_SET_PDEATHSIG; watched through a pidfd, reaped by it, or by the
- * reaper's SIGCHLD when that comes first (supervisor.c asks instance_reap()). */
+ * reaper's SIGCHLD when that comes first (supervisor.c asks run_reap()). */
 #include "launcher.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "environment.h"
-#include "instance.h"
+#include "run.h"
 #include "macro.h"
 #include "process.h"
 #include "server-cause.h"
@@ -23,13 +23,13 @@ struct exec_run {
         struct process proc;
 };
 
-static struct process *proc_of(const struct instance *in) {
+static struct process *proc_of(const struct run *in) {
         return &((struct exec_run *)in->launcher)->proc;
 }
 
 static void on_exit_event(struct process *p, void *userdata) {
         if (process_reap(p) > 0)
-                instance_ended(userdata);
+                run_ended(userdata);
 }
 
 /* argv for exec: the command as given (what ps shows), then the configured args. */
@@ -65,7 +65,7 @@ static int explain(int r, const struct server_config *c, const char *program, ch
         return r;
 }
 
-static int exec_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+static int exec_start(struct run *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                       char **error) {
         const int fds[3] = { stdio->in, stdio->out, stdio->err };
         _cleanup_free_ char *program = NULL;
@@ -82,7 +82,7 @@ static int exec_start(struct instance *in, const struct server_config *c, char *
                 free(x);
                 return r;
         }
-        r = process_spawn(&x->proc, instance_event_base(in), program, argv, env, c->cwd, fds, on_exit_event, in);
+        r = process_spawn(&x->proc, run_event_base(in), program, argv, env, c->cwd, fds, on_exit_event, in);
         if (r < 0) {
                 process_done(&x->proc);
                 free(x);
@@ -92,15 +92,15 @@ static int exec_start(struct instance *in, const struct server_config *c, char *
         return 0;
 }
 
-static int exec_terminate(struct instance *in) {
+static int exec_terminate(struct run *in) {
         return process_signal_group(proc_of(in), SIGTERM);
 }
 
-static int exec_kill(struct instance *in) {
+static int exec_kill(struct run *in) {
         return process_signal_group(proc_of(in), SIGKILL);
 }
 
-static void exec_kill_wait(struct instance *in) {
+static void exec_kill_wait(struct run *in) {
         struct process *p = proc_of(in);
 
         process_signal_group(p, SIGKILL);
@@ -110,27 +110,27 @@ static void exec_kill_wait(struct instance *in) {
 
 /* Reaped here only if its pidfd agrees; otherwise the reaper's waitpid takes it, so the
  * reaper's loop can never spin on one zombie. */
-static bool exec_reap(struct instance *in) {
+static bool exec_reap(struct run *in) {
         struct process *p = proc_of(in);
 
         if (p->reaped || process_reap(p) <= 0)
                 return false;
-        instance_ended(in);
+        run_ended(in);
         return true;
 }
 
-static void exec_describe_end(const struct instance *in, struct server_exit *ret) {
+static void exec_describe_end(const struct run *in, struct server_exit *ret) {
         const struct process *p = proc_of(in);
 
         *ret = (struct server_exit){ .code = p->code, .status = p->status };
 }
 
-static const char *exec_describe(const struct instance *in, char *buf, size_t size) {
+static const char *exec_describe(const struct run *in, char *buf, size_t size) {
         snprintf(buf, size, "pid %d", in->launcher ? (int)proc_of(in)->pid : 0);
         return buf;
 }
 
-static pid_t exec_main_pid(const struct instance *in) {
+static pid_t exec_main_pid(const struct run *in) {
         return in->launcher ? proc_of(in)->pid : 0;
 }
 
@@ -159,7 +159,7 @@ static bool read_proc(pid_t pid, const char *name, char *buf, size_t size) {
 
 /* The main process only, as /proc shows it (its resident memory and peak, its CPU time):
  * what it started besides is not counted, and tasks are not known. */
-static void exec_usage(const struct instance *in, struct run_usage *ret) {
+static void exec_usage(const struct run *in, struct run_usage *ret) {
         const struct process *p = in->launcher ? proc_of(in) : NULL;
         unsigned long long utime, stime;
         char buf[4096];
@@ -189,7 +189,7 @@ static const char *exec_target(const struct server_config *c) {
         return c->command;
 }
 
-static void exec_free(struct instance *in) {
+static void exec_free(struct run *in) {
         process_done(proc_of(in));
         free(in->launcher);
         in->launcher = NULL;

@@ -10,7 +10,7 @@
 
 #include "credential.h"
 #include "curl-loop.h"
-#include "instance.h"
+#include "run.h"
 #include "macro.h"
 #include "launcher.h"
 #include "server-cause.h"
@@ -22,13 +22,13 @@
 #include "transport-http.h"
 
 struct http_run {
-        struct instance *in;
+        struct run *in;
         struct server_transport *t;   /* the connection's; NULL once the session is over */
         struct http_end end;
         bool over;
 };
 
-static struct http_run *run_of(const struct instance *in) {
+static struct http_run *run_of(const struct run *in) {
         return in->launcher;
 }
 
@@ -38,7 +38,7 @@ static void on_finished(const struct http_end *end, void *userdata) {
         run->end = *end;
         run->over = true;
         run->t = NULL;
-        instance_ended(run->in);
+        run_ended(run->in);
 }
 
 /* A header's value: a credential's text, put into its format. Secrets never reach a log:
@@ -104,9 +104,9 @@ static int build_headers(const struct remote_config *rc, const char *dir, struct
 /* The daemon's curl loop, its daemon-wide part: made at the first run's start (libcurl is
  * loaded then, curl-library.c), kept until the daemon exits. 0, or a negative errno with
  * *error (static) saying why (libcurl missing). */
-static int curl_loop_of(struct instance *in, struct curl_loop **ret, const char **error) {
+static int curl_loop_of(struct run *in, struct curl_loop **ret, const char **error) {
         struct supervisor *sv = in->server->sv;
-        void **part = instance_launcher_part(in);
+        void **part = run_launcher_part_of(in);
         struct curl_loop *loop = *part;
         int r = 0;
 
@@ -123,7 +123,7 @@ static void http_done(void *part) {
         curl_loop_free(part);
 }
 
-static int http_open_transport(struct instance *in, const struct server_config *c, struct server_transport **ret,
+static int http_open_transport(struct run *in, const struct server_config *c, struct server_transport **ret,
                                char **error) {
         struct supervisor *sv = in->server->sv;
         struct curl_slist *headers = NULL;
@@ -168,12 +168,12 @@ static int http_open_transport(struct instance *in, const struct server_config *
 }
 
 /* The session begins with the first message the connection sends (initialize). */
-static int http_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+static int http_start(struct run *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                       char **error) {
         return 0;
 }
 
-static int http_terminate(struct instance *in) {
+static int http_terminate(struct run *in) {
         struct http_run *run = run_of(in);
 
         if (!run->t)
@@ -182,28 +182,28 @@ static int http_terminate(struct instance *in) {
         return 0;
 }
 
-static void http_kill_wait(struct instance *in) {
+static void http_kill_wait(struct run *in) {
         /* nothing runs anywhere of ours: the transfers end with the connection */
 }
 
 /* No process: no exit code. A broken session is said by the cause (the HTTP status); a
  * refused credential asks for no restart. */
-static void http_describe_end(const struct instance *in, struct server_exit *ret) {
+static void http_describe_end(const struct run *in, struct server_exit *ret) {
         const struct http_run *run = run_of(in);
 
         *ret = (struct server_exit){ .no_retry = run->end.no_retry };
 }
 
-static const char *http_describe(const struct instance *in, char *buf, size_t size) {
+static const char *http_describe(const struct run *in, char *buf, size_t size) {
         snprintf(buf, size, "%s", "an HTTP session");
         return buf;
 }
 
-static pid_t http_main_pid(const struct instance *in) {
+static pid_t http_main_pid(const struct run *in) {
         return 0;
 }
 
-static void http_usage(const struct instance *in, struct run_usage *ret) {
+static void http_usage(const struct run *in, struct run_usage *ret) {
         *ret = (struct run_usage){ .memory_current = RUN_USAGE_UNKNOWN, .memory_peak = RUN_USAGE_UNKNOWN,
                                    .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
 }
@@ -228,7 +228,7 @@ static const struct run_words http_words = {
         .stuck = "",
 };
 
-static void http_free(struct instance *in) {
+static void http_free(struct run *in) {
         free(in->launcher);
         in->launcher = NULL;
 }

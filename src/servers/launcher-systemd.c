@@ -24,7 +24,7 @@
 #include "bus.h"
 #include "cgroup-usage.h"
 #include "environment.h"
-#include "instance.h"
+#include "run.h"
 #include "log.h"
 #include "macro.h"
 #include "oom-watch.h"
@@ -61,7 +61,7 @@ enum run_state {
         RUN_RUNNING,   /* its start job done (or never answered, and the unit stopped): watched
                         * until the manager says it is inactive or failed */
         RUN_ENDING,    /* said inactive or failed: one read more has the last word */
-        RUN_ENDED,     /* its end reported (instance_ended()) */
+        RUN_ENDED,     /* its end reported (run_ended()) */
         RUN_ABANDONED, /* killed at the daemon's exit: its end is never reported */
         RUN_STATE_COUNT,
 };
@@ -79,7 +79,7 @@ struct run_systemd {
 struct systemd_run {
         struct systemd_run *prev, *next;
         struct run_systemd *rs;
-        struct instance *in;
+        struct run *in;
         char *unit;
         struct bus_call *start, *read, *stop, *kill;
         struct bus_watch *watch;
@@ -99,7 +99,7 @@ struct systemd_run {
         unsigned tasks_max;
 };
 
-static struct systemd_run *run_of(const struct instance *in) {
+static struct systemd_run *run_of(const struct run *in) {
         return in->launcher;
 }
 
@@ -172,7 +172,7 @@ static void set_state(struct systemd_run *x, enum run_state state) {
         log_debug(x->rs->log, "%s: %s -> %s", x->unit, state_names[old], state_names[state]);
         release(x, state);
         if (state == RUN_ENDED)
-                instance_ended(x->in);
+                run_ended(x->in);
 }
 
 /* ---- the end ---- */
@@ -283,7 +283,7 @@ static void watch_oom(struct systemd_run *x) {
 
         if (!x->memory_max || x->memory_max == CONFINEMENT_INFINITY || !x->control_group)
                 return;
-        r = oom_watch_new(instance_event_base(x->in), CGROUP_ROOT "/memory", x->control_group, &x->oom);
+        r = oom_watch_new(run_event_base(x->in), CGROUP_ROOT "/memory", x->control_group, &x->oom);
         if (r == 0)
                 r = oom_watch_register(x->oom);
         if (r == -EROFS)
@@ -369,7 +369,7 @@ static void retry_read(struct systemd_run *x, const char *error) {
                 return;
         }
         log_debug(x->rs->log, "%s: reading its state failed (%s): again in %g s", x->unit, error, (double)delay / 1e6);
-        if (!x->retry && !(x->retry = evtimer_new(instance_event_base(x->in), on_retry, x))) {
+        if (!x->retry && !(x->retry = evtimer_new(run_event_base(x->in), on_retry, x))) {
                 give_up(x, "out of memory");
                 return;
         }
@@ -411,7 +411,7 @@ static void on_retry(evutil_socket_t fd, short what, void *userdata) {
         read_unit(x);
 }
 
-static int systemd_terminate(struct instance *in);
+static int systemd_terminate(struct run *in);
 
 /* The manager did not answer the start in time: the unit may have started anyway, and
  * would be left running unwatched. It is stopped, and the run ends once the manager says
@@ -486,7 +486,7 @@ static void close_stdio(const struct run_stdio *stdio) {
         close(stdio->err);
 }
 
-static int build_unit(struct run_systemd *rs, const struct instance *in, const struct server_config *c, char **env,
+static int build_unit(struct run_systemd *rs, const struct run *in, const struct server_config *c, char **env,
                       const struct run_stdio *stdio, struct unit_properties *p, char **error) {
         const struct supervisor *sv = in->server->sv;
         _cleanup_free_ char *program = NULL;
@@ -517,7 +517,7 @@ static int build_unit(struct run_systemd *rs, const struct instance *in, const s
         return r == -EINVAL ? -EPERM : r;
 }
 
-static void run_free(struct systemd_run *x) {
+static void systemd_run_free(struct systemd_run *x) {
         if (!x)
                 return;
         bus_call_cancel(x->start);
@@ -543,9 +543,9 @@ static void run_free(struct systemd_run *x) {
         free(x);
 }
 
-static int systemd_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+static int systemd_start(struct run *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                          char **error) {
-        struct run_systemd *rs = *instance_launcher_part(in);
+        struct run_systemd *rs = *run_launcher_part_of(in);
         struct unit_properties p = { 0 };
         struct systemd_run *x = NULL;
         int r;
@@ -579,7 +579,7 @@ static int systemd_start(struct instance *in, const struct server_config *c, cha
                 if (x && !*error && asprintf(error, "cannot ask the service manager to start unit %s: %s", x->unit,
                                              strerror(-r)) < 0)
                         *error = NULL;
-                run_free(x);
+                systemd_run_free(x);
                 return r;
         }
         x->next = rs->runs;
@@ -594,7 +594,7 @@ static int systemd_start(struct instance *in, const struct server_config *c, cha
 
 /* SIGTERM to the unit's cgroup; the manager sends SIGKILL itself after TimeoutStopUSec=
  * (killTimeout), should server.c's own SIGKILL not come first. */
-static int systemd_terminate(struct instance *in) {
+static int systemd_terminate(struct run *in) {
         struct systemd_run *x = run_of(in);
 
         if (!live(x))
@@ -604,7 +604,7 @@ static int systemd_terminate(struct instance *in) {
         return bus_stop_unit(x->rs->bus, x->unit, on_stopped, x, &x->stop);
 }
 
-static int systemd_kill(struct instance *in) {
+static int systemd_kill(struct run *in) {
         struct systemd_run *x = run_of(in);
 
         if (!live(x))
@@ -625,7 +625,7 @@ static void kill_at_exit(struct systemd_run *x) {
  * together rather than one after another, then waits (blocking, at most EXIT_WAIT_USEC)
  * until the manager collected them all: nothing of the daemon's is loaded once it exited,
  * and a next daemon on the socket finds no unit of the names it will give. */
-static void systemd_kill_wait(struct instance *in) {
+static void systemd_kill_wait(struct run *in) {
         struct systemd_run *x = run_of(in), *y;
         struct run_systemd *rs = x->rs;
         _cleanup_free_ char *error = NULL;
@@ -692,7 +692,7 @@ static void describe_reason(const struct systemd_run *x, struct server_exit *e) 
         server_exit_set_reason(e, buf);
 }
 
-static void systemd_describe_end(const struct instance *in, struct server_exit *ret) {
+static void systemd_describe_end(const struct run *in, struct server_exit *ret) {
         const struct systemd_run *x = run_of(in);
 
         *ret = (struct server_exit){ .code = x->code, .status = x->status };
@@ -701,20 +701,20 @@ static void systemd_describe_end(const struct instance *in, struct server_exit *
         describe_reason(x, ret);
 }
 
-static const char *systemd_describe(const struct instance *in, char *buf, size_t size) {
+static const char *systemd_describe(const struct run *in, char *buf, size_t size) {
         const struct systemd_run *x = run_of(in);
 
         snprintf(buf, size, "unit %s", x ? x->unit : "?");
         return buf;
 }
 
-static pid_t systemd_main_pid(const struct instance *in) {
+static pid_t systemd_main_pid(const struct run *in) {
         const struct systemd_run *x = run_of(in);
 
         return x ? x->main_pid : 0;
 }
 
-static void systemd_usage(const struct instance *in, struct run_usage *ret) {
+static void systemd_usage(const struct run *in, struct run_usage *ret) {
         const struct systemd_run *x = run_of(in);
         struct cgroup_usage u;
 
@@ -730,7 +730,7 @@ static void systemd_usage(const struct instance *in, struct run_usage *ret) {
         ret->tasks = u.tasks;
 }
 
-const char *run_systemd_state(const struct instance *in) {
+const char *run_systemd_state(const struct run *in) {
         const struct systemd_run *x = run_of(in);
 
         return x ? state_names[x->state] : NULL;
@@ -755,8 +755,8 @@ static const struct run_words systemd_words = {
 static void systemd_init(void **part, const struct run_setup *setup);
 static void systemd_done(void *part);
 
-static void systemd_free(struct instance *in) {
-        run_free(in->launcher);
+static void systemd_free(struct run *in) {
+        systemd_run_free(in->launcher);
         in->launcher = NULL;
 }
 

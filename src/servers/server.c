@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "server-conn.h"
-#include "instance.h"
+#include "run.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "process.h"
@@ -316,7 +316,7 @@ static void spawn_short(struct server *s, int r, const char *error) {
 
 static void act_spawn(struct server *s, const char *detail) {
         _cleanup_free_ char *error = NULL;
-        uint64_t number = supervisor_next_instance(s->sv);
+        uint64_t number = supervisor_next_run(s->sv);
         char what[192];
         int r;
 
@@ -328,7 +328,7 @@ static void act_spawn(struct server *s, const char *detail) {
         backoff_started(&s->backoff, now_usec());
         s->stderr_from_last_run = false;
         s->refresh_pending = 0;
-        r = instance_start(s, number, &child_ops, &s->run, &error);
+        r = run_start(s, number, &child_ops, &s->run, &error);
         if (r < 0) {
                 s->run = NULL;
                 server_cause_set(&s->why, SERVER_CAUSE_SPAWN, error);
@@ -342,7 +342,7 @@ static void act_spawn(struct server *s, const char *detail) {
                 return;
         }
         server_log(s, s->spawn_short ? LOG_NOTICE : LOG_DEBUG, "started %s as %s (instance %" PRIu64 ")%s",
-                   instance_target(s->run), instance_describe(s->run, what, sizeof what), number,
+                   run_target(s->run), run_describe(s->run, what, sizeof what), number,
                    s->spawn_short ? " after the shortage" : "");
         s->spawn_short = false;
         set_state(s, SERVER_STARTING, detail);
@@ -385,7 +385,7 @@ static void begin_stop(struct server *s, enum stop_goal goal) {
         if (s->run->child)
                 child_close_input(s->run->child);
         set_state_why(s, SERVER_STOPPING);
-        server_log(s, LOG_DEBUG, "closed its %s; waiting %s for it to end", instance_words(s->run)->input,
+        server_log(s, LOG_DEBUG, "closed its %s; waiting %s for it to end", run_words_of(s->run)->input,
                    seconds(s->config->stop_timeout, t, sizeof t));
         arm_timer(s, usec_from_seconds(s->config->stop_timeout));
 }
@@ -449,50 +449,50 @@ static void act_ping_failed(struct server *s, const char *detail) {
 /* stopTimeout passed since its input was closed: the launcher's terminate (SIGTERM), and
  * killTimeout for it. Each step is logged in the launcher's words. */
 static void act_terminate(struct server *s, const char *detail) {
-        const struct run_words *w = instance_words(s->run);
+        const struct run_words *w = run_words_of(s->run);
         char t[32];
 
         server_log(s, LOG_NOTICE, "still running %s after its %s was closed; %s",
                    seconds(s->config->stop_timeout, t, sizeof t), w->input, w->terminate);
         next_stop_stage(s, SERVER_STOP_TERM);
-        (void)instance_terminate(s->run);
+        (void)run_terminate(s->run);
         arm_timer(s, usec_from_seconds(s->config->kill_timeout));
 }
 
 /* killTimeout passed since terminate: the launcher's kill (SIGKILL), after which the end is near. */
 static void act_kill(struct server *s, const char *detail) {
-        const struct run_words *w = instance_words(s->run);
+        const struct run_words *w = run_words_of(s->run);
         char t[32];
 
         server_log(s, LOG_WARNING, "still running %s after %s; %s", seconds(s->config->kill_timeout, t, sizeof t),
                    w->terminated, w->kill);
         next_stop_stage(s, SERVER_STOP_KILL);
-        (void)instance_kill(s->run);
+        (void)run_kill(s->run);
         arm_timer(s, KILL_WAIT_USEC);
 }
 
 /* No end KILL_WAIT_USEC after kill: said, and kill again. */
 static void act_kill_again(struct server *s, const char *detail) {
-        const struct run_words *w = instance_words(s->run);
+        const struct run_words *w = run_words_of(s->run);
         char what[192];
 
-        server_log(s, LOG_ERR, "%s has not ended after %s%s", instance_describe(s->run, what, sizeof what), w->killed,
+        server_log(s, LOG_ERR, "%s has not ended after %s%s", run_describe(s->run, what, sizeof what), w->killed,
                    w->stuck);
-        (void)instance_kill(s->run);
+        (void)run_kill(s->run);
         arm_timer(s, KILL_WAIT_USEC);
 }
 
 /* The process is gone: retire it, remember how it ended and its last words. */
 static void end_run(struct server *s) {
-        struct instance *in = s->run;
+        struct run *in = s->run;
 
         disarm_timer(s);
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
-        instance_describe_end(in, &s->last_exit);
+        run_describe_end(in, &s->last_exit);
         if (s->state == SERVER_STOP_TERM || s->state == SERVER_STOP_KILL) {
                 /* the stop steps' signals, as its launcher sends them: kill comes after terminate */
-                const struct run_words *w = instance_words(in);
+                const struct run_words *w = run_words_of(in);
 
                 s->last_exit.signal_sent = s->state == SERVER_STOP_TERM ? w->terminate_signal : w->kill_signal;
                 s->last_exit.stop_timeout = s->config->stop_timeout;
@@ -500,7 +500,7 @@ static void end_run(struct server *s) {
         }
         server_exit_copy(&s->why.exit, &s->last_exit);
         s->run = NULL;
-        instance_retire(in, &s->sv->retired); /* reads what is left of its stderr */
+        run_retire(in, &s->sv->retired); /* reads what is left of its stderr */
         s->stderr_from_last_run = in->err.last[0] != '\0';
         if (s->stderr_from_last_run) {
                 memcpy(s->last_stderr, in->err.last, sizeof s->last_stderr);
@@ -874,7 +874,7 @@ void server_free(struct server *s) {
         handshake_done(&s->handshake);
         health_done(&s->health);
         if (s->run)
-                instance_free(s->run);
+                run_free(s->run);
         route_owners_done(&s->owners);
         catalog_done(&s->catalog);
         line_ring_done(&s->stderr_lines);

@@ -39,8 +39,8 @@ void supervisor_server_request(struct supervisor *sv, struct server *s, struct j
                 child_send(server_child(s), jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL));
 }
 
-uint64_t supervisor_next_instance(struct supervisor *sv) {
-        return ++sv->next_instance;
+uint64_t supervisor_next_run(struct supervisor *sv) {
+        return ++sv->next_run;
 }
 
 struct server *supervisor_find(const struct supervisor *sv, const char *name) {
@@ -53,7 +53,7 @@ struct server *supervisor_find(const struct supervisor *sv, const char *name) {
 /* The server whose current process is pid, or NULL. */
 static struct server *server_of_pid(const struct supervisor *sv, pid_t pid) {
         for (size_t i = 0; i < sv->n_servers; i++)
-                if (sv->servers[i]->run && instance_main_pid(sv->servers[i]->run) == pid)
+                if (sv->servers[i]->run && run_main_pid(sv->servers[i]->run) == pid)
                         return sv->servers[i];
         return NULL;
 }
@@ -63,7 +63,7 @@ static struct server *server_of_pid(const struct supervisor *sv, pid_t pid) {
 static bool server_exited(pid_t pid, void *userdata) {
         struct server *s = server_of_pid(userdata, pid);
 
-        return s && instance_reap(s->run);
+        return s && run_reap(s->run);
 }
 
 /* reaper_ops: a server's own process, reaped and closed by its server, not the reaper. */
@@ -76,7 +76,7 @@ static uint64_t run_of(pid_t pid, const char **server, void *userdata) {
         return s->run->number;
 }
 
-/* reaper_ops: a process of an instance that no longer runs is left behind. */
+/* reaper_ops: a process of a run that no longer runs is left behind. */
 static bool left_behind(const char *server, uint64_t instance, void *userdata) {
         struct supervisor *sv = userdata;
 
@@ -97,7 +97,7 @@ static double kill_timeout(const char *server, void *userdata) {
 static uint64_t newest_run(void *userdata) {
         const struct supervisor *sv = userdata;
 
-        return sv->next_instance;
+        return sv->next_run;
 }
 
 /* reaper_ops: a run numbered up to newest still runs. */
@@ -346,13 +346,13 @@ static void free_retired_configs(struct supervisor *sv) {
 }
 
 void supervisor_collect(struct supervisor *sv) {
-        struct instance *in;
+        struct run *in;
 
         /* The requests lost with these runs were answered earlier in this iteration
          * (router_collect), so nothing points into them or, next, their removed servers. */
         while ((in = TAILQ_FIRST(&sv->retired))) {
                 TAILQ_REMOVE(&sv->retired, in, entry);
-                instance_free(in);
+                run_free(in);
         }
         free_removed(sv);
         for (size_t i = 0; i < sv->n_servers; i++)
@@ -367,12 +367,12 @@ void supervisor_collect(struct supervisor *sv) {
 void supervisor_done(struct supervisor *sv) {
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
-                if (s->run && instance_running(s->run)) {
+                if (s->run && run_running(s->run)) {
                         char what[192];
 
                         server_log(s, LOG_WARNING, "still running at exit; ending %s",
-                                   instance_describe(s->run, what, sizeof what));
-                        instance_kill_wait(s->run);
+                                   run_describe(s->run, what, sizeof what));
+                        run_kill_wait(s->run);
                 }
         }
         supervisor_collect(sv);

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "bus.h"
-#include "instance.h"
+#include "run.h"
 #include "launcher.h"
 #include "server-cause.h"
 #include "server.h"
@@ -805,25 +805,25 @@ Test(bus, stop_leftovers_read_errors) {
 /* What launcher-systemd.c reports through instance.c, heard here instead of a server's. */
 static unsigned ended_runs;
 
-void instance_ended(struct instance *in) {
+void run_ended(struct run *in) {
         in->ended = true;
         ended_runs++;
 }
 
-struct event_base *instance_event_base(const struct instance *in) {
+struct event_base *run_event_base(const struct run *in) {
         return base;
 }
 
 /* The systemd launcher's daemon-wide part, kept here instead of in a supervisor. */
 static struct run_systemd *systemd_part;
 
-void **instance_launcher_part(const struct instance *in) {
+void **run_launcher_part_of(const struct run *in) {
         return (void **)&systemd_part;
 }
 
 static struct supervisor SV;
 static struct server SRV;
-static struct instance IN;
+static struct run IN;
 static int daemon_ends[3] = { -1, -1, -1 }; /* the daemon's ends of the run's pipes */
 static uint64_t call_timeout_usec; /* of the daemon's calls, when set */
 
@@ -843,7 +843,7 @@ static void launch(const char *entry) {
         SV = (struct supervisor){ .base = base, .log = &log_, .daemon_env = env, .daemon_id = "/run/test.sock" };
         cr_assert_eq(run_systemd_new(B, &log_, &systemd_part), 0);
         SRV = (struct server){ .sv = &SV, .config = (struct server_config *)config_find_server(&C, "s") };
-        IN = (struct instance){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
+        IN = (struct run){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
         open_pipe(in, 0);
         open_pipe(out, 0);
         open_pipe(err, 0);

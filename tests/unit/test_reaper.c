@@ -14,7 +14,7 @@
 #include "environment.h"
 #include "log.h"
 #include "proc-tree.h"
-#include "instance.h"
+#include "run.h"
 #include "reaper.h"
 #include "launcher.h"
 #include "server.h"
@@ -26,7 +26,7 @@ static struct reaper r;
 
 /* The daemon's own answers (supervisor_reaper_ops) about two servers, whose runs the tests
  * start and end: a run of this launcher has no pid, so no child is a server's own. */
-static pid_t no_pid(const struct instance *in) {
+static pid_t no_pid(const struct run *in) {
         return 0;
 }
 
@@ -34,14 +34,14 @@ static const struct run_ops launcher = { .name = "test", .main_pid = no_pid };
 static struct server_config configs[2] = { { .name = "a", .kill_timeout = 10 }, { .name = "b", .kill_timeout = 10 } };
 static struct server servers[2] = { { .config = &configs[0] }, { .config = &configs[1] } };
 static struct server *list[2] = { &servers[0], &servers[1] };
-static struct instance runs[2];
+static struct run runs[2];
 static struct supervisor sv = { .servers = list, .n_servers = 2 };
 
 /* Server i runs its run numbered number, the newest started so far. */
 static void run_starts(int i, uint64_t number) {
-        runs[i] = (struct instance){ .server = &servers[i], .number = number, .ops = &launcher };
+        runs[i] = (struct run){ .server = &servers[i], .number = number, .ops = &launcher };
         servers[i].run = &runs[i];
-        sv.next_instance = number;
+        sv.next_run = number;
 }
 
 static void run_ends(int i) {

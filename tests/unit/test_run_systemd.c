@@ -5,7 +5,7 @@
  * file defines the functions of bus.h the launcher calls, so the linker never takes bus.o
  * out of libmcpvisor_servers.a (as unit.server replaces launcher-exec.c). Its calls are kept, not
  * sent; the test answers them, and reports the unit's state through its watch, in any
- * order it likes. instance.c is the test's too (instance_ended() counted), as in unit.bus.
+ * order it likes. instance.c is the test's too (run_ended() counted), as in unit.bus.
  * tests/unit/test_bus.c drives the same launcher over a manager speaking D-Bus. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -19,7 +19,7 @@
 
 #include "bus.h"
 #include "config.h"
-#include "instance.h"
+#include "run.h"
 #include "log.h"
 #include "macro.h"
 #include "launcher.h"
@@ -207,20 +207,20 @@ int bus_stop_leftovers(struct bus *b, const char *daemon_id, char **error) {
 static unsigned ended_runs;
 static struct event_base *base;
 
-void instance_ended(struct instance *in) {
+void run_ended(struct run *in) {
         cr_assert_not(in->ended, "its end told twice");
         in->ended = true;
         ended_runs++;
 }
 
-struct event_base *instance_event_base(const struct instance *in) {
+struct event_base *run_event_base(const struct run *in) {
         return base;
 }
 
 /* The systemd launcher's daemon-wide part, kept here instead of in a supervisor. */
 static struct run_systemd *systemd_part;
 
-void **instance_launcher_part(const struct instance *in) {
+void **run_launcher_part_of(const struct run *in) {
         return (void **)&systemd_part;
 }
 
@@ -230,7 +230,7 @@ static struct logger log_;
 static struct config C;
 static struct supervisor SV;
 static struct server SRV;
-static struct instance IN;
+static struct run IN;
 
 static void setup(void) {
         log_capture_start();
@@ -262,7 +262,7 @@ static void launch(void) {
         SV = (struct supervisor){ .base = base, .log = &log_, .daemon_env = env, .daemon_id = "/run/test.sock" };
         cr_assert_eq(run_systemd_new(&the_bus, &log_, &systemd_part), 0);
         SRV = (struct server){ .sv = &SV, .config = (struct server_config *)config_find_server(&C, "s") };
-        IN = (struct instance){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
+        IN = (struct run){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
         open_pipe(in, 0);
         open_pipe(out, 0);
         open_pipe(err, 0);

@@ -20,7 +20,7 @@
 
 #include "config-helpers.h"
 #include "fake-server.h"
-#include "instance.h"
+#include "run.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "launcher.h"
@@ -32,11 +32,11 @@
 
 static struct {
         int start_error;          /* the next start fails with it, once */
-        struct instance *current; /* the run the test plays, NULL when it has ended */
+        struct run *current; /* the run the test plays, NULL when it has ended */
         unsigned starts, terminates, kills;
 } L;
 
-static int fake_start(struct instance *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
+static int fake_start(struct run *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                       char **error) {
         int r = L.start_error;
 
@@ -49,39 +49,39 @@ static int fake_start(struct instance *in, const struct server_config *c, char *
         }
         in->launcher = calloc(1, sizeof(struct server_exit));
         cr_assert_not_null(in->launcher);
-        server_adopt(instance_event_base(in), stdio->in, stdio->out);
+        server_adopt(run_event_base(in), stdio->in, stdio->out);
         L.current = in;
         L.starts++;
         return 0;
 }
 
-static int fake_terminate(struct instance *in) {
+static int fake_terminate(struct run *in) {
         L.terminates++;
         return 0;
 }
 
-static int fake_kill(struct instance *in) {
+static int fake_kill(struct run *in) {
         L.kills++;
         return 0;
 }
 
-static void fake_kill_wait(struct instance *in) {
+static void fake_kill_wait(struct run *in) {
 }
 
-static void fake_describe_end(const struct instance *in, struct server_exit *ret) {
+static void fake_describe_end(const struct run *in, struct server_exit *ret) {
         *ret = *(const struct server_exit *)in->launcher;
 }
 
-static const char *fake_describe(const struct instance *in, char *buf, size_t size) {
+static const char *fake_describe(const struct run *in, char *buf, size_t size) {
         snprintf(buf, size, "a run of the test's");
         return buf;
 }
 
-static pid_t fake_main_pid(const struct instance *in) {
+static pid_t fake_main_pid(const struct run *in) {
         return 0;
 }
 
-static void fake_usage(const struct instance *in, struct run_usage *ret) {
+static void fake_usage(const struct run *in, struct run_usage *ret) {
         *ret = (struct run_usage){ .memory_current = RUN_USAGE_UNKNOWN, .memory_peak = RUN_USAGE_UNKNOWN,
                                    .cpu_usec = RUN_USAGE_UNKNOWN, .tasks = RUN_USAGE_UNKNOWN };
 }
@@ -93,7 +93,7 @@ static const char *fake_target(const struct server_config *c) {
 /* The exec launcher's words, or another's for a test. */
 static struct run_words fake_words;
 
-static void fake_free(struct instance *in) {
+static void fake_free(struct run *in) {
         free(in->launcher);
         in->launcher = NULL;
 }
@@ -118,12 +118,12 @@ const struct run_ops run_exec_ops = {
 /* The run ends as a process does: code CLD_EXITED with an exit status, or CLD_KILLED
  * with a signal. */
 static void run_ends(int code, int status) {
-        struct instance *in = L.current;
+        struct run *in = L.current;
 
         cr_assert_not_null(in, "no run to end");
         *(struct server_exit *)in->launcher = (struct server_exit){ .code = code, .status = status };
         L.current = NULL;
-        instance_ended(in);
+        run_ended(in);
 }
 
 /* ---- the daemon around the server ---- */

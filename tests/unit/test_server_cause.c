@@ -137,7 +137,7 @@ Test(server_cause, a_spawn_error_names_the_errno) {
         server_cause_set(&C, SERVER_CAUSE_SPAWN, NULL);
         C.error = ENOENT;
         expect_text("cannot start: No such file or directory");
-        /* what instance_start() says to fix, when it says it */
+        /* what run_start() says to fix, when it says it */
         server_cause_set(&C, SERVER_CAUSE_SPAWN, "command 'npx' not found in PATH=/usr/bin (install it, ...)");
         C.error = ENOENT;
         expect_text("cannot start: command 'npx' not found in PATH=/usr/bin (install it, ...)");

@@ -1,5 +1,5 @@
-/* One run of a server; see instance.h. */
-#include "instance.h"
+/* One run of a server; see run.h. */
+#include "run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,7 +94,7 @@ static int make_pipes(int ours[3], struct run_stdio *theirs) {
 
 /* The MCP connection over t (taken in any case). A server that stops taking what is sent
  * to it is caught within the time a ping may take. */
-static int connect_child(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+static int connect_child(struct run *in, const struct server_config *c, const struct child_ops *ops,
                          struct server_transport *t) {
         struct supervisor *sv = in->server->sv;
 
@@ -106,7 +106,7 @@ static int connect_child(struct instance *in, const struct server_config *c, con
 }
 
 /* Undoes a connection for a run that never started: nothing was sent or logged yet. */
-static void disconnect(struct instance *in) {
+static void disconnect(struct run *in) {
         child_free(in->child);
         in->child = NULL;
         stderr_reader_finish(&in->err);
@@ -114,7 +114,7 @@ static void disconnect(struct instance *in) {
 
 /* The three pipes, the stderr reader and the MCP connection on the daemon's ends; the
  * server's ends in *theirs, for the launcher's start. */
-static int connect_pipes(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+static int connect_pipes(struct run *in, const struct server_config *c, const struct child_ops *ops,
                          struct run_stdio *theirs, char **error) {
         struct supervisor *sv = in->server->sv;
         struct server_transport *t;
@@ -140,7 +140,7 @@ static int connect_pipes(struct instance *in, const struct server_config *c, con
 }
 
 /* The MCP connection on a transport the launcher made: no pipes, no stderr. */
-static int connect_transport(struct instance *in, const struct server_config *c, const struct child_ops *ops,
+static int connect_transport(struct run *in, const struct server_config *c, const struct child_ops *ops,
                              char **error) {
         struct server_transport *t = NULL;
         int r;
@@ -152,7 +152,7 @@ static int connect_transport(struct instance *in, const struct server_config *c,
 /* The one way a run starts, whatever its launcher: the connection (over a transport the
  * launcher makes, else over pipes whose other ends the program gets), then the launcher's
  * start. */
-static int launch(struct instance *in, const struct server_config *c, char **env, const struct child_ops *ops,
+static int launch(struct run *in, const struct server_config *c, char **env, const struct child_ops *ops,
                   char **error) {
         struct run_stdio theirs, *stdio = NULL;
         int r;
@@ -174,10 +174,10 @@ static int launch(struct instance *in, const struct server_config *c, char **env
         return 0;
 }
 
-int instance_start(struct server *s, uint64_t number, const struct child_ops *ops, struct instance **ret,
+int run_start(struct server *s, uint64_t number, const struct child_ops *ops, struct run **ret,
                    char **error) {
         struct supervisor *sv = s->sv;
-        struct instance *in = calloc(1, sizeof *in);
+        struct run *in = calloc(1, sizeof *in);
         char **env = NULL;
         int r;
 
@@ -204,15 +204,15 @@ int instance_start(struct server *s, uint64_t number, const struct child_ops *op
         return 0;
 }
 
-void instance_retire(struct instance *in, struct instance_list *retired) {
+void run_retire(struct run *in, struct run_list *retired) {
         stderr_reader_finish(&in->err);
         child_free(in->child);
         in->child = NULL;
-        /* The launcher's event may be the caller: it is freed with the instance, later. */
+        /* The launcher's event may be the caller: it is freed with the run, later. */
         TAILQ_INSERT_TAIL(retired, in, entry);
 }
 
-void instance_free(struct instance *in) {
+void run_free(struct run *in) {
         if (!in)
                 return;
         stderr_reader_finish(&in->err);
@@ -222,71 +222,71 @@ void instance_free(struct instance *in) {
         free(in);
 }
 
-void instance_ended(struct instance *in) {
+void run_ended(struct run *in) {
         if (in->ended)
                 return;
         in->ended = true;
         server_handle(in->server, SERVER_EV_EXITED, NULL);
 }
 
-void **instance_launcher_part(const struct instance *in) {
+void **run_launcher_part_of(const struct run *in) {
         return run_launcher_part(in->server->sv, in->ops);
 }
 
-struct event_base *instance_event_base(const struct instance *in) {
+struct event_base *run_event_base(const struct run *in) {
         return in->server->sv->base;
 }
 
-bool instance_running(const struct instance *in) {
+bool run_running(const struct run *in) {
         return !in->ended;
 }
 
-pid_t instance_main_pid(const struct instance *in) {
+pid_t run_main_pid(const struct run *in) {
         return in->ops->main_pid(in);
 }
 
-int instance_terminate(struct instance *in) {
+int run_terminate(struct run *in) {
         return in->ops->terminate(in);
 }
 
-int instance_kill(struct instance *in) {
+int run_kill(struct run *in) {
         return in->ops->kill(in);
 }
 
-void instance_kill_wait(struct instance *in) {
+void run_kill_wait(struct run *in) {
         in->ops->kill_wait(in);
         in->ended = true;
 }
 
-bool instance_reap(struct instance *in) {
+bool run_reap(struct run *in) {
         return !in->ended && in->ops->reap && in->ops->reap(in);
 }
 
-void instance_describe_end(const struct instance *in, struct server_exit *ret) {
+void run_describe_end(const struct run *in, struct server_exit *ret) {
         server_exit_done(ret);
         in->ops->describe_end(in, ret);
 }
 
-const char *instance_describe(const struct instance *in, char *buf, size_t size) {
+const char *run_describe(const struct run *in, char *buf, size_t size) {
         return in->ops->describe(in, buf, size);
 }
 
-const struct run_words *instance_words(const struct instance *in) {
+const struct run_words *run_words_of(const struct run *in) {
         return in->ops->words;
 }
 
-const char *instance_target(const struct instance *in) {
+const char *run_target(const struct run *in) {
         return in->ops->target(in->server->config);
 }
 
-const struct run_ops *instance_launcher_of(const struct server *s) {
+const struct run_ops *run_launcher_for(const struct server *s) {
         return run_ops_for(s->config, s->sv);
 }
 
-const char *instance_launcher(const struct instance *in) {
+const char *run_launcher_name(const struct run *in) {
         return in->ops->name;
 }
 
-void instance_usage(const struct instance *in, struct run_usage *ret) {
+void run_usage_of(const struct run *in, struct run_usage *ret) {
         in->ops->usage(in, ret);
 }
