@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "ctl-proc.h"
 #include "servers.h"
 
 static struct h_daemon D;
@@ -225,5 +226,78 @@ Test(instances, spare_handed_over_and_replaced) {
         cr_log_info("first call through a spare: %lld ms", waited);
         h_client_close(a);
         cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS));
+        stop_clean();
+}
+
+/* ---- operators: status, STATUS=, stop ---- */
+
+static struct proc R;
+
+static int ctl(const char *const *args) {
+        proc_free(&R);
+        proc_start(&R, &D, args, NULL);
+        proc_close_stdin(&R);
+        return proc_wait(&R, H_TIMEOUT_MS);
+}
+
+#define CTL(...) ctl((const char *const[]){ "-C", D.control, "-s", D.sock, __VA_ARGS__, NULL })
+
+/* The row of status --json for the instance whose pid is pid. */
+static json_object *row_of(json_object *status, pid_t pid) {
+        json_object *servers = h_get(status, "servers");
+
+        for (size_t i = 0; i < json_object_array_length(servers); i++) {
+                json_object *row = json_object_array_get_idx(servers, i);
+
+                if (h_get(row, "pid") && json_object_get_int(h_get(row, "pid")) == pid)
+                        return row;
+        }
+        return NULL;
+}
+
+Test(instances, status_and_stop_by_owner) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+        pid_t pa = remember(a, "1", "x", NULL, 0), pb = remember(b, "1", "y", NULL, 0);
+
+        cr_assert(h_notify_wait(&D, "2/2 instances", H_TIMEOUT_MS), "STATUS= does not count them: %s", D.notices);
+        int r = CTL("status", "--json");
+        cr_assert(r == 0 || r == 3, "status --json exited %d: %s", r, R.errbuf);
+        json_object *status = json_tokener_parse(R.outbuf), *ra = row_of(status, pa);
+        cr_assert_not_null(ra, "no row of a's instance: %s", R.outbuf);
+        cr_assert_not_null(row_of(status, pb));
+        cr_assert_str_eq(h_str(ra, "name"), "c");
+        const char *owner = h_str(ra, "owner");
+        cr_assert_not_null(owner);
+        cr_assert(strncmp(owner, "client ", 7) == 0, "%s", owner);
+        cr_assert_geq(json_object_get_int(h_get(ra, "calls")), 1);
+        json_object *instanced = h_get(status, "instanced");
+        cr_assert_eq(json_object_array_length(instanced), 1);
+        cr_assert_str_eq(h_str(json_object_array_get_idx(instanced, 0), "name"), "c");
+        cr_assert_eq(json_object_get_int(h_get(json_object_array_get_idx(instanced, 0), "count")), 2);
+        char id[32];
+        snprintf(id, sizeof id, "%s", owner + 7);
+        json_object_put(status);
+
+        r = CTL("status");
+        cr_assert(r == 0 || r == 3, "status exited %d: %s", r, R.errbuf);
+        cr_assert(strstr(R.outbuf, sf("c (client %s)", id)), "%s", R.outbuf);
+        cr_assert(strstr(R.outbuf, "c: per-client, 2 instances (at most 64)"), "%s", R.outbuf);
+
+        cr_assert_eq(CTL("stop", "c", "--client", id), 0, "%s %s", R.outbuf, R.errbuf);
+        cr_assert(strstr(R.outbuf, "c: 1 instance stopped"), "%s", R.outbuf);
+        cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS));
+        cr_assert_not(h_pid_gone(pb), "b's instance stopped with a's");
+        cr_assert_eq(CTL("stop", "c", "--client", "999999"), 1, "%s", R.outbuf);
+
+        pid_t again = remember(a, "2", NULL, NULL, 0);
+        cr_assert_neq(again, pa, "a's instance is made again on its next need");
+        cr_assert_eq(CTL("stop", "c"), 0, "%s %s", R.outbuf, R.errbuf);
+        cr_assert(strstr(R.outbuf, "c: 2 instances stopped"), "%s", R.outbuf);
+        cr_assert(h_pid_gone_wait(again, H_TIMEOUT_MS));
+        cr_assert(h_pid_gone_wait(pb, H_TIMEOUT_MS));
+        proc_free(&R);
+        h_client_close(a);
+        h_client_close(b);
         stop_clean();
 }
