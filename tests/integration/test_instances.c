@@ -229,6 +229,80 @@ Test(instances, spare_handed_over_and_replaced) {
         stop_clean();
 }
 
+/* A client initialized in profile (raw initialize with params._meta). */
+static struct h_client *open_in_profile(const char *profile) {
+        struct h_client *x = h_client_open(&D, true, NULL);
+        json_object *r = h_client_call(x, "0", "initialize",
+                                       sf("{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                          "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"},"
+                                          "\"_meta\":{\"mcpvisor/profile\":\"%s\"}}",
+                                          profile));
+
+        cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
+        json_object_put(r);
+        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return x;
+}
+
+Test(instances, access_rules_and_profiles_apply_to_instances) {
+        set_settings("\"profiles\":{\"narrow\":{\"servers\":[\"s\"]}},"
+                     "\"access\":{\"rules\":[{\"tools\":[\"c__remember\"],\"action\":\"deny\"}]}");
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *narrow = open_in_profile("narrow"), *plain = cl_open();
+
+        /* outside its profile: not found, and no instance made for it */
+        json_object *r = h_client_call(narrow, "1", "tools/list", NULL);
+        cr_assert_null(strstr(h_tool_names(r), "c__"), "%s", h_tool_names(r));
+        cr_assert(strstr(h_tool_names(r), "s__echo"), "%s", h_tool_names(r));
+        json_object_put(r);
+        r = h_client_tool_call(narrow, "2", "c__echo", "{\"text\":\"hi\"}");
+        cr_assert(h_str(r, "error.message") && strstr(h_str(r, "error.message"), "Unknown tool"), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(c_processes(), 0, "an instance was started for a client that may not see it");
+
+        /* a denied tool of an instance: not listed, refused as permission denied */
+        r = h_client_call(plain, "1", "tools/list", NULL);
+        cr_assert(strstr(h_tool_names(r), "c__echo"), "%s", h_tool_names(r));
+        cr_assert_null(strstr(h_tool_names(r), "c__remember"), "%s", h_tool_names(r));
+        json_object_put(r);
+        r = h_client_tool_call(plain, "2", "c__remember", "{}");
+        cr_assert(h_str(r, "error.message") && strstr(h_str(r, "error.message"), "permission denied: tool 'c__remember'"),
+                  "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_tool_call(plain, "3", "c__echo", "{\"text\":\"hi\"}");
+        cr_assert_str_eq(h_result_text(r), "hi");
+        json_object_put(r);
+        cr_assert_eq(c_processes(), 1);
+        h_client_close(narrow);
+        h_client_close(plain);
+        stop_clean();
+}
+
+Test(instances, log_messages_reach_only_the_owner) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        remember(a, "1", "x", NULL, 0);
+        remember(b, "1", "y", NULL, 0);
+        json_object_put(h_client_call(a, "2", "logging/setLevel", "{\"level\":\"debug\"}"));
+        json_object_put(h_client_call(b, "2", "logging/setLevel", "{\"level\":\"debug\"}"));
+        json_object_put(h_client_tool_call(a, "3", "c__log", "{\"text\":\"secret-of-a\"}"));
+        json_object *m = h_take(a, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(m, "a did not hear its own instance");
+        cr_assert(strstr(h_json_text(m), "secret-of-a"), "%s", h_json_text(m));
+        json_object_put(m);
+        /* b, whose own instance is c too, hears nothing of a's: after its own call's message */
+        json_object_put(h_client_tool_call(b, "3", "c__log", "{\"text\":\"of-b\"}"));
+        m = h_take(b, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(m);
+        cr_assert(strstr(h_json_text(m), "of-b"), "b heard a's instance: %s", h_json_text(m));
+        json_object_put(m);
+        cr_assert_eq(h_inbox_drop(b, h_is_method, "notifications/message"), 0, "b heard another instance");
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
 /* ---- operators: status, STATUS=, stop ---- */
 
 static struct proc R;
