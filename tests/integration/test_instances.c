@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "ctl-proc.h"
+#include "http-client.h"
 #include "servers.h"
 
 static struct h_daemon D;
@@ -300,6 +301,60 @@ Test(instances, log_messages_reach_only_the_owner) {
         cr_assert_eq(h_inbox_drop(b, h_is_method, "notifications/message"), 0, "b heard another instance");
         h_client_close(a);
         h_client_close(b);
+        stop_clean();
+}
+
+/* ---- an HTTP session's instance ---- */
+
+#define TOKEN "it-token-instances-0123456789abcdef"
+#define AUTH "Authorization: Bearer " TOKEN "\r\n"
+#define JSON_HEADERS "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+
+Test(instances, http_session_instance_ends_with_its_delete) {
+        char creds[] = "/tmp/mcpvisor-inst-XXXXXX", sid[64], *text;
+        unsigned port = ht_free_port();
+        struct ht_answer a;
+        FILE *f;
+
+        cr_assert_not_null(mkdtemp(creds));
+        f = fopen(sf("%s/tok", creds), "w");
+        cr_assert_not_null(f);
+        fprintf(f, "%s\n", TOKEN);
+        fclose(f);
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"tok\"},\"user\":%u}]}",
+                        port, (unsigned)getuid()));
+        add_tagged("s", "", "");
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--probe-tools\"");
+        start((const char *const[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), NULL });
+        wait_all_ready(1);
+
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                "\"capabilities\":{},\"clientInfo\":{\"name\":\"it-agent\",\"version\":\"1\"}}}",
+                &a);
+        cr_assert_eq(a.status, 200, "initialize: %d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Mcp-Session-Id", sid, sizeof sid));
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", sid),
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &a);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", sid),
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"c__remember\","
+                "\"arguments\":{\"text\":\"h\"}}}",
+                &a);
+        cr_assert_eq(a.status, 200, "tools/call: %d %s", a.status, a.body);
+        text = strstr(a.body, "\"text\":\"h ");
+        cr_assert_not_null(text, "%s", a.body);
+        pid_t pid = (pid_t)atol(text + strlen("\"text\":\"h "));
+        ht_answer_done(&a);
+        cr_assert_gt(pid, 0);
+        cr_assert_eq(c_processes(), 1);
+
+        ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+        cr_assert(a.status >= 200 && a.status < 300, "DELETE: %d", a.status);
+        ht_answer_done(&a);
+        cr_assert(h_pid_gone_wait(pid, H_TIMEOUT_MS), "the session's instance outlived its DELETE");
+        h_remove_tree(creds);
         stop_clean();
 }
 
