@@ -304,6 +304,49 @@ Test(instances, log_messages_reach_only_the_owner) {
         stop_clean();
 }
 
+/* Two clients subscribe to the same URI, each at its own instance: each is subscribed
+ * there (one URI, two servers), each hears its own instance's updates, and an
+ * unsubscribe ends only its own. */
+Test(instances, resource_updates_of_each_instance_reach_its_owner) {
+        add_tagged("s", "", "\"--no-resources\""); /* a URI both list would be the shared server's */
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--probe-tools\",\"--subscribe\"");
+        start(NULL);
+        wait_all_ready(1);
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        remember(a, "1", "x", NULL, 0);
+        remember(b, "1", "y", NULL, 0);
+        json_object *r = h_client_call(a, "2", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+        cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(b, "2", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+        cr_assert_eq(h_error_code(r), 0, "b could not subscribe at its own instance: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_count_wait(&D, "c: subscribed demo://readme", 2, H_TIMEOUT_MS), "not subscribed at both instances");
+        json_object *u = h_take(a, h_is_method, "notifications/resources/updated", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "a heard no update");
+        json_object_put(u);
+        u = h_take(b, h_is_method, "notifications/resources/updated", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "b heard no update");
+        json_object_put(u);
+
+        r = h_client_call(a, "3", "resources/unsubscribe", "{\"uri\":\"demo://readme\"}");
+        json_object_put(r);
+        cr_assert(h_log_count_wait(&D, "c: unsubscribed demo://readme", 1, H_TIMEOUT_MS));
+        h_inbox_drop(a, h_is_method, "notifications/resources/updated");
+        /* b's go on (each 200 ms); a hears none of them */
+        for (int i = 0; i < 3; i++) {
+                u = h_take(b, h_is_method, "notifications/resources/updated", H_TIMEOUT_MS);
+                cr_assert_not_null(u, "b's subscription ended with a's");
+                json_object_put(u);
+        }
+        cr_assert_null(h_take(a, h_is_method, "notifications/resources/updated", 100), "a heard b's instance");
+        cr_assert_eq(h_log_count(&D, "c: unsubscribed demo://readme"), 1);
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
 /* ---- an HTTP session's instance ---- */
 
 #define TOKEN "it-token-instances-0123456789abcdef"
