@@ -121,6 +121,8 @@ void client_instances_need(struct client *c) {
 }
 
 void client_instances_changed(struct daemon *d, unsigned kinds) {
+        if (kinds == 0)
+                return;
         for (int st = 0; st < CLIENT_STATE_COUNT; st++) {
                 struct client *c;
 

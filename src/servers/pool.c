@@ -201,8 +201,9 @@ static struct pool_member *add_member(struct pool *p, const struct server_owner 
         }
         s->owner = *owner;
         s->pool = p;
-        /* Running as another user is the launchers' (struct run_as, set here once the
-         * launchers can drop to a user): until then an instance runs as the daemon's user. */
+        /* SEAM(runas): a per-user instance of a uid other than geteuid() gets its
+         * s->run_as here (run_as_resolve()), before its first start; until the launchers
+         * can drop to a user, every instance runs as the daemon's user. */
         m->server = s;
         m->pool = p;
         p->members[p->n++] = m;

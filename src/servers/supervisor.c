@@ -153,8 +153,9 @@ static bool left_behind(const char *server, uint64_t instance, void *userdata) {
 /* reaper_ops: the killTimeout of the server called server; 3 s for one we do not know. */
 static double kill_timeout(const char *server, void *userdata) {
         struct server *s = supervisor_find(userdata, server);
+        struct pool *p = s ? NULL : supervisor_find_pool(userdata, server);
 
-        return s ? s->config->kill_timeout : 3.0;
+        return s ? s->config->kill_timeout : p ? p->config->kill_timeout : 3.0;
 }
 
 /* reaper_ops: runs are numbered in the order they start. */
