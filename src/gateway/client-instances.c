@@ -153,6 +153,21 @@ void client_instances_gone(struct client *c) {
                 supervisor_user_left(&d->supervisor, uid);
 }
 
+struct client *client_instances_owner(struct daemon *d, const struct server *s) {
+        struct client *c, *found = NULL;
+
+        if (s->owner.kind != OWNER_CLIENT && s->owner.kind != OWNER_USER)
+                return NULL;
+        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry) {
+                if (!client_owns(c, s))
+                        continue;
+                if (found)
+                        return NULL; /* which of them? */
+                found = c;
+        }
+        return found;
+}
+
 const char *client_instances_refusal(const struct client *c, const char *name) {
         const struct client_instances *ci = c->access.instances;
         const char *sep = c->daemon->registry.separator;

@@ -549,7 +549,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         views_init(&d->views, &d->config.access, &d->registry);
         router_init(&d->router, d->base, &d->log);
         router_set_audit(&d->router, &d->config.audit);
-        server_requests_init(&d->server_requests, &d->router, &d->log);
+        server_requests_init(&d->server_requests, d, &d->router, &d->log);
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));

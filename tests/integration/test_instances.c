@@ -125,6 +125,29 @@ Test(instances, roots_of_each_from_its_own_client) {
         stop_clean();
 }
 
+/* A server that asks for its roots as it starts (server-filesystem does), with no call in
+ * flight: an instance's request goes to its owner all the same, never to another client. */
+Test(instances, request_at_start_goes_to_the_owner) {
+        add_tagged("s", "", "");
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--probe-tools\",\"--ask-at-start\",\"roots/list\"");
+        start(NULL);
+        wait_all_ready(1);
+        struct h_client *a = cl_open_with("{\"roots\":{}}"), *b = cl_open_with("{\"roots\":{}}");
+
+        h_client_request(a, "1", "tools/list", NULL);
+        json_object *u = h_take(a, h_is_method, "roots/list", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "the instance's roots/list at its start did not reach its client");
+        h_sendf(a->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"roots\":[{\"uri\":\"file:///root-of-a\"}]}}\n",
+                h_json_text(h_get(u, "id")));
+        json_object_put(u);
+        json_object_put(h_client_answer(a, "1"));
+        cr_assert(h_log_count_wait(&D, "root-of-a", 1, H_TIMEOUT_MS), "the instance did not get a's roots");
+        cr_assert_null(h_take(b, h_is_method, "roots/list", 200), "b was asked for a's instance");
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
 Test(instances, instance_ends_with_its_client) {
         start_instanced("\"instances\":\"per-client\"");
         struct h_client *a = cl_open(), *b = cl_open();
