@@ -128,15 +128,19 @@ unsigned daemon_broadcast_related(struct daemon *d, const char *method, json_obj
  * rebuilds the kinds marked when next read, clients hear of it from list-changes.c at the
  * end of its window, and what walks every server (waiting lists, STATUS=) is done once per
  * loop iteration (servers_settled), however many servers changed in it. */
-static void on_servers_changed(unsigned kinds, bool dropped, void *userdata) {
+static void on_servers_changed(const struct server *s, unsigned kinds, bool dropped, void *userdata) {
         struct daemon *d = userdata;
+        bool instance = s && s->owner.kind != OWNER_NONE;
 
-        registry_mark(&d->registry, kinds);
+        /* An instance is in its owners' registries only (client-instances.h): the shared
+         * one and its views stay as they are. */
+        if (!instance)
+                registry_mark(&d->registry, kinds);
         client_instances_changed(d, kinds);
         list_changes_registry_changed(&d->list_changes, kinds);
         server_requests_sweep(&d->server_requests);
         d->servers_changed = true;
-        d->registry_dropped |= dropped;
+        d->registry_dropped |= dropped && !instance;
 }
 
 static void servers_settled(struct daemon *d) {
