@@ -370,6 +370,38 @@ Test(instances, resource_updates_of_each_instance_reach_its_owner) {
         stop_clean();
 }
 
+/* Each instance adds a tool 300 ms after it starts: its owner is told its list changed,
+ * another client holding its own list of the same server is not. */
+Test(instances, list_changes_reach_only_the_owner) {
+        add_tagged("s", "", "");
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--list-changed-after-ms\",\"300\"");
+        start(NULL);
+        wait_all_ready(1);
+        struct h_client *a = cl_open(), *b = cl_open();
+        json_object *r, *n;
+
+        r = h_client_call(b, "1", "tools/list", NULL);
+        cr_assert(strstr(h_tool_names(r), "c__echo"), "%s", h_tool_names(r));
+        json_object_put(r);
+        n = h_take(b, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        cr_assert_not_null(n, "b was not told of its own instance's new tool");
+        json_object_put(n);
+        r = h_client_call(b, "2", "tools/list", NULL);
+        cr_assert(strstr(h_tool_names(r), "c__late_tool"), "%s", h_tool_names(r));
+        json_object_put(r);
+
+        r = h_client_call(a, "1", "tools/list", NULL);
+        cr_assert_null(strstr(h_tool_names(r), "c__late_tool"), "a's new instance came with b's tool: %s", h_tool_names(r));
+        json_object_put(r);
+        n = h_take(a, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        cr_assert_not_null(n, "a was not told of its own instance's new tool");
+        json_object_put(n);
+        cr_assert_null(h_take(b, h_is_method, "notifications/tools/list_changed", 300), "b was told of a's instance");
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
 /* ---- an HTTP session's instance ---- */
 
 #define TOKEN "it-token-instances-0123456789abcdef"
