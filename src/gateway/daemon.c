@@ -44,7 +44,7 @@ static const char *role_name(enum listen_role role) {
 }
 
 static void servers_status(struct daemon *d, char *buf, size_t size) {
-        if (d->supervisor.n_servers == 0)
+        if (d->supervisor.n_servers == 0 && d->supervisor.n_pools == 0)
                 snprintf(buf, size, "no servers configured");
         else
                 supervisor_status(&d->supervisor, buf, size);
