@@ -528,3 +528,32 @@ Test(instances, status_and_stop_by_owner) {
         h_client_close(b);
         stop_clean();
 }
+
+/* mcpvisorctl access: a server run as instances is one row, however many instances run. */
+Test(instances, access_query_names_the_server_once) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        remember(a, "1", "x", NULL, 0);
+        remember(b, "1", "y", NULL, 0);
+        cr_assert_eq(CTL("access", "--user", "root", "--json"), 0, "%s", R.errbuf);
+        json_object *o = json_tokener_parse(R.outbuf), *servers = h_get(o, "servers");
+        unsigned rows_of_c = 0;
+
+        cr_assert_not_null(servers, "%s", R.outbuf);
+        for (size_t i = 0; i < json_object_array_length(servers); i++) {
+                json_object *row = json_object_array_get_idx(servers, i);
+
+                if (strcmp(h_str(row, "name"), "c") == 0) {
+                        rows_of_c++;
+                        cr_assert_str_eq(h_str(row, "instances"), "per-client");
+                        cr_assert_str_eq(h_str(row, "verdict"), "allow");
+                }
+        }
+        cr_assert_eq(rows_of_c, 1, "%s", R.outbuf);
+        json_object_put(o);
+        proc_free(&R);
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
