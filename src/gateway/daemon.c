@@ -136,6 +136,8 @@ static void on_servers_changed(const struct server *s, unsigned kinds, bool drop
          * one and its views stay as they are. */
         if (!instance)
                 registry_mark(&d->registry, kinds);
+        else if (kinds)
+                mcp_logging_changed(d); /* a spare handed over hears its owner's level */
         client_instances_changed(d, kinds);
         list_changes_registry_changed(&d->list_changes, kinds);
         server_requests_sweep(&d->server_requests);

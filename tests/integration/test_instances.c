@@ -557,3 +557,18 @@ Test(instances, access_query_names_the_server_once) {
         h_client_close(b);
         stop_clean();
 }
+
+/* A spare handed over is asked for its owner's log level, as a new instance would be. */
+Test(instances, spare_handed_over_takes_its_owners_log_level) {
+        /* no replacement (maxInstances 1), whose start would have the levels decided again */
+        start_instanced("\"instances\":\"per-client\",\"spareInstances\":1,\"maxInstances\":1");
+        cr_assert(h_log_count_wait(&D, "[c] starting -> ready", 1, H_TIMEOUT_MS), "no spare started");
+        struct h_client *a = cl_open();
+
+        json_object_put(h_client_call(a, "1", "logging/setLevel", "{\"level\":\"error\"}"));
+        remember(a, "2", "x", NULL, 0);
+        cr_assert(h_log_count_wait(&D, "a spare instance handed over to client", 1, H_TIMEOUT_MS));
+        cr_assert(h_log_count_wait(&D, "c: log level error", 1, H_TIMEOUT_MS), "the spare kept the default level");
+        h_client_close(a);
+        stop_clean();
+}
