@@ -484,6 +484,11 @@ static json_object *row_of(json_object *status, pid_t pid) {
 
 Test(instances, status_and_stop_by_owner) {
         start_instanced("\"instances\":\"per-client\"");
+        /* none yet: the server is known all the same */
+        cr_assert_eq(CTL("status", "c"), 0, "%s %s", R.outbuf, R.errbuf);
+        cr_assert(strstr(R.outbuf, "c: per-client, 0 instances (at most 64)"), "%s", R.outbuf);
+        cr_assert_eq(CTL("logs", "c"), 1, "%s", R.outbuf);
+        cr_assert(strstr(R.errbuf, "run as instances"), "%s", R.errbuf);
         struct h_client *a = cl_open(), *b = cl_open();
         pid_t pa = remember(a, "1", "x", NULL, 0), pb = remember(b, "1", "y", NULL, 0);
 
