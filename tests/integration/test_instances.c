@@ -86,7 +86,9 @@ Test(instances, per_client_state_is_not_shared) {
         cr_assert_str_eq(kept, "secret-of-a");
 
         /* b calls at once, with no list before: it waits for its instance, never "not ready" */
+        long long asked = h_now_ms();
         pid_t pb = remember(b, "1", NULL, kept, sizeof kept);
+        cr_log_info("first call through a new instance (no spare): %lld ms", h_now_ms() - asked);
         cr_assert_neq(pa, pb, "both clients reached one process");
         cr_assert_str_eq(kept, "", "b read a's state");
         remember(b, "2", "secret-of-b", NULL, 0);
