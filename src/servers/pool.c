@@ -204,8 +204,8 @@ static struct pool_member *add_member(struct pool *p, const struct server_owner 
         s->owner = *owner;
         s->pool = p;
         /* SEAM(runas): a per-user instance of a uid other than geteuid() gets its
-         * s->run_as here (run_as_resolve()), before its first start; until the launchers
-         * can drop to a user, every instance runs as the daemon's user. */
+         * s->run_as here (run_as_resolve()), before its first start; until then the
+         * gateway asks for none (client_instances_need()). */
         m->server = s;
         m->pool = p;
         p->members[p->n++] = m;
