@@ -74,6 +74,8 @@ static struct client_instances *instances_make(struct client *c) {
         }
         registry_init(&ci->registry, &d->log, d->registry.separator);
         registry_set_source(&ci->registry, &(struct registry_source){ .servers = own_servers, .userdata = c });
+        /* A name the shared servers expose is theirs: an instance's gets the fallback form. */
+        registry_set_outer(&ci->registry, &d->registry);
         registry_mark(&ci->registry, CATALOG_ALL_KINDS);
         views_init(&ci->views, &d->config.access, &ci->registry);
         c->access.instances = ci;
