@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "reload.h"

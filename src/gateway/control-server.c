@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "macro.h"
 #include "methods.h"
+#include "supervisor.h"
 
 /* The error for a control command naming no configured server: the names it could use. */
 static void reply_unknown_server(struct client *c, struct jsonrpc_msg *m, const char *name) {
-        const struct supervisor *sv = &c->daemon->supervisor;
+        const struct supervisor *sv = daemon_supervisor(c->daemon);
         _cleanup_free_ char *message = NULL;
         size_t size = 0, listed = 0;
         FILE *f = open_memstream(&message, &size);
@@ -45,7 +46,7 @@ struct server *control_named_server(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
                 return NULL;
         }
-        s = supervisor_find(&c->daemon->supervisor, json_object_get_string(v));
+        s = supervisor_find(daemon_supervisor(c->daemon), json_object_get_string(v));
         if (!s)
                 reply_unknown_server(c, m, json_object_get_string(v));
         return s;

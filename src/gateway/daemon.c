@@ -87,6 +87,38 @@ static void send_status(struct daemon *d) {
                               open == 1 ? "" : "s");
 }
 
+struct event_base *daemon_event_base(struct daemon *d) {
+        return d->base;
+}
+
+struct jsonrpc_parser *daemon_parser(struct daemon *d) {
+        return &d->parser;
+}
+
+const struct config *daemon_config(const struct daemon *d) {
+        return &d->config;
+}
+
+struct logger *daemon_logger(struct daemon *d) {
+        return &d->log;
+}
+
+struct supervisor *daemon_supervisor(struct daemon *d) {
+        return &d->supervisor;
+}
+
+struct registry *daemon_registry(struct daemon *d) {
+        return &d->registry;
+}
+
+struct router *daemon_router(struct daemon *d) {
+        return &d->router;
+}
+
+struct server_requests *daemon_server_requests(struct daemon *d) {
+        return &d->server_requests;
+}
+
 void daemon_clients_changed(struct daemon *d) {
         d->status_due = true;
 }

@@ -13,7 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "http-config.h"
 #include "http-front.h"
 #include "macro.h"
@@ -439,7 +440,7 @@ static void head_done(struct http_gate *g, struct evbuffer *in, size_t end, size
         }
         memcpy(copy, text, end);
         http_head_parse(copy, end - blank, &head);
-        if (g->gates && peer && http_head_admits(&g->gates->front->daemon->config.http, &head, peer->unix_peer)) {
+        if (g->gates && peer && http_head_admits(&daemon_config(g->gates->front->daemon)->http, &head, peer->unix_peer)) {
                 set_state(g, HTTP_GATE_PROVEN); /* g is gone */
                 return;
         }

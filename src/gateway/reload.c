@@ -16,6 +16,7 @@
 #include "client-http.h"
 #include "daemon.h"
 #include "macro.h"
+#include "mcp-logging.h"
 #include "methods.h"
 
 static json_object *problems_json(const struct config_problems *p) {

@@ -4,9 +4,9 @@
 #include <errno.h>
 
 #include "client.h"
-#include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "registry.h"
 #include "subscriptions.h"
 
 static void subscribe(struct client *c, struct jsonrpc_msg *m) {

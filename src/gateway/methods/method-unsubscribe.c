@@ -1,7 +1,6 @@
 /* resources/unsubscribe: ends this client's subscription to the URI, if it holds one (the
  * last one ends it at the server); answered alike either way. */
 #include "client.h"
-#include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "subscriptions.h"
