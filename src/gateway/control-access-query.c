@@ -247,10 +247,4 @@ static void access_query(struct client *c, struct jsonrpc_msg *m) {
         query_user_done(&u);
 }
 
-const struct method control_access_query = {
-        .name = "access",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = access_query,
-};
+const struct method control_access_query = CONTROL_METHOD("access", access_query);

@@ -66,10 +66,4 @@ static void logs(struct client *c, struct jsonrpc_msg *m) {
         client_reply_result(c, m->id, result);
 }
 
-const struct method control_logs = {
-        .name = "logs",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = logs,
-};
+const struct method control_logs = CONTROL_METHOD("logs", logs);

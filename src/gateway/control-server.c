@@ -79,24 +79,6 @@ static void restart(struct client *c, struct jsonrpc_msg *m) {
         command(c, m, SERVER_EV_RESTART, "restarted");
 }
 
-const struct method control_start = {
-        .name = "start",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = start,
-};
-const struct method control_stop = {
-        .name = "stop",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = stop,
-};
-const struct method control_restart = {
-        .name = "restart",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = restart,
-};
+const struct method control_start = CONTROL_METHOD("start", start);
+const struct method control_stop = CONTROL_METHOD("stop", stop);
+const struct method control_restart = CONTROL_METHOD("restart", restart);

@@ -262,31 +262,11 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
         send_item(c, m, e, CATALOG_PROMPTS, key, params);
 }
 
-const struct method method_tools_call = {
-        .name = "tools/call",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = tools_call,
-};
-const struct method method_prompts_get = {
-        .name = "prompts/get",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = prompts_get,
-};
-const struct method method_resources_read = {
-        .name = "resources/read",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = resources_read,
-};
-const struct method method_completion_complete = {
-        .name = "completion/complete",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = completion_complete,
-};
+const struct method method_tools_call =
+        MCP_METHOD("tools/call", METHOD_ERAS_ALL, METHOD_REACH_ITEM, tools_call);
+const struct method method_prompts_get =
+        MCP_METHOD("prompts/get", METHOD_ERAS_ALL, METHOD_REACH_ITEM, prompts_get);
+const struct method method_resources_read =
+        MCP_METHOD("resources/read", METHOD_ERAS_ALL, METHOD_REACH_ITEM, resources_read);
+const struct method method_completion_complete =
+        MCP_METHOD("completion/complete", METHOD_ERAS_ALL, METHOD_REACH_ITEM, completion_complete);

@@ -39,10 +39,5 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_result(c, m->id, json_object_new_object());
 }
 
-const struct method method_resources_subscribe = {
-        .name = "resources/subscribe",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERA_INITIALIZE,
-        .reach = METHOD_REACH_ITEM,
-        .handle = subscribe,
-};
+const struct method method_resources_subscribe =
+        MCP_METHOD("resources/subscribe", METHOD_ERA_INITIALIZE, METHOD_REACH_ITEM, subscribe);

@@ -14,10 +14,5 @@ static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
         client_reply_result(c, m->id, json_object_new_object());
 }
 
-const struct method method_resources_unsubscribe = {
-        .name = "resources/unsubscribe",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERA_INITIALIZE,
-        .reach = METHOD_REACH_ITEM,
-        .handle = unsubscribe,
-};
+const struct method method_resources_unsubscribe =
+        MCP_METHOD("resources/unsubscribe", METHOD_ERA_INITIALIZE, METHOD_REACH_ITEM, unsubscribe);
