@@ -17,6 +17,7 @@
 #include "daemon-handle.h"
 #include "http-config.h"
 #include "http-front.h"
+#include "http-request.h"
 #include "macro.h"
 #include "refusal-log.h"
 
@@ -157,15 +158,6 @@ void http_head_parse(char *text, size_t len, struct http_head *ret) {
         read_framing(ret, content_length, transfer_encoding);
 }
 
-static bool token_matches(const struct http_config *h, const char *authorization) {
-        if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
-                return false;
-        authorization += 7;
-        while (*authorization == ' ')
-                authorization++;
-        return http_token_find(h, authorization, strlen(authorization)) != NULL;
-}
-
 static bool path_is_endpoint(const struct http_config *h, const char *target) {
         struct evhttp_uri *uri = evhttp_uri_parse_with_flags(target, EVHTTP_URI_NONCONFORMANT);
         const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
@@ -181,7 +173,7 @@ bool http_head_admits(const struct http_config *h, const struct http_head *head,
                 return false;
         if (head->origin && !http_origin_allowed(h, head->origin))
                 return false;
-        return unix_peer || token_matches(h, head->authorization);
+        return unix_peer || http_request_bearer(h, head->authorization) != NULL; /* as the front door reads it */
 }
 
 /* ---- the caps ---- */
