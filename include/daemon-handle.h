@@ -18,6 +18,7 @@ struct logger;
 struct registry;
 struct router;
 struct server_requests;
+struct subscriptions;
 struct supervisor;
 
 /* The parts, each owned by the daemon for its whole life. */
@@ -29,6 +30,7 @@ struct supervisor *daemon_supervisor(struct daemon *d);
 struct registry *daemon_registry(struct daemon *d);              /* the ready servers' items */
 struct router *daemon_router(struct daemon *d);                  /* requests in flight to servers */
 struct server_requests *daemon_server_requests(struct daemon *d); /* servers' requests to clients */
+struct subscriptions *daemon_subscriptions(struct daemon *d);    /* resources clients subscribed to */
 
 /* Begins a clean stop (idempotent); a second call while stopping exits at once. */
 void daemon_stop(struct daemon *d, const char *why);

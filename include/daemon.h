@@ -67,8 +67,7 @@ struct daemon {
         struct server_requests server_requests; /* servers' requests waiting for a client */
         struct list_waits list_waits;      /* requests waiting for servers' first starts */
         struct list_changes list_changes;  /* list_changed notifications waiting for their window */
-        struct subscription_list subscriptions;   /* resources clients subscribed to */
-        struct idmap subscriptions_by_uri; /* subscriptions.c's index of them */
+        struct subscriptions subscriptions; /* resources clients subscribed to */
         bool log_levels_due;               /* mcp-logging.c: servers' levels to decide again */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];

@@ -119,6 +119,10 @@ struct server_requests *daemon_server_requests(struct daemon *d) {
         return &d->server_requests;
 }
 
+struct subscriptions *daemon_subscriptions(struct daemon *d) {
+        return &d->subscriptions;
+}
+
 void daemon_clients_changed(struct daemon *d) {
         d->status_due = true;
 }
@@ -200,7 +204,7 @@ static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void
                 return;
         }
         if (strcmp(m->method, "notifications/resources/updated") == 0) {
-                subscriptions_updated(d, s, m);
+                subscriptions_updated(&d->subscriptions, s, m);
                 return;
         }
         server_requests_child_notification(&d->server_requests, s, m);
@@ -213,14 +217,16 @@ static void on_server_request(struct server *s, struct jsonrpc_msg *m, void *use
 }
 
 static void on_server_ready(struct server *s, void *userdata) {
-        mcp_logging_server_ready(userdata, s);
-        subscriptions_server_ready(userdata, s);
+        struct daemon *d = userdata;
+
+        mcp_logging_server_ready(d, s);
+        subscriptions_server_ready(&d->subscriptions, s);
 }
 
 static void on_server_removed(struct server *s, void *userdata) {
         struct daemon *d = userdata;
 
-        subscriptions_server_gone(d, s);
+        subscriptions_server_gone(&d->subscriptions, s);
         server_requests_server_gone(&d->server_requests, s);
         if (s->in_flight > 0) /* its routes were answered when its process ended */
                 server_log(s, LOG_ERR, "freed with %u requests in flight", s->in_flight);
@@ -542,7 +548,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         config_init_defaults(config);
         TAILQ_INIT(&d->list_waits.queue);
         user_counts_init(&d->user_counts);
-        TAILQ_INIT(&d->subscriptions);
+        subscriptions_init(&d->subscriptions);
         TAILQ_INIT(&d->router.live);
         TAILQ_INIT(&d->router.lost);
         TAILQ_INIT(&d->server_requests.pending);
@@ -617,7 +623,7 @@ static void client_gone(struct daemon *d, struct client *c) {
         server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(d, c);
         reload_client_gone(d, c);
-        subscriptions_client_gone(d, c);
+        subscriptions_client_gone(&d->subscriptions, c);
         mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)
                 user_counts_release(&d->user_counts, client_principal(c)->uid);
@@ -699,7 +705,7 @@ void daemon_done(struct daemon *d) {
         registry_done(&d->registry);
         list_waiters_done(d);
         list_changes_done(&d->list_changes);
-        subscriptions_done(d);
+        subscriptions_done(&d->subscriptions);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
                 if (d->signals[i])
                         event_free(d->signals[i]);

@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "client.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "registry.h"
@@ -25,7 +26,7 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
         if (!client_access_pass(c, e->server, m,
                                 &(struct access_ask){ .about = ACCESS_ABOUT_ITEM, .kind = CATALOG_RESOURCES, .key = uri }))
                 return;
-        r = subscriptions_add(c->daemon, c, e->server, uri);
+        r = subscriptions_add(daemon_subscriptions(c->daemon), c, e->server, uri);
         if (r == -EXDEV)
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
                                    "Invalid params: another server serves this resource now; subscribe again once it is ready",

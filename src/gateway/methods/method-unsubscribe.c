@@ -1,6 +1,7 @@
 /* resources/unsubscribe: ends this client's subscription to the URI, if it holds one (the
  * last one ends it at the server); answered alike either way. */
 #include "client.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "subscriptions.h"
@@ -10,7 +11,7 @@ static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
 
         if (!uri)
                 return;
-        subscriptions_remove(c->daemon, c, uri);
+        subscriptions_remove(daemon_subscriptions(c->daemon), c, uri);
         client_reply_result(c, m->id, json_object_new_object());
 }
 
