@@ -5,7 +5,6 @@
 
 #include <json-c/json.h>
 
-#include "catalog.h"
 #include "jsonrpc.h"
 #include "listen.h"
 #include "session.h"
