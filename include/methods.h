@@ -51,8 +51,8 @@ struct method {
         void (*handle)(struct client *c, struct jsonrpc_msg *m);
 };
 
-/* A method of the MCP socket alone, for a client that has opened its session (initialize),
- * in the eras and reaching the server that its entry says. */
+/* A method of the MCP socket alone, which a client of the initialize era may call only once
+ * its session is open, in the eras and reaching the server its entry says. */
 #define MCP_METHOD(name_, eras_, reach_, handle_)                                                \
         {                                                                                        \
                 .name = (name_), .flags = METHOD_MCP, .eras = (eras_), .reach = (reach_),        \
