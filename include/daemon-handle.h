@@ -14,6 +14,8 @@ struct config;
 struct daemon;
 struct event_base;
 struct jsonrpc_parser;
+struct list_changes;
+struct list_waits;
 struct logger;
 struct registry;
 struct router;
@@ -31,6 +33,8 @@ struct registry *daemon_registry(struct daemon *d);              /* the ready se
 struct router *daemon_router(struct daemon *d);                  /* requests in flight to servers */
 struct server_requests *daemon_server_requests(struct daemon *d); /* servers' requests to clients */
 struct subscriptions *daemon_subscriptions(struct daemon *d);    /* resources clients subscribed to */
+struct list_waits *daemon_list_waits(struct daemon *d);          /* requests held for first starts */
+struct list_changes *daemon_list_changes(struct daemon *d);      /* list_changed waiting for its window */
 
 /* Begins a clean stop (idempotent); a second call while stopping exits at once. */
 void daemon_stop(struct daemon *d, const char *why);

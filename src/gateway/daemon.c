@@ -123,6 +123,14 @@ struct subscriptions *daemon_subscriptions(struct daemon *d) {
         return &d->subscriptions;
 }
 
+struct list_waits *daemon_list_waits(struct daemon *d) {
+        return &d->list_waits;
+}
+
+struct list_changes *daemon_list_changes(struct daemon *d) {
+        return &d->list_changes;
+}
+
 void daemon_clients_changed(struct daemon *d) {
         d->status_due = true;
 }
@@ -183,7 +191,7 @@ static void servers_settled(struct daemon *d) {
         if (d->registry_dropped)
                 (void)registry_sync(&d->registry);
         d->registry_dropped = false;
-        list_waiters_flush(d);
+        list_waiters_flush(&d->list_waits);
         d->status_due = true;
 }
 
@@ -621,7 +629,7 @@ static void client_gone(struct daemon *d, struct client *c) {
         client_log(c, LOG_INFO, "client disconnected");
         router_client_gone(&d->router, c);
         server_requests_client_gone(&d->server_requests, c);
-        list_waiters_client_gone(d, c);
+        list_waiters_client_gone(&d->list_waits, c);
         reload_client_gone(d, c);
         subscriptions_client_gone(&d->subscriptions, c);
         mcp_logging_client_gone(c);
@@ -703,7 +711,7 @@ void daemon_done(struct daemon *d) {
         router_done(&d->router);
         views_done(&d->views);
         registry_done(&d->registry);
-        list_waiters_done(d);
+        list_waiters_done(&d->list_waits);
         list_changes_done(&d->list_changes);
         subscriptions_done(&d->subscriptions);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
