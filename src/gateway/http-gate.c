@@ -158,22 +158,21 @@ void http_head_parse(char *text, size_t len, struct http_head *ret) {
         read_framing(ret, content_length, transfer_encoding);
 }
 
-static bool path_is_endpoint(const struct http_config *h, const char *target) {
-        struct evhttp_uri *uri = evhttp_uri_parse_with_flags(target, EVHTTP_URI_NONCONFORMANT);
-        const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-        bool is = path && strcmp(path, h->path ? h->path : HTTP_DEFAULT_PATH) == 0;
+/* Decided as the front door decides who calls (http_request_admission()), on the path evhttp
+ * will read from the target. */
+bool http_head_admits(const struct http_config *h, const struct http_head *head, bool unix_peer) {
+        const struct http_token *token;
+        struct evhttp_uri *uri;
+        enum http_admission admission;
 
+        if (head->malformed)
+                return false;
+        uri = evhttp_uri_parse_with_flags(head->target, EVHTTP_URI_NONCONFORMANT);
+        admission = http_request_admission(h, uri ? evhttp_uri_get_path(uri) : NULL, head->origin,
+                                           head->authorization, unix_peer, &token);
         if (uri)
                 evhttp_uri_free(uri);
-        return is;
-}
-
-bool http_head_admits(const struct http_config *h, const struct http_head *head, bool unix_peer) {
-        if (head->malformed || !path_is_endpoint(h, head->target))
-                return false;
-        if (head->origin && !http_origin_allowed(h, head->origin))
-                return false;
-        return unix_peer || http_request_bearer(h, head->authorization) != NULL; /* as the front door reads it */
+        return admission == HTTP_ADMITTED;
 }
 
 /* ---- the caps ---- */
