@@ -142,13 +142,9 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
         json_object *params;
         char message[300];
 
-        if (!method_params_object(c, m, false))
+        name = method_string_param(c, m, "name");
+        if (!name)
                 return;
-        name = string_param(m->params, "name");
-        if (!name) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
-                return;
-        }
         e = client_access_find(c, kind, name, &verdict);
         if (!e) {
                 if (list_waiters_hold(c, m, handle, waits, -1))
@@ -210,13 +206,9 @@ static void resources_read(struct client *c, struct jsonrpc_msg *m) {
         const struct registry_entry *e;
         const char *uri;
 
-        if (!method_params_object(c, m, false))
+        uri = method_string_param(c, m, "uri");
+        if (!uri)
                 return;
-        uri = string_param(m->params, "uri");
-        if (!uri) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"uri\" (a string) is required", NULL);
-                return;
-        }
         e = entry_of_uri(c, m, uri);
         if (e)
                 send_item(c, m, e, CATALOG_RESOURCES, uri, json_object_get(m->params));
