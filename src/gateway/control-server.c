@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "macro.h"
 #include "methods.h"
+#include "supervisor.h"
 
 /* The error for a control command naming no configured server: the names it could use. */
 static void reply_unknown_server(struct client *c, struct jsonrpc_msg *m, const char *name) {
-        const struct supervisor *sv = &c->daemon->supervisor;
+        const struct supervisor *sv = daemon_supervisor(c->daemon);
         _cleanup_free_ char *message = NULL;
         size_t size = 0, listed = 0;
         FILE *f = open_memstream(&message, &size);
@@ -45,7 +46,7 @@ struct server *control_named_server(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
                 return NULL;
         }
-        s = supervisor_find(&c->daemon->supervisor, json_object_get_string(v));
+        s = supervisor_find(daemon_supervisor(c->daemon), json_object_get_string(v));
         if (!s)
                 reply_unknown_server(c, m, json_object_get_string(v));
         return s;
@@ -78,24 +79,6 @@ static void restart(struct client *c, struct jsonrpc_msg *m) {
         command(c, m, SERVER_EV_RESTART, "restarted");
 }
 
-const struct method control_start = {
-        .name = "start",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = start,
-};
-const struct method control_stop = {
-        .name = "stop",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = stop,
-};
-const struct method control_restart = {
-        .name = "restart",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = restart,
-};
+const struct method control_start = CONTROL_METHOD("start", start);
+const struct method control_stop = CONTROL_METHOD("stop", stop);
+const struct method control_restart = CONTROL_METHOD("restart", restart);

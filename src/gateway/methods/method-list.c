@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "list-wait.h"
 #include "macro.h"
@@ -52,7 +53,7 @@ static int write_page(struct daemon *d, const struct view *w, enum catalog_kind 
                 return -ENOMEM;
         fprintf(f, "{\"%s\":[", catalog_kinds[kind].key);
         for (size_t i = start; i < end; i++) {
-                size_t k = registry_entry_parts(view_entry(w, &d->registry, kind, i), parts);
+                size_t k = registry_entry_parts(view_entry(w, daemon_registry(d), kind, i), parts);
 
                 if (i > start)
                         fputc(',', f);
@@ -74,7 +75,7 @@ static int write_page(struct daemon *d, const struct view *w, enum catalog_kind 
 static void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
         struct daemon *d = c->daemon;
         const struct view *w = client_view(c);
-        size_t page = d->config.list_page_size, n, start, end, len;
+        size_t page = daemon_config(d)->list_page_size, n, start, end, len;
         _cleanup_free_ char *text = NULL;
 
         if (!w) {
