@@ -8,16 +8,21 @@
  * As root only: it takes another user's uid. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <json-c/json.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config-helpers.h"
+#include "process.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "run-as.h"
@@ -266,4 +271,58 @@ Test(launcher_exec, refused_drop_is_a_start_error) {
                 as->groups[i] = as->gid;
         start_server("", as);
         expect_failed_for_good("cannot run 'a' as user nobody: taking its groups (setgroups) failed: Invalid argument");
+}
+
+/* The state letter of /proc/PID/stat, or 0 once the process is gone. */
+static char proc_state(pid_t pid) {
+        char path[64], buf[512], *after;
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        if (!(f = fopen(path, "re")))
+                return 0;
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        after = strrchr(buf, ')');
+        return after && after[1] == ' ' ? after[2] : 0;
+}
+
+/* Another user's process still dies with the daemon: PR_SET_PDEATHSIG, which a change of
+ * credentials clears, is set after the drop. A daemon of the test's own (a child that
+ * spawns the server as nobody, then dies) leaves no server behind. */
+Test(launcher_exec, dies_with_the_daemon) {
+        int pids[2], status;
+        pid_t daemon, pid = 0;
+        uint64_t deadline;
+        char state;
+
+        as = resolve(nobody_uid());
+        cr_assert_eq(pipe2(pids, O_CLOEXEC), 0);
+        daemon = fork();
+        cr_assert_geq(daemon, 0);
+        if (daemon == 0) {
+                struct event_base *base = event_base_new();
+                struct process p;
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                int stdio[3] = { dup(null), dup(null), dup(null) };
+                char *argv[] = { "sleep", "60", NULL }, *env[] = { "PATH=/bin", NULL };
+
+                if (!base || process_spawn(&p, base, "/bin/sleep", argv, env, NULL, as, stdio, NULL, NULL) < 0)
+                        _exit(1);
+                (void)!write(pids[1], &p.pid, sizeof p.pid);
+                _exit(0);
+        }
+        close(pids[1]);
+        cr_assert_eq(read(pids[0], &pid, sizeof pid), (ssize_t)sizeof pid);
+        close(pids[0]);
+        cr_assert_eq(waitpid(daemon, &status, 0), daemon);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        deadline = now_usec() + 5 * USEC_PER_SEC;
+        while ((state = proc_state(pid)) != 0 && state != 'Z' && now_usec() < deadline)
+                usleep(10000);
+        if (state != 0 && state != 'Z')
+                kill(pid, SIGKILL);
+        cr_assert(state == 0 || state == 'Z', "pid %d outlived its daemon (state %c)", (int)pid, state);
 }
