@@ -19,7 +19,7 @@
 #include "run-as.h"
 
 void process_init(struct process *p) {
-        *p = (struct process){ .pidfd = -1 };
+        *p = (struct process){ .pidfd = -1, .failure_fd = -1 };
 }
 
 /* The child runs on the daemon's memory until it execs (CLONE_VM): the sanitizer's
@@ -88,7 +88,7 @@ _child_code_ static enum process_step become(const struct run_as *as) {
 
 /* Its working directory: cwd; else, as another user, that user's home, or "/" when the
  * home cannot be entered (as login(1) does, and the service manager for
- * WorkingDirectory=-~); else the daemon's. */
+ * WorkingDirectory=-~); else the daemon's. Entered as the user, after the drop. */
 _child_code_ static int enter_cwd(const char *cwd, const struct run_as *as) {
         if (cwd)
                 return chdir(cwd);
@@ -160,11 +160,15 @@ static struct child_failure exec_error(int error_fd) {
 }
 
 /* valgrind runs a vfork as a fork, but aborts on a clone() that shares the descriptor
- * table without being a thread: under it (its preload library says so), no CLONE_FILES. */
-static int clone_flags(void) {
+ * table without being a thread: under it (its preload library says so), no CLONE_FILES.
+ * A child that is not waited for (another user's) is a fork: memory and descriptors of its
+ * own. */
+static int clone_flags(bool wait) {
         const char *preload = getenv("LD_PRELOAD");
         int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 
+        if (!wait)
+                return SIGCHLD;
         if (!preload || !strstr(preload, "/vgpreload_"))
                 flags |= CLONE_FILES;
         return flags;
@@ -195,9 +199,15 @@ _child_code_ static int child_main(void *userdata) {
  * together spent their time there), and the daemon waits until the exec. Not
  * posix_spawn() itself: PR_SET_PDEATHSIG must be set in the child. Signals stay blocked
  * across clone() so no handler of the daemon's runs in the child, on the daemon's memory,
- * before its reset. */
+ * before its reset.
+ *
+ * Not for a child that becomes another user (wait false): once its uid is the user's, the
+ * user may stop it (SIGSTOP to their own processes), and its home may be theirs to stall
+ * (a FUSE mount); a daemon waiting for its exec would wait as long. That child is a fork
+ * of its own, not waited for: its failure report stays in *failure_fd, read at its end. */
 static int spawn_with(pid_t *pid, enum process_step *step, const char *program, char *const *argv,
-                      char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3]) {
+                      char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3], bool wait,
+                      int *failure_fd) {
         _cleanup_close_ int error_read = -1, error_write = -1;
         _Alignas(16) char stack[CHILD_STACK_SIZE];
         struct child_args args;
@@ -213,12 +223,16 @@ static int spawn_with(pid_t *pid, enum process_step *step, const char *program, 
                                     .cwd = cwd, .as = as, .stdio = stdio, .error_fd = error_write };
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &old);
-        *pid = clone(child_main, stack + sizeof stack, clone_flags(), &args);
+        *pid = clone(child_main, stack + sizeof stack, clone_flags(wait), &args);
         error = *pid < 0 ? errno : 0;
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (*pid < 0)
                 return -error;
         closep(&error_write);
+        if (!wait) {
+                *failure_fd = TAKE_FD(error_read);
+                return 0;
+        }
         f = exec_error(error_read);
         if (f.error != 0) {
                 (void)waitpid(*pid, NULL, 0);
@@ -257,7 +271,8 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
         process_init(p);
         p->on_exit = on_exit;
         p->userdata = userdata;
-        r = spawn_with(&p->pid, &p->failed_step, program, argv, envp, cwd, as, stdio);
+        r = spawn_with(&p->pid, &p->failed_step, program, argv, envp, cwd, as, stdio, !(as && as->uid != geteuid()),
+                       &p->failure_fd);
         /* The program has its own copies now, or failed. */
         for (int k = 0; k < 3; k++)
                 close(stdio[k]);
@@ -276,6 +291,18 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
                 return r;
         }
         return 0;
+}
+
+/* A child not waited for failed before its exec: why, as it wrote it before its exit. */
+static void read_failure(struct process *p) {
+        _cleanup_close_ int fd = TAKE_FD(p->failure_fd);
+        struct child_failure f;
+
+        if (fd >= 0 && p->code == CLD_EXITED && p->status == 127 && read(fd, &f, sizeof f) == (ssize_t)sizeof f &&
+            f.error != 0) {
+                p->failed_step = (enum process_step)f.step;
+                p->failed_error = f.error;
+        }
 }
 
 int process_reap(struct process *p) {
@@ -298,6 +325,7 @@ int process_reap(struct process *p) {
         p->reaped = true;
         p->code = si.si_code;
         p->status = si.si_status;
+        read_failure(p);
         if (p->exit_event)
                 event_del(p->exit_event);
         return 1;
@@ -332,4 +360,6 @@ void process_done(struct process *p) {
         if (p->pidfd >= 0)
                 close(p->pidfd);
         p->pidfd = -1;
+        closep(&p->failure_fd);
+        p->failure_fd = -1;
 }
