@@ -98,11 +98,12 @@ _child_code_ static int enter_cwd(const char *cwd, const struct run_as *as) {
 }
 
 /* In the child, between clone and exec: async-signal-safe calls only. Own process group, so
- * the close sequence signals the server and all it started; its user (as), before
- * PR_SET_PDEATHSIG, which a change of credentials clears; PR_SET_PDEATHSIG, so it dies
- * with the daemon even when the daemon is SIGKILLed; the daemon's mask and handlers (SIGPIPE
- * ignored, libevent's) do not leak into it. Returns only on failure, with errno set, and
- * the step that failed. */
+ * the close sequence signals the server and all it started; no descriptor of the daemon's
+ * once it may be another user's to stop (a stopped child would hold them open); its user
+ * (as), before PR_SET_PDEATHSIG, which a change of credentials clears; PR_SET_PDEATHSIG,
+ * so it dies with the daemon even when the daemon is SIGKILLed; the daemon's mask and
+ * handlers (SIGPIPE ignored, libevent's) do not leak into it. Returns only on failure,
+ * with errno set, and the step that failed. */
 _child_code_ static enum process_step child_exec(pid_t daemon, const char *program, char *const *argv,
                                                  char *const *envp, const char *cwd, const struct run_as *as,
                                                  const int stdio[3], int error_fd) {
@@ -115,6 +116,15 @@ _child_code_ static enum process_step child_exec(pid_t daemon, const char *progr
                         (void)sigaction(sig, &dfl, NULL);
         if (setpgid(0, 0) < 0)
                 return PROCESS_STEP_SETUP;
+        if (unshare_fds(stdio, error_fd) < 0)
+                return PROCESS_STEP_SETUP;
+        for (int k = 0; k < 3; k++)
+                if (move_fd(stdio[k], k) < 0)
+                        return PROCESS_STEP_SETUP;
+        /* Everything else from 3 up but error_fd, which closes itself at exec. */
+        if ((error_fd > 3 && close_range(3, (unsigned)error_fd - 1, 0) < 0) ||
+            close_range((unsigned)error_fd + 1, ~0U, 0) < 0)
+                return PROCESS_STEP_SETUP;
         if (as && (step = become(as)) != PROCESS_STEP_NONE)
                 return step;
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -124,17 +134,8 @@ _child_code_ static enum process_step child_exec(pid_t daemon, const char *progr
                 errno = ESRCH;
                 return PROCESS_STEP_SETUP;
         }
-        if (unshare_fds(stdio, error_fd) < 0)
-                return PROCESS_STEP_SETUP;
-        for (int k = 0; k < 3; k++)
-                if (move_fd(stdio[k], k) < 0)
-                        return PROCESS_STEP_SETUP;
         if (enter_cwd(cwd, as) < 0)
                 return PROCESS_STEP_CWD;
-        /* Everything else from 3 up but error_fd, which closes itself at exec. */
-        if ((error_fd > 3 && close_range(3, (unsigned)error_fd - 1, 0) < 0) ||
-            close_range((unsigned)error_fd + 1, ~0U, 0) < 0)
-                return PROCESS_STEP_SETUP;
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return PROCESS_STEP_SETUP;

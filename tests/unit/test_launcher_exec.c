@@ -7,6 +7,7 @@
  * and a drop the kernel refuses, each a start that fails for good, with its reason.
  * As root only: it takes another user's uid. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -333,6 +334,22 @@ Test(launcher_exec, dies_with_the_daemon) {
 static void on_exit_ignored(struct process *p, void *userdata) {
 }
 
+/* The entries of /proc/PID/fd. */
+static unsigned fds_of(pid_t pid) {
+        char path[64];
+        DIR *d;
+        struct dirent *de;
+        unsigned n = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+        if (!(d = opendir(path)))
+                return 0;
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
 /* The user it runs as is the attacker: stopping every process of theirs as fast as they
  * can while the daemon spawns theirs (a per-user instance starts when its user asks). The
  * daemon never waits on a child that is the user's to stop (process.h): each spawn returns
@@ -368,6 +385,12 @@ Test(launcher_exec, user_stopping_its_processes_never_stalls_the_daemon, .timeou
                                            on_exit_ignored, NULL), 0);
         }
         took = now_usec() - began;
+        /* Stopped or not, none holds a descriptor of the daemon's: they are closed before
+         * the user may stop it. */
+        usleep(300000);
+        for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+                cr_expect_leq(fds_of(procs[i].pid), 4, "pid %d (state %c) holds %u descriptors", (int)procs[i].pid,
+                              proc_state(procs[i].pid), fds_of(procs[i].pid));
         kill(attacker, SIGKILL);
         waitpid(attacker, NULL, 0);
         for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
