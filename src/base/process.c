@@ -50,9 +50,9 @@ _child_code_ static int unshare_fds(const int stdio[3], int error_fd) {
 }
 
 /* The child takes on another user's groups, gid and uid, in that order (each needs the
- * privilege the next one gives up). Raw system calls, not glibc's wrappers: in a daemon
- * with a thread of its own (a reload's read), those would change the credentials of every
- * thread of the process they think they are in, which is the daemon's memory here. */
+ * privilege the next one gives up). Raw system calls, not glibc's wrappers: those change
+ * the credentials of every thread glibc knows of (a reload's read, in the daemon), which a
+ * child made by clone() is none of. */
 #ifdef SYS_setgroups32
 #define SYS_SETGROUPS SYS_setgroups32
 #define SYS_SETRESGID SYS_setresgid32

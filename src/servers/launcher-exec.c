@@ -1,6 +1,7 @@
 /* The exec launcher: the program spawned as the daemon's own child (process.c), in its own
- * process group, with PR_SET_PDEATHSIG, as the server's run_as user when it has one; watched through a pidfd, reaped by it, or by the
- * reaper's SIGCHLD when that comes first (supervisor.c asks run_reap()). */
+ * process group, with PR_SET_PDEATHSIG, as the server's run_as user when it has one;
+ * watched through a pidfd, reaped by it, or by the reaper's SIGCHLD when that comes first
+ * (supervisor.c asks run_reap()). */
 #include "launcher.h"
 
 #include <errno.h>
