@@ -32,6 +32,7 @@ struct child;
 struct client;
 struct supervisor;
 struct run;
+struct run_as;
 struct event;
 
 enum server_state {
@@ -75,6 +76,11 @@ struct server {
         struct supervisor *sv;
         struct server_config *config;  /* owned */
         struct server_config *next_config; /* a reload's, taken at the next start; owned */
+        /* The user its runs run as (run-as.h): NULL for the daemon's own. Set by whoever
+         * makes the server, before its first start, and not changed while it runs; not
+         * owned (its maker frees it after server_free()). Each launcher reads it at every
+         * start, and refuses a user this daemon cannot run (run_as_check()). */
+        const struct run_as *run_as;
         enum server_state state;
         uint64_t state_since;          /* usec, monotonic */
         char *cause;                   /* why it is in this state: "exit status 1; restarting in 1 s" */
