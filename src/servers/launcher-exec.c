@@ -1,6 +1,7 @@
 /* The exec launcher: the program spawned as the daemon's own child (process.c), in its own
- * process group, with PR_SET_PDEATHSIG; watched through a pidfd, reaped by it, or by the
- * reaper's SIGCHLD when that comes first (supervisor.c asks run_reap()). */
+ * process group, with PR_SET_PDEATHSIG, as the server's run_as user when it has one;
+ * watched through a pidfd, reaped by it, or by the reaper's SIGCHLD when that comes first
+ * (supervisor.c asks run_reap()). */
 #include "launcher.h"
 
 #include <errno.h>
@@ -16,11 +17,14 @@
 #include "run.h"
 #include "macro.h"
 #include "process.h"
+#include "run-as.h"
+#include "server.h"
 #include "server-cause.h"
 #include "server-config.h"
 
 struct exec_run {
         struct process proc;
+        char *program;      /* the program found, for the words of a failure told at its end */
 };
 
 static struct process *proc_of(const struct run *in) {
@@ -48,14 +52,41 @@ static char **make_argv(const struct server_config *c) {
         return argv;
 }
 
+/* The words for a step of taking another user's identity. */
+static const char *identity_step(enum process_step step) {
+        switch (step) {
+        case PROCESS_STEP_GROUPS:
+                return "groups (setgroups)";
+        case PROCESS_STEP_GID:
+                return "gid (setresgid)";
+        default:
+                return "uid (setresuid)";
+        }
+}
+
+/* A failure at one of these steps asks for no restart: the next start would meet it again. */
+static bool identity_step_failed(enum process_step step) {
+        return step == PROCESS_STEP_GROUPS || step == PROCESS_STEP_GID || step == PROCESS_STEP_UID;
+}
+
 /* What a failed spawn means; a program that cannot be found is explained by environment.c. */
-static int explain(int r, const struct server_config *c, const char *program, char **error) {
+static int explain(int r, enum process_step step, const struct server_config *c, const struct run_as *as,
+                   const char *program, char **error) {
         int q;
 
         if (run_explain_shortage(r, error))
                 return r;
-        if (r == -ENOENT && c->cwd)
+        if (as && identity_step_failed(step))
+                q = asprintf(error, "cannot run '%s' as user %s: taking its %s failed: %s", c->name, as->user,
+                             identity_step(step), strerror(-r));
+        else if (step == PROCESS_STEP_CWD)
+                q = asprintf(error, "cannot enter %s, its working directory%s%s: %s (check cwd)", c->cwd,
+                             as ? ", as user " : "", as ? as->user : "", strerror(-r));
+        else if (r == -ENOENT && c->cwd)
                 q = asprintf(error, "cannot run %s in %s: %s (check command and cwd)", program, c->cwd, strerror(-r));
+        else if (r == -EACCES && as)
+                q = asprintf(error, "permission denied running %s as user %s (is it executable and readable by that user?)",
+                             program, as->user);
         else if (r == -EACCES)
                 q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)", program);
         else
@@ -65,28 +96,44 @@ static int explain(int r, const struct server_config *c, const char *program, ch
         return r;
 }
 
+static void close_stdio(const int fds[3]) {
+        for (int k = 0; k < 3; k++)
+                close(fds[k]);
+}
+
+/* Another user's run (the server's run_as) is refused before anything is made when this
+ * daemon cannot take that user's identity; the child takes it before exec. */
 static int exec_start(struct run *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                       char **error) {
         const int fds[3] = { stdio->in, stdio->out, stdio->err };
+        const struct run_as *as = in->server->run_as;
         _cleanup_free_ char *program = NULL;
         _cleanup_free_ char **argv = NULL;
         struct exec_run *x = NULL;
         int r;
 
-        r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
-        if (r == 0 && (!(argv = make_argv(c)) || !(x = calloc(1, sizeof *x))))
+        r = run_as_check(as, c->name, geteuid(), false, error);
+        if (r == 0)
+                r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
+        if (r == 0 && (!(argv = make_argv(c)) || !(x = calloc(1, sizeof *x)) || !(x->program = strdup(program))))
                 r = -ENOMEM;
         if (r < 0) {
-                for (int k = 0; k < 3; k++)
-                        close(fds[k]);
+                close_stdio(fds);
+                if (x)
+                        free(x->program);
                 free(x);
                 return r;
         }
-        r = process_spawn(&x->proc, run_event_base(in), program, argv, env, c->cwd, fds, on_exit_event, in);
+        r = process_spawn(&x->proc, run_event_base(in), program, argv, env, c->cwd, as, fds, on_exit_event, in);
         if (r < 0) {
+                enum process_step step = x->proc.failed_step;
+
                 process_done(&x->proc);
+                free(x->program);
                 free(x);
-                return explain(r, c, program, error);
+                explain(r, step, c, as, program, error);
+                /* The user's identity refused: the next start would be refused the same. */
+                return identity_step_failed(step) ? -EPERM : r;
         }
         in->launcher = x;
         return 0;
@@ -119,10 +166,21 @@ static bool exec_reap(struct run *in) {
         return true;
 }
 
+/* Another user's child, not waited for (process.h), tells at its end what failed before
+ * its exec: said as a failed start would have said it, and no restart asked for when it
+ * was the user's identity, the program or its directory (only a shortage may pass). */
 static void exec_describe_end(const struct run *in, struct server_exit *ret) {
+        const struct exec_run *x = in->launcher;
         const struct process *p = proc_of(in);
+        _cleanup_free_ char *reason = NULL;
+        int r = -p->failed_error;
 
         *ret = (struct server_exit){ .code = p->code, .status = p->status };
+        if (r == 0)
+                return;
+        explain(r, p->failed_step, in->server->config, in->server->run_as, x->program, &reason);
+        server_exit_set_reason(ret, reason ? reason : strerror(-r));
+        ret->no_retry = r != -EAGAIN && r != -ENOMEM && r != -EMFILE && r != -ENFILE;
 }
 
 static const char *exec_describe(const struct run *in, char *buf, size_t size) {
@@ -191,6 +249,7 @@ static const char *exec_target(const struct server_config *c) {
 
 static void exec_free(struct run *in) {
         process_done(proc_of(in));
+        free(((struct exec_run *)in->launcher)->program);
         free(in->launcher);
         in->launcher = NULL;
 }
