@@ -16,6 +16,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "backoff.h"
 #include "catalog.h"
@@ -30,6 +31,7 @@
 
 struct child;
 struct client;
+struct pool;
 struct supervisor;
 struct run;
 struct run_as;
@@ -72,8 +74,21 @@ enum stop_goal {
         STOP_GOAL_EXIT_DECIDES, /* as recover, its exit status saying whether the run failed */
 };
 
+/* Whom a server serves: everyone (a shared server), one user, one client, or nobody yet (a
+ * spare of its pool, started and initialized, handed to the next owner). Data, not a
+ * kind: who may hear from it is decided in one place (client-access.h). */
+enum owner_kind { OWNER_NONE, OWNER_USER, OWNER_CLIENT, OWNER_SPARE };
+
+struct server_owner {
+        enum owner_kind kind;
+        uid_t uid;              /* OWNER_USER */
+        uint64_t client_id;     /* OWNER_CLIENT: struct client's id */
+};
+
 struct server {
         struct supervisor *sv;
+        struct server_owner owner;     /* OWNER_NONE: a shared server */
+        struct pool *pool;             /* the pool of an instance (pool.h), NULL for a shared server */
         struct server_config *config;  /* owned */
         struct server_config *next_config; /* a reload's, taken at the next start; owned */
         /* The user its runs run as (run-as.h): NULL for the daemon's own. Set by whoever
@@ -111,6 +126,7 @@ struct server {
         enum server_event queued_event; /* SERVER_EV_START or SERVER_EV_RESTART */
         const char *queued_detail;     /* its detail, a string literal */
         unsigned in_flight;            /* clients' requests forwarded and not answered */
+        uint64_t calls;                /* clients' requests forwarded so far */
         unsigned abandoned;            /* calls given up that may still run there */
         struct route_owners owners;    /* whose those calls are (server_route_*()) */
 };

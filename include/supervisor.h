@@ -20,8 +20,9 @@ struct jsonrpc_msg;
 struct supervisor_ops {
         /* A server changed state (or its catalog); kinds (1 << catalog kind) are the lists
          * whose client-visible contents may have changed with it, 0 if none; dropped: what
-         * they held of it is gone (it left them, or its catalog was replaced). */
-        void (*changed)(unsigned kinds, bool dropped, void *userdata);
+         * they held of it is gone (it left them, or its catalog was replaced). s is the
+         * server, NULL for any (a reload); an instance changes only its owners' lists. */
+        void (*changed)(const struct server *s, unsigned kinds, bool dropped, void *userdata);
         /* A notification from a server's process (progress, list changes, log messages...). */
         void (*notification)(struct server *s, struct jsonrpc_msg *m, void *userdata);
         /* A request from a server's process (other than ping), to be answered exactly once. */
@@ -33,6 +34,7 @@ struct supervisor_ops {
 };
 struct jsonrpc_parser;
 struct config;
+struct pool;
 
 struct supervisor {
         struct event_base *base;
@@ -45,8 +47,12 @@ struct supervisor {
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */
         void *launcher_parts[RUN_LAUNCHERS]; /* each launcher's daemon-wide part (launcher.h), or NULL */
         int launcher_auto;                 /* what "auto" is here: LAUNCHER_SYSTEMD or LAUNCHER_EXEC */
-        struct server **servers;           /* in config order; then removed ones until they stop */
+        struct server **servers;           /* in config order; then instances (pool.h) and removed
+                                            * ones until they stop */
         size_t n_servers;
+        struct server **shared;            /* supervisor_shared()'s answer */
+        struct pool **pools;               /* the entries run as instances, in config order */
+        size_t n_pools;
         struct server_config **retired_configs; /* replaced by a reload; freed after the iteration */
         size_t n_retired_configs;
         struct run_list retired;
@@ -117,13 +123,25 @@ void supervisor_collect(struct supervisor *sv);
 /* Last resort before exit: SIGKILL and reap whatever is left. */
 void supervisor_done(struct supervisor *sv);
 
-/* The configured server called name (not one a reload removed), or NULL. */
+/* The configured server called name (not one a reload removed), or NULL: shared servers
+ * only, never an instance. */
 struct server *supervisor_find(const struct supervisor *sv, const char *name);
+/* The pool of the entry called name (run as instances), or NULL. */
+struct pool *supervisor_find_pool(const struct supervisor *sv, const char *name);
+/* The shared servers (every one but the instances), as an array valid until the next call
+ * or a change of servers. */
+struct server *const *supervisor_shared(struct supervisor *sv, size_t *ret_n);
+/* Appends s (an instance: pool.c) to the servers. -ENOMEM. */
+int supervisor_add(struct supervisor *sv, struct server *s);
+/* Client client_id is gone: its per-client instances stop. */
+void supervisor_client_gone(struct supervisor *sv, uint64_t client_id);
+/* uid's last client is gone: its per-user instances stop after their instanceIdle. */
+void supervisor_user_left(struct supervisor *sv, uid_t uid);
 /* "3/4 servers ready; github backoff (exit status 1)" */
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size);
 /* A new run number (MCPVISOR_INSTANCE). */
 uint64_t supervisor_next_run(struct supervisor *sv);
-void supervisor_server_changed(struct supervisor *sv, unsigned kinds, bool dropped);
+void supervisor_server_changed(struct supervisor *sv, const struct server *s, unsigned kinds, bool dropped);
 void supervisor_server_ready(struct supervisor *sv, struct server *s);
 void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);
 void supervisor_server_request(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);

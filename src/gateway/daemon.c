@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "client-http.h"
+#include "client-instances.h"
 #include "client-socket.h"
 #include "control-access.h"
 #include "jsonrpc.h"
@@ -44,7 +45,7 @@ static const char *role_name(enum listen_role role) {
 }
 
 static void servers_status(struct daemon *d, char *buf, size_t size) {
-        if (d->supervisor.n_servers == 0)
+        if (d->supervisor.n_servers == 0 && d->supervisor.n_pools == 0)
                 snprintf(buf, size, "no servers configured");
         else
                 supervisor_status(&d->supervisor, buf, size);
@@ -172,14 +173,21 @@ unsigned daemon_broadcast_related(struct daemon *d, const char *method, json_obj
  * rebuilds the kinds marked when next read, clients hear of it from list-changes.c at the
  * end of its window, and what walks every server (waiting lists, STATUS=) is done once per
  * loop iteration (servers_settled), however many servers changed in it. */
-static void on_servers_changed(unsigned kinds, bool dropped, void *userdata) {
+static void on_servers_changed(const struct server *s, unsigned kinds, bool dropped, void *userdata) {
         struct daemon *d = userdata;
+        bool instance = s && s->owner.kind != OWNER_NONE;
 
-        registry_mark(&d->registry, kinds);
+        /* An instance is in its owners' registries only (client-instances.h): the shared
+         * one and its views stay as they are. */
+        if (!instance)
+                registry_mark(&d->registry, kinds);
+        else if (kinds)
+                mcp_logging_changed(d); /* a spare handed over hears its owner's level */
+        client_instances_changed(d, kinds);
         list_changes_registry_changed(&d->list_changes, kinds);
         server_requests_sweep(&d->server_requests);
         d->servers_changed = true;
-        d->registry_dropped |= dropped;
+        d->registry_dropped |= dropped && !instance;
 }
 
 static void servers_settled(struct daemon *d) {
@@ -196,11 +204,9 @@ static void servers_settled(struct daemon *d) {
         d->status_due = true;
 }
 
+/* The shared registry's servers: instances are in their owners' (client-instances.h). */
 static struct server *const *registry_servers(void *userdata, size_t *ret_n) {
-        struct supervisor *sv = userdata;
-
-        *ret_n = sv->n_servers;
-        return sv->servers;
+        return supervisor_shared(userdata, ret_n);
 }
 
 static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void *userdata) {
@@ -609,7 +615,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         views_init(&d->views, &d->config.access, &d->registry);
         router_init(&d->router, d->base, &d->log);
         router_set_audit(&d->router, &d->config.audit);
-        server_requests_init(&d->server_requests, &d->router, &d->log);
+        server_requests_init(&d->server_requests, d, &d->router, &d->log);
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
@@ -649,6 +655,8 @@ static void client_gone(struct daemon *d, struct client *c) {
         mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)
                 user_counts_release(&d->user_counts, client_principal(c)->uid);
+        /* After the count: its user's last client leaving starts its instances' idle time. */
+        client_instances_gone(c);
         client_free(c);
 }
 

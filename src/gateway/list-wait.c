@@ -7,6 +7,7 @@
 #include "client.h"
 #include "config.h"
 #include "daemon-handle.h"
+#include "client-access.h"
 #include "methods.h"
 #include "server.h"
 #include "supervisor.h"
@@ -22,6 +23,18 @@ bool list_wait_needed(struct daemon *d) {
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (list_wait_first_start(sv->servers[i]))
                         return true;
+        return false;
+}
+
+bool list_wait_needed_by(struct client *c) {
+        const struct supervisor *sv = daemon_supervisor(c->daemon);
+
+        for (size_t i = 0; i < sv->n_servers; i++) {
+                const struct server *s = sv->servers[i];
+
+                if (list_wait_first_start(s) && (s->owner.kind == OWNER_NONE || client_sees_server(c, s)))
+                        return true;
+        }
         return false;
 }
 

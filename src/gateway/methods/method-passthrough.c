@@ -12,10 +12,12 @@
 #include "methods.h"
 #include "supervisor.h"
 
-/* The one enabled server, if exactly one is configured. */
+/* The one enabled shared server, if exactly one is configured (and none is run as instances). */
 static struct server *sole_server(const struct supervisor *sv) {
         struct server *found = NULL;
 
+        if (sv->n_pools > 0)
+                return NULL;
         for (size_t i = 0; i < sv->n_servers; i++) {
                 if (sv->servers[i]->config->disabled || sv->servers[i]->removed)
                         continue;
