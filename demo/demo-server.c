@@ -756,6 +756,23 @@ static void tool_client_capabilities(json_object *id, json_object *params, json_
         send_result(id, text_result(json_object_to_json_string_ext(client_capabilities, JSON_C_TO_STRING_PLAIN), false));
 }
 
+static void tool_remember(json_object *id, json_object *params, json_object *args) {
+        static char *kept;
+        const char *text = get_string(args, "text");
+        char *answer = NULL;
+
+        if (text) {
+                free(kept);
+                kept = strdup(text);
+        }
+        if (asprintf(&answer, "%s %ld", kept ? kept : "", (long)getpid()) < 0) {
+                fprintf(stderr, "out of memory\n");
+                exit(EXIT_FAILURE);
+        }
+        send_result(id, text_result(answer, false));
+        free(answer);
+}
+
 static const struct tool tools[] = {
         { "echo", "Returns its text argument.", SCHEMA_TEXT, tool_echo },
         { "add", "Adds two numbers a and b.",
@@ -905,6 +922,8 @@ static const struct tool probe_tools[] = {
         { "fork", "Forks n children that outlive SIGTERM; a refused fork ends the server (status 1).",
           "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}",
           tool_fork },
+        { "remember", "Keeps its text argument if given; returns what it keeps and the server's pid.",
+          "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}", tool_remember },
 };
 
 static json_object *tool_entry(const char *name, const char *description, const char *schema) {
@@ -1848,8 +1867,9 @@ static void help(void) {
                "Catalogue:\n"
                "  --tools N                  Add tools tool_1..tool_N (each like echo)\n"
                "  --probe-tools              Add write_file {path, text?}, read_file {path}, inet,\n"
-               "                             whoami, alloc {mb} and fork {n}: what the server may do where\n"
-               "                             it runs (confinement tests)\n"
+               "                             whoami, alloc {mb}, fork {n}: what the server may do where\n"
+               "                             it runs (confinement tests); and remember {text?}, which\n"
+               "                             keeps TEXT and answers what it keeps and its pid (instances)\n"
                "  --prompts N                Add prompts prompt_1..prompt_N\n"
                "  --resources N              Add resources demo://res/1..N\n"
                "  --page-size N              Page lists N items at a time (0: one page)\n"

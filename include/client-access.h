@@ -13,7 +13,9 @@
 #include "catalog.h"
 
 struct client;
+struct client_instances;
 struct jsonrpc_msg;
+struct registry;
 struct daemon;
 struct registry_entry;
 struct server;
@@ -28,6 +30,13 @@ struct client_access {
         struct view *view;           /* cached; good while generation and registry_builds are current */
         uint64_t generation;
         uint64_t registry_builds;
+        struct client_instances *instances; /* its own instances (client-instances.h); NULL: none */
+};
+
+/* What a client's lists show: the shared registry's view, then its own instances'. */
+struct client_lists {
+        struct registry *registry[2];
+        const struct view *view[2];  /* view[1] NULL when it has no instance */
 };
 
 void client_access_done(struct client_access *a);
@@ -47,6 +56,13 @@ void client_access_policy_changed(struct daemon *d);
 
 /* c's view, NULL when out of memory (callers then show and allow nothing). */
 struct view *client_view(struct client *c);
+/* c's lists as they are now: -ENOMEM. Valid until a registry is next read after a change. */
+int client_lists_get(struct client *c, struct client_lists *ret);
+/* How many items of kind l shows, its i-th (shared ones first), and the signature of the
+ * whole (list-changes.h). */
+size_t client_lists_size(const struct client_lists *l, enum catalog_kind kind);
+const struct registry_entry *client_lists_entry(const struct client_lists *l, enum catalog_kind kind, size_t i);
+uint64_t client_lists_signature(const struct client_lists *l, enum catalog_kind kind);
 /* The verdict on e, an entry of the registry's list of kind as it is now. */
 enum access_verdict client_access_entry(struct client *c, enum catalog_kind kind, const struct registry_entry *e);
 /* The entry of kind under key (an exposed name, or a URI) as c knows it: NULL when there is
@@ -61,7 +77,9 @@ const struct registry_entry *client_access_find_uri(struct client *c, const char
 /* The verdict of the rules and c's profile on uri as a resource of s, whether or not s
  * lists it now. */
 enum access_verdict client_access_uri(struct client *c, const struct server *s, const char *uri);
-/* Whether c may hear from s at all: its notifications and requests. */
+/* Whether c may hear from s at all: its notifications and requests, its log messages and
+ * resource updates. An instance is heard by its owner's clients alone (client_owns()):
+ * every path that tells a client of a server asks here. */
 bool client_sees_server(struct client *c, const struct server *s);
 
 /* What a message from a client to a server is about, for the one decision every such

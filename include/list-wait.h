@@ -46,6 +46,9 @@ struct list_waits {
 bool list_wait_first_start(const struct server *s);
 /* True while some enabled server is on its first start. */
 bool list_wait_needed(const struct daemon *d);
+/* True while a shared server, or one of c's own instances, is on its first start: another
+ * client's new instance holds nobody else's lists. */
+bool list_wait_needed_by(struct client *c);
 /* Holds request m of c if waits(c, m), to be handed to handle again once waits() says no
  * more after a change of servers, or at its deadline; kind is a list's kind, or -1. False,
  * nothing done, when it does not wait: waits() says no, listWait is 0, or m is that second

@@ -24,6 +24,13 @@ enum launcher { LAUNCHER_AUTO, LAUNCHER_SYSTEMD, LAUNCHER_EXEC };
 
 extern const char *const launcher_names[]; /* "auto", "systemd", "exec", NULL */
 
+/* Whom a server's process serves: one for every client ("shared"), one for each user
+ * that connects ("per-user"), or one for each MCP connection or HTTP session
+ * ("per-client"). An instanced entry is run by its pool (pool.h). */
+enum server_instances { INSTANCES_SHARED, INSTANCES_PER_USER, INSTANCES_PER_CLIENT };
+
+extern const char *const server_instances_names[]; /* "shared", "per-user", "per-client", NULL */
+
 /* What a server may ask of the client, each advertised to it in initialize only when
  * configured ("clientCapabilities"); see upcall.h for how they are routed. */
 enum client_capability {
@@ -72,12 +79,20 @@ struct server_config {
         int launcher;           /* enum launcher, once loaded; LAUNCHER_UNSET while being parsed */
         struct confinement confinement; /* sandbox, limits, user, state: the systemd launcher's */
         struct remote_config remote;    /* a server reached by URL (remote.url set): no program */
+        int instances;          /* enum server_instances */
+        double instance_idle;   /* per-user: seconds after its user's last client left before it stops */
+        unsigned max_instances; /* instances and spares at most */
+        unsigned spare_instances; /* kept started and initialized, owned by nobody yet */
+        unsigned refs;          /* references beyond the first (server_config_ref()); pool instances share it */
         /* Where the entry was read, for problems found after loading; not settings. */
         char *file;             /* NULL when parsed from text */
         char *json_path;        /* "mcpServers.github" */
 };
 
 #define SERVER_NAME_MAX 64
+#define SERVER_DEFAULT_INSTANCE_IDLE 300
+#define SERVER_DEFAULT_MAX_INSTANCES 64
+#define SERVER_MAX_INSTANCES_MAX 4096
 /* "maxCatalogItems": a server offering more of one kind (100k tools cost ~300 MB) is cut. */
 #define SERVER_DEFAULT_MAX_CATALOG_ITEMS 10000
 
@@ -92,7 +107,10 @@ void server_config_done(struct server_config *s);
 
 /* Moves *src to the heap (src is left empty); NULL when out of memory (src untouched). */
 struct server_config *server_config_take(struct server_config *src);
+/* Drops one reference: the settings are freed with the last. */
 void server_config_free(struct server_config *s);
+/* One more reference to s (the instances of a pool share its settings); returns s. */
+struct server_config *server_config_ref(struct server_config *s);
 /* Same settings (wherever they were read): a reload keeps such a server running undisturbed. */
 bool server_config_equal(const struct server_config *a, const struct server_config *b);
 /* Whether s may run with launcher (the one a start chose, or the configuration's): the

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "backoff.h"
 #include "catalog.h"
@@ -30,6 +31,7 @@
 
 struct child;
 struct client;
+struct pool;
 struct supervisor;
 struct run;
 struct event;
@@ -71,8 +73,21 @@ enum stop_goal {
         STOP_GOAL_EXIT_DECIDES, /* as recover, its exit status saying whether the run failed */
 };
 
+/* Whom a server serves: everyone (a shared server), one user, one client, or nobody yet (a
+ * spare of its pool, started and initialized, handed to the next owner). Data, not a
+ * kind: who may hear from it is decided in one place (client-access.h). */
+enum owner_kind { OWNER_NONE, OWNER_USER, OWNER_CLIENT, OWNER_SPARE };
+
+struct server_owner {
+        enum owner_kind kind;
+        uid_t uid;              /* OWNER_USER */
+        uint64_t client_id;     /* OWNER_CLIENT: struct client's id */
+};
+
 struct server {
         struct supervisor *sv;
+        struct server_owner owner;     /* OWNER_NONE: a shared server */
+        struct pool *pool;             /* the pool of an instance (pool.h), NULL for a shared server */
         struct server_config *config;  /* owned */
         struct server_config *next_config; /* a reload's, taken at the next start; owned */
         enum server_state state;

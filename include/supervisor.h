@@ -33,6 +33,7 @@ struct supervisor_ops {
 };
 struct jsonrpc_parser;
 struct config;
+struct pool;
 
 struct supervisor {
         struct event_base *base;
@@ -45,8 +46,12 @@ struct supervisor {
         char *daemon_id;                   /* MCPVISOR_DAEMON for servers, or NULL */
         void *launcher_parts[RUN_LAUNCHERS]; /* each launcher's daemon-wide part (launcher.h), or NULL */
         int launcher_auto;                 /* what "auto" is here: LAUNCHER_SYSTEMD or LAUNCHER_EXEC */
-        struct server **servers;           /* in config order; then removed ones until they stop */
+        struct server **servers;           /* in config order; then instances (pool.h) and removed
+                                            * ones until they stop */
         size_t n_servers;
+        struct server **shared;            /* supervisor_shared()'s answer */
+        struct pool **pools;               /* the entries run as instances, in config order */
+        size_t n_pools;
         struct server_config **retired_configs; /* replaced by a reload; freed after the iteration */
         size_t n_retired_configs;
         struct run_list retired;
@@ -117,8 +122,20 @@ void supervisor_collect(struct supervisor *sv);
 /* Last resort before exit: SIGKILL and reap whatever is left. */
 void supervisor_done(struct supervisor *sv);
 
-/* The configured server called name (not one a reload removed), or NULL. */
+/* The configured server called name (not one a reload removed), or NULL: shared servers
+ * only, never an instance. */
 struct server *supervisor_find(const struct supervisor *sv, const char *name);
+/* The pool of the entry called name (run as instances), or NULL. */
+struct pool *supervisor_find_pool(const struct supervisor *sv, const char *name);
+/* The shared servers (every one but the instances), as an array valid until the next call
+ * or a change of servers. */
+struct server *const *supervisor_shared(struct supervisor *sv, size_t *ret_n);
+/* Appends s (an instance: pool.c) to the servers. -ENOMEM. */
+int supervisor_add(struct supervisor *sv, struct server *s);
+/* Client client_id is gone: its per-client instances stop. */
+void supervisor_client_gone(struct supervisor *sv, uint64_t client_id);
+/* uid's last client is gone: its per-user instances stop after their instanceIdle. */
+void supervisor_user_left(struct supervisor *sv, uid_t uid);
 /* "3/4 servers ready; github backoff (exit status 1)" */
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size);
 /* A new run number (MCPVISOR_INSTANCE). */

@@ -16,6 +16,8 @@ static const char *const restart_choices[] = { "on-failure", "always", "never", 
 
 const char *const launcher_names[] = { "auto", "systemd", "exec", NULL };
 
+const char *const server_instances_names[] = { "shared", "per-user", "per-client", NULL };
+
 const char *const client_capability_names[CLIENT_CAP_COUNT] = {
         [CLIENT_CAP_ROOTS] = "roots",
         [CLIENT_CAP_SAMPLING] = "sampling",
@@ -171,6 +173,13 @@ static const struct setting server_settings[] = {
         SECONDS("connectTimeout", remote.connect_timeout, 0.1, 3600),
         { "maxConnections", SETTING_COUNT, offsetof(struct server_config, remote.max_connections), 1,
           REMOTE_MAX_CONNECTIONS_MAX, NULL, NULL, NULL },
+        /* Instances per user or per client (pool.h). */
+        { "instances", SETTING_CHOICE, offsetof(struct server_config, instances), 0, 0, server_instances_names, NULL, NULL },
+        SECONDS("instanceIdle", instance_idle, 0, 86400),
+        { "maxInstances", SETTING_COUNT, offsetof(struct server_config, max_instances), 1, SERVER_MAX_INSTANCES_MAX, NULL,
+          NULL, NULL },
+        { "spareInstances", SETTING_COUNT, offsetof(struct server_config, spare_instances), 0, SERVER_MAX_INSTANCES_MAX,
+          NULL, NULL, NULL },
         /* Written by other MCP clients' configs. */
         { "description", SETTING_IGNORED, 0, 0, 0, NULL, NULL, NULL },
         NOTED("autoApprove", APPROVAL_IGNORED),
@@ -200,6 +209,9 @@ static void init_defaults(struct server_config *s) {
                 .client_capabilities = CLIENT_CAPS_ALL,
                 .max_catalog_items = SERVER_DEFAULT_MAX_CATALOG_ITEMS,
                 .launcher = LAUNCHER_UNSET,
+                .instances = INSTANCES_SHARED,
+                .instance_idle = SERVER_DEFAULT_INSTANCE_IDLE,
+                .max_instances = SERVER_DEFAULT_MAX_INSTANCES,
         };
         confinement_init(&s->confinement);
         remote_config_init(&s->remote);
@@ -289,6 +301,18 @@ static size_t check_entry(const struct server_config *s, const char *path, struc
                 problems_add(p, PROBLEM_ERROR, item, "missing: the program to run");
                 return 1;
         }
+        if (s->spare_instances > s->max_instances) {
+                snprintf(item, sizeof item, "%s.spareInstances", path);
+                problems_add(p, PROBLEM_ERROR, item, "more spares (%u) than maxInstances (%u) allows", s->spare_instances,
+                             s->max_instances);
+                return 1;
+        }
+        if (s->instances == INSTANCES_SHARED && s->spare_instances > 0) {
+                snprintf(item, sizeof item, "%s.spareInstances", path);
+                problems_add(p, PROBLEM_ERROR, item,
+                             "spares are instances: set \"instances\" to \"per-client\" or \"per-user\", or remove the key");
+                return 1;
+        }
         if (s->roots.n > 0 && !(s->client_capabilities & (1u << CLIENT_CAP_ROOTS))) {
                 snprintf(item, sizeof item, "%s.roots", path);
                 problems_add(p, PROBLEM_ERROR, item,
@@ -375,9 +399,18 @@ struct server_config *server_config_take(struct server_config *src) {
         return s;
 }
 
+struct server_config *server_config_ref(struct server_config *s) {
+        s->refs++;
+        return s;
+}
+
 void server_config_free(struct server_config *s) {
         if (!s)
                 return;
+        if (s->refs > 0) {
+                s->refs--;
+                return;
+        }
         server_config_done(s);
         free(s);
 }
@@ -405,7 +438,9 @@ static bool settings_equal(const struct server_config *a, const struct server_co
                a->start_limit_burst == b->start_limit_burst && a->start_limit_interval == b->start_limit_interval &&
                a->client_capabilities == b->client_capabilities && a->max_catalog_items == b->max_catalog_items &&
                a->launcher == b->launcher && confinement_equal(&a->confinement, &b->confinement) &&
-               remote_config_equal(&a->remote, &b->remote);
+               remote_config_equal(&a->remote, &b->remote) && a->instances == b->instances &&
+               a->instance_idle == b->instance_idle && a->max_instances == b->max_instances &&
+               a->spare_instances == b->spare_instances;
 }
 
 bool server_config_equal(const struct server_config *a, const struct server_config *b) {

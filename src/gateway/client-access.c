@@ -9,6 +9,7 @@
 #include "audit.h"
 #include "server-conn.h"
 #include "client.h"
+#include "client-instances.h"
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "subscriptions.h"
@@ -18,6 +19,7 @@
 #define RESOURCE_NOT_FOUND (-32002)
 
 void client_access_done(struct client_access *a) {
+        client_instances_free(a->instances);
         access_class_done(&a->class);
         free(a->profile);
         free(a->asked);
@@ -84,6 +86,7 @@ void client_access_redecide(struct client *c) {
 
 void client_access_policy_changed(struct daemon *d) {
         views_invalidate(&d->views, &d->config.access);
+        client_instances_policy_changed(d);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++) {
                 struct client *c;
 
@@ -107,10 +110,53 @@ struct view *client_view(struct client *c) {
         return a->view;
 }
 
-enum access_verdict client_access_entry(struct client *c, enum catalog_kind kind, const struct registry_entry *e) {
-        struct view *w = client_view(c);
+/* c's view of its own instances; NULL when it has none (or out of memory). */
+static struct view *own_view(struct client *c) {
+        struct client_instances *ci = client_instances_of(c);
 
-        return w ? view_verdict(w, &c->daemon->registry, kind, e) : ACCESS_NOT_FOUND;
+        if (!ci || (!c->access.ready && compute_class(c) < 0))
+                return NULL;
+        return views_get(&ci->views, &c->access.class);
+}
+
+int client_lists_get(struct client *c, struct client_lists *ret) {
+        struct client_instances *ci = client_instances_of(c);
+
+        *ret = (struct client_lists){ .registry = { &c->daemon->registry, ci ? &ci->registry : NULL } };
+        ret->view[0] = client_view(c);
+        ret->view[1] = ci ? own_view(c) : NULL;
+        return ret->view[0] && (!ci || ret->view[1]) ? 0 : -ENOMEM;
+}
+
+size_t client_lists_size(const struct client_lists *l, enum catalog_kind kind) {
+        return l->view[0]->n_shown[kind] + (l->view[1] ? l->view[1]->n_shown[kind] : 0);
+}
+
+const struct registry_entry *client_lists_entry(const struct client_lists *l, enum catalog_kind kind, size_t i) {
+        size_t shared = l->view[0]->n_shown[kind];
+
+        return i < shared ? view_entry(l->view[0], l->registry[0], kind, i)
+                          : view_entry(l->view[1], l->registry[1], kind, i - shared);
+}
+
+uint64_t client_lists_signature(const struct client_lists *l, enum catalog_kind kind) {
+        uint64_t h = l->view[0]->signature[kind];
+
+        /* With no instance, the shared view's alone, as before instances existed. */
+        return l->view[1] ? (h ^ 0x9e3779b97f4a7c15ull) * 0x100000001b3ull + l->view[1]->signature[kind] : h;
+}
+
+enum access_verdict client_access_entry(struct client *c, enum catalog_kind kind, const struct registry_entry *e) {
+        struct client_instances *ci;
+        struct view *w;
+
+        if (e->server->owner.kind == OWNER_NONE) {
+                w = client_view(c);
+                return w ? view_verdict(w, &c->daemon->registry, kind, e) : ACCESS_NOT_FOUND;
+        }
+        ci = client_instances_of(c);
+        w = client_owns(c, e->server) ? own_view(c) : NULL;
+        return w ? view_verdict(w, &ci->registry, kind, e) : ACCESS_NOT_FOUND;
 }
 
 static const struct registry_entry *known(struct client *c, enum catalog_kind kind, const struct registry_entry *e,
@@ -119,9 +165,28 @@ static const struct registry_entry *known(struct client *c, enum catalog_kind ki
         return *verdict == ACCESS_NOT_FOUND ? NULL : e;
 }
 
+/* In the shared registry first: a name both have is the shared server's. */
+static const struct registry_entry *find(struct client *c, enum catalog_kind kind, const char *key) {
+        const struct registry_entry *e = registry_find(&c->daemon->registry, kind, key);
+        struct client_instances *ci;
+
+        if (e)
+                return e;
+        client_instances_need(c);
+        ci = client_instances_of(c);
+        return ci ? registry_find(&ci->registry, kind, key) : NULL;
+}
+
+static const struct registry_entry *match_template(struct client *c, const char *uri) {
+        const struct registry_entry *e = registry_match_template(&c->daemon->registry, uri);
+        struct client_instances *ci = client_instances_of(c);
+
+        return e || !ci ? e : registry_match_template(&ci->registry, uri);
+}
+
 const struct registry_entry *client_access_find(struct client *c, enum catalog_kind kind, const char *key,
                                                 enum access_verdict *verdict) {
-        return known(c, kind, registry_find(&c->daemon->registry, kind, key), verdict);
+        return known(c, kind, find(c, kind, key), verdict);
 }
 
 /* The verdict on t for c's view w, out of the rules and the profile. */
@@ -141,7 +206,7 @@ const struct registry_entry *client_access_find_uri(struct client *c, const char
 
         if (e)
                 return e;
-        e = known(c, CATALOG_TEMPLATES, registry_match_template(&c->daemon->registry, uri), verdict);
+        e = known(c, CATALOG_TEMPLATES, match_template(c, uri), verdict);
         if (!e)
                 return NULL;
         /* The template's verdict is on its uriTemplate; what is read is the URI. Not found
@@ -153,8 +218,13 @@ const struct registry_entry *client_access_find_uri(struct client *c, const char
 }
 
 bool client_sees_server(struct client *c, const struct server *s) {
-        struct view *w = client_view(c);
+        struct view *w;
 
+        if (s->owner.kind != OWNER_NONE) {
+                w = client_owns(c, s) ? own_view(c) : NULL;
+                return w && view_server(w, &c->daemon->config.access, &client_instances_of(c)->registry, s) == ACCESS_ALLOW;
+        }
+        w = client_view(c);
         return w && view_server(w, &c->daemon->config.access, &c->daemon->registry, s) == ACCESS_ALLOW;
 }
 
@@ -193,6 +263,9 @@ static enum access_verdict pass_verdict(struct client *c, const struct server *s
 
         if (!w)
                 return ACCESS_DENY; /* out of memory: refuse */
+        /* Another owner's instance is none of this client's world. */
+        if (s->owner.kind != OWNER_NONE && !client_owns(c, s))
+                return ACCESS_NOT_FOUND;
         switch (ask->about) {
         case ACCESS_ABOUT_SERVER:
                 return decide(c, w, &(struct access_target){ ACCESS_SERVER, s->config->name, NULL });

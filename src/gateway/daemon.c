@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include "client-instances.h"
 #include "client-socket.h"
 #include "control-access.h"
 #include "jsonrpc.h"
@@ -131,6 +132,7 @@ static void on_servers_changed(unsigned kinds, bool dropped, void *userdata) {
         struct daemon *d = userdata;
 
         registry_mark(&d->registry, kinds);
+        client_instances_changed(d, kinds);
         list_changes_registry_changed(&d->list_changes, kinds);
         server_requests_sweep(&d->server_requests);
         d->servers_changed = true;
@@ -151,11 +153,9 @@ static void servers_settled(struct daemon *d) {
         d->status_due = true;
 }
 
+/* The shared registry's servers: instances are in their owners' (client-instances.h). */
 static struct server *const *registry_servers(void *userdata, size_t *ret_n) {
-        struct supervisor *sv = userdata;
-
-        *ret_n = sv->n_servers;
-        return sv->servers;
+        return supervisor_shared(userdata, ret_n);
 }
 
 static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void *userdata) {
@@ -589,6 +589,8 @@ static void client_gone(struct daemon *d, struct client *c) {
         mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)
                 user_counts_release(&d->user_counts, client_principal(c)->uid);
+        /* After the count: its user's last client leaving starts its instances' idle time. */
+        client_instances_gone(c);
         client_free(c);
 }
 

@@ -44,9 +44,9 @@ void list_seen_told(struct list_seen *seen, unsigned kinds) {
 
 /* The signature of kind as c's view shows it now (0, matching no copy, when out of memory). */
 static uint64_t current_signature(struct client *c, enum catalog_kind kind) {
-        const struct view *w = client_view(c);
+        struct client_lists l;
 
-        return w ? w->signature[kind] : 0;
+        return client_lists_get(c, &l) == 0 ? client_lists_signature(&l, kind) : 0;
 }
 
 /* The kinds of n that c should be told about. A request of c's for a list that is waiting

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "client.h"
+#include "client-access.h"
 #include "daemon.h"
 #include "methods.h"
 #include "time-util.h"
@@ -19,6 +20,18 @@ bool list_wait_needed(const struct daemon *d) {
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (list_wait_first_start(sv->servers[i]))
                         return true;
+        return false;
+}
+
+bool list_wait_needed_by(struct client *c) {
+        const struct supervisor *sv = &c->daemon->supervisor;
+
+        for (size_t i = 0; i < sv->n_servers; i++) {
+                const struct server *s = sv->servers[i];
+
+                if (list_wait_first_start(s) && (s->owner.kind == OWNER_NONE || client_sees_server(c, s)))
+                        return true;
+        }
         return false;
 }
 

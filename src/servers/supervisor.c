@@ -13,6 +13,7 @@
 #include "environment.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "pool.h"
 #include "process.h"
 
 extern char **environ;
@@ -45,9 +46,72 @@ uint64_t supervisor_next_run(struct supervisor *sv) {
 
 struct server *supervisor_find(const struct supervisor *sv, const char *name) {
         for (size_t i = 0; i < sv->n_servers; i++)
-                if (!sv->servers[i]->removed && strcmp(sv->servers[i]->config->name, name) == 0)
+                if (!sv->servers[i]->removed && sv->servers[i]->owner.kind == OWNER_NONE &&
+                    strcmp(sv->servers[i]->config->name, name) == 0)
                         return sv->servers[i];
         return NULL;
+}
+
+struct pool *supervisor_find_pool(const struct supervisor *sv, const char *name) {
+        for (size_t i = 0; i < sv->n_pools; i++)
+                if (strcmp(pool_name(sv->pools[i]), name) == 0)
+                        return sv->pools[i];
+        return NULL;
+}
+
+struct server *const *supervisor_shared(struct supervisor *sv, size_t *ret_n) {
+        struct server **shared = realloc(sv->shared, (sv->n_servers + 1) * sizeof *shared);
+        size_t n = 0;
+
+        if (!shared) { /* out of memory: the registry lists nothing until the next read */
+                *ret_n = 0;
+                return sv->shared;
+        }
+        sv->shared = shared;
+        for (size_t i = 0; i < sv->n_servers; i++)
+                if (sv->servers[i]->owner.kind == OWNER_NONE)
+                        shared[n++] = sv->servers[i];
+        *ret_n = n;
+        return shared;
+}
+
+int supervisor_add(struct supervisor *sv, struct server *s) {
+        struct server **servers = realloc(sv->servers, (sv->n_servers + 2) * sizeof *servers);
+
+        if (!servers)
+                return -ENOMEM;
+        sv->servers = servers;
+        sv->servers[sv->n_servers++] = s;
+        sv->servers[sv->n_servers] = NULL;
+        return 0;
+}
+
+void supervisor_client_gone(struct supervisor *sv, uint64_t client_id) {
+        for (size_t i = 0; i < sv->n_pools; i++)
+                pool_client_gone(sv->pools[i], client_id);
+}
+
+void supervisor_user_left(struct supervisor *sv, uid_t uid) {
+        for (size_t i = 0; i < sv->n_pools; i++)
+                if (sv->pools[i]->config->instances == INSTANCES_PER_USER)
+                        pool_user_left(sv->pools[i], uid);
+}
+
+/* Appends a pool for c (taken). */
+static int add_pool(struct supervisor *sv, struct server_config *c) {
+        struct pool **pools = realloc(sv->pools, (sv->n_pools + 1) * sizeof *pools);
+        struct pool *p;
+
+        if (!pools) {
+                server_config_free(c);
+                return -ENOMEM;
+        }
+        sv->pools = pools;
+        p = pool_new(sv, c);
+        if (!p)
+                return -ENOMEM;
+        sv->pools[sv->n_pools++] = p;
+        return 0;
 }
 
 /* The server whose current process is pid, or NULL. */
@@ -126,9 +190,14 @@ static void on_start_turn(evutil_socket_t fd, short what, void *userdata);
 static int add_servers(struct supervisor *sv, struct config *config) {
         for (size_t i = 0; i < config->n_servers; i++) {
                 struct server_config *c = server_config_take(&config->servers[i]);
-                struct server *s = c ? server_new(sv, c) : NULL;
+                struct server *s;
 
-                if (!s)
+                if (c && c->instances != INSTANCES_SHARED) {
+                        if (add_pool(sv, c) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (!(s = c ? server_new(sv, c) : NULL))
                         return -ENOMEM;
                 sv->servers[sv->n_servers++] = s;
         }
@@ -188,6 +257,9 @@ static bool launcher_used(const struct supervisor *sv, int daemon_launcher, int 
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (sv->servers[i]->config->launcher == launcher)
                         return true;
+        for (size_t i = 0; i < sv->n_pools; i++)
+                if (sv->pools[i]->config->launcher == launcher)
+                        return true;
         return false;
 }
 
@@ -246,6 +318,8 @@ void supervisor_start_all(struct supervisor *sv) {
                 }
                 supervisor_queue(sv, s, SERVER_EV_START, "configured");
         }
+        for (size_t i = 0; i < sv->n_pools; i++)
+                pool_fill_spares(sv->pools[i]);
 }
 
 void supervisor_queue(struct supervisor *sv, struct server *s, enum server_event ev, const char *detail) {
@@ -376,10 +450,18 @@ void supervisor_done(struct supervisor *sv) {
                 }
         }
         supervisor_collect(sv);
+        /* The pools first: they point at their instances. */
+        for (size_t i = 0; i < sv->n_pools; i++)
+                pool_free(sv->pools[i]);
+        free(sv->pools);
+        sv->pools = NULL;
+        sv->n_pools = 0;
         for (size_t i = 0; i < sv->n_servers; i++)
                 server_free(sv->servers[i]);
         free(sv->servers);
         sv->servers = NULL;
+        free(sv->shared);
+        sv->shared = NULL;
         sv->n_servers = 0;
         free_retired_configs(sv);
         /* A leftover's own children are ours once it is reaped: look again, a few levels deep
@@ -410,12 +492,41 @@ static void summary_add(json_object *summary, const char *key, const char *name)
                 json_object_array_add(list, json_object_new_string(name));
 }
 
-/* Servers no longer in next: closed gracefully, freed once stopped (free_removed). */
+/* The entry called name in next, when it is run as a shared server. */
+static const struct server_config *shared_entry(const struct config *next, const char *name) {
+        const struct server_config *c = config_find_server(next, name);
+
+        return c && c->instances == INSTANCES_SHARED ? c : NULL;
+}
+
+/* Pools whose entry is gone from next, or is run shared now: their instances stop. */
+static void remove_missing_pools(struct supervisor *sv, const struct config *next, json_object *summary) {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < sv->n_pools; i++) {
+                struct pool *p = sv->pools[i];
+                const struct server_config *c = config_find_server(next, pool_name(p));
+
+                if (c && c->instances != INSTANCES_SHARED) {
+                        sv->pools[kept++] = p;
+                        continue;
+                }
+                if (!c)
+                        summary_add(summary, "removed", pool_name(p));
+                (void)pool_stop(p, NULL, "removed from the configuration");
+                pool_free(p);
+        }
+        sv->n_pools = kept;
+}
+
+/* Servers no longer in next (or run as instances now): closed gracefully, freed once
+ * stopped (free_removed). */
 static void remove_missing(struct supervisor *sv, const struct config *next, json_object *summary) {
+        remove_missing_pools(sv, next, summary);
         for (size_t i = 0; i < sv->n_servers; i++) {
                 struct server *s = sv->servers[i];
 
-                if (s->removed || config_find_server(next, s->config->name))
+                if (s->removed || s->owner.kind != OWNER_NONE || shared_entry(next, s->config->name))
                         continue;
                 summary_add(summary, "removed", s->config->name);
                 s->removed = true;
@@ -441,7 +552,7 @@ struct by_name {
 static void sort_by_name(const struct supervisor *sv, struct by_name *ret) {
         *ret = (struct by_name){ .servers = calloc(sv->n_servers + 1, sizeof *ret->servers) };
         for (size_t i = 0; ret->servers && i < sv->n_servers; i++)
-                if (!sv->servers[i]->removed)
+                if (!sv->servers[i]->removed && sv->servers[i]->owner.kind == OWNER_NONE)
                         ret->servers[ret->n++] = sv->servers[i];
         if (ret->servers)
                 qsort(ret->servers, ret->n, sizeof *ret->servers, by_name);
@@ -454,6 +565,20 @@ static struct server *find_sorted(const struct supervisor *sv, const struct by_n
                 return supervisor_find(sv, name);
         found = bsearch(name, sorted->servers, sorted->n, sizeof *sorted->servers, name_vs_server);
         return found ? *found : NULL;
+}
+
+/* An entry of next run as instances, taken: its pool reconfigured, or a new pool. */
+static void apply_pool_entry(struct supervisor *sv, struct server_config *c, json_object *summary) {
+        struct pool *p = supervisor_find_pool(sv, c->name);
+
+        if (!p) {
+                summary_add(summary, "added", c->name);
+                if (add_pool(sv, c) < 0)
+                        log_error(sv->log, "out of memory applying the configuration of %s", c->name);
+                return;
+        }
+        summary_add(summary, server_config_equal(p->config, c) ? "unchanged" : "changed", c->name);
+        pool_reconfigure(p, c);
 }
 
 /* One entry of next, taken: kept, reconfigured or added. */
@@ -496,21 +621,31 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
         /* The new order is the config's, then what is still stopping after its removal. */
         for (size_t i = 0; i < next->n_servers; i++) {
                 struct server_config *c = server_config_take(&next->servers[i]);
-                struct server *s = c ? apply_entry(sv, &sorted, c, summary) : NULL;
+                struct server *s;
+
+                if (c && c->instances != INSTANCES_SHARED) {
+                        apply_pool_entry(sv, c, summary);
+                        continue;
+                }
+                s = c ? apply_entry(sv, &sorted, c, summary) : NULL;
 
                 if (s)
                         servers[n++] = s;
                 else
                         log_error(sv->log, "out of memory applying the configuration of %s", next->servers[i].name);
         }
+        /* Then the instances, and what is still stopping after its removal. */
         for (size_t i = 0; i < n_old; i++)
-                if (sv->servers[i]->removed)
+                if (sv->servers[i]->removed || sv->servers[i]->owner.kind != OWNER_NONE)
                         servers[n++] = sv->servers[i];
         free(sorted.servers);
         free(sv->servers);
         sv->servers = servers;
         sv->n_servers = n;
         servers_moved(sv);
+        /* Spares, once the servers are in their new array. */
+        for (size_t i = 0; i < sv->n_pools; i++)
+                pool_fill_spares(sv->pools[i]);
         /* The separator or a prefix may have changed every exposed name. */
         supervisor_server_changed(sv, CATALOG_ALL_KINDS, false);
         return 0;
@@ -536,20 +671,31 @@ static int status_entry(const struct server *s, char *buf, size_t size) {
                         why ? why : "", why ? ")" : "");
 }
 
+/* An instance is counted in the instances, not the servers. */
+static bool counted_as_server(const struct server *s) {
+        return !s->config->disabled && !s->removed && s->owner.kind == OWNER_NONE;
+}
+
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size) {
-        size_t enabled = 0, ready = 0, used;
+        size_t enabled = 0, ready = 0, used, instances = 0, instances_ready = 0;
 
         for (size_t i = 0; i < sv->n_servers; i++) {
                 const struct server *s = sv->servers[i];
-                if (s->config->disabled || s->removed)
+                if (!s->removed && s->owner.kind != OWNER_NONE) {
+                        instances++;
+                        instances_ready += ready_for_good(s);
+                }
+                if (!counted_as_server(s))
                         continue;
                 enabled++;
                 ready += ready_for_good(s);
         }
         used = (size_t)snprintf(buf, size, "%zu/%zu servers ready", ready, enabled);
+        if (instances > 0 && used < size)
+                used += (size_t)snprintf(buf + used, size - used, ", %zu/%zu instances", instances_ready, instances);
         for (size_t i = 0; i < sv->n_servers && used < size; i++) {
                 const struct server *s = sv->servers[i];
-                if (!s->config->disabled && !s->removed && !ready_for_good(s))
+                if (counted_as_server(s) && !ready_for_good(s))
                         used += (size_t)status_entry(s, buf + used, size - used);
         }
 }

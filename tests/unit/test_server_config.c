@@ -1050,3 +1050,62 @@ Test(server_config, confinement_changes_restart) {
                 cr_assert_not(server_config_changes_live(b, a), "%s -> %s: live", cases[i].b, cases[i].a);
         }
 }
+
+Test(server_config, instances) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"d\":{\"command\":\"x\"},"
+                           "\"u\":{\"command\":\"x\",\"instances\":\"per-user\",\"instanceIdle\":60},"
+                           "\"c\":{\"command\":\"x\",\"instances\":\"per-client\",\"maxInstances\":8,\"spareInstances\":2},"
+                           "\"r\":{\"url\":\"http://127.0.0.1:1/mcp\",\"instances\":\"per-client\"}}}"),
+                     0);
+        cr_assert_eq(P.count, 0, "unexpected problem: %s", P.count ? P.items[0].message : "");
+        const struct server_config *d = config_find_server(&C, "d"), *u = config_find_server(&C, "u"),
+                                   *c = config_find_server(&C, "c"), *r = config_find_server(&C, "r");
+        cr_assert_eq(d->instances, INSTANCES_SHARED);
+        cr_assert_float_eq(d->instance_idle, 300, 1e-9);
+        cr_assert_eq(d->max_instances, 64u);
+        cr_assert_eq(d->spare_instances, 0u);
+        cr_assert_eq(u->instances, INSTANCES_PER_USER);
+        cr_assert_float_eq(u->instance_idle, 60, 1e-9);
+        cr_assert_eq(c->instances, INSTANCES_PER_CLIENT);
+        cr_assert_eq(c->max_instances, 8u);
+        cr_assert_eq(c->spare_instances, 2u);
+        cr_assert_eq(r->instances, INSTANCES_PER_CLIENT);
+        cr_assert_not(server_config_equal(c, d));
+}
+
+Test(server_config, instances_bad_values) {
+        static const struct {
+                const char *entry, *key;
+        } bad[] = {
+                { "\"instances\":\"per-session\"", "instances" },
+                { "\"instances\":true", "instances" },
+                { "\"instances\":\"per-client\",\"maxInstances\":0", "maxInstances" },
+                { "\"instances\":\"per-client\",\"maxInstances\":4097", "maxInstances" },
+                { "\"instances\":\"per-client\",\"instanceIdle\":-1", "instanceIdle" },
+                { "\"instances\":\"per-client\",\"maxInstances\":2,\"spareInstances\":3", "spareInstances" },
+                { "\"spareInstances\":1", "spareInstances" },
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char text[256], path[64];
+
+                done();
+                snprintf(text, sizeof text, "{\"mcpServers\":{\"s\":{\"command\":\"x\",%s},\"ok\":{\"command\":\"y\"}}}",
+                         bad[i].entry);
+                snprintf(path, sizeof path, "mcpServers.s.%s", bad[i].key);
+                cr_assert_eq(parse(text), 0, "%s", text);
+                cr_assert_eq(P.errors, 1, "%s: %zu errors", text, P.errors);
+                cr_assert_not_null(problem_at(path), "%s: no problem at %s", text, path);
+                cr_assert_null(config_find_server(&C, "s"), "%s: the server must be skipped", text);
+                cr_assert_not_null(config_find_server(&C, "ok"));
+        }
+}
+
+Test(server_config, shared_settings_outlive_a_reference) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"c\":{\"command\":\"x\",\"instances\":\"per-client\"}}}"), 0);
+        struct server_config *c = server_config_take(&C.servers[0]);
+        cr_assert_eq(server_config_ref(c), c);
+        server_config_free(c);
+        cr_assert_str_eq(c->command, "x", "one reference is left");
+        server_config_free(c);
+}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "client-instances.h"
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
@@ -14,8 +15,10 @@
 /* -32002 is "resource not found" from 2024-11-05 to 2025-11-25 (also client-access.c). */
 #define RESOURCE_NOT_FOUND (-32002)
 
-/* The server whose prefix an exposed name carries, for a server that is not listed now. */
-static struct server *server_by_prefix(const struct daemon *d, const char *name) {
+/* The server whose prefix an exposed name carries, for a server that is not listed now:
+ * a shared one, or c's own instance. */
+static struct server *server_by_prefix(struct client *c, const char *name) {
+        const struct daemon *d = c->daemon;
         const char *sep = d->registry.separator;
 
         for (size_t i = 0; i < d->supervisor.n_servers; i++) {
@@ -23,7 +26,7 @@ static struct server *server_by_prefix(const struct daemon *d, const char *name)
                 const char *prefix = server_prefix(s);
                 size_t len = strlen(prefix);
 
-                if (!s->removed && len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, sep, strlen(sep)) == 0)
+                if (!s->removed && (s->owner.kind == OWNER_NONE || client_owns(c, s)) && len > 0 && strncmp(name, prefix, len) == 0 && strncmp(name + len, sep, strlen(sep)) == 0)
                         return s;
         }
         return NULL;
@@ -148,9 +151,13 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
                 if (list_waiters_hold(c, m, handle, waits, -1))
                         return;
                 /* A server the client may not see is answered as one that does not exist. */
-                s = server_by_prefix(c->daemon, name);
+                s = server_by_prefix(c, name);
                 if (s && !server_serving(s) && client_sees_server(c, s)) {
                         reply_not_serving(c, m, s);
+                        return;
+                }
+                if (client_instances_refusal(c, name)) {
+                        client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, client_instances_refusal(c, name), NULL);
                         return;
                 }
                 snprintf(message, sizeof message, "Unknown %s: %.200s", what, name);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "client-instances.h"
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "list-wait.h"
@@ -41,10 +42,10 @@ static int parse_cursor(json_object *params, size_t n, size_t *ret) {
         return 0;
 }
 
-/* The page of w's list of kind from start to end as a result's JSON text: the items as
+/* The page of l's list of kind from start to end as a result's JSON text: the items as
  * clients see them, joined between the envelope's bytes (no JSON tree is built for a page). */
-static int write_page(struct daemon *d, const struct view *w, enum catalog_kind kind, size_t start, size_t end,
-                      size_t n, char **ret, size_t *ret_len) {
+static int write_page(const struct client_lists *l, enum catalog_kind kind, size_t start, size_t end, size_t n,
+                      char **ret, size_t *ret_len) {
         FILE *f = open_memstream(ret, ret_len);
         struct iovec parts[CATALOG_ITEM_PARTS];
 
@@ -52,7 +53,7 @@ static int write_page(struct daemon *d, const struct view *w, enum catalog_kind 
                 return -ENOMEM;
         fprintf(f, "{\"%s\":[", catalog_kinds[kind].key);
         for (size_t i = start; i < end; i++) {
-                size_t k = registry_entry_parts(view_entry(w, &d->registry, kind, i), parts);
+                size_t k = registry_entry_parts(client_lists_entry(l, kind, i), parts);
 
                 if (i > start)
                         fputc(',', f);
@@ -73,22 +74,23 @@ static int write_page(struct daemon *d, const struct view *w, enum catalog_kind 
 
 static void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
         struct daemon *d = c->daemon;
-        const struct view *w = client_view(c);
+        struct client_lists l;
         size_t page = d->config.list_page_size, n, start, end, len;
         _cleanup_free_ char *text = NULL;
 
-        if (!w) {
+        if (client_lists_get(c, &l) < 0) {
                 client_reply_error(c, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL);
                 return;
         }
-        n = w->n_shown[kind];
+        /* Cursors count across the shared servers' items and then the client's instances'. */
+        n = client_lists_size(&l, kind);
         if (parse_cursor(params, n, &start) < 0) {
                 client_reply_error(c, id, JSONRPC_INVALID_PARAMS,
                                    "Invalid params: unknown cursor (cursors come from this daemon's last answer)", NULL);
                 return;
         }
         end = page == 0 || n - start <= page ? n : start + page;
-        if (write_page(d, w, kind, start, end, n, &text, &len) < 0) {
+        if (write_page(&l, kind, start, end, n, &text, &len) < 0) {
                 client_reply_error(c, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL);
                 return;
         }
@@ -97,12 +99,14 @@ static void method_list_answer(struct client *c, json_object *id, json_object *p
 }
 
 static bool list_waits(struct client *c, struct jsonrpc_msg *m) {
-        return list_wait_needed(c->daemon);
+        return list_wait_needed_by(c);
 }
 
 static void list(struct client *c, struct jsonrpc_msg *m, enum catalog_kind kind, list_wait_handler *handle) {
         if (!method_params_object(c, m, true))
                 return;
+        /* A first list starts the client's instances, and waits for them as for any first start. */
+        client_instances_need(c);
         if (!list_waiters_hold(c, m, handle, list_waits, (int)kind))
                 method_list_answer(c, m->id, m->params, kind);
 }

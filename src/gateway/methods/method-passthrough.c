@@ -11,10 +11,12 @@
 #include "jsonrpc.h"
 #include "methods.h"
 
-/* The one enabled server, if exactly one is configured. */
+/* The one enabled shared server, if exactly one is configured (and none is run as instances). */
 static struct server *sole_server(const struct daemon *d) {
         struct server *found = NULL;
 
+        if (d->supervisor.n_pools > 0)
+                return NULL;
         for (size_t i = 0; i < d->supervisor.n_servers; i++) {
                 if (d->supervisor.servers[i]->config->disabled || d->supervisor.servers[i]->removed)
                         continue;

@@ -1,0 +1,229 @@
+/* Instances of a server per client and per user ("instances"): each client's state is its
+ * own (the demo server's remember tool keeps a text in its process), a server's requests go
+ * to its instance's own client, an instance ends with its client (per-client) or
+ * instanceIdle after its user's last client (per-user), maxInstances refuses with the
+ * server and the limit, an instance killed mid-call fails only its owner's call, and a
+ * spare is handed over and replaced. Every test ends with no process left. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "servers.h"
+
+static struct h_daemon D;
+
+static void setup(void) {
+        servers_reset(&D);
+}
+
+TestSuite(instances, .init = setup, .fini = teardown_no_orphans, .timeout = 60);
+
+/* A shared demo server "s" (for STATUS= to say when the daemon is up) and a demo server "c"
+ * run as instances with more keys (JSON members). */
+static void start_instanced(const char *keys) {
+        add_tagged("s", "", "");
+        add_tagged("c", keys, "\"--probe-tools\"");
+        start(NULL);
+        wait_all_ready(1);
+}
+
+/* Live processes of this test's server c (tagged: tests run side by side). */
+static unsigned c_processes(void) {
+        static char env[256 * 1024];
+        DIR *dir = opendir("/proc");
+        struct dirent *de;
+        unsigned count = 0;
+
+        cr_assert_not_null(dir);
+        while ((de = readdir(dir))) {
+                pid_t pid = (pid_t)atoi(de->d_name);
+                size_t len = pid > 0 ? h_read_environ(pid, env, sizeof env) : 0;
+
+                if (len && h_environ_has(env, len, "MCPVISOR_SERVER=c", true) && h_environ_has(env, len, tag_entry(), true) &&
+                    !h_pid_gone(pid))
+                        count++;
+        }
+        closedir(dir);
+        return count;
+}
+
+/* c__remember through x (text NULL: only ask); returns the pid of the instance that
+ * answered, and what it keeps in kept (may be NULL). */
+static pid_t remember(struct h_client *x, const char *id, const char *text, char *kept, size_t size) {
+        json_object *r = h_client_tool_call(x, id, "c__remember", text ? sf("{\"text\":\"%s\"}", text) : "{}");
+        const char *answer = h_result_text(r), *space = strrchr(answer, ' ');
+        pid_t pid;
+
+        cr_assert_not_null(space, "%s", h_json_text(r));
+        pid = (pid_t)atol(space + 1);
+        if (kept)
+                snprintf(kept, size, "%.*s", (int)(space - answer), answer);
+        json_object_put(r);
+        cr_assert_gt(pid, 0);
+        return pid;
+}
+
+Test(instances, per_client_state_is_not_shared) {
+        char kept[256];
+
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        /* a lists first: its instance's tools beside the shared server's, under the same names */
+        json_object *l = h_client_call(a, "1", "tools/list", NULL);
+        const char *names = h_tool_names(l);
+        cr_assert(strstr(names, "s__echo") && strstr(names, "c__remember"), "%s", names);
+        json_object_put(l);
+        pid_t pa = remember(a, "2", "secret-of-a", kept, sizeof kept);
+        cr_assert_str_eq(kept, "secret-of-a");
+
+        /* b calls at once, with no list before: it waits for its instance, never "not ready" */
+        pid_t pb = remember(b, "1", NULL, kept, sizeof kept);
+        cr_assert_neq(pa, pb, "both clients reached one process");
+        cr_assert_str_eq(kept, "", "b read a's state");
+        remember(b, "2", "secret-of-b", NULL, 0);
+        cr_assert_eq(remember(a, "3", NULL, kept, sizeof kept), pa);
+        cr_assert_str_eq(kept, "secret-of-a");
+        cr_assert_eq(c_processes(), 2);
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+/* What x asked of its instance's ask tool reaches x, and x's answer reaches its instance. */
+static void roots_of(struct h_client *x, const char *root) {
+        h_client_tool_request(x, "\"r\"", "c__ask", "{\"method\":\"roots/list\"}");
+        json_object *u = h_take(x, h_is_method, "roots/list", H_TIMEOUT_MS);
+
+        cr_assert_not_null(u, "the roots/list of this client's instance did not reach it");
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"roots\":[{\"uri\":\"file:///%s\"}]}}\n",
+                h_json_text(h_get(u, "id")), root);
+        json_object_put(u);
+        json_object *r = h_client_answer(x, "\"r\"");
+        cr_assert(strstr(h_result_text(r), sf("%s\"", root)), "%s", h_json_text(r));
+        json_object_put(r);
+}
+
+Test(instances, roots_of_each_from_its_own_client) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open_with("{\"roots\":{}}"), *b = cl_open_with("{\"roots\":{}}");
+
+        roots_of(a, "root-of-a");
+        roots_of(b, "root-of-b");
+        roots_of(a, "root-of-a2");
+        cr_assert_null(h_take(b, h_is_method, "roots/list", 200), "b was asked for a's instance");
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+Test(instances, instance_ends_with_its_client) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+        pid_t pa = remember(a, "1", "x", NULL, 0), pb = remember(b, "1", "y", NULL, 0);
+
+        h_client_close(a);
+        cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS), "a's instance outlived a");
+        cr_assert(h_log_count_wait(&D, "its client disconnected", 1, H_TIMEOUT_MS));
+        cr_assert_not(h_pid_gone(pb), "b's instance ended with a");
+        cr_assert_eq(remember(b, "2", NULL, NULL, 0), pb);
+        h_client_close(b);
+        cr_assert(h_pid_gone_wait(pb, H_TIMEOUT_MS), "b's instance outlived b");
+        cr_assert_eq(c_processes(), 0);
+        stop_clean();
+}
+
+Test(instances, per_user_shared_by_its_users_clients_until_idle) {
+        char kept[256];
+
+        start_instanced("\"instances\":\"per-user\",\"instanceIdle\":1");
+        struct h_client *a = cl_open(), *b = cl_open();
+        pid_t pa = remember(a, "1", "ours", NULL, 0);
+
+        cr_assert_eq(remember(b, "1", NULL, kept, sizeof kept), pa, "two clients of one user, two instances");
+        cr_assert_str_eq(kept, "ours");
+        h_client_close(a);
+        cr_assert_eq(remember(b, "2", NULL, NULL, 0), pa, "its user still has a client");
+        long long closed = h_now_ms();
+        h_client_close(b);
+        cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS), "not stopped after instanceIdle");
+        cr_assert_geq(h_now_ms() - closed, 900, "stopped before instanceIdle");
+        cr_assert(h_log_count_wait(&D, "no client for instanceIdle", 1, H_TIMEOUT_MS));
+        stop_clean();
+}
+
+Test(instances, max_instances_refuses_naming_the_server_and_limit) {
+        start_instanced("\"instances\":\"per-client\",\"maxInstances\":1");
+        struct h_client *a = cl_open(), *b = cl_open();
+        pid_t pa = remember(a, "1", "x", NULL, 0);
+
+        json_object *r = h_client_tool_call(b, "1", "c__remember", "{}");
+        cr_assert_neq(h_error_code(r), 0, "%s", h_json_text(r));
+        const char *message = h_str(r, "error.message");
+        cr_assert(strstr(message, "'c'") && strstr(message, "1") && strstr(message, "maxInstances"), "%s", message);
+        json_object_put(r);
+        /* nothing else moved: b still reaches the shared server, a its instance */
+        r = h_client_tool_call(b, "2", "s__echo", "{\"text\":\"hi\"}");
+        cr_assert_str_eq(h_result_text(r), "hi");
+        json_object_put(r);
+        cr_assert_eq(remember(a, "2", NULL, NULL, 0), pa);
+        /* a gone, b gets one */
+        h_client_close(a);
+        cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS));
+        cr_assert_neq(remember(b, "3", NULL, NULL, 0), pa);
+        h_client_close(b);
+        stop_clean();
+}
+
+Test(instances, killed_instance_fails_only_its_owners_call) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+        pid_t pa = remember(a, "1", "x", NULL, 0), pb = remember(b, "1", "y", NULL, 0);
+
+        /* each call's first progress says it reached its process */
+        h_client_request(a, "2", "tools/call", "{\"name\":\"c__sleep\",\"arguments\":{\"ms\":3000},\"_meta\":{\"progressToken\":\"pa\"}}");
+        h_client_request(b, "2", "tools/call", "{\"name\":\"c__sleep\",\"arguments\":{\"ms\":1000},\"_meta\":{\"progressToken\":\"pb\"}}");
+        json_object *progress = h_take(a, h_is_method, "notifications/progress", H_TIMEOUT_MS);
+        cr_assert_not_null(progress, "a's call made no progress");
+        json_object_put(progress);
+        progress = h_take(b, h_is_method, "notifications/progress", H_TIMEOUT_MS);
+        cr_assert_not_null(progress, "b's call made no progress");
+        json_object_put(progress);
+        cr_assert_eq(kill(pa, SIGKILL), 0);
+        json_object *r = h_client_answer(a, "2");
+        cr_assert_neq(h_error_code(r), 0, "a's call survived its instance: %s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_answer(b, "2");
+        cr_assert_eq(h_error_code(r), 0, "b's call failed with a's instance: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(remember(b, "3", NULL, NULL, 0), pb, "b's instance was restarted");
+        /* a's instance restarts alone, by the restart policy */
+        cr_assert(h_log_count_wait(&D, "[c] backoff -> starting", 1, H_TIMEOUT_MS));
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+Test(instances, spare_handed_over_and_replaced) {
+        start_instanced("\"instances\":\"per-client\",\"spareInstances\":1");
+        cr_assert(h_log_count_wait(&D, "[c] starting -> ready", 1, H_TIMEOUT_MS), "no spare started");
+        cr_assert_eq(c_processes(), 1);
+
+        long long asked = h_now_ms();
+        struct h_client *a = cl_open();
+        pid_t pa = remember(a, "1", "x", NULL, 0);
+        long long waited = h_now_ms() - asked;
+        cr_assert(h_log_count_wait(&D, "a spare instance handed over to client", 1, H_TIMEOUT_MS));
+        cr_assert(h_log_count_wait(&D, "[c] starting -> ready", 2, H_TIMEOUT_MS), "the spare was not replaced");
+        cr_assert_eq(c_processes(), 2);
+        cr_log_info("first call through a spare: %lld ms", waited);
+        h_client_close(a);
+        cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS));
+        stop_clean();
+}
