@@ -69,9 +69,6 @@ static void teardown(void) {
 }
 
 TestSuite(isolation, .init = setup, .fini = teardown, .timeout = 150);
-/* The per-client tests wait for the daemon's "instances" key: until it is merged they are
- * disabled (a daemon without it skips the entry, and the clients find no tool). */
-#define WAITS_FOR_INSTANCES .disabled = true
 TestSuite(browser, .init = setup, .fini = teardown, .timeout = 150);
 
 /* ---- the daemon ---- */
@@ -309,7 +306,7 @@ Test(isolation, memory_shared_b_reads_as_entities) {
         json_object_put(facts);
 }
 
-Test(isolation, memory_per_client_b_reads_nothing_of_as, WAITS_FOR_INSTANCES) {
+Test(isolation, memory_per_client_b_reads_nothing_of_as) {
         json_object *facts = memory_run(PER_CLIENT);
 
         cr_assert(!holds(h_str(facts, "bSees"), secret), "B read A's entity: %s", h_str(facts, "bSees"));
@@ -341,7 +338,7 @@ Test(isolation, thinking_shared_b_hears_as_history) {
         json_object_put(facts);
 }
 
-Test(isolation, thinking_per_client_b_starts_afresh, WAITS_FOR_INSTANCES) {
+Test(isolation, thinking_per_client_b_starts_afresh) {
         json_object *facts = thinking_run(PER_CLIENT);
 
         cr_assert_eq(json_object_get_int(h_get(facts, "bFirst.thoughtHistoryLength")), 1, "B heard of A's thoughts: %s",
@@ -371,11 +368,12 @@ Test(browser, shared_b_sees_as_page) {
         json_object_put(facts);
 }
 
-Test(browser, per_client_b_sees_nothing_of_as_page, WAITS_FOR_INSTANCES) {
+Test(browser, per_client_b_sees_nothing_of_as_page) {
         json_object *facts = browser_run(PER_CLIENT);
 
         cr_assert(!holds(h_str(facts, "bSees"), secret), "B saw A's page: %s", h_str(facts, "bSees"));
         cr_assert(!holds(h_str(facts, "bSees"), h_str(facts, "url")), "B saw A's URL: %s", h_str(facts, "bSees"));
+        cr_log_info("B's snapshot and tabs: %.400s", h_str(facts, "bSees"));
         json_object_put(facts);
         expect_instances_ended("playwright");
 }
