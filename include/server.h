@@ -120,6 +120,7 @@ struct server {
         enum server_event queued_event; /* SERVER_EV_START or SERVER_EV_RESTART */
         const char *queued_detail;     /* its detail, a string literal */
         unsigned in_flight;            /* clients' requests forwarded and not answered */
+        uint64_t calls;                /* clients' requests forwarded so far */
         unsigned abandoned;            /* calls given up that may still run there */
         struct route_owners owners;    /* whose those calls are (server_route_*()) */
 };

@@ -89,6 +89,18 @@ static int wait_settled(struct ctl *ctl, struct ctl_conn *c, const char *name, c
         }
 }
 
+/* "github: 3 instances stopped"; naming an owner that has none fails. */
+static int report_instances(json_object *result, const char *name, bool one_owner) {
+        int64_t n = ctl_json_int(result, "stopped", 0);
+
+        if (one_owner && n == 0) {
+                fprintf(stderr, "%s: no such instance\n", name);
+                return CTL_EXIT_FAILURE;
+        }
+        printf("%s: %lld instance%s stopped\n", name, (long long)n, n == 1 ? "" : "s");
+        return CTL_EXIT_OK;
+}
+
 static int run_action(struct ctl *ctl, const char *verb, const char *name, const char *goal) {
         _cleanup_json_ json_object *params = json_object_new_object(), *result = NULL, *error = NULL;
         uint64_t request_timeout = ctl->no_wait ? ctl->timeout_usec : MIN(REQUEST_TIMEOUT_USEC, ctl->timeout_usec);
@@ -98,7 +110,9 @@ static int run_action(struct ctl *ctl, const char *verb, const char *name, const
 
         if (!path)
                 return CTL_EXIT_FAILURE;
-        if (!params || json_object_object_add(params, "name", json_object_new_string(name)) < 0) {
+        if (!params || json_object_object_add(params, "name", json_object_new_string(name)) < 0 ||
+            (ctl->access_user && json_object_object_add(params, "user", json_object_new_string(ctl->access_user)) < 0) ||
+            (ctl->client_id && json_object_object_add(params, "client", json_object_new_string(ctl->client_id)) < 0)) {
                 fprintf(stderr, CTL_NAME ": out of memory\n");
                 return CTL_EXIT_FAILURE;
         }
@@ -109,6 +123,8 @@ static int run_action(struct ctl *ctl, const char *verb, const char *name, const
                 r = CTL_EXIT_FAILURE;
         else if (error)
                 r = ctl_print_daemon_error(error); /* an unknown name: the daemon lists the configured ones */
+        else if (json_object_object_get_ex(result, "stopped", NULL)) /* a server run as instances */
+                r = report_instances(result, name, ctl->access_user || ctl->client_id);
         else if (ctl->no_wait)
                 r = CTL_EXIT_OK;
         else
@@ -142,5 +158,14 @@ static int run_restart(struct ctl *ctl, int argc, char **argv) {
         }
 
 const struct ctl_command ctl_cmd_start = ACTION(start, "start a server, wait until it is ready");
-const struct ctl_command ctl_cmd_stop = ACTION(stop, "stop a server, wait until it has stopped");
+const struct ctl_command ctl_cmd_stop = {
+        .name = "stop",
+        .synopsis = "[--no-wait] NAME [--user U | --client ID]",
+        .summary = "stop a server (or its instances), wait until it has stopped",
+        .min_args = 1,
+        .max_args = 1,
+        .options = CTL_OPT_NO_WAIT | CTL_OPT_TIMEOUT | CTL_OPT_ACCESS_USER | CTL_OPT_CLIENT,
+        .default_timeout_usec = DEFAULT_WAIT_USEC,
+        .run = run_stop,
+};
 const struct ctl_command ctl_cmd_restart = ACTION(restart, "restart a server, wait until it is ready");

@@ -278,10 +278,21 @@ static const char *cpu_cell(json_object *s, char *buf, size_t size) {
         return buf;
 }
 
+/* A server's name; an instance's with its owner: "browser (client 17)". */
+static const char *name_cell(json_object *s, char *buf, size_t size) {
+        const char *name = ctl_json_str(s, "name") ?: "?", *owner = ctl_json_str(s, "owner");
+
+        if (!owner)
+                return name;
+        snprintf(buf, size, "%s (%s)", name, owner);
+        return buf;
+}
+
 static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
         char state[48], pid[24], up[16], restarts[24], tools[24], inflight[24], memory[16], peak[16], cpu[24], tasks[24];
+        char name[256];
         const char *cells[] = {
-                ctl_json_str(s, "name") ?: "?",
+                name_cell(s, name, sizeof name),
                 state_cell(s, state, sizeof state),
                 /* a server reached by URL has no process: where it is */
                 ctl_json_str(s, "url") ?: ctl_json_int_cell(s, "pid", pid, sizeof pid),
@@ -305,6 +316,25 @@ static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
         return server_is_fine(s) ? 0 : add_notes(t, status, s);
 }
 
+/* "browser: per-client, 2 instances (at most 64, 1 spare)", a line per server run as instances. */
+static void print_instanced(json_object *status) {
+        json_object *rows = NULL;
+
+        if (!json_object_object_get_ex(status, "instanced", &rows) || !json_object_is_type(rows, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(rows); i++) {
+                json_object *p = json_object_array_get_idx(rows, i);
+                int64_t n = ctl_json_int(p, "count", 0), spares = ctl_json_int(p, "spareInstances", 0);
+
+                printf("%s: %s, %lld instance%s (at most %lld", ctl_json_str(p, "name") ?: "?",
+                       ctl_json_str(p, "instances") ?: "?", (long long)n, n == 1 ? "" : "s",
+                       (long long)ctl_json_int(p, "maxInstances", 0));
+                if (spares > 0)
+                        printf(", %lld spare%s", (long long)spares, spares == 1 ? "" : "s");
+                printf(")\n");
+        }
+}
+
 static int print_table(json_object *status, json_object *servers) {
         static const char *const header[] = { "NAME", "STATE", "PID", "UPTIME", "RESTARTS", "LAST EXIT", "TOOLS", "IN-FLIGHT",
                                               "LAUNCHER", "MEMORY", "PEAK", "CPU", "TASKS" };
@@ -312,8 +342,11 @@ static int print_table(json_object *status, json_object *servers) {
         int r;
 
         print_daemon_line(status);
+        print_instanced(status);
         if (json_object_array_length(servers) == 0) {
-                printf("no servers configured\n");
+                if (!json_object_object_get_ex(status, "instanced", NULL) ||
+                    json_object_array_length(json_object_object_get(status, "instanced")) == 0)
+                        printf("no servers configured\n");
                 return 0;
         }
         r = ctl_table_init(&t, header, ARRAY_SIZE(header));

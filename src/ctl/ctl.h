@@ -26,6 +26,7 @@ enum {
         CTL_OPT_PROFILE = 1 << 4,
         CTL_OPT_FOLLOW = 1 << 5,      /* logs -f */
         CTL_OPT_LINES = 1 << 6,       /* logs -n N */
+        CTL_OPT_CLIENT = 1 << 7,      /* stop --client ID */
 };
 
 struct ctl {
@@ -35,7 +36,8 @@ struct ctl {
         bool json;                /* --json */
         bool no_wait;             /* --no-wait */
         uint64_t timeout_usec;    /* --timeout, else the command's default */
-        const char *access_user;  /* access --user NAME */
+        const char *access_user;  /* access --user NAME, stop --user NAME */
+        const char *client_id;    /* stop --client ID */
         const char *profile;      /* --profile */
         bool follow;              /* logs -f, --follow */
         unsigned lines;           /* logs -n, --lines; 0: the command's default */

@@ -18,7 +18,7 @@ static const struct ctl_command *const commands[] = {
 };
 
 enum { OPT_SOCKET = 's', OPT_CONTROL = 'C', OPT_HELP = 'h', OPT_VERSION = 'V',
-       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT, OPT_ACCESS_USER, OPT_PROFILE,
+       OPT_SYSTEM = 0x100, OPT_USER, OPT_JSON, OPT_NO_WAIT, OPT_TIMEOUT, OPT_ACCESS_USER, OPT_PROFILE, OPT_CLIENT,
        OPT_FOLLOW = 'f', OPT_LINES = 'n' };
 
 static void usage(FILE *out) {
@@ -52,6 +52,7 @@ static void usage(FILE *out) {
                 "  -h, --help                  show this help\n"
                 "  -V, --version               show the version\n"
                 "After the command access, --user NAME names the user to check (a name or uid);\n"
+                "after stop, --user NAME or --client ID the owner of the instance to stop.\n"
                 "pass -C PATH there for the user service's control socket.\n"
                 "\n"
                 "Exit status: 0 done, 1 failed (the message says why; access: an unknown user\n"
@@ -97,7 +98,8 @@ static int parse_lines(struct ctl *ctl, const char *arg) {
 
 /* Whether argv[i], an option, takes the next argument as its value. */
 static bool takes_value(const char *arg) {
-        static const char *const with_value[] = { "-s", "-C", "--socket", "--control-socket", "--timeout", "--profile", "--lines", "-n" };
+        static const char *const with_value[] = { "-s", "-C", "--socket", "--control-socket", "--timeout", "--profile", "--lines", "-n",
+                                                  "--client" };
 
         for (size_t i = 0; i < ARRAY_SIZE(with_value); i++)
                 if (strcmp(arg, with_value[i]) == 0)
@@ -105,9 +107,10 @@ static bool takes_value(const char *arg) {
         return false;
 }
 
-/* After the command access, --user names the user to check, as operators write it
- * (`mcpvisorctl access --user alice`), not the user service's sockets: it is renamed before
- * the options are parsed, wherever getopt would have taken it. */
+/* After the command access (or stop), --user names the user to check (or whose instance
+ * to stop), as operators write it (`mcpvisorctl access --user alice`), not the user
+ * service's sockets: it is renamed before the options are parsed, wherever getopt would
+ * have taken it. */
 static void rename_access_user(int argc, char **argv) {
         static char renamed[] = "--access-user";
         bool after_access = false;
@@ -118,7 +121,7 @@ static void rename_access_user(int argc, char **argv) {
                 else if (argv[i][0] == '-' && takes_value(argv[i]))
                         i++;
                 else if (argv[i][0] != '-' && !after_access) {
-                        if (strcmp(argv[i], "access") != 0)
+                        if (strcmp(argv[i], "access") != 0 && strcmp(argv[i], "stop") != 0)
                                 return;
                         after_access = true;
                 }
@@ -136,6 +139,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                 { "timeout", required_argument, NULL, OPT_TIMEOUT },
                 { "access-user", required_argument, NULL, OPT_ACCESS_USER },
                 { "profile", required_argument, NULL, OPT_PROFILE },
+                { "client", required_argument, NULL, OPT_CLIENT },
                 { "follow", no_argument, NULL, OPT_FOLLOW },
                 { "lines", required_argument, NULL, OPT_LINES },
                 { "help", no_argument, NULL, OPT_HELP },
@@ -160,6 +164,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
                         break;
                 case OPT_ACCESS_USER: ctl->access_user = optarg; seen->options |= CTL_OPT_ACCESS_USER; break;
                 case OPT_PROFILE: ctl->profile = optarg; seen->options |= CTL_OPT_PROFILE; break;
+                case OPT_CLIENT: ctl->client_id = optarg; seen->options |= CTL_OPT_CLIENT; break;
                 case OPT_FOLLOW: ctl->follow = true; seen->options |= CTL_OPT_FOLLOW; break;
                 case OPT_LINES:
                         if (parse_lines(ctl, optarg) < 0)
@@ -183,7 +188,7 @@ static int parse_options(int argc, char **argv, struct ctl *ctl, struct seen *se
 }
 
 static const char *const option_names[] = { "--json", "--no-wait", "--timeout", "--user NAME", "--profile", "--follow",
-                                            "--lines" };
+                                            "--lines", "--client" };
 
 /* The command, its arguments counted and its options checked. NULL after a usage error. */
 static const struct ctl_command *pick_command(int argc, char **argv, const struct seen *seen) {

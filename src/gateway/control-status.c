@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "run.h"
 #include "jsonrpc.h"
+#include "pool.h"
 #include "methods.h"
 #include "time-util.h"
 #include "version.h"
@@ -133,6 +134,12 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         _cleanup_free_ char *end = s->last_exit.code ? server_exit_text(&s->last_exit) : NULL;
 
         json_object_object_add(row, "name", json_object_new_string(s->config->name));
+        if (s->owner.kind != OWNER_NONE) { /* an instance (pool.h): whose */
+                char owner[160];
+
+                pool_describe_owner(&s->owner, owner, sizeof owner);
+                json_object_object_add(row, "owner", json_object_new_string(owner));
+        }
         json_object_object_add(row, "state", json_object_new_string(server_state_name(s->state)));
         json_object_object_add(row, "disabled", json_object_new_boolean(s->config->disabled));
         if (s->removed)
@@ -159,6 +166,7 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         json_object_object_add(row, "templates",
                                json_object_new_int64((int64_t)catalog_count(&s->catalog, CATALOG_TEMPLATES)));
         json_object_object_add(row, "inFlight", json_object_new_int64(s->in_flight));
+        json_object_object_add(row, "calls", json_object_new_int64((int64_t)s->calls));
         add_usage(row, in);
         return row;
 }
@@ -196,6 +204,25 @@ static json_object *daemon_row(const struct daemon *d, uint64_t now) {
         return row;
 }
 
+/* The entries run as instances: how, how many now, and their bounds. */
+static json_object *instanced_rows(const struct supervisor *sv) {
+        json_object *rows = json_object_new_array();
+
+        for (size_t i = 0; i < sv->n_pools; i++) {
+                const struct pool *p = sv->pools[i];
+                json_object *row = json_object_new_object();
+
+                json_object_object_add(row, "name", json_object_new_string(pool_name(p)));
+                json_object_object_add(row, "instances", json_object_new_string(server_instances_names[p->config->instances]));
+                json_object_object_add(row, "count", json_object_new_int64((int64_t)pool_size(p)));
+                json_object_object_add(row, "maxInstances", json_object_new_int64(p->config->max_instances));
+                json_object_object_add(row, "spareInstances", json_object_new_int64(p->config->spare_instances));
+                json_object_object_add(row, "disabled", json_object_new_boolean(p->config->disabled));
+                json_object_array_add(rows, row);
+        }
+        return rows;
+}
+
 static void status(struct client *c, struct jsonrpc_msg *m) {
         const struct daemon *d = c->daemon;
         json_object *result = json_object_new_object(), *servers = json_object_new_array();
@@ -205,6 +232,7 @@ static void status(struct client *c, struct jsonrpc_msg *m) {
                 json_object_array_add(servers, server_row(d->supervisor.servers[i], now));
         json_object_object_add(result, "daemon", daemon_row(d, now));
         json_object_object_add(result, "servers", servers);
+        json_object_object_add(result, "instanced", instanced_rows(&d->supervisor));
         client_reply_result(c, m->id, result);
 }
 

@@ -278,8 +278,7 @@ int pool_instance(struct pool *p, const struct server_owner *owner, struct serve
                 m->server->owner = *owner;
                 server_log(m->server, LOG_INFO, "a spare instance handed over to %s", who);
         } else if (p->n >= p->config->max_instances) {
-                log_warning(p->sv->log, "server '%s': no instance for %s: maxInstances (%u) reached", pool_name(p), who,
-                            p->config->max_instances);
+                /* Logged by the caller, once per client: it asks again at each request. */
                 return refuse(error, -EUSERS,
                               "server '%s' has reached its limit of %u instances (maxInstances); none is left for this client",
                               pool_name(p), p->config->max_instances);

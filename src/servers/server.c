@@ -893,8 +893,10 @@ void server_free(struct server *s) {
 int server_route_added(struct server *s, uint64_t client_number, struct client *c) {
         int r = route_owners_add(&s->owners, client_number, c);
 
-        if (r >= 0)
+        if (r >= 0) {
                 s->in_flight++;
+                s->calls++;
+        }
         return r;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "ctl-proc.h"
 #include "servers.h"
 
 static struct h_daemon D;
@@ -225,5 +226,152 @@ Test(instances, spare_handed_over_and_replaced) {
         cr_log_info("first call through a spare: %lld ms", waited);
         h_client_close(a);
         cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS));
+        stop_clean();
+}
+
+/* A client initialized in profile (raw initialize with params._meta). */
+static struct h_client *open_in_profile(const char *profile) {
+        struct h_client *x = h_client_open(&D, true, NULL);
+        json_object *r = h_client_call(x, "0", "initialize",
+                                       sf("{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                          "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"},"
+                                          "\"_meta\":{\"mcpvisor/profile\":\"%s\"}}",
+                                          profile));
+
+        cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
+        json_object_put(r);
+        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return x;
+}
+
+Test(instances, access_rules_and_profiles_apply_to_instances) {
+        set_settings("\"profiles\":{\"narrow\":{\"servers\":[\"s\"]}},"
+                     "\"access\":{\"rules\":[{\"tools\":[\"c__remember\"],\"action\":\"deny\"}]}");
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *narrow = open_in_profile("narrow"), *plain = cl_open();
+
+        /* outside its profile: not found, and no instance made for it */
+        json_object *r = h_client_call(narrow, "1", "tools/list", NULL);
+        cr_assert_null(strstr(h_tool_names(r), "c__"), "%s", h_tool_names(r));
+        cr_assert(strstr(h_tool_names(r), "s__echo"), "%s", h_tool_names(r));
+        json_object_put(r);
+        r = h_client_tool_call(narrow, "2", "c__echo", "{\"text\":\"hi\"}");
+        cr_assert(h_str(r, "error.message") && strstr(h_str(r, "error.message"), "Unknown tool"), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(c_processes(), 0, "an instance was started for a client that may not see it");
+
+        /* a denied tool of an instance: not listed, refused as permission denied */
+        r = h_client_call(plain, "1", "tools/list", NULL);
+        cr_assert(strstr(h_tool_names(r), "c__echo"), "%s", h_tool_names(r));
+        cr_assert_null(strstr(h_tool_names(r), "c__remember"), "%s", h_tool_names(r));
+        json_object_put(r);
+        r = h_client_tool_call(plain, "2", "c__remember", "{}");
+        cr_assert(h_str(r, "error.message") && strstr(h_str(r, "error.message"), "permission denied: tool 'c__remember'"),
+                  "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_tool_call(plain, "3", "c__echo", "{\"text\":\"hi\"}");
+        cr_assert_str_eq(h_result_text(r), "hi");
+        json_object_put(r);
+        cr_assert_eq(c_processes(), 1);
+        h_client_close(narrow);
+        h_client_close(plain);
+        stop_clean();
+}
+
+Test(instances, log_messages_reach_only_the_owner) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        remember(a, "1", "x", NULL, 0);
+        remember(b, "1", "y", NULL, 0);
+        json_object_put(h_client_call(a, "2", "logging/setLevel", "{\"level\":\"debug\"}"));
+        json_object_put(h_client_call(b, "2", "logging/setLevel", "{\"level\":\"debug\"}"));
+        json_object_put(h_client_tool_call(a, "3", "c__log", "{\"text\":\"secret-of-a\"}"));
+        json_object *m = h_take(a, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(m, "a did not hear its own instance");
+        cr_assert(strstr(h_json_text(m), "secret-of-a"), "%s", h_json_text(m));
+        json_object_put(m);
+        /* b, whose own instance is c too, hears nothing of a's: after its own call's message */
+        json_object_put(h_client_tool_call(b, "3", "c__log", "{\"text\":\"of-b\"}"));
+        m = h_take(b, h_is_method, "notifications/message", H_TIMEOUT_MS);
+        cr_assert_not_null(m);
+        cr_assert(strstr(h_json_text(m), "of-b"), "b heard a's instance: %s", h_json_text(m));
+        json_object_put(m);
+        cr_assert_eq(h_inbox_drop(b, h_is_method, "notifications/message"), 0, "b heard another instance");
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+/* ---- operators: status, STATUS=, stop ---- */
+
+static struct proc R;
+
+static int ctl(const char *const *args) {
+        proc_free(&R);
+        proc_start(&R, &D, args, NULL);
+        proc_close_stdin(&R);
+        return proc_wait(&R, H_TIMEOUT_MS);
+}
+
+#define CTL(...) ctl((const char *const[]){ "-C", D.control, "-s", D.sock, __VA_ARGS__, NULL })
+
+/* The row of status --json for the instance whose pid is pid. */
+static json_object *row_of(json_object *status, pid_t pid) {
+        json_object *servers = h_get(status, "servers");
+
+        for (size_t i = 0; i < json_object_array_length(servers); i++) {
+                json_object *row = json_object_array_get_idx(servers, i);
+
+                if (h_get(row, "pid") && json_object_get_int(h_get(row, "pid")) == pid)
+                        return row;
+        }
+        return NULL;
+}
+
+Test(instances, status_and_stop_by_owner) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+        pid_t pa = remember(a, "1", "x", NULL, 0), pb = remember(b, "1", "y", NULL, 0);
+
+        cr_assert(h_notify_wait(&D, "2/2 instances", H_TIMEOUT_MS), "STATUS= does not count them: %s", D.notices);
+        int r = CTL("status", "--json");
+        cr_assert(r == 0 || r == 3, "status --json exited %d: %s", r, R.errbuf);
+        json_object *status = json_tokener_parse(R.outbuf), *ra = row_of(status, pa);
+        cr_assert_not_null(ra, "no row of a's instance: %s", R.outbuf);
+        cr_assert_not_null(row_of(status, pb));
+        cr_assert_str_eq(h_str(ra, "name"), "c");
+        const char *owner = h_str(ra, "owner");
+        cr_assert_not_null(owner);
+        cr_assert(strncmp(owner, "client ", 7) == 0, "%s", owner);
+        cr_assert_geq(json_object_get_int(h_get(ra, "calls")), 1);
+        json_object *instanced = h_get(status, "instanced");
+        cr_assert_eq(json_object_array_length(instanced), 1);
+        cr_assert_str_eq(h_str(json_object_array_get_idx(instanced, 0), "name"), "c");
+        cr_assert_eq(json_object_get_int(h_get(json_object_array_get_idx(instanced, 0), "count")), 2);
+        char id[32];
+        snprintf(id, sizeof id, "%s", owner + 7);
+        json_object_put(status);
+
+        r = CTL("status");
+        cr_assert(r == 0 || r == 3, "status exited %d: %s", r, R.errbuf);
+        cr_assert(strstr(R.outbuf, sf("c (client %s)", id)), "%s", R.outbuf);
+        cr_assert(strstr(R.outbuf, "c: per-client, 2 instances (at most 64)"), "%s", R.outbuf);
+
+        cr_assert_eq(CTL("stop", "c", "--client", id), 0, "%s %s", R.outbuf, R.errbuf);
+        cr_assert(strstr(R.outbuf, "c: 1 instance stopped"), "%s", R.outbuf);
+        cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS));
+        cr_assert_not(h_pid_gone(pb), "b's instance stopped with a's");
+        cr_assert_eq(CTL("stop", "c", "--client", "999999"), 1, "%s", R.outbuf);
+
+        pid_t again = remember(a, "2", NULL, NULL, 0);
+        cr_assert_neq(again, pa, "a's instance is made again on its next need");
+        cr_assert_eq(CTL("stop", "c"), 0, "%s %s", R.outbuf, R.errbuf);
+        cr_assert(strstr(R.outbuf, "c: 2 instances stopped"), "%s", R.outbuf);
+        cr_assert(h_pid_gone_wait(again, H_TIMEOUT_MS));
+        cr_assert(h_pid_gone_wait(pb, H_TIMEOUT_MS));
+        proc_free(&R);
+        h_client_close(a);
+        h_client_close(b);
         stop_clean();
 }
