@@ -867,6 +867,21 @@ static void tool_whoami(json_object *id, json_object *params, json_object *args)
         probe_result(id, 0, "", text);
 }
 
+/* Who it runs as and where: uid, gid, its supplementary groups and its working directory
+ * ("uid=65534 gid=65534 groups=65534 cwd=/"), for the tests of running as another user. */
+static void tool_identity(json_object *id, json_object *params, json_object *args) {
+        gid_t groups[64];
+        int n = getgroups(64, groups);
+        char text[PATH_MAX + 512], cwd[PATH_MAX];
+        size_t len;
+
+        len = (size_t)snprintf(text, sizeof(text), "uid=%u gid=%u groups=", (unsigned)getuid(), (unsigned)getgid());
+        for (int i = 0; i < n && len < sizeof(text) - 16; i++)
+                len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%u", i ? "," : "", (unsigned)groups[i]);
+        snprintf(text + len, sizeof(text) - len, " cwd=%s", getcwd(cwd, sizeof(cwd)) ? cwd : "?");
+        probe_result(id, n < 0 ? -errno : 0, "getgroups", text);
+}
+
 /* Touches mb megabytes, a page at a time, and keeps them: past memoryMax, the OOM killer. */
 static void tool_alloc(json_object *id, json_object *params, json_object *args) {
         json_object *mb = get_number(args, "mb");
@@ -924,6 +939,7 @@ static const struct tool probe_tools[] = {
           tool_fork },
         { "remember", "Keeps its text argument if given; returns what it keeps and the server's pid.",
           "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}", tool_remember },
+        { "identity", "Returns the server's uid, gid, groups and working directory.", SCHEMA_NONE, tool_identity },
 };
 
 static json_object *tool_entry(const char *name, const char *description, const char *schema) {
@@ -1867,9 +1883,10 @@ static void help(void) {
                "Catalogue:\n"
                "  --tools N                  Add tools tool_1..tool_N (each like echo)\n"
                "  --probe-tools              Add write_file {path, text?}, read_file {path}, inet,\n"
-               "                             whoami, alloc {mb}, fork {n}: what the server may do where\n"
-               "                             it runs (confinement tests); and remember {text?}, which\n"
-               "                             keeps TEXT and answers what it keeps and its pid (instances)\n"
+               "                             whoami, alloc {mb}, fork {n} and identity: what the server may\n"
+               "                             do where it runs, and as whom (confinement tests); and\n"
+               "                             remember {text?}, which keeps TEXT and answers what it keeps\n"
+               "                             and its pid (instances)\n"
                "  --prompts N                Add prompts prompt_1..prompt_N\n"
                "  --resources N              Add resources demo://res/1..N\n"
                "  --page-size N              Page lists N items at a time (0: one page)\n"

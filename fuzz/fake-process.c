@@ -135,13 +135,15 @@ static void take_stdio(struct fake_process *fp, const int stdio[3]) {
 }
 
 int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
-                  char *const *envp, const char *cwd, const int stdio[3], process_exit_fn on_exit, void *userdata) {
+                  char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3],
+                  process_exit_fn on_exit, void *userdata) {
         struct fake_process *fp;
         int r;
 
         (void)program;
         (void)envp;
         (void)cwd;
+        (void)as;
         process_init(p);
         p->on_exit = on_exit;
         p->userdata = userdata;

@@ -9,6 +9,8 @@
 
 #include "server-config.h"
 
+struct run_as;
+
 /* Names the daemon passes on from its own environment; everything else, NOTIFY_SOCKET,
  * LISTEN_*, WATCHDOG_*, JOURNAL_STREAM and CREDENTIALS_DIRECTORY above all, stays ours. */
 #define ENVIRONMENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -22,17 +24,20 @@
 #define ENV_DAEMON "MCPVISOR_DAEMON"
 
 /* Builds a NULL-terminated "NAME=value" array in *ret: PATH, HOME, LANG, LC_*, TZ from
- * daemon_env, then the configured env (credentials read from credentials_dir, which may be
- * NULL; see credential.h), then MCPVISOR_SERVER, MCPVISOR_INSTANCE and, unless daemon_id is NULL,
- * MCPVISOR_DAEMON. On failure *error says what to fix. */
+ * daemon_env, then, for a run as another user (as, run-as.h; NULL: the daemon's own),
+ * that user's HOME, USER and LOGNAME, then the configured env (credentials read from
+ * credentials_dir, which may be NULL; see credential.h), then MCPVISOR_SERVER,
+ * MCPVISOR_INSTANCE and, unless daemon_id is NULL, MCPVISOR_DAEMON. On failure *error says
+ * what to fix. */
 int environment_build(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
-                      uint64_t instance, const char *credentials_dir, char ***ret, char **error);
+                      uint64_t instance, const char *credentials_dir, const struct run_as *as, char ***ret,
+                      char **error);
 
 /* The same for a transient unit's Environment= property, which every local user can read
  * (systemctl show, the bus): the values read from credentials are left out (the unit
  * gets them through LoadCredential= and mcpvisor-exec-credentials, see
  * unit-properties.h), and so is the daemon's HOME (the service manager sets the unit
- * user's own). Reads no file. */
+ * user's own, with USER and LOGNAME, from User=). Reads no file. */
 int environment_build_public(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
                              uint64_t instance, char ***ret);
 

@@ -9,6 +9,7 @@
 
 struct event_base;
 struct event;
+struct run_as;
 
 /* The daemon's loop has three event priorities; everything runs at libevent's default (1)
  * but what spawns servers: a process's exit and SIGCHLD (which restart it), a server's
@@ -25,6 +26,17 @@ struct event;
 struct process;
 typedef void (*process_exit_fn)(struct process *p, void *userdata);
 
+/* Where a spawn failed, for the words of its error. */
+enum process_step {
+        PROCESS_STEP_NONE,
+        PROCESS_STEP_SETUP,  /* the child's own setup: process group, parent-death signal, descriptors */
+        PROCESS_STEP_GROUPS, /* taking the user's groups (setgroups) */
+        PROCESS_STEP_GID,    /* its gid (setresgid) */
+        PROCESS_STEP_UID,    /* its uid (setresuid) */
+        PROCESS_STEP_CWD,    /* entering the working directory */
+        PROCESS_STEP_EXEC,   /* execve() */
+};
+
 struct process {
         pid_t pid;               /* 0: nothing spawned; kept after reaping for logs */
         int pidfd;               /* -1 once reaped */
@@ -32,18 +44,24 @@ struct process {
         bool reaped;
         int code;                /* CLD_EXITED, CLD_KILLED, CLD_DUMPED once reaped */
         int status;              /* exit status or signal number */
+        enum process_step failed_step; /* a spawn that failed: where */
         process_exit_fn on_exit;
         void *userdata;
 };
 
 void process_init(struct process *p);
 
-/* Spawns argv[0]=program with envp in cwd (NULL: the daemon's), with stdio[0], [1] and
- * [2] as its fds 0, 1 and 2; they are closed here whatever happens (the daemon keeps no
- * copy of the server's ends). On success on_exit fires when the process ends; call
- * process_reap() from it. Returns the exec error itself (-ENOENT, -EACCES, -EAGAIN, ...). */
+/* Spawns argv[0]=program with envp, with stdio[0], [1] and [2] as its fds 0, 1 and 2;
+ * they are closed here whatever happens (the daemon keeps no copy of the server's ends).
+ * as (run-as.h; NULL: the daemon's own user) is the user it runs as: its groups, gid and
+ * uid taken in that order before anything else the child does, each checked. Its working
+ * directory is cwd, else as's home (or "/" when the home cannot be entered), else the
+ * daemon's. On success on_exit fires when the process ends; call process_reap() from it.
+ * Returns the error itself (-ENOENT, -EACCES, -EAGAIN, -EPERM, ...), and p->failed_step
+ * says at which step. */
 int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
-                  char *const *envp, const char *cwd, const int stdio[3], process_exit_fn on_exit, void *userdata);
+                  char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3],
+                  process_exit_fn on_exit, void *userdata);
 
 /* Collects the exit status if the process has ended. 1: reaped now or before; 0: running. */
 int process_reap(struct process *p);

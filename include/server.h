@@ -34,6 +34,7 @@ struct client;
 struct pool;
 struct supervisor;
 struct run;
+struct run_as;
 struct event;
 
 enum server_state {
@@ -90,6 +91,11 @@ struct server {
         struct pool *pool;             /* the pool of an instance (pool.h), NULL for a shared server */
         struct server_config *config;  /* owned */
         struct server_config *next_config; /* a reload's, taken at the next start; owned */
+        /* The user its runs run as (run-as.h): NULL for the daemon's own. Set by whoever
+         * makes the server, before its first start, and not changed while it runs; not
+         * owned (its maker frees it after server_free()). Each launcher reads it at every
+         * start, and refuses a user this daemon cannot run (run_as_check()). */
+        const struct run_as *run_as;
         enum server_state state;
         uint64_t state_since;          /* usec, monotonic */
         char *cause;                   /* why it is in this state: "exit status 1; restarting in 1 s" */

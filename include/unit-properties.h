@@ -26,6 +26,8 @@
 #include "confinement.h"
 #include "server-config.h"
 
+struct run_as;
+
 /* Units are mcpvisor-NAME@TAG-N.service: TAG the daemon's, 8 hex digits of the hash of
  * its MCPVISOR_DAEMON= (the MCP socket's path), so two daemons on one manager never give
  * the same name, and one on the socket a dead daemon used gives that one's names (found
@@ -78,6 +80,9 @@ struct unit_input {
         /* User= under the system manager for an entry that names no user: the daemon's own,
          * root's too (a unit without User= runs as root with no HOME); NULL for none. */
         const char *default_user;
+        /* The user it runs as when not the daemon's (run-as.h), or NULL: User= that user's
+         * (not default_user), WorkingDirectory= its home unless the entry has a cwd. */
+        const struct run_as *run_as;
         /* AddRef=: the unit is kept until the daemon's bus connection drops or UnrefUnit().
          * Only over a bus broker: the manager tracks its peers by unique name, and a direct
          * connection (the private socket) has none, so StartTransientUnit would fail. */

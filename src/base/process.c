@@ -11,10 +11,12 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "macro.h"
+#include "run-as.h"
 
 void process_init(struct process *p) {
         *p = (struct process){ .pidfd = -1 };
@@ -47,51 +49,114 @@ _child_code_ static int unshare_fds(const int stdio[3], int error_fd) {
         return close_range((unsigned)top + 1, ~0U, CLOSE_RANGE_UNSHARE);
 }
 
+/* The child takes on another user's groups, gid and uid, in that order (each needs the
+ * privilege the next one gives up). Raw system calls, not glibc's wrappers: in a daemon
+ * with a thread of its own (a reload's read), those would change the credentials of every
+ * thread of the process they think they are in, which is the daemon's memory here. */
+#ifdef SYS_setgroups32
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETRESUID SYS_setresuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETRESUID SYS_setresuid
+#endif
+
+_child_code_ static enum process_step become(const struct run_as *as) {
+        /* Its own user: nothing to drop (and an unprivileged daemon could not set groups). */
+        if (as->uid == geteuid())
+                return PROCESS_STEP_NONE;
+        /* -1 would mean "leave it as it is": root. */
+        if (as->uid == (uid_t)-1 || as->gid == (gid_t)-1) {
+                errno = EINVAL;
+                return PROCESS_STEP_UID;
+        }
+        if (syscall(SYS_SETGROUPS, as->n_groups, as->groups) < 0)
+                return PROCESS_STEP_GROUPS;
+        if (syscall(SYS_SETRESGID, as->gid, as->gid, as->gid) < 0)
+                return PROCESS_STEP_GID;
+        if (syscall(SYS_SETRESUID, as->uid, as->uid, as->uid) < 0)
+                return PROCESS_STEP_UID;
+        /* Not merely trusted: a uid it could take back would be no drop at all. */
+        if (syscall(SYS_SETRESUID, 0, 0, 0) == 0 && as->uid != 0) {
+                errno = EPERM;
+                return PROCESS_STEP_UID;
+        }
+        return PROCESS_STEP_NONE;
+}
+
+/* Its working directory: cwd; else, as another user, that user's home, or "/" when the
+ * home cannot be entered (as login(1) does, and the service manager for
+ * WorkingDirectory=-~); else the daemon's. */
+_child_code_ static int enter_cwd(const char *cwd, const struct run_as *as) {
+        if (cwd)
+                return chdir(cwd);
+        if (as && chdir(as->home) < 0)
+                return chdir("/");
+        return 0;
+}
+
 /* In the child, between clone and exec: async-signal-safe calls only. Own process group, so
- * the close sequence signals the server and all it started; PR_SET_PDEATHSIG, so it dies
+ * the close sequence signals the server and all it started; its user (as), before
+ * PR_SET_PDEATHSIG, which a change of credentials clears; PR_SET_PDEATHSIG, so it dies
  * with the daemon even when the daemon is SIGKILLed; the daemon's mask and handlers (SIGPIPE
- * ignored, libevent's) do not leak into it. Returns only on failure, with errno set. */
-_child_code_ static void child_exec(pid_t daemon, const char *program, char *const *argv, char *const *envp, const char *cwd,
-                       const int stdio[3], int error_fd) {
+ * ignored, libevent's) do not leak into it. Returns only on failure, with errno set, and
+ * the step that failed. */
+_child_code_ static enum process_step child_exec(pid_t daemon, const char *program, char *const *argv,
+                                                 char *const *envp, const char *cwd, const struct run_as *as,
+                                                 const int stdio[3], int error_fd) {
         struct sigaction dfl = { .sa_handler = SIG_DFL };
+        enum process_step step;
         sigset_t none;
 
         for (int sig = 1; sig < _NSIG; sig++)
                 if (sig != SIGKILL && sig != SIGSTOP)
                         (void)sigaction(sig, &dfl, NULL);
-        if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                return;
+        if (setpgid(0, 0) < 0)
+                return PROCESS_STEP_SETUP;
+        if (as && (step = become(as)) != PROCESS_STEP_NONE)
+                return step;
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                return PROCESS_STEP_SETUP;
         /* The daemon died before prctl() took effect: nobody would ever end us. */
         if (getppid() != daemon) {
                 errno = ESRCH;
-                return;
+                return PROCESS_STEP_SETUP;
         }
         if (unshare_fds(stdio, error_fd) < 0)
-                return;
+                return PROCESS_STEP_SETUP;
         for (int k = 0; k < 3; k++)
                 if (move_fd(stdio[k], k) < 0)
-                        return;
-        if (cwd && chdir(cwd) < 0)
-                return;
+                        return PROCESS_STEP_SETUP;
+        if (enter_cwd(cwd, as) < 0)
+                return PROCESS_STEP_CWD;
         /* Everything else from 3 up but error_fd, which closes itself at exec. */
         if ((error_fd > 3 && close_range(3, (unsigned)error_fd - 1, 0) < 0) ||
             close_range((unsigned)error_fd + 1, ~0U, 0) < 0)
-                return;
+                return PROCESS_STEP_SETUP;
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-                return;
+                return PROCESS_STEP_SETUP;
         execve(program, argv, envp);
+        return PROCESS_STEP_EXEC;
 }
 
-/* The child's exec error (positive), 0 once it exec'd: error_fd reads EOF then. */
-static int exec_error(int error_fd) {
-        int error = 0;
+/* What the child writes to error_fd when it fails: the step and its errno. */
+struct child_failure {
+        int step;
+        int error;
+};
+
+/* The child's failure, its error positive; error 0 once it exec'd: error_fd reads EOF then. */
+static struct child_failure exec_error(int error_fd) {
+        struct child_failure f = { 0 };
         ssize_t n;
 
         do
-                n = read(error_fd, &error, sizeof error);
+                n = read(error_fd, &f, sizeof f);
         while (n < 0 && errno == EINTR);
-        return n == (ssize_t)sizeof error ? error : 0;
+        return n == (ssize_t)sizeof f ? f : (struct child_failure){ 0 };
 }
 
 /* valgrind runs a vfork as a fork, but aborts on a clone() that shares the descriptor
@@ -110,17 +175,18 @@ struct child_args {
         const char *program;
         char *const *argv, *const *envp;
         const char *cwd;
+        const struct run_as *as;
         const int *stdio;
         int error_fd;
 };
 
 _child_code_ static int child_main(void *userdata) {
         struct child_args *a = userdata;
-        int error;
+        struct child_failure f;
 
-        child_exec(a->daemon, a->program, a->argv, a->envp, a->cwd, a->stdio, a->error_fd);
-        error = errno;
-        (void)!write(a->error_fd, &error, sizeof error);
+        f.step = (int)child_exec(a->daemon, a->program, a->argv, a->envp, a->cwd, a->as, a->stdio, a->error_fd);
+        f.error = errno;
+        (void)!write(a->error_fd, &f, sizeof f);
         _exit(127);
 }
 
@@ -130,11 +196,12 @@ _child_code_ static int child_main(void *userdata) {
  * posix_spawn() itself: PR_SET_PDEATHSIG must be set in the child. Signals stay blocked
  * across clone() so no handler of the daemon's runs in the child, on the daemon's memory,
  * before its reset. */
-static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *const *envp, const char *cwd,
-                      const int stdio[3]) {
+static int spawn_with(pid_t *pid, enum process_step *step, const char *program, char *const *argv,
+                      char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3]) {
         _cleanup_close_ int error_read = -1, error_write = -1;
         _Alignas(16) char stack[CHILD_STACK_SIZE];
         struct child_args args;
+        struct child_failure f;
         sigset_t all, old;
         int pipe_fds[2], error;
 
@@ -143,7 +210,7 @@ static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *
         error_read = pipe_fds[0];
         error_write = pipe_fds[1];
         args = (struct child_args){ .daemon = getpid(), .program = program, .argv = argv, .envp = envp,
-                                    .cwd = cwd, .stdio = stdio, .error_fd = error_write };
+                                    .cwd = cwd, .as = as, .stdio = stdio, .error_fd = error_write };
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &old);
         *pid = clone(child_main, stack + sizeof stack, clone_flags(), &args);
@@ -152,10 +219,11 @@ static int spawn_with(pid_t *pid, const char *program, char *const *argv, char *
         if (*pid < 0)
                 return -error;
         closep(&error_write);
-        error = exec_error(error_read);
-        if (error != 0) {
+        f = exec_error(error_read);
+        if (f.error != 0) {
                 (void)waitpid(*pid, NULL, 0);
-                return -error;
+                *step = (enum process_step)f.step;
+                return -f.error;
         }
         return 0;
 }
@@ -182,13 +250,14 @@ static int watch(struct process *p, struct event_base *base) {
 }
 
 int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
-                  char *const *envp, const char *cwd, const int stdio[3], process_exit_fn on_exit, void *userdata) {
+                  char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3],
+                  process_exit_fn on_exit, void *userdata) {
         int r;
 
         process_init(p);
         p->on_exit = on_exit;
         p->userdata = userdata;
-        r = spawn_with(&p->pid, program, argv, envp, cwd, stdio);
+        r = spawn_with(&p->pid, &p->failed_step, program, argv, envp, cwd, as, stdio);
         /* The program has its own copies now, or failed. */
         for (int k = 0; k < 3; k++)
                 close(stdio[k]);

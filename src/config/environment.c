@@ -12,6 +12,7 @@
 
 #include "credential.h"
 #include "macro.h"
+#include "run-as.h"
 #include "settings.h"
 #include "text.h"
 
@@ -105,9 +106,21 @@ static int put_configured(const struct server_config *s, const char *credentials
         return 0;
 }
 
+/* Another user's run has that user's HOME, USER and LOGNAME, as a login would, not the
+ * daemon's; what the entry's env says still comes after. */
+static int put_identity(const struct run_as *as, char **env, size_t *n) {
+        int r;
+
+        if (!as)
+                return 0;
+        if ((r = env_put(env, n, "HOME", as->home)) < 0 || (r = env_put(env, n, "USER", as->user)) < 0)
+                return r;
+        return env_put(env, n, "LOGNAME", as->user);
+}
+
 static int build(const struct server_config *s, char *const *daemon_env, const char *daemon_id, uint64_t instance,
-                 const char *credentials_dir, bool for_unit, char ***ret, char **error) {
-        size_t n = 0, cap = s->n_env + 4;
+                 const char *credentials_dir, const struct run_as *as, bool for_unit, char ***ret, char **error) {
+        size_t n = 0, cap = s->n_env + 7;
         char **env, number[32];
         int r = 0;
 
@@ -121,6 +134,8 @@ static int build(const struct server_config *s, char *const *daemon_env, const c
                         r = (env[n] = strdup(daemon_env[i])) ? (n++, 0) : -ENOMEM;
         if (r == 0 && !environment_get(env, "PATH"))
                 r = env_put(env, &n, "PATH", ENVIRONMENT_DEFAULT_PATH);
+        if (r == 0)
+                r = put_identity(as, env, &n);
         if (r == 0)
                 r = put_configured(s, credentials_dir, for_unit, env, &n, error);
         snprintf(number, sizeof number, "%" PRIu64, instance);
@@ -142,13 +157,14 @@ static int build(const struct server_config *s, char *const *daemon_env, const c
 }
 
 int environment_build(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
-                      uint64_t instance, const char *credentials_dir, char ***ret, char **error) {
-        return build(s, daemon_env, daemon_id, instance, credentials_dir, false, ret, error);
+                      uint64_t instance, const char *credentials_dir, const struct run_as *as, char ***ret,
+                      char **error) {
+        return build(s, daemon_env, daemon_id, instance, credentials_dir, as, false, ret, error);
 }
 
 int environment_build_public(const struct server_config *s, char *const *daemon_env, const char *daemon_id,
                              uint64_t instance, char ***ret) {
-        return build(s, daemon_env, daemon_id, instance, NULL, true, ret, NULL);
+        return build(s, daemon_env, daemon_id, instance, NULL, NULL, true, ret, NULL);
 }
 
 static bool runnable(const char *path, int *error) {

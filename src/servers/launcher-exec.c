@@ -1,5 +1,5 @@
 /* The exec launcher: the program spawned as the daemon's own child (process.c), in its own
- * process group, with PR_SET_PDEATHSIG; watched through a pidfd, reaped by it, or by the
+ * process group, with PR_SET_PDEATHSIG, as the server's run_as user when it has one; watched through a pidfd, reaped by it, or by the
  * reaper's SIGCHLD when that comes first (supervisor.c asks run_reap()). */
 #include "launcher.h"
 
@@ -16,6 +16,8 @@
 #include "run.h"
 #include "macro.h"
 #include "process.h"
+#include "run-as.h"
+#include "server.h"
 #include "server-cause.h"
 #include "server-config.h"
 
@@ -48,14 +50,36 @@ static char **make_argv(const struct server_config *c) {
         return argv;
 }
 
+/* The words for a step of taking another user's identity. */
+static const char *identity_step(enum process_step step) {
+        switch (step) {
+        case PROCESS_STEP_GROUPS:
+                return "groups (setgroups)";
+        case PROCESS_STEP_GID:
+                return "gid (setresgid)";
+        default:
+                return "uid (setresuid)";
+        }
+}
+
 /* What a failed spawn means; a program that cannot be found is explained by environment.c. */
-static int explain(int r, const struct server_config *c, const char *program, char **error) {
+static int explain(int r, enum process_step step, const struct server_config *c, const struct run_as *as,
+                   const char *program, char **error) {
         int q;
 
         if (run_explain_shortage(r, error))
                 return r;
-        if (r == -ENOENT && c->cwd)
+        if (as && (step == PROCESS_STEP_GROUPS || step == PROCESS_STEP_GID || step == PROCESS_STEP_UID))
+                q = asprintf(error, "cannot run '%s' as user %s: taking its %s failed: %s", c->name, as->user,
+                             identity_step(step), strerror(-r));
+        else if (step == PROCESS_STEP_CWD)
+                q = asprintf(error, "cannot enter %s, its working directory%s%s: %s (check cwd)", c->cwd,
+                             as ? ", as user " : "", as ? as->user : "", strerror(-r));
+        else if (r == -ENOENT && c->cwd)
                 q = asprintf(error, "cannot run %s in %s: %s (check command and cwd)", program, c->cwd, strerror(-r));
+        else if (r == -EACCES && as)
+                q = asprintf(error, "permission denied running %s as user %s (is it executable and readable by that user?)",
+                             program, as->user);
         else if (r == -EACCES)
                 q = asprintf(error, "permission denied running %s (is it executable and readable by this user?)", program);
         else
@@ -65,28 +89,41 @@ static int explain(int r, const struct server_config *c, const char *program, ch
         return r;
 }
 
+static void close_stdio(const int fds[3]) {
+        for (int k = 0; k < 3; k++)
+                close(fds[k]);
+}
+
+/* Another user's run (the server's run_as) is refused before anything is made when this
+ * daemon cannot take that user's identity; the child takes it before exec. */
 static int exec_start(struct run *in, const struct server_config *c, char **env, const struct run_stdio *stdio,
                       char **error) {
         const int fds[3] = { stdio->in, stdio->out, stdio->err };
+        const struct run_as *as = in->server->run_as;
         _cleanup_free_ char *program = NULL;
         _cleanup_free_ char **argv = NULL;
         struct exec_run *x = NULL;
         int r;
 
-        r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
+        r = run_as_check(as, c->name, geteuid(), false, error);
+        if (r == 0)
+                r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
         if (r == 0 && (!(argv = make_argv(c)) || !(x = calloc(1, sizeof *x))))
                 r = -ENOMEM;
         if (r < 0) {
-                for (int k = 0; k < 3; k++)
-                        close(fds[k]);
+                close_stdio(fds);
                 free(x);
                 return r;
         }
-        r = process_spawn(&x->proc, run_event_base(in), program, argv, env, c->cwd, fds, on_exit_event, in);
+        r = process_spawn(&x->proc, run_event_base(in), program, argv, env, c->cwd, as, fds, on_exit_event, in);
         if (r < 0) {
+                enum process_step step = x->proc.failed_step;
+
                 process_done(&x->proc);
                 free(x);
-                return explain(r, c, program, error);
+                explain(r, step, c, as, program, error);
+                /* The user's identity refused: the next start would be refused the same. */
+                return step == PROCESS_STEP_GROUPS || step == PROCESS_STEP_GID || step == PROCESS_STEP_UID ? -EPERM : r;
         }
         in->launcher = x;
         return 0;

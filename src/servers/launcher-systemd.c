@@ -29,6 +29,7 @@
 #include "macro.h"
 #include "oom-watch.h"
 #include "process.h"
+#include "run-as.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "server.h"
@@ -496,6 +497,9 @@ static int build_unit(struct run_systemd *rs, const struct run *in, const struct
         r = confinement_check_manager(&c->confinement, bus_manager(rs->bus), error);
         if (r < 0)
                 return r;
+        r = run_as_check(in->server->run_as, c->name, geteuid(), bus_manager(rs->bus) == MANAGER_USER, error);
+        if (r < 0)
+                return r;
         r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
         if (r < 0)
                 return r;
@@ -509,6 +513,7 @@ static int build_unit(struct run_systemd *rs, const struct run *in, const struct
                 .credentials_dir = sv->credentials_dir,
                 .credential_helper = rs->helper,
                 .default_user = rs->default_user,
+                .run_as = in->server->run_as,
                 .add_ref = bus_can_add_ref(rs->bus),
                 .stdio = { stdio->in, stdio->out, stdio->err },
         };

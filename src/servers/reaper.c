@@ -545,13 +545,15 @@ bool reaper_scanning(const struct reaper *r) {
         return r->scanning != NULL;
 }
 
-/* Ours to end: our user's, not us, and not ours. */
+/* Ours to end: our user's (any user's for a root daemon, whose servers may run as their
+ * users: run-as.h), not us, and not ours. */
 static bool may_end(pid_t pid, pid_t self) {
         char path[64];
         struct stat st;
+        uid_t euid = geteuid();
 
         snprintf(path, sizeof path, "/proc/%d", (int)pid);
-        return pid != self && stat(path, &st) == 0 && st.st_uid == geteuid() && parent_of(pid) != self;
+        return pid != self && stat(path, &st) == 0 && (euid == 0 || st.st_uid == euid) && parent_of(pid) != self;
 }
 
 unsigned reaper_end_predecessors(struct reaper *r, const char *daemon_id) {

@@ -190,7 +190,8 @@ int run_start(struct server *s, uint64_t number, const struct child_ops *ops, st
         r = in->ops->check ? in->ops->check(s->config, error) : 0;
         /* A launcher that makes its own transport starts no program here: no environment. */
         if (r == 0 && !in->ops->open_transport)
-                r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, &env, error);
+                r = environment_build(s->config, sv->daemon_env, sv->daemon_id, number, sv->credentials_dir, s->run_as,
+                                      &env, error);
         if (r == 0)
                 r = launch(in, s->config, env, ops, error);
         strv_free(env);

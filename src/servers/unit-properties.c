@@ -12,6 +12,7 @@
 #include "environment.h"
 #include "macro.h"
 #include "names.h"
+#include "run-as.h"
 #include "settings.h"
 #include "text.h"
 #include "time-util.h"
@@ -181,6 +182,20 @@ static int add_dependencies(struct unit_properties *p) {
         return add_strv(p, "Before", UNIT_PROPERTY_STRV, false, shutdown);
 }
 
+/* Its cwd; else, for another user's run, that user's home, "-" so that a home that is not
+ * there leaves it in "/" instead of failing the start (as the exec launcher does). */
+static int add_working_directory(struct unit_properties *p, const struct unit_input *in) {
+        _cleanup_free_ char *home = NULL;
+
+        if (in->server->cwd)
+                return add_string(p, "WorkingDirectory", in->server->cwd);
+        if (!in->run_as)
+                return 0;
+        if (asprintf(&home, "-%s", in->run_as->home) < 0)
+                return -ENOMEM;
+        return add_string(p, "WorkingDirectory", home);
+}
+
 static int add_service(struct unit_properties *p, const struct unit_input *in) {
         const struct server_config *s = in->server;
         _cleanup_free_ char *description = NULL;
@@ -201,9 +216,7 @@ static int add_service(struct unit_properties *p, const struct unit_input *in) {
                 return r;
         if (in->add_ref && (r = add_bool(p, "AddRef", true)) < 0)
                 return r;
-        if (s->cwd && (r = add_string(p, "WorkingDirectory", s->cwd)) < 0)
-                return r;
-        return 0;
+        return add_working_directory(p, in);
 }
 
 static int add_stdio(struct unit_properties *p, const struct unit_input *in) {
@@ -345,6 +358,23 @@ static int add_environment(struct unit_properties *p, const struct unit_input *i
 
 /* ---- confinement ---- */
 
+/* Another user's run is that user's alone: an entry that names a user of its own would
+ * have it run as someone else. User= alone says who: the manager takes the user's primary
+ * group and initgroups() from the same databases run_as_resolve() read. Under a user
+ * manager, which runs its own user only (run_as_check() refused any other), nothing. */
+static int add_run_as(struct unit_properties *p, const struct unit_input *in, char **error) {
+        const struct confinement *c = &in->server->confinement;
+
+        if (c->user || c->group || c->dynamic_user) {
+                text_error(error, "cannot run '%s' as user %s: its entry sets %s, which would run it as another",
+                           in->server->name, in->run_as->user, c->user ? "user" : c->group ? "group" : "dynamicUser");
+                return -EINVAL;
+        }
+        if (in->manager != MANAGER_SYSTEM)
+                return 0;
+        return add_string(p, "User", in->run_as->user);
+}
+
 static int add_identity(struct unit_properties *p, const struct unit_input *in, char **error) {
         const struct confinement *c = &in->server->confinement;
         const char *user = c->user;
@@ -352,6 +382,8 @@ static int add_identity(struct unit_properties *p, const struct unit_input *in, 
 
         if (r < 0)
                 return -EINVAL;
+        if (in->run_as)
+                return add_run_as(p, in, error);
         if (!user && !c->dynamic_user && in->manager == MANAGER_SYSTEM)
                 user = in->default_user;
         if (user && (r = add_string(p, "User", user)) < 0)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "environment.h"
+#include "run-as.h"
 #include "settings.h"
 #include "unit-helpers.h"
 
@@ -70,11 +71,41 @@ static int build_for(const char *daemon_id, struct env_var *vars, size_t n_vars,
         env = NULL;
         free(error);
         error = NULL;
-        return environment_build(&s, daemon_env, daemon_id, instance, creds, &env, &error);
+        return environment_build(&s, daemon_env, daemon_id, instance, creds, NULL, &env, &error);
 }
 
 static int build(struct env_var *vars, size_t n_vars, char **daemon_env, uint64_t instance, const char *creds) {
         return build_for(NULL, vars, n_vars, daemon_env, instance, creds);
+}
+
+/* Another user's run has that user's HOME, USER and LOGNAME, not the daemon's HOME; what the
+ * entry's env says still comes last. */
+Test(environment, run_as_user_identity) {
+        char *daemon_env[] = { "PATH=/usr/bin", "HOME=/var/lib/mcpvisor", "USER=mcpvisor", "LOGNAME=mcpvisor", NULL };
+        struct run_as alice = { .uid = 1000, .gid = 1000, .user = (char *)"alice", .home = (char *)"/home/alice" };
+        struct env_var home = { .name = (char *)"HOME", .value = (char *)"/srv/alice" };
+        struct server_config s = { .name = (char *)"fs", .command = (char *)"npx" };
+
+        cr_assert_eq(environment_build(&s, daemon_env, NULL, 3, NULL, &alice, &env, &error), 0);
+        cr_assert_str_eq(environment_get(env, "HOME"), "/home/alice");
+        cr_assert_str_eq(environment_get(env, "USER"), "alice");
+        cr_assert_str_eq(environment_get(env, "LOGNAME"), "alice");
+        cr_assert_eq(count_named(env, "HOME"), 1);
+        strv_free(env);
+        env = NULL;
+        s.env = &home;
+        s.n_env = 1;
+        cr_assert_eq(environment_build(&s, daemon_env, NULL, 3, NULL, &alice, &env, &error), 0);
+        cr_assert_str_eq(environment_get(env, "HOME"), "/srv/alice", "the entry's env is the last word");
+        cr_assert_str_eq(environment_get(env, "USER"), "alice");
+        strv_free(env);
+        env = NULL;
+        /* the daemon's own user: as before, no USER or LOGNAME of the daemon's passed on */
+        cr_assert_eq(environment_build(&(struct server_config){ .name = (char *)"fs", .command = (char *)"npx" },
+                                       daemon_env, NULL, 3, NULL, NULL, &env, &error), 0);
+        cr_assert_str_eq(environment_get(env, "HOME"), "/var/lib/mcpvisor");
+        cr_assert_null(environment_get(env, "USER"));
+        cr_assert_null(environment_get(env, "LOGNAME"));
 }
 
 Test(environment, get) {
@@ -495,7 +526,7 @@ Test(environment, server_path) {
         cr_assert_str_eq(environment_server_path(&s, daemon_env), "/opt/x/bin");
         /* the same answer as the environment the server gets */
         cr_assert_eq(environment_build(&(struct server_config){ .name = (char *)"x", .env = &path_var, .n_env = 1 },
-                                       daemon_env, NULL, 1, NULL, &env, &error),
+                                       daemon_env, NULL, 1, NULL, NULL, &env, &error),
                      0);
         cr_assert_str_eq(environment_get(env, "PATH"), environment_server_path(&s, daemon_env));
         s.env = &secret;

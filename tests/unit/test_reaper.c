@@ -6,8 +6,13 @@
  * daemon: its children are real, the tree the scan sees is made here. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,4 +137,90 @@ Test(reaper, child_reparented_while_the_tree_was_read_kept_while_its_runs_live) 
         reaper_scan_begin(&r);
         cr_assert_eq(reaper_scan_tree(&r, &t), 1, "kept once its runs were gone");
         expect_ended(pid);
+}
+
+/* ---- processes of another user (a server run as its user, run-as.h) ---- */
+
+/* In a child: becomes nobody, then execs sleep with env; returns never. */
+static void exec_as_nobody(char *const *env) {
+        struct passwd *pw = getpwnam("nobody");
+
+        if (!pw || setgroups(0, NULL) < 0 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
+            setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0)
+                _exit(126);
+        execve("/bin/sleep", (char *[]){ "sleep", "60", NULL }, env);
+        _exit(127);
+}
+
+/* Waits until pid has exec'd: ready's write end, close-on-exec, reads EOF then. */
+static void wait_exec(int ready[2]) {
+        char c;
+
+        close(ready[1]);
+        cr_assert_eq(read(ready[0], &c, 1), 0);
+        close(ready[0]);
+}
+
+/* A root daemon reads the marks of a process of nobody's (its environ is not ours to
+ * read otherwise): attributed to the run it names, kept while that run lives, ended
+ * after. */
+Test(reaper, another_users_process_attributed_by_its_marks) {
+        char *env[] = { ENV_SERVER "=a", ENV_INSTANCE "=3", NULL };
+        struct proc_entry e;
+        struct proc_tree t;
+        int ready[2];
+        pid_t pid;
+
+        if (geteuid() != 0)
+                cr_skip_test("takes another user's uid: root only");
+        run_starts(0, 3);
+        cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0)
+                exec_as_nobody(env);
+        wait_exec(ready);
+        t = tree_of(pid, &e);
+        reaper_scan_begin(&r);
+        cr_assert_eq(reaper_scan_tree(&r, &t), 0, "its marks were not read");
+        expect_alive(pid);
+        run_ends(0);
+        reaper_scan_begin(&r);
+        cr_assert_eq(reaper_scan_tree(&r, &t), 1);
+        expect_ended(pid);
+}
+
+/* What a dead predecessor left running as another user (a per-user instance's
+ * grandchild), re-parented elsewhere, is ended by a root daemon on the same socket. */
+Test(reaper, predecessors_process_of_another_user_ended) {
+        char *env[] = { ENV_SERVER "=a", ENV_DAEMON "=/run/test-run-as-predecessor.sock", NULL };
+        int ready[2], status;
+        pid_t child, pid = 0;
+        int pids[2];
+
+        if (geteuid() != 0)
+                cr_skip_test("takes another user's uid: root only");
+        /* Not re-parented to us, as a predecessor's processes are not. */
+        cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
+        cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+        cr_assert_eq(pipe2(pids, O_CLOEXEC), 0);
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) {
+                pid_t grandchild = fork();
+
+                if (grandchild == 0)
+                        exec_as_nobody(env);
+                (void)!write(pids[1], &grandchild, sizeof grandchild);
+                _exit(grandchild > 0 ? 0 : 1);
+        }
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(pids[1]);
+        cr_assert_eq(read(pids[0], &pid, sizeof pid), (ssize_t)sizeof pid);
+        close(pids[0]);
+        wait_exec(ready);
+        cr_assert_eq(reaper_end_predecessors(&r, "/run/test-run-as-predecessor.sock"), 1);
+        WAIT_UNTIL(r.n_leftovers == 0);
+        cr_assert(kill(pid, 0) < 0 || waitpid(pid, NULL, WNOHANG) < 0, "pid %d still runs", (int)pid);
 }

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "macro.h"
 #include "launcher.h"
+#include "run-as.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "server.h"
@@ -678,6 +679,55 @@ Test(run_systemd, reports_before_the_job_are_forgotten) {
         run_systemd_ops.describe_end(&IN, &e);
         cr_assert_eq(e.code, CLD_KILLED, "the stub's zeros are not its end");
         cr_assert_eq(e.status, SIGTERM);
+}
+
+/* A user manager runs its own user's units only: another user's run is refused before
+ * anything is asked of it, in words that say why, and for good (-EPERM: failed, no
+ * restart). The daemon's own user's is not. */
+Test(run_systemd, another_user_refused_under_a_user_manager) {
+        struct config_problems p = { 0 };
+        const char *text = "{\"mcpServers\":{\"s\":{\"command\":\"/bin/true\"}}}";
+        char *error = NULL, *env[] = { "PATH=/usr/bin:/bin", NULL }, *want = NULL;
+        struct run_as other = { .uid = geteuid() + 1, .gid = 1, .user = (char *)"alice", .home = (char *)"/home/alice" };
+        int in[2], out[2], err[2];
+
+        cr_assert_eq(config_parse(text, strlen(text), &C, &p), 0);
+        problems_done(&p);
+        SV = (struct supervisor){ .base = base, .log = &log_, .daemon_env = env, .daemon_id = "/run/test.sock" };
+        cr_assert_eq(run_systemd_new(&the_bus, &log_, &systemd_part), 0);
+        SRV = (struct server){ .sv = &SV, .config = (struct server_config *)config_find_server(&C, "s"), .run_as = &other };
+        IN = (struct run){ .server = &SRV, .number = 1, .ops = &run_systemd_ops };
+        open_pipe(in, 0);
+        open_pipe(out, 0);
+        open_pipe(err, 0);
+        cr_assert_eq(run_systemd_ops.start(&IN, SRV.config, env, &(struct run_stdio){ in[0], out[1], err[1] }, &error),
+                     -EPERM);
+        cr_assert_null(live_call(CALL_START), "nothing asked of the manager");
+        cr_assert_null(IN.launcher);
+        if (geteuid() == 0)
+                cr_assert(asprintf(&want, "cannot run 's' as user alice: mcpvisord starts its servers through the user "
+                                          "service manager of root, which runs them as root only") > 0);
+        else
+                cr_assert(asprintf(&want, "cannot run 's' as user alice: mcpvisord runs as ") > 0);
+        cr_assert_not_null(strstr(error, want), "%s", error);
+        free(want);
+        free(error);
+        error = NULL;
+        close(in[1]);
+        close(out[0]);
+        close(err[0]);
+
+        /* its own user: started as ever, without User= */
+        other.uid = geteuid();
+        open_pipe(in, 0);
+        open_pipe(out, 0);
+        open_pipe(err, 0);
+        cr_assert_eq(run_systemd_ops.start(&IN, SRV.config, env, &(struct run_stdio){ in[0], out[1], err[1] }, &error), 0,
+                     "%s", error ? error : "");
+        cr_assert(live_call(CALL_START));
+        close(in[1]);
+        close(out[0]);
+        close(err[0]);
 }
 
 /* The manager's error is said whole, however long, and as valid UTF-8: a long unit name

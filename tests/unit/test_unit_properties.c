@@ -11,6 +11,7 @@
 #include "config.h"
 #include "environment.h"
 #include "macro.h"
+#include "run-as.h"
 #include "settings.h"
 #include "unit-properties.h"
 
@@ -324,6 +325,60 @@ Test(unit_properties, start_details) {
         in.program = "bin/server";
         cr_assert_eq(unit_properties_build(&in, &U, &error), -EINVAL);
         cr_assert_not_null(strstr(error, "relative path"), "%s", error);
+}
+
+static struct run_as alice = { .uid = 1000, .gid = 1000, .user = (char *)"alice", .home = (char *)"/home/alice" };
+
+static void build_as(const char *entry, enum manager_kind manager, const struct run_as *as) {
+        struct unit_input in = input(server(entry), manager);
+
+        in.run_as = as;
+        cr_assert_eq(unit_properties_build(&in, &U, &error), 0, "%s: %s", entry, error ? error : "-");
+}
+
+/* Another user's run: User= that user's, not the daemon's; the manager gives it the
+ * user's groups (initgroups), HOME, USER and LOGNAME; its home the working directory,
+ * "-" so that a home that is not there is no failure; the sandbox and limits unchanged. */
+Test(unit_properties, run_as_another_user) {
+        build_as("\"sandbox\":\"strict\",\"memoryMax\":\"256M\"", MANAGER_SYSTEM, &alice);
+        expect_string("User", "alice");
+        expect_absent("Group");
+        expect_absent("SupplementaryGroups");
+        expect_absent("DynamicUser");
+        expect_string("WorkingDirectory", "-/home/alice");
+        cr_assert_null(env_of("HOME"), "the manager sets the User='s own");
+        cr_assert_null(env_of("USER"));
+        expect_string("ProtectSystem", "strict");
+        expect_string("ProtectHome", "read-only");
+        expect_shared_preset();
+        expect_number("MemoryMax", UNIT_PROPERTY_U64, 256ull << 20);
+
+        build_as("\"cwd\":\"/srv/app\"", MANAGER_SYSTEM, &alice);
+        expect_string("User", "alice");
+        expect_string("WorkingDirectory", "/srv/app");
+
+        /* the daemon's own user under a user manager: no User=, which it could not take */
+        build_as("", MANAGER_USER, &alice);
+        expect_absent("User");
+        expect_string("WorkingDirectory", "-/home/alice");
+}
+
+/* An entry naming a user of its own would run another user's instance as someone else. */
+Test(unit_properties, run_as_refuses_an_entrys_own_user) {
+        static const char *const refused[] = { "\"user\":\"mcp-fs\"", "\"group\":\"mcp\"", "\"dynamicUser\":true" };
+        static const char *const words[] = { "sets user", "sets group", "sets dynamicUser" };
+
+        for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+                struct unit_input in = input(server(refused[i]), MANAGER_SYSTEM);
+
+                in.run_as = &alice;
+                cr_assert_eq(unit_properties_build(&in, &U, &error), -EINVAL, "%s", refused[i]);
+                cr_assert_not_null(strstr(error, "cannot run 's' as user alice: its entry "), "%s", error);
+                cr_assert_not_null(strstr(error, words[i]), "%s", error);
+                cr_assert_null(U.items, "nothing half-built is left");
+                free(error);
+                error = NULL;
+        }
 }
 
 Test(unit_properties, environment_must_be_utf8) {
