@@ -42,5 +42,9 @@ void client_instances_policy_changed(struct daemon *d);
 /* c is being freed: its per-client instances stop, and its user's per-user ones after
  * instanceIdle when it was that user's last client. */
 void client_instances_gone(struct client *c);
+/* The one client that owns s, for a request of s's made with no call in flight: a
+ * per-client instance's client, or a per-user instance's user's only client (NULL when it
+ * has several, or none; and for a shared server or a spare). */
+struct client *client_instances_owner(struct daemon *d, const struct server *s);
 /* Why c has no instance of the server whose prefix name carries (the limit reached), or NULL. */
 const char *client_instances_refusal(const struct client *c, const char *name);

@@ -1,5 +1,5 @@
 /* resources/subscribe across clients: each URI is subscribed at its server once, while
- * any client wants it; notifications/resources/updated goes only to the clients that
+ * any client wants it (at each instance of a server run as instances, for its own clients); notifications/resources/updated goes only to the clients that
  * subscribed and may still read it. Each client's subscription is decided for it (joining
  * another client's takes the same decision as starting one), and again at a reload. A restarted server is subscribed again when it is ready. */
 #pragma once

@@ -20,8 +20,9 @@ struct jsonrpc_msg;
 struct supervisor_ops {
         /* A server changed state (or its catalog); kinds (1 << catalog kind) are the lists
          * whose client-visible contents may have changed with it, 0 if none; dropped: what
-         * they held of it is gone (it left them, or its catalog was replaced). */
-        void (*changed)(unsigned kinds, bool dropped, void *userdata);
+         * they held of it is gone (it left them, or its catalog was replaced). s is the
+         * server, NULL for any (a reload); an instance changes only its owners' lists. */
+        void (*changed)(const struct server *s, unsigned kinds, bool dropped, void *userdata);
         /* A notification from a server's process (progress, list changes, log messages...). */
         void (*notification)(struct server *s, struct jsonrpc_msg *m, void *userdata);
         /* A request from a server's process (other than ping), to be answered exactly once. */
@@ -140,7 +141,7 @@ void supervisor_user_left(struct supervisor *sv, uid_t uid);
 void supervisor_status(const struct supervisor *sv, char *buf, size_t size);
 /* A new run number (MCPVISOR_INSTANCE). */
 uint64_t supervisor_next_run(struct supervisor *sv);
-void supervisor_server_changed(struct supervisor *sv, unsigned kinds, bool dropped);
+void supervisor_server_changed(struct supervisor *sv, const struct server *s, unsigned kinds, bool dropped);
 void supervisor_server_ready(struct supervisor *sv, struct server *s);
 void supervisor_server_notification(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);
 void supervisor_server_request(struct supervisor *sv, struct server *s, struct jsonrpc_msg *m);

@@ -23,6 +23,7 @@
 #include "idmap.h"
 
 struct client;
+struct daemon;
 struct server;
 struct router;
 struct logger;
@@ -44,6 +45,7 @@ struct server_request {
 TAILQ_HEAD(server_request_list, server_request);
 
 struct server_requests {
+        struct daemon *daemon;          /* whose clients own instances (client-instances.h) */
         const struct router *router;
         const struct logger *log;
         struct server_request_list pending;
@@ -51,7 +53,8 @@ struct server_requests {
         int64_t next_id;
 };
 
-void server_requests_init(struct server_requests *q, const struct router *router, const struct logger *log);
+void server_requests_init(struct server_requests *q, struct daemon *d, const struct router *router,
+                          const struct logger *log);
 void server_requests_done(struct server_requests *q);
 
 /* A request from server s's current process; answered now, or once its client answers. */

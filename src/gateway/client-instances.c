@@ -121,6 +121,8 @@ void client_instances_need(struct client *c) {
 }
 
 void client_instances_changed(struct daemon *d, unsigned kinds) {
+        if (kinds == 0)
+                return;
         for (int st = 0; st < CLIENT_STATE_COUNT; st++) {
                 struct client *c;
 
@@ -149,6 +151,21 @@ void client_instances_gone(struct client *c) {
         supervisor_client_gone(&d->supervisor, c->id);
         if (user_counts_get(&d->user_counts, uid) == 0)
                 supervisor_user_left(&d->supervisor, uid);
+}
+
+struct client *client_instances_owner(struct daemon *d, const struct server *s) {
+        struct client *c, *found = NULL;
+
+        if (s->owner.kind != OWNER_CLIENT && s->owner.kind != OWNER_USER)
+                return NULL;
+        TAILQ_FOREACH(c, &d->clients[CLIENT_ACTIVE], entry) {
+                if (!client_owns(c, s))
+                        continue;
+                if (found)
+                        return NULL; /* which of them? */
+                found = c;
+        }
+        return found;
 }
 
 const char *client_instances_refusal(const struct client *c, const char *name) {

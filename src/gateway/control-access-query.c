@@ -15,6 +15,7 @@
 
 #include "client.h"
 #include "daemon.h"
+#include "pool.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "view.h"
@@ -136,7 +137,7 @@ static json_object *servers(struct daemon *d, const struct access_class *c, json
                 struct access_decision dec = access_decide_class(&d->config.access, c, &t);
                 json_object *item, *r;
 
-                if (sv->servers[i]->removed)
+                if (sv->servers[i]->removed || sv->servers[i]->owner.kind != OWNER_NONE) /* instances: below */
                         continue;
                 item = dec.verdict == ACCESS_DENY ? allowed_item(lists, name) : NULL;
                 r = row(name, NULL, dec);
@@ -145,6 +146,16 @@ static json_object *servers(struct daemon *d, const struct access_class *c, json
                         json_object_object_add(r, "rule", json_object_get(json_object_object_get(item, "rule")));
                         json_object_object_add(r, "throughItem", json_object_get(json_object_object_get(item, "name")));
                 }
+                json_object_array_add(list, r);
+        }
+        /* A server run as instances, as a whole (its items are each client's own). */
+        for (size_t i = 0; i < sv->n_pools; i++) {
+                const char *name = pool_name(sv->pools[i]);
+                struct access_target t = { ACCESS_SERVER, name, NULL };
+                json_object *r = row(name, NULL, access_decide_class(&d->config.access, c, &t));
+
+                json_object_object_add(r, "instances",
+                                       json_object_new_string(server_instances_names[sv->pools[i]->config->instances]));
                 json_object_array_add(list, r);
         }
         return list;

@@ -44,7 +44,7 @@ static const char *role_name(enum listen_role role) {
 }
 
 static void servers_status(struct daemon *d, char *buf, size_t size) {
-        if (d->supervisor.n_servers == 0)
+        if (d->supervisor.n_servers == 0 && d->supervisor.n_pools == 0)
                 snprintf(buf, size, "no servers configured");
         else
                 supervisor_status(&d->supervisor, buf, size);
@@ -128,15 +128,21 @@ unsigned daemon_broadcast_related(struct daemon *d, const char *method, json_obj
  * rebuilds the kinds marked when next read, clients hear of it from list-changes.c at the
  * end of its window, and what walks every server (waiting lists, STATUS=) is done once per
  * loop iteration (servers_settled), however many servers changed in it. */
-static void on_servers_changed(unsigned kinds, bool dropped, void *userdata) {
+static void on_servers_changed(const struct server *s, unsigned kinds, bool dropped, void *userdata) {
         struct daemon *d = userdata;
+        bool instance = s && s->owner.kind != OWNER_NONE;
 
-        registry_mark(&d->registry, kinds);
+        /* An instance is in its owners' registries only (client-instances.h): the shared
+         * one and its views stay as they are. */
+        if (!instance)
+                registry_mark(&d->registry, kinds);
+        else if (kinds)
+                mcp_logging_changed(d); /* a spare handed over hears its owner's level */
         client_instances_changed(d, kinds);
         list_changes_registry_changed(&d->list_changes, kinds);
         server_requests_sweep(&d->server_requests);
         d->servers_changed = true;
-        d->registry_dropped |= dropped;
+        d->registry_dropped |= dropped && !instance;
 }
 
 static void servers_settled(struct daemon *d) {
@@ -549,7 +555,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         views_init(&d->views, &d->config.access, &d->registry);
         router_init(&d->router, d->base, &d->log);
         router_set_audit(&d->router, &d->config.audit);
-        server_requests_init(&d->server_requests, &d->router, &d->log);
+        server_requests_init(&d->server_requests, d, &d->router, &d->log);
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));

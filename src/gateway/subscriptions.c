@@ -14,12 +14,14 @@
 #include "log.h"
 #include "names.h"
 
-/* Subscriptions are found by a hash of their URI; URIs whose hashes collide are chained. */
-static struct subscription *find(struct daemon *d, const char *uri) {
+/* Subscriptions are found by a hash of their URI; URIs whose hashes collide are chained,
+ * and so are those of one URI at several servers (instances of a server list the same
+ * URIs, each for its own clients). The one of uri at s, or with s NULL at a shared server. */
+static struct subscription *find(struct daemon *d, const struct server *s, const char *uri) {
         struct subscription *sub;
 
         for (sub = idmap_get(&d->subscriptions_by_uri, name_hash(uri)); sub; sub = sub->same_hash)
-                if (strcmp(sub->uri, uri) == 0)
+                if (strcmp(sub->uri, uri) == 0 && (s ? sub->server == s : sub->server->owner.kind == OWNER_NONE))
                         return sub;
         return NULL;
 }
@@ -115,10 +117,10 @@ static int add_client(struct subscription *sub, struct client *c) {
 }
 
 int subscriptions_add(struct daemon *d, struct client *c, struct server *s, const char *uri) {
-        struct subscription *sub = find(d, uri);
+        struct subscription *sub = find(d, s, uri), *shared = s->owner.kind == OWNER_NONE ? find(d, NULL, uri) : NULL;
         json_object *cap, *v;
 
-        if (sub && sub->server != s)
+        if (!sub && shared)
                 return -EXDEV;
         if (!sub) {
                 cap = catalog_capability(&s->catalog, "resources");
@@ -139,11 +141,13 @@ int subscriptions_add(struct daemon *d, struct client *c, struct server *s, cons
 }
 
 void subscriptions_remove(struct daemon *d, struct client *c, const char *uri) {
-        struct subscription *sub = find(d, uri);
-        struct subscriber *sr = sub ? subscriber_of(sub, c) : NULL;
+        struct subscriber *sr;
 
-        if (sr)
-                drop_subscriber(d, sr);
+        LIST_FOREACH(sr, &c->subscriptions, by_client)
+                if (strcmp(sr->sub->uri, uri) == 0) {
+                        drop_subscriber(d, sr);
+                        return;
+                }
 }
 
 void subscriptions_client_gone(struct daemon *d, struct client *c) {
@@ -192,8 +196,8 @@ void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_ms
         if (!json_object_is_type(m->params, json_type_object) || !json_object_object_get_ex(m->params, "uri", &v) ||
             !json_object_is_type(v, json_type_string))
                 return;
-        sub = find(d, json_object_get_string(v));
-        if (!sub || sub->server != s)
+        sub = find(d, s, json_object_get_string(v));
+        if (!sub)
                 return;
         for (size_t i = 0; i < sub->n_subscribers; i++)
                 if (may_hold(sub->subscribers[i]->client, sub))

@@ -9,6 +9,7 @@
 
 #include "server-conn.h"
 #include "client.h"
+#include "client-instances.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "macro.h"
@@ -22,8 +23,9 @@ static const char *const capability_methods[CLIENT_CAP_COUNT] = {
         [CLIENT_CAP_ELICITATION] = "elicitation/create",
 };
 
-void server_requests_init(struct server_requests *q, const struct router *router, const struct logger *log) {
-        *q = (struct server_requests){ .router = router, .log = log };
+void server_requests_init(struct server_requests *q, struct daemon *d, const struct router *router,
+                          const struct logger *log) {
+        *q = (struct server_requests){ .daemon = d, .router = router, .log = log };
         TAILQ_INIT(&q->pending);
         idmap_init(&q->by_id);
 }
@@ -82,6 +84,10 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
         }
         switch (router_owner(q->router, s, &c)) {
         case ROUTER_OWNER_NONE:
+                /* An instance's owner is known without a call (a server that asks for its
+                 * roots as it starts). */
+                if ((c = client_instances_owner(q->daemon, s)))
+                        break;
                 snprintf(why, sizeof why, "no client has a request in flight to server '%s'", s->config->name);
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;

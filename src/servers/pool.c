@@ -110,9 +110,9 @@ void pool_describe_owner(const struct server_owner *owner, char *buf, size_t siz
         snprintf(buf, size, "shared");
 }
 
-/* What clients see of the servers changed with the instances: who has which. */
-static void members_changed(struct pool *p) {
-        supervisor_server_changed(p->sv, CATALOG_ALL_KINDS, true);
+/* What clients see of the servers changed with instance s: who has which. */
+static void members_changed(struct pool *p, const struct server *s) {
+        supervisor_server_changed(p->sv, s, CATALOG_ALL_KINDS, true);
 }
 
 static void remove_member(struct pool *p, size_t i) {
@@ -134,15 +134,17 @@ static void let_go(struct pool *p, size_t i, const char *why) {
 }
 
 size_t pool_stop(struct pool *p, const struct server_owner *owner, const char *why) {
+        struct server *last = NULL;
         size_t stopped = 0;
 
         for (size_t i = p->n; i-- > 0;)
                 if (!owner || same_owner(&p->members[i]->server->owner, owner)) {
+                        last = p->members[i]->server; /* freed after this loop iteration, not now */
                         let_go(p, i, why);
                         stopped++;
                 }
-        if (stopped)
-                members_changed(p);
+        if (last)
+                members_changed(p, last);
         return stopped;
 }
 
@@ -201,8 +203,9 @@ static struct pool_member *add_member(struct pool *p, const struct server_owner 
         }
         s->owner = *owner;
         s->pool = p;
-        /* Running as another user is the launchers' (struct run_as, set here once the
-         * launchers can drop to a user): until then an instance runs as the daemon's user. */
+        /* SEAM(runas): a per-user instance of a uid other than geteuid() gets its
+         * s->run_as here (run_as_resolve()), before its first start; until the launchers
+         * can drop to a user, every instance runs as the daemon's user. */
         m->server = s;
         m->pool = p;
         p->members[p->n++] = m;
@@ -220,14 +223,14 @@ static size_t spares(const struct pool *p) {
 
 void pool_fill_spares(struct pool *p) {
         struct server_owner spare = { .kind = OWNER_SPARE };
-        bool made = false;
+        struct pool_member *made = NULL, *m;
 
         if (p->sv->stopping || p->config->disabled)
                 return;
-        while (spares(p) < p->config->spare_instances && p->n < p->config->max_instances && add_member(p, &spare))
-                made = true;
+        while (spares(p) < p->config->spare_instances && p->n < p->config->max_instances && (m = add_member(p, &spare)))
+                made = m;
         if (made)
-                members_changed(p);
+                members_changed(p, made->server);
 }
 
 /* A spare owner may take: one that runs as the daemon's user (spares do), alive, the
@@ -287,7 +290,7 @@ int pool_instance(struct pool *p, const struct server_owner *owner, struct serve
         } else {
                 server_log(m->server, LOG_INFO, "starting an instance for %s", who);
         }
-        members_changed(p);
+        members_changed(p, m->server);
         pool_fill_spares(p);
         *ret = m->server;
         return 0;

@@ -156,9 +156,9 @@ static void change_state(struct server *s, enum server_state state, const char *
                    *server_state_cause(s) ? ": " : "", server_state_cause(s), note ? note : "");
         /* What clients see changes only when it enters or leaves the registry's lists. */
         if (server_state_listed(old) != server_state_listed(state))
-                supervisor_server_changed(s->sv, CATALOG_ALL_KINDS, server_state_listed(old));
+                supervisor_server_changed(s->sv, s, CATALOG_ALL_KINDS, server_state_listed(old));
         else
-                supervisor_server_changed(s->sv, 0, false);
+                supervisor_server_changed(s->sv, s, 0, false);
 }
 
 static void set_state(struct server *s, enum server_state state, const char *cause) {
@@ -711,9 +711,9 @@ static void on_refreshed(int r, const char *why, void *userdata) {
         }
         handshake_take(&s->handshake, &s->catalog);
         if (server_state_listed(s->state))
-                supervisor_server_changed(s->sv, CATALOG_ALL_KINDS, true);
+                supervisor_server_changed(s->sv, s, CATALOG_ALL_KINDS, true);
         else
-                supervisor_server_changed(s->sv, 0, false);
+                supervisor_server_changed(s->sv, s, 0, false);
         if (s->refresh_pending)
                 start_refresh(s);
 }

@@ -18,9 +18,9 @@
 
 extern char **environ;
 
-void supervisor_server_changed(struct supervisor *sv, unsigned kinds, bool dropped) {
+void supervisor_server_changed(struct supervisor *sv, const struct server *s, unsigned kinds, bool dropped) {
         if (sv->ops && sv->ops->changed)
-                sv->ops->changed(kinds, dropped, sv->userdata);
+                sv->ops->changed(s, kinds, dropped, sv->userdata);
 }
 
 void supervisor_server_ready(struct supervisor *sv, struct server *s) {
@@ -153,8 +153,9 @@ static bool left_behind(const char *server, uint64_t instance, void *userdata) {
 /* reaper_ops: the killTimeout of the server called server; 3 s for one we do not know. */
 static double kill_timeout(const char *server, void *userdata) {
         struct server *s = supervisor_find(userdata, server);
+        struct pool *p = s ? NULL : supervisor_find_pool(userdata, server);
 
-        return s ? s->config->kill_timeout : 3.0;
+        return s ? s->config->kill_timeout : p ? p->config->kill_timeout : 3.0;
 }
 
 /* reaper_ops: runs are numbered in the order they start. */
@@ -407,7 +408,7 @@ static void free_removed(struct supervisor *sv) {
         /* Stopped before being freed, so no longer listed: nothing clients see changes. */
         if (freed) {
                 servers_moved(sv);
-                supervisor_server_changed(sv, 0, false);
+                supervisor_server_changed(sv, NULL, 0, false);
         }
 }
 
@@ -647,7 +648,7 @@ int supervisor_reload(struct supervisor *sv, struct config *next, json_object *s
         for (size_t i = 0; i < sv->n_pools; i++)
                 pool_fill_spares(sv->pools[i]);
         /* The separator or a prefix may have changed every exposed name. */
-        supervisor_server_changed(sv, CATALOG_ALL_KINDS, false);
+        supervisor_server_changed(sv, NULL, CATALOG_ALL_KINDS, false);
         return 0;
 }
 

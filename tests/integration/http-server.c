@@ -2,7 +2,7 @@
  * command, for the integration tests of servers reached by URL (test_http.c).
  *
  *   it-http-server --port-file PATH --log PATH [--sse] [--status N] [--no-get] [--legacy]
- *                  [--tls CERT KEY] [--tools N] [--elsewhere-port-file PATH]
+ *                  [--tls CERT KEY] [--tools N] [--elsewhere-port-file PATH] [--many-sessions]
  *
  * It listens on 127.0.0.1, an ephemeral port written to the port file once it listens.
  * Every request it gets is logged as one line ("POST initialize sess=- proto=- ... id=0",
@@ -15,7 +15,8 @@
  * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
  * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
  * serves HTTPS with that certificate and key (PEM). --tools N lists N tools more (t0, t1,
- * ...); tools/list is paged, 100 tools a page. --elsewhere-port-file listens on a second
+ * ...); tools/list is paged, 100 tools a page. --many-sessions keeps every session
+ * initialized until its DELETE (else an initialize replaces the live one). --elsewhere-port-file listens on a second
  * port too (another origin, written there), which the legacy stream names as its endpoint
  * and the tool redirect points at; every request's log line ends with " host=HOST" (its
  * Host header), so tests see which port it went to. A refusal's body (--status, refuse)
@@ -66,6 +67,8 @@ struct fake {
         size_t blob_len;
         unsigned sessions;
         char session[32];          /* the live session's id; "" none */
+        bool many_sessions;        /* --many-sessions: every one not deleted is live */
+        uint64_t deleted;          /* with it: bit N-1 for session sN deleted (N <= 64) */
         struct evhttp_request *get; /* the open GET stream, or NULL */
         struct conn *get_conn;      /* its connection */
         unsigned event_id;
@@ -478,6 +481,12 @@ static bool session_known(struct fake *f, struct evhttp_request *req, json_objec
 
         if (json_object_object_get_ex(msg, "method", &method) && strcmp(json_object_get_string(method), "initialize") == 0)
                 return true;
+        if (f->many_sessions) {
+                const char *sid = header(req, "Mcp-Session-Id");
+                unsigned n = sid[0] == 's' ? (unsigned)atoi(sid + 1) : 0;
+
+                return n >= 1 && n <= f->sessions && n <= 64 && !(f->deleted & (1ull << (n - 1)));
+        }
         return f->session[0] && strcmp(header(req, "Mcp-Session-Id"), f->session) == 0;
 }
 
@@ -569,6 +578,12 @@ static void on_request(struct evhttp_request *req, void *arg) {
                 log_line(f, "DELETE sess=%s auth=%s host=%s", header(req, "Mcp-Session-Id"), header(req, "Authorization"),
                          header(req, "Host"));
                 f->session[0] = '\0';
+                if (f->many_sessions && header(req, "Mcp-Session-Id")[0] == 's') {
+                        unsigned n = (unsigned)atoi(header(req, "Mcp-Session-Id") + 1);
+
+                        if (n >= 1 && n <= 64)
+                                f->deleted |= 1ull << (n - 1);
+                }
                 evhttp_send_reply(req, 200, "OK", NULL);
                 break;
         default:
@@ -627,6 +642,8 @@ int main(int argc, char **argv) {
                         f.sse = true;
                 else if (strcmp(argv[i], "--no-get") == 0)
                         f.no_get = true;
+                else if (strcmp(argv[i], "--many-sessions") == 0)
+                        f.many_sessions = true;
                 else if (strcmp(argv[i], "--legacy") == 0)
                         f.legacy = true;
                 else if (strcmp(argv[i], "--tls") == 0 && i + 2 < argc) {

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "ctl-proc.h"
+#include "http-client.h"
 #include "servers.h"
 
 static struct h_daemon D;
@@ -118,6 +119,29 @@ Test(instances, roots_of_each_from_its_own_client) {
         roots_of(a, "root-of-a");
         roots_of(b, "root-of-b");
         roots_of(a, "root-of-a2");
+        cr_assert_null(h_take(b, h_is_method, "roots/list", 200), "b was asked for a's instance");
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+/* A server that asks for its roots as it starts (server-filesystem does), with no call in
+ * flight: an instance's request goes to its owner all the same, never to another client. */
+Test(instances, request_at_start_goes_to_the_owner) {
+        add_tagged("s", "", "");
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--probe-tools\",\"--ask-at-start\",\"roots/list\"");
+        start(NULL);
+        wait_all_ready(1);
+        struct h_client *a = cl_open_with("{\"roots\":{}}"), *b = cl_open_with("{\"roots\":{}}");
+
+        h_client_request(a, "1", "tools/list", NULL);
+        json_object *u = h_take(a, h_is_method, "roots/list", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "the instance's roots/list at its start did not reach its client");
+        h_sendf(a->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"roots\":[{\"uri\":\"file:///root-of-a\"}]}}\n",
+                h_json_text(h_get(u, "id")));
+        json_object_put(u);
+        json_object_put(h_client_answer(a, "1"));
+        cr_assert(h_log_count_wait(&D, "root-of-a", 1, H_TIMEOUT_MS), "the instance did not get a's roots");
         cr_assert_null(h_take(b, h_is_method, "roots/list", 200), "b was asked for a's instance");
         h_client_close(a);
         h_client_close(b);
@@ -303,6 +327,135 @@ Test(instances, log_messages_reach_only_the_owner) {
         stop_clean();
 }
 
+/* Two clients subscribe to the same URI, each at its own instance: each is subscribed
+ * there (one URI, two servers), each hears its own instance's updates, and an
+ * unsubscribe ends only its own. */
+Test(instances, resource_updates_of_each_instance_reach_its_owner) {
+        add_tagged("s", "", "\"--no-resources\""); /* a URI both list would be the shared server's */
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--probe-tools\",\"--subscribe\"");
+        start(NULL);
+        wait_all_ready(1);
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        remember(a, "1", "x", NULL, 0);
+        remember(b, "1", "y", NULL, 0);
+        json_object *r = h_client_call(a, "2", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+        cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(b, "2", "resources/subscribe", "{\"uri\":\"demo://readme\"}");
+        cr_assert_eq(h_error_code(r), 0, "b could not subscribe at its own instance: %s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_count_wait(&D, "c: subscribed demo://readme", 2, H_TIMEOUT_MS), "not subscribed at both instances");
+        json_object *u = h_take(a, h_is_method, "notifications/resources/updated", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "a heard no update");
+        json_object_put(u);
+        u = h_take(b, h_is_method, "notifications/resources/updated", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "b heard no update");
+        json_object_put(u);
+
+        r = h_client_call(a, "3", "resources/unsubscribe", "{\"uri\":\"demo://readme\"}");
+        json_object_put(r);
+        cr_assert(h_log_count_wait(&D, "c: unsubscribed demo://readme", 1, H_TIMEOUT_MS));
+        h_inbox_drop(a, h_is_method, "notifications/resources/updated");
+        /* b's go on (each 200 ms); a hears none of them */
+        for (int i = 0; i < 3; i++) {
+                u = h_take(b, h_is_method, "notifications/resources/updated", H_TIMEOUT_MS);
+                cr_assert_not_null(u, "b's subscription ended with a's");
+                json_object_put(u);
+        }
+        cr_assert_null(h_take(a, h_is_method, "notifications/resources/updated", 100), "a heard b's instance");
+        cr_assert_eq(h_log_count(&D, "c: unsubscribed demo://readme"), 1);
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+/* Each instance adds a tool 300 ms after it starts: its owner is told its list changed,
+ * another client holding its own list of the same server is not. */
+Test(instances, list_changes_reach_only_the_owner) {
+        add_tagged("s", "", "");
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--list-changed-after-ms\",\"300\"");
+        start(NULL);
+        wait_all_ready(1);
+        struct h_client *a = cl_open(), *b = cl_open();
+        json_object *r, *n;
+
+        r = h_client_call(b, "1", "tools/list", NULL);
+        cr_assert(strstr(h_tool_names(r), "c__echo"), "%s", h_tool_names(r));
+        json_object_put(r);
+        n = h_take(b, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        cr_assert_not_null(n, "b was not told of its own instance's new tool");
+        json_object_put(n);
+        r = h_client_call(b, "2", "tools/list", NULL);
+        cr_assert(strstr(h_tool_names(r), "c__late_tool"), "%s", h_tool_names(r));
+        json_object_put(r);
+
+        r = h_client_call(a, "1", "tools/list", NULL);
+        cr_assert_null(strstr(h_tool_names(r), "c__late_tool"), "a's new instance came with b's tool: %s", h_tool_names(r));
+        json_object_put(r);
+        n = h_take(a, h_is_method, "notifications/tools/list_changed", H_TIMEOUT_MS);
+        cr_assert_not_null(n, "a was not told of its own instance's new tool");
+        json_object_put(n);
+        cr_assert_null(h_take(b, h_is_method, "notifications/tools/list_changed", 300), "b was told of a's instance");
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+/* ---- an HTTP session's instance ---- */
+
+#define TOKEN "it-token-instances-0123456789abcdef"
+#define AUTH "Authorization: Bearer " TOKEN "\r\n"
+#define JSON_HEADERS "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+
+Test(instances, http_session_instance_ends_with_its_delete) {
+        char creds[] = "/tmp/mcpvisor-inst-XXXXXX", sid[64], *text;
+        unsigned port = ht_free_port();
+        struct ht_answer a;
+        FILE *f;
+
+        cr_assert_not_null(mkdtemp(creds));
+        f = fopen(sf("%s/tok", creds), "w");
+        cr_assert_not_null(f);
+        fprintf(f, "%s\n", TOKEN);
+        fclose(f);
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"tok\"},\"user\":%u}]}",
+                        port, (unsigned)getuid()));
+        add_tagged("s", "", "");
+        add_tagged("c", "\"instances\":\"per-client\"", "\"--probe-tools\"");
+        start((const char *const[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), NULL });
+        wait_all_ready(1);
+
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                "\"capabilities\":{},\"clientInfo\":{\"name\":\"it-agent\",\"version\":\"1\"}}}",
+                &a);
+        cr_assert_eq(a.status, 200, "initialize: %d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Mcp-Session-Id", sid, sizeof sid));
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", sid),
+                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &a);
+        ht_answer_done(&a);
+        ht_once(port, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", sid),
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"c__remember\","
+                "\"arguments\":{\"text\":\"h\"}}}",
+                &a);
+        cr_assert_eq(a.status, 200, "tools/call: %d %s", a.status, a.body);
+        text = strstr(a.body, "\"text\":\"h ");
+        cr_assert_not_null(text, "%s", a.body);
+        pid_t pid = (pid_t)atol(text + strlen("\"text\":\"h "));
+        ht_answer_done(&a);
+        cr_assert_gt(pid, 0);
+        cr_assert_eq(c_processes(), 1);
+
+        ht_once(port, "DELETE", "/mcp", sf(AUTH "Mcp-Session-Id: %s\r\n", sid), NULL, &a);
+        cr_assert(a.status >= 200 && a.status < 300, "DELETE: %d", a.status);
+        ht_answer_done(&a);
+        cr_assert(h_pid_gone_wait(pid, H_TIMEOUT_MS), "the session's instance outlived its DELETE");
+        h_remove_tree(creds);
+        stop_clean();
+}
+
 /* ---- operators: status, STATUS=, stop ---- */
 
 static struct proc R;
@@ -373,5 +526,49 @@ Test(instances, status_and_stop_by_owner) {
         proc_free(&R);
         h_client_close(a);
         h_client_close(b);
+        stop_clean();
+}
+
+/* mcpvisorctl access: a server run as instances is one row, however many instances run. */
+Test(instances, access_query_names_the_server_once) {
+        start_instanced("\"instances\":\"per-client\"");
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        remember(a, "1", "x", NULL, 0);
+        remember(b, "1", "y", NULL, 0);
+        cr_assert_eq(CTL("access", "--user", "root", "--json"), 0, "%s", R.errbuf);
+        json_object *o = json_tokener_parse(R.outbuf), *servers = h_get(o, "servers");
+        unsigned rows_of_c = 0;
+
+        cr_assert_not_null(servers, "%s", R.outbuf);
+        for (size_t i = 0; i < json_object_array_length(servers); i++) {
+                json_object *row = json_object_array_get_idx(servers, i);
+
+                if (strcmp(h_str(row, "name"), "c") == 0) {
+                        rows_of_c++;
+                        cr_assert_str_eq(h_str(row, "instances"), "per-client");
+                        cr_assert_str_eq(h_str(row, "verdict"), "allow");
+                }
+        }
+        cr_assert_eq(rows_of_c, 1, "%s", R.outbuf);
+        json_object_put(o);
+        proc_free(&R);
+        h_client_close(a);
+        h_client_close(b);
+        stop_clean();
+}
+
+/* A spare handed over is asked for its owner's log level, as a new instance would be. */
+Test(instances, spare_handed_over_takes_its_owners_log_level) {
+        /* no replacement (maxInstances 1), whose start would have the levels decided again */
+        start_instanced("\"instances\":\"per-client\",\"spareInstances\":1,\"maxInstances\":1");
+        cr_assert(h_log_count_wait(&D, "[c] starting -> ready", 1, H_TIMEOUT_MS), "no spare started");
+        struct h_client *a = cl_open();
+
+        json_object_put(h_client_call(a, "1", "logging/setLevel", "{\"level\":\"error\"}"));
+        remember(a, "2", "x", NULL, 0);
+        cr_assert(h_log_count_wait(&D, "a spare instance handed over to client", 1, H_TIMEOUT_MS));
+        cr_assert(h_log_count_wait(&D, "c: log level error", 1, H_TIMEOUT_MS), "the spare kept the default level");
+        h_client_close(a);
         stop_clean();
 }

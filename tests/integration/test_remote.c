@@ -169,6 +169,27 @@ Test(http, stop_deletes_the_session) {
         cr_assert(server_wait("DELETE sess=s1", 1));
 }
 
+/* A server reached by URL run per client: each client's instance is a session of its own,
+ * ended (DELETE) when its client leaves. */
+Test(http, per_client_instances_have_sessions_of_their_own) {
+        start_server((const char *const[]){ "--many-sessions", NULL });
+        add_remote("\"instances\":\"per-client\"");
+        start(NULL);
+        wait_all_ready(0);
+        struct h_client *a = cl_open(), *b = cl_open();
+
+        expect_echo(a, "1", "from a");
+        expect_echo(b, "1", "from b");
+        cr_assert_eq(server_count("POST initialize sess=- "), 2, "not a session per client");
+        cr_assert_eq(server_count("POST tools/call sess=s1 "), 1);
+        cr_assert_eq(server_count("POST tools/call sess=s2 "), 1);
+        h_client_close(a);
+        cr_assert(server_wait("DELETE sess=s", 1), "a's session outlived a");
+        expect_echo(b, "2", "b goes on");
+        cr_assert_eq(server_count("DELETE sess=s"), 1);
+        h_client_close(b);
+}
+
 Test(http, credential_header) {
         char creds[128];
         FILE *f;
