@@ -5,6 +5,10 @@
 //
 //   node isolation.mjs SOCKET SCENARIO [ARG...]
 //
+// When SOCKET is an http:// URL, each agent is an HTTP session of the daemon's front door
+// instead (the SDK's StreamableHTTPClientTransport, $MCPVISOR_TOKEN its bearer token).
+// Either way each agent ends its session at the end (HTTP: a DELETE).
+//
 // Both clients stay connected to the end, so that with per-client instances both instances
 // run at once. Each scenario prints ONE line of JSON on stdout ({"ok":true,...}) and exits 0;
 // on any failure {"ok":false,"error":"...","step":"..."} and exits 1.
@@ -21,6 +25,7 @@
 import http from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const [socket, scenario, ...args] = process.argv.slice(2);
 const bridge = { command: process.env.MCPVISORCTL || "mcpvisorctl", args: ["-s", socket, "connect"] };
@@ -40,10 +45,26 @@ function fail(error) {
 }
 setTimeout(() => fail(`scenario not done within ${DEADLINE} ms`), DEADLINE);
 
+const agents = [];
 async function connect(name) {
     const client = new Client({ name, version: "1.0.0" }, { capabilities: {} });
-    await client.connect(new StdioClientTransport(bridge), { timeout: CALL_TIMEOUT });
+    const transport = socket.startsWith("http")
+        ? new StreamableHTTPClientTransport(new URL(socket),
+            { requestInit: { headers: { Authorization: `Bearer ${process.env.MCPVISOR_TOKEN}` } } })
+        : new StdioClientTransport(bridge);
+    await client.connect(transport, { timeout: CALL_TIMEOUT });
+    agents.push({ client, transport });
     return client;
+}
+
+// Each agent leaves as agents do when they are done: an HTTP session ended with a DELETE.
+async function leave() {
+    step = "the agents leave";
+    for (const { client, transport } of agents) {
+        if (transport.terminateSession)
+            await transport.terminateSession();
+        await client.close();
+    }
 }
 
 const text = (result) => result.content?.filter((c) => c.type === "text").map((c) => c.text).join("\n") ?? "";
@@ -117,4 +138,4 @@ const scenarios = {
 
 if (!scenarios[scenario])
     fail(`unknown scenario ${scenario}`);
-scenarios[scenario]().then((facts) => finish({ ok: true, scenario, ...facts }), fail);
+scenarios[scenario]().then(async (facts) => { await leave(); finish({ ok: true, scenario, ...facts }); }, fail);

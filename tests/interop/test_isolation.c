@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "http-client.h"
 #include "servers.h"
 
 extern char **environ;
@@ -47,6 +48,9 @@ static struct h_daemon D;
 static char dir[64];          /* this test's files: HOME, the memory files, the clients' stderr */
 static char bin[PATH_MAX];    /* node_modules/.bin */
 static char secret[64];       /* what A leaves, unique to the test */
+static bool over_http;        /* the agents are HTTP sessions of the front door, not socket clients */
+static char target[128];      /* then, the daemon's HTTP endpoint */
+#define HTTP_TOKEN "isolation-token-0123456789abcdef0123" /* the HTTP front door's bearer token */
 
 static void setup(void) {
         D.notify_fd = -1; /* nothing to close if a test ends before its daemon starts */
@@ -58,6 +62,7 @@ static void setup(void) {
         cr_assert_not_null(mkdtemp(dir));
         cr_assert(mkdir(sf("%s/home", dir), 0700) == 0);
         snprintf(secret, sizeof secret, "secret-%d-%lld", (int)getpid(), h_now_ms());
+        over_http = false;
         /* what a client started and left behind becomes this process's child, to be found */
         cr_assert(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
 }
@@ -108,8 +113,26 @@ static void need(const char *program) {
 /* A shared server is ready before the clients come; a per-client one has no instance
  * until a client needs it, and the client's first call waits for its start (listWait). */
 static void start_daemon(enum mode mode, unsigned servers) {
-        set_settings("\"listWait\": 60");
-        start(NULL);
+        static const char *env[2];
+        unsigned port;
+        FILE *f;
+
+        if (!over_http) {
+                set_settings("\"listWait\": 60");
+                start(NULL);
+        } else { /* the agents over HTTP: a token for this user, the daemon on a free port */
+                port = ht_free_port();
+                cr_assert_not_null(f = fopen(sf("%s/http-token", dir), "we"));
+                fputs(HTTP_TOKEN, f);
+                fclose(f);
+                env[0] = strdup(sf("CREDENTIALS_DIRECTORY=%s", dir));
+                set_settings(sf("\"listWait\": 60, \"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":"
+                                "{\"credential\":\"http-token\"},\"user\":%u}]}",
+                                port, (unsigned)getuid()));
+                cr_assert(setenv("MCPVISOR_TOKEN", HTTP_TOKEN, 1) == 0);
+                snprintf(target, sizeof target, "http://127.0.0.1:%u/mcp", port);
+                start(env);
+        }
         if (mode == SHARED)
                 cr_assert(h_notify_wait(&D, sf("STATUS=%u/%u servers ready", servers, servers), READY_MS),
                           "the servers did not become ready; got %s", D.notices);
@@ -187,7 +210,7 @@ static bool group_ended(pid_t pgid, long long deadline) {
  * printed, asserting it said ok, exited 0 and left nothing running (its bridges). */
 static json_object *agents(const char *scenario, const char *arg) {
         char script[PATH_MAX], errpath[128];
-        const char *argv[] = { "node", script, D.sock, scenario, arg, NULL };
+        const char *argv[] = { "node", script, over_http ? target : D.sock, scenario, arg, NULL };
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         long long deadline = h_now_ms() + RUN_MS;
@@ -336,6 +359,22 @@ Test(isolation, thinking_shared_b_hears_as_history) {
         cr_assert_str_eq(h_json_text(h_get(facts, "bFirst.branches")), "[\"a-private-branch\"]", "%s",
                          h_json_text(facts));
         json_object_put(facts);
+}
+
+/* The same two agents as HTTP sessions of the front door: an instance per session, each
+ * ended with its session's DELETE (expect_instances_ended waits far less than a session's
+ * idle expiry). */
+Test(isolation, thinking_per_client_over_http) {
+        json_object *facts;
+
+        over_http = true;
+        facts = thinking_run(PER_CLIENT);
+        cr_assert_eq(json_object_get_int(h_get(facts, "bFirst.thoughtHistoryLength")), 1, "B heard of A's thoughts: %s",
+                     h_json_text(facts));
+        cr_assert_str_eq(h_json_text(h_get(facts, "bFirst.branches")), "[]", "B saw A's branch: %s", h_json_text(facts));
+        json_object_put(facts);
+        cr_assert(h_log_wait(&D, "MCP client connected (from 127.0.0.1:", H_TIMEOUT_MS), "not an HTTP session");
+        expect_instances_ended("sequential-thinking");
 }
 
 Test(isolation, thinking_per_client_b_starts_afresh) {
