@@ -57,5 +57,10 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
  * NULL or not one of ours: from the first one not yet written to it). The Last-Event-ID of
  * a POST's own stream sends what is kept of that stream after it instead, then ends. */
 void client_http_get(struct client *c, struct evhttp_request *req, const char *last_event_id);
+/* The session idle the longest of a user at maxClientsPerUser (limit), as user_counts_take()
+ * chose it (only HTTP sessions are ever listed idle there): ended, and logged with how long
+ * it was idle, to admit that user's new client. */
+struct user_idle;
+void client_http_end_idle(struct user_idle *e, unsigned limit);
 /* DELETE: the session ends (its calls cancelled downstream). */
 void client_http_delete(struct client *c, struct evhttp_request *req);

@@ -84,6 +84,7 @@ struct client {
         struct session session;
         struct principal principal;  /* who connected, resolved at accept (client_principal()) */
         uint64_t connected_at;       /* now_usec() at accept */
+        uint64_t active_at;          /* now_usec() at its last message (or accept) */
         unsigned pending;            /* requests held (routed or waiting), not answered yet */
         uint64_t held;               /* requests held so far (client_hold_request()) */
         bool told_in_flight;         /* maxInFlight was reached and logged once */
@@ -116,8 +117,10 @@ void client_free(struct client *c);
 const struct principal *client_principal(const struct client *c);
 /* Its network peer (both NULL on a Unix socket). */
 struct client_peer client_peer(const struct client *c);
-/* The name it gave itself in initialize (clientInfo.name), NULL when none. */
+/* The name and version it gave itself in initialize (clientInfo), made fit to show and
+ * bounded (session.h); NULL when none. For display only. */
 const char *client_name(const struct client *c);
+const char *client_version(const struct client *c);
 /* Fills in who r is about (client, uid, pid, token, remote, name) for the audit trail. */
 struct audit_record;
 void client_audit_subject(const struct client *c, struct audit_record *r);

@@ -114,6 +114,10 @@ unsigned daemon_broadcast_related(struct daemon *d, const char *method, json_obj
 /* A client stopped reading (client_drain()): the daemon tells the modules that wait on
  * something from it (the server requests it was asked) that no more will come. */
 void daemon_client_draining(struct daemon *d, struct client *c);
+/* Counts a new MCP client of uid, whatever carries it, against maxClientsPerUser: at the
+ * limit, in place of the uid's HTTP session idle the longest, which is ended now (and freed
+ * through the usual path). USER_COUNT_TAKEN, or why it is to be turned away. */
+enum user_count_verdict daemon_count_client(struct daemon *d, uid_t uid);
 
 /* Called when client counts or server states change: STATUS= is sent once at the end of
  * the loop iteration, however many clients changed in it. */

@@ -13,7 +13,9 @@ struct principal;
 
 #define HTTP_DEFAULT_PATH "/mcp"
 #define HTTP_DEFAULT_MAX_SESSIONS 1024
-#define HTTP_DEFAULT_SESSION_IDLE 3600.0
+/* An HTTP session waiting for nothing (no request pending, no stream open) for this long
+ * ends: minutes, as a client that left without DELETE (most do) holds it until then. */
+#define HTTP_DEFAULT_SESSION_IDLE 300.0
 
 /* One address to listen on: "127.0.0.1:8765", "[::1]:8765" or "unix:/run/x.sock". */
 struct http_address {

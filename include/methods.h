@@ -106,6 +106,7 @@ extern const struct method control_reload;
 void control_reload_answer(struct client *c, json_object *id, int r, json_object *outcome);
 extern const struct method control_access_query;
 extern const struct method control_logs;
+extern const struct method control_disconnect;
 /* The server a control command's "name" names (control-server.c), or NULL once the client
  * was told why there is none: no name, or no such server (with the names it could use). */
 struct server *control_named_server(struct client *c, struct jsonrpc_msg *m);

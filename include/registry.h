@@ -70,6 +70,9 @@ struct registry_source {
 
 struct registry {
         const struct logger *log;
+        struct registry *outer;  /* listed before this one to the same clients (a client's own
+                                  * instances': the shared registry): a name or URI it has is
+                                  * taken here too (the fallback name; a URI left out) */
         const char *separator;
         struct registry_list lists[CATALOG_KIND_COUNT];
         json_object *warned;     /* collision warnings already logged (a set) */
@@ -91,6 +94,9 @@ void registry_set_separator(struct registry *r, const char *separator);
 unsigned registry_rebuild(struct registry *r, struct server *const *servers, size_t n, unsigned kinds);
 
 void registry_set_source(struct registry *r, const struct registry_source *source);
+/* outer's names are taken in r (see struct registry); outer is brought up to date first at
+ * each of r's reads. Whoever changes outer marks r too. */
+void registry_set_outer(struct registry *r, struct registry *outer);
 /* What clients see of these kinds may have changed: rebuilt from the source when next read. */
 void registry_mark(struct registry *r, unsigned kinds);
 /* Rebuilds what is marked; returns the kinds whose client-visible list changed. */

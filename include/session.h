@@ -16,10 +16,17 @@ enum session_phase {
         SESSION_OPERATING,
 };
 
+/* The most of clientInfo's name and version kept, in bytes: they are for display only. */
+#define SESSION_CLIENT_INFO_MAX 64
+
 struct session {
         enum session_phase phase;
         const char *protocol_version;     /* static string, NULL before initialize */
-        json_object *client_info;         /* owned */
+        /* clientInfo's name and version as the client gave them, made fit to show
+         * (utf8_display()): for logs, the audit trail and mcpvisorctl clients, never for a
+         * decision. NULL: not given, not a string, or out of memory. */
+        char *client_name;
+        char *client_version;
         json_object *client_capabilities; /* owned */
         int log_level;                    /* logging/setLevel, as a syslog level; -1: not set */
         struct list_seen lists_seen;      /* the lists it was given (list-changes.c writes it) */
@@ -29,8 +36,9 @@ void session_init(struct session *s);
 void session_done(struct session *s);
 
 /* Only these move the phase, and only forward. initialize answered: new -> initializing,
- * keeping the negotiated version (static) and references to caps and info (NULL: an empty
- * object); -EALREADY (nothing changed) past new. notifications/initialized: initializing -> operating;
+ * keeping the negotiated version (static), a reference to caps (NULL: an empty object) and
+ * info's name and version (info: clientInfo, may be NULL); -EALREADY (nothing changed) past
+ * new. notifications/initialized: initializing -> operating;
  * false (nothing changed) from any other phase. */
 /* Past notifications/initialized: what a client is sent unasked is for it now. */
 bool session_operating(const struct session *s);

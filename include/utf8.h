@@ -15,3 +15,10 @@ bool utf8_valid(const char *s, size_t len);
 /* Makes s valid UTF-8 in place: an incomplete character at its end is cut, any other
  * invalid byte becomes '?'. Returns s. */
 char *utf8_mend(char *s);
+
+/* A peer's text (len bytes, any bytes) made fit to show: valid UTF-8 (an invalid byte
+ * becomes '?'), without control characters (C0, DEL, C1) nor the invisible ones that
+ * reorder or hide text (bidirectional marks, embeddings, overrides and isolates, zero
+ * width characters), at most max bytes, cut between characters. malloc'd; NULL when out of
+ * memory. */
+char *utf8_display(const char *s, size_t len, size_t max);

@@ -1,6 +1,8 @@
 /* UTF-8 checks; see utf8.h. */
 #include "utf8.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. */
@@ -69,4 +71,46 @@ char *utf8_mend(char *s) {
                 n = 1;
         }
         return s;
+}
+
+/* The code point of a valid sequence of n bytes. */
+static uint32_t code_point(const unsigned char *p, size_t n) {
+        static const unsigned char lead_mask[] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
+        uint32_t cp = p[0] & lead_mask[n];
+
+        for (size_t i = 1; i < n; i++)
+                cp = (cp << 6) | (p[i] & 0x3f);
+        return cp;
+}
+
+static bool hidden(uint32_t cp) {
+        return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) ||
+               (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+char *utf8_display(const char *s, size_t len, size_t max) {
+        const unsigned char *p = (const unsigned char *)s;
+        char *out = malloc((len < max ? len : max) + 1);
+        size_t used = 0;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0, n; i < len; i += n) {
+                n = utf8_sequence(p + i, len - i);
+                if (n == 0) {
+                        if (used + 1 > max)
+                                break;
+                        out[used++] = '?';
+                        n = 1;
+                        continue;
+                }
+                if (hidden(code_point(p + i, n)))
+                        continue;
+                if (used + n > max)
+                        break;
+                memcpy(out + used, p + i, n);
+                used += n;
+        }
+        out[used] = '\0';
+        return out;
 }

@@ -1,6 +1,7 @@
 /* mcpvisorctl clients [--json]: who is connected to the MCP socket, as a table or as the
- * daemon's JSON: each client's id, user, pid, command, profile, requests in flight, calls so
- * far and since when. */
+ * daemon's JSON: each client's id, user, pid, command, the name and version it gave itself,
+ * profile, requests in flight, calls so far, since when, how long since it last sent
+ * anything, and how it is connected. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,30 @@ static const char *since_cell(json_object *row, char *buf, size_t size) {
         return buf;
 }
 
+/* "claude-code 2.1.332": what its initialize said it is (the daemon made it fit to show;
+ * escaped again here all the same: it reaches a terminal). */
+static const char *client_cell(json_object *row, char *buf, size_t size) {
+        const char *name = ctl_json_str(row, "name"), *version = ctl_json_str(row, "version");
+        char n[160], v[160];
+
+        if (!name && !version)
+                return "-";
+        snprintf(buf, size, "%s%s%s", escaped(name, n, sizeof n), version ? " " : "", version ? escaped(version, v, sizeof v) : "");
+        return buf;
+}
+
+/* "12s": since it last sent anything; an idle HTTP session says so ("12s idle"). */
+static const char *active_cell(json_object *row, char *buf, size_t size) {
+        json_object *v, *idle;
+        char d[16];
+
+        if (!json_object_object_get_ex(row, "lastActivity", &v) || !v)
+                return "-";
+        snprintf(buf, size, "%s%s", ctl_format_duration(json_object_get_double(v), d, sizeof d),
+                 json_object_object_get_ex(row, "idle", &idle) && json_object_get_boolean(idle) ? " idle" : "");
+        return buf;
+}
+
 /* How it is connected: "unix", or "http" and where from (an address, or a Unix peer). */
 static const char *via_cell(json_object *row, char *buf, size_t size) {
         const char *transport = ctl_json_str(row, "transport"), *remote = ctl_json_str(row, "remote");
@@ -82,16 +107,19 @@ static const char *via_cell(json_object *row, char *buf, size_t size) {
 }
 
 static int add_row(struct ctl_table *t, json_object *row) {
-        char id[24], via[200], user[300], pid[24], command[80], inflight[24], calls[24], since[32];
+        char id[24], via[200], user[300], pid[24], command[80], client[330], inflight[24], calls[24], since[32],
+                active[32];
         const char *cells[] = {
                 ctl_json_int_cell(row, "id", id, sizeof id),
                 user_cell(row, user, sizeof user),
                 ctl_json_int_cell(row, "pid", pid, sizeof pid),
                 escaped(ctl_json_str(row, "command"), command, sizeof command),
+                client_cell(row, client, sizeof client),
                 ctl_json_str(row, "profile") ?: "-",
                 ctl_json_int_cell(row, "inFlight", inflight, sizeof inflight),
                 ctl_json_int_cell(row, "calls", calls, sizeof calls),
                 since_cell(row, since, sizeof since),
+                active_cell(row, active, sizeof active),
                 via_cell(row, via, sizeof via),
         };
 
@@ -99,7 +127,8 @@ static int add_row(struct ctl_table *t, json_object *row) {
 }
 
 static int print_table(json_object *rows) {
-        static const char *const header[] = { "ID", "USER", "PID", "COMMAND", "PROFILE", "IN-FLIGHT", "CALLS", "CONNECTED SINCE", "VIA" };
+        static const char *const header[] = { "ID",        "USER",  "PID",             "COMMAND",     "CLIENT", "PROFILE",
+                                              "IN-FLIGHT", "CALLS", "CONNECTED SINCE", "LAST ACTIVE", "VIA" };
         struct ctl_table t;
         int r;
 
@@ -131,7 +160,7 @@ static int run_clients(struct ctl *ctl, int argc, char **argv) {
 const struct ctl_command ctl_cmd_clients = {
         .name = "clients",
         .synopsis = "[--json]",
-        .summary = "the MCP clients connected: user, pid, command, calls",
+        .summary = "the MCP clients connected: user, pid, command, client name, calls, last activity",
         .min_args = 0,
         .max_args = 0,
         .options = CTL_OPT_JSON | CTL_OPT_TIMEOUT,

@@ -134,6 +134,18 @@ void ctl_status_print_unknown(json_object *status, const char *name) {
         fprintf(stderr, "%s\n", n ? "" : "none");
 }
 
+/* Whether name is a server run as instances (status.instanced), which may have none now. */
+static bool is_instanced(json_object *status, const char *name) {
+        json_object *rows = NULL;
+
+        if (!json_object_object_get_ex(status, "instanced", &rows) || !json_object_is_type(rows, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(rows); i++)
+                if (strcmp(ctl_json_str(json_object_array_get_idx(rows, i), "name") ?: "", name) == 0)
+                        return true;
+        return false;
+}
+
 /* status.servers reduced to the names asked for (all of them when none is), in config
  * order. NULL after printing the first unknown name. */
 static json_object *select_servers(json_object *status, int argc, char **argv) {
@@ -144,7 +156,7 @@ static json_object *select_servers(json_object *status, int argc, char **argv) {
                 return NULL;
         }
         for (int i = 0; i < argc; i++)
-                if (!ctl_status_server(status, argv[i])) {
+                if (!ctl_status_server(status, argv[i]) && !is_instanced(status, argv[i])) {
                         ctl_status_print_unknown(status, argv[i]);
                         json_object_put(picked);
                         return NULL;

@@ -57,6 +57,7 @@ struct ctl_command {
 
 extern const struct ctl_command ctl_cmd_status;
 extern const struct ctl_command ctl_cmd_clients;
+extern const struct ctl_command ctl_cmd_disconnect;
 extern const struct ctl_command ctl_cmd_start;
 extern const struct ctl_command ctl_cmd_stop;
 extern const struct ctl_command ctl_cmd_restart;

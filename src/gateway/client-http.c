@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,7 @@ struct session_http {
         struct http_wait *current;   /* the POST being handled now: answers a null id */
         struct event *keepalive;
         struct event *idle;
+        struct user_idle idleness;   /* listed while it waits for nothing (note_use()) */
         struct replay_event ring[REPLAY_EVENTS];
         size_t ring_start, ring_count, ring_bytes;
         uint64_t next_seq;           /* the last event's number */
@@ -101,6 +103,28 @@ struct session_http {
 
 static struct session_http *session_of(const struct client *c) {
         return c->transport;
+}
+
+static void arm_idle(struct session_http *s);
+
+/* A session with no request pending and no stream open waits for nothing: its client may
+ * have left without a word (most never DELETE), so it is listed as idle (user-counts.h),
+ * from the time it became so or was last used, and ended after httpSessionIdle, or sooner
+ * when its user is at maxClientsPerUser and it is that user's idle the longest. Called at
+ * each change of its requests and streams; used: a request came (an idle session is listed
+ * anew, last). */
+static void note_use(struct session_http *s, bool used) {
+        struct client *c = s->client;
+        struct user_counts *u = &c->daemon->user_counts;
+
+        if (c->state != CLIENT_ACTIVE || s->stream || !TAILQ_EMPTY(&s->posts)) {
+                user_counts_busy(u, &s->idleness);
+                return;
+        }
+        if (s->idleness.listed && !used)
+                return;
+        user_counts_idle(u, &s->idleness, client_principal(c)->uid, now_usec());
+        arm_idle(s);
 }
 
 static void add_session_header(struct session_http *s, struct evhttp_request *req) {
@@ -143,6 +167,7 @@ static void wait_unlink(struct http_wait *w) {
         }
         if (s->current == w)
                 s->current = NULL;
+        note_use(s, false);
 }
 
 static void wait_forget(struct http_wait *w) {
@@ -422,7 +447,11 @@ static size_t http_unsent(const struct client *c) {
 
 /* ---- the session's lifetime ---- */
 
+/* Draining (the daemon stops): no longer a session to end for another. */
 static void http_stop_reading(struct client *c) {
+        struct session_http *s = session_of(c);
+
+        user_counts_busy(&c->daemon->user_counts, &s->idleness);
 }
 
 /* Nothing more will be said: the requests still owed an answer get one saying so. */
@@ -444,6 +473,7 @@ static void http_stop(struct client *c) {
                 evhttp_send_reply_end(req);
         }
         writing_detach(s, unread);
+        user_counts_busy(&c->daemon->user_counts, &s->idleness);
         event_del(s->idle);
         event_del(s->keepalive);
 }
@@ -454,6 +484,8 @@ static void http_describe(const struct client *c, json_object *row) {
         json_object_object_add(row, "transport", json_object_new_string("http"));
         json_object_object_add(row, "remote", json_object_new_string(s->remote));
         json_object_object_add(row, "token", s->token ? json_object_new_string(s->token->user) : NULL);
+        /* Waiting for nothing: the first of its user's to be ended at maxClientsPerUser. */
+        json_object_object_add(row, "idle", json_object_new_boolean(s->idleness.listed));
 }
 
 /* Over TCP its address and token; on the Unix socket its principal (pid, command) says it. */
@@ -499,14 +531,13 @@ static void arm_idle(struct session_http *s) {
         event_add(s->idle, &tv);
 }
 
-/* Unused for httpSessionIdle: ended. One that is waited on is in use. */
+/* Idle for httpSessionIdle: ended. Armed each time it is listed idle (note_use()); one
+ * in use since is left to be armed again when it is idle again. */
 static void on_idle(evutil_socket_t fd, short what, void *userdata) {
         struct session_http *s = userdata;
 
-        if (s->stream || !TAILQ_EMPTY(&s->posts)) {
-                arm_idle(s);
+        if (!s->idleness.listed)
                 return;
-        }
         client_log(s->client, LOG_INFO, "HTTP session unused for %g s (httpSessionIdle); ended",
                    s->client->daemon->config.http_session_idle);
         client_set_state(s->client, CLIENT_JUSTFREE);
@@ -612,7 +643,7 @@ struct client *client_http_new(struct http_front *f, struct http_caller *caller,
         s->client = c;
         idmap_put(&f->sessions, s->key, c); /* the slot is there: cannot fail */
         http_front_session_opened(f);
-        arm_idle(s);
+        note_use(s, true);
         if (s->token && s->token->profile)
                 /* Its token's profile, as mcpvisorctl connect --profile asks for one. */
                 (void)client_access_ask(c, s->token->profile);
@@ -657,7 +688,8 @@ static bool rebind(struct client *c) {
                 /* Counted under the uid it now has, as one opened now would be (and released
                  * under it when freed); the limit is for new sessions only. */
                 user_counts_release(&d->user_counts, client_principal(c)->uid);
-                (void)user_counts_take(&d->user_counts, p.uid, 0);
+                (void)user_counts_take(&d->user_counts, p.uid, 0, NULL);
+                user_counts_idle_moved(&s->idleness, p.uid);
         }
         client_set_principal(c, &p);
         if (client_access_ask(c, now->profile) < 0) {
@@ -748,8 +780,8 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         const char *id_text = m->id ? json_object_to_json_string_ext(m->id, JSON_C_TO_STRING_PLAIN) : "null";
         struct http_wait *w;
 
-        arm_idle(s);
         if (m->kind == JSONRPC_NOTIFICATION || m->kind == JSONRPC_RESPONSE) {
+                note_use(s, true);
                 client_handle(c, m);
                 if (m->kind == JSONRPC_NOTIFICATION && strcmp(m->method, "notifications/cancelled") == 0)
                         cancelled(s, m);
@@ -768,6 +800,7 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         }
         TAILQ_INSERT_TAIL(&s->posts, w, entry);
         w->state = WAIT_OWED;
+        note_use(s, false);
         if (answered_as_stream(req, m) && start_post_stream(s, w) < 0) {
                 end_post_stream(s, w);
                 return;
@@ -850,7 +883,7 @@ void client_http_get(struct client *c, struct evhttp_request *req, const char *l
         uint64_t seq = 0, stream = 0;
         bool resuming = parse_event_id(s, last_event_id, &seq, &stream);
 
-        arm_idle(s);
+        note_use(s, true);
         if (resuming && stream > 0) {
                 resume_post_stream(s, req, stream, seq);
                 return;
@@ -866,6 +899,7 @@ void client_http_get(struct client *c, struct evhttp_request *req, const char *l
                 return;
         }
         s->stream->state = WAIT_OWED;
+        note_use(s, false);
         start_event_stream(s, req);
         arm_keepalive(s);
         replay(s, s->stream, 0, resuming ? seq : s->streamed_seq);
@@ -878,5 +912,14 @@ void client_http_delete(struct client *c, struct evhttp_request *req) {
         client_log(c, LOG_DEBUG, "HTTP session ended by the client (DELETE)");
         add_session_header(s, req);
         evhttp_send_reply(req, 200, "OK", NULL);
+        client_set_state(c, CLIENT_JUSTFREE);
+}
+
+void client_http_end_idle(struct user_idle *e, unsigned limit) {
+        struct session_http *s = (struct session_http *)((char *)e - offsetof(struct session_http, idleness));
+        struct client *c = s->client;
+
+        client_log(c, LOG_NOTICE, "HTTP session idle for %.0f s ended to admit a new client of uid %u (maxClientsPerUser %u)",
+                   (double)(now_usec() - e->since) / USEC_PER_SEC, (unsigned)e->uid, limit);
         client_set_state(c, CLIENT_JUSTFREE);
 }

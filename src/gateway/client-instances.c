@@ -2,7 +2,9 @@
 #include "client-instances.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "daemon.h"
@@ -72,6 +74,8 @@ static struct client_instances *instances_make(struct client *c) {
         }
         registry_init(&ci->registry, &d->log, d->registry.separator);
         registry_set_source(&ci->registry, &(struct registry_source){ .servers = own_servers, .userdata = c });
+        /* A name the shared servers expose is theirs: an instance's gets the fallback form. */
+        registry_set_outer(&ci->registry, &d->registry);
         registry_mark(&ci->registry, CATALOG_ALL_KINDS);
         views_init(&ci->views, &d->config.access, &ci->registry);
         c->access.instances = ci;
@@ -112,7 +116,14 @@ void client_instances_need(struct client *c) {
                 ci = instances_make(c);
                 if (!ci)
                         return;
-                if (pool_instance(p, &owner, &s, &why) < 0)
+                if (owner.kind == OWNER_USER && owner.uid != geteuid()) {
+                        /* SEAM(runas): until pool.c gives an instance its owner's run_as,
+                         * one of another user is refused rather than run as the daemon's. */
+                        if (asprintf(&why, "server '%s' runs an instance per user, and this mcpvisord cannot run one as uid %u",
+                                     pool_name(p), (unsigned)owner.uid) < 0)
+                                why = NULL;
+                        record_refusal(c, ci, p, why);
+                } else if (pool_instance(p, &owner, &s, &why) < 0)
                         record_refusal(c, ci, p, why);
                 else
                         json_object_object_del(ci->refused, pool_name(p));

@@ -175,8 +175,10 @@ void client_receive_oversize(struct client *c, size_t max) {
 }
 
 void client_handle(struct client *c, struct jsonrpc_msg *m) {
-        if (c->state != CLIENT_JUSTFREE)
-                session_handle(c, m);
+        if (c->state == CLIENT_JUSTFREE)
+                return;
+        c->active_at = now_usec();
+        session_handle(c, m);
 }
 
 void client_handle_held(struct client *c, void (*handle)(struct client *c, struct jsonrpc_msg *m), struct jsonrpc_msg *m) {
@@ -259,11 +261,11 @@ struct client_peer client_peer(const struct client *c) {
 }
 
 const char *client_name(const struct client *c) {
-        json_object *v;
+        return c->session.client_name;
+}
 
-        if (!json_object_object_get_ex(c->session.client_info, "name", &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
+const char *client_version(const struct client *c) {
+        return c->session.client_version;
 }
 
 void client_audit_subject(const struct client *c, struct audit_record *r) {
@@ -313,6 +315,7 @@ struct client *client_new(struct daemon *d, enum listen_role role, const struct 
         c->principal = *principal;
         *principal = (struct principal){ 0 };
         c->connected_at = now_usec();
+        c->active_at = c->connected_at;
         c->state = CLIENT_ACTIVE;
         session_init(&c->session);
         TAILQ_INIT(&c->routes);

@@ -1,7 +1,8 @@
 /* "clients" on the control socket: who is connected to the MCP socket, for mcpvisorctl
- * clients. A row per MCP connection not yet closed: its principal as taken at accept, what
- * it has in flight and has sent so far, and since when. The facts only; mcpvisorctl renders
- * them, with the profile it chose (null: none). */
+ * clients. A row per MCP connection not yet closed: its principal as taken at accept, the
+ * name and version its initialize gave (shown, never trusted: session.h), what it has in
+ * flight and has sent so far, since when, and when it last sent anything. The facts only;
+ * mcpvisorctl renders them, with the profile it chose (null: none). */
 #include <stdio.h>
 #include <time.h>
 
@@ -48,12 +49,16 @@ static json_object *client_row(const struct client *c, uint64_t now) {
         json_object_object_add(row, "groups", groups_array(p));
         json_object_object_add(row, "pid", p->pid > 0 ? json_object_new_int(p->pid) : NULL);
         json_object_object_add(row, "command", p->comm[0] ? jsonrpc_text(p->comm) : NULL);
+        json_object_object_add(row, "name", client_name(c) ? json_object_new_string(client_name(c)) : NULL);
+        json_object_object_add(row, "version", client_version(c) ? json_object_new_string(client_version(c)) : NULL);
         json_object_object_add(row, "profile",
                                client_access_profile(c) ? jsonrpc_text(client_access_profile(c)) : NULL);
         json_object_object_add(row, "inFlight", json_object_new_int64(client_in_flight(c)));
         json_object_object_add(row, "calls", json_object_new_int64((int64_t)client_requests_held(c)));
         json_object_object_add(row, "connectedAt", wall_clock_of(c->connected_at, now));
         json_object_object_add(row, "connected", seconds(now - c->connected_at));
+        json_object_object_add(row, "lastActivityAt", wall_clock_of(c->active_at, now));
+        json_object_object_add(row, "lastActivity", seconds(now - c->active_at));
         c->ops->describe(c, row);
         return row;
 }

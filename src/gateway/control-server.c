@@ -53,7 +53,12 @@ struct server *control_named_server(struct client *c, struct jsonrpc_msg *m) {
                 return NULL;
         }
         s = supervisor_find(&c->daemon->supervisor, json_object_get_string(v));
-        if (!s)
+        if (!s && supervisor_find_pool(&c->daemon->supervisor, json_object_get_string(v)))
+                /* Which of its instances? Each is a row of the status answer. */
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "this server is run as instances, each with its own log lines: see its rows in mcpvisorctl status",
+                                   NULL);
+        else if (!s)
                 reply_unknown_server(c, m, json_object_get_string(v));
         return s;
 }

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include "client-http.h"
 #include "client-instances.h"
 #include "client-socket.h"
 #include "control-access.h"
@@ -401,15 +402,28 @@ static char *refusal_line(const char *message, const char *setting, unsigned lim
         return line;
 }
 
+enum user_count_verdict daemon_count_client(struct daemon *d, uid_t uid) {
+        unsigned limit = d->config.max_clients_per_user;
+        struct user_idle *ended;
+        enum user_count_verdict v = user_counts_take(&d->user_counts, uid, limit, &ended);
+
+        if (v != USER_COUNT_TAKEN_ENDING)
+                return v;
+        client_http_end_idle(ended, limit);
+        return USER_COUNT_TAKEN;
+}
+
 /* maxClientsPerUser: one local user cannot take every connection. A connection past it
- * reads one error line and is closed; the first of each run of them is logged. */
+ * (when none of the user's HTTP sessions is idle) reads one error line and is closed; the
+ * first of each run of them is logged. */
 static bool count_user(struct daemon *d, int fd, uid_t uid) {
         unsigned limit = d->config.max_clients_per_user;
         _cleanup_free_ char *line = NULL;
         char message[200];
 
-        switch (user_counts_take(&d->user_counts, uid, limit)) {
+        switch (daemon_count_client(d, uid)) {
         case USER_COUNT_TAKEN:
+        case USER_COUNT_TAKEN_ENDING:
                 return true;
         case USER_COUNT_NO_MEMORY:
                 log_warning(&d->log, "out of memory accepting a client; connection closed");

@@ -269,7 +269,7 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
                 send_rpc_error(req, 503, "Service Unavailable", "Service Unavailable: too many HTTP sessions (maxHttpSessions)");
                 return NULL;
         }
-        if (user_counts_take(&d->user_counts, uid, d->config.max_clients_per_user) != USER_COUNT_TAKEN) {
+        if (daemon_count_client(d, uid) != USER_COUNT_TAKEN) {
                 log_refusal(f, req, "maxClientsPerUser reached");
                 send_rpc_error(req, 429, "Too Many Requests", "Too Many Requests: too many connections of this user (maxClientsPerUser)");
                 return NULL;

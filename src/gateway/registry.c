@@ -89,7 +89,17 @@ struct build {
         struct server *const *all; /* every server, listed or not: whose prefixes are taken */
         size_t n_all;
         uint64_t prefixes;         /* a hash of the set of their prefixes */
+        const struct registry_list *outer; /* the outer registry's list of the kind, or NULL */
 };
+
+/* key is exposed in the list being built, or in the outer registry's (struct registry). */
+static bool taken_hashed(const struct build *b, const struct registry_list *l, const char *key, uint32_t hash) {
+        return lookup_hashed(l, key, hash) || (b->outer && lookup_hashed(b->outer, key, hash));
+}
+
+static bool taken(const struct build *b, const struct registry_list *l, const char *key) {
+        return taken_hashed(b, l, key, name_hash(key));
+}
 
 size_t registry_entry_parts(const struct registry_entry *e, struct iovec parts[CATALOG_ITEM_PARTS]) {
         return catalog_item_parts(e->item, e->exposed, parts);
@@ -167,7 +177,7 @@ static bool exposed_name(struct registry *r, const struct build *b, struct regis
 
         name_expose(prefix, r->separator, name, first);
         owner = *prefix ? NULL : prefix_owner(r, b, s, first);
-        if (!owner && !lookup(l, first)) {
+        if (!owner && !taken(b, l, first)) {
                 memcpy(out, first, sizeof first);
                 return true;
         }
@@ -176,7 +186,7 @@ static bool exposed_name(struct registry *r, const struct build *b, struct regis
                 return false;
         name_fallback(alt, out);
         free(alt);
-        ok = !lookup(l, out);
+        ok = !taken(b, l, out);
         if (owner && ok)
                 warn_once(r, s, "'%s' is in the names of server '%s' (its prefix '%s'); this server's '%s' is exposed as '%s'",
                           first, owner->config->name, server_prefix(owner), name, out);
@@ -232,7 +242,7 @@ static bool keep_block(struct build *b, struct registry_list *l, struct registry
         if (!old || !old->clean || old->items != block->items || old->naming != block->naming)
                 return false;
         for (size_t i = old->start; i < old->start + old->n; i++)
-                if (lookup_hashed(l, b->old->entries[i].key, b->old->entries[i].key_hash))
+                if (taken_hashed(b, l, b->old->entries[i].key, b->old->entries[i].key_hash))
                         return false;
         for (size_t i = old->start; i < old->start + old->n; i++) {
                 struct registry_entry *e = &b->old->entries[i];
@@ -257,7 +267,7 @@ static const char *exposed_key(struct registry *r, const struct build *b, struct
                         return NULL;
                 return strcmp(exposed, key) == 0 ? key : exposed;
         }
-        if (lookup(l, key)) {
+        if (taken(b, l, key)) {
                 block->clean = false;
                 warn_once(r, s, "%s %s is also listed by another server, which serves it",
                           kind == CATALOG_RESOURCES ? "resource" : "resource template", key);
@@ -363,7 +373,8 @@ unsigned registry_rebuild(struct registry *r, struct server *const *servers, siz
         qsort(sorted, m, sizeof *sorted, by_name);
         for (int k = 0; k < CATALOG_KIND_COUNT; k++) {
                 struct registry_list old = r->lists[k];
-                struct build b = { .old = &old, .all = servers, .n_all = n, .prefixes = prefixes };
+                struct build b = { .old = &old, .all = servers, .n_all = n, .prefixes = prefixes,
+                                   .outer = r->outer ? &r->outer->lists[k] : NULL };
 
                 if (!(kinds & (1u << k)))
                         continue;
@@ -391,15 +402,22 @@ void registry_set_source(struct registry *r, const struct registry_source *sourc
         r->source = *source;
 }
 
+void registry_set_outer(struct registry *r, struct registry *outer) {
+        r->outer = outer;
+}
+
 void registry_mark(struct registry *r, unsigned kinds) {
         r->dirty |= kinds & CATALOG_ALL_KINDS;
 }
 
 unsigned registry_sync(struct registry *r) {
         struct server *const *servers;
-        unsigned kinds = r->dirty;
+        unsigned kinds;
         size_t n = 0;
 
+        if (r->outer) /* before kinds is read: whoever marks it marks r too */
+                (void)registry_sync(r->outer);
+        kinds = r->dirty;
         if (!kinds || !r->source.servers)
                 return 0;
         servers = r->source.servers(r->source.userdata, &n);

@@ -3,19 +3,22 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "utf8.h"
 
 void session_init(struct session *s) {
         *s = (struct session){ .phase = SESSION_NEW, .log_level = -1 };
 }
 
 void session_done(struct session *s) {
-        json_object_put(s->client_info);
+        free(s->client_name);
+        free(s->client_version);
         json_object_put(s->client_capabilities);
         session_init(s);
 }
@@ -24,12 +27,22 @@ bool session_operating(const struct session *s) {
         return s->phase == SESSION_OPERATING;
 }
 
+/* One of clientInfo's strings, made fit to show; NULL when not a string. */
+static char *info_text(json_object *info, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(info, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return utf8_display(json_object_get_string(v), (size_t)json_object_get_string_len(v), SESSION_CLIENT_INFO_MAX);
+}
+
 int session_initialize(struct session *s, const char *protocol_version, json_object *caps, json_object *info) {
         if (s->phase != SESSION_NEW)
                 return -EALREADY;
         s->protocol_version = protocol_version;
         s->client_capabilities = caps ? json_object_get(caps) : json_object_new_object();
-        s->client_info = info ? json_object_get(info) : json_object_new_object();
+        s->client_name = info_text(info, "name");
+        s->client_version = info_text(info, "version");
         s->phase = SESSION_INITIALIZING;
         return 0;
 }

@@ -204,8 +204,8 @@ static struct pool_member *add_member(struct pool *p, const struct server_owner 
         s->owner = *owner;
         s->pool = p;
         /* SEAM(runas): a per-user instance of a uid other than geteuid() gets its
-         * s->run_as here (run_as_resolve()), before its first start; until the launchers
-         * can drop to a user, every instance runs as the daemon's user. */
+         * s->run_as here (run_as_resolve()), before its first start; until then the
+         * gateway asks for none (client_instances_need()). */
         m->server = s;
         m->pool = p;
         p->members[p->n++] = m;
@@ -275,8 +275,9 @@ int pool_instance(struct pool *p, const struct server_owner *owner, struct serve
         }
         if (p->sv->stopping)
                 return refuse(error, -ESHUTDOWN, "server '%s': mcpvisord is stopping", pool_name(p));
-        pool_describe_owner(owner, who, sizeof who);
         m = spare_for(p, owner);
+        if (m || p->n < p->config->max_instances) /* named in the log only (a user's name is a lookup) */
+                pool_describe_owner(owner, who, sizeof who);
         if (m) {
                 m->server->owner = *owner;
                 server_log(m->server, LOG_INFO, "a spare instance handed over to %s", who);

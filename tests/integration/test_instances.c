@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,7 +87,9 @@ Test(instances, per_client_state_is_not_shared) {
         cr_assert_str_eq(kept, "secret-of-a");
 
         /* b calls at once, with no list before: it waits for its instance, never "not ready" */
+        long long asked = h_now_ms();
         pid_t pb = remember(b, "1", NULL, kept, sizeof kept);
+        cr_log_info("first call through a new instance (no spare): %lld ms", h_now_ms() - asked);
         cr_assert_neq(pa, pb, "both clients reached one process");
         cr_assert_str_eq(kept, "", "b read a's state");
         remember(b, "2", "secret-of-b", NULL, 0);
@@ -180,6 +183,37 @@ Test(instances, per_user_shared_by_its_users_clients_until_idle) {
         cr_assert(h_pid_gone_wait(pa, H_TIMEOUT_MS), "not stopped after instanceIdle");
         cr_assert_geq(h_now_ms() - closed, 900, "stopped before instanceIdle");
         cr_assert(h_log_count_wait(&D, "no client for instanceIdle", 1, H_TIMEOUT_MS));
+        stop_clean();
+}
+
+/* Another user's per-user instance: until an instance can run as its user (run-as.h),
+ * it is refused with words saying so, never run as the daemon's user; root's own works. */
+Test(instances, per_user_instance_of_another_user_is_refused_not_run_as_root) {
+        set_settings("\"socketMode\":\"0666\"");
+        start_instanced("\"instances\":\"per-user\"");
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        struct h_conn *conn = h_connect_as(D.sock, 4242, 4242, NULL, 0, "agent");
+        cr_assert_not_null(conn);
+        struct h_client *other = calloc(1, sizeof *other), *root = cl_open();
+        other->d = &D;
+        other->c = conn;
+        other->inbox = json_object_new_array();
+        json_object *r = h_client_call(other, "0", "initialize",
+                                       "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                                       "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}");
+        cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
+        json_object_put(r);
+        h_send(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+
+        r = h_client_tool_call(other, "1", "c__remember", "{}");
+        cr_assert(h_str(r, "error.message") && strstr(h_str(r, "error.message"), "cannot run one as uid 4242"), "%s",
+                  h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(c_processes(), 0, "an instance of uid 4242 was started");
+        remember(root, "1", "x", NULL, 0);
+        cr_assert_eq(c_processes(), 1);
+        h_client_close(other);
+        h_client_close(root);
         stop_clean();
 }
 
@@ -484,6 +518,11 @@ static json_object *row_of(json_object *status, pid_t pid) {
 
 Test(instances, status_and_stop_by_owner) {
         start_instanced("\"instances\":\"per-client\"");
+        /* none yet: the server is known all the same */
+        cr_assert_eq(CTL("status", "c"), 0, "%s %s", R.outbuf, R.errbuf);
+        cr_assert(strstr(R.outbuf, "c: per-client, 0 instances (at most 64)"), "%s", R.outbuf);
+        cr_assert_eq(CTL("logs", "c"), 1, "%s", R.outbuf);
+        cr_assert(strstr(R.errbuf, "run as instances"), "%s", R.errbuf);
         struct h_client *a = cl_open(), *b = cl_open();
         pid_t pa = remember(a, "1", "x", NULL, 0), pb = remember(b, "1", "y", NULL, 0);
 

@@ -316,7 +316,7 @@ Sess(unknown_fields_do_not_break_requests) {
 
 /* A clientInfo.name with a newline used to write a line of its own to the daemon's stderr,
  * one that looked like the daemon's (a server failing); its control characters are
- * escaped now, so every record is one line. */
+ * left out now (session.h), so every record is one line. */
 Sess(client_info_cannot_forge_log_lines) {
         struct h_conn *c = h_connect(D.sock, H_TIMEOUT_MS);
         json_object *r;
@@ -327,8 +327,8 @@ Sess(client_info_cannot_forge_log_lines) {
                       "\"version\":\"1\\r\\nmcpvisord: crit: \\u001b[2Jforged too\"}}}\n");
         cr_assert_not_null(h_get(r, "result"), "%s", json_object_to_json_string(r));
         json_object_put(r);
-        cr_assert(h_log_wait(&D, "initialized by evil\\nmcpvisord: err: [good] ready -> failed: forged "
-                                 "1\\r\\nmcpvisord: crit: \\x1b[2Jforged too (protocol",
+        cr_assert(h_log_wait(&D, "initialized by evilmcpvisord: err: [good] ready -> failed: forged "
+                                 "1mcpvisord: crit: [2Jforged too (protocol",
                              H_TIMEOUT_MS),
                   "no escaped line in:\n%s", h_log_text(&D));
         log = h_log_text(&D);

@@ -24,7 +24,7 @@ static struct registry shared, own;
 static struct config cfg;
 static struct config_problems probs;
 static struct views shared_views, own_views;
-static struct server *fakes[4];
+static struct server *fakes[6];
 static size_t n_fakes;
 
 static void setup(void) {
@@ -45,6 +45,7 @@ static void teardown(void) {
         for (size_t i = 0; i < n_fakes; i++) {
                 catalog_done(&fakes[i]->catalog);
                 free(fakes[i]->config->name);
+                free(fakes[i]->config->prefix);
                 free(fakes[i]->config);
                 free(fakes[i]);
         }
@@ -171,4 +172,27 @@ Test(client_lists, owners) {
         cr_assert_not(client_owns(&other, per_user));
         cr_assert_not(client_owns(&a, spare), "a spare is nobody's");
         cr_assert_not(client_owns(&a, shared_server), "a shared server is everybody's, owned by none");
+}
+
+/* A name a shared server already exposes is its own: the instance's item gets the fallback
+ * form in the client's registry, and a URI both list is left out of it. */
+Test(client_lists, a_name_the_shared_servers_have_gets_the_fallback) {
+        struct server *s = fake("s", (struct server_owner){ .kind = OWNER_NONE }, "[{\"name\": \"navigate\"}]");
+        struct server *c = fake("c", (struct server_owner){ .kind = OWNER_CLIENT, .client_id = 7 },
+                                "[{\"name\": \"navigate\"}, {\"name\": \"snapshot\"}]");
+
+        s->config->prefix = strdup("c"); /* the shared s exposes c__navigate */
+        registry_rebuild(&shared, &s, 1, CATALOG_ALL_KINDS);
+        registry_set_outer(&own, &shared);
+        registry_rebuild(&own, &c, 1, CATALOG_ALL_KINDS);
+        policy("\"logLevel\": \"info\"");
+        struct client_lists l = lists(1000, true);
+
+        cr_assert_eq(client_lists_size(&l, CATALOG_TOOLS), 3);
+        cr_assert_str_eq(client_lists_entry(&l, CATALOG_TOOLS, 0)->key, "c__navigate");
+        cr_assert_eq(client_lists_entry(&l, CATALOG_TOOLS, 0)->server, s);
+        const char *fallback = client_lists_entry(&l, CATALOG_TOOLS, 1)->key;
+        cr_assert_neq(strcmp(fallback, "c__navigate"), 0, "two tools of one name in one list");
+        cr_assert_str_eq(client_lists_entry(&l, CATALOG_TOOLS, 2)->key, "c__snapshot");
+        cr_assert_eq(registry_find(&own, CATALOG_TOOLS, fallback)->server, c);
 }

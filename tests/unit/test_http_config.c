@@ -56,7 +56,7 @@ Test(http_config, defaults_listen_nowhere) {
         cr_assert_eq(cfg.http.n_listen, 0, "nothing listens on TCP unless configured");
         cr_assert_null(cfg.http.path);
         cr_assert_eq(cfg.max_http_sessions, 1024);
-        cr_assert_float_eq(cfg.http_session_idle, 3600.0, 1e-9);
+        cr_assert_float_eq(cfg.http_session_idle, 300.0, 1e-9);
 }
 
 Test(http_config, full_example) {

@@ -1,5 +1,6 @@
 /* Unit tests for utf8.c and jsonrpc_text(): text the daemon puts into JSON is valid UTF-8. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonrpc.h"
@@ -50,4 +51,38 @@ Test(utf8, error_messages_are_valid_json_text) {
         cr_assert(valid(text), "not valid UTF-8: %s", text);
         cr_assert_not_null(strstr(text, "Invalid Request: ?? method \""), "%s", text);
         json_object_put(msg);
+}
+
+static void display_is(const char *in, size_t len, size_t max, const char *want) {
+        char *got = utf8_display(in, len, max);
+
+        cr_assert_not_null(got);
+        cr_assert_str_eq(got, want);
+        cr_assert(utf8_valid(got, strlen(got)));
+        cr_assert_leq(strlen(got), max);
+        free(got);
+}
+
+/* A peer's name shown to an operator: no control character, no invisible reordering, no
+ * invalid byte, never longer than asked, never cut inside a character. */
+Test(utf8, display_text_is_clean_and_bounded) {
+        static const char nul_inside[] = "a\0b";
+        char big[10240];
+
+        display_is("claude-code", strlen("claude-code"), 64, "claude-code");
+        display_is("evil\nline\r\x1b[2J\x7f", strlen("evil\nline\r\x1b[2J\x7f"), 64, "evilline[2J");
+        display_is("c1 \xc2\x85\xc2\x9b end", strlen("c1 \xc2\x85\xc2\x9b end"), 64, "c1  end");
+        display_is("rtl \xe2\x80\xaetxt.exe\xe2\x81\xa6 \xe2\x80\x8b\xef\xbb\xbfz", strlen("rtl \xe2\x80\xaetxt.exe\xe2\x81\xa6 \xe2\x80\x8b\xef\xbb\xbfz"), 64, "rtl txt.exe z");
+        display_is(nul_inside, 3, 64, "ab");
+        display_is("bad \xff\xfe byte", strlen("bad \xff\xfe byte"), 64, "bad ?? byte");
+        display_is("caf\xc3\xa9", strlen("caf\xc3\xa9"), 4, "caf"); /* é would pass the bound: cut before it */
+        display_is("\xc3\xa9t\xc3\xa9", strlen("\xc3\xa9t\xc3\xa9"), 5, "\xc3\xa9t\xc3\xa9");
+        memset(big, 'x', sizeof big);
+        big[5000] = '\n';
+        {
+                char *got = utf8_display(big, sizeof big, 64);
+
+                cr_assert_eq(strlen(got), 64);
+                free(got);
+        }
 }

@@ -85,14 +85,6 @@ static const char *check_params(json_object *params, json_object **ret_caps, jso
         return NULL;
 }
 
-static const char *info_field(json_object *info, const char *key) {
-        json_object *v;
-
-        if (!json_object_object_get_ex(info, key, &v) || !json_object_is_type(v, json_type_string))
-                return "?";
-        return json_object_get_string(v);
-}
-
 /* The profile params' "_meta" chooses (NULL: none) in *ret; false if it is not a string. */
 static bool profile_param(json_object *params, const char **ret) {
         json_object *meta, *v;
@@ -160,7 +152,7 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
         (void)session_initialize(s, protocol_negotiate(json_object_get_string(version)), caps, info); /* new: checked above */
 
         client_log(c, LOG_INFO, "initialized by %s %s (protocol %s, asked for %s%s%s)",
-                   info_field(s->client_info, "name"), info_field(s->client_info, "version"),
+                   s->client_name ?: "?", s->client_version ?: "?",
                    s->protocol_version, json_object_get_string(version), c->access.profile ? "; profile " : "",
                    c->access.profile ? c->access.profile : "");
         result = json_object_new_object();

@@ -31,6 +31,7 @@ static const struct method *const requests[] = {
         &control_reload,
         &control_access_query,
         &control_logs,
+        &control_disconnect,
 };
 
 static const struct method *const notifications[] = {
