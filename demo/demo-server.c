@@ -937,9 +937,9 @@ static const struct tool probe_tools[] = {
         { "fork", "Forks n children that outlive SIGTERM; a refused fork ends the server (status 1).",
           "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}",
           tool_fork },
+        { "identity", "Returns the server's uid, gid, groups and working directory.", SCHEMA_NONE, tool_identity },
         { "remember", "Keeps its text argument if given; returns what it keeps and the server's pid.",
           "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}", tool_remember },
-        { "identity", "Returns the server's uid, gid, groups and working directory.", SCHEMA_NONE, tool_identity },
 };
 
 static json_object *tool_entry(const char *name, const char *description, const char *schema) {
@@ -1885,8 +1885,8 @@ static void help(void) {
                "  --probe-tools              Add write_file {path, text?}, read_file {path}, inet,\n"
                "                             whoami, alloc {mb}, fork {n} and identity: what the server may\n"
                "                             do where it runs, and as whom (confinement tests); and\n"
-               "                             remember {text?}, which keeps TEXT and answers what it keeps\n"
-               "                             and its pid (instances)\n"
+               "                             remember {text?}, which keeps TEXT and answers what it\n"
+               "                             keeps and its pid (instances)\n"
                "  --prompts N                Add prompts prompt_1..prompt_N\n"
                "  --resources N              Add resources demo://res/1..N\n"
                "  --page-size N              Page lists N items at a time (0: one page)\n"

@@ -115,7 +115,7 @@ static void free_argv(char **argv) {
 /* ---- process.h ---- */
 
 void process_init(struct process *p) {
-        *p = (struct process){ .pidfd = -1 };
+        *p = (struct process){ .pidfd = -1, .failure_fd = -1 };
 }
 
 static void on_exit_event(evutil_socket_t fd, short what, void *userdata) {

@@ -20,7 +20,6 @@
 
 #include "access.h"
 #include "client-access.h"
-#include "framing.h"
 #include "listen.h"
 #include "log.h"
 #include "principal.h"

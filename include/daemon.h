@@ -1,10 +1,13 @@
-/* The daemon context: the one object that holds all mutable state, passed explicitly. */
+/* The daemon context: the one object that holds all mutable state, passed explicitly. Its
+ * definition is for the files that own its fields; a module that only holds the daemon, or
+ * uses one or two of its parts, includes daemon-handle.h instead. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "client.h"
+#include "daemon-handle.h"
 #include "user-counts.h"
 #include "config.h"
 #include "http-front.h"
@@ -13,7 +16,6 @@
 #include "list-wait.h"
 #include "listen.h"
 #include "log.h"
-#include "mcp-logging.h"
 #include "notify.h"
 #include "registry.h"
 #include "reload.h"
@@ -65,8 +67,7 @@ struct daemon {
         struct server_requests server_requests; /* servers' requests waiting for a client */
         struct list_waits list_waits;      /* requests waiting for servers' first starts */
         struct list_changes list_changes;  /* list_changed notifications waiting for their window */
-        struct subscription_list subscriptions;   /* resources clients subscribed to */
-        struct idmap subscriptions_by_uri; /* subscriptions.c's index of them */
+        struct subscriptions subscriptions; /* resources clients subscribed to */
         bool log_levels_due;               /* mcp-logging.c: servers' levels to decide again */
         struct client_list clients[CLIENT_STATE_COUNT];
         unsigned client_count[CLIENT_STATE_COUNT];
@@ -94,31 +95,7 @@ int daemon_run(struct daemon *d);
 int daemon_iterate(struct daemon *d, int loop_flags);
 void daemon_done(struct daemon *d);
 
-/* Begins a clean stop (idempotent); a second call while stopping exits at once. */
-void daemon_stop(struct daemon *d, const char *why);
-
-/* The log level in force: --log-level, else the file's logLevel, else info. */
-int daemon_log_level(const struct daemon *d);
-
-/* Sends a notification (params consumed, may be NULL) to every initialized MCP client, or
- * to those of them wants (may be NULL) says yes to; returns to how many. A yes is sent at
- * once: wants may record that in the client. */
-unsigned daemon_broadcast_to(struct daemon *d, const char *method, json_object *params,
-                             bool (*wants)(struct client *c, void *arg), void *arg);
-/* The same, each message sent as belonging to the client's request related says (NULL: to
- * none; client_send_related()). */
-unsigned daemon_broadcast_related(struct daemon *d, const char *method, json_object *params,
-                                  bool (*wants)(struct client *c, void *arg),
-                                  json_object *(*related)(struct client *c, void *arg), void *arg);
-
-/* A client stopped reading (client_drain()): the daemon tells the modules that wait on
- * something from it (the server requests it was asked) that no more will come. */
-void daemon_client_draining(struct daemon *d, struct client *c);
 /* Counts a new MCP client of uid, whatever carries it, against maxClientsPerUser: at the
  * limit, in place of the uid's HTTP session idle the longest, which is ended now (and freed
  * through the usual path). USER_COUNT_TAKEN, or why it is to be turned away. */
 enum user_count_verdict daemon_count_client(struct daemon *d, uid_t uid);
-
-/* Called when client counts or server states change: STATUS= is sent once at the end of
- * the loop iteration, however many clients changed in it. */
-void daemon_clients_changed(struct daemon *d);

@@ -49,6 +49,21 @@ struct http_verdict {
                                        * given, or not one of ours in form (then unknown) */
 };
 
+/* Who sends a request, from what its head names: whether it is for the endpoint (path:
+ * its URI's path, NULL when none), whether its Origin (NULL: none) may call, and on TCP
+ * (unix_peer false) the bearer token it presents, found in *ret_token (NULL on a Unix
+ * socket). The first checks of http_request_judge(), and all that the HTTP gate (http-gate.c)
+ * asks before it lets a connection's body in: both decide by this one function. */
+enum http_admission {
+        HTTP_ADMIT_NOT_ENDPOINT,
+        HTTP_ADMIT_ORIGIN_REFUSED,
+        HTTP_ADMIT_NO_TOKEN,        /* none, or one that is not of h */
+        HTTP_ADMITTED,
+};
+enum http_admission http_request_admission(const struct http_config *h, const char *path, const char *origin,
+                                           const char *authorization, bool unix_peer,
+                                           const struct http_token **ret_token);
+
 /* The "Bearer TOKEN" of an Authorization header (the scheme's case aside, spaces before the
  * token skipped) to the token it names, or NULL. */
 const struct http_token *http_request_bearer(const struct http_config *h, const char *authorization);

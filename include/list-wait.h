@@ -25,7 +25,7 @@ typedef bool list_wait_check(struct client *c, struct jsonrpc_msg *m);
 
 struct list_waiter {
         TAILQ_ENTRY(list_waiter) entry;
-        struct daemon *daemon;
+        struct list_waits *list;   /* the daemon's, which holds it */
         struct client *client;
         struct jsonrpc_msg msg;    /* the request; its root referenced */
         list_wait_handler *handle; /* handles it again */
@@ -45,7 +45,7 @@ struct list_waits {
 /* True while server s is starting (or waits for its turn to) and has never been ready. */
 bool list_wait_first_start(const struct server *s);
 /* True while some enabled server is on its first start. */
-bool list_wait_needed(const struct daemon *d);
+bool list_wait_needed(struct daemon *d);
 /* True while a shared server, or one of c's own instances, is on its first start: another
  * client's new instance holds nobody else's lists. */
 bool list_wait_needed_by(struct client *c);
@@ -56,8 +56,8 @@ bool list_wait_needed_by(struct client *c);
 bool list_waiters_hold(struct client *c, struct jsonrpc_msg *m, list_wait_handler *handle, list_wait_check *waits,
                        int kind);
 /* Servers changed: hands back the waiting requests that no longer wait. */
-void list_waiters_flush(struct daemon *d);
+void list_waiters_flush(struct list_waits *lw);
 /* True if a request of c's for list kind is waiting. */
-bool list_waiters_has(const struct daemon *d, const struct client *c, enum catalog_kind kind);
-void list_waiters_client_gone(struct daemon *d, struct client *c);
-void list_waiters_done(struct daemon *d);
+bool list_waiters_has(const struct list_waits *lw, const struct client *c, enum catalog_kind kind);
+void list_waiters_client_gone(struct list_waits *lw, struct client *c);
+void list_waiters_done(struct list_waits *lw);

@@ -5,7 +5,6 @@
 
 #include <json-c/json.h>
 
-#include "catalog.h"
 #include "jsonrpc.h"
 #include "listen.h"
 #include "session.h"
@@ -51,6 +50,22 @@ struct method {
         /* Requests: must answer exactly once, now or later. Notifications: no answer. */
         void (*handle)(struct client *c, struct jsonrpc_msg *m);
 };
+
+/* A method of the MCP socket alone, which a client of the initialize era may call only once
+ * its session is open, in the eras and reaching the server its entry says. */
+#define MCP_METHOD(name_, eras_, reach_, handle_)                                                \
+        {                                                                                        \
+                .name = (name_), .flags = METHOD_MCP, .eras = (eras_), .reach = (reach_),        \
+                .handle = (handle_),                                                             \
+        }
+
+/* A command of the control socket (control-*.c): served there alone, in every era and with
+ * no session to open first, and answered by the daemon from its own state. */
+#define CONTROL_METHOD(name_, handle_)                                                           \
+        {                                                                                        \
+                .name = (name_), .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,                   \
+                .eras = METHOD_ERAS_ALL, .reach = METHOD_REACH_DAEMON, .handle = (handle_),      \
+        }
 
 /* What the dispatcher (session.c) does with a message, decided from the table alone. */
 enum method_action {

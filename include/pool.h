@@ -11,7 +11,12 @@
  * that changes them stops every instance (each is made again, with the new settings, on
  * its owner's next need) and one that removes the entry stops them all. An instance the
  * pool lets go is marked removed and stopped; the supervisor frees it once it has ended,
- * as it frees a server a reload removed. */
+ * as it frees a server a reload removed.
+ *
+ * A per-user instance of a user other than the daemon's runs as that user: its server's
+ * run_as (run-as.h), resolved when it is made, which its launcher checks and acts on at
+ * each start; the instance's own, freed with it. Spares run as the daemon's user, and are
+ * handed only to it. */
 #pragma once
 
 #include <stdbool.h>

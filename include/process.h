@@ -45,6 +45,9 @@ struct process {
         int code;                /* CLD_EXITED, CLD_KILLED, CLD_DUMPED once reaped */
         int status;              /* exit status or signal number */
         enum process_step failed_step; /* a spawn that failed: where */
+        int failed_error;        /* a child not waited for (another user's) that failed before its
+                                  * exec: its errno, positive, once reaped; 0 otherwise */
+        int failure_fd;          /* that child's report, read when it is reaped; -1 */
         process_exit_fn on_exit;
         void *userdata;
 };
@@ -58,7 +61,12 @@ void process_init(struct process *p);
  * directory is cwd, else as's home (or "/" when the home cannot be entered), else the
  * daemon's. On success on_exit fires when the process ends; call process_reap() from it.
  * Returns the error itself (-ENOENT, -EACCES, -EAGAIN, -EPERM, ...), and p->failed_step
- * says at which step. */
+ * says at which step.
+ *
+ * A child that becomes another user (as, not the daemon's own uid) is not waited for: the
+ * user could stop it, or stall it in a home of theirs, and the daemon with it. It is a
+ * fork of its own, and what fails before its exec is told at its end instead: it exits
+ * with status 127, and once reaped p->failed_step and p->failed_error say why. */
 int process_spawn(struct process *p, struct event_base *base, const char *program, char *const *argv,
                   char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3],
                   process_exit_fn on_exit, void *userdata);

@@ -19,7 +19,7 @@
 #include "run-as.h"
 
 void process_init(struct process *p) {
-        *p = (struct process){ .pidfd = -1 };
+        *p = (struct process){ .pidfd = -1, .failure_fd = -1 };
 }
 
 /* The child runs on the daemon's memory until it execs (CLONE_VM): the sanitizer's
@@ -50,9 +50,9 @@ _child_code_ static int unshare_fds(const int stdio[3], int error_fd) {
 }
 
 /* The child takes on another user's groups, gid and uid, in that order (each needs the
- * privilege the next one gives up). Raw system calls, not glibc's wrappers: in a daemon
- * with a thread of its own (a reload's read), those would change the credentials of every
- * thread of the process they think they are in, which is the daemon's memory here. */
+ * privilege the next one gives up). Raw system calls, not glibc's wrappers: those change
+ * the credentials of every thread glibc knows of (a reload's read, in the daemon), which a
+ * child made by clone() is none of. */
 #ifdef SYS_setgroups32
 #define SYS_SETGROUPS SYS_setgroups32
 #define SYS_SETRESGID SYS_setresgid32
@@ -88,7 +88,7 @@ _child_code_ static enum process_step become(const struct run_as *as) {
 
 /* Its working directory: cwd; else, as another user, that user's home, or "/" when the
  * home cannot be entered (as login(1) does, and the service manager for
- * WorkingDirectory=-~); else the daemon's. */
+ * WorkingDirectory=-~); else the daemon's. Entered as the user, after the drop. */
 _child_code_ static int enter_cwd(const char *cwd, const struct run_as *as) {
         if (cwd)
                 return chdir(cwd);
@@ -98,11 +98,12 @@ _child_code_ static int enter_cwd(const char *cwd, const struct run_as *as) {
 }
 
 /* In the child, between clone and exec: async-signal-safe calls only. Own process group, so
- * the close sequence signals the server and all it started; its user (as), before
- * PR_SET_PDEATHSIG, which a change of credentials clears; PR_SET_PDEATHSIG, so it dies
- * with the daemon even when the daemon is SIGKILLed; the daemon's mask and handlers (SIGPIPE
- * ignored, libevent's) do not leak into it. Returns only on failure, with errno set, and
- * the step that failed. */
+ * the close sequence signals the server and all it started; no descriptor of the daemon's
+ * once it may be another user's to stop (a stopped child would hold them open); its user
+ * (as), before PR_SET_PDEATHSIG, which a change of credentials clears; PR_SET_PDEATHSIG,
+ * so it dies with the daemon even when the daemon is SIGKILLed; the daemon's mask and
+ * handlers (SIGPIPE ignored, libevent's) do not leak into it. Returns only on failure,
+ * with errno set, and the step that failed. */
 _child_code_ static enum process_step child_exec(pid_t daemon, const char *program, char *const *argv,
                                                  char *const *envp, const char *cwd, const struct run_as *as,
                                                  const int stdio[3], int error_fd) {
@@ -115,6 +116,15 @@ _child_code_ static enum process_step child_exec(pid_t daemon, const char *progr
                         (void)sigaction(sig, &dfl, NULL);
         if (setpgid(0, 0) < 0)
                 return PROCESS_STEP_SETUP;
+        if (unshare_fds(stdio, error_fd) < 0)
+                return PROCESS_STEP_SETUP;
+        for (int k = 0; k < 3; k++)
+                if (move_fd(stdio[k], k) < 0)
+                        return PROCESS_STEP_SETUP;
+        /* Everything else from 3 up but error_fd, which closes itself at exec. */
+        if ((error_fd > 3 && close_range(3, (unsigned)error_fd - 1, 0) < 0) ||
+            close_range((unsigned)error_fd + 1, ~0U, 0) < 0)
+                return PROCESS_STEP_SETUP;
         if (as && (step = become(as)) != PROCESS_STEP_NONE)
                 return step;
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -124,17 +134,8 @@ _child_code_ static enum process_step child_exec(pid_t daemon, const char *progr
                 errno = ESRCH;
                 return PROCESS_STEP_SETUP;
         }
-        if (unshare_fds(stdio, error_fd) < 0)
-                return PROCESS_STEP_SETUP;
-        for (int k = 0; k < 3; k++)
-                if (move_fd(stdio[k], k) < 0)
-                        return PROCESS_STEP_SETUP;
         if (enter_cwd(cwd, as) < 0)
                 return PROCESS_STEP_CWD;
-        /* Everything else from 3 up but error_fd, which closes itself at exec. */
-        if ((error_fd > 3 && close_range(3, (unsigned)error_fd - 1, 0) < 0) ||
-            close_range((unsigned)error_fd + 1, ~0U, 0) < 0)
-                return PROCESS_STEP_SETUP;
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return PROCESS_STEP_SETUP;
@@ -160,11 +161,15 @@ static struct child_failure exec_error(int error_fd) {
 }
 
 /* valgrind runs a vfork as a fork, but aborts on a clone() that shares the descriptor
- * table without being a thread: under it (its preload library says so), no CLONE_FILES. */
-static int clone_flags(void) {
+ * table without being a thread: under it (its preload library says so), no CLONE_FILES.
+ * A child that is not waited for (another user's) is a fork: memory and descriptors of its
+ * own. */
+static int clone_flags(bool wait) {
         const char *preload = getenv("LD_PRELOAD");
         int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 
+        if (!wait)
+                return SIGCHLD;
         if (!preload || !strstr(preload, "/vgpreload_"))
                 flags |= CLONE_FILES;
         return flags;
@@ -195,9 +200,15 @@ _child_code_ static int child_main(void *userdata) {
  * together spent their time there), and the daemon waits until the exec. Not
  * posix_spawn() itself: PR_SET_PDEATHSIG must be set in the child. Signals stay blocked
  * across clone() so no handler of the daemon's runs in the child, on the daemon's memory,
- * before its reset. */
+ * before its reset.
+ *
+ * Not for a child that becomes another user (wait false): once its uid is the user's, the
+ * user may stop it (SIGSTOP to their own processes), and its home may be theirs to stall
+ * (a FUSE mount); a daemon waiting for its exec would wait as long. That child is a fork
+ * of its own, not waited for: its failure report stays in *failure_fd, read at its end. */
 static int spawn_with(pid_t *pid, enum process_step *step, const char *program, char *const *argv,
-                      char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3]) {
+                      char *const *envp, const char *cwd, const struct run_as *as, const int stdio[3], bool wait,
+                      int *failure_fd) {
         _cleanup_close_ int error_read = -1, error_write = -1;
         _Alignas(16) char stack[CHILD_STACK_SIZE];
         struct child_args args;
@@ -213,12 +224,16 @@ static int spawn_with(pid_t *pid, enum process_step *step, const char *program, 
                                     .cwd = cwd, .as = as, .stdio = stdio, .error_fd = error_write };
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &old);
-        *pid = clone(child_main, stack + sizeof stack, clone_flags(), &args);
+        *pid = clone(child_main, stack + sizeof stack, clone_flags(wait), &args);
         error = *pid < 0 ? errno : 0;
         sigprocmask(SIG_SETMASK, &old, NULL);
         if (*pid < 0)
                 return -error;
         closep(&error_write);
+        if (!wait) {
+                *failure_fd = TAKE_FD(error_read);
+                return 0;
+        }
         f = exec_error(error_read);
         if (f.error != 0) {
                 (void)waitpid(*pid, NULL, 0);
@@ -257,7 +272,8 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
         process_init(p);
         p->on_exit = on_exit;
         p->userdata = userdata;
-        r = spawn_with(&p->pid, &p->failed_step, program, argv, envp, cwd, as, stdio);
+        r = spawn_with(&p->pid, &p->failed_step, program, argv, envp, cwd, as, stdio, !(as && as->uid != geteuid()),
+                       &p->failure_fd);
         /* The program has its own copies now, or failed. */
         for (int k = 0; k < 3; k++)
                 close(stdio[k]);
@@ -276,6 +292,18 @@ int process_spawn(struct process *p, struct event_base *base, const char *progra
                 return r;
         }
         return 0;
+}
+
+/* A child not waited for failed before its exec: why, as it wrote it before its exit. */
+static void read_failure(struct process *p) {
+        _cleanup_close_ int fd = TAKE_FD(p->failure_fd);
+        struct child_failure f;
+
+        if (fd >= 0 && p->code == CLD_EXITED && p->status == 127 && read(fd, &f, sizeof f) == (ssize_t)sizeof f &&
+            f.error != 0) {
+                p->failed_step = (enum process_step)f.step;
+                p->failed_error = f.error;
+        }
 }
 
 int process_reap(struct process *p) {
@@ -298,6 +326,7 @@ int process_reap(struct process *p) {
         p->reaped = true;
         p->code = si.si_code;
         p->status = si.si_status;
+        read_failure(p);
         if (p->exit_event)
                 event_del(p->exit_event);
         return 1;
@@ -332,4 +361,6 @@ void process_done(struct process *p) {
         if (p->pidfd >= 0)
                 close(p->pidfd);
         p->pidfd = -1;
+        closep(&p->failure_fd);
+        p->failure_fd = -1;
 }

@@ -13,9 +13,6 @@
 #include "ctl-status.h"
 #include "ctl.h"
 #include "macro.h"
-#include "time-util.h"
-
-#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
 /* A rule's number, "default" or "profile", as the daemon gives it. */
 static const char *rule_cell(json_object *row, char *buf, size_t size) {
@@ -85,8 +82,6 @@ static int print_table(json_object *result) {
 
 static int run_access(struct ctl *ctl, int argc, char **argv) {
         _cleanup_json_ json_object *result = NULL, *error = NULL, *params = NULL;
-        const char *path;
-        struct ctl_conn c;
         int r;
 
         (void)argc;
@@ -95,16 +90,11 @@ static int run_access(struct ctl *ctl, int argc, char **argv) {
                 fprintf(stderr, CTL_NAME ": access needs --user NAME (a user name or uid)\n");
                 return CTL_EXIT_USAGE;
         }
-        path = ctl_control_path(ctl);
-        if (!path || ctl_conn_open(&c, path, ctl->timeout_usec) < 0)
-                return CTL_EXIT_FAILURE;
         params = json_object_new_object();
         json_object_object_add(params, "user", json_object_new_string(ctl->access_user));
         if (ctl->profile)
                 json_object_object_add(params, "profile", json_object_new_string(ctl->profile));
-        r = ctl_call(&c, "access", params, ctl->timeout_usec, &result, &error);
-        ctl_conn_done(&c);
-        if (r < 0)
+        if (ctl_call_once(ctl, "access", params, &result, &error) < 0)
                 return CTL_EXIT_FAILURE;
         if (error)
                 return ctl_print_daemon_error(error);
@@ -119,6 +109,5 @@ const struct ctl_command ctl_cmd_access = {
         .min_args = 0,
         .max_args = 0,
         .options = CTL_OPT_JSON | CTL_OPT_TIMEOUT | CTL_OPT_ACCESS_USER | CTL_OPT_PROFILE,
-        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
         .run = run_access,
 };

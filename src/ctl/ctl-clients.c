@@ -12,19 +12,12 @@
 #include "ctl-status.h"
 #include "ctl.h"
 
-#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
-
 static int fetch(struct ctl *ctl, json_object **ret) {
         _cleanup_json_ json_object *result = NULL, *error = NULL;
-        const char *path = ctl_control_path(ctl);
-        struct ctl_conn c;
         json_object *rows;
         int r;
 
-        if (!path || ctl_conn_open(&c, path, ctl->timeout_usec) < 0)
-                return -EIO;
-        r = ctl_call(&c, "clients", NULL, ctl->timeout_usec, &result, &error);
-        ctl_conn_done(&c);
+        r = ctl_call_once(ctl, "clients", NULL, &result, &error);
         if (r < 0)
                 return r;
         if (error)
@@ -164,6 +157,5 @@ const struct ctl_command ctl_cmd_clients = {
         .min_args = 0,
         .max_args = 0,
         .options = CTL_OPT_JSON | CTL_OPT_TIMEOUT,
-        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
         .run = run_clients,
 };

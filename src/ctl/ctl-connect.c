@@ -19,9 +19,6 @@
 #include "ctl-bridge.h"
 #include "ctl-connection.h"
 #include "ctl.h"
-#include "time-util.h"
-
-#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
 /* Sends the profile line on fd, still blocking: the socket's buffer takes it at once. */
 static int send_profile(int fd, const char *path, const char *profile) {
@@ -89,6 +86,5 @@ const struct ctl_command ctl_cmd_connect = {
         .min_args = 0,
         .max_args = 0,
         .options = CTL_OPT_TIMEOUT | CTL_OPT_PROFILE,
-        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
         .run = run_connect,
 };

@@ -343,6 +343,22 @@ int ctl_call(struct ctl_conn *c, const char *method, json_object *params, uint64
         }
 }
 
+int ctl_call_once(struct ctl *ctl, const char *method, json_object *params, json_object **ret_result,
+                  json_object **ret_error) {
+        const char *path = ctl_control_path(ctl);
+        struct ctl_conn c;
+        int r;
+
+        if (!path)
+                return -ENOENT;
+        r = ctl_conn_open(&c, path, ctl->timeout_usec);
+        if (r < 0)
+                return r;
+        r = ctl_call(&c, method, params, ctl->timeout_usec, ret_result, ret_error);
+        ctl_conn_done(&c);
+        return r;
+}
+
 int ctl_print_daemon_error(json_object *error) {
         json_object *m;
 

@@ -44,6 +44,13 @@ void ctl_conn_done(struct ctl_conn *c);
 int ctl_call(struct ctl_conn *c, const char *method, json_object *params, uint64_t timeout_usec,
              json_object **ret_result, json_object **ret_error);
 
+/* ctl_call() on a connection of its own to the control socket ctl names, within ctl's
+ * timeout, closed before returning: a command's one request. A negative errno after
+ * printing what went wrong (no socket, no connection, no answer). */
+struct ctl;
+int ctl_call_once(struct ctl *ctl, const char *method, json_object *params, json_object **ret_result,
+                  json_object **ret_error);
+
 /* Prints a daemon error object as "mcpvisorctl: MESSAGE"; returns CTL_EXIT_FAILURE. */
 int ctl_print_daemon_error(json_object *error);
 

@@ -11,8 +11,6 @@
 #include "ctl.h"
 #include "time-util.h"
 
-#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
-
 /* A client id: a positive whole number, as mcpvisorctl clients prints it. */
 static int parse_id(const char *s, int64_t *ret) {
         char *end;
@@ -28,26 +26,17 @@ static int parse_id(const char *s, int64_t *ret) {
 
 static int run_disconnect(struct ctl *ctl, int argc, char **argv) {
         _cleanup_json_ json_object *params = json_object_new_object(), *result = NULL, *error = NULL;
-        const char *path = ctl_control_path(ctl);
-        struct ctl_conn c;
         int64_t id;
-        int r;
 
         if (parse_id(argv[0], &id) < 0) {
                 fprintf(stderr, CTL_NAME ": disconnect: '%s' is not a client id (a number from mcpvisorctl clients)\n", argv[0]);
                 return CTL_EXIT_USAGE;
         }
-        if (!path)
-                return CTL_EXIT_FAILURE;
         if (!params || json_object_object_add(params, "id", json_object_new_int64(id)) < 0) {
                 fprintf(stderr, CTL_NAME ": out of memory\n");
                 return CTL_EXIT_FAILURE;
         }
-        if (ctl_conn_open(&c, path, ctl->timeout_usec) < 0)
-                return CTL_EXIT_FAILURE;
-        r = ctl_call(&c, "disconnect", params, ctl->timeout_usec, &result, &error);
-        ctl_conn_done(&c);
-        if (r < 0)
+        if (ctl_call_once(ctl, "disconnect", params, &result, &error) < 0)
                 return CTL_EXIT_FAILURE;
         if (error)
                 return ctl_print_daemon_error(error);
@@ -62,6 +51,6 @@ const struct ctl_command ctl_cmd_disconnect = {
         .min_args = 1,
         .max_args = 1,
         .options = CTL_OPT_TIMEOUT,
-        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
+        .default_timeout_usec = CTL_DEFAULT_TIMEOUT_USEC,
         .run = run_disconnect,
 };

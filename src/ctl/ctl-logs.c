@@ -21,7 +21,6 @@
 #include "ctl.h"
 #include "time-util.h"
 
-#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define FOLLOW_INTERVAL_MS 250
 #define DEFAULT_LINES 20
 
@@ -245,6 +244,5 @@ const struct ctl_command ctl_cmd_logs = {
         .min_args = 1,
         .max_args = 1,
         .options = CTL_OPT_TIMEOUT | CTL_OPT_FOLLOW | CTL_OPT_LINES,
-        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
         .run = run_logs,
 };

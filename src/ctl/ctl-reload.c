@@ -69,17 +69,8 @@ static int print_problems(json_object *error) {
 
 static int run_reload(struct ctl *ctl, int argc, char **argv) {
         _cleanup_json_ json_object *result = NULL, *error = NULL;
-        const char *path = ctl_control_path(ctl);
-        struct ctl_conn c;
-        int r;
 
-        if (!path)
-                return CTL_EXIT_FAILURE;
-        if (ctl_conn_open(&c, path, ctl->timeout_usec) < 0)
-                return CTL_EXIT_FAILURE;
-        r = ctl_call(&c, "reload", NULL, ctl->timeout_usec, &result, &error);
-        ctl_conn_done(&c);
-        if (r < 0)
+        if (ctl_call_once(ctl, "reload", NULL, &result, &error) < 0)
                 return CTL_EXIT_FAILURE;
         return error ? print_problems(error) : print_summary(result);
 }

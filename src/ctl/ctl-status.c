@@ -12,8 +12,6 @@
 #include "ctl-logs.h"
 #include "ctl.h"
 
-#define DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
-
 const char *ctl_json_str(json_object *o, const char *key) {
         json_object *v;
 
@@ -413,6 +411,5 @@ const struct ctl_command ctl_cmd_status = {
         .min_args = 0,
         .max_args = -1,
         .options = CTL_OPT_JSON | CTL_OPT_TIMEOUT,
-        .default_timeout_usec = DEFAULT_TIMEOUT_USEC,
         .run = run_status,
 };

@@ -9,6 +9,10 @@
 
 #define CTL_NAME "mcpvisorctl"
 
+/* How long a command waits for the daemon when it names no time of its own and --timeout
+ * is not given: one request's answer. */
+#define CTL_DEFAULT_TIMEOUT_USEC (10 * 1000 * 1000ULL)
+
 /* Exit statuses, as systemctl uses them. */
 enum {
         CTL_EXIT_OK = 0,
@@ -50,7 +54,7 @@ struct ctl_command {
         const char *summary;
         int min_args, max_args;   /* max_args -1: any number */
         unsigned options;         /* CTL_OPT_* it accepts */
-        uint64_t default_timeout_usec;
+        uint64_t default_timeout_usec; /* 0: CTL_DEFAULT_TIMEOUT_USEC */
         /* argv holds the arguments after the command's name; returns an exit status. */
         int (*run)(struct ctl *ctl, int argc, char **argv);
 };

@@ -286,7 +286,7 @@ int main(int argc, char **argv) {
         if (!cmd)
                 return CTL_EXIT_USAGE;
         if (!(seen.options & CTL_OPT_TIMEOUT))
-                ctl.timeout_usec = cmd->default_timeout_usec;
+                ctl.timeout_usec = cmd->default_timeout_usec ?: CTL_DEFAULT_TIMEOUT_USEC;
         r = cmd->run(&ctl, argc - optind - 1, argv + optind + 1);
         free(ctl.defaults[0]);
         free(ctl.defaults[1]);

@@ -81,7 +81,7 @@ void client_access_redecide(struct client *c) {
         if (c->access.ready && compute_class(c) < 0)
                 client_log(c, LOG_WARNING, "out of memory computing its access class; kept the old one");
         c->access.view = NULL;
-        subscriptions_client_redecide(c->daemon, c);
+        subscriptions_client_redecide(&c->daemon->subscriptions, c);
 }
 
 void client_access_policy_changed(struct daemon *d) {

@@ -116,14 +116,7 @@ void client_instances_need(struct client *c) {
                 ci = instances_make(c);
                 if (!ci)
                         return;
-                if (owner.kind == OWNER_USER && owner.uid != geteuid()) {
-                        /* SEAM(runas): until pool.c gives an instance its owner's run_as,
-                         * one of another user is refused rather than run as the daemon's. */
-                        if (asprintf(&why, "server '%s' runs an instance per user, and this mcpvisord cannot run one as uid %u",
-                                     pool_name(p), (unsigned)owner.uid) < 0)
-                                why = NULL;
-                        record_refusal(c, ci, p, why);
-                } else if (pool_instance(p, &owner, &s, &why) < 0)
+                if (pool_instance(p, &owner, &s, &why) < 0)
                         record_refusal(c, ci, p, why);
                 else
                         json_object_object_del(ci->refused, pool_name(p));

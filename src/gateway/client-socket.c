@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "framing.h"
 #include "jsonrpc.h"
 #include "write-now.h"
@@ -105,7 +106,7 @@ static void process_input(struct client *c, bool at_eof) {
                 }
                 /* Parsed, then its bytes dropped before it is handled, as client.c did before
                  * the transport was its own: a long line is not held while its call waits. */
-                jsonrpc_parse(&c->daemon->parser, fr.data, fr.len, &m);
+                jsonrpc_parse(daemon_parser(c->daemon), fr.data, fr.len, &m);
                 framer_consume(&t->framer, &fr);
                 client_handle(c, &m);
                 jsonrpc_msg_done(&m);
@@ -208,13 +209,13 @@ static struct socket_transport *transport_new(struct daemon *d, int fd) {
                 close(fd);
                 return NULL;
         }
-        t->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        t->bev = bufferevent_socket_new(daemon_event_base(d), fd, BEV_OPT_CLOSE_ON_FREE);
         if (!t->bev) {
                 close(fd);
                 free(t);
                 return NULL;
         }
-        framer_init(&t->framer, d->config.max_message_size);
+        framer_init(&t->framer, daemon_config(d)->max_message_size);
         t->input = evbuffer_new();
         if (!t->input) {
                 transport_free(t);
@@ -240,7 +241,7 @@ struct client *client_socket_new(struct daemon *d, int fd, const struct ucred *p
                 transport_free(t);
                 return NULL;
         }
-        t->readable = event_new(d->base, fd, EV_READ | EV_CLOSED | EV_PERSIST, on_readable, c);
+        t->readable = event_new(daemon_event_base(d), fd, EV_READ | EV_CLOSED | EV_PERSIST, on_readable, c);
         if (!t->readable) {
                 client_set_state(c, CLIENT_JUSTFREE); /* freed after this loop iteration, as any */
                 return NULL;

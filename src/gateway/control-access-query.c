@@ -14,10 +14,13 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "pool.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "registry.h"
+#include "supervisor.h"
 #include "view.h"
 
 /* Who the query is about, resolved. */
@@ -99,7 +102,7 @@ static json_object *row(const char *name, const char *server, struct access_deci
 
 /* One row per entry of the registry's list of kind. */
 static json_object *items(struct daemon *d, const struct access_class *c, enum catalog_kind kind) {
-        const struct registry_list *l = registry_list(&d->registry, kind);
+        const struct registry_list *l = registry_list(daemon_registry(d), kind);
         json_object *list = json_object_new_array_ext((int)(l->n ? l->n : 1));
 
         for (size_t i = 0; i < l->n; i++) {
@@ -107,7 +110,7 @@ static json_object *items(struct daemon *d, const struct access_class *c, enum c
                 const char *key = e->key; /* what rules match: its exposed name, URI or template */
                 struct access_target t = { view_access_kind(kind), e->server->config->name, key };
 
-                json_object_array_add(list, row(key, t.server, access_decide_class(&d->config.access, c, &t)));
+                json_object_array_add(list, row(key, t.server, access_decide_class(&daemon_config(d)->access, c, &t)));
         }
         return list;
 }
@@ -128,13 +131,14 @@ static json_object *allowed_item(json_object *const lists[CATALOG_KIND_COUNT], c
 /* A server denied as a whole is visible still when any of its items is allowed (view.h):
  * its row says so, and which item's rule let it through. */
 static json_object *servers(struct daemon *d, const struct access_class *c, json_object *const lists[CATALOG_KIND_COUNT]) {
-        const struct supervisor *sv = &d->supervisor;
+        const struct supervisor *sv = daemon_supervisor(d);
+        const struct access_policy *policy = &daemon_config(d)->access;
         json_object *list = json_object_new_array();
 
         for (size_t i = 0; i < sv->n_servers; i++) {
                 const char *name = sv->servers[i]->config->name;
                 struct access_target t = { ACCESS_SERVER, name, NULL };
-                struct access_decision dec = access_decide_class(&d->config.access, c, &t);
+                struct access_decision dec = access_decide_class(policy, c, &t);
                 json_object *item, *r;
 
                 if (sv->servers[i]->removed || sv->servers[i]->owner.kind != OWNER_NONE) /* instances: below */
@@ -152,7 +156,7 @@ static json_object *servers(struct daemon *d, const struct access_class *c, json
         for (size_t i = 0; i < sv->n_pools; i++) {
                 const char *name = pool_name(sv->pools[i]);
                 struct access_target t = { ACCESS_SERVER, name, NULL };
-                json_object *r = row(name, NULL, access_decide_class(&d->config.access, c, &t));
+                json_object *r = row(name, NULL, access_decide_class(policy, c, &t));
 
                 json_object_object_add(r, "instances",
                                        json_object_new_string(server_instances_names[sv->pools[i]->config->instances]));
@@ -163,6 +167,7 @@ static json_object *servers(struct daemon *d, const struct access_class *c, json
 
 static json_object *report(struct daemon *d, const struct query_user *u, const struct access_class *c) {
         static const char *const keys[CATALOG_KIND_COUNT] = { "tools", "prompts", "resources", "resourceTemplates" };
+        const struct access_policy *policy = &daemon_config(d)->access;
         json_object *o = json_object_new_object(), *groups = json_object_new_array(), *lists[CATALOG_KIND_COUNT];
 
         for (int i = 0; i < u->n_groups; i++)
@@ -172,9 +177,9 @@ static json_object *report(struct daemon *d, const struct query_user *u, const s
         json_object_object_add(o, "gid", json_object_new_int64(u->gid));
         json_object_object_add(o, "groups", groups);
         json_object_object_add(o, "profile", c->profile ? json_object_new_string(c->profile) : NULL);
-        json_object_object_add(o, "rules", json_object_new_int64((int64_t)d->config.access.n_rules));
+        json_object_object_add(o, "rules", json_object_new_int64((int64_t)policy->n_rules));
         json_object_object_add(o, "default",
-                               json_object_new_string(d->config.access.default_action == ACCESS_RULE_DENY ? "deny" : "allow"));
+                               json_object_new_string(policy->default_action == ACCESS_RULE_DENY ? "deny" : "allow"));
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
                 lists[k] = items(d, c, k);
         json_object_object_add(o, "servers", servers(d, c, lists));
@@ -185,7 +190,7 @@ static json_object *report(struct daemon *d, const struct query_user *u, const s
 
 /* "unknown profile 'x'; the profiles are: a, b" (or "no profiles are configured"). */
 static void reply_unknown_profile(struct client *c, struct jsonrpc_msg *m, const char *name) {
-        const struct access_policy *a = &c->daemon->config.access;
+        const struct access_policy *a = &daemon_config(c->daemon)->access;
         char message[1024];
         size_t used = (size_t)snprintf(message, sizeof message, "unknown profile '%s'; ", name);
 
@@ -216,7 +221,7 @@ static bool read_params(struct client *c, struct jsonrpc_msg *m, json_object **u
                 return false;
         }
         *profile = p && json_object_is_type(p, json_type_string) ? json_object_get_string(p) : NULL;
-        if (*profile && !access_profile_find(&c->daemon->config.access, *profile)) {
+        if (*profile && !access_profile_find(&daemon_config(c->daemon)->access, *profile)) {
                 reply_unknown_profile(c, m, *profile);
                 return false;
         }
@@ -237,7 +242,7 @@ static void access_query(struct client *c, struct jsonrpc_msg *m) {
         if (r == 0)
                 r = lookup_groups(&u);
         if (r == 0)
-                r = access_class_of(&c->daemon->config.access,
+                r = access_class_of(&daemon_config(c->daemon)->access,
                                     &(struct access_who){ u.uid, u.gid, u.groups, (size_t)u.n_groups, profile }, &cls);
         if (r == -ENOENT)
                 snprintf(message, sizeof message, "unknown user '%.200s': no such user on this host",
@@ -253,10 +258,4 @@ static void access_query(struct client *c, struct jsonrpc_msg *m) {
         query_user_done(&u);
 }
 
-const struct method control_access_query = {
-        .name = "access",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = access_query,
-};
+const struct method control_access_query = CONTROL_METHOD("access", access_query);

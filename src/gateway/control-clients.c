@@ -77,8 +77,4 @@ static void clients(struct client *c, struct jsonrpc_msg *m) {
         client_reply_result(c, m->id, result);
 }
 
-const struct method control_clients = {
-        .name = "clients",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT, .eras = METHOD_ERAS_ALL, .reach = METHOD_REACH_DAEMON,
-        .handle = clients,
-};
+const struct method control_clients = CONTROL_METHOD("clients", clients);

@@ -51,10 +51,4 @@ static void disconnect(struct client *c, struct jsonrpc_msg *m) {
         client_reply_result(c, m->id, result);
 }
 
-const struct method control_disconnect = {
-        .name = "disconnect",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = disconnect,
-};
+const struct method control_disconnect = CONTROL_METHOD("disconnect", disconnect);

@@ -6,9 +6,11 @@
 #include <stdio.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
+#include "line-ring.h"
 #include "methods.h"
+#include "server.h"
 
 /* Seconds since the epoch, to the millisecond: json-c would print 17 significant digits. */
 static json_object *epoch_seconds(uint64_t usec) {
@@ -57,17 +59,11 @@ static void logs(struct client *c, struct jsonrpc_msg *m) {
                 missed = line_ring_get(ring, 0)->seq - after - 1;
         result = json_object_new_object();
         json_object_object_add(result, "name", json_object_new_string(s->config->name));
-        json_object_object_add(result, "log", control_log_object(&c->daemon->log));
+        json_object_object_add(result, "log", control_log_object(daemon_logger(c->daemon)));
         json_object_object_add(result, "lines", lines);
         json_object_object_add(result, "last", json_object_new_int64((int64_t)ring->last_seq));
         json_object_object_add(result, "missed", json_object_new_int64((int64_t)missed));
         client_reply_result(c, m->id, result);
 }
 
-const struct method control_logs = {
-        .name = "logs",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = logs,
-};
+const struct method control_logs = CONTROL_METHOD("logs", logs);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "reload.h"
@@ -50,10 +49,4 @@ static void reload(struct client *c, struct jsonrpc_msg *m) {
         daemon_reload(c->daemon, why, c, m->id);
 }
 
-const struct method control_reload = {
-        .name = "reload",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = reload,
-};
+const struct method control_reload = CONTROL_METHOD("reload", reload);

@@ -10,15 +10,16 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "macro.h"
 #include "methods.h"
 #include "pool.h"
+#include "supervisor.h"
 
 /* The error for a control command naming no configured server: the names it could use. */
 static void reply_unknown_server(struct client *c, struct jsonrpc_msg *m, const char *name) {
-        const struct supervisor *sv = &c->daemon->supervisor;
+        const struct supervisor *sv = daemon_supervisor(c->daemon);
         _cleanup_free_ char *message = NULL;
         size_t size = 0, listed = 0;
         FILE *f = open_memstream(&message, &size);
@@ -52,8 +53,8 @@ struct server *control_named_server(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
                 return NULL;
         }
-        s = supervisor_find(&c->daemon->supervisor, json_object_get_string(v));
-        if (!s && supervisor_find_pool(&c->daemon->supervisor, json_object_get_string(v)))
+        s = supervisor_find(daemon_supervisor(c->daemon), json_object_get_string(v));
+        if (!s && supervisor_find_pool(daemon_supervisor(c->daemon), json_object_get_string(v)))
                 /* Which of its instances? Each is a row of the status answer. */
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
                                    "this server is run as instances, each with its own log lines: see its rows in mcpvisorctl status",
@@ -146,7 +147,7 @@ static void command(struct client *c, struct jsonrpc_msg *m, enum server_event e
         char detail[96];
 
         if (m->params && json_object_object_get_ex(m->params, "name", &v) && json_object_is_type(v, json_type_string) &&
-            (p = supervisor_find_pool(&c->daemon->supervisor, json_object_get_string(v)))) {
+            (p = supervisor_find_pool(daemon_supervisor(c->daemon), json_object_get_string(v)))) {
                 pool_command(c, m, p, ev, verb);
                 return;
         }
@@ -173,24 +174,6 @@ static void restart(struct client *c, struct jsonrpc_msg *m) {
         command(c, m, SERVER_EV_RESTART, "restarted");
 }
 
-const struct method control_start = {
-        .name = "start",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = start,
-};
-const struct method control_stop = {
-        .name = "stop",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = stop,
-};
-const struct method control_restart = {
-        .name = "restart",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_DAEMON,
-        .handle = restart,
-};
+const struct method control_start = CONTROL_METHOD("start", start);
+const struct method control_stop = CONTROL_METHOD("stop", stop);
+const struct method control_restart = CONTROL_METHOD("restart", restart);

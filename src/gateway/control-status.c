@@ -236,8 +236,4 @@ static void status(struct client *c, struct jsonrpc_msg *m) {
         client_reply_result(c, m->id, result);
 }
 
-const struct method control_status = {
-        .name = "status",
-        .flags = METHOD_CONTROL | METHOD_BEFORE_INIT, .eras = METHOD_ERAS_ALL, .reach = METHOD_REACH_DAEMON,
-        .handle = status,
-};
+const struct method control_status = CONTROL_METHOD("status", status);

@@ -89,6 +89,50 @@ static void send_status(struct daemon *d) {
                               open == 1 ? "" : "s");
 }
 
+struct event_base *daemon_event_base(struct daemon *d) {
+        return d->base;
+}
+
+struct jsonrpc_parser *daemon_parser(struct daemon *d) {
+        return &d->parser;
+}
+
+const struct config *daemon_config(const struct daemon *d) {
+        return &d->config;
+}
+
+struct logger *daemon_logger(struct daemon *d) {
+        return &d->log;
+}
+
+struct supervisor *daemon_supervisor(struct daemon *d) {
+        return &d->supervisor;
+}
+
+struct registry *daemon_registry(struct daemon *d) {
+        return &d->registry;
+}
+
+struct router *daemon_router(struct daemon *d) {
+        return &d->router;
+}
+
+struct server_requests *daemon_server_requests(struct daemon *d) {
+        return &d->server_requests;
+}
+
+struct subscriptions *daemon_subscriptions(struct daemon *d) {
+        return &d->subscriptions;
+}
+
+struct list_waits *daemon_list_waits(struct daemon *d) {
+        return &d->list_waits;
+}
+
+struct list_changes *daemon_list_changes(struct daemon *d) {
+        return &d->list_changes;
+}
+
 void daemon_clients_changed(struct daemon *d) {
         d->status_due = true;
 }
@@ -156,7 +200,7 @@ static void servers_settled(struct daemon *d) {
         if (d->registry_dropped)
                 (void)registry_sync(&d->registry);
         d->registry_dropped = false;
-        list_waiters_flush(d);
+        list_waiters_flush(&d->list_waits);
         d->status_due = true;
 }
 
@@ -175,7 +219,7 @@ static void on_server_notification(struct server *s, struct jsonrpc_msg *m, void
                 return;
         }
         if (strcmp(m->method, "notifications/resources/updated") == 0) {
-                subscriptions_updated(d, s, m);
+                subscriptions_updated(&d->subscriptions, s, m);
                 return;
         }
         server_requests_child_notification(&d->server_requests, s, m);
@@ -188,14 +232,16 @@ static void on_server_request(struct server *s, struct jsonrpc_msg *m, void *use
 }
 
 static void on_server_ready(struct server *s, void *userdata) {
-        mcp_logging_server_ready(userdata, s);
-        subscriptions_server_ready(userdata, s);
+        struct daemon *d = userdata;
+
+        mcp_logging_server_ready(d, s);
+        subscriptions_server_ready(&d->subscriptions, s);
 }
 
 static void on_server_removed(struct server *s, void *userdata) {
         struct daemon *d = userdata;
 
-        subscriptions_server_gone(d, s);
+        subscriptions_server_gone(&d->subscriptions, s);
         server_requests_server_gone(&d->server_requests, s);
         if (s->in_flight > 0) /* its routes were answered when its process ended */
                 server_log(s, LOG_ERR, "freed with %u requests in flight", s->in_flight);
@@ -530,7 +576,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         config_init_defaults(config);
         TAILQ_INIT(&d->list_waits.queue);
         user_counts_init(&d->user_counts);
-        TAILQ_INIT(&d->subscriptions);
+        subscriptions_init(&d->subscriptions);
         TAILQ_INIT(&d->router.live);
         TAILQ_INIT(&d->router.lost);
         TAILQ_INIT(&d->server_requests.pending);
@@ -603,9 +649,9 @@ static void client_gone(struct daemon *d, struct client *c) {
         client_log(c, LOG_INFO, "client disconnected");
         router_client_gone(&d->router, c);
         server_requests_client_gone(&d->server_requests, c);
-        list_waiters_client_gone(d, c);
+        list_waiters_client_gone(&d->list_waits, c);
         reload_client_gone(d, c);
-        subscriptions_client_gone(d, c);
+        subscriptions_client_gone(&d->subscriptions, c);
         mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)
                 user_counts_release(&d->user_counts, client_principal(c)->uid);
@@ -687,9 +733,9 @@ void daemon_done(struct daemon *d) {
         router_done(&d->router);
         views_done(&d->views);
         registry_done(&d->registry);
-        list_waiters_done(d);
+        list_waiters_done(&d->list_waits);
         list_changes_done(&d->list_changes);
-        subscriptions_done(d);
+        subscriptions_done(&d->subscriptions);
         for (size_t i = 0; i < ARRAY_SIZE(d->signals); i++)
                 if (d->signals[i])
                         event_free(d->signals[i]);

@@ -26,7 +26,6 @@
 #include "http-request.h"
 #include "jsonrpc.h"
 #include "principal.h"
-#include "protocol.h"
 #include "refusal-log.h"
 #include "time-util.h"
 #include "user-counts.h"

@@ -13,9 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "http-config.h"
 #include "http-front.h"
+#include "http-request.h"
 #include "macro.h"
 #include "refusal-log.h"
 
@@ -156,31 +158,21 @@ void http_head_parse(char *text, size_t len, struct http_head *ret) {
         read_framing(ret, content_length, transfer_encoding);
 }
 
-static bool token_matches(const struct http_config *h, const char *authorization) {
-        if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
+/* Decided as the front door decides who calls (http_request_admission()), on the path evhttp
+ * will read from the target. */
+bool http_head_admits(const struct http_config *h, const struct http_head *head, bool unix_peer) {
+        const struct http_token *token;
+        struct evhttp_uri *uri;
+        enum http_admission admission;
+
+        if (head->malformed)
                 return false;
-        authorization += 7;
-        while (*authorization == ' ')
-                authorization++;
-        return http_token_find(h, authorization, strlen(authorization)) != NULL;
-}
-
-static bool path_is_endpoint(const struct http_config *h, const char *target) {
-        struct evhttp_uri *uri = evhttp_uri_parse_with_flags(target, EVHTTP_URI_NONCONFORMANT);
-        const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-        bool is = path && strcmp(path, h->path ? h->path : HTTP_DEFAULT_PATH) == 0;
-
+        uri = evhttp_uri_parse_with_flags(head->target, EVHTTP_URI_NONCONFORMANT);
+        admission = http_request_admission(h, uri ? evhttp_uri_get_path(uri) : NULL, head->origin,
+                                           head->authorization, unix_peer, &token);
         if (uri)
                 evhttp_uri_free(uri);
-        return is;
-}
-
-bool http_head_admits(const struct http_config *h, const struct http_head *head, bool unix_peer) {
-        if (head->malformed || !path_is_endpoint(h, head->target))
-                return false;
-        if (head->origin && !http_origin_allowed(h, head->origin))
-                return false;
-        return unix_peer || token_matches(h, head->authorization);
+        return admission == HTTP_ADMITTED;
 }
 
 /* ---- the caps ---- */
@@ -439,7 +431,7 @@ static void head_done(struct http_gate *g, struct evbuffer *in, size_t end, size
         }
         memcpy(copy, text, end);
         http_head_parse(copy, end - blank, &head);
-        if (g->gates && peer && http_head_admits(&g->gates->front->daemon->config.http, &head, peer->unix_peer)) {
+        if (g->gates && peer && http_head_admits(&daemon_config(g->gates->front->daemon)->http, &head, peer->unix_peer)) {
                 set_state(g, HTTP_GATE_PROVEN); /* g is gone */
                 return;
         }

@@ -22,6 +22,21 @@ bool http_request_is_json(const char *content_type) {
                (content_type[16] == '\0' || content_type[16] == ';' || content_type[16] == ' ');
 }
 
+enum http_admission http_request_admission(const struct http_config *h, const char *path, const char *origin,
+                                           const char *authorization, bool unix_peer,
+                                           const struct http_token **ret_token) {
+        *ret_token = NULL;
+        if (!path || strcmp(path, h->path ? h->path : HTTP_DEFAULT_PATH) != 0)
+                return HTTP_ADMIT_NOT_ENDPOINT;
+        /* Browsers send Origin; a page on another site must not reach a local daemon
+         * through DNS rebinding. */
+        if (origin && !http_origin_allowed(h, origin))
+                return HTTP_ADMIT_ORIGIN_REFUSED;
+        if (!unix_peer && !(*ret_token = http_request_bearer(h, authorization)))
+                return HTTP_ADMIT_NO_TOKEN;
+        return HTTP_ADMITTED;
+}
+
 static void refuse(struct http_verdict *v, int status, const char *reason, const char *text) {
         v->outcome = HTTP_REFUSE;
         v->status = status;
@@ -54,29 +69,26 @@ static void session_of(const struct http_request *r, struct http_verdict *v) {
 }
 
 void http_request_judge(const struct http_config *h, const struct http_request *r, struct http_verdict *v) {
-        const char *endpoint = h->path ? h->path : HTTP_DEFAULT_PATH;
-
         *v = (struct http_verdict){ .outcome = HTTP_PROCEED };
         if (r->path && strcmp(r->path, "/healthz") == 0 && r->method == HTTP_GET) {
                 v->outcome = HTTP_HEALTHZ;
                 return;
         }
-        if (!r->path || strcmp(r->path, endpoint) != 0) {
+        switch (http_request_admission(h, r->path, r->origin, r->authorization, r->unix_peer, &v->token)) {
+        case HTTP_ADMIT_NOT_ENDPOINT:
                 refuse(v, 404, "Not Found", "no such endpoint");
                 return;
-        }
-        /* Browsers send Origin; a page on another site must not reach a local daemon
-         * through DNS rebinding. */
-        if (r->origin && !http_origin_allowed(h, r->origin)) {
+        case HTTP_ADMIT_ORIGIN_REFUSED:
                 refuse(v, 403, "Forbidden", "this Origin is not allowed (http.allowedOrigins)");
                 v->log = "Origin not allowed (http.allowedOrigins)";
                 return;
-        }
-        if (!r->unix_peer && !(v->token = http_request_bearer(h, r->authorization))) {
+        case HTTP_ADMIT_NO_TOKEN:
                 refuse(v, 401, "Unauthorized", "a bearer token is required (Authorization: Bearer TOKEN)");
                 v->log = r->authorization ? "wrong bearer token" : "no bearer token";
                 v->authenticate = true;
                 return;
+        case HTTP_ADMITTED:
+                break;
         }
         switch (r->method) {
         case HTTP_POST:

@@ -4,10 +4,12 @@
 #include <event2/event.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "list-wait.h"
 #include "log.h"
+#include "registry.h"
 #include "time-util.h"
+#include "view.h"
 
 #define BIT(k) (1u << (k))
 
@@ -52,12 +54,12 @@ static uint64_t current_signature(struct client *c, enum catalog_kind kind) {
 /* The kinds of n that c should be told about. A request of c's for a list that is waiting
  * to be answered (list-wait.h) will bring it the list as it is then: nothing to tell. */
 static unsigned kinds_to_tell(struct client *c, const struct notice *n) {
-        struct daemon *d = c->daemon;
+        const struct list_waits *lw = daemon_list_waits(c->daemon);
         unsigned kinds = 0;
 
         for (int k = 0; k < CATALOG_KIND_COUNT; k++)
                 if ((n->kinds & BIT(k)) && list_seen_should_tell(&c->session.lists_seen, k, current_signature(c, k)) &&
-                    !list_waiters_has(d, c, k))
+                    !list_waiters_has(lw, c, k))
                         kinds |= BIT(k);
         return kinds;
 }
@@ -77,12 +79,12 @@ static void on_window_end(evutil_socket_t fd, short what, void *userdata) {
 
         /* Read or not, the lists are brought up to date once per window, so they let go of
          * the items of servers that left them (and of replaced catalogs) within one. */
-        (void)registry_sync(&d->registry);
+        (void)registry_sync(daemon_registry(d));
         for (size_t i = 0; i < ARRAY_SIZE(notices); i++) {
                 unsigned count = daemon_broadcast_to(d, notices[i].method, NULL, tell_if_stale, (void *)&notices[i]);
 
                 if (count > 0)
-                        log_debug(&d->log, "%s sent to %u client%s holding an out-of-date list", notices[i].method,
+                        log_debug(daemon_logger(d), "%s sent to %u client%s holding an out-of-date list", notices[i].method,
                                   count, count == 1 ? "" : "s");
         }
 }
@@ -124,13 +126,13 @@ void list_changes_answered(struct client *c, enum catalog_kind kind, bool first_
         /* A later page of a list that changed since the first (a page held back by listWait
          * past the window) leaves the client a copy to be told of, with no change to come. */
         if (list_seen_should_tell(&c->session.lists_seen, kind, current))
-                arm(&c->daemon->list_changes);
+                arm(daemon_list_changes(c->daemon));
 }
 
 void list_changes_client_operating(struct client *c) {
         for (size_t i = 0; i < ARRAY_SIZE(notices); i++)
                 if (kinds_to_tell(c, &notices[i]) != 0) {
-                        arm(&c->daemon->list_changes);
+                        arm(daemon_list_changes(c->daemon));
                         return;
                 }
 }

@@ -5,17 +5,20 @@
 #include <stdlib.h>
 
 #include "client.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "client-access.h"
-#include "daemon.h"
 #include "methods.h"
+#include "server.h"
+#include "supervisor.h"
 #include "time-util.h"
 
 bool list_wait_first_start(const struct server *s) {
         return (s->state == SERVER_STARTING || server_waits_turn(s)) && !s->catalog.initialize;
 }
 
-bool list_wait_needed(const struct daemon *d) {
-        const struct supervisor *sv = &d->supervisor;
+bool list_wait_needed(struct daemon *d) {
+        const struct supervisor *sv = daemon_supervisor(d);
 
         for (size_t i = 0; i < sv->n_servers; i++)
                 if (list_wait_first_start(sv->servers[i]))
@@ -24,7 +27,7 @@ bool list_wait_needed(const struct daemon *d) {
 }
 
 bool list_wait_needed_by(struct client *c) {
-        const struct supervisor *sv = &c->daemon->supervisor;
+        const struct supervisor *sv = daemon_supervisor(c->daemon);
 
         for (size_t i = 0; i < sv->n_servers; i++) {
                 const struct server *s = sv->servers[i];
@@ -35,17 +38,17 @@ bool list_wait_needed_by(struct client *c) {
         return false;
 }
 
-bool list_waiters_has(const struct daemon *d, const struct client *c, enum catalog_kind kind) {
+bool list_waiters_has(const struct list_waits *lw, const struct client *c, enum catalog_kind kind) {
         const struct list_waiter *w;
 
-        TAILQ_FOREACH(w, &d->list_waits.queue, entry)
+        TAILQ_FOREACH(w, &lw->queue, entry)
                 if (w->client == c && w->kind == (int)kind)
                         return true;
         return false;
 }
 
 static void waiter_free(struct list_waiter *w) {
-        TAILQ_REMOVE(&w->daemon->list_waits.queue, w, entry);
+        TAILQ_REMOVE(&w->list->queue, w, entry);
         if (w->timer)
                 event_free(w->timer);
         jsonrpc_msg_done(&w->msg);
@@ -55,7 +58,7 @@ static void waiter_free(struct list_waiter *w) {
 /* The request is handled again by its method, which never holds it a second time; the
  * client's hold on it passes to whatever the method does now. */
 static void resume(struct list_waiter *w) {
-        struct list_waits *lw = &w->daemon->list_waits;
+        struct list_waits *lw = w->list;
         struct jsonrpc_msg m = w->msg;
         struct client *c = w->client;
         list_wait_handler *handle = w->handle;
@@ -74,15 +77,16 @@ static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
 
 bool list_waiters_hold(struct client *c, struct jsonrpc_msg *m, list_wait_handler *handle, list_wait_check *waits,
                        int kind) {
-        struct daemon *d = c->daemon;
-        struct timeval tv = timeval_from_seconds(d->config.list_wait);
+        double wait = daemon_config(c->daemon)->list_wait;
+        struct list_waits *lw = daemon_list_waits(c->daemon);
+        struct timeval tv = timeval_from_seconds(wait);
         struct list_waiter *w;
 
-        if (d->config.list_wait <= 0 || d->list_waits.resumed == m || !waits(c, m))
+        if (wait <= 0 || lw->resumed == m || !waits(c, m))
                 return false;
         w = calloc(1, sizeof *w);
         if (w)
-                w->timer = evtimer_new(d->base, on_deadline, w);
+                w->timer = evtimer_new(daemon_event_base(c->daemon), on_deadline, w);
         if (!w || !w->timer) {
                 free(w);
                 return false; /* answered now, as if nothing were worth waiting for */
@@ -92,39 +96,39 @@ bool list_waiters_hold(struct client *c, struct jsonrpc_msg *m, list_wait_handle
                 free(w);
                 return true;
         }
-        *w = (struct list_waiter){ .daemon = d, .client = c, .msg = *m, .handle = handle, .waits = waits,
+        *w = (struct list_waiter){ .list = lw, .client = c, .msg = *m, .handle = handle, .waits = waits,
                                    .kind = kind, .timer = w->timer };
         json_object_get(m->root);
-        TAILQ_INSERT_TAIL(&d->list_waits.queue, w, entry);
+        TAILQ_INSERT_TAIL(&lw->queue, w, entry);
         evtimer_add(w->timer, &tv);
         return true;
 }
 
-void list_waiters_flush(struct daemon *d) {
+void list_waiters_flush(struct list_waits *lw) {
         struct list_waiter *w, *next;
 
         /* Handling one adds no waiter (it is never held again) and frees none (clients are
          * freed after the loop iteration). */
-        for (w = TAILQ_FIRST(&d->list_waits.queue); w; w = next) {
+        for (w = TAILQ_FIRST(&lw->queue); w; w = next) {
                 next = TAILQ_NEXT(w, entry);
                 if (!w->waits(w->client, &w->msg))
                         resume(w);
         }
 }
 
-void list_waiters_client_gone(struct daemon *d, struct client *c) {
+void list_waiters_client_gone(struct list_waits *lw, struct client *c) {
         struct list_waiter *w, *next;
 
-        for (w = TAILQ_FIRST(&d->list_waits.queue); w; w = next) {
+        for (w = TAILQ_FIRST(&lw->queue); w; w = next) {
                 next = TAILQ_NEXT(w, entry);
                 if (w->client == c)
                         waiter_free(w);
         }
 }
 
-void list_waiters_done(struct daemon *d) {
+void list_waiters_done(struct list_waits *lw) {
         struct list_waiter *w;
 
-        while ((w = TAILQ_FIRST(&d->list_waits.queue)))
+        while ((w = TAILQ_FIRST(&lw->queue)))
                 waiter_free(w);
 }

@@ -7,7 +7,6 @@
  * stays: each such setting changed is named, in the log and in the answer. */
 #include "reload.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include "client-http.h"
 #include "daemon.h"
 #include "macro.h"
+#include "mcp-logging.h"
 #include "methods.h"
 
 static json_object *problems_json(const struct config_problems *p) {
@@ -151,13 +151,36 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         return 0;
 }
 
-/* The only writer of rl->state. A read starts from idle, or once the last one is applied
- * when another was asked for meanwhile; one is asked for again only while one runs; any
- * read in progress may end in idle. */
-static void set_state(struct reload *rl, enum reload_state next) {
-        assert(next == RELOAD_IDLE            ? rl->state != RELOAD_IDLE
-               : next == RELOAD_READING_AGAIN ? rl->state == RELOAD_READING
-                                              : rl->state != RELOAD_READING);
+/* How many states there are: enum reload_state names no count, so the switch of
+ * daemon_reload() names every state it has. */
+#define RELOAD_STATES (RELOAD_READING_AGAIN + 1)
+
+static const char *const state_names[RELOAD_STATES] = {
+        [RELOAD_IDLE] = "idle",
+        [RELOAD_READING] = "reading",
+        [RELOAD_READING_AGAIN] = "reading again",
+};
+
+/* What may follow what: a read starts from idle, or once the last one is applied when
+ * another was asked for meanwhile; one is asked for again only while one runs; any read in
+ * progress may end in idle. */
+static const bool moves[RELOAD_STATES][RELOAD_STATES] = {
+        [RELOAD_IDLE] = { [RELOAD_READING] = true },
+        [RELOAD_READING] = { [RELOAD_IDLE] = true, [RELOAD_READING_AGAIN] = true },
+        [RELOAD_READING_AGAIN] = { [RELOAD_IDLE] = true, [RELOAD_READING] = true },
+};
+
+/* The only writer of the reload's state. A move the table does not allow is a bug of the
+ * daemon's, stopped hard as server.c does rather than run on with reads nobody tracks.
+ * Not assert(): release builds keep it. */
+static void set_state(struct daemon *d, enum reload_state next) {
+        struct reload *rl = &d->reload;
+
+        if (!moves[rl->state][next]) {
+                log_emit(&d->log, LOG_CRIT, NULL, "bug: reload: from %s to %s", state_names[rl->state],
+                         state_names[next]);
+                abort();
+        }
         rl->state = next;
 }
 
@@ -242,7 +265,7 @@ static void start_read(struct daemon *d) {
         if (r < 0)
                 log_warning(&d->log, "cannot start a thread to read the configuration (%s); read in the loop's instead",
                             strerror(-r));
-        set_state(rl, RELOAD_READING);
+        set_state(d, RELOAD_READING);
 }
 
 /* The loop's turn once a read is over: applied, systemd told (READY=1 once no read is left
@@ -256,13 +279,13 @@ static void on_read_over(struct config_read *read, void *userdata) {
 
         if (d->phase != DAEMON_RUNNING) { /* its askers were told (reload_stopping) */
                 config_read_done(read);
-                set_state(&d->reload, RELOAD_IDLE);
+                set_state(d, RELOAD_IDLE);
                 return;
         }
         r = take_read(d, read, &outcome);
         again = d->reload.state == RELOAD_READING_AGAIN;
         if (!again) {
-                set_state(&d->reload, RELOAD_IDLE);
+                set_state(d, RELOAD_IDLE);
                 notify_ready(&d->notify, r < 0 ? "configuration not reloaded; see the journal" : "reloaded");
                 daemon_clients_changed(d); /* STATUS= as usual again */
         }
@@ -297,7 +320,7 @@ void daemon_reload(struct daemon *d, const char *why, struct client *asker, json
                 start_read(d);
                 break;
         case RELOAD_READING:
-                set_state(rl, RELOAD_READING_AGAIN);
+                set_state(d, RELOAD_READING_AGAIN);
                 /* fall through */
         case RELOAD_READING_AGAIN:
                 log_info(&d->log, "%s: a read of the configuration is under way; reading it again once that one is applied",

@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "upcall.h"
 #include "utf8.h"
 
 void session_init(struct session *s) {
@@ -103,7 +104,7 @@ void session_handle(struct client *c, struct jsonrpc_msg *m) {
                 dispatch(c, m);
                 break;
         case JSONRPC_RESPONSE:
-                server_requests_answer(&c->daemon->server_requests, c, m);
+                server_requests_answer(daemon_server_requests(c->daemon), c, m);
                 break;
         case JSONRPC_INVALID:
                 client_log(c, LOG_DEBUG, "invalid message: %s", m->error_message);
@@ -111,7 +112,7 @@ void session_handle(struct client *c, struct jsonrpc_msg *m) {
                  * pass for the answer to one of the client's own requests. An answer refused
                  * for its text has no m->id: the client is answered under null. */
                 if (jsonrpc_is_broken_response(m) || (m->refused_text && jsonrpc_answer_id(m)))
-                        server_requests_answer(&c->daemon->server_requests, c, m);
+                        server_requests_answer(daemon_server_requests(c->daemon), c, m);
                 client_reply_error(c, jsonrpc_is_broken_response(m) ? NULL : m->id, m->error_code, m->error_message,
                                    NULL);
                 break;

@@ -6,42 +6,42 @@
 #include <string.h>
 
 #include "catalog.h"
-#include "server-conn.h"
 #include "client.h"
-#include "daemon.h"
-#include "run.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "names.h"
+#include "registry.h"
+#include "server-conn.h"
+#include "server.h"
 
 /* Subscriptions are found by a hash of their URI; URIs whose hashes collide are chained,
  * and so are those of one URI at several servers (instances of a server list the same
  * URIs, each for its own clients). The one of uri at s, or with s NULL at a shared server. */
-static struct subscription *find(struct daemon *d, const struct server *s, const char *uri) {
+static struct subscription *find(struct subscriptions *subs, const struct server *s, const char *uri) {
         struct subscription *sub;
 
-        for (sub = idmap_get(&d->subscriptions_by_uri, name_hash(uri)); sub; sub = sub->same_hash)
+        for (sub = idmap_get(&subs->by_uri, name_hash(uri)); sub; sub = sub->same_hash)
                 if (strcmp(sub->uri, uri) == 0 && (s ? sub->server == s : sub->server->owner.kind == OWNER_NONE))
                         return sub;
         return NULL;
 }
 
-static int index_add(struct daemon *d, struct subscription *sub) {
+static int index_add(struct subscriptions *subs, struct subscription *sub) {
         int64_t key = name_hash(sub->uri);
 
-        sub->same_hash = idmap_get(&d->subscriptions_by_uri, key);
-        return idmap_put(&d->subscriptions_by_uri, key, sub);
+        sub->same_hash = idmap_get(&subs->by_uri, key);
+        return idmap_put(&subs->by_uri, key, sub);
 }
 
-static void index_remove(struct daemon *d, struct subscription *sub) {
+static void index_remove(struct subscriptions *subs, struct subscription *sub) {
         int64_t key = name_hash(sub->uri);
-        struct subscription *prev = idmap_get(&d->subscriptions_by_uri, key);
+        struct subscription *prev = idmap_get(&subs->by_uri, key);
 
         if (prev == sub) {
                 if (sub->same_hash) /* replaces the entry: cannot fail */
-                        (void)idmap_put(&d->subscriptions_by_uri, key, sub->same_hash);
+                        (void)idmap_put(&subs->by_uri, key, sub->same_hash);
                 else
-                        idmap_remove(&d->subscriptions_by_uri, key);
+                        idmap_remove(&subs->by_uri, key);
                 return;
         }
         while (prev && prev->same_hash != sub)
@@ -68,20 +68,20 @@ static void tell_server(struct server *s, const char *method, const char *uri) {
         (void)child_request(server_child(s), method, params, 0, NULL, NULL);
 }
 
-static void sub_free(struct daemon *d, struct subscription *sub) {
+static void sub_free(struct subscriptions *subs, struct subscription *sub) {
         for (size_t i = 0; i < sub->n_subscribers; i++) {
                 LIST_REMOVE(sub->subscribers[i], by_client);
                 free(sub->subscribers[i]);
         }
-        index_remove(d, sub);
-        TAILQ_REMOVE(&d->subscriptions, sub, entry);
+        index_remove(subs, sub);
+        TAILQ_REMOVE(&subs->all, sub, entry);
         free(sub->uri);
         free(sub->subscribers);
         free(sub);
 }
 
 /* Ends one client's hold; the last one unsubscribes at the server. */
-static void drop_subscriber(struct daemon *d, struct subscriber *sr) {
+static void drop_subscriber(struct subscriptions *subs, struct subscriber *sr) {
         struct subscription *sub = sr->sub;
 
         sub->subscribers[sr->index] = sub->subscribers[--sub->n_subscribers];
@@ -90,7 +90,7 @@ static void drop_subscriber(struct daemon *d, struct subscriber *sr) {
         free(sr);
         if (sub->n_subscribers == 0) {
                 tell_server(sub->server, "resources/unsubscribe", sub->uri);
-                sub_free(d, sub);
+                sub_free(subs, sub);
         }
 }
 
@@ -116,8 +116,8 @@ static int add_client(struct subscription *sub, struct client *c) {
         return 0;
 }
 
-int subscriptions_add(struct daemon *d, struct client *c, struct server *s, const char *uri) {
-        struct subscription *sub = find(d, s, uri), *shared = s->owner.kind == OWNER_NONE ? find(d, NULL, uri) : NULL;
+int subscriptions_add(struct subscriptions *subs, struct client *c, struct server *s, const char *uri) {
+        struct subscription *sub = find(subs, s, uri), *shared = s->owner.kind == OWNER_NONE ? find(subs, NULL, uri) : NULL;
         json_object *cap, *v;
 
         if (!sub && shared)
@@ -127,40 +127,40 @@ int subscriptions_add(struct daemon *d, struct client *c, struct server *s, cons
                 if (!cap || !json_object_object_get_ex(cap, "subscribe", &v) || !json_object_get_boolean(v))
                         return -EOPNOTSUPP;
                 sub = calloc(1, sizeof *sub);
-                if (!sub || !(sub->uri = strdup(uri)) || index_add(d, sub) < 0) {
+                if (!sub || !(sub->uri = strdup(uri)) || index_add(subs, sub) < 0) {
                         if (sub)
                                 free(sub->uri);
                         free(sub);
                         return -ENOMEM;
                 }
                 sub->server = s;
-                TAILQ_INSERT_TAIL(&d->subscriptions, sub, entry);
+                TAILQ_INSERT_TAIL(&subs->all, sub, entry);
                 tell_server(sub->server, "resources/subscribe", uri);
         }
         return add_client(sub, c) < 0 ? -ENOMEM : 0;
 }
 
-void subscriptions_remove(struct daemon *d, struct client *c, const char *uri) {
+void subscriptions_remove(struct subscriptions *subs, struct client *c, const char *uri) {
         struct subscriber *sr;
 
         LIST_FOREACH(sr, &c->subscriptions, by_client)
                 if (strcmp(sr->sub->uri, uri) == 0) {
-                        drop_subscriber(d, sr);
+                        drop_subscriber(subs, sr);
                         return;
                 }
 }
 
-void subscriptions_client_gone(struct daemon *d, struct client *c) {
+void subscriptions_client_gone(struct subscriptions *subs, struct client *c) {
         struct subscriber *sr;
 
         while ((sr = LIST_FIRST(&c->subscriptions)))
-                drop_subscriber(d, sr);
+                drop_subscriber(subs, sr);
 }
 
-void subscriptions_server_ready(struct daemon *d, struct server *s) {
+void subscriptions_server_ready(struct subscriptions *subs, struct server *s) {
         struct subscription *sub;
 
-        TAILQ_FOREACH(sub, &d->subscriptions, entry)
+        TAILQ_FOREACH(sub, &subs->all, entry)
                 if (sub->server == s)
                         tell_server(s, "resources/subscribe", sub->uri);
 }
@@ -177,7 +177,7 @@ static bool may_hold(struct client *c, const struct subscription *sub) {
                client_access_uri(c, sub->server, sub->uri) == ACCESS_ALLOW;
 }
 
-void subscriptions_client_redecide(struct daemon *d, struct client *c) {
+void subscriptions_client_redecide(struct subscriptions *subs, struct client *c) {
         struct subscriber *sr, *next;
 
         for (sr = LIST_FIRST(&c->subscriptions); sr; sr = next) {
@@ -185,18 +185,18 @@ void subscriptions_client_redecide(struct daemon *d, struct client *c) {
                 if (may_hold(c, sr->sub))
                         continue;
                 client_log(c, LOG_INFO, "its subscription to %s ended: it may no longer read it", sr->sub->uri);
-                drop_subscriber(d, sr);
+                drop_subscriber(subs, sr);
         }
 }
 
-void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
+void subscriptions_updated(struct subscriptions *subs, struct server *s, struct jsonrpc_msg *m) {
         struct subscription *sub;
         json_object *v;
 
         if (!json_object_is_type(m->params, json_type_object) || !json_object_object_get_ex(m->params, "uri", &v) ||
             !json_object_is_type(v, json_type_string))
                 return;
-        sub = find(d, s, json_object_get_string(v));
+        sub = find(subs, s, json_object_get_string(v));
         if (!sub)
                 return;
         for (size_t i = 0; i < sub->n_subscribers; i++)
@@ -205,20 +205,25 @@ void subscriptions_updated(struct daemon *d, struct server *s, struct jsonrpc_ms
                                     jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
 }
 
-void subscriptions_done(struct daemon *d) {
-        struct subscription *sub;
-
-        while ((sub = TAILQ_FIRST(&d->subscriptions)))
-                sub_free(d, sub);
-        idmap_done(&d->subscriptions_by_uri);
+void subscriptions_init(struct subscriptions *subs) {
+        TAILQ_INIT(&subs->all);
+        idmap_init(&subs->by_uri);
 }
 
-void subscriptions_server_gone(struct daemon *d, const struct server *s) {
+void subscriptions_done(struct subscriptions *subs) {
+        struct subscription *sub;
+
+        while ((sub = TAILQ_FIRST(&subs->all)))
+                sub_free(subs, sub);
+        idmap_done(&subs->by_uri);
+}
+
+void subscriptions_server_gone(struct subscriptions *subs, const struct server *s) {
         struct subscription *sub, *next;
 
-        for (sub = TAILQ_FIRST(&d->subscriptions); sub; sub = next) {
+        for (sub = TAILQ_FIRST(&subs->all); sub; sub = next) {
                 next = TAILQ_NEXT(sub, entry);
                 if (sub->server == s)
-                        sub_free(d, sub);
+                        sub_free(subs, sub);
         }
 }

@@ -1,6 +1,7 @@
 /* The exec launcher: the program spawned as the daemon's own child (process.c), in its own
- * process group, with PR_SET_PDEATHSIG, as the server's run_as user when it has one; watched through a pidfd, reaped by it, or by the
- * reaper's SIGCHLD when that comes first (supervisor.c asks run_reap()). */
+ * process group, with PR_SET_PDEATHSIG, as the server's run_as user when it has one;
+ * watched through a pidfd, reaped by it, or by the reaper's SIGCHLD when that comes first
+ * (supervisor.c asks run_reap()). */
 #include "launcher.h"
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 struct exec_run {
         struct process proc;
+        char *program;      /* the program found, for the words of a failure told at its end */
 };
 
 static struct process *proc_of(const struct run *in) {
@@ -62,6 +64,11 @@ static const char *identity_step(enum process_step step) {
         }
 }
 
+/* A failure at one of these steps asks for no restart: the next start would meet it again. */
+static bool identity_step_failed(enum process_step step) {
+        return step == PROCESS_STEP_GROUPS || step == PROCESS_STEP_GID || step == PROCESS_STEP_UID;
+}
+
 /* What a failed spawn means; a program that cannot be found is explained by environment.c. */
 static int explain(int r, enum process_step step, const struct server_config *c, const struct run_as *as,
                    const char *program, char **error) {
@@ -69,7 +76,7 @@ static int explain(int r, enum process_step step, const struct server_config *c,
 
         if (run_explain_shortage(r, error))
                 return r;
-        if (as && (step == PROCESS_STEP_GROUPS || step == PROCESS_STEP_GID || step == PROCESS_STEP_UID))
+        if (as && identity_step_failed(step))
                 q = asprintf(error, "cannot run '%s' as user %s: taking its %s failed: %s", c->name, as->user,
                              identity_step(step), strerror(-r));
         else if (step == PROCESS_STEP_CWD)
@@ -108,10 +115,12 @@ static int exec_start(struct run *in, const struct server_config *c, char **env,
         r = run_as_check(as, c->name, geteuid(), false, error);
         if (r == 0)
                 r = environment_find_server_program(c, environment_get(env, "PATH"), &program, error);
-        if (r == 0 && (!(argv = make_argv(c)) || !(x = calloc(1, sizeof *x))))
+        if (r == 0 && (!(argv = make_argv(c)) || !(x = calloc(1, sizeof *x)) || !(x->program = strdup(program))))
                 r = -ENOMEM;
         if (r < 0) {
                 close_stdio(fds);
+                if (x)
+                        free(x->program);
                 free(x);
                 return r;
         }
@@ -120,10 +129,11 @@ static int exec_start(struct run *in, const struct server_config *c, char **env,
                 enum process_step step = x->proc.failed_step;
 
                 process_done(&x->proc);
+                free(x->program);
                 free(x);
                 explain(r, step, c, as, program, error);
                 /* The user's identity refused: the next start would be refused the same. */
-                return step == PROCESS_STEP_GROUPS || step == PROCESS_STEP_GID || step == PROCESS_STEP_UID ? -EPERM : r;
+                return identity_step_failed(step) ? -EPERM : r;
         }
         in->launcher = x;
         return 0;
@@ -156,10 +166,21 @@ static bool exec_reap(struct run *in) {
         return true;
 }
 
+/* Another user's child, not waited for (process.h), tells at its end what failed before
+ * its exec: said as a failed start would have said it, and no restart asked for when it
+ * was the user's identity, the program or its directory (only a shortage may pass). */
 static void exec_describe_end(const struct run *in, struct server_exit *ret) {
+        const struct exec_run *x = in->launcher;
         const struct process *p = proc_of(in);
+        _cleanup_free_ char *reason = NULL;
+        int r = -p->failed_error;
 
         *ret = (struct server_exit){ .code = p->code, .status = p->status };
+        if (r == 0)
+                return;
+        explain(r, p->failed_step, in->server->config, in->server->run_as, x->program, &reason);
+        server_exit_set_reason(ret, reason ? reason : strerror(-r));
+        ret->no_retry = r != -EAGAIN && r != -ENOMEM && r != -EMFILE && r != -ENFILE;
 }
 
 static const char *exec_describe(const struct run *in, char *buf, size_t size) {
@@ -228,6 +249,7 @@ static const char *exec_target(const struct server_config *c) {
 
 static void exec_free(struct run *in) {
         process_done(proc_of(in));
+        free(((struct exec_run *)in->launcher)->program);
         free(in->launcher);
         in->launcher = NULL;
 }

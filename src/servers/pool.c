@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "run-as.h"
 #include "supervisor.h"
 #include "time-util.h"
 
@@ -178,18 +179,23 @@ void pool_user_left(struct pool *p, uid_t uid) {
         evtimer_add(m->idle, &tv);
 }
 
-static struct pool_member *add_member(struct pool *p, const struct server_owner *owner) {
+/* A new instance for owner, queued to start; run_as (taken, may be NULL) the user it runs
+ * as. NULL when out of memory (run_as freed). */
+static struct pool_member *add_member(struct pool *p, const struct server_owner *owner, struct run_as *run_as) {
         struct pool_member *m = calloc(1, sizeof *m);
         struct server *s;
 
-        if (!m)
+        if (!m) {
+                run_as_free(run_as);
                 return NULL;
+        }
         if (p->n == p->size) {
                 size_t size = p->size ? 2 * p->size : 4;
                 struct pool_member **members = realloc(p->members, size * sizeof *members);
 
                 if (!members) {
                         free(m);
+                        run_as_free(run_as);
                         return NULL;
                 }
                 p->members = members;
@@ -199,13 +205,13 @@ static struct pool_member *add_member(struct pool *p, const struct server_owner 
         if (!s || supervisor_add(p->sv, s) < 0) {
                 server_free(s);
                 free(m);
+                run_as_free(run_as);
                 return NULL;
         }
         s->owner = *owner;
         s->pool = p;
-        /* SEAM(runas): a per-user instance of a uid other than geteuid() gets its
-         * s->run_as here (run_as_resolve()), before its first start; until then the
-         * gateway asks for none (client_instances_need()). */
+        /* Before its first start, never changed after; freed with it (supervisor.c). */
+        s->run_as = run_as;
         m->server = s;
         m->pool = p;
         p->members[p->n++] = m;
@@ -227,7 +233,7 @@ void pool_fill_spares(struct pool *p) {
 
         if (p->sv->stopping || p->config->disabled)
                 return;
-        while (spares(p) < p->config->spare_instances && p->n < p->config->max_instances && (m = add_member(p, &spare)))
+        while (spares(p) < p->config->spare_instances && p->n < p->config->max_instances && (m = add_member(p, &spare, NULL)))
                 made = m;
         if (made)
                 members_changed(p, made->server);
@@ -262,9 +268,22 @@ static int refuse(char **error, int r, const char *fmt, ...) {
         return r;
 }
 
+/* The user owner's instance runs as: NULL for the daemon's own (its uid, a client, a
+ * spare), else resolved (run-as.h); whether this daemon may run it is its launcher's
+ * decision, at each start. */
+static int run_as_of(const struct server_owner *owner, struct run_as **ret, char **error) {
+        *ret = NULL;
+        *error = NULL;
+        if (owner->kind != OWNER_USER || owner->uid == geteuid())
+                return 0;
+        return run_as_resolve(owner->uid, ret, error);
+}
+
 int pool_instance(struct pool *p, const struct server_owner *owner, struct server **ret, char **error) {
         struct pool_member *m = find_member(p, owner);
-        char who[128];
+        struct run_as *run_as = NULL;
+        char who[128], *why = NULL;
+        int r;
 
         *error = NULL;
         if (m) {
@@ -286,7 +305,11 @@ int pool_instance(struct pool *p, const struct server_owner *owner, struct serve
                 return refuse(error, -EUSERS,
                               "server '%s' has reached its limit of %u instances (maxInstances); none is left for this client",
                               pool_name(p), p->config->max_instances);
-        } else if (!(m = add_member(p, owner))) {
+        } else if ((r = run_as_of(owner, &run_as, &why)) < 0) {
+                r = refuse(error, r, "server '%s': %s", pool_name(p), why ? why : "cannot find its user");
+                free(why);
+                return r;
+        } else if (!(m = add_member(p, owner, run_as))) {
                 return refuse(error, -ENOMEM, "server '%s': out of memory making an instance", pool_name(p));
         } else {
                 server_log(m->server, LOG_INFO, "starting an instance for %s", who);

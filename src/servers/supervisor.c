@@ -14,6 +14,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "pool.h"
+#include "run-as.h"
 #include "process.h"
 
 extern char **environ;
@@ -386,6 +387,15 @@ void supervisor_retire_config(struct supervisor *sv, struct server_config *c) {
         sv->retired_configs[sv->n_retired_configs++] = c;
 }
 
+/* A server, and the user an instance of its pool ran as (pool.h), which is the instance's
+ * own: a server's run_as is freed after it (server.h). */
+static void free_server(struct server *s) {
+        struct run_as *run_as = s->owner.kind != OWNER_NONE ? (struct run_as *)s->run_as : NULL;
+
+        server_free(s);
+        run_as_free(run_as);
+}
+
 /* Frees removed servers once nothing of theirs is left: no process, no run to free. */
 static void free_removed(struct supervisor *sv) {
         size_t kept = 0;
@@ -401,7 +411,7 @@ static void free_removed(struct supervisor *sv) {
                 server_log(s, LOG_DEBUG, "removed from the configuration and stopped; forgetting it");
                 if (sv->ops && sv->ops->removed)
                         sv->ops->removed(s, sv->userdata);
-                server_free(s);
+                free_server(s);
                 freed = true;
         }
         sv->n_servers = kept;
@@ -458,7 +468,7 @@ void supervisor_done(struct supervisor *sv) {
         sv->pools = NULL;
         sv->n_pools = 0;
         for (size_t i = 0; i < sv->n_servers; i++)
-                server_free(sv->servers[i]);
+                free_server(sv->servers[i]);
         free(sv->servers);
         sv->servers = NULL;
         free(sv->shared);

@@ -186,33 +186,52 @@ Test(instances, per_user_shared_by_its_users_clients_until_idle) {
         stop_clean();
 }
 
-/* Another user's per-user instance: until an instance can run as its user (run-as.h),
- * it is refused with words saying so, never run as the daemon's user; root's own works. */
-Test(instances, per_user_instance_of_another_user_is_refused_not_run_as_root) {
-        set_settings("\"socketMode\":\"0666\"");
-        start_instanced("\"instances\":\"per-user\"");
-        cr_assert_eq(chmod(D.dir, 0711), 0);
-        struct h_conn *conn = h_connect_as(D.sock, 4242, 4242, NULL, 0, "agent");
-        cr_assert_not_null(conn);
-        struct h_client *other = calloc(1, sizeof *other), *root = cl_open();
-        other->d = &D;
-        other->c = conn;
-        other->inbox = json_object_new_array();
-        json_object *r = h_client_call(other, "0", "initialize",
+/* A client of uid (0: root, connected as usual), initialized. */
+static struct h_client *open_as(uid_t uid, gid_t gid) {
+        struct h_conn *conn = uid == 0 ? h_connect(D.sock, H_TIMEOUT_MS) : h_connect_as(D.sock, uid, gid, NULL, 0, "agent");
+        struct h_client *x = calloc(1, sizeof *x);
+
+        cr_assert(conn && x, "uid %u could not connect", (unsigned)uid);
+        x->d = &D;
+        x->c = conn;
+        x->inbox = json_object_new_array();
+        json_object *r = h_client_call(x, "0", "initialize",
                                        "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
                                        "\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}");
         cr_assert_eq(h_error_code(r), 0, "%s", h_json_text(r));
         json_object_put(r);
-        h_send(other->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        h_send(x->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return x;
+}
 
-        r = h_client_tool_call(other, "1", "c__remember", "{}");
-        cr_assert(h_str(r, "error.message") && strstr(h_str(r, "error.message"), "cannot run one as uid 4242"), "%s",
-                  h_json_text(r));
+static const char *identity_of(struct h_client *x, const char *id) {
+        static char text[256];
+        json_object *r = h_client_tool_call(x, id, "c__identity", "{}");
+
+        snprintf(text, sizeof text, "%s", h_result_text(r));
         json_object_put(r);
-        cr_assert_eq(c_processes(), 0, "an instance of uid 4242 was started");
-        remember(root, "1", "x", NULL, 0);
-        cr_assert_eq(c_processes(), 1);
-        h_client_close(other);
+        return text;
+}
+
+/* Per-user instances for root and nobody, each running as its user (the exec launcher
+ * drops to nobody's groups, gid and uid; its home cannot be entered, so "/"); a uid the
+ * user database does not know gets a clear error and no instance. */
+Test(instances, per_user_instances_run_as_their_users) {
+        set_settings("\"socketMode\":\"0666\"");
+        start_instanced("\"instances\":\"per-user\"");
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        struct h_client *root = open_as(0, 0), *nobody = open_as(65534, 65534), *unknown = open_as(4242, 4242);
+
+        cr_assert(strstr(identity_of(root, "1"), "uid=0 "), "%s", identity_of(root, "1"));
+        const char *who = identity_of(nobody, "1");
+        cr_assert(strstr(who, "uid=65534 gid=65534") && strstr(who, "cwd=/"), "nobody's instance: %s", who);
+        cr_assert_eq(c_processes(), 2);
+        json_object *r = h_client_tool_call(unknown, "1", "c__identity", "{}");
+        cr_assert(h_str(r, "error.message") && strstr(h_str(r, "error.message"), "'c'"), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert_eq(c_processes(), 2, "an instance was made for a user that is not there");
+        h_client_close(unknown);
+        h_client_close(nobody);
         h_client_close(root);
         stop_clean();
 }

@@ -2,11 +2,13 @@
  * http_head_admits()): what evhttp would read where it matters, a body only after a head
  * admitted, and the caps on unauthenticated connections for a descriptor limit. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http-config.h"
 #include "http-gate.h"
+#include "http-request.h"
 
 static struct http_token token = { .secret = "s3cret-token", .secret_len = 12, .user = "alice" };
 static struct http_config config = { .tokens = &token, .n_tokens = 1 };
@@ -100,6 +102,43 @@ Test(http_gate, admits_the_endpoint_with_a_principal_only) {
         cr_assert_not(admits("POST /mcp HTTP/1.1\r\nOrigin: http://evil.example\r\nAuthorization: Bearer s3cret-token\r\n",
                              false));
         cr_assert(admits("POST /mcp HTTP/1.1\r\nOrigin: http://127.0.0.1:3000\r\n", true));
+}
+
+/* The gate and the front door decide who calls by one function: for every head, the gate
+ * lets the body in exactly when the front door would take the request (a POST of JSON,
+ * here) rather than refuse it for its path, its Origin or its token. */
+Test(http_gate, admits_what_the_front_door_takes) {
+        static const struct { const char *target, *path; } paths[] = {
+                { "/mcp", "/mcp" }, { "/mcp?x=1", "/mcp" }, { "/mcpx", "/mcpx" }, { "/healthz", "/healthz" }, { "/", "/" },
+        };
+        static const char *const origins[] = { NULL, "http://127.0.0.1:3000", "http://evil.example" };
+        static const char *const auths[] = { NULL, "Bearer s3cret-token", "bearer   s3cret-token", "Bearer s3cret-tokeN",
+                                             "Basic czNjcmV0LXRva2Vu", "Bearer" };
+        unsigned admitted = 0;
+
+        for (size_t p = 0; p < sizeof paths / sizeof *paths; p++)
+                for (size_t o = 0; o < sizeof origins / sizeof *origins; o++)
+                        for (size_t a = 0; a < sizeof auths / sizeof *auths; a++)
+                                for (int unix_peer = 0; unix_peer <= 1; unix_peer++) {
+                                        struct http_request r = { .method = HTTP_POST, .path = paths[p].path,
+                                                                  .unix_peer = unix_peer, .origin = origins[o],
+                                                                  .authorization = auths[a],
+                                                                  .content_type = "application/json" };
+                                        struct http_verdict v;
+                                        char text[512];
+                                        bool gate;
+
+                                        snprintf(text, sizeof text, "POST %s HTTP/1.1\r\n%s%s%s%s%s%s", paths[p].target,
+                                                 origins[o] ? "Origin: " : "", origins[o] ? origins[o] : "",
+                                                 origins[o] ? "\r\n" : "", auths[a] ? "Authorization: " : "",
+                                                 auths[a] ? auths[a] : "", auths[a] ? "\r\n" : "");
+                                        gate = admits(text, unix_peer);
+                                        http_request_judge(&config, &r, &v);
+                                        cr_assert_eq(gate, v.outcome == HTTP_PROCEED, "%s (unix peer: %d): gate %d, front door %d",
+                                                     text, unix_peer, gate, v.outcome);
+                                        admitted += gate;
+                                }
+        cr_assert_gt(admitted, 0);
 }
 
 Test(http_gate, caps_leave_the_reserve) {

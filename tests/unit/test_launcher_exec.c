@@ -7,6 +7,7 @@
  * and a drop the kernel refuses, each a start that fails for good, with its reason.
  * As root only: it takes another user's uid. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,12 +43,16 @@ static char home_dir[64];
 static void setup(void) {
         if (geteuid() != 0)
                 cr_skip_test("takes another user's uid: root only");
+        /* As the daemon does: a server that ends before reading is no reason to die. */
+        signal(SIGPIPE, SIG_IGN);
         log_capture_start();
         logger_init(&lg, LOG_DEBUG);
         cr_assert_eq(jsonrpc_parser_init(&parser), 0);
 }
 
 static void teardown(void) {
+        if (geteuid() != 0) /* a test that dropped to nobody */
+                cr_assert(setresuid(0, 0, 0) == 0 && setresgid(0, 0, 0) == 0);
         if (s) {
                 supervisor_done(&sv);
                 loop_stop();
@@ -251,9 +257,10 @@ Test(launcher_exec, unprivileged_daemon_refused) {
         gid_t gid = getpwnam("nobody")->pw_gid;
 
         as = resolve(0);
+        /* root's saved uid kept, for the teardown to clean up as root */
         cr_assert_eq(setgroups(0, NULL), 0);
-        cr_assert_eq(setresgid(gid, gid, gid), 0);
-        cr_assert_eq(setresuid(uid, uid, uid), 0);
+        cr_assert_eq(setresgid(gid, gid, 0), 0);
+        cr_assert_eq(setresuid(uid, uid, 0), 0);
         start_server("", as);
         expect_failed_for_good("cannot run 'a' as user root: mcpvisord runs as nobody, not root");
         cr_assert_not_null(strstr(logged(), "cannot run 'a' as user root: mcpvisord runs as nobody, not root"));
@@ -325,4 +332,75 @@ Test(launcher_exec, dies_with_the_daemon) {
         if (state != 0 && state != 'Z')
                 kill(pid, SIGKILL);
         cr_assert(state == 0 || state == 'Z', "pid %d outlived its daemon (state %c)", (int)pid, state);
+}
+
+static void on_exit_ignored(struct process *p, void *userdata) {
+}
+
+/* The entries of /proc/PID/fd. */
+static unsigned fds_of(pid_t pid) {
+        char path[64];
+        DIR *d;
+        struct dirent *de;
+        unsigned n = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+        if (!(d = opendir(path)))
+                return 0;
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+/* The user it runs as is the attacker: stopping every process of theirs as fast as they
+ * can while the daemon spawns theirs (a per-user instance starts when its user asks). The
+ * daemon never waits on a child that is the user's to stop (process.h): each spawn returns
+ * at once. A uid of no one's, so that the storm stops nothing else on the machine. */
+Test(launcher_exec, user_stopping_its_processes_never_stalls_the_daemon) {
+        struct run_as storm = { .uid = 4242421, .gid = 4242421, .user = (char *)"attacker", .home = (char *)"/" };
+        struct event_base *base = event_base_new();
+        struct process procs[40];
+        char *argv[] = { "sleep", "30", NULL }, *env[] = { "PATH=/bin", NULL };
+        uint64_t began, took;
+        pid_t attacker;
+
+        while (getpwuid(storm.uid))
+                storm.uid = ++storm.gid;
+        cr_assert_not_null(base);
+        attacker = fork();
+        cr_assert_geq(attacker, 0);
+        if (attacker == 0) {
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || setgroups(0, NULL) < 0 || setresgid(storm.gid, storm.gid, storm.gid) < 0 ||
+                    setresuid(storm.uid, storm.uid, storm.uid) < 0)
+                        _exit(1);
+                for (;;)
+                        (void)kill(-1, SIGSTOP);
+        }
+        usleep(50000);
+        began = now_usec();
+        for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                int stdio[3] = { dup(null), dup(null), dup(null) };
+
+                close(null);
+                cr_assert_eq(process_spawn(&procs[i], base, "/bin/sleep", argv, env, NULL, &storm, stdio,
+                                           on_exit_ignored, NULL), 0);
+        }
+        took = now_usec() - began;
+        /* Stopped or not, none holds a descriptor of the daemon's: they are closed before
+         * the user may stop it. */
+        usleep(300000);
+        for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+                cr_expect_leq(fds_of(procs[i].pid), 4, "pid %d (state %c) holds %u descriptors", (int)procs[i].pid,
+                              proc_state(procs[i].pid), fds_of(procs[i].pid));
+        kill(attacker, SIGKILL);
+        waitpid(attacker, NULL, 0);
+        for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
+                kill(procs[i].pid, SIGKILL);
+                waitpid(procs[i].pid, NULL, 0);
+                process_done(&procs[i]);
+        }
+        event_base_free(base);
+        cr_assert_lt(took, 5 * USEC_PER_SEC, "40 spawns took %llu ms", (unsigned long long)(took / 1000));
 }

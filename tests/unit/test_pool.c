@@ -16,6 +16,7 @@
 #include "launcher.h"
 #include "log.h"
 #include "pool.h"
+#include "run-as.h"
 #include "run.h"
 #include "supervisor.h"
 #include "unit-helpers.h"
@@ -143,12 +144,24 @@ Test(pool, per_user_instance_is_shared_by_the_users_clients) {
         start("\"u\":{\"command\":\"x\",\"instances\":\"per-user\"}");
         struct pool *p = supervisor_find_pool(&sv, "u");
 
-        struct server_owner o1 = pool_owner_for(p, 1, 1000), o2 = pool_owner_for(p, 2, 1000), o3 = pool_owner_for(p, 3, 1001);
+        struct server_owner o1 = pool_owner_for(p, 1, 65534), o2 = pool_owner_for(p, 2, 65534), o3 = pool_owner_for(p, 3, 1);
         cr_assert_eq(o1.kind, OWNER_USER);
         cr_assert_eq(instance(p, o1), instance(p, o2), "two clients of one uid share it");
         cr_assert_neq(instance(p, o1), instance(p, o3));
-        cr_assert_eq(instance(p, o3)->owner.uid, 1001);
+        cr_assert_eq(instance(p, o3)->owner.uid, 1);
         cr_assert_eq(pool_size(p), 2);
+        /* another user's runs as that user; the daemon's own as the daemon */
+        cr_assert_not_null(instance(p, o1)->run_as);
+        cr_assert_eq(instance(p, o1)->run_as->uid, 65534);
+        cr_assert_null(instance(p, pool_owner_for(p, 4, geteuid()))->run_as);
+
+        struct server *s = NULL;
+        char *error = NULL;
+        struct server_owner nobody_known = pool_owner_for(p, 5, 4242); /* no such user */
+        cr_assert_lt(pool_instance(p, &nobody_known, &s, &error), 0);
+        cr_assert(error && strstr(error, "'u'"), "%s", error ? error : "(none)");
+        free(error);
+        cr_assert_eq(pool_size(p), 3, "nothing made for a user that is not there");
 }
 
 Test(pool, client_gone_stops_only_its_instance) {
@@ -221,11 +234,11 @@ Test(pool, spare_never_runs_as_another_user) {
 Test(pool, per_user_instance_stops_after_instance_idle) {
         start("\"u\":{\"command\":\"x\",\"instances\":\"per-user\",\"instanceIdle\":0.1}");
         struct pool *p = supervisor_find_pool(&sv, "u");
-        struct server *a = instance(p, user(1000)), *b = instance(p, user(1001));
+        struct server *a = instance(p, user(65534)), *b = instance(p, user(1));
 
-        supervisor_user_left(&sv, 1000);
-        supervisor_user_left(&sv, 1001);
-        instance(p, user(1001)); /* back before its idle time: kept */
+        supervisor_user_left(&sv, 65534);
+        supervisor_user_left(&sv, 1);
+        instance(p, user(1)); /* back before its idle time: kept */
         WAIT_UNTIL(a->removed);
         run_for(200 * 1000);
         cr_assert_not(b->removed, "needed again before instanceIdle");

@@ -2,9 +2,10 @@
  * its child-side id, and nothing is answered for it. Unknown or finished ids are ignored,
  * as the spec allows. */
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "router.h"
 
 static void cancelled(struct client *c, struct jsonrpc_msg *m) {
         json_object *id, *reason;
@@ -14,7 +15,7 @@ static void cancelled(struct client *c, struct jsonrpc_msg *m) {
                 return;
         if (!json_object_object_get_ex(m->params, "reason", &reason) || !json_object_is_type(reason, json_type_string))
                 reason = NULL;
-        router_cancel(&c->daemon->router, c, id, reason ? json_object_get_string(reason) : NULL);
+        router_cancel(daemon_router(c->daemon), c, id, reason ? json_object_get_string(reason) : NULL);
 }
 
 const struct method notification_cancelled = {

@@ -8,9 +8,13 @@
 
 #include "client.h"
 #include "client-instances.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
+#include "list-wait.h"
 #include "methods.h"
+#include "registry.h"
+#include "router.h"
+#include "supervisor.h"
 
 /* -32002 is "resource not found" from 2024-11-05 to 2025-11-25 (also client-access.c). */
 #define RESOURCE_NOT_FOUND (-32002)
@@ -18,11 +22,12 @@
 /* The server whose prefix an exposed name carries, for a server that is not listed now:
  * a shared one, or c's own instance. */
 static struct server *server_by_prefix(struct client *c, const char *name) {
-        const struct daemon *d = c->daemon;
-        const char *sep = d->registry.separator;
+        struct daemon *d = c->daemon;
+        const struct supervisor *sv = daemon_supervisor(d);
+        const char *sep = daemon_registry(d)->separator;
 
-        for (size_t i = 0; i < d->supervisor.n_servers; i++) {
-                struct server *s = d->supervisor.servers[i];
+        for (size_t i = 0; i < sv->n_servers; i++) {
+                struct server *s = sv->servers[i];
                 const char *prefix = server_prefix(s);
                 size_t len = strlen(prefix);
 
@@ -34,8 +39,8 @@ static struct server *server_by_prefix(struct client *c, const char *name) {
 
 /* A server may offer name (NULL: a URI, which any server may) when the name carries its
  * prefix, or when it has none. */
-static bool may_offer(const struct daemon *d, const struct server *s, const char *name) {
-        const char *prefix = server_prefix(s), *sep = d->registry.separator;
+static bool may_offer(const char *sep, const struct server *s, const char *name) {
+        const char *prefix = server_prefix(s);
         size_t len = strlen(prefix);
 
         return !name || len == 0 || (strncmp(name, prefix, len) == 0 && strncmp(name + len, sep, strlen(sep)) == 0);
@@ -43,12 +48,13 @@ static bool may_offer(const struct daemon *d, const struct server *s, const char
 
 /* Some server on its first start, that c may see, may offer name: a request for it waits. */
 static bool first_start_may_offer(struct client *c, const char *name) {
-        const struct daemon *d = c->daemon;
+        const struct supervisor *sv = daemon_supervisor(c->daemon);
+        const char *sep = daemon_registry(c->daemon)->separator;
 
-        for (size_t i = 0; i < d->supervisor.n_servers; i++) {
-                const struct server *s = d->supervisor.servers[i];
+        for (size_t i = 0; i < sv->n_servers; i++) {
+                const struct server *s = sv->servers[i];
 
-                if (!s->removed && list_wait_first_start(s) && may_offer(d, s, name) && client_sees_server(c, s))
+                if (!s->removed && list_wait_first_start(s) && may_offer(sep, s, name) && client_sees_server(c, s))
                         return true;
         }
         return false;
@@ -62,7 +68,7 @@ static void reply_not_serving(struct client *c, struct jsonrpc_msg *m, const str
         /* The cause whole: it is the daemon's own sentence. */
         if (asprintf(&message, "server '%s' is not ready (%s); its log: %s", s->config->name,
                      where ? where : server_state_name(s->state),
-                     log_server_hint(&c->daemon->log, s->config->name, log, sizeof log)) < 0)
+                     log_server_hint(daemon_logger(c->daemon), s->config->name, log, sizeof log)) < 0)
                 message = NULL;
         json_object_object_add(data, "server", json_object_new_string(s->config->name));
         json_object_object_add(data, "state", json_object_new_string(server_state_name(s->state)));
@@ -121,7 +127,7 @@ void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, c
                         reply_not_serving(c, m, s);
                 return;
         }
-        router_forward(&c->daemon->router, c, m, s, ask, params);
+        router_forward(daemon_router(c->daemon), c, m, s, ask, params);
 }
 
 static void send_item(struct client *c, struct jsonrpc_msg *m, const struct registry_entry *e, enum catalog_kind kind,
@@ -139,13 +145,9 @@ static void call_by_name(struct client *c, struct jsonrpc_msg *m, enum catalog_k
         json_object *params;
         char message[300];
 
-        if (!method_params_object(c, m, false))
+        name = method_string_param(c, m, "name");
+        if (!name)
                 return;
-        name = string_param(m->params, "name");
-        if (!name) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"name\" (a string) is required", NULL);
-                return;
-        }
         e = client_access_find(c, kind, name, &verdict);
         if (!e) {
                 if (list_waiters_hold(c, m, handle, waits, -1))
@@ -211,13 +213,9 @@ static void resources_read(struct client *c, struct jsonrpc_msg *m) {
         const struct registry_entry *e;
         const char *uri;
 
-        if (!method_params_object(c, m, false))
+        uri = method_string_param(c, m, "uri");
+        if (!uri)
                 return;
-        uri = string_param(m->params, "uri");
-        if (!uri) {
-                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: \"uri\" (a string) is required", NULL);
-                return;
-        }
         e = entry_of_uri(c, m, uri);
         if (e)
                 send_item(c, m, e, CATALOG_RESOURCES, uri, json_object_get(m->params));
@@ -263,31 +261,11 @@ static void completion_complete(struct client *c, struct jsonrpc_msg *m) {
         send_item(c, m, e, CATALOG_PROMPTS, key, params);
 }
 
-const struct method method_tools_call = {
-        .name = "tools/call",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = tools_call,
-};
-const struct method method_prompts_get = {
-        .name = "prompts/get",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = prompts_get,
-};
-const struct method method_resources_read = {
-        .name = "resources/read",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = resources_read,
-};
-const struct method method_completion_complete = {
-        .name = "completion/complete",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERAS_ALL,
-        .reach = METHOD_REACH_ITEM,
-        .handle = completion_complete,
-};
+const struct method method_tools_call =
+        MCP_METHOD("tools/call", METHOD_ERAS_ALL, METHOD_REACH_ITEM, tools_call);
+const struct method method_prompts_get =
+        MCP_METHOD("prompts/get", METHOD_ERAS_ALL, METHOD_REACH_ITEM, prompts_get);
+const struct method method_resources_read =
+        MCP_METHOD("resources/read", METHOD_ERAS_ALL, METHOD_REACH_ITEM, resources_read);
+const struct method method_completion_complete =
+        MCP_METHOD("completion/complete", METHOD_ERAS_ALL, METHOD_REACH_ITEM, completion_complete);

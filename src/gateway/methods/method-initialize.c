@@ -7,11 +7,13 @@
 #include <json-c/printbuf.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "mcp-logging.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "protocol.h"
+#include "supervisor.h"
 #include "version.h"
 
 /* The key of initialize's params' "_meta" that chooses a profile (access.h). */
@@ -50,12 +52,12 @@ static json_object *capabilities(void) {
 /* The instructions of each ready server c may see, under its name, so a client knows whose
  * they are. */
 static json_object *instructions(struct client *c) {
-        const struct daemon *d = c->daemon;
+        const struct supervisor *sv = daemon_supervisor(c->daemon);
         struct printbuf *pb = printbuf_new();
         json_object *v, *result = NULL;
 
-        for (size_t i = 0; pb && i < d->supervisor.n_servers; i++) {
-                const struct server *s = d->supervisor.servers[i];
+        for (size_t i = 0; pb && i < sv->n_servers; i++) {
+                const struct server *s = sv->servers[i];
                 if (!server_serving(s) || !json_object_object_get_ex(s->catalog.initialize, "instructions", &v) ||
                     !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
                     !client_sees_server(c, s))
@@ -100,7 +102,7 @@ static bool profile_param(json_object *params, const char **ret) {
 
 /* Sets c's profile; false when c was answered with why not. */
 static bool choose_profile(struct client *c, struct jsonrpc_msg *m) {
-        const struct access_policy *a = &c->daemon->config.access;
+        const struct access_policy *a = &daemon_config(c->daemon)->access;
         const char *profile;
         char message[1024];
         size_t used;

@@ -8,7 +8,8 @@
 
 #include "client.h"
 #include "client-instances.h"
-#include "daemon.h"
+#include "config.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "list-wait.h"
 #include "macro.h"
@@ -75,7 +76,7 @@ static int write_page(const struct client_lists *l, enum catalog_kind kind, size
 static void method_list_answer(struct client *c, json_object *id, json_object *params, enum catalog_kind kind) {
         struct daemon *d = c->daemon;
         struct client_lists l;
-        size_t page = d->config.list_page_size, n, start, end, len;
+        size_t page = daemon_config(d)->list_page_size, n, start, end, len;
         _cleanup_free_ char *text = NULL;
 
         if (client_lists_get(c, &l) < 0) {

@@ -7,28 +7,29 @@
 #include <stdio.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "supervisor.h"
 
 /* The one enabled shared server, if exactly one is configured (and none is run as instances). */
-static struct server *sole_server(const struct daemon *d) {
+static struct server *sole_server(const struct supervisor *sv) {
         struct server *found = NULL;
 
-        if (d->supervisor.n_pools > 0)
+        if (sv->n_pools > 0)
                 return NULL;
-        for (size_t i = 0; i < d->supervisor.n_servers; i++) {
-                if (d->supervisor.servers[i]->config->disabled || d->supervisor.servers[i]->removed)
+        for (size_t i = 0; i < sv->n_servers; i++) {
+                if (sv->servers[i]->config->disabled || sv->servers[i]->removed)
                         continue;
                 if (found)
                         return NULL;
-                found = d->supervisor.servers[i];
+                found = sv->servers[i];
         }
         return found;
 }
 
 void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
-        struct server *s = sole_server(c->daemon);
+        struct server *s = sole_server(daemon_supervisor(c->daemon));
         char msg[256];
 
         if (!s) {
@@ -40,7 +41,7 @@ void method_passthrough_request(struct client *c, struct jsonrpc_msg *m) {
 }
 
 void method_passthrough_notification(struct client *c, struct jsonrpc_msg *m) {
-        struct server *s = session_operating(&c->session) ? sole_server(c->daemon) : NULL;
+        struct server *s = session_operating(&c->session) ? sole_server(daemon_supervisor(c->daemon)) : NULL;
 
         if (!s) {
                 client_log(c, LOG_DEBUG, "ignoring notification %s (no single server to pass it to)", m->method);

@@ -2,12 +2,13 @@
  * elicitation...), which goes back to that server (upcall.h). Any other is
  * ignored: the daemon asks clients nothing else. */
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "upcall.h"
 
 static void progress(struct client *c, struct jsonrpc_msg *m) {
-        if (!server_requests_client_progress(&c->daemon->server_requests, c, m))
+        if (!server_requests_client_progress(daemon_server_requests(c->daemon), c, m))
                 client_log(c, LOG_DEBUG, "ignoring progress for no request of a server's");
 }
 

@@ -22,10 +22,5 @@ static void set_level(struct client *c, struct jsonrpc_msg *m) {
         client_reply_result(c, m->id, json_object_new_object());
 }
 
-const struct method method_logging_set_level = {
-        .name = "logging/setLevel",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERA_INITIALIZE,
-        .reach = METHOD_REACH_HEARD,
-        .handle = set_level,
-};
+const struct method method_logging_set_level =
+        MCP_METHOD("logging/setLevel", METHOD_ERA_INITIALIZE, METHOD_REACH_HEARD, set_level);

@@ -4,9 +4,10 @@
 #include <errno.h>
 
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "registry.h"
 #include "subscriptions.h"
 
 static void subscribe(struct client *c, struct jsonrpc_msg *m) {
@@ -25,7 +26,7 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
         if (!client_access_pass(c, e->server, m,
                                 &(struct access_ask){ .about = ACCESS_ABOUT_ITEM, .kind = CATALOG_RESOURCES, .key = uri }))
                 return;
-        r = subscriptions_add(c->daemon, c, e->server, uri);
+        r = subscriptions_add(daemon_subscriptions(c->daemon), c, e->server, uri);
         if (r == -EXDEV)
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
                                    "Invalid params: another server serves this resource now; subscribe again once it is ready",
@@ -39,10 +40,5 @@ static void subscribe(struct client *c, struct jsonrpc_msg *m) {
                 client_reply_result(c, m->id, json_object_new_object());
 }
 
-const struct method method_resources_subscribe = {
-        .name = "resources/subscribe",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERA_INITIALIZE,
-        .reach = METHOD_REACH_ITEM,
-        .handle = subscribe,
-};
+const struct method method_resources_subscribe =
+        MCP_METHOD("resources/subscribe", METHOD_ERA_INITIALIZE, METHOD_REACH_ITEM, subscribe);

@@ -1,7 +1,7 @@
 /* resources/unsubscribe: ends this client's subscription to the URI, if it holds one (the
  * last one ends it at the server); answered alike either way. */
 #include "client.h"
-#include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "subscriptions.h"
@@ -11,14 +11,9 @@ static void unsubscribe(struct client *c, struct jsonrpc_msg *m) {
 
         if (!uri)
                 return;
-        subscriptions_remove(c->daemon, c, uri);
+        subscriptions_remove(daemon_subscriptions(c->daemon), c, uri);
         client_reply_result(c, m->id, json_object_new_object());
 }
 
-const struct method method_resources_unsubscribe = {
-        .name = "resources/unsubscribe",
-        .flags = METHOD_MCP,
-        .eras = METHOD_ERA_INITIALIZE,
-        .reach = METHOD_REACH_ITEM,
-        .handle = unsubscribe,
-};
+const struct method method_resources_unsubscribe =
+        MCP_METHOD("resources/unsubscribe", METHOD_ERA_INITIALIZE, METHOD_REACH_ITEM, unsubscribe);
