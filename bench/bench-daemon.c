@@ -49,6 +49,8 @@ static int write_config(const char *path, const struct daemon_opts *o) {
         if (o->server_members)
                 fprintf(f, ", %s", o->server_members);
         fprintf(f, "}");
+        if (o->more_entries)
+                fprintf(f, ", %s", o->more_entries);
         servers_config(f, o->server, o->servers, 0, 0);
         fprintf(f, "}}\n");
         return fclose(f) == 0 ? 0 : -errno;

@@ -51,7 +51,10 @@ enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART
             PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512,
             PART_LAUNCHER = 1024, PART_REMOTE = 2048 /* issue 17: a server reached by URL */,
             PART_HTTP = 4096 /* issue 18: clients over HTTP */,
-            PART_CATALOG = 8192 /* issue 14: memory per catalogue item */ };
+            PART_CATALOG = 8192 /* issue 14: memory per catalogue item */,
+            PART_INSTANCES = 16384 /* a server of its own per client */ };
+/* Instances: a call through one costs what a call to a shared server costs, within this. */
+#define TARGET_INSTANCE_ADDED_NS 5000
 
 /* The access case's two daemons: no access settings, and ACCESS_RULES rules. */
 enum access_mode { ACCESS_NONE, ACCESS_SOME, ACCESS_MODES };
@@ -105,6 +108,7 @@ struct results {
         struct http_load http[MAX_LEVELS], http_socket[MAX_LEVELS]; /* issue 18: HTTP, and the socket beside it */
         struct catalog_level catalog[MAX_LEVELS]; /* issue 14 */
         struct large http_large, http_large_socket;  /* issue 18: a large result over each, same daemon */
+        struct instances_figures instances;          /* per-client servers */
         struct idle http_sessions;                   /* issue 18: sessions held, each with its stream */
         struct unauth_bodies http_unauth;            /* issue 25: bodies sent without a token */
         struct slow_heads http_slow;                 /* issue 25: heads never finished, at 200 descriptors */
@@ -124,7 +128,8 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access,launcher,remote,http,catalog (the last nine only when named; launcher:\n"
+                "                       access,launcher,remote,http,catalog,instances (the last ten only when named;\n"
+                "                       instances: per-client servers, first call, memory, cost; launcher:\n"
                 "                       start to ready of a server, exec vs systemd, --startup-runs starts each;\n"
                 "                       remote: calls to a server reached by URL; http: clients over HTTP)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
@@ -172,7 +177,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
-                                             "servers", "access", "launcher", "remote", "http", "catalog" };
+                                             "servers", "access", "launcher", "remote", "http", "catalog", "instances" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -1021,6 +1026,40 @@ static void catalog_rows(const struct options *o, const struct results *res) {
                                             TARGET_CATALOG_KIB_PER_TOOL));
 }
 
+/* Per-client instances: a new client's first call, memory per instance, a call's cost. */
+static void instances_rows(const struct results *res) {
+        const struct instances_figures *x = &res->instances;
+        int64_t added = x->instance.p50 - x->shared.p50;
+        char a[32], b[32], c[32], t[32];
+
+        snprintf(a, sizeof a, "%.2f ms", (double)x->first_p50[0] / 1e6);
+        snprintf(b, sizeof b, "max %.2f ms", (double)x->first_max[0] / 1e6);
+        row("instance: new client's 1st call p50", a, b, "no spare", "-", x->ok ? "info" : "n/a");
+        snprintf(a, sizeof a, "%.2f ms", (double)x->first_p50[1] / 1e6);
+        snprintf(b, sizeof b, "max %.2f ms", (double)x->first_max[1] / 1e6);
+        row("instance: new client's 1st call p50", a, b, "1 spare", "-", x->ok ? "info" : "n/a");
+        if (x->node_runs) {
+                snprintf(a, sizeof a, "%.1f ms", (double)x->node_p50[0] / 1e6);
+                snprintf(b, sizeof b, "max %.1f ms", (double)x->node_max[0] / 1e6);
+                row("  server-memory (node), 1st call p50", a, b, "no spare", "-", "info");
+                snprintf(a, sizeof a, "%.1f ms", (double)x->node_p50[1] / 1e6);
+                snprintf(b, sizeof b, "max %.1f ms", (double)x->node_max[1] / 1e6);
+                row("  server-memory (node), 1st call p50", a, b, "1 spare", "-", "info");
+        }
+        snprintf(a, sizeof a, "%ld KiB", x->rss_before_kib);
+        snprintf(b, sizeof b, "%ld KiB", x->rss_after_kib);
+        snprintf(c, sizeof c, "%.1f KiB", x->kib_per_instance);
+        row("instance: daemon VmRSS per instance", b, a, c, "-", x->ok ? "info" : "n/a");
+        snprintf(c, sizeof c, "%+.1f us", (double)added / 1000.0);
+        snprintf(t, sizeof t, "<= +%.0f us", TARGET_INSTANCE_ADDED_NS / 1000.0);
+        row("instance: call p50, vs shared", us(a, x->instance.p50), us(b, x->shared.p50), c, t,
+            verdict(x->ok, added <= TARGET_INSTANCE_ADDED_NS));
+        snprintf(a, sizeof a, "%.1f us", x->cpu_us_instance);
+        snprintf(b, sizeof b, "%.1f us", x->cpu_us_shared);
+        snprintf(c, sizeof c, "%+.1f us", x->cpu_us_instance - x->cpu_us_shared);
+        row("instance: daemon CPU per call, vs shared", a, b, c, "-", x->ok ? "info" : "n/a");
+}
+
 static void print_notes(const struct options *o, const struct results *res) {
         for (int w = PLACED_FREE; (o->parts & PART_LATENCY) && w <= (o->pin_cpu >= 0 ? PLACED_ONE_CPU : PLACED_FREE); w++)
                 printf("  one call in flight, %s: %.0f calls/s through the daemon, %.0f direct; max %.1f us vs %.1f us\n",
@@ -1069,6 +1108,11 @@ static void print_notes(const struct options *o, const struct results *res) {
                 printf("  catalog: the server is %s --tools N --page-size 0 (N + 10 tools), not the one above; "
                        "%u listings timed per daemon\n",
                        DEMO_SERVER_PATH, o->catalog_runs);
+        if (o->parts & PART_INSTANCES)
+                printf("  instances: the bench server twice, shared and per-client; %u new clients one after the other "
+                       "(connect to the first call's answer; with a spare, each once the next spare is ready); %u "
+                       "clients holding an instance each; %u calls each way by one client\n",
+                       res->instances.runs, res->instances.held, o->calls);
         if ((o->parts & PART_REMOTE) && res->remote.sdk_missing)
                 printf("  remote: the SDK's client direct not measured: %s\n", res->remote.sdk_missing);
         if (o->quick)
@@ -1168,6 +1212,8 @@ static void print_table(const struct options *o, const struct results *res) {
         }
         if (o->parts & PART_CATALOG)
                 catalog_rows(o, res);
+        if (o->parts & PART_INSTANCES)
+                instances_rows(res);
         print_notes(o, res);
 }
 
@@ -1235,6 +1281,9 @@ int main(int argc, char **argv) {
         if ((o.parts & PART_CATALOG) &&
             (r = measure_catalog(&o.daemon, o.catalog, o.n_catalog, o.catalog_runs, res.catalog)) < 0)
                 failed(&res, "catalogue memory", r);
+        if ((o.parts & PART_INSTANCES) &&
+            (r = measure_instances(&o.daemon, o.startup_runs, o.quick ? 5 : 50, o.calls, &res.instances)) < 0)
+                failed(&res, "instances", r);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

@@ -52,6 +52,7 @@ struct daemon_opts {
         const char *url;        /* issue 17: the bench server is this URL instead of server */
         const char *credentials; /* $CREDENTIALS_DIRECTORY of the daemon, or NULL */
         const char *server_members; /* issue 14: more members of the bench server's entry, or NULL */
+        const char *more_entries;   /* more members of mcpServers (JSON text), or NULL */
 };
 
 int daemon_start(struct daemon_run *d, const struct daemon_opts *o);
@@ -329,3 +330,20 @@ struct catalog_level {
 /* A daemon for each of extra[0, n) (tools besides the demo server's ten), lists timed runs times. */
 int measure_catalog(const struct daemon_opts *o, const unsigned *extra, unsigned n, unsigned runs,
                     struct catalog_level *ret);
+
+/* Instances (bench-instances.c): a server of its own per client. */
+struct instances_figures {
+        unsigned runs, held;
+        int64_t first_p50[2], first_max[2]; /* ns, connect to the first call's answer: [0] no spare, [1] a spare */
+        unsigned node_runs;                 /* the same with server-memory (node); 0: not installed */
+        int64_t node_p50[2], node_max[2];
+        double kib_per_instance;            /* the daemon's VmRSS per instance running */
+        long rss_before_kib, rss_after_kib;
+        struct latency shared, instance;    /* the same client's calls, the same daemon */
+        double cpu_us_shared, cpu_us_instance; /* daemon CPU per call */
+        bool ok;
+};
+/* runs new clients' first calls without a spare, then with one; held clients each with its
+ * instance (memory); calls calls through the shared server and through an instance. */
+int measure_instances(const struct daemon_opts *o, unsigned runs, unsigned held, unsigned calls,
+                      struct instances_figures *ret);
