@@ -15,6 +15,7 @@
 
 struct client;
 struct daemon;
+struct pool;
 struct server;
 
 struct client_instances {
@@ -35,6 +36,9 @@ void client_instances_free(struct client_instances *ci);
 /* Whether s serves c: c's own per-client instance, or its user's per-user one. False for
  * a shared server, a spare, and another owner's instance. */
 bool client_owns(const struct client *c, const struct server *s);
+/* Whether c's class may use the server of pool p (the rules allow the server as a whole):
+ * what initialize tells of it before c has an instance. */
+bool client_sees_pool(struct client *c, const struct pool *p);
 /* Servers changed (kinds as registry_mark()): every client's own lists are marked. */
 void client_instances_changed(struct daemon *d, unsigned kinds);
 /* The access policy changed: every client's own views are dropped. */

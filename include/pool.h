@@ -40,6 +40,9 @@ struct pool {
         struct server_config *config; /* owned: one reference, and one per instance */
         struct pool_member **members; /* its instances and spares, not yet let go */
         size_t n, size;
+        char *instructions;           /* what its instances' last handshake said they are for
+                                       * (the program's, the same for each), kept while none
+                                       * runs; NULL: none said any yet */
 };
 
 /* A pool for config (taken). NULL when out of memory (config freed). */
@@ -70,6 +73,11 @@ void pool_user_left(struct pool *p, uid_t uid);
 /* A reload gives p next (taken): the same settings keep every instance; others stop them
  * all (the caller makes spares anew: pool_fill_spares()). */
 void pool_reconfigure(struct pool *p, struct server_config *next);
+/* Its instance (or spare) s finished a handshake: its instructions are kept as the pool's. */
+void pool_instance_ready(struct pool *p, const struct server *s);
+/* The instructions its instances gave, for an initialize that comes before the client has
+ * an instance of its own; NULL when none gave any. */
+const char *pool_instructions(const struct pool *p);
 /* Instances and spares it holds now. */
 size_t pool_size(const struct pool *p);
 /* "user alice (1000)", "client 17", "spare": whom s serves, for the status and logs. */

@@ -91,6 +91,14 @@ static bool may_see(struct client *c, const struct pool *p) {
         return access_decide_class(&c->daemon->config.access, &c->access.class, &t).verdict != ACCESS_NOT_FOUND;
 }
 
+bool client_sees_pool(struct client *c, const struct pool *p) {
+        struct access_target t = { ACCESS_SERVER, pool_name(p), NULL };
+
+        if (p->config->disabled || (!c->access.ready && !client_view(c)))
+                return false;
+        return access_decide_class(&c->daemon->config.access, &c->access.class, &t).verdict == ACCESS_ALLOW;
+}
+
 static void record_refusal(struct client *c, struct client_instances *ci, const struct pool *p, const char *why) {
         if (json_object_object_get_ex(ci->refused, pool_name(p), NULL))
                 return;

@@ -42,8 +42,27 @@ void pool_free(struct pool *p) {
                 member_free(p->members[i]);
         }
         free(p->members);
+        free(p->instructions);
         server_config_free(p->config);
         free(p);
+}
+
+void pool_instance_ready(struct pool *p, const struct server *s) {
+        json_object *v;
+        char *copy;
+
+        if (!json_object_object_get_ex(s->catalog.initialize, "instructions", &v) || !json_object_is_type(v, json_type_string))
+                return;
+        if (p->instructions && strcmp(p->instructions, json_object_get_string(v)) == 0)
+                return;
+        if (!(copy = strdup(json_object_get_string(v))))
+                return; /* out of memory: the ones kept stay */
+        free(p->instructions);
+        p->instructions = copy;
+}
+
+const char *pool_instructions(const struct pool *p) {
+        return p->instructions;
 }
 
 const char *pool_name(const struct pool *p) {

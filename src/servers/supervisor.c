@@ -25,6 +25,8 @@ void supervisor_server_changed(struct supervisor *sv, const struct server *s, un
 }
 
 void supervisor_server_ready(struct supervisor *sv, struct server *s) {
+        if (s->pool)
+                pool_instance_ready(s->pool, s);
         if (sv->ops && sv->ops->ready)
                 sv->ops->ready(s, sv->userdata);
 }

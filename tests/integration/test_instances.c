@@ -630,3 +630,29 @@ Test(instances, spare_handed_over_takes_its_owners_log_level) {
         h_client_close(a);
         stop_clean();
 }
+
+/* initialize comes before a client has an instance: it tells the instructions the server's
+ * instances gave (here the spare's), only to a client whose class may use the server. */
+Test(instances, initialize_tells_the_instructions_of_its_instances) {
+        set_settings("\"profiles\":{\"narrow\":{\"servers\":[\"s\"]}}");
+        add_tagged("s", "", "");
+        add_tagged("c", "\"instances\":\"per-client\",\"spareInstances\":1", "\"--instructions\",\"C keeps state.\"");
+        start(NULL);
+        wait_all_ready(1);
+        cr_assert(h_log_count_wait(&D, "[c] starting -> ready", 1, H_TIMEOUT_MS), "no spare started");
+
+#define INIT(meta) "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}" meta "}"
+        struct h_client *a = h_client_open(&D, true, NULL), *narrow = h_client_open(&D, true, NULL);
+        json_object *r = h_client_call(a, "0", "initialize", INIT(""));
+        const char *text = h_str(r, "result.instructions");
+        cr_assert(text && strstr(text, "## c\nC keeps state.\n"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_call(narrow, "0", "initialize", INIT(",\"_meta\":{\"mcpvisor/profile\":\"narrow\"}"));
+        text = h_str(r, "result.instructions");
+        cr_assert(!text || !strstr(text, "C keeps state."), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(a);
+        h_client_close(narrow);
+        stop_clean();
+#undef INIT
+}

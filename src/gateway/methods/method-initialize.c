@@ -7,11 +7,13 @@
 #include <json-c/printbuf.h>
 
 #include "client.h"
+#include "client-instances.h"
 #include "config.h"
 #include "daemon-handle.h"
 #include "mcp-logging.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "pool.h"
 #include "protocol.h"
 #include "supervisor.h"
 #include "version.h"
@@ -49,8 +51,13 @@ static json_object *capabilities(void) {
         return caps;
 }
 
+static void add_instructions(struct printbuf *pb, const char *name, const char *text) {
+        sprintbuf(pb, "%s## %s\n%s\n", printbuf_length(pb) ? "\n" : "", name, text);
+}
+
 /* The instructions of each ready server c may see, under its name, so a client knows whose
- * they are. */
+ * they are; of a server run as instances, the ones its instances gave (c has none of its
+ * own yet: they start on its first list or call). */
 static json_object *instructions(struct client *c) {
         const struct supervisor *sv = daemon_supervisor(c->daemon);
         struct printbuf *pb = printbuf_new();
@@ -58,11 +65,18 @@ static json_object *instructions(struct client *c) {
 
         for (size_t i = 0; pb && i < sv->n_servers; i++) {
                 const struct server *s = sv->servers[i];
-                if (!server_serving(s) || !json_object_object_get_ex(s->catalog.initialize, "instructions", &v) ||
+                if (s->owner.kind != OWNER_NONE || !server_serving(s) ||
+                    !json_object_object_get_ex(s->catalog.initialize, "instructions", &v) ||
                     !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
                     !client_sees_server(c, s))
                         continue;
-                sprintbuf(pb, "%s## %s\n%s\n", printbuf_length(pb) ? "\n" : "", s->config->name, json_object_get_string(v));
+                add_instructions(pb, s->config->name, json_object_get_string(v));
+        }
+        for (size_t i = 0; pb && i < sv->n_pools; i++) {
+                const char *text = pool_instructions(sv->pools[i]);
+
+                if (text && *text && client_sees_pool(c, sv->pools[i]))
+                        add_instructions(pb, pool_name(sv->pools[i]), text);
         }
         if (pb && printbuf_length(pb) > 0)
                 result = json_object_new_string_len(pb->buf, printbuf_length(pb));
