@@ -32,7 +32,8 @@
 #define REPLAY_EVENTS 64
 #define REPLAY_BYTES (1024 * 1024)
 /* A comment on an idle stream this often, so proxies and clients keep it, and a client
- * gone without a word is found out by the write. */
+ * gone without a word is found out by the write; a streamable POST held about this long
+ * starts its stream. */
 #define KEEPALIVE_USEC (15 * USEC_PER_SEC)
 /* A request's connection is watched for the peer's close only once the request has waited
  * this long: most calls are answered sooner, and the watch costs two epoll_ctl() calls
@@ -68,6 +69,7 @@ struct http_wait {
         char *id_text;               /* the POSTed request's id as JSON text; NULL for the stream */
         bool streamable;             /* a POST whose client takes an event stream, and whose
                                       * request may have messages before its response */
+        uint64_t since;              /* a streamable POST: when it came (now_usec()) */
         uint64_t stream;             /* a POST answered as an event stream: its number (1, 2, ...);
                                       * 0: none started (JSON so far), or the GET stream */
 };
@@ -557,22 +559,31 @@ static void on_idle(evutil_socket_t fd, short what, void *userdata) {
         client_set_state(s->client, CLIENT_JUSTFREE);
 }
 
-/* Every open stream, the POSTs' too (a long call with no progress), gets a comment. */
+/* Every open stream, the POSTs' too (a long call with no progress), gets a comment. A
+ * streamable POST held silent for half an interval or more starts its stream (its priming
+ * event is the keep-alive): a long call is never left without a byte for more than 1.5
+ * intervals, shorter than proxies wait. */
 static void on_keepalive(evutil_socket_t fd, short what, void *userdata) {
         static const char comment[] = ": keep-alive\n\n";
         struct session_http *s = userdata;
         struct http_wait *w;
+        uint64_t now;
 
-        if (!s->stream && !s->n_post_streams) {
+        if (!s->stream && !s->n_post_streams && !s->n_streamable) {
                 event_del(s->keepalive);
                 return;
         }
         if (s->stream)
                 write_text(s->stream, comment, sizeof comment - 1);
-        if (s->n_post_streams)
-                TAILQ_FOREACH(w, &s->posts, entry)
-                        if (w->stream)
-                                write_text(w, comment, sizeof comment - 1);
+        if (!s->n_post_streams && !s->n_streamable)
+                return;
+        now = now_usec();
+        TAILQ_FOREACH(w, &s->posts, entry) {
+                if (w->stream)
+                        write_text(w, comment, sizeof comment - 1);
+                else if (w->streamable && now - w->since >= KEEPALIVE_USEC / 2)
+                        (void)start_post_stream(s, w);
+        }
 }
 
 /* Once a stream opens; not pushed back by the next one, so each gets its comment. */
@@ -817,8 +828,11 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         TAILQ_INSERT_TAIL(&s->posts, w, entry);
         w->state = WAIT_OWED;
         w->streamable = streamable(req, m);
-        if (w->streamable)
+        if (w->streamable) {
                 s->n_streamable++;
+                w->since = now_usec();
+                arm_keepalive(s);
+        }
         note_use(s, false);
         s->current = w;
         client_handle(c, m);

@@ -398,6 +398,31 @@ Test(http, a_call_with_nothing_before_its_response_is_answered_json) {
         close(fd);
 }
 
+/* A call held silent as long as a keep-alive's interval (15 s) starts its stream, so that no
+ * proxy between gives up on it: the priming event while the call still runs, its response
+ * later on the same stream. */
+Test(http, a_long_call_starts_its_stream_to_keep_the_connection, .timeout = 60) {
+        const char *call = "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\","
+                           "\"arguments\":{\"ms\":21000}}}";
+        char sid[64], stream[8192] = "";
+        long long sent;
+        int fd;
+
+        start_http("");
+        open_session(sid);
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                sid, strlen(call), call);
+        sent = h_now_ms();
+        cr_assert(ht_stream_until(fd, "data: \n\n", stream, sizeof stream, 20000), "no priming event: %s", stream);
+        cr_assert(strstr(stream, "Content-Type: text/event-stream"), "%s", stream);
+        cr_assert_null(strstr(stream, "slept"), "before the response: %s", stream);
+        cr_assert_geq(h_now_ms() - sent, 7000, "not before half an interval: %s", stream);
+        cr_assert(ht_stream_until(fd, "\r\n0\r\n\r\n", stream, sizeof stream, 30000), "the stream ends: %s", stream);
+        cr_assert(strstr(stream, "slept 21000 ms") && strstr(stream, "\"id\":11"), "its response on it: %s", stream);
+        close(fd);
+}
+
 /* A server's request to the client during a call (sampling here) starts the call's stream:
  * the request first, then, once answered, the call's response. */
 Test(http, a_sampling_request_during_a_call_streams_it) {
