@@ -60,6 +60,8 @@ enum sdk_target { SDK_MCPVISORD, SDK_COMPARED /* --sdk-compare */, SDK_HUB, SDK_
 
 struct sdk_figures {
         struct sdk_load run[SDK_TARGETS][MAX_ROUNDS];
+        struct http_load raw[SDK_TARGETS][MAX_ROUNDS]; /* the bench's own C clients, as --only http's;
+                                                        * none for mcp-hub (no Streamable HTTP) */
         const char *missing[SDK_TARGETS]; /* why it was not measured, or NULL */
         unsigned rounds, in_flight;
 };
@@ -720,6 +722,7 @@ static void run_sdk(const struct options *o, struct results *res) {
                                                         BENCH_TOOL_PREFIX "echo", "echo" };
         char creds[2][32] = { "/tmp/mcpvisor-bench-sdk-XXXXXX", "/tmp/mcpvisor-bench-sdk-XXXXXX" };
         char *settings[2] = { NULL, NULL }, url[SDK_TARGETS][64];
+        unsigned ports[SDK_TARGETS];
         struct daemon_run d[SDK_TARGETS];
         struct sdk_figures *f = &res->sdk;
         int r = 0;
@@ -727,7 +730,7 @@ static void run_sdk(const struct options *o, struct results *res) {
         f->rounds = o->sdk_rounds;
         f->in_flight = o->levels[o->n_levels - 1];
         for (int t = 0; t < SDK_TARGETS; t++) {
-                unsigned port = free_port();
+                unsigned port = ports[t] = free_port();
                 struct options ho = *o;
 
                 d[t] = (struct daemon_run){ .notify_fd = -1 };
@@ -765,9 +768,14 @@ static void run_sdk(const struct options *o, struct results *res) {
 
                         if (f->missing[t])
                                 continue;
-                        r = measure_sdk(d[t].pid, url[t], tools[t], t == SDK_MCPVISORD || t == SDK_COMPARED ? HTTP_BENCH_TOKEN : "",
-                                        f->in_flight, o->seconds, &f->run[t][k]);
+                        const char *token = t == SDK_MCPVISORD || t == SDK_COMPARED ? HTTP_BENCH_TOKEN : "";
+
+                        r = measure_sdk(d[t].pid, url[t], tools[t], token, f->in_flight, o->seconds, &f->run[t][k]);
                         if (r < 0)
+                                failed(res, names[t], r);
+                        if (t != SDK_HUB &&
+                            (r = measure_http(&d[t], ports[t], *token ? token : "none", tools[t], f->in_flight, o->seconds,
+                                              &f->raw[t][k])) < 0)
                                 failed(res, names[t], r);
                 }
         for (int t = 0; t < SDK_TARGETS; t++)
@@ -1134,10 +1142,18 @@ static void sdk_rows(const struct sdk_figures *f) {
                 snprintf(what, sizeof what, "SDK client, %u in flight: %s (%s)", f->in_flight, names[t], f->run[t][0].transport);
                 sdk_range(f, t, offsetof(struct sdk_load, calls_per_s), "/s", a, sizeof a);
                 row(what, a, "", "", "-", "-");
-                for (unsigned k = 0; k < f->rounds; k++)
-                        if (f->run[t][k].ok)
-                                printf("    round %u: %.0f calls/s, %.1f us its CPU, %.1f us the client's\n", k + 1,
-                                       f->run[t][k].calls_per_s, f->run[t][k].gateway_cpu_us, f->run[t][k].client_cpu_us);
+                for (unsigned k = 0; k < f->rounds; k++) {
+                        const struct sdk_load *l = &f->run[t][k];
+                        const struct http_load *h = &f->raw[t][k];
+
+                        if (l->ok)
+                                printf("    round %u: %.0f calls/s, %.1f us its CPU, %.1f us the client's", k + 1,
+                                       l->calls_per_s, l->gateway_cpu_us, l->client_cpu_us);
+                        if (l->ok && h->ok)
+                                printf("; C clients: %.0f calls/s, %.1f us its CPU", h->calls_per_s, h->daemon_cpu_us);
+                        if (l->ok)
+                                printf("\n");
+                }
                 snprintf(what, sizeof what, "  %s: its CPU / the client's CPU per call", names[t]);
                 sdk_range(f, t, offsetof(struct sdk_load, gateway_cpu_us), " us", b, sizeof b);
                 sdk_range(f, t, offsetof(struct sdk_load, client_cpu_us), " us", c, sizeof c);
