@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +52,22 @@ enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART
             PART_CANCEL = 32, PART_CLOSE = 64, PART_NOTIFY = 128, PART_SERVERS = 256, PART_ACCESS = 512,
             PART_LAUNCHER = 1024, PART_REMOTE = 2048 /* issue 17: a server reached by URL */,
             PART_HTTP = 4096 /* issue 18: clients over HTTP */,
-            PART_CATALOG = 8192 /* issue 14: memory per catalogue item */,
-            PART_INSTANCES = 16384 /* a server of its own per client */ };
+            PART_CATALOG = 8192 /* memory per catalogue item */,
+            PART_INSTANCES = 16384 /* a server of its own per client */,
+            PART_SDK = 32768 /* the SDK's client against mcpvisord and the peers */ };
 /* Instances: a call through one costs what a call to a shared server costs, within this. */
 #define TARGET_INSTANCE_ADDED_NS 5000
+
+/* The gateways the SDK's client is run against, each round in this order. */
+enum sdk_target { SDK_MCPVISORD, SDK_COMPARED /* --sdk-compare */, SDK_HUB, SDK_SUPERGATEWAY, SDK_TARGETS };
+
+struct sdk_figures {
+        struct sdk_load run[SDK_TARGETS][MAX_ROUNDS];
+        struct http_load raw[SDK_TARGETS][MAX_ROUNDS]; /* the bench's own C clients, as --only http's;
+                                                        * none for mcp-hub (no Streamable HTTP) */
+        const char *missing[SDK_TARGETS]; /* why it was not measured, or NULL */
+        unsigned rounds, in_flight;
+};
 
 /* The access case's two daemons: no access settings, and ACCESS_RULES rules. */
 enum access_mode { ACCESS_NONE, ACCESS_SOME, ACCESS_MODES };
@@ -88,6 +101,8 @@ struct options {
         unsigned access_rounds;
         unsigned catalog[MAX_LEVELS], n_catalog; /* issue 14: tools besides the demo server's own */
         unsigned catalog_runs;
+        const char *sdk_compare;    /* issue 28: another mcpvisord measured beside it, or NULL */
+        unsigned sdk_rounds;
 };
 
 struct results {
@@ -114,6 +129,7 @@ struct results {
         struct slow_heads http_slow;                 /* issue 25: heads never finished, at 200 descriptors */
         struct http_load peer[MAX_LEVELS];           /* issue 18: supergateway, measured as HTTP is */
         const char *peer_missing;                    /* why it was not measured, or NULL */
+        struct sdk_figures sdk;                      /* the SDK client against the peers */
         bool failed;
 };
 
@@ -128,10 +144,14 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access,launcher,remote,http,catalog,instances (the last ten only when named;\n"
+                "                       access,launcher,remote,http,catalog,instances,sdk (the last eleven only when named;\n"
                 "                       instances: per-client servers, first call, memory, cost; launcher:\n"
                 "                       start to ready of a server, exec vs systemd, --startup-runs starts each;\n"
-                "                       remote: calls to a server reached by URL; http: clients over HTTP)\n"
+                "                       remote: calls to a server reached by URL; http: clients over HTTP;\n"
+                "                       sdk: the TypeScript SDK's client, as many calls in flight as the last\n"
+                "                       --clients level, against mcpvisord, mcp-hub and supergateway in turn)\n"
+                "  --sdk-rounds N       rounds of the sdk part (default 3, at most 5)\n"
+                "  --sdk-compare PATH   another mcpvisord measured in the sdk part beside the first (a build before)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
                 "  --seconds S          measured time per throughput level (default 3)\n"
                 "  --clients LIST       concurrent clients per throughput level (default 1,16,64)\n"
@@ -177,7 +197,8 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
-                                             "servers", "access", "launcher", "remote", "http", "catalog", "instances" };
+                                             "servers", "access", "launcher", "remote", "http", "catalog", "instances",
+                                             "sdk" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -218,7 +239,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
                O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_ACCESS_ROUNDS, O_CATALOG_TOOLS,
-               O_CATALOG_RUNS, O_HELP };
+               O_CATALOG_RUNS, O_SDK_ROUNDS, O_SDK_COMPARE, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -234,6 +255,8 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "access-rounds", required_argument, NULL, O_ACCESS_ROUNDS },
                 { "catalog-tools", required_argument, NULL, O_CATALOG_TOOLS },
                 { "catalog-runs", required_argument, NULL, O_CATALOG_RUNS },
+                { "sdk-rounds", required_argument, NULL, O_SDK_ROUNDS },
+                { "sdk-compare", required_argument, NULL, O_SDK_COMPARE },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -274,6 +297,11 @@ static int parse_options(int argc, char **argv, struct options *o) {
                         o->catalog_runs = (unsigned)strtoul(optarg, NULL, 10);
                         bad = o->catalog_runs == 0 || o->catalog_runs > 16;
                         break;
+                case O_SDK_ROUNDS:
+                        o->sdk_rounds = (unsigned)strtoul(optarg, NULL, 10);
+                        bad = o->sdk_rounds == 0 || o->sdk_rounds > MAX_ROUNDS;
+                        break;
+                case O_SDK_COMPARE: o->sdk_compare = optarg; break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -618,24 +646,44 @@ static void run_http_slow(const struct options *ho, unsigned port, struct result
 
 /* One daemon listening on both; at each level, the same number of clients on each, one call
  * in flight per client (what HTTP/1.1 allows a connection), the socket's measured the same way. */
+/* The token file in creds (made here, a mkdtemp() template) and o's settings with HTTP on port
+ * in *ret_settings (freed by the caller). */
+static int http_options(const struct options *o, unsigned port, char *creds, char **ret_settings) {
+        char path[64];
+        FILE *f;
+
+        if (!mkdtemp(creds))
+                return -errno;
+        snprintf(path, sizeof path, "%s/token", creds);
+        if (!(f = fopen(path, "we")))
+                return -errno;
+        fputs(HTTP_BENCH_TOKEN, f);
+        fclose(f);
+        if (asprintf(ret_settings, "%s%s\"http\": {\"listen\": [\"127.0.0.1:%u\"], \"tokens\": [{\"token\": "
+                     "{\"credential\": \"token\"}, \"user\": %u}]}, \"maxHttpSessions\": 4096",
+                     o->daemon.settings ? o->daemon.settings : "", o->daemon.settings && *o->daemon.settings ? ", " : "",
+                     port, (unsigned)getuid()) < 0) {
+                *ret_settings = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void remove_creds(const char *creds) {
+        char path[64];
+
+        snprintf(path, sizeof path, "%s/token", creds);
+        unlink(path);
+        rmdir(creds);
+}
+
 static void run_http(const struct options *o, struct results *res) {
-        char creds[] = "/tmp/mcpvisor-bench-http-XXXXXX", path[64], *settings = NULL;
+        char creds[] = "/tmp/mcpvisor-bench-http-XXXXXX", *settings = NULL;
         struct options ho = *o;
         struct daemon_run d;
         unsigned port = free_port();
-        FILE *f;
-        int r = mkdtemp(creds) ? 0 : -errno;
+        int r = http_options(o, port, creds, &settings);
 
-        snprintf(path, sizeof path, "%s/token", creds);
-        if (r >= 0 && (f = fopen(path, "we"))) {
-                fputs(HTTP_BENCH_TOKEN, f);
-                fclose(f);
-        }
-        if (r >= 0 && asprintf(&settings, "%s%s\"http\": {\"listen\": [\"127.0.0.1:%u\"], \"tokens\": [{\"token\": "
-                               "{\"credential\": \"token\"}, \"user\": %u}]}, \"maxHttpSessions\": 4096",
-                               o->daemon.settings ? o->daemon.settings : "",
-                               o->daemon.settings && *o->daemon.settings ? ", " : "", port, (unsigned)getuid()) < 0)
-                r = -ENOMEM;
         ho.daemon.settings = settings;
         ho.daemon.credentials = creds;
         if (r >= 0)
@@ -657,9 +705,92 @@ static void run_http(const struct options *o, struct results *res) {
                 if (daemon_stop(&d, 30000) != 0 && r >= 0)
                         failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
         run_http_slow(&ho, port, res);
-        unlink(path);
-        rmdir(creds);
+        remove_creds(creds);
         free(settings);
+}
+
+/* ---- issue 28: the TypeScript SDK's client against mcpvisord and the peers ---- */
+
+static void sdk_stop(enum sdk_target t, struct daemon_run *d, struct results *res) {
+        if (t == SDK_MCPVISORD || t == SDK_COMPARED) {
+                if (d->pid > 0 && daemon_stop(d, 30000) != 0)
+                        failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+        } else {
+                peer_gateway_stop(d);
+        }
+}
+
+/* Each gateway started once, then measured round after round, one after the other, so that
+ * the machine's drifts fall on all of them alike. */
+static void run_sdk(const struct options *o, struct results *res) {
+        static const char *const names[SDK_TARGETS] = { "mcpvisord", "mcpvisord (compared)", "mcp-hub", "supergateway" };
+        static const char *const tools[SDK_TARGETS] = { BENCH_TOOL_PREFIX "echo", BENCH_TOOL_PREFIX "echo",
+                                                        BENCH_TOOL_PREFIX "echo", "echo" };
+        char creds[2][32] = { "/tmp/mcpvisor-bench-sdk-XXXXXX", "/tmp/mcpvisor-bench-sdk-XXXXXX" };
+        char *settings[2] = { NULL, NULL }, url[SDK_TARGETS][64];
+        unsigned ports[SDK_TARGETS];
+        struct daemon_run d[SDK_TARGETS];
+        struct sdk_figures *f = &res->sdk;
+        int r = 0;
+
+        f->rounds = o->sdk_rounds;
+        f->in_flight = o->levels[o->n_levels - 1];
+        for (int t = 0; t < SDK_TARGETS; t++) {
+                unsigned port = ports[t] = free_port();
+                struct options ho = *o;
+
+                d[t] = (struct daemon_run){ .notify_fd = -1 };
+                snprintf(url[t], sizeof url[t], "http://127.0.0.1:%u/mcp", port);
+                if ((f->missing[t] = sdk_missing()))
+                        continue;
+                switch (t) {
+                case SDK_COMPARED:
+                        if (!o->sdk_compare) {
+                                f->missing[t] = "no --sdk-compare";
+                                break;
+                        }
+                        ho.daemon.daemon = o->sdk_compare;
+                        /* fall through */
+                case SDK_MCPVISORD:
+                        r = http_options(o, port, creds[t], &settings[t]);
+                        ho.daemon.settings = settings[t];
+                        ho.daemon.credentials = creds[t];
+                        if (r >= 0)
+                                r = start_ready(&d[t], &ho);
+                        if (r < 0)
+                                f->missing[t] = "did not start";
+                        break;
+                case SDK_HUB:
+                        f->missing[t] = hub_gateway_start(&d[t], port);
+                        break;
+                case SDK_SUPERGATEWAY:
+                        f->missing[t] = peer_gateway_start(&d[t], port);
+                        break;
+                }
+        }
+        for (unsigned k = 0; k < f->rounds; k++)
+                for (int i = 0; i < SDK_TARGETS; i++) {
+                        int t = (int)((k + (unsigned)i) % SDK_TARGETS); /* each round begins with another */
+
+                        if (f->missing[t])
+                                continue;
+                        const char *token = t == SDK_MCPVISORD || t == SDK_COMPARED ? HTTP_BENCH_TOKEN : "";
+
+                        r = measure_sdk(d[t].pid, url[t], tools[t], token, f->in_flight, o->seconds, &f->run[t][k]);
+                        if (r < 0)
+                                failed(res, names[t], r);
+                        if (t != SDK_HUB &&
+                            (r = measure_http(&d[t], ports[t], *token ? token : "none", tools[t], f->in_flight, o->seconds,
+                                              &f->raw[t][k])) < 0)
+                                failed(res, names[t], r);
+                }
+        for (int t = 0; t < SDK_TARGETS; t++)
+                sdk_stop(t, &d[t], res);
+        for (int t = SDK_MCPVISORD; t <= SDK_COMPARED; t++) {
+                if (settings[t])
+                        remove_creds(creds[t]);
+                free(settings[t]);
+        }
 }
 
 static int cmp_unsigned(const void *a, const void *b) {
@@ -976,6 +1107,66 @@ static void peer_rows(const struct options *o, const struct results *res) {
         }
 }
 
+/* The lowest and highest over the rounds of one figure of a target's runs, as "LO-HI" and a
+ * unit; "-" when no round measured it. */
+static void sdk_range(const struct sdk_figures *f, int t, size_t offset, const char *unit, char *buf, size_t size) {
+        double lo = 0, hi = 0;
+        bool any = false;
+
+        for (unsigned k = 0; k < f->rounds; k++) {
+                const struct sdk_load *l = &f->run[t][k];
+                double v = *(const double *)((const char *)l + offset);
+
+                if (!l->ok)
+                        continue;
+                lo = any && lo < v ? lo : v;
+                hi = any && hi > v ? hi : v;
+                any = true;
+        }
+        if (any)
+                snprintf(buf, size, "%.0f-%.0f%s", lo, hi, unit);
+        else
+                snprintf(buf, size, "-");
+}
+
+/* Each gateway's calls/s, its CPU per call and the SDK client's, lowest to highest over the
+ * rounds. */
+static void sdk_rows(const struct sdk_figures *f) {
+        static const char *const names[SDK_TARGETS] = { "mcpvisord", "mcpvisord --sdk-compare", "mcp-hub 4.2.1",
+                                                        "supergateway 4.0.0" };
+
+        for (int t = 0; t < SDK_TARGETS; t++) {
+                char what[96], a[48], b[48], c[48];
+
+                if (f->missing[t]) {
+                        snprintf(what, sizeof what, "SDK client, %u in flight: %s", f->in_flight, names[t]);
+                        row(what, "", "", t == SDK_COMPARED ? "not asked" : "skipped", "-", "n/a");
+                        if (t != SDK_COMPARED)
+                                printf("  %s: %s\n", names[t], f->missing[t]);
+                        continue;
+                }
+                snprintf(what, sizeof what, "SDK client, %u in flight: %s (%s)", f->in_flight, names[t], f->run[t][0].transport);
+                sdk_range(f, t, offsetof(struct sdk_load, calls_per_s), "/s", a, sizeof a);
+                row(what, a, "", "", "-", "-");
+                for (unsigned k = 0; k < f->rounds; k++) {
+                        const struct sdk_load *l = &f->run[t][k];
+                        const struct http_load *h = &f->raw[t][k];
+
+                        if (l->ok)
+                                printf("    round %u: %.0f calls/s, %.1f us its CPU, %.1f us the client's", k + 1,
+                                       l->calls_per_s, l->gateway_cpu_us, l->client_cpu_us);
+                        if (l->ok && h->ok)
+                                printf("; C clients: %.0f calls/s, %.1f us its CPU", h->calls_per_s, h->daemon_cpu_us);
+                        if (l->ok)
+                                printf("\n");
+                }
+                snprintf(what, sizeof what, "  %s: its CPU / the client's CPU per call", names[t]);
+                sdk_range(f, t, offsetof(struct sdk_load, gateway_cpu_us), " us", b, sizeof b);
+                sdk_range(f, t, offsetof(struct sdk_load, client_cpu_us), " us", c, sizeof c);
+                row(what, b, c, "", "-", "-");
+        }
+}
+
 static void http_rows(const struct options *o, const struct results *res) {
         http_size_rows(o, res);
         for (unsigned k = 0; k < o->n_levels; k++) {
@@ -1214,6 +1405,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 catalog_rows(o, res);
         if (o->parts & PART_INSTANCES)
                 instances_rows(res);
+        if (o->parts & PART_SDK)
+                sdk_rows(&res->sdk);
         print_notes(o, res);
 }
 
@@ -1225,7 +1418,7 @@ int main(int argc, char **argv) {
                 .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
                 .servers = 1000, .access_rounds = 3,
-                .catalog = { 10000, 100000 }, .n_catalog = 2, .catalog_runs = 5,
+                .catalog = { 10000, 100000 }, .n_catalog = 2, .catalog_runs = 5, .sdk_rounds = 3,
         };
         struct results res = { 0 };
         int r;
@@ -1284,6 +1477,8 @@ int main(int argc, char **argv) {
         if ((o.parts & PART_INSTANCES) &&
             (r = measure_instances(&o.daemon, o.startup_runs, o.quick ? 5 : 50, o.calls, &res.instances)) < 0)
                 failed(&res, "instances", r);
+        if (o.parts & PART_SDK)
+                run_sdk(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

@@ -205,6 +205,24 @@ int measure_http(struct daemon_run *d, unsigned port, const char *token, const c
  * reads), for measure_http() (bench-peers.c). NULL, or why it cannot run here. */
 const char *peer_gateway_start(struct daemon_run *d, unsigned port);
 void peer_gateway_stop(struct daemon_run *d);
+/* mcp-hub 4.2.1 (bench/peers, ./scripts/install-test-peers --bench) serving the bench server
+ * at http://127.0.0.1:port/mcp, its files in a directory of its own (d->dir, removed by
+ * peer_gateway_stop()): as peer_gateway_start(). */
+const char *hub_gateway_start(struct daemon_run *d, unsigned port);
+/* issue 28: the TypeScript SDK's client (bench/sdk-load.mjs) with in_flight tools/call of
+ * tool in flight at url (token: a bearer token, "" none) for seconds, the gateway's CPU
+ * (process gateway alone) read around it (bench-sdk.c). */
+struct sdk_load {
+        char transport[32];         /* "streamable-http", or "http+sse" where that is all there is */
+        double calls_per_s;
+        double gateway_cpu_us;      /* per call */
+        double client_cpu_us;       /* per call: the node process of the SDK's client */
+        bool ok;
+};
+/* NULL, or why the SDK's client cannot run here. */
+const char *sdk_missing(void);
+int measure_sdk(pid_t gateway, const char *url, const char *tool, const char *token, unsigned in_flight,
+                double seconds, struct sdk_load *ret);
 /* A bytes-long tools/call result over HTTP (one keep-alive connection), as measure_large(). */
 int measure_http_large(struct daemon_run *d, unsigned port, const char *token, size_t bytes, unsigned runs,
                        struct large *ret);

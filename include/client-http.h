@@ -1,9 +1,9 @@
 /* The Streamable HTTP transport of a client (client.h): one MCP session, issued at
  * initialize under an unguessable Mcp-Session-Id. Each POSTed request is answered on its
  * own HTTP request when its response comes: as application/json, or, for a tool call or a
- * request asking for progress from a client that takes text/event-stream, as an event
- * stream of its own that carries the call's progress and the servers' requests made during
- * it, then its response. Everything else the daemon sends the client (list changes, log
+ * request asking for progress from a client that takes text/event-stream and only when the
+ * call's progress or a server's request made during it must go first, as an event stream
+ * of its own that carries those, then its response. Everything else the daemon sends the client (list changes, log
  * messages, ...) goes on the session's GET stream. Events are numbered across the session's
  * streams, and the last 64 of them (at most 1 MiB) are kept to be sent again after a
  * dropped stream (Last-Event-ID). */

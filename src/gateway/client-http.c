@@ -32,7 +32,8 @@
 #define REPLAY_EVENTS 64
 #define REPLAY_BYTES (1024 * 1024)
 /* A comment on an idle stream this often, so proxies and clients keep it, and a client
- * gone without a word is found out by the write. */
+ * gone without a word is found out by the write; a streamable POST held about this long
+ * starts its stream. */
 #define KEEPALIVE_USEC (15 * USEC_PER_SEC)
 /* A request's connection is watched for the peer's close only once the request has waited
  * this long: most calls are answered sooner, and the watch costs two epoll_ctl() calls
@@ -50,7 +51,10 @@ enum wait_state {
 };
 
 /* One HTTP request the session owes an answer: a POSTed request's (as JSON, or as an
- * event stream of its own), or the GET stream; then, answered, until it is written. */
+ * event stream of its own), or the GET stream; then, answered, until it is written. A POST
+ * is held with nothing sent (no status, no headers) until its response comes, which then
+ * goes as one JSON body, or until a message must go before it: then its event stream
+ * starts there, so that a call with nothing to say first costs the client no stream. */
 struct http_wait {
         TAILQ_ENTRY(http_wait) entry;
         enum wait_state state;
@@ -63,8 +67,11 @@ struct http_wait {
         struct event closed;         /* the peer closed the connection (EV_CLOSED); assigned
                                       * when the watch starts */
         char *id_text;               /* the POSTed request's id as JSON text; NULL for the stream */
+        bool streamable;             /* a POST whose client takes an event stream, and whose
+                                      * request may have messages before its response */
+        uint64_t since;              /* a streamable POST: when it came (now_usec()) */
         uint64_t stream;             /* a POST answered as an event stream: its number (1, 2, ...);
-                                      * 0: answered as JSON, or the GET stream */
+                                      * 0: none started (JSON so far), or the GET stream */
 };
 
 /* Events are numbered across the session's streams; each one's id names its stream too:
@@ -99,6 +106,7 @@ struct session_http {
         uint64_t streamed_seq;       /* the last event written to the GET stream */
         uint64_t next_stream;        /* the last POST stream's number */
         unsigned n_post_streams;     /* POSTs in posts answered as event streams */
+        unsigned n_streamable;       /* POSTs in posts that are streamable (started or not) */
 };
 
 static struct session_http *session_of(const struct client *c) {
@@ -164,6 +172,8 @@ static void wait_unlink(struct http_wait *w) {
                 TAILQ_REMOVE(&s->posts, w, entry);
                 if (w->stream)
                         s->n_post_streams--;
+                if (w->streamable)
+                        s->n_streamable--;
         }
         if (s->current == w)
                 s->current = NULL;
@@ -390,6 +400,8 @@ static void end_post_stream(struct session_http *s, struct http_wait *w) {
         evhttp_send_reply_end(req); /* may call on_written() at once */
 }
 
+static int start_post_stream(struct session_http *s, struct http_wait *w);
+
 static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
         struct http_wait *w = post_answered_by(s, id);
         struct evbuffer *body;
@@ -412,17 +424,21 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
 }
 
 /* A notification or request to the client: on the event stream of the POST it belongs to
- * when that POST has one, else an event of the GET stream (kept for replay either way). */
+ * when that POST is streamable (its stream started by the first such message), else an
+ * event of the GET stream (kept for replay either way). */
 static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
         struct session_http *s = session_of(c);
         struct http_wait *w;
+        int r;
 
         if (response)
                 return send_response(s, parts, n_parts, id);
-        w = id && s->n_post_streams ? post_of(s, id) : NULL;
-        if (w && w->stream)
-                return emit_event(s, w->stream, w, parts, n_parts);
-        return emit_event(s, 0, s->stream, parts, n_parts);
+        w = id && s->n_streamable ? post_of(s, id) : NULL;
+        if (!w || !w->streamable)
+                return emit_event(s, 0, s->stream, parts, n_parts);
+        if (!w->stream && (r = start_post_stream(s, w)) < 0)
+                return r;
+        return emit_event(s, w->stream, w, parts, n_parts);
 }
 
 static size_t wait_unsent(const struct http_wait *w) {
@@ -543,22 +559,31 @@ static void on_idle(evutil_socket_t fd, short what, void *userdata) {
         client_set_state(s->client, CLIENT_JUSTFREE);
 }
 
-/* Every open stream, the POSTs' too (a long call with no progress), gets a comment. */
+/* Every open stream, the POSTs' too (a long call with no progress), gets a comment. A
+ * streamable POST held silent for half an interval or more starts its stream (its priming
+ * event is the keep-alive): a long call is never left without a byte for more than 1.5
+ * intervals, shorter than proxies wait. */
 static void on_keepalive(evutil_socket_t fd, short what, void *userdata) {
         static const char comment[] = ": keep-alive\n\n";
         struct session_http *s = userdata;
         struct http_wait *w;
+        uint64_t now;
 
-        if (!s->stream && !s->n_post_streams) {
+        if (!s->stream && !s->n_post_streams && !s->n_streamable) {
                 event_del(s->keepalive);
                 return;
         }
         if (s->stream)
                 write_text(s->stream, comment, sizeof comment - 1);
-        if (s->n_post_streams)
-                TAILQ_FOREACH(w, &s->posts, entry)
-                        if (w->stream)
-                                write_text(w, comment, sizeof comment - 1);
+        if (!s->n_post_streams && !s->n_streamable)
+                return;
+        now = now_usec();
+        TAILQ_FOREACH(w, &s->posts, entry) {
+                if (w->stream)
+                        write_text(w, comment, sizeof comment - 1);
+                else if (w->streamable && now - w->since >= KEEPALIVE_USEC / 2)
+                        (void)start_post_stream(s, w);
+        }
 }
 
 /* Once a stream opens; not pushed back by the next one, so each gets its comment. */
@@ -730,9 +755,10 @@ static void cancelled(struct session_http *s, const struct jsonrpc_msg *m) {
 }
 
 /* A request that may be answered after progress or the server's own requests (a tool
- * call, or any request that asks for progress) is answered as an event stream when the
- * client takes one: those messages then travel with it. Others keep their JSON answer. */
-static bool answered_as_stream(struct evhttp_request *req, const struct jsonrpc_msg *m) {
+ * call, or any request that asks for progress) may become an event stream when the client
+ * takes one: those messages then travel with it, on a stream started by the first of them.
+ * Others keep their JSON answer, and such messages go on the GET stream. */
+static bool streamable(struct evhttp_request *req, const struct jsonrpc_msg *m) {
         const char *accept = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
         json_object *meta;
 
@@ -763,8 +789,9 @@ static void start_event_stream(struct session_http *s, struct evhttp_request *re
         evhttp_send_reply_start(req, 200, "OK");
 }
 
-/* The POST's own stream opens with an event that has an id and no data (the specification's
- * priming event): the client holds a Last-Event-ID for it from the start. */
+/* A message must go before the POST's response: its own stream starts, with an event that
+ * has an id and no data (the specification's priming event), so that the client holds a
+ * Last-Event-ID for it from the start. A response with nothing before it never gets here. */
 static int start_post_stream(struct session_http *s, struct http_wait *w) {
         static const struct iovec newline = { .iov_base = "\n", .iov_len = 1 };
 
@@ -800,11 +827,13 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         }
         TAILQ_INSERT_TAIL(&s->posts, w, entry);
         w->state = WAIT_OWED;
-        note_use(s, false);
-        if (answered_as_stream(req, m) && start_post_stream(s, w) < 0) {
-                end_post_stream(s, w);
-                return;
+        w->streamable = streamable(req, m);
+        if (w->streamable) {
+                s->n_streamable++;
+                w->since = now_usec();
+                arm_keepalive(s);
         }
+        note_use(s, false);
         s->current = w;
         client_handle(c, m);
         if (s->current == w && m->kind == JSONRPC_INVALID) /* the session said nothing */

@@ -323,8 +323,9 @@ Test(http, session_calls_stream_and_replay) {
 #define SLEEP_WITH_PROGRESS "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\"," \
                             "\"arguments\":{\"ms\":250},\"_meta\":{\"progressToken\":\"p\"}}}"
 
-/* A tool call is answered as an event stream of its own: an event with an id and no data
- * first, its progress, then its response, and the stream ends; other requests keep JSON. */
+/* A tool call with progress is answered as an event stream of its own: an event with an id
+ * and no data first, its progress, then its response, and the stream ends; other requests
+ * keep JSON. */
 Test(http, tool_call_answered_as_a_stream_with_its_progress_first) {
         struct ht_answer a;
         char sid[64], type[64];
@@ -367,6 +368,98 @@ Test(http, tool_call_answered_as_a_stream_with_its_progress_first) {
         ht_answer_done(&a);
 }
 
+/* A tool call from a client that takes both types, with nothing to send before its response,
+ * is answered as one JSON body (Content-Length, the connection kept): no stream, no priming
+ * event. Both a call answered at once and one that waited for its server. */
+Test(http, a_call_with_nothing_before_its_response_is_answered_json) {
+        const char *calls[] = {
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__echo\",\"arguments\":{\"text\":\"j\"}}}",
+                "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":150}}}",
+        };
+        const char *texts[] = { "\"text\":\"j\"", "slept 150 ms" };
+        struct ht_answer a;
+        char sid[64], value[64];
+        int fd;
+
+        start_http("");
+        open_session(sid);
+        fd = ht_connect(port, NULL);
+        for (size_t i = 0; i < 2; i++) {
+                /* On one kept connection, as an SDK client sends them. */
+                ht_request(fd, "POST", "/mcp", sf(AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\n", sid), calls[i], strlen(calls[i]), &a);
+                cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+                cr_assert_str_eq(ht_header(&a, "Content-Type", value, sizeof value), "application/json", "%s", a.headers);
+                cr_assert_not_null(ht_header(&a, "Content-Length", value, sizeof value), "%s", a.headers);
+                cr_assert_null(ht_header(&a, "Transfer-Encoding", value, sizeof value), "%s", a.headers);
+                cr_assert(a.body[0] == '{' && strstr(a.body, texts[i]), "the response alone, no event: %s", a.body);
+                cr_assert_null(strstr(a.body, "data:"), "%s", a.body);
+                ht_answer_done(&a);
+        }
+        close(fd);
+}
+
+/* A call held silent as long as a keep-alive's interval (15 s) starts its stream, so that no
+ * proxy between gives up on it: the priming event while the call still runs, its response
+ * later on the same stream. */
+Test(http, a_long_call_starts_its_stream_to_keep_the_connection, .timeout = 60) {
+        const char *call = "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\","
+                           "\"arguments\":{\"ms\":21000}}}";
+        char sid[64], stream[8192] = "";
+        long long sent;
+        int fd;
+
+        start_http("");
+        open_session(sid);
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                sid, strlen(call), call);
+        sent = h_now_ms();
+        cr_assert(ht_stream_until(fd, "data: \n\n", stream, sizeof stream, 20000), "no priming event: %s", stream);
+        cr_assert(strstr(stream, "Content-Type: text/event-stream"), "%s", stream);
+        cr_assert_null(strstr(stream, "slept"), "before the response: %s", stream);
+        cr_assert_geq(h_now_ms() - sent, 7000, "not before half an interval: %s", stream);
+        cr_assert(ht_stream_until(fd, "\r\n0\r\n\r\n", stream, sizeof stream, 30000), "the stream ends: %s", stream);
+        cr_assert(strstr(stream, "slept 21000 ms") && strstr(stream, "\"id\":11"), "its response on it: %s", stream);
+        close(fd);
+}
+
+/* A server's request to the client during a call (sampling here) starts the call's stream:
+ * the request first, then, once answered, the call's response. */
+Test(http, a_sampling_request_during_a_call_streams_it) {
+        const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                           "\"capabilities\":{\"sampling\":{}},\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}}";
+        const char *call = "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__ask\","
+                           "\"arguments\":{\"method\":\"sampling/createMessage\",\"params\":{\"messages\":[],\"maxTokens\":1}}}}";
+        char sid[64], stream[16384] = "", id[32];
+        struct ht_answer a;
+        const char *n;
+        int fd;
+
+        start_http("");
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS, init, &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Mcp-Session-Id", sid, sizeof sid));
+        ht_answer_done(&a);
+        post(sid, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &a);
+        ht_answer_done(&a);
+        fd = ht_connect(port, NULL);
+        dprintf(fd, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                sid, strlen(call), call);
+        cr_assert(ht_stream_until(fd, "\"method\":\"sampling/createMessage\"", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
+        cr_assert(strstr(stream, "Content-Type: text/event-stream"), "%s", stream);
+        n = strstr(stream, "data: {");
+        cr_assert(n && (n = strstr(n, "\"id\":")), "%s", stream);
+        snprintf(id, sizeof id, "%.*s", (int)strcspn(n + 5, ",}"), n + 5);
+        post(sid, sf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"role\":\"assistant\",\"model\":\"m\","
+                     "\"content\":{\"type\":\"text\",\"text\":\"sampled\"}}}", id), &a);
+        cr_assert_eq(a.status, 202, "%d %s", a.status, a.body);
+        ht_answer_done(&a);
+        cr_assert(ht_stream_until(fd, "\r\n0\r\n\r\n", stream, sizeof stream, H_TIMEOUT_MS), "the stream ends: %s", stream);
+        n = strstr(stream, "\"method\":\"sampling/createMessage\"");
+        cr_assert(strstr(n, "\"id\":6") && strstr(n, "sampled"), "then the call's response, with the answer: %s", stream);
+        close(fd);
+}
+
 /* A server's request during a call travels on that call's stream, and its answer POSTed
  * back reaches the server. */
 Test(http, server_request_on_the_calls_stream) {
@@ -402,7 +495,9 @@ Test(http, server_request_on_the_calls_stream) {
 Test(http, a_post_stream_resumed_by_its_last_event_id) {
         struct ht_answer a;
         char sid[64], first[32], last[32], stream[8192] = "";
-        const char *sleep60 = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000}}}";
+        /* With progress: a stream starts only when something goes before the response. */
+        const char *sleep60 = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\","
+                              "\"arguments\":{\"ms\":60000},\"_meta\":{\"progressToken\":\"q\"}}}";
         int fd;
 
         start_http("");
