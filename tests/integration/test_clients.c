@@ -30,7 +30,9 @@
         "\"capabilities\":{},\"clientInfo\":" info "}}"
 #define INITIALIZE INITIALIZE_AS("{\"name\":\"it-agent\",\"version\":\"1\"}")
 #define TOOLS_LIST "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}"
-#define SLEEP_CALL "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000}}}"
+/* With a progress token: its progress opens the POST's event stream (an answer with nothing
+ * before it would come as JSON, with nothing sent until then). */
+#define SLEEP_CALL "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":60000},\"_meta\":{\"progressToken\":1}}}"
 #define EVICTED "HTTP session idle for "
 #define CTL_MS 20000
 #define STREAM_BUF 4096
@@ -118,7 +120,7 @@ static int list_status(const char *auth, const char *sid) {
 }
 
 /* A call that the demo server holds for a minute, POSTed on a connection of its own and
- * left waiting: its event stream's head read, so the daemon holds it. */
+ * left waiting: its event stream's head read (its first progress), so the daemon holds it. */
 static int pending_call(const char *auth, const char *sid) {
         char buf[STREAM_BUF] = "";
         int fd = ht_connect(port, NULL);
