@@ -5,6 +5,7 @@
 #include "server-transport.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -19,6 +20,9 @@
 
 /* A large request goes out in few writes (bufferevent's default is 16 KiB a write). */
 #define PIPE_WRITE_CHUNK (256 * 1024)
+/* The server's stdout holds this much (the kernel's default is 64 KiB): a large result
+ * crosses in a sixteenth of the reads, and of the wake-ups of both ends. */
+#define PIPE_STDOUT_BYTES (1024 * 1024)
 
 struct pipe_transport {
         struct server_transport t;     /* first: what the connection holds */
@@ -276,6 +280,8 @@ struct server_transport *transport_pipe_new(struct event_base *base, int to_fd, 
                 return NULL;
         }
         *p = (struct pipe_transport){ .t.ops = &pipe_ops, .log = log, .name = name, .from_fd = from_fd };
+        /* Refused past fs.pipe-max-size or the user's pipe-user-pages-soft: the default stays. */
+        (void)fcntl(from_fd, F_SETPIPE_SZ, PIPE_STDOUT_BYTES);
         framer_init(&p->framer, max_line);
         p->to = bufferevent_socket_new(base, to_fd, BEV_OPT_CLOSE_ON_FREE);
         if (!p->to)
