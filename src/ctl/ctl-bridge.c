@@ -22,7 +22,10 @@
 #include "ctl.h"
 
 /* Large enough that a 10 MiB result crosses in few rounds; one pair per process. */
-#define BUF_SIZE ((size_t)256 * 1024)
+#define BUF_SIZE ((size_t)1024 * 1024)
+/* A pipe to the client holds this much (the kernel's default is 64 KiB), so a large result
+ * takes a sixteenth of the writes here and of the reads and wake-ups there. */
+#define PIPE_BYTES (1024 * 1024)
 
 struct buf {
         char *data;        /* BUF_SIZE bytes */
@@ -72,6 +75,8 @@ static void endpoint_init(struct endpoint *e, int fd, bool for_writing) {
         }
         if (!S_ISFIFO(st.st_mode) || !for_writing)
                 return; /* a read after POLLIN returns what is there without waiting */
+        /* Refused past fs.pipe-max-size or the user's pipe-user-pages-soft: the size stays. */
+        (void)fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES);
         /* The pipe's open file is our parent's too: its O_NONBLOCK is not ours to set. A new
          * open of the same pipe is ours alone. */
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
