@@ -67,12 +67,31 @@ static char *buffer_resize(char *buf, size_t old_cap, size_t len, size_t cap) {
 }
 
 void framer_init(struct framer *f, size_t max_line) {
-        *f = (struct framer){ .max_line = max_line };
+        *f = (struct framer){ .max_line = max_line, .keep = FRAMER_KEEP_BYTES };
 }
 
 void framer_done(struct framer *f) {
+        size_t keep = f->keep;
+
         buffer_free(f->buf, f->cap);
         framer_init(f, f->max_line);
+        f->keep = keep;
+}
+
+void framer_keep(struct framer *f, size_t bytes) {
+        f->keep = bytes > FRAMER_KEEP_BYTES ? bytes : FRAMER_KEEP_BYTES;
+}
+
+bool framer_spare(const struct framer *f) {
+        return f->cap > FRAMER_KEEP_BYTES && f->start == f->len;
+}
+
+void framer_trim(struct framer *f) {
+        if (!framer_spare(f))
+                return;
+        buffer_free(f->buf, f->cap);
+        f->buf = NULL;
+        f->start = f->len = f->cap = f->scanned = 0;
 }
 
 size_t framer_buffered(const struct framer *f) {
@@ -85,7 +104,7 @@ static void forget(struct framer *f, size_t bytes) {
         if (f->start < f->len)
                 return;
         f->start = f->len = 0;
-        if (f->cap > FRAMER_KEEP_BYTES) {
+        if (f->cap > f->keep) {
                 buffer_free(f->buf, f->cap);
                 f->buf = NULL;
                 f->cap = 0;
