@@ -46,7 +46,8 @@ static char *map_new(size_t cap, const char *old, size_t len) {
         if (b == MAP_FAILED)
                 return NULL;
         (void)madvise(b, cap, MADV_HUGEPAGE); /* a hint: without it, 4 KiB pages */
-        memcpy(b, old, len);
+        if (len > 0)
+                memcpy(b, old, len);
         return b;
 }
 
