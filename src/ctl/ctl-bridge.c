@@ -25,8 +25,10 @@
 
 /* Large enough that a 10 MiB result crosses in few rounds; one pair per process. */
 #define BUF_SIZE ((size_t)1024 * 1024)
-/* A pipe to the client holds this much (the kernel's default is 64 KiB), so a large result
- * takes a sixteenth of the writes here and of the reads and wake-ups there. */
+/* A pipe to the client found full is made to hold this much (the kernel's default is 64 KiB),
+ * so a large result takes a sixteenth of the writes here and of the reads and wake-ups
+ * there. Only then: the pages count towards the user's pipe-user-pages-soft, past which an
+ * unprivileged user's new pipes get 8 KiB. */
 #define PIPE_BYTES (1024 * 1024)
 
 struct buf {
@@ -77,8 +79,6 @@ static void endpoint_init(struct endpoint *e, int fd, bool for_writing) {
         }
         if (!S_ISFIFO(st.st_mode) || !for_writing)
                 return; /* a read after POLLIN returns what is there without waiting */
-        /* Refused past fs.pipe-max-size or the user's pipe-user-pages-soft: the size stays. */
-        (void)fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES);
         /* The pipe's open file is our parent's too: its O_NONBLOCK is not ours to set. A new
          * open of the same pipe is ours alone. */
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
@@ -131,6 +131,7 @@ enum down_mode {
 struct bridge {
         struct endpoint in, out, sock;
         enum down_mode down_mode;
+        bool out_grown;     /* stdout, a pipe, was asked to hold PIPE_BYTES */
         struct buf up;      /* stdin -> daemon */
         struct buf down;    /* daemon -> stdout */
         bool in_open;       /* no EOF on stdin yet */
@@ -171,6 +172,15 @@ static void set_down_mode(struct bridge *br, enum down_mode mode) {
         br->down_mode = mode;
 }
 
+/* Stdout was full: a pipe is asked, once, to hold more. Refused past fs.pipe-max-size or
+ * the user's pipe-user-pages-soft (or when stdout is no pipe), the size stays. */
+static void grow_out(struct bridge *br) {
+        if (br->out_grown)
+                return;
+        br->out_grown = true;
+        (void)fcntl(br->out.fd, F_SETPIPE_SZ, PIPE_BYTES);
+}
+
 /* A read from the daemon ended in n: bytes, 0 at EOF, -EAGAIN for nothing now, or -errno. */
 static void sock_read_ended(struct bridge *br, ssize_t n) {
         if (n == -EAGAIN)
@@ -191,11 +201,12 @@ static void on_sock_readable(struct bridge *br) {
         n = splice_down(br);
         if (n == -EINVAL)
                 set_down_mode(br, DOWN_COPY); /* nothing moved: the next round copies instead */
-        else if (n == -EAGAIN || n == -EPIPE)
+        else if (n == -EAGAIN || n == -EPIPE) {
                 /* The socket had bytes, so the pipe is full; or its reader is gone, which the
                  * next poll() of stdout tells. */
                 set_down_mode(br, DOWN_PIPE_FULL);
-        else
+                grow_out(br);
+        } else
                 sock_read_ended(br, n);
 }
 
@@ -260,6 +271,9 @@ static int bridge_step(struct bridge *br) {
                 set_down_mode(br, DOWN_SPLICE);
         } else if (p[P_OUT].revents & POLLOUT) {
                 int r = buf_flush(&br->down, &br->out);
+
+                if (buf_pending(&br->down) > 0)
+                        grow_out(br);
                 if (r < 0)
                         return r == -EPIPE ? 1 : r;
         }

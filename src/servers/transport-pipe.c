@@ -21,9 +21,12 @@
 
 /* A large request goes out in few writes (bufferevent's default is 16 KiB a write). */
 #define PIPE_WRITE_CHUNK (256 * 1024)
-/* The server's stdout holds this much (the kernel's default is 64 KiB): a large result
- * crosses in a sixteenth of the reads, and of the wake-ups of both ends. */
+/* While a server writes a large line its stdout holds this much (the kernel's default is
+ * 64 KiB): the line crosses in a sixteenth of the reads, and of the wake-ups of both ends.
+ * Only then: the pages count towards the user's pipe-user-pages-soft, past which an
+ * unprivileged user's new pipes get 8 KiB; the size goes back once the server is quiet. */
 #define PIPE_STDOUT_BYTES (1024 * 1024)
+#define PIPE_DEFAULT_BYTES (64 * 1024)
 /* A server quiet this long gives back the buffer a large line left (framer_keep()): one
  * answering large results one after another reads each into pages already there. */
 #define PIPE_TRIM_USEC 1000000
@@ -35,6 +38,7 @@ struct pipe_transport {
         struct bufferevent *to;        /* the server's stdin */
         struct event *from;            /* the server's stdout, read into the framer */
         int from_fd;                   /* -1 once closed (stop_receiving with discard) */
+        int from_size;                 /* bytes last asked for its pipe to hold (0: none, the kernel's default) */
         struct framer framer;
         size_t input_limit;            /* queued bytes for stdin past which sends are refused; 0 none */
         uint64_t stall_usec;           /* queued input unread this long breaks the connection; 0 never */
@@ -91,10 +95,20 @@ static void deliver(struct pipe_transport *p, bool at_eof) {
         }
 }
 
+/* Asked once a line: refused past fs.pipe-max-size or the user's pipe-user-pages-soft, or
+ * (smaller) while the pipe holds more, the size stays. */
+static void size_stdout(struct pipe_transport *p, int bytes) {
+        if (p->from_fd >= 0)
+                (void)fcntl(p->from_fd, F_SETPIPE_SZ, bytes);
+        p->from_size = bytes;
+}
+
 static void on_trim_timer(evutil_socket_t fd, short what, void *userdata) {
         struct pipe_transport *p = userdata;
 
         framer_trim(&p->framer);
+        if (p->from_size > PIPE_DEFAULT_BYTES)
+                size_stdout(p, PIPE_DEFAULT_BYTES);
 }
 
 /* Each read moves the trim a second on: only a quiet server's buffer goes. */
@@ -110,6 +124,8 @@ static void on_from_readable(evutil_socket_t fd, short what, void *userdata) {
         ssize_t n = framer_read(&p->framer, fd);
 
         if (n > 0) {
+                if (framer_buffered(&p->framer) > PIPE_DEFAULT_BYTES && p->from_size < PIPE_STDOUT_BYTES)
+                        size_stdout(p, PIPE_STDOUT_BYTES); /* a large line is coming */
                 deliver(p, false);
                 watch_spare(p);
         } else if (n == 0) {
@@ -302,8 +318,6 @@ struct server_transport *transport_pipe_new(struct event_base *base, int to_fd, 
                 return NULL;
         }
         *p = (struct pipe_transport){ .t.ops = &pipe_ops, .log = log, .name = name, .from_fd = from_fd };
-        /* Refused past fs.pipe-max-size or the user's pipe-user-pages-soft: the default stays. */
-        (void)fcntl(from_fd, F_SETPIPE_SZ, PIPE_STDOUT_BYTES);
         framer_init(&p->framer, max_line);
         framer_keep(&p->framer, SIZE_MAX);
         p->to = bufferevent_socket_new(base, to_fd, BEV_OPT_CLOSE_ON_FREE);

@@ -4,6 +4,7 @@
  * through the connection. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,7 +199,8 @@ static bool fed(int fd, const char *text, size_t len, size_t *sent) {
 }
 
 /* The buffer an 8 MiB line took is kept for the next one while the server talks, and given
- * back once it has been quiet a second. */
+ * back once it has been quiet a second; its stdout pipe holds 1 MiB meanwhile, its 64 KiB
+ * before and after. */
 Test(transport_pipe, a_large_lines_buffer_is_kept_then_given_back) {
         const size_t size = 8u << 20;
         char *line = malloc(size + 1);
@@ -216,11 +218,14 @@ Test(transport_pipe, a_large_lines_buffer_is_kept_then_given_back) {
         cr_assert_not_null(large);
         server_transport_attach(large, &large_events, &seen);
         before = rss_kib();
+        cr_assert_eq(fcntl(out[1], F_GETPIPE_SZ), 65536);
         WAIT_UNTIL(fed(out[1], line, size + 1, &sent) && large_lines == 1);
+        cr_assert_eq(fcntl(out[1], F_GETPIPE_SZ), 1 << 20, "the pipe did not grow for the large line");
         after_line = rss_kib();
         cr_assert_gt(after_line - before, 6 * 1024, "the buffer was not kept: %ld KiB before, %ld after", before,
                      after_line);
         WAIT_UNTIL(rss_kib() < after_line - 6 * 1024);
+        WAIT_UNTIL(fcntl(out[1], F_GETPIPE_SZ) == 65536);
         large->ops->free(large);
         close(in[0]);
         close(out[1]);
