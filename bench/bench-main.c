@@ -91,6 +91,7 @@ struct options {
         unsigned idle[MAX_LEVELS], n_idle;
         size_t large_bytes;
         unsigned large_runs;
+        const char *ctl;        /* mcpvisorctl, for the bridged large result */
         unsigned startup_runs;
         int pin_cpu;
         unsigned cancels;
@@ -159,6 +160,7 @@ static void usage(FILE *f, const char *argv0) {
                 "  --idle LIST          idle clients held at each memory level (default 1000,10000)\n"
                 "  --large BYTES        size of the large tool result (default 10485760)\n"
                 "  --large-runs N       measured large results per path (default 5)\n"
+                "  --ctl PATH           the mcpvisorctl whose connect carries the bridged large result\n"
                 "  --startup-runs N     daemon starts timed (default 20)\n"
                 "  --cancels N          cancel: calls one client holds, then as many cancellations of\n"
                 "                       unknown ids and of its calls (default 100000)\n"
@@ -237,7 +239,7 @@ static void quick_defaults(struct options *o) {
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
-               O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CANCELS,
+               O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CTL, O_CANCELS,
                O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_ACCESS_ROUNDS, O_CATALOG_TOOLS,
                O_CATALOG_RUNS, O_SDK_ROUNDS, O_SDK_COMPARE, O_HELP };
         static const struct option longopts[] = {
@@ -248,6 +250,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "in-flight", required_argument, NULL, O_IN_FLIGHT }, { "idle", required_argument, NULL, O_IDLE },
                 { "large", required_argument, NULL, O_LARGE }, { "large-runs", required_argument, NULL, O_LARGE_RUNS },
                 { "startup-runs", required_argument, NULL, O_STARTUP_RUNS }, { "keep", no_argument, NULL, O_KEEP },
+                { "ctl", required_argument, NULL, O_CTL },
                 { "pin-cpu", required_argument, NULL, O_PIN_CPU }, { "cancels", required_argument, NULL, O_CANCELS },
                 { "cancel-settings", required_argument, NULL, O_CANCEL_SETTINGS },
                 { "closes", required_argument, NULL, O_CLOSES }, { "notifies", required_argument, NULL, O_NOTIFIES },
@@ -282,6 +285,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case O_LARGE_RUNS: bad = !(o->large_runs = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_STARTUP_RUNS: bad = !(o->startup_runs = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_KEEP: o->daemon.keep = true; break;
+                case O_CTL: o->ctl = optarg; break;
                 case O_PIN_CPU: o->pin_cpu = (int)strtol(optarg, NULL, 10); break;
                 case O_CANCELS: bad = !(o->cancels = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_CANCEL_SETTINGS: o->cancel_settings = optarg; break;
@@ -386,7 +390,7 @@ static void run_direct(const struct options *o, struct results *res) {
  * in a process of its own, and pipes instead of the socket. */
 static void run_large_bridged(const struct options *o, struct daemon_run *d, struct results *res) {
         struct conn c;
-        int r = conn_bridge(&c, MCPVISORCTL_PATH, d->sock);
+        int r = conn_bridge(&c, o->ctl ? o->ctl : MCPVISORCTL_PATH, d->sock);
 
         if (r >= 0)
                 r = conn_initialize(&c, d, now_ns() + 10 * (int64_t)1000000000);
@@ -909,6 +913,11 @@ static void large_rows(const struct options *o, const struct results *res) {
         snprintf(a, sizeof a, "%.0f MB/s", res->large_bridge.mb_per_s);
         snprintf(b, sizeof b, "socket %.0f", res->large_via.mb_per_s);
         row(what, a, "", b, "-", res->large_bridge.ok ? "-" : "n/a");
+        snprintf(a, sizeof a, "%.1f ms", res->large_via.daemon_cpu_ms);
+        snprintf(b, sizeof b, "bridged %.1f", res->large_bridge.daemon_cpu_ms);
+        row("  daemon CPU per such result", a, "", b, "-", "-");
+        snprintf(a, sizeof a, "%.1f ms", res->large_bridge.bridge_cpu_ms);
+        row("  mcpvisorctl connect's CPU per result", a, "", "", "-", "-");
 }
 
 static void startup_rows(const struct results *res) {

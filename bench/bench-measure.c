@@ -242,7 +242,8 @@ static int large_call(struct conn *c, const char *tool, size_t bytes, struct dae
 int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs, struct daemon_run *d,
                   struct large *ret) {
         int64_t *took = calloc(runs, sizeof *took), warm;
-        struct proc_stat st0 = { 0 }, st1;
+        struct proc_stat st0 = { 0 }, st1, b0 = { 0 }, b1;
+        pid_t bridge = d ? c->child : 0; /* through the daemon, the process at our end is mcpvisorctl */
         double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
         int r;
 
@@ -253,6 +254,8 @@ int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs,
         r = large_call(c, tool, bytes, d, &warm);
         if (d)
                 (void)proc_stat(d->pid, &st0);
+        if (bridge > 0)
+                (void)proc_stat(bridge, &b0);
         for (unsigned i = 0; i < runs && r >= 0; i++)
                 r = large_call(c, tool, bytes, d, &took[i]);
         if (r >= 0) {
@@ -263,6 +266,8 @@ int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs,
                         ret->daemon_sys_ms = (double)(st1.stime - st0.stime) * tick_ms / (double)runs;
                         ret->daemon_cpu_ms = ret->daemon_user_ms + ret->daemon_sys_ms;
                 }
+                if (bridge > 0 && proc_stat(bridge, &b1))
+                        ret->bridge_cpu_ms = (double)(b1.utime + b1.stime - b0.utime - b0.stime) * tick_ms / (double)runs;
                 ret->ok = true;
         }
         free(took);

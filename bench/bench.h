@@ -147,6 +147,7 @@ struct large {
         double mb_per_s;            /* 10^6 bytes of payload per second, median run */
         double daemon_cpu_ms;       /* per result */
         double daemon_user_ms, daemon_sys_ms; /* the same, apart */
+        double bridge_cpu_ms;       /* per result, of mcpvisorctl connect when it carried them */
         bool ok;
 };
 

@@ -18,6 +18,7 @@ struct framer {
         size_t start, len, cap;
         size_t scanned;    /* bytes from start known to hold no '\n' */
         size_t held;       /* bytes of an over-long line reported, dropped at the next call */
+        size_t keep;       /* an emptied buffer up to this size is kept (framer_keep()) */
         bool discarding;   /* inside an over-long line: drop until its newline */
 };
 
@@ -54,6 +55,16 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
 /* Done with a frame: drops its bytes (an over-long line's are dropped anyway at the next
  * call). */
 void framer_consume(struct framer *f, const struct frame *fr);
+
+/* An emptied buffer of up to bytes is kept for the next lines rather than given back
+ * (16 KiB by default): a peer sending large lines one after another then reads each into
+ * pages already there. Whoever asks for it gives the buffer back with framer_trim() once
+ * the peer has gone quiet. */
+void framer_keep(struct framer *f, size_t bytes);
+/* Whether the framer holds more than 16 KiB with nothing in it. */
+bool framer_spare(const struct framer *f);
+/* Gives back a spare buffer (framer_spare()). */
+void framer_trim(struct framer *f);
 
 /* Bytes taken but not framed yet: the start of an unfinished line. */
 size_t framer_buffered(const struct framer *f);

@@ -5,6 +5,7 @@
 #include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* A buffer larger than this is given back once empty, so an idle connection that once
@@ -12,14 +13,86 @@
 #define FRAMER_KEEP_BYTES 16384
 #define FRAMER_MIN_BYTES 1024
 #define FRAMER_READ_BYTES FRAMER_KEEP_BYTES
+/* A read asks for at most this much room: a pipe or a socket gives no more at once. */
+#define FRAMER_MAX_READ_BYTES (1024 * 1024)
+/* From this size on the buffer is a mapping of its own, grown by mremap(), which moves
+ * page tables rather than bytes: realloc() copied a multi-MiB line at each doubling once
+ * malloc's threshold had risen to keep such blocks on the heap. The mapping asks for huge
+ * pages, so filling 10 MiB takes a handful of page faults rather than thousands. */
+#define FRAMER_MAP_BYTES (256 * 1024)
+#define FRAMER_HUGE_BYTES (2 * 1024 * 1024)
+
+static bool is_mapped(size_t cap) {
+        return cap >= FRAMER_MAP_BYTES;
+}
+
+static void buffer_free(char *buf, size_t cap) {
+        if (is_mapped(cap))
+                munmap(buf, cap);
+        else
+                free(buf);
+}
+
+/* A mapping's size: a whole number of huge pages once it is as large as one. */
+static size_t mapped_size(size_t n) {
+        size_t unit = n >= FRAMER_HUGE_BYTES ? FRAMER_HUGE_BYTES : (size_t)sysconf(_SC_PAGESIZE);
+
+        return (n + unit - 1) / unit * unit;
+}
+
+static char *map_new(size_t cap, const char *old, size_t len) {
+        char *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (b == MAP_FAILED)
+                return NULL;
+        (void)madvise(b, cap, MADV_HUGEPAGE); /* a hint: without it, 4 KiB pages */
+        if (len > 0)
+                memcpy(b, old, len);
+        return b;
+}
+
+/* The buffer at cap bytes, its first len kept; NULL when memory ran out (buf unchanged). */
+static char *buffer_resize(char *buf, size_t old_cap, size_t len, size_t cap) {
+        char *b;
+
+        if (!is_mapped(cap))
+                return realloc(buf, cap);
+        if (!is_mapped(old_cap)) {
+                b = map_new(cap, buf, len);
+                if (b)
+                        free(buf);
+                return b;
+        }
+        b = mremap(buf, old_cap, cap, MREMAP_MAYMOVE);
+        return b == MAP_FAILED ? NULL : b;
+}
 
 void framer_init(struct framer *f, size_t max_line) {
-        *f = (struct framer){ .max_line = max_line };
+        *f = (struct framer){ .max_line = max_line, .keep = FRAMER_KEEP_BYTES };
 }
 
 void framer_done(struct framer *f) {
-        free(f->buf);
+        size_t keep = f->keep;
+
+        buffer_free(f->buf, f->cap);
         framer_init(f, f->max_line);
+        f->keep = keep;
+}
+
+void framer_keep(struct framer *f, size_t bytes) {
+        f->keep = bytes > FRAMER_KEEP_BYTES ? bytes : FRAMER_KEEP_BYTES;
+}
+
+bool framer_spare(const struct framer *f) {
+        return f->cap > FRAMER_KEEP_BYTES && f->start == f->len;
+}
+
+void framer_trim(struct framer *f) {
+        if (!framer_spare(f))
+                return;
+        buffer_free(f->buf, f->cap);
+        f->buf = NULL;
+        f->start = f->len = f->cap = f->scanned = 0;
 }
 
 size_t framer_buffered(const struct framer *f) {
@@ -32,8 +105,8 @@ static void forget(struct framer *f, size_t bytes) {
         if (f->start < f->len)
                 return;
         f->start = f->len = 0;
-        if (f->cap > FRAMER_KEEP_BYTES) {
-                free(f->buf);
+        if (f->cap > f->keep) {
+                buffer_free(f->buf, f->cap);
                 f->buf = NULL;
                 f->cap = 0;
         }
@@ -66,7 +139,9 @@ static int reserve(struct framer *f, size_t n) {
         cap = f->cap * 2 > need ? f->cap * 2 : need;
         if (cap < FRAMER_MIN_BYTES)
                 cap = FRAMER_MIN_BYTES;
-        b = realloc(f->buf, cap);
+        if (is_mapped(cap))
+                cap = mapped_size(cap);
+        b = buffer_resize(f->buf, f->cap, f->len, cap);
         if (!b)
                 return -ENOMEM;
         f->buf = b;
@@ -106,13 +181,14 @@ static int take_input(struct framer *f, struct evbuffer *in) {
 }
 
 ssize_t framer_read(struct framer *f, int fd) {
-        /* Reads grow with the unfinished line, so a large message takes few reads. */
-        size_t want;
-        size_t from;
+        /* Reads grow with the unfinished line, so a large message takes few reads; the
+         * buffer doubles, so it is not regrown for each. */
+        size_t want, from;
         ssize_t n;
 
         release(f);
-        want = framer_buffered(f) > FRAMER_READ_BYTES ? framer_buffered(f) : FRAMER_READ_BYTES;
+        want = framer_buffered(f);
+        want = want < FRAMER_READ_BYTES ? FRAMER_READ_BYTES : want > FRAMER_MAX_READ_BYTES ? FRAMER_MAX_READ_BYTES : want;
         if (reserve(f, want) < 0)
                 return -ENOMEM;
         from = f->len;

@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "utf8.h"
 
@@ -26,6 +29,27 @@ bool json_scan_take(struct json_scan *s, char c) {
         s->p++;
         return true;
 }
+
+#ifdef __SSE2__
+/* Sixteen bytes at a time while none of them is '"', '\\', a control character or
+ * non-ASCII: a signed compare finds both of the latter, bytes from 0x80 up being negative. */
+static void skip_plain_vectors(struct json_scan *s) {
+        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+
+        while (left(s) >= 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s->p);
+                __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                            _mm_cmplt_epi8(v, space));
+
+                if (_mm_movemask_epi8(stop))
+                        return;
+                s->p += 16;
+        }
+}
+#else
+static void skip_plain_vectors(struct json_scan *s) {
+}
+#endif
 
 /* Eight bytes at a time while none of them is '"', '\\', a control character or
  * non-ASCII: most of a large result is such text. */
@@ -95,6 +119,7 @@ bool json_scan_string(struct json_scan *s) {
         if (!json_scan_take(s, '"'))
                 return false;
         for (;;) {
+                skip_plain_vectors(s);
                 skip_plain_words(s);
                 while (s->p < s->end && (unsigned char)*s->p >= 0x20 && (unsigned char)*s->p < 0x80 && *s->p != '"' &&
                        *s->p != '\\')

@@ -7,8 +7,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_line_break(char ch) {
-        return ch == '\n' || ch == '\r';
+/* Where the next line break may be, found with memchr() rather than byte by byte: a 10 MiB
+ * result holds none, and was walked twice a byte at a time. Each of the two is searched
+ * for again only once passed, so the walk stays linear. */
+struct breaks {
+        const char *nl, *cr; /* the next '\n' and '\r' at or after the walk, or end */
+};
+
+static const char *next_of(char ch, const char *from, const char *end) {
+        const char *at = memchr(from, ch, (size_t)(end - from));
+
+        return at ? at : end;
+}
+
+static const char *next_break(struct breaks *b, const char *p, const char *end) {
+        if (b->nl < p)
+                b->nl = next_of('\n', p, end);
+        if (b->cr < p)
+                b->cr = next_of('\r', p, end);
+        return b->nl < b->cr ? b->nl : b->cr;
+}
+
+/* One part's bytes as data lines, into out + n when out is not NULL; returns n past them. */
+static size_t part_lines(char *out, size_t n, const char *p, size_t len) {
+        const char *end = p + len;
+        struct breaks b = { .nl = next_of('\n', p, end), .cr = next_of('\r', p, end) };
+
+        while (p < end) {
+                const char *brk = next_break(&b, p, end);
+                size_t run = (size_t)(brk - p);
+
+                if (out)
+                        memcpy(out + n, p, run);
+                n += run;
+                p = brk;
+                if (p == end)
+                        break;
+                if (*p == '\r' && p + 1 < end && p[1] == '\n')
+                        p++; /* CRLF: one break */
+                p++;
+                if (out)
+                        memcpy(out + n, "\ndata: ", 7);
+                n += 7;
+        }
+        return n;
 }
 
 /* The message as data lines, into out when not NULL; returns their length. */
@@ -17,22 +59,9 @@ static size_t data_lines(char *out, const struct iovec *parts, size_t n_parts) {
 
         if (out)
                 memcpy(out, "data: ", 6);
-        for (size_t i = 0; i < n_parts; i++) {
-                const char *p = parts[i].iov_base;
-                size_t len = parts[i].iov_len - (i + 1 == n_parts && parts[i].iov_len > 0); /* its newline */
-
-                for (size_t j = 0; j < len; j++) {
-                        bool brk = is_line_break(p[j]);
-
-                        if (brk && p[j] == '\r' && j + 1 < len && p[j + 1] == '\n')
-                                j++; /* CRLF: one break */
-                        if (out && brk)
-                                memcpy(out + n, "\ndata: ", 7);
-                        else if (out)
-                                out[n] = p[j];
-                        n += brk ? 7 : 1;
-                }
-        }
+        for (size_t i = 0; i < n_parts; i++)
+                n = part_lines(out, n, parts[i].iov_base,
+                               parts[i].iov_len - (i + 1 == n_parts && parts[i].iov_len > 0)); /* its newline */
         if (out)
                 out[n] = '\n';
         return n + 1;

@@ -3,7 +3,9 @@
  * One poll() loop over stdin, the socket and stdout. Each direction has a buffer that is
  * compacted as it drains, so any amount passes through it; a side is polled only while it
  * has something to do, except stdout, which is always polled: with nothing to write,
- * POLLERR or POLLHUP on it is how we learn that the client is gone. */
+ * POLLERR or POLLHUP on it is how we learn that the client is gone. When stdout is a pipe,
+ * the daemon's bytes go from the socket into it by splice(), never through our buffer: the
+ * kernel hands the socket's pages to the pipe, and the bridge copies nothing. */
 #include "ctl-bridge.h"
 
 #include <errno.h>
@@ -22,7 +24,12 @@
 #include "ctl.h"
 
 /* Large enough that a 10 MiB result crosses in few rounds; one pair per process. */
-#define BUF_SIZE ((size_t)256 * 1024)
+#define BUF_SIZE ((size_t)1024 * 1024)
+/* A pipe to the client found full is made to hold this much (the kernel's default is 64 KiB),
+ * so a large result takes a sixteenth of the writes here and of the reads and wake-ups
+ * there. Only then: the pages count towards the user's pipe-user-pages-soft, past which an
+ * unprivileged user's new pipes get 8 KiB. */
+#define PIPE_BYTES (1024 * 1024)
 
 struct buf {
         char *data;        /* BUF_SIZE bytes */
@@ -114,8 +121,17 @@ static int buf_flush(struct buf *b, const struct endpoint *e) {
         return 0;
 }
 
+/* How the daemon's bytes reach stdout. */
+enum down_mode {
+        DOWN_COPY,       /* through our buffer: recv(), then write() */
+        DOWN_SPLICE,     /* spliced into the pipe; waiting for the socket to have bytes */
+        DOWN_PIPE_FULL,  /* spliced; the pipe took nothing at the last try: waiting for room */
+};
+
 struct bridge {
         struct endpoint in, out, sock;
+        enum down_mode down_mode;
+        bool out_grown;     /* stdout, a pipe, was asked to hold PIPE_BYTES */
         struct buf up;      /* stdin -> daemon */
         struct buf down;    /* daemon -> stdout */
         bool in_open;       /* no EOF on stdin yet */
@@ -142,15 +158,56 @@ static void sock_write_ended(struct bridge *br) {
         br->up.start = br->up.end = 0;
 }
 
-static void on_sock_readable(struct bridge *br) {
-        ssize_t n = buf_fill(&br->down, &br->sock);
+/* From the socket straight into the stdout pipe: > 0 bytes moved, 0 on EOF, -EAGAIN when
+ * the pipe (or, after a spurious wake-up, the socket) had nothing to give, else -errno. */
+static ssize_t splice_down(struct bridge *br) {
+        ssize_t n = splice(br->sock.fd, NULL, br->out.fd, NULL, BUF_SIZE, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN ? -EAGAIN : -errno;
+        return n;
+}
+
+static void set_down_mode(struct bridge *br, enum down_mode mode) {
+        br->down_mode = mode;
+}
+
+/* Stdout was full: a pipe is asked, once, to hold more. Refused past fs.pipe-max-size or
+ * the user's pipe-user-pages-soft (or when stdout is no pipe), the size stays. */
+static void grow_out(struct bridge *br) {
+        if (br->out_grown)
+                return;
+        br->out_grown = true;
+        (void)fcntl(br->out.fd, F_SETPIPE_SZ, PIPE_BYTES);
+}
+
+/* A read from the daemon ended in n: bytes, 0 at EOF, -EAGAIN for nothing now, or -errno. */
+static void sock_read_ended(struct bridge *br, ssize_t n) {
         if (n == -EAGAIN)
                 return;
         if (n < 0 && n != -ECONNRESET)
                 fprintf(stderr, CTL_NAME ": cannot read from the daemon: %s\n", strerror((int)-n));
         if (n <= 0)
                 br->sock_readable = false;
+}
+
+static void on_sock_readable(struct bridge *br) {
+        ssize_t n;
+
+        if (br->down_mode == DOWN_COPY) {
+                sock_read_ended(br, buf_fill(&br->down, &br->sock));
+                return;
+        }
+        n = splice_down(br);
+        if (n == -EINVAL)
+                set_down_mode(br, DOWN_COPY); /* nothing moved: the next round copies instead */
+        else if (n == -EAGAIN || n == -EPIPE) {
+                /* The socket had bytes, so the pipe is full; or its reader is gone, which the
+                 * next poll() of stdout tells. */
+                set_down_mode(br, DOWN_PIPE_FULL);
+                grow_out(br);
+        } else
+                sock_read_ended(br, n);
 }
 
 static void on_sock_writable(struct bridge *br) {
@@ -181,14 +238,15 @@ static void set_events(struct bridge *br, struct pollfd *p) {
         /* Reading stdin only while the daemon can still take it: after that it would pile up. */
         if (br->in_open && br->sock_writable && buf_room(&br->up) > 0)
                 p[P_IN] = (struct pollfd){ .fd = br->in.fd, .events = POLLIN };
-        if (br->sock_readable && buf_room(&br->down) > 0)
+        if (br->sock_readable && (br->down_mode == DOWN_COPY ? buf_room(&br->down) > 0 : br->down_mode == DOWN_SPLICE))
                 p[P_SOCK].events |= POLLIN;
         if (br->sock_writable && buf_pending(&br->up) > 0)
                 p[P_SOCK].events |= POLLOUT;
         /* Not waiting on it: a hung-up socket would wake poll() at once, round after round. */
         if (!p[P_SOCK].events)
                 p[P_SOCK].fd = -1;
-        p[P_OUT] = (struct pollfd){ .fd = br->out.fd, .events = buf_pending(&br->down) > 0 ? POLLOUT : 0 };
+        p[P_OUT] = (struct pollfd){ .fd = br->out.fd,
+                                    .events = buf_pending(&br->down) > 0 || br->down_mode == DOWN_PIPE_FULL ? POLLOUT : 0 };
 }
 
 /* One round: wait, then move what can be moved. Returns 1 when the client is gone, 0 to go
@@ -209,8 +267,13 @@ static int bridge_step(struct bridge *br) {
                 on_sock_readable(br);
         if (p[P_SOCK].revents & (POLLOUT | POLLHUP | POLLERR) && p[P_SOCK].events & POLLOUT)
                 on_sock_writable(br);
-        if (p[P_OUT].revents & POLLOUT) {
+        if (p[P_OUT].revents & POLLOUT && br->down_mode == DOWN_PIPE_FULL) {
+                set_down_mode(br, DOWN_SPLICE);
+        } else if (p[P_OUT].revents & POLLOUT) {
                 int r = buf_flush(&br->down, &br->out);
+
+                if (buf_pending(&br->down) > 0)
+                        grow_out(br);
                 if (r < 0)
                         return r == -EPIPE ? 1 : r;
         }
@@ -255,6 +318,8 @@ enum bridge_end bridge_run(int in, int out, int sock) {
         endpoint_init(&br.in, in, false);
         endpoint_init(&br.out, out, true);
         endpoint_init(&br.sock, sock, false);
+        /* a pipe of our own opening, so non-blocking: the socket's bytes are spliced into it */
+        set_down_mode(&br, br.out.kind == IO_NONBLOCK ? DOWN_SPLICE : DOWN_COPY);
         end = bridge_loop(&br);
         endpoint_done(&br.out);
         free(br.up.data);

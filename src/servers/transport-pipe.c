@@ -5,9 +5,11 @@
 #include "server-transport.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,6 +21,15 @@
 
 /* A large request goes out in few writes (bufferevent's default is 16 KiB a write). */
 #define PIPE_WRITE_CHUNK (256 * 1024)
+/* While a server writes a large line its stdout holds this much (the kernel's default is
+ * 64 KiB): the line crosses in a sixteenth of the reads, and of the wake-ups of both ends.
+ * Only then: the pages count towards the user's pipe-user-pages-soft, past which an
+ * unprivileged user's new pipes get 8 KiB; the size goes back once the server is quiet. */
+#define PIPE_STDOUT_BYTES (1024 * 1024)
+#define PIPE_DEFAULT_BYTES (64 * 1024)
+/* A server quiet this long gives back the buffer a large line left (framer_keep()): one
+ * answering large results one after another reads each into pages already there. */
+#define PIPE_TRIM_USEC 1000000
 
 struct pipe_transport {
         struct server_transport t;     /* first: what the connection holds */
@@ -27,11 +38,13 @@ struct pipe_transport {
         struct bufferevent *to;        /* the server's stdin */
         struct event *from;            /* the server's stdout, read into the framer */
         int from_fd;                   /* -1 once closed (stop_receiving with discard) */
+        int from_size;                 /* bytes last asked for its pipe to hold (0: none, the kernel's default) */
         struct framer framer;
         size_t input_limit;            /* queued bytes for stdin past which sends are refused; 0 none */
         uint64_t stall_usec;           /* queued input unread this long breaks the connection; 0 never */
         uint64_t input_progress;       /* when the server last took bytes of its stdin, or the queue began */
         struct event *stall_timer;
+        struct event *trim_timer;      /* gives back the framer's spare buffer */
         struct evbuffer_cb_entry *input_taken; /* notes input_progress */
         bool input_full;               /* a send was refused since the queue was last empty */
         bool input_closed;             /* stdin closed (or closing once flushed) */
@@ -82,12 +95,39 @@ static void deliver(struct pipe_transport *p, bool at_eof) {
         }
 }
 
+/* Asked once a line: refused past fs.pipe-max-size or the user's pipe-user-pages-soft, or
+ * (smaller) while the pipe holds more, the size stays. */
+static void size_stdout(struct pipe_transport *p, int bytes) {
+        if (p->from_fd >= 0)
+                (void)fcntl(p->from_fd, F_SETPIPE_SZ, bytes);
+        p->from_size = bytes;
+}
+
+static void on_trim_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct pipe_transport *p = userdata;
+
+        framer_trim(&p->framer);
+        if (p->from_size > PIPE_DEFAULT_BYTES)
+                size_stdout(p, PIPE_DEFAULT_BYTES);
+}
+
+/* Each read moves the trim a second on: only a quiet server's buffer goes. */
+static void watch_spare(struct pipe_transport *p) {
+        struct timeval tv = timeval_from_usec(PIPE_TRIM_USEC);
+
+        if (framer_spare(&p->framer))
+                evtimer_add(p->trim_timer, &tv);
+}
+
 static void on_from_readable(evutil_socket_t fd, short what, void *userdata) {
         struct pipe_transport *p = userdata;
         ssize_t n = framer_read(&p->framer, fd);
 
         if (n > 0) {
+                if (framer_buffered(&p->framer) > PIPE_DEFAULT_BYTES && p->from_size < PIPE_STDOUT_BYTES)
+                        size_stdout(p, PIPE_STDOUT_BYTES); /* a large line is coming */
                 deliver(p, false);
+                watch_spare(p);
         } else if (n == 0) {
                 deliver(p, true);
                 report_broken(p, "closed its stdout");
@@ -249,6 +289,8 @@ static void pipe_free(struct server_transport *t) {
                 bufferevent_free(p->to);
         if (p->stall_timer)
                 event_free(p->stall_timer);
+        if (p->trim_timer)
+                event_free(p->trim_timer);
         if (p->from)
                 event_free(p->from);
         if (p->from_fd >= 0)
@@ -277,14 +319,16 @@ struct server_transport *transport_pipe_new(struct event_base *base, int to_fd, 
         }
         *p = (struct pipe_transport){ .t.ops = &pipe_ops, .log = log, .name = name, .from_fd = from_fd };
         framer_init(&p->framer, max_line);
+        framer_keep(&p->framer, SIZE_MAX);
         p->to = bufferevent_socket_new(base, to_fd, BEV_OPT_CLOSE_ON_FREE);
         if (!p->to)
                 close(to_fd);
         p->from = event_new(base, from_fd, EV_READ | EV_PERSIST, on_from_readable, p);
         p->stall_timer = evtimer_new(base, on_stall_timer, p);
+        p->trim_timer = evtimer_new(base, on_trim_timer, p);
         if (p->to)
                 p->input_taken = evbuffer_add_cb(bufferevent_get_output(p->to), on_input_taken, p);
-        if (!p->to || !p->from || !p->stall_timer || !p->input_taken) {
+        if (!p->to || !p->from || !p->stall_timer || !p->trim_timer || !p->input_taken) {
                 pipe_free(&p->t);
                 return NULL;
         }

@@ -4,6 +4,7 @@
  * tools/list of a thousand tools); and a client that goes away mid-stream leaves no bridge
  * behind. The bridge's byte pump alone is tested in tests/unit/test_ctl_bridge.c. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,79 @@ Test(bridge, carries_requests_and_results_of_any_size) {
         proc_close_stdin(&p);
         cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "stderr: %s", p.errbuf);
         proc_free(&p);
+}
+
+/* Another client's ping and small call, answered while a large result is on its way. */
+static void another_client_is_answered(struct h_conn *other, int round) {
+        json_object *m;
+
+        h_sendf(other, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", 100 + round);
+        m = h_recv(other, H_TIMEOUT_MS);
+        cr_expect_eq(json_object_get_int(h_get(m, "id")), 100 + round);
+        json_object_put(m);
+        h_sendf(other,
+                "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__echo\","
+                "\"arguments\":{\"text\":\"small %d\"}}}\n",
+                200 + round, round);
+        m = h_recv(other, H_TIMEOUT_MS);
+        cr_expect_str_eq(h_result_text(m), round == 0 ? "small 0" : round == 1 ? "small 1" : "small 2");
+        json_object_put(m);
+}
+
+static bool readable(int fd, int timeout_ms) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        return poll(&p, 1, timeout_ms) == 1;
+}
+
+/* A 64 MiB result arrives whole and byte for byte the same through the socket and through
+ * the bridge. Each time, once its first bytes have come and while the rest waits in the
+ * daemon (nobody reads it meanwhile), another client's calls are answered: one large
+ * answer holds up no one else. */
+Test(bridge, a_64_mib_result_whole_while_another_client_is_answered, .timeout = 240) {
+        static const size_t size = 64u << 20;
+        char *call = echo_call(7, size), *via_socket, *via_connect;
+        struct h_conn *big, *other;
+        json_object *m;
+        struct proc p;
+
+        start_demo("\"maxMessageSize\": 83886080, \"maxServerMessageSize\": 83886080, \"clientOutputLimit\": 201326592", "");
+        other = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(other);
+
+        big = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(big);
+        h_send(big, call);
+        cr_assert(readable(big->fd, 60000), "no part of the 64 MiB answer came");
+        for (int round = 0; round < 3; round++) {
+                another_client_is_answered(other, round);
+                cr_assert(h_conn_fill_now(big)); /* a little of it, then the other client again */
+        }
+        via_socket = h_recv_line(big, 60000);
+        cr_assert_not_null(via_socket, "the 64 MiB answer did not come whole on the socket");
+        h_close(big);
+        m = json_tokener_parse(via_socket);
+        cr_assert_not_null(m, "the 64 MiB answer is not JSON");
+        cr_expect_eq(strlen(h_result_text(m)), size);
+        cr_expect(memcmp(h_result_text(m), strstr(call, "\"text\":\"") + 8, size) == 0, "the text came back changed");
+        json_object_put(m);
+
+        connect_initialized(&p);
+        proc_send(&p, call, strlen(call));
+        cr_assert(proc_wait_output(&p, p.outlen + 1, 60000), "no part of the 64 MiB answer came through the bridge");
+        for (int round = 0; round < 3; round++)
+                another_client_is_answered(other, round);
+        via_connect = proc_line(&p, 60000);
+        cr_assert_not_null(via_connect, "the 64 MiB answer did not come whole through the bridge; stderr: %s", p.errbuf);
+        cr_expect_eq(strlen(via_connect), strlen(via_socket));
+        cr_expect(strcmp(via_connect, via_socket) == 0, "the bridge's answer differs from the socket's");
+        proc_close_stdin(&p);
+        cr_expect_eq(proc_wait(&p, H_TIMEOUT_MS), 0, "stderr: %s", p.errbuf);
+        proc_free(&p);
+        h_close(other);
+        free(via_connect);
+        free(via_socket);
+        free(call);
 }
 
 /* A thousand tools in one page: a line of about 150 kB, more than the 64 KiB that once

@@ -3,7 +3,9 @@
 #include <event2/buffer.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,6 +56,15 @@ static void expect_line(const char *want, bool at_eof) {
         cr_assert_eq(f.len, strlen(want), "line length %zu, expected %zu", f.len, strlen(want));
         cr_assert_arr_eq(f.data, want, f.len, "line is \"%.*s\", expected \"%s\"", (int)f.len, f.data, want);
         framer_consume(&fr, &f);
+}
+
+static void expect_line_from(struct framer *f, const char *want) {
+        struct frame fl;
+
+        cr_assert_eq(framer_next(f, buf, false, &fl), FRAME_LINE);
+        cr_assert_eq(fl.len, strlen(want));
+        cr_assert_arr_eq(fl.data, want, fl.len);
+        framer_consume(f, &fl);
 }
 
 static void expect_kind(enum frame_kind want, bool at_eof) {
@@ -466,4 +477,94 @@ Test(framing, read_lines_oversize_and_eof) {
         framer_consume(&f, &fl);
         framer_done(&f);
         close(p[0]);
+}
+
+/* An 8 MiB line read from a pipe in many reads (the buffer growing by mremap() as a
+ * mapping of its own), then a small one: each byte is searched for the newline once, not
+ * once per read, and the line comes whole. */
+Test(framing, large_line_over_many_reads_is_searched_once) {
+        const size_t size = 8u << 20;
+        char *line = malloc(size + 6);
+        size_t sent = 0, searched = 0, reads = 0;
+        struct framer f;
+        struct frame fl;
+        enum frame_kind k = FRAME_NONE;
+        int p[2];
+
+        cr_assert_not_null(line);
+        for (size_t i = 0; i < size; i++)
+                line[i] = "abcdefghijklmnopqrstuvwxyz0123456789 ,.-"[(i * 7 + i / 41) % 40];
+        memcpy(line + size, "\nnext\n", 6);
+        cr_assert_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+        framer_init(&f, 16u << 20);
+        while (k == FRAME_NONE) {
+                ssize_t n = sent < size + 6 ? write(p[1], line + sent, size + 6 - sent) : 0;
+
+                if (n > 0)
+                        sent += (size_t)n;
+                while (k == FRAME_NONE && framer_read(&f, p[0]) > 0) {
+                        size_t before = f.scanned;
+
+                        reads++;
+                        k = framer_next(&f, NULL, false, &fl);
+                        searched += (k == FRAME_NONE ? framer_buffered(&f) : fl.consume) - before;
+                }
+        }
+        cr_assert_eq(k, FRAME_LINE);
+        cr_assert_gt(reads, 8, "the line came in %zu reads", reads);
+        cr_assert_eq(searched, size + 1, "%zu bytes searched for a line of %zu", searched, size + 1);
+        cr_assert_eq(fl.len, size);
+        cr_assert(memcmp(fl.data, line, size) == 0, "the line came changed");
+        framer_consume(&f, &fl);
+        while (sent < size + 6) {
+                ssize_t n = write(p[1], line + sent, size + 6 - sent);
+                cr_assert_gt(n, 0);
+                sent += (size_t)n;
+        }
+        if (framer_next(&f, NULL, false, &fl) == FRAME_NONE)
+                cr_assert_gt(framer_read(&f, p[0]), 0);
+        cr_assert_eq(framer_next(&f, NULL, false, &fl), FRAME_LINE);
+        cr_assert_arr_eq(fl.data, "next", 4);
+        framer_consume(&f, &fl);
+        framer_done(&f);
+        close(p[0]);
+        close(p[1]);
+        free(line);
+}
+
+/* With framer_keep(), an emptied large buffer stays for the next line, which is read into
+ * it without regrowing it; framer_trim() gives it back. */
+Test(framing, kept_buffer_serves_the_next_large_line_until_trimmed) {
+        const size_t size = 1u << 20;
+        char *line = malloc(size + 1);
+        struct framer f;
+        struct frame fl;
+        const char *kept;
+        size_t cap;
+
+        cr_assert_not_null(line);
+        memset(line, 'q', size);
+        line[size] = '\n';
+        framer_init(&f, 4u << 20);
+        framer_keep(&f, SIZE_MAX);
+        for (int round = 0; round < 2; round++) {
+                cr_assert_eq(evbuffer_add(buf, line, size + 1), 0);
+                cr_assert_eq(framer_next(&f, buf, false, &fl), FRAME_LINE);
+                cr_assert_eq(fl.len, size);
+                if (round == 1) {
+                        cr_assert_eq(fl.data, kept, "the second line went elsewhere");
+                        cr_assert_eq(f.cap, cap, "the buffer was regrown");
+                }
+                framer_consume(&f, &fl);
+                cr_assert(framer_spare(&f), "the emptied buffer was given back");
+                kept = f.buf;
+                cap = f.cap;
+        }
+        framer_trim(&f);
+        cr_assert_null(f.buf);
+        cr_assert_not(framer_spare(&f));
+        cr_assert_eq(evbuffer_add(buf, "ok\n", 3), 0);
+        expect_line_from(&f, "ok");
+        framer_done(&f);
+        free(line);
 }

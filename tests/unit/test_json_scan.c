@@ -83,23 +83,40 @@ Test(json_scan, bytes_that_are_not_utf8) {
                 refuses(bad[i]);
 }
 
-/* Eight bytes at a time, with the byte that stops it at every position. */
+/* Sixteen and eight bytes at a time, with the byte that stops it at every position of a
+ * string long enough for several vectors. */
 Test(json_scan, special_byte_at_every_offset) {
-        static const char stoppers[] = { '"', '\\', '\x01', '\x1f', '\x7f' };
-        char text[40];
+        static const char stoppers[] = { '"', '\\', '\x01', '\x1f', '\x7f', '\x20', '\x80', '\xff' };
+        char text[80];
 
         for (size_t k = 0; k < sizeof stoppers; k++)
-                for (size_t at = 1; at < 30; at++) {
+                for (size_t at = 1; at < 70; at++) {
+                        bool plain = stoppers[k] == '\x7f' || stoppers[k] == '\x20';
+
                         memset(text, 'a', sizeof text);
                         text[0] = '"';
                         text[at] = stoppers[k];
-                        text[31] = '"';
-                        text[32] = '\0';
-                        if (stoppers[k] == '\x7f')
-                                cr_assert(json_scan_valid(text, 32, DEPTH), "DEL at %zu", at);
+                        text[71] = '"';
+                        text[72] = '\0';
+                        if (plain)
+                                cr_assert(json_scan_valid(text, 72, DEPTH), "byte %#x at %zu refused", stoppers[k], at);
                         else
-                                cr_assert_not(json_scan_valid(text, 32, DEPTH), "byte %#x at %zu accepted", stoppers[k], at);
+                                cr_assert_not(json_scan_valid(text, 72, DEPTH), "byte %#x at %zu accepted", stoppers[k], at);
                 }
+}
+
+/* A two-byte character at every position is taken, whichever way the scan meets it. */
+Test(json_scan, utf8_at_every_offset) {
+        char text[80];
+
+        for (size_t at = 1; at < 69; at++) {
+                memset(text, 'a', sizeof text);
+                text[0] = '"';
+                text[at] = '\xc3';
+                text[at + 1] = '\xa9';
+                text[71] = '"';
+                cr_assert(json_scan_valid(text, 72, DEPTH), "e-acute at %zu refused", at);
+        }
 }
 
 Test(json_scan, embedded_nul) {

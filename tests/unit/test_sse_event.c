@@ -103,3 +103,53 @@ Test(sse_event, other_ids_refused) {
                 cr_assert_not(sse_event_id_parse(bad[i], &seq, &stream), "'%s' taken", bad[i]);
         cr_assert(seq == 5 && stream == 6, "left alone");
 }
+
+/* The data lines as the byte-by-byte walk of old wrote them, for comparison. */
+static size_t reference_lines(char *out, const char *p, size_t len) {
+        size_t n = 6;
+
+        memcpy(out, "data: ", 6);
+        for (size_t j = 0; j < len; j++) {
+                bool brk = p[j] == '\n' || p[j] == '\r';
+
+                if (brk && p[j] == '\r' && j + 1 < len && p[j + 1] == '\n')
+                        j++;
+                if (brk)
+                        memcpy(out + n, "\ndata: ", 7);
+                else
+                        out[n] = p[j];
+                n += brk ? 7 : 1;
+        }
+        out[n] = '\n';
+        return n + 1;
+}
+
+/* A 1 MiB message with LF, CR and CRLF scattered through it (some in runs, one at each end)
+ * gives the data lines a walk byte by byte gives; and one with none, a single line. */
+Test(sse_event, a_large_message_the_same_as_byte_by_byte) {
+        const size_t size = 1u << 20;
+        char *msg = malloc(size + 1), *want = malloc(7 * size + 16), *t;
+        struct iovec parts[2];
+        size_t want_len, head = strlen("id: 1\n");
+
+        cr_assert(msg && want);
+        for (size_t i = 0; i < size; i++)
+                msg[i] = i % 1000 == 0 ? '\n' : i % 1777 == 5 ? '\r' : i % 4099 < 6 ? "\r\n\r\r\n\n"[i % 4099] : 'a' + (char)(i % 26);
+        msg[size - 1] = '\r';
+        msg[size] = '\n';
+        parts[0] = (struct iovec){ msg, size / 3 };
+        parts[1] = (struct iovec){ msg + size / 3, size + 1 - size / 3 };
+        want_len = reference_lines(want, msg, size);
+        t = text_of(1, 0, parts, 2);
+        cr_assert_eq(strlen(t), head + want_len + 1);
+        cr_assert(memcmp(t + head, want, want_len) == 0, "the data lines differ from the byte-by-byte walk's");
+        free(t);
+
+        memset(msg, 'x', size);
+        parts[0] = (struct iovec){ msg, size + 1 };
+        t = text_of(2, 0, parts, 1);
+        cr_assert_eq(strlen(t), strlen("id: 2\ndata: ") + size + 2, "a message without breaks is one data line");
+        free(t);
+        free(want);
+        free(msg);
+}

@@ -4,6 +4,7 @@
  * through the connection. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #define MAX_LINE 64
 
 static struct logger lg;
+static struct event_base *base;
 static struct server_transport *t;
 static int srv_in = -1;  /* the server's stdin: the test reads it */
 static int srv_out = -1; /* the server's stdout: the test writes it */
@@ -57,7 +59,8 @@ static void setup(void) {
         open_pipe(out, PIPE_READ_NONBLOCK);
         srv_in = in[0];
         srv_out = out[1];
-        t = transport_pipe_new(loop_start(), in[1], out[0], MAX_LINE, "srv", &lg);
+        base = loop_start();
+        t = transport_pipe_new(base, in[1], out[0], MAX_LINE, "srv", &lg);
         cr_assert_not_null(t);
         server_transport_attach(t, &events, &seen);
 }
@@ -163,4 +166,68 @@ Test(transport_pipe, stop_receiving_with_discard_closes_stdout) {
         cr_assert_eq(errno, EPIPE, "the server's writes fail at once");
         run_for(20000);
         cr_assert_eq(seen.lines + seen.broken, 0, "nothing is reported after stopping");
+}
+
+/* ---- a large line's buffer ---- */
+
+static size_t large_lines;
+
+static void on_large_line(const char *line, size_t len, void *userdata) {
+        large_lines++;
+}
+
+static const struct server_transport_events large_events = { .line = on_large_line, .oversize = on_oversize,
+                                                             .broken = on_broken };
+
+static long rss_kib(void) {
+        long pages, resident;
+        FILE *f = fopen("/proc/self/statm", "r");
+
+        cr_assert_not_null(f);
+        cr_assert_eq(fscanf(f, "%ld %ld", &pages, &resident), 2);
+        fclose(f);
+        return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Writes what the pipe takes now; true once all of text went. */
+static bool fed(int fd, const char *text, size_t len, size_t *sent) {
+        ssize_t n = *sent < len ? write(fd, text + *sent, len - *sent) : 0;
+
+        if (n > 0)
+                *sent += (size_t)n;
+        return *sent == len;
+}
+
+/* The buffer an 8 MiB line took is kept for the next one while the server talks, and given
+ * back once it has been quiet a second; its stdout pipe holds 1 MiB meanwhile, its 64 KiB
+ * before and after. */
+Test(transport_pipe, a_large_lines_buffer_is_kept_then_given_back) {
+        const size_t size = 8u << 20;
+        char *line = malloc(size + 1);
+        struct server_transport *large;
+        size_t sent = 0;
+        long before, after_line;
+        int in[2], out[2];
+
+        cr_assert_not_null(line);
+        memset(line, 'z', size);
+        line[size] = '\n';
+        open_pipe(in, PIPE_READ_NONBLOCK | PIPE_WRITE_NONBLOCK);
+        open_pipe(out, PIPE_READ_NONBLOCK | PIPE_WRITE_NONBLOCK);
+        large = transport_pipe_new(base, in[1], out[0], size, "large", &lg);
+        cr_assert_not_null(large);
+        server_transport_attach(large, &large_events, &seen);
+        before = rss_kib();
+        cr_assert_eq(fcntl(out[1], F_GETPIPE_SZ), 65536);
+        WAIT_UNTIL(fed(out[1], line, size + 1, &sent) && large_lines == 1);
+        cr_assert_eq(fcntl(out[1], F_GETPIPE_SZ), 1 << 20, "the pipe did not grow for the large line");
+        after_line = rss_kib();
+        cr_assert_gt(after_line - before, 6 * 1024, "the buffer was not kept: %ld KiB before, %ld after", before,
+                     after_line);
+        WAIT_UNTIL(rss_kib() < after_line - 6 * 1024);
+        WAIT_UNTIL(fcntl(out[1], F_GETPIPE_SZ) == 65536);
+        large->ops->free(large);
+        close(in[0]);
+        close(out[1]);
+        free(line);
 }
