@@ -12,3 +12,10 @@
  * holding a NUL byte (it cannot be a variable's value); other negative errnos from
  * open() and read(). */
 int credential_read(const char *dir, const char *id, char **ret);
+
+/* The daemon's read of credential id for a setting (kind "env" or "header", and its name),
+ * from dir, its $CREDENTIALS_DIRECTORY (NULL: it has none). As credential_read(), and
+ * -ENOENT when there is no dir; on failure *error (malloc'd) names the setting and the
+ * credential, never a value, and says where the credential is given. */
+int credential_read_for(const char *kind, const char *name, const char *dir, const char *id, char **ret,
+                        char **error);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "macro.h"
 
@@ -13,3 +14,8 @@ void text_error(char **error, const char *fmt, ...) _printf_(2, 3);
 bool text_equal(const char *a, const char *b);
 /* Equal NULL-terminated arrays, NULL equal to an empty one. */
 bool text_strv_equal(char *const *a, char *const *b);
+
+/* Room for need bytes in *buf, a buffer of *cap bytes grown as text comes in: doubled
+ * (from 4 KiB) until it holds need, but never past max unless need is. false when memory
+ * ran out (*buf and *cap are then as they were). */
+bool text_room(char **buf, size_t *cap, size_t need, size_t max);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "text.h"
 
 int credential_read(const char *dir, const char *id, char **ret) {
         _cleanup_free_ char *path = NULL, *buf = NULL;
@@ -34,4 +35,23 @@ int credential_read(const char *dir, const char *id, char **ret) {
         buf[len] = '\0';
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int credential_read_for(const char *kind, const char *name, const char *dir, const char *id, char **ret,
+                        char **error) {
+        int r;
+
+        if (!dir) {
+                text_error(error, "%s %s needs credential '%s', but the daemon has no credentials "
+                                  "(add LoadCredential=%s:/path/to/secret or SetCredential= to mcpvisor.service)",
+                           kind, name, id, id);
+                return -ENOENT;
+        }
+        r = credential_read(dir, id, ret);
+        if (r == -EBADMSG)
+                text_error(error, "%s %s: credential '%s' is not text of at most %d bytes", kind, name, id, CREDENTIAL_MAX);
+        else if (r < 0)
+                text_error(error, "%s %s: cannot read credential '%s' from %s: %s (check LoadCredential= in mcpvisor.service)",
+                           kind, name, id, dir, strerror(-r));
+        return r;
 }

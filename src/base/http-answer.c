@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "text.h"
+
 /* The media type of a Content-Type, for words: lower case, up to its parameters, and only
  * if it is made of token bytes and fits (anything else is left out, never quoted). */
 static void media_type(const char *content_type, char *buf, size_t size) {
@@ -92,19 +94,7 @@ static int on_event(const char *type, const char *data, size_t len, bool oversiz
 /* Room for n more bytes of a JSON body, grown as it comes (most answers are small; a
  * buffer of the whole limit per call would be an mmap and munmap each). */
 static bool json_room(struct http_answer *a, size_t n) {
-        size_t cap = a->json_cap ? a->json_cap : 4096;
-        char *p;
-
-        if (a->json_len + n <= a->json_cap)
-                return true;
-        while (cap < a->json_len + n)
-                cap *= 2;
-        p = realloc(a->json, cap);
-        if (!p)
-                return false;
-        a->json = p;
-        a->json_cap = cap;
-        return true;
+        return text_room(&a->json, &a->json_cap, a->json_len + n, a->max);
 }
 
 static size_t take_json(struct http_answer *a, const char *data, size_t n) {

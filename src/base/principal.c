@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "user-db.h"
 
 /* The kernel's NGROUPS_MAX is 65536; SO_PEERGROUPS says with ERANGE how much it needs. */
 #define PRINCIPAL_GROUPS_START 32
@@ -56,29 +56,6 @@ static int peer_groups(int fd, gid_t **ret, size_t *ret_n) {
         return -ERANGE;
 }
 
-/* The fallback: the groups the group database gives the uid's user (which may differ from
- * what the peer process holds, hence only when the kernel cannot say). */
-static int user_groups(const char *user, gid_t gid, gid_t **ret, size_t *ret_n) {
-        int n = PRINCIPAL_GROUPS_START;
-
-        if (!user)
-                return -ENOENT;
-        for (int tries = 0; tries < 4; tries++) {
-                _cleanup_free_ gid_t *groups = malloc(sizeof(gid_t) * (size_t)n);
-                int want = n;
-
-                if (!groups)
-                        return -ENOMEM;
-                if (getgrouplist(user, gid, groups, &want) >= 0) {
-                        *ret = TAKE_PTR(groups);
-                        *ret_n = (size_t)want;
-                        return 0;
-                }
-                n = want > n ? want : n * 4;
-        }
-        return -ERANGE;
-}
-
 static void read_comm(pid_t pid, char *ret, size_t size) {
         _cleanup_close_ int fd = -1;
         char path[64], buf[PRINCIPAL_COMM_MAX + 1];
@@ -112,7 +89,11 @@ int principal_resolve(int fd, const struct ucred *peer, struct principal *ret) {
         read_comm(p.pid, p.comm, sizeof p.comm);
         p.user = user_name(p.uid);
         r = peer_groups(fd, &p.groups, &p.n_groups);
-        if (r == -ENOMEM || (r < 0 && (r = user_groups(p.user, p.gid, &p.groups, &p.n_groups)) == -ENOMEM)) {
+        /* the fallback, where the kernel cannot say: the groups the group database gives the
+         * uid's user (which may differ from what the peer process holds) */
+        if (r < 0 && r != -ENOMEM && p.user)
+                r = user_db_groups(p.user, p.gid, &p.groups, &p.n_groups);
+        if (r == -ENOMEM) {
                 principal_done(&p);
                 *ret = (struct principal){ .uid = peer->uid, .gid = peer->gid, .pid = peer->pid };
                 return -ENOMEM;

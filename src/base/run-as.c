@@ -2,7 +2,6 @@
 #include "run-as.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +10,7 @@
 
 #include "macro.h"
 #include "text.h"
-
-/* A start; getgrouplist() says how many it needs when there are more. */
-#define RUN_AS_GROUPS_START 32
+#include "user-db.h"
 
 void run_as_free(struct run_as *r) {
         if (!r)
@@ -44,27 +41,6 @@ static int lookup_user(uid_t uid, struct passwd *pw, char **buf, struct passwd *
                         return -e;
                 return *ret ? 0 : -ENOENT;
         }
-}
-
-/* The groups the group database gives user, the primary one included: what initgroups()
- * would set (and the service manager sets for User=). */
-static int lookup_groups(const char *user, gid_t gid, gid_t **ret, size_t *ret_n) {
-        int n = RUN_AS_GROUPS_START;
-
-        for (int tries = 0; tries < 4; tries++) {
-                _cleanup_free_ gid_t *groups = malloc(sizeof(gid_t) * (size_t)n);
-                int want = n;
-
-                if (!groups)
-                        return -ENOMEM;
-                if (getgrouplist(user, gid, groups, &want) >= 0) {
-                        *ret = TAKE_PTR(groups);
-                        *ret_n = (size_t)want;
-                        return 0;
-                }
-                n = want > n ? want : n * 4;
-        }
-        return -ERANGE;
 }
 
 int run_as_resolve(uid_t uid, struct run_as **ret, char **error) {
@@ -98,7 +74,7 @@ int run_as_resolve(uid_t uid, struct run_as **ret, char **error) {
         r->home = strdup(found->pw_dir && found->pw_dir[0] == '/' ? found->pw_dir : "/");
         if (!r->user || !r->home)
                 return -ENOMEM;
-        e = lookup_groups(r->user, r->gid, &r->groups, &r->n_groups);
+        e = user_db_groups(r->user, r->gid, &r->groups, &r->n_groups);
         if (e < 0) {
                 if (e != -ENOMEM)
                         text_error(error, "cannot look up the groups of user %s: %s", r->user, strerror(-e));

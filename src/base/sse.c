@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 /* The data buffer grows as events need (most are small; one of the whole limit per
  * stream would be an mmap each). */
 #define SSE_DATA_FIRST 4096
@@ -23,21 +25,7 @@ int sse_init(struct sse_parser *p, size_t max) {
 
 /* Room for n more bytes and a NUL, within max; false when memory ran out. */
 static bool data_room(struct sse_parser *p, size_t n) {
-        size_t cap = p->cap;
-        char *d;
-
-        if (p->len + n + 1 <= p->cap)
-                return true;
-        while (cap < p->len + n + 1)
-                cap *= 2;
-        if (cap > p->max + 1)
-                cap = p->max + 1;
-        d = realloc(p->data, cap);
-        if (!d)
-                return false;
-        p->data = d;
-        p->cap = cap;
-        return true;
+        return text_room(&p->data, &p->cap, p->len + n + 1, p->max + 1);
 }
 
 void sse_done(struct sse_parser *p) {

@@ -65,25 +65,6 @@ static void env_drop(char **env, size_t *n, const char *name) {
                 }
 }
 
-static int credential_value(const struct env_var *e, const char *dir, char **ret, char **error) {
-        int r;
-
-        if (!dir) {
-                text_error(error, "env %s needs credential '%s', but the daemon has no credentials "
-                               "(add LoadCredential=%s:/path/to/secret or SetCredential= to mcpvisor.service)",
-                               e->name, e->credential, e->credential);
-                return -ENOENT;
-        }
-        r = credential_read(dir, e->credential, ret);
-        if (r == -EBADMSG)
-                text_error(error, "env %s: credential '%s' is not text of at most %d bytes", e->name,
-                               e->credential, CREDENTIAL_MAX);
-        else if (r < 0)
-                text_error(error, "env %s: cannot read credential '%s' from %s: %s (check LoadCredential= in mcpvisor.service)",
-                               e->name, e->credential, dir, strerror(-r));
-        return r;
-}
-
 /* for_unit: the values read from credentials are left out (see environment.h). */
 static int put_configured(const struct server_config *s, const char *credentials_dir, bool for_unit, char **env,
                           size_t *n, char **error) {
@@ -95,7 +76,7 @@ static int put_configured(const struct server_config *s, const char *credentials
                 if (e->credential && for_unit)
                         continue;
                 if (e->credential) {
-                        r = credential_value(e, credentials_dir, &secret, error);
+                        r = credential_read_for("env", e->name, credentials_dir, e->credential, &secret, error);
                         if (r < 0)
                                 return r;
                 }

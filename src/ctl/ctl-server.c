@@ -145,27 +145,20 @@ static int run_restart(struct ctl *ctl, int argc, char **argv) {
         return run_action(ctl, "restart", argv[0], "ready");
 }
 
-#define ACTION(verb, what)                                                      \
+/* The three share their shape; stop also takes the owner whose instances it stops. */
+#define ACTION(verb, more_synopsis, more_options, what)                         \
         {                                                                       \
                 .name = #verb,                                                  \
-                .synopsis = "[--no-wait] NAME",                                 \
+                .synopsis = "[--no-wait] NAME" more_synopsis,                   \
                 .summary = what,                                                \
                 .min_args = 1,                                                  \
                 .max_args = 1,                                                  \
-                .options = CTL_OPT_NO_WAIT | CTL_OPT_TIMEOUT,                   \
+                .options = CTL_OPT_NO_WAIT | CTL_OPT_TIMEOUT | (more_options),  \
                 .default_timeout_usec = DEFAULT_WAIT_USEC,                      \
                 .run = run_##verb,                                              \
         }
 
-const struct ctl_command ctl_cmd_start = ACTION(start, "start a server, wait until it is ready");
-const struct ctl_command ctl_cmd_stop = {
-        .name = "stop",
-        .synopsis = "[--no-wait] NAME [--user U | --client ID]",
-        .summary = "stop a server (or its instances), wait until it has stopped",
-        .min_args = 1,
-        .max_args = 1,
-        .options = CTL_OPT_NO_WAIT | CTL_OPT_TIMEOUT | CTL_OPT_ACCESS_USER | CTL_OPT_CLIENT,
-        .default_timeout_usec = DEFAULT_WAIT_USEC,
-        .run = run_stop,
-};
-const struct ctl_command ctl_cmd_restart = ACTION(restart, "restart a server, wait until it is ready");
+const struct ctl_command ctl_cmd_start = ACTION(start, "", 0, "start a server, wait until it is ready");
+const struct ctl_command ctl_cmd_stop = ACTION(stop, " [--user U | --client ID]", CTL_OPT_ACCESS_USER | CTL_OPT_CLIENT,
+                                               "stop a server (or its instances), wait until it has stopped");
+const struct ctl_command ctl_cmd_restart = ACTION(restart, "", 0, "restart a server, wait until it is ready");

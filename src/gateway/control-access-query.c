@@ -7,7 +7,6 @@
  * connection's own groups come from the kernel (SO_PEERGROUPS) and may differ from the
  * database until that user logs in again. */
 #include <errno.h>
-#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include "methods.h"
 #include "registry.h"
 #include "supervisor.h"
+#include "user-db.h"
 #include "view.h"
 
 /* Who the query is about, resolved. */
@@ -28,8 +28,8 @@ struct query_user {
         char *name;
         uid_t uid;
         gid_t gid;
-        gid_t *groups;
-        int n_groups;
+        gid_t *groups; /* as the group database has them, the primary one among them */
+        size_t n_groups;
 };
 
 static void query_user_done(struct query_user *u) {
@@ -60,25 +60,6 @@ static int lookup_user(json_object *v, struct query_user *u) {
                 return -ENOENT;
         *u = (struct query_user){ .name = strdup(pw.pw_name), .uid = pw.pw_uid, .gid = pw.pw_gid };
         return u->name ? 0 : -ENOMEM;
-}
-
-/* Its supplementary groups as the user database has them (the primary one among them). */
-static int lookup_groups(struct query_user *u) {
-        int n = 32;
-
-        for (int tries = 0; tries < 8; tries++) {
-                gid_t *g = realloc(u->groups, (size_t)n * sizeof *g);
-
-                if (!g)
-                        return -ENOMEM;
-                u->groups = g;
-                if (getgrouplist(u->name, u->gid, u->groups, &n) >= 0) {
-                        u->n_groups = n;
-                        return 0;
-                }
-                n = n * 2 > 65536 ? 65536 : n * 2;
-        }
-        return -E2BIG;
 }
 
 static json_object *decided_by(int by) {
@@ -170,7 +151,7 @@ static json_object *report(struct daemon *d, const struct query_user *u, const s
         const struct access_policy *policy = &daemon_config(d)->access;
         json_object *o = json_object_new_object(), *groups = json_object_new_array(), *lists[CATALOG_KIND_COUNT];
 
-        for (int i = 0; i < u->n_groups; i++)
+        for (size_t i = 0; i < u->n_groups; i++)
                 json_object_array_add(groups, json_object_new_int64(u->groups[i]));
         json_object_object_add(o, "user", json_object_new_string(u->name));
         json_object_object_add(o, "uid", json_object_new_int64(u->uid));
@@ -240,10 +221,10 @@ static void access_query(struct client *c, struct jsonrpc_msg *m) {
                 return;
         r = lookup_user(user, &u);
         if (r == 0)
-                r = lookup_groups(&u);
+                r = user_db_groups(u.name, u.gid, &u.groups, &u.n_groups);
         if (r == 0)
                 r = access_class_of(&daemon_config(c->daemon)->access,
-                                    &(struct access_who){ u.uid, u.gid, u.groups, (size_t)u.n_groups, profile }, &cls);
+                                    &(struct access_who){ u.uid, u.gid, u.groups, u.n_groups, profile }, &cls);
         if (r == -ENOENT)
                 snprintf(message, sizeof message, "unknown user '%.200s': no such user on this host",
                          json_object_get_string(user));

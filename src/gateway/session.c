@@ -62,6 +62,14 @@ static enum method_era era_of(const struct client *c, const struct jsonrpc_msg *
         return METHOD_ERA_INITIALIZE;
 }
 
+/* A request refused gets the error; a notification takes no answer, so it is only noted. */
+static void refuse(struct client *c, const struct jsonrpc_msg *m, int code, const char *message, const char *why) {
+        if (m->kind == JSONRPC_REQUEST)
+                client_reply_error(c, m->id, code, message, NULL);
+        else
+                client_log(c, LOG_DEBUG, "ignoring notification %s %s", m->method, why);
+}
+
 /* A request or a notification, as the method table says (methods_dispatch()). */
 static void dispatch(struct client *c, struct jsonrpc_msg *m) {
         bool request = m->kind == JSONRPC_REQUEST;
@@ -79,20 +87,12 @@ static void dispatch(struct client *c, struct jsonrpc_msg *m) {
                         method_passthrough_notification(c, m);
                 return;
         case METHOD_TOO_EARLY:
-                if (!request) {
-                        client_log(c, LOG_DEBUG, "ignoring notification %s before initialize", m->method);
-                        return;
-                }
                 snprintf(msg, sizeof msg, "Invalid Request: %.160s before initialize; send initialize first", m->method);
-                client_reply_error(c, m->id, JSONRPC_INVALID_REQUEST, msg, NULL);
+                refuse(c, m, JSONRPC_INVALID_REQUEST, msg, "before initialize");
                 return;
         case METHOD_NOT_FOUND:
-                if (!request) {
-                        client_log(c, LOG_DEBUG, "ignoring notification %s (not served here)", m->method);
-                        return;
-                }
                 snprintf(msg, sizeof msg, "Method not found: %.200s", m->method);
-                client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+                refuse(c, m, JSONRPC_METHOD_NOT_FOUND, msg, "(not served here)");
                 return;
         }
 }

@@ -348,6 +348,19 @@ static int launch(struct bus *b, struct bus_call *c, sd_bus_message *m, sd_bus_m
         return 0;
 }
 
+/* The call for message m, built (*r) or not: NULL, with m dropped, when building it failed
+ * or memory ran out (*r then says which). */
+static struct bus_call *call_for(struct bus *b, sd_bus_message *m, int *r, enum call_kind kind, const char *unit,
+                                 void *userdata) {
+        struct bus_call *c = NULL;
+
+        if (*r >= 0 && !(c = call_new(b, kind, unit, userdata)))
+                *r = -ENOMEM;
+        if (*r < 0)
+                sd_bus_message_unref(m);
+        return c;
+}
+
 int bus_start_transient_unit(struct bus *b, const struct unit_properties *p, bus_started_fn done, void *userdata,
                              struct bus_call **ret) {
         sd_bus_message *m = NULL;
@@ -360,12 +373,8 @@ int bus_start_transient_unit(struct bus *b, const struct unit_properties *p, bus
                 r = unit_properties_append(p, m);
         if (r >= 0)
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
-        if (r >= 0 && !(c = call_new(b, CALL_START, p->unit, userdata)))
-                r = -ENOMEM;
-        if (r < 0) {
-                sd_bus_message_unref(m);
+        if (!(c = call_for(b, m, &r, CALL_START, p->unit, userdata)))
                 return r;
-        }
         c->started = done;
         return launch(b, c, m, on_start_reply, ret);
 }
@@ -373,14 +382,10 @@ int bus_start_transient_unit(struct bus *b, const struct unit_properties *p, bus
 /* A Manager method of a unit, answered without a value anyone needs; takes m. */
 static int unit_call(struct bus *b, sd_bus_message *m, int r, const char *unit, bus_done_fn done, void *userdata,
                      struct bus_call **ret) {
-        struct bus_call *c = NULL;
+        struct bus_call *c = call_for(b, m, &r, CALL_DONE, unit, userdata);
 
-        if (r >= 0 && !(c = call_new(b, CALL_DONE, unit, userdata)))
-                r = -ENOMEM;
-        if (r < 0) {
-                sd_bus_message_unref(m);
+        if (!c)
                 return r;
-        }
         c->done = done;
         return launch(b, c, m, on_done_reply, ret);
 }

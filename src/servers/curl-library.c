@@ -91,11 +91,20 @@ static struct option_arg option_arg(int option, va_list *ap) {
         return (struct option_arg){ .type = ARG_POINTER, .p = va_arg(*ap, void *) };
 }
 
-/* The loaded setopt fn called with the argument as it was given. */
-#define PASS_OPTION(fn, handle, option, a)                                                              \
-        ((a).type == ARG_LONG    ? (fn)((handle), (option), (a).l)                                     \
-         : (a).type == ARG_OFF_T ? (fn)((handle), (option), (a).off)                                   \
-                                 : (fn)((handle), (option), (a).p))
+/* A setopt forwarder, easy and multi alike: the one argument after the option read as its
+ * number says, and passed on to the loaded function as it was given. */
+#define SETOPT_FORWARDER(name, code_type, handle_type, option_type)                                     \
+        code_type name(handle_type *h, option_type option, ...) {                                      \
+                struct option_arg a;                                                                    \
+                va_list ap;                                                                             \
+                                                                                                        \
+                va_start(ap, option);                                                                   \
+                a = option_arg(option, &ap);                                                            \
+                va_end(ap);                                                                             \
+                return a.type == ARG_LONG    ? lib.name(h, option, a.l)                                 \
+                       : a.type == ARG_OFF_T ? lib.name(h, option, a.off)                               \
+                                             : lib.name(h, option, a.p);                                \
+        }
 
 CURLcode curl_global_init(long flags) {
         return lib.curl_global_init(flags);
@@ -117,15 +126,7 @@ void curl_easy_reset(CURL *e) {
         lib.curl_easy_reset(e);
 }
 
-CURLcode curl_easy_setopt(CURL *e, CURLoption option, ...) {
-        struct option_arg a;
-        va_list ap;
-
-        va_start(ap, option);
-        a = option_arg(option, &ap);
-        va_end(ap);
-        return PASS_OPTION(lib.curl_easy_setopt, e, option, a);
-}
+SETOPT_FORWARDER(curl_easy_setopt, CURLcode, CURL, CURLoption)
 
 CURLcode curl_easy_getinfo(CURL *e, CURLINFO info, ...) {
         va_list ap;
@@ -157,15 +158,7 @@ CURLMcode curl_multi_cleanup(CURLM *m) {
         return lib.curl_multi_cleanup(m);
 }
 
-CURLMcode curl_multi_setopt(CURLM *m, CURLMoption option, ...) {
-        struct option_arg a;
-        va_list ap;
-
-        va_start(ap, option);
-        a = option_arg(option, &ap);
-        va_end(ap);
-        return PASS_OPTION(lib.curl_multi_setopt, m, option, a);
-}
+SETOPT_FORWARDER(curl_multi_setopt, CURLMcode, CURLM, CURLMoption)
 
 CURLMcode curl_multi_add_handle(CURLM *m, CURL *e) {
         return lib.curl_multi_add_handle(m, e);

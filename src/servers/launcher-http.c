@@ -47,21 +47,11 @@ static int header_credential(const struct remote_header *hd, const char *dir, ch
         _cleanup_free_ char *secret = NULL;
         int r;
 
-        if (!dir) {
-                text_error(error, "header %s needs credential '%s', but the daemon has no credentials "
-                                  "(LoadCredential=%s:... in mcpvisor.service)",
-                           hd->name, hd->credential, hd->credential);
+        r = credential_read_for("header", hd->name, dir, hd->credential, &secret, error);
+        if (r < 0)
                 return -EPERM;
-        }
-        r = credential_read(dir, hd->credential, &secret);
-        if (r == -EBADMSG || (r == 0 && strpbrk(secret, "\r\n"))) {
-                text_error(error, "header %s: credential '%s' is not one line of text of at most %d bytes", hd->name,
-                           hd->credential, CREDENTIAL_MAX);
-                return -EPERM;
-        }
-        if (r < 0) {
-                text_error(error, "header %s: cannot read credential '%s' from %s: %s (check LoadCredential= in mcpvisor.service)",
-                           hd->name, hd->credential, dir, strerror(-r));
+        if (strpbrk(secret, "\r\n")) {
+                text_error(error, "header %s: credential '%s' is not one line of text", hd->name, hd->credential);
                 return -EPERM;
         }
         if (!hd->format) {

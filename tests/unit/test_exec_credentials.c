@@ -180,6 +180,36 @@ static void run_helper(char **args, char **env, struct run *ret) {
 }
 
 /* As a unit runs it: the secret in the command's environment, the directory not. */
+/* The daemon's read for a setting: each error names the setting and the credential, never
+ * what the file holds, and says where the credential is given. */
+Test(exec_credentials, read_for_a_setting) {
+        char big[CREDENTIAL_MAX + 1];
+        char *value = NULL;
+        const char *dir = tmpdir_make();
+
+        write_credential("gh", "s3cret\n", 7);
+        cr_assert_eq(credential_read_for("header", "Authorization", dir, "gh", &value, &error), 0);
+        cr_assert_str_eq(value, "s3cret");
+        free(value);
+        cr_assert_null(error);
+
+        cr_assert_eq(credential_read_for("env", "TOKEN", NULL, "gh", &value, &error), -ENOENT);
+        cr_assert_str_eq(error, "env TOKEN needs credential 'gh', but the daemon has no credentials "
+                                "(add LoadCredential=gh:/path/to/secret or SetCredential= to mcpvisor.service)");
+        free(error);
+        error = NULL;
+        cr_assert_eq(credential_read_for("header", "X-Key", dir, "missing", &value, &error), -ENOENT);
+        cr_assert_not_null(strstr(error, "header X-Key: cannot read credential 'missing' from "), "%s", error);
+        cr_assert_not_null(strstr(error, "(check LoadCredential= in mcpvisor.service)"), "%s", error);
+        free(error);
+        error = NULL;
+        memset(big, 'x', sizeof big);
+        write_credential("gh", big, sizeof big);
+        cr_assert_eq(credential_read_for("env", "TOKEN", dir, "gh", &value, &error), -EBADMSG);
+        cr_assert_str_eq(error, "env TOKEN: credential 'gh' is not text of at most 65536 bytes");
+        cr_assert_null(strstr(error, "xxxx"));
+}
+
 Test(exec_credentials, runs_the_command_with_its_credentials) {
         char dir_var[300], *env[] = { dir_var, "PATH=/usr/bin:/bin", "KEPT=1", NULL };
         struct run r;
