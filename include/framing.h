@@ -57,14 +57,18 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
 void framer_consume(struct framer *f, const struct frame *fr);
 
 /* An emptied buffer of up to bytes is kept for the next lines rather than given back
- * (16 KiB by default): a peer sending large lines one after another then reads each into
- * pages already there. Whoever asks for it gives the buffer back with framer_trim() once
+ * (16 KiB by default; 0: none, as for a client that is mostly idle): a peer sending large
+ * lines one after another then reads each into pages already there. Whoever asks for it gives the buffer back with framer_trim() once
  * the peer has gone quiet. */
 void framer_keep(struct framer *f, size_t bytes);
 /* Whether the framer holds more than 16 KiB with nothing in it. */
 bool framer_spare(const struct framer *f);
 /* Gives back a spare buffer (framer_spare()). */
 void framer_trim(struct framer *f);
+
+/* Appends n bytes read elsewhere (a read onto the stack) to the buffer, grown to just what
+ * they need: 0 or -ENOMEM (nothing taken). */
+int framer_add(struct framer *f, const void *data, size_t n);
 
 /* Bytes taken but not framed yet: the start of an unfinished line. */
 size_t framer_buffered(const struct framer *f);

@@ -27,7 +27,9 @@ struct session {
          * decision. NULL: not given, not a string, or out of memory. */
         char *client_name;
         char *client_version;
-        json_object *client_capabilities; /* owned */
+        /* Bit per enum client_capability it declared in initialize: only whether each is
+         * there is ever read, and a kept JSON object cost every idle client most of a KiB. */
+        unsigned client_caps;
         int log_level;                    /* logging/setLevel, as a syslog level; -1: not set */
         struct list_seen lists_seen;      /* the lists it was given (list-changes.c writes it) */
 };
@@ -36,7 +38,7 @@ void session_init(struct session *s);
 void session_done(struct session *s);
 
 /* Only these move the phase, and only forward. initialize answered: new -> initializing,
- * keeping the negotiated version (static), a reference to caps (NULL: an empty object) and
+ * keeping the negotiated version (static), which capabilities caps declares (NULL: none) and
  * info's name and version (info: clientInfo, may be NULL); -EALREADY (nothing changed) past
  * new. notifications/initialized: initializing -> operating;
  * false (nothing changed) from any other phase. */

@@ -80,7 +80,7 @@ void framer_done(struct framer *f) {
 }
 
 void framer_keep(struct framer *f, size_t bytes) {
-        f->keep = bytes > FRAMER_KEEP_BYTES ? bytes : FRAMER_KEEP_BYTES;
+        f->keep = bytes;
 }
 
 bool framer_spare(const struct framer *f) {
@@ -174,6 +174,22 @@ static int take_input(struct framer *f, struct evbuffer *in) {
                 return -ENOMEM;
         from = f->len;
         evbuffer_remove(in, f->buf + from, n);
+        f->len += n;
+        if (f->discarding)
+                discard_read(f, from);
+        return 0;
+}
+
+int framer_add(struct framer *f, const void *data, size_t n) {
+        size_t from;
+
+        release(f);
+        if (n == 0)
+                return 0;
+        if (reserve(f, n) < 0)
+                return -ENOMEM;
+        from = f->len;
+        memcpy(f->buf + from, data, n);
         f->len += n;
         if (f->discarding)
                 discard_read(f, from);

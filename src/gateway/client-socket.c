@@ -26,8 +26,8 @@
 struct socket_transport {
         struct bufferevent *bev;     /* writes */
         struct event *readable;      /* the socket, read here rather than by the bufferevent */
-        struct evbuffer *input;      /* what was read and not yet taken as messages */
-        struct framer framer;
+        struct framer framer;        /* what was read and not yet taken as messages; holds a
+                                      * buffer only while some is unread (framer_keep(0)) */
 };
 
 static struct socket_transport *transport_of(const struct client *c) {
@@ -62,8 +62,6 @@ static void transport_free(struct socket_transport *t) {
                 return;
         if (t->readable)
                 event_free(t->readable);
-        if (t->input)
-                evbuffer_free(t->input);
         framer_done(&t->framer);
         if (t->bev)
                 bufferevent_free(t->bev); /* closes the socket */
@@ -95,7 +93,7 @@ static void process_input(struct client *c, bool at_eof) {
         struct frame fr;
 
         while (c->state != CLIENT_JUSTFREE) {
-                enum frame_kind kind = framer_next(&t->framer, t->input, at_eof, &fr);
+                enum frame_kind kind = framer_next(&t->framer, NULL, at_eof, &fr);
 
                 if (kind == FRAME_NONE)
                         break;
@@ -134,7 +132,8 @@ static void on_end_of_input(struct client *c) {
  * much there is (ioctl FIONREAD) and takes a 4 KiB buffer before each read, even the one
  * that finds the end of input, which 15,000 clients closing at once paid for each (a
  * system call, a malloc and fresh pages). Read onto the stack, what came is copied into the
- * input buffer in a chain its own size. One read; true when something came and it may
+ * framer's buffer, which is given back once every line in it was taken: an idle client
+ * holds no input buffer. One read; true when something came and it may
  * read on. */
 static bool read_some(struct client *c, int fd) {
         struct socket_transport *t = transport_of(c);
@@ -142,7 +141,7 @@ static bool read_some(struct client *c, int fd) {
         ssize_t n = read(fd, buf, sizeof buf);
 
         if (n > 0) {
-                if (evbuffer_add(t->input, buf, (size_t)n) < 0) {
+                if (framer_add(&t->framer, buf, (size_t)n) < 0) {
                         client_log(c, LOG_WARNING, "out of memory reading from the client; connection closed");
                         client_set_state(c, CLIENT_JUSTFREE);
                         return false;
@@ -216,11 +215,7 @@ static struct socket_transport *transport_new(struct daemon *d, int fd) {
                 return NULL;
         }
         framer_init(&t->framer, daemon_config(d)->max_message_size);
-        t->input = evbuffer_new();
-        if (!t->input) {
-                transport_free(t);
-                return NULL;
-        }
+        framer_keep(&t->framer, 0);
         return t;
 }
 

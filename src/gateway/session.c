@@ -10,6 +10,7 @@
 #include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "server-config.h"
 #include "upcall.h"
 #include "utf8.h"
 
@@ -20,7 +21,6 @@ void session_init(struct session *s) {
 void session_done(struct session *s) {
         free(s->client_name);
         free(s->client_version);
-        json_object_put(s->client_capabilities);
         session_init(s);
 }
 
@@ -41,7 +41,10 @@ int session_initialize(struct session *s, const char *protocol_version, json_obj
         if (s->phase != SESSION_NEW)
                 return -EALREADY;
         s->protocol_version = protocol_version;
-        s->client_capabilities = caps ? json_object_get(caps) : json_object_new_object();
+        s->client_caps = 0;
+        for (int i = 0; i < CLIENT_CAP_COUNT; i++)
+                if (json_object_object_get_ex(caps, client_capability_names[i], NULL))
+                        s->client_caps |= 1u << i;
         s->client_name = info_text(info, "name");
         s->client_version = info_text(info, "version");
         s->phase = SESSION_INITIALIZING;

@@ -117,7 +117,7 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
         }
-        if (cap >= 0 && !json_object_object_get_ex(c->session.client_capabilities, client_capability_names[cap], NULL)) {
+        if (cap >= 0 && !(c->session.client_caps & (1u << cap))) {
                 snprintf(why, sizeof why, "the client with requests in flight to server '%s' did not declare the '%s' capability",
                          s->config->name, client_capability_names[cap]);
                 refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);

@@ -568,3 +568,30 @@ Test(framing, kept_buffer_serves_the_next_large_line_until_trimmed) {
         framer_done(&f);
         free(line);
 }
+
+/* A client's framer keeps nothing (framer_keep(0)): its buffer is there only while some of
+ * what was read is unread, so an idle client holds none. Bytes read elsewhere (onto the
+ * stack) come in with framer_add(). */
+Test(framing, keep_none_frees_the_buffer_once_every_line_is_taken) {
+        struct framer f;
+        struct frame fl;
+
+        framer_init(&f, 1024);
+        framer_keep(&f, 0);
+        cr_assert_eq(framer_add(&f, "{\"a\":", 5), 0);
+        cr_assert_eq(framer_next(&f, NULL, false, &fl), FRAME_NONE);
+        cr_assert_eq(framer_add(&f, "1}\n{\"b\"", 7), 0);
+        cr_assert_eq(framer_next(&f, NULL, false, &fl), FRAME_LINE);
+        cr_assert_arr_eq(fl.data, "{\"a\":1}", 7);
+        framer_consume(&f, &fl);
+        cr_assert_not_null(f.buf, "an unfinished line was dropped");
+        cr_assert_eq(framer_buffered(&f), 4);
+        cr_assert_eq(framer_next(&f, NULL, false, &fl), FRAME_NONE);
+        cr_assert_eq(framer_add(&f, ":2}\n", 4), 0);
+        cr_assert_eq(framer_next(&f, NULL, false, &fl), FRAME_LINE);
+        cr_assert_arr_eq(fl.data, "{\"b\":2}", 7);
+        framer_consume(&f, &fl);
+        cr_assert_null(f.buf, "an emptied buffer was kept");
+        cr_assert_eq(f.cap, 0);
+        framer_done(&f);
+}

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
+#include "server-config.h"
 #include "session.h"
 
 Test(session, phases_move_forward_only) {
@@ -22,7 +23,7 @@ Test(session, phases_move_forward_only) {
         cr_assert_str_eq(s.protocol_version, "2025-06-18", "a second initialize changed the session");
         cr_assert_str_eq(s.client_name, "agent[2J", "shown without its control characters");
         cr_assert_null(s.client_version, "not a string: none");
-        cr_assert(json_object_is_type(s.client_capabilities, json_type_object), "absent capabilities are {}");
+        cr_assert_eq(s.client_caps, 0, "absent capabilities declare none");
         cr_assert(session_begin_operating(&s));
         cr_assert(session_operating(&s));
         cr_assert_not(session_begin_operating(&s), "initialized twice");
@@ -31,4 +32,18 @@ Test(session, phases_move_forward_only) {
         json_object_put(info);
         session_done(&s);
         cr_assert_eq(s.phase, SESSION_NEW);
+}
+
+/* Only which capabilities the client declared is kept, not its JSON: each is looked up by
+ * name, whatever its value, and keys the daemon does not know are not kept. */
+Test(session, capabilities_kept_as_bits) {
+        json_object *caps = json_tokener_parse("{\"sampling\":{},\"elicitation\":null,\"experimental\":{}}");
+        struct session s;
+
+        session_init(&s);
+        cr_assert_eq(session_initialize(&s, "2025-06-18", caps, NULL), 0);
+        cr_assert_eq(s.client_caps, (1u << CLIENT_CAP_SAMPLING) | (1u << CLIENT_CAP_ELICITATION));
+        json_object_put(caps);
+        session_done(&s);
+        cr_assert_eq(s.client_caps, 0);
 }
