@@ -82,6 +82,15 @@ json_object *jsonrpc_text(const char *s);
 json_object *jsonrpc_error_object(json_object *id, json_object *error);
 /* params is consumed and may be NULL. */
 json_object *jsonrpc_request(int64_t id, const char *method, json_object *params);
+
+/* The same request as one line in four parts, written from its parts rather than from an
+ * envelope object built and freed for each call: head (filled here) holds all up to the
+ * params, the params' compact JSON is owned by params. -EINVAL for a method that is not
+ * plain text (quotes, backslashes, control bytes, or too long for head): build the
+ * envelope then. Returns the line's length or a negative errno. */
+#define JSONRPC_REQUEST_HEAD_MAX 128
+int jsonrpc_request_line(int64_t id, const char *method, json_object *params, char head[JSONRPC_REQUEST_HEAD_MAX],
+                         struct iovec parts[4]);
 json_object *jsonrpc_notification(const char *method, json_object *params);
 
 /* A shallow copy of object o (members referenced, not copied) with key set to value

@@ -2,6 +2,8 @@
 #include "jsonrpc.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,6 +249,32 @@ json_object *jsonrpc_request(int64_t id, const char *method, json_object *params
         json_object_object_add(msg, "jsonrpc", json_object_new_string("2.0"));
         json_object_object_add(msg, "id", json_object_new_int64(id));
         return with_method(msg, method, params);
+}
+
+int jsonrpc_request_line(int64_t id, const char *method, json_object *params, char head[JSONRPC_REQUEST_HEAD_MAX],
+                         struct iovec parts[4]) {
+        static const char with_params[] = ",\"params\":", tail[] = "}\n";
+        const char *params_text = "";
+        size_t params_len = 0;
+        int n;
+
+        for (const unsigned char *c = (const unsigned char *)method; *c; c++)
+                if (*c < 0x20 || *c == '"' || *c == '\\')
+                        return -EINVAL;
+        n = snprintf(head, JSONRPC_REQUEST_HEAD_MAX, "{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":\"%s\"", id, method);
+        if (n < 0 || n >= JSONRPC_REQUEST_HEAD_MAX)
+                return -EINVAL;
+        if (params) {
+                params_text = json_object_to_json_string_length(params, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                                &params_len);
+                if (!params_text)
+                        return -ENOMEM;
+        }
+        parts[0] = (struct iovec){ head, (size_t)n };
+        parts[1] = (struct iovec){ (void *)with_params, params ? sizeof with_params - 1 : 0 };
+        parts[2] = (struct iovec){ (void *)params_text, params_len };
+        parts[3] = (struct iovec){ (void *)tail, sizeof tail - 1 };
+        return (int)(parts[0].iov_len + parts[1].iov_len + params_len + parts[3].iov_len);
 }
 
 json_object *jsonrpc_notification(const char *method, json_object *params) {

@@ -269,6 +269,25 @@ int child_send(struct child *ch, json_object *msg) {
         return r;
 }
 
+/* The request written from its parts (jsonrpc_request_line()), the envelope object only
+ * for a method that is not plain text. Takes params. */
+static int send_request_line(struct child *ch, int64_t id, const char *method, json_object *params) {
+        char head[JSONRPC_REQUEST_HEAD_MAX];
+        struct iovec parts[4];
+        int r;
+
+        if (ch->broken) {
+                json_object_put(params);
+                return -EPIPE;
+        }
+        r = jsonrpc_request_line(id, method, params, head, parts);
+        if (r == -EINVAL)
+                return child_send(ch, jsonrpc_request(id, method, params));
+        r = r < 0 ? -ENOMEM : ch->transport->ops->send(ch->transport, parts, 4);
+        json_object_put(params);
+        return r;
+}
+
 static int64_t send_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
                             child_reply_fn reply, child_result_text_fn result_text, void *userdata) {
         struct child_request *rq = calloc(1, sizeof *rq);
@@ -280,7 +299,7 @@ static int64_t send_request(struct child *ch, const char *method, json_object *p
         }
         *rq = (struct child_request){ .child = ch, .id = ch->next_id++, .reply = reply, .result_text = result_text,
                                       .userdata = userdata };
-        r = child_send(ch, jsonrpc_request(rq->id, method, params));
+        r = send_request_line(ch, rq->id, method, params);
         if (r == 0 && timeout_usec > 0) {
                 struct timeval tv = timeval_from_usec(timeout_usec);
                 rq->timer = evtimer_new(ch->base, on_request_timeout, rq);

@@ -1,7 +1,7 @@
-/* The pipe transport: a server's stdin, written through a bufferevent (each message at
- * once when nothing is queued before it, write-now.c), bounded and watched for a server
- * that stops reading; and its stdout, read straight into a framer and handed up line by
- * line. See server-transport.h. */
+/* The pipe transport: a server's stdin, written through a bufferevent (the messages of one
+ * pass of the event loop gathered and written at once at its end when nothing is queued
+ * before them), bounded and watched for a server that stops reading; and its stdout, read
+ * straight into a framer and handed up line by line. See server-transport.h. */
 #include "server-transport.h"
 
 #include <errno.h>
@@ -17,7 +17,6 @@
 #include "framing.h"
 #include "log.h"
 #include "time-util.h"
-#include "write-now.h"
 
 /* A large request goes out in few writes (bufferevent's default is 16 KiB a write). */
 #define PIPE_WRITE_CHUNK (256 * 1024)
@@ -36,6 +35,8 @@ struct pipe_transport {
         const struct logger *log;
         const char *name;              /* the server's name, for logs */
         struct bufferevent *to;        /* the server's stdin */
+        struct evbuffer *batch;        /* messages sent in this pass of the loop, not yet written */
+        struct event *flush;           /* active while the batch holds some: writes it */
         struct event *from;            /* the server's stdout, read into the framer */
         int from_fd;                   /* -1 once closed (stop_receiving with discard) */
         int from_size;                 /* bytes last asked for its pipe to hold (0: none, the kernel's default) */
@@ -58,7 +59,7 @@ static struct pipe_transport *pipe_of(struct server_transport *t) {
 static size_t pipe_queued(const struct server_transport *t) {
         const struct pipe_transport *p = (const struct pipe_transport *)t;
 
-        return evbuffer_get_length(bufferevent_get_output(p->to));
+        return evbuffer_get_length(bufferevent_get_output(p->to)) + evbuffer_get_length(p->batch);
 }
 
 static void pipe_stop_receiving(struct server_transport *t, bool discard) {
@@ -140,6 +141,7 @@ static void shut_input(struct pipe_transport *p) {
         evutil_socket_t fd = bufferevent_getfd(p->to);
 
         /* Closing our end is the EOF the server sees on its stdin. setfd does not close. */
+        evbuffer_drain(p->batch, evbuffer_get_length(p->batch));
         bufferevent_disable(p->to, EV_WRITE);
         bufferevent_setfd(p->to, -1);
         if (fd >= 0)
@@ -160,6 +162,7 @@ static void drop_input(struct pipe_transport *p) {
         evbuffer_unfreeze(out, 1);
         evbuffer_drain(out, evbuffer_get_length(out));
         evbuffer_freeze(out, 1);
+        evbuffer_drain(p->batch, evbuffer_get_length(p->batch));
 }
 
 static void on_to_event(struct bufferevent *bev, short what, void *userdata) {
@@ -224,8 +227,13 @@ static void watch_input(struct pipe_transport *p, size_t queued_before) {
 /* Logged once a queue: until the server has taken all of it, every send past the limit
  * is refused the same way, and each caller is told. */
 static bool over_input_limit(struct pipe_transport *p, const struct iovec *parts, size_t n_parts) {
-        size_t queued = pipe_queued(&p->t), len = 0;
+        size_t queued = evbuffer_get_length(bufferevent_get_output(p->to)), len = 0;
 
+        size_t batch = evbuffer_get_length(p->batch);
+
+        /* Of the batch, what the pipe would not take: written at the end of the pass, the
+         * rest goes straight into a pipe that had room, as each message did once. */
+        queued += queued > 0 ? batch : batch > PIPE_DEFAULT_BYTES ? batch - PIPE_DEFAULT_BYTES : 0;
         if (p->input_limit == 0 || queued == 0)
                 return false;
         for (size_t i = 0; i < n_parts; i++)
@@ -240,15 +248,64 @@ static bool over_input_limit(struct pipe_transport *p, const struct iovec *parts
         return true;
 }
 
+/* The batch, written at once as far as the server takes it when nothing is queued before
+ * it; the rest is queued on the bufferevent, which writes it when the pipe has room. */
+static int flush_batch(struct pipe_transport *p) {
+        struct evbuffer *out = bufferevent_get_output(p->to);
+        evutil_socket_t fd = bufferevent_getfd(p->to);
+        size_t queued = evbuffer_get_length(out);
+
+        if (evbuffer_get_length(p->batch) == 0)
+                return 0;
+        if (queued == 0 && fd >= 0)
+                (void)evbuffer_write(p->batch, fd); /* EAGAIN or EPIPE: the bufferevent meets it too */
+        if (evbuffer_get_length(p->batch) > 0 && evbuffer_add_buffer(out, p->batch) < 0)
+                return -ENOMEM;
+        watch_input(p, queued);
+        return 0;
+}
+
+/* Each message written by a system call of its own woke the server for each, and on a
+ * virtual machine a wake-up costs the waker more than the write: with many clients, most
+ * of the daemon's system time. */
+static void on_flush(evutil_socket_t fd, short what, void *userdata) {
+        struct pipe_transport *p = userdata;
+
+        if (flush_batch(p) < 0) {
+                /* Part of a line may have gone out, and what follows would corrupt it. Its
+                 * stdin is closed instead: the server ends, and is seen to, as any that exits. */
+                log_emit(p->log, LOG_ERR, &(struct log_subject){ .server = p->name },
+                         "out of memory writing to the server's stdin; closing it");
+                p->input_closed = true;
+                shut_input(p);
+        }
+}
+
+/* Gathered for the end of this pass of the loop (on_flush(), at the clients' priority, runs
+ * after the events already reported): one write for the calls of many clients. */
+static int add_to_batch(struct pipe_transport *p, const struct iovec *parts, size_t n_parts) {
+        size_t len = 0;
+
+        for (size_t i = 0; i < n_parts; i++)
+                len += parts[i].iov_len;
+        if (evbuffer_expand(p->batch, len) < 0)
+                return -ENOMEM;
+        if (evbuffer_get_length(p->batch) == 0)
+                event_active(p->flush, EV_WRITE, 0);
+        for (size_t i = 0; i < n_parts; i++)
+                if (evbuffer_add(p->batch, parts[i].iov_base, parts[i].iov_len) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 static int pipe_send(struct server_transport *t, const struct iovec *parts, size_t n_parts) {
         struct pipe_transport *p = pipe_of(t);
-        size_t queued = pipe_queued(t);
 
         if (p->input_closed)
                 return -EPIPE;
         if (over_input_limit(p, parts, n_parts))
                 return -ENOBUFS;
-        if (write_now(p->to, parts, n_parts) < 0) {
+        if (add_to_batch(p, parts, n_parts) < 0) {
                 /* Part of the line may have gone out, and what follows would corrupt it. Its
                  * stdin is closed instead: the server ends, and is seen to, as any that exits. */
                 log_emit(p->log, LOG_ERR, &(struct log_subject){ .server = p->name },
@@ -257,7 +314,6 @@ static int pipe_send(struct server_transport *t, const struct iovec *parts, size
                 shut_input(p);
                 return -ENOMEM;
         }
-        watch_input(p, queued);
         return 0;
 }
 
@@ -267,6 +323,7 @@ static void pipe_close_input(struct server_transport *t) {
         if (p->input_closed)
                 return;
         p->input_closed = true;
+        on_flush(-1, 0, p); /* what was sent before goes before the end of its input */
         if (pipe_queued(t) == 0)
                 shut_input(p);
 }
@@ -283,6 +340,12 @@ static void pipe_free(struct server_transport *t) {
 
         if (!p)
                 return;
+        if (p->to && p->batch && evbuffer_get_length(bufferevent_get_output(p->to)) == 0 && bufferevent_getfd(p->to) >= 0)
+                (void)evbuffer_write(p->batch, bufferevent_getfd(p->to)); /* as far as it takes it, as if sent at once */
+        if (p->flush)
+                event_free(p->flush);
+        if (p->batch)
+                evbuffer_free(p->batch);
         if (p->input_taken)
                 evbuffer_remove_cb_entry(bufferevent_get_output(p->to), p->input_taken);
         if (p->to)
@@ -326,9 +389,11 @@ struct server_transport *transport_pipe_new(struct event_base *base, int to_fd, 
         p->from = event_new(base, from_fd, EV_READ | EV_PERSIST, on_from_readable, p);
         p->stall_timer = evtimer_new(base, on_stall_timer, p);
         p->trim_timer = evtimer_new(base, on_trim_timer, p);
+        p->batch = evbuffer_new();
+        p->flush = event_new(base, -1, 0, on_flush, p);
         if (p->to)
                 p->input_taken = evbuffer_add_cb(bufferevent_get_output(p->to), on_input_taken, p);
-        if (!p->to || !p->from || !p->stall_timer || !p->trim_timer || !p->input_taken) {
+        if (!p->to || !p->from || !p->stall_timer || !p->trim_timer || !p->batch || !p->flush || !p->input_taken) {
                 pipe_free(&p->t);
                 return NULL;
         }

@@ -1,5 +1,6 @@
 /* Unit tests for jsonrpc.c: classification of lines and the message builders. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <event2/buffer.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -879,4 +880,41 @@ Test(jsonrpc, scan_request_head_table) {
                                           memcmp(h.method, cases[i].method, h.method_len) == 0,
                                   "%s", cases[i].line);
         }
+}
+
+/* The request line written from its parts is byte for byte the envelope's line. */
+static void check_request_line(int64_t id, const char *method, const char *params_json) {
+        json_object *params = params_json ? json_tokener_parse(params_json) : NULL;
+        json_object *envelope = jsonrpc_request(id, method, params ? json_object_get(params) : NULL);
+        char head[JSONRPC_REQUEST_HEAD_MAX], line[512] = "";
+        struct iovec want[2], parts[4];
+        int n = jsonrpc_request_line(id, method, params, head, parts), w = jsonrpc_line(envelope, want);
+
+        cr_assert_eq(n, w);
+        for (size_t i = 0; i < 4; i++)
+                strncat(line, parts[i].iov_base, parts[i].iov_len);
+        cr_assert_eq(strlen(line), (size_t)n);
+        cr_assert_eq(memcmp(line, want[0].iov_base, want[0].iov_len), 0, "%s", line);
+        cr_assert_str_eq(line + want[0].iov_len, "\n");
+        json_object_put(envelope);
+        json_object_put(params);
+}
+
+Test(jsonrpc, request_line_as_the_envelope) {
+        check_request_line(1, "tools/call", "{\"name\":\"echo\",\"arguments\":{\"text\":\"a/b \\\"q\\\" \\u00e9\"}}");
+        check_request_line(INT64_MAX, "ping", NULL);
+        check_request_line(42, "resources/read", "{\"uri\":\"file:///x\",\"_meta\":{\"progressToken\":7}}");
+        check_request_line(3, "tools/list", "{}");
+}
+
+Test(jsonrpc, request_line_refuses_methods_to_escape) {
+        char head[JSONRPC_REQUEST_HEAD_MAX], long_method[200];
+        struct iovec parts[4];
+
+        cr_assert_eq(jsonrpc_request_line(1, "a\"b", NULL, head, parts), -EINVAL);
+        cr_assert_eq(jsonrpc_request_line(1, "a\\b", NULL, head, parts), -EINVAL);
+        cr_assert_eq(jsonrpc_request_line(1, "a\nb", NULL, head, parts), -EINVAL);
+        memset(long_method, 'm', sizeof long_method - 1);
+        long_method[sizeof long_method - 1] = '\0';
+        cr_assert_eq(jsonrpc_request_line(1, long_method, NULL, head, parts), -EINVAL);
 }

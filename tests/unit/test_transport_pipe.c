@@ -134,12 +134,28 @@ Test(transport_pipe, sent_at_once_and_input_closed_after_it) {
         size_t total = 0;
 
         cr_assert_eq(send_text("hello"), 0);
-        cr_assert_eq(t->ops->queued(t), 0, "written before the loop runs");
+        cr_assert_eq(t->ops->queued(t), 6, "gathered until the end of the loop's pass");
         t->ops->close_input(t);
         cr_assert_eq(send_text("late"), -EPIPE);
         WAIT_UNTIL(drain_stdin(&total));
         cr_assert_eq(total, 6);
         cr_assert_eq(seen.broken, 0, "closing our side is not the server breaking");
+}
+
+/* The messages of one pass of the loop reach the server in one write, not one each. */
+Test(transport_pipe, one_pass_one_write) {
+        char buf[64];
+        ssize_t n;
+
+        cr_assert_eq(send_text("one"), 0);
+        cr_assert_eq(send_text("two"), 0);
+        cr_assert_eq(read(srv_in, buf, sizeof buf), -1, "nothing written yet");
+        cr_assert_eq(t->ops->queued(t), 8);
+        event_base_loop(base, EVLOOP_NONBLOCK);
+        cr_assert_eq(t->ops->queued(t), 0, "written at the end of the pass");
+        n = read(srv_in, buf, sizeof buf);
+        cr_assert_eq(n, 8);
+        cr_assert_eq(memcmp(buf, "one\ntwo\n", 8), 0);
 }
 
 Test(transport_pipe, input_limit_refuses_past_it) {
