@@ -16,6 +16,7 @@
 #include "jsonrpc.h"
 #include "list-wait.h"
 #include "mcp-logging.h"
+#include "methods.h"
 #include "paths.h"
 #include "process.h"
 #include "time-util.h"
@@ -651,6 +652,7 @@ static void client_gone(struct daemon *d, struct client *c) {
         server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(&d->list_waits, c);
         reload_client_gone(d, c);
+        control_login_client_gone(d, c);
         subscriptions_client_gone(&d->subscriptions, c);
         mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)

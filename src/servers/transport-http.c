@@ -102,6 +102,8 @@ struct http_transport {
         const char *name;
         const struct remote_config *rc;
         struct curl_slist *config_headers;
+        http_bearer_fn bearer;         /* the sign-in token, asked at each request */
+        void *bearer_userdata;
         char origin[HTTP_ORIGIN_MAX + 1]; /* of rc->url: where config_headers may go; "" none */
         size_t max_message;
         http_finished_fn finished;
@@ -414,15 +416,36 @@ static bool origin_of(const char *url, char *buf, size_t size) {
         return ok;
 }
 
-/* The configured headers (a credential among them) go with a request to the configured
- * URL's origin, and nowhere else: every request this transport makes, whatever its kind,
- * has them added here and only here, for the URL it is made to (curl follows no redirect:
- * make_easy()). */
+/* The sign-in token, as it is now (a refresh may have replaced it since the last request). */
+static void add_bearer(struct transfer *x, bool *ok) {
+        const char *token = x->h->bearer(x->h->bearer_userdata);
+        struct curl_slist *next;
+        char *line = NULL;
+
+        if (!token)
+                return;
+        if (asprintf(&line, "Authorization: Bearer %s", token) < 0) {
+                *ok = false;
+                return;
+        }
+        next = curl_slist_append(x->headers, line);
+        explicit_bzero(line, strlen(line));
+        free(line);
+        if (!next)
+                *ok = false;
+        else
+                x->headers = next;
+}
+
+/* The configured headers (a credential among them) and the sign-in token go with a request
+ * to the configured URL's origin, and nowhere else: every request this transport makes,
+ * whatever its kind, has them added here and only here, for the URL it is made to (curl
+ * follows no redirect: make_easy()). */
 static void add_config_headers(struct transfer *x, const char *url, bool *ok) {
         struct http_transport *h = x->h;
         char origin[HTTP_ORIGIN_MAX + 1];
 
-        if (!h->config_headers)
+        if (!h->config_headers && !h->bearer)
                 return;
         if (!origin_of(url, origin, sizeof origin) || !h->origin[0] || strcmp(origin, h->origin) != 0) {
                 subject_log(h, LOG_WARNING, "a request to %s, not the origin of \"url\": the configured headers were not sent",
@@ -431,6 +454,8 @@ static void add_config_headers(struct transfer *x, const char *url, bool *ok) {
         }
         for (struct curl_slist *c = h->config_headers; c; c = c->next)
                 x->headers = add_header(x->headers, ok, c->data, NULL);
+        if (h->bearer)
+                add_bearer(x, ok);
 }
 
 /* The configured headers, then the transport's own. */
@@ -618,8 +643,12 @@ static const char *failure_words(const struct http_transport *h, enum http_failu
                                  long status, CURLcode result, char *buf, size_t size) {
         switch (f) {
         case HTTP_FAILURE_CREDENTIAL:
-                snprintf(buf, size, "HTTP %ld to a %s: the server refused its credential (check \"headers\"); not retried",
-                         status, method_name(kind));
+                if (h->bearer)
+                        snprintf(buf, size, "HTTP %ld to a %s: the server refused its sign-in token", status,
+                                 method_name(kind));
+                else
+                        snprintf(buf, size, "HTTP %ld to a %s: the server refused its credential (check \"headers\"); not retried",
+                                 status, method_name(kind));
                 break;
         case HTTP_FAILURE_SESSION_LOST:
                 snprintf(buf, size, "HTTP 404 to a %s: the server lost the session; a new run initializes again",
@@ -765,6 +794,7 @@ static enum outcome judge_status(struct http_transport *h, struct transfer *x, l
                 return OUTCOME_AGAIN;
         }
         if (status == 401 || status == 403) {
+                h->end.unauthorized = status == 401;
                 report_broken(h, HTTP_FAILURE_CREDENTIAL, x->kind, status, CURLE_OK,
                               "HTTP %ld from %s: the server refused its credential", status, h->rc->url);
                 return OUTCOME_BROKEN;
@@ -1148,6 +1178,8 @@ struct server_transport *transport_http_new(const struct http_transport_params *
                 .name = params->name,
                 .rc = params->rc,
                 .config_headers = params->headers,
+                .bearer = params->bearer,
+                .bearer_userdata = params->bearer_userdata,
                 .max_message = params->max_message,
                 .finished = params->finished,
                 .userdata = params->userdata,
