@@ -57,17 +57,31 @@ static int listen_loopback(unsigned *ret_port) {
         return fd;
 }
 
-/* The browser, where there is one: $BROWSER (a command line, given the URL as its last
- * argument), else xdg-open under a graphical session. 0: none started. */
+/* $BROWSER as a shell command given the URL as "$1": at its "%s" (the convention of
+ * $BROWSER), else after it. Malloc'd. */
+static char *browser_command(const char *browser) {
+        const char *at = strstr(browser, "%s");
+        char *cmd = NULL;
+
+        if (at ? asprintf(&cmd, "exec %.*s\"$1\"%s", (int)(at - browser), browser, at + 2) < 0
+               : asprintf(&cmd, "exec %s \"$1\"", browser) < 0)
+                return NULL;
+        return cmd;
+}
+
+/* The browser, where there is one: $BROWSER, else xdg-open under a graphical session.
+ * 0: none started. */
 static pid_t open_browser(const char *url) {
         const char *browser = getenv("BROWSER");
         pid_t pid = 0;
 
         if (browser && *browser) {
-                char *const argv[] = { "/bin/sh", "-c", "exec $BROWSER \"$1\"", "sh", (char *)url, NULL };
-                if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
-                        return 0;
-                return pid;
+                char *cmd = browser_command(browser);
+                char *const argv[] = { "/bin/sh", "-c", cmd, "sh", (char *)url, NULL };
+                int r = cmd ? posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) : -1;
+
+                free(cmd);
+                return r == 0 ? pid : 0;
         }
         if ((getenv("DISPLAY") && *getenv("DISPLAY")) || (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"))) {
                 char *const argv[] = { "xdg-open", (char *)url, NULL };

@@ -22,6 +22,7 @@
 #include "daemon.h"
 #include "jsonrpc.h"
 #include "launcher.h"
+#include "log.h"
 #include "macro.h"
 #include "methods.h"
 #include "oauth-metadata.h"
@@ -127,11 +128,13 @@ static void on_url(struct oauth_signin *s, const char *url, const char *error, v
         if (!url) {
                 char message[400];
 
+                client_log(l->c, LOG_NOTICE, "sign-in to %s: %s", l->server, error);
                 snprintf(message, sizeof message, "cannot sign in to %s: %s", l->server, error);
                 answer_error(l, message);
                 login_free(l);
                 return;
         }
+        client_log(l->c, LOG_INFO, "sign-in to %s: waiting for the browser's redirect", l->server);
         id = TAKE_PTR(l->id);
         if (!id)
                 return;
@@ -171,6 +174,7 @@ static void on_finished(struct oauth_signin *s, struct oauth_grant *grant, const
         json_object *result, *id;
 
         if (!grant) {
+                client_log(l->c, LOG_NOTICE, "sign-in to %s failed: %s", l->server, error);
                 snprintf(message, sizeof message, "sign-in to %s failed: %s", l->server, error);
                 answer_error(l, message);
                 login_free(l);
@@ -261,6 +265,8 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
         l->id = json_object_get(m->id);
         l->next = d->logins;
         d->logins = l;
+        client_log(c, LOG_INFO, "sign-in to %s%s: discovering its authorization server", name,
+                   uid == OAUTH_SHARED ? " (shared)" : "");
         r = oauth_signin_begin(&(struct oauth_signin_params){ .loop = loop,
                                                               .rc = &config->remote,
                                                               .redirect_uri = redirect,

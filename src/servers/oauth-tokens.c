@@ -387,15 +387,23 @@ static void refresh_refused(struct token *k, long status, const char *body) {
                 unlink(path); /* its refresh token is dead: nothing in it is of use */
 }
 
+static void judge_refresh(struct token *k, long status, const char *body);
+
 static void on_refreshed(struct oauth_fetch *f, long status, const char *body, size_t len, const char *error,
                          void *userdata) {
         struct token *k = userdata;
+
+        /* the body is the fetch's: freed once judged */
+        k->fetch = NULL;
+        token_set_state(k, TOKEN_VALID, NULL); /* the grant is still held: back to it, then judged */
+        judge_refresh(k, status, body);
+        oauth_fetch_free(f);
+}
+
+static void judge_refresh(struct token *k, long status, const char *body) {
         _cleanup_free_ char *save_error = NULL;
         const char *why = NULL;
 
-        oauth_fetch_free(k->fetch);
-        k->fetch = NULL;
-        token_set_state(k, TOKEN_VALID, NULL); /* the grant is still held: back to it, then judged */
         if (status == 400 || status == 401) {
                 refresh_refused(k, status, body);
                 return;
@@ -405,7 +413,6 @@ static void on_refreshed(struct oauth_fetch *f, long status, const char *body, s
 
                 subject_log(k, LOG_WARNING, "the refresh failed (%s%ld); trying again in %g s",
                             status ? "HTTP " : "", status, RETRY_SECONDS);
-                (void)error;
                 evtimer_add(k->timer, &tv);
                 return;
         }
