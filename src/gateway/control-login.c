@@ -145,19 +145,19 @@ static void on_url(struct oauth_signin *s, const char *url, const char *error, v
         json_object_put(id);
 }
 
-/* The server starts again with its new token. */
-static void start_again(struct control_login *l) {
-        struct supervisor *sv = daemon_supervisor(l->d);
-        char detail[96];
+/* The server starts again with its new token, or without one after a logout (which
+ * leaves it needing a sign-in): a shared one restarts, a per-user one's instance of that
+ * user stops, made again on its next need. */
+static void start_again(struct daemon *d, const char *server, uid_t uid, const char *detail) {
+        struct supervisor *sv = daemon_supervisor(d);
         struct server *s;
         struct pool *p;
 
-        snprintf(detail, sizeof detail, "signed in by uid %u (mcpvisorctl login)", (unsigned)client_principal(l->c)->uid);
-        if ((p = supervisor_find_pool(sv, l->server))) {
-                struct server_owner owner = { .kind = OWNER_USER, .uid = l->uid };
+        if ((p = supervisor_find_pool(sv, server))) {
+                struct server_owner owner = { .kind = OWNER_USER, .uid = uid };
 
-                pool_stop(p, l->uid == OAUTH_SHARED ? NULL : &owner, detail);
-        } else if ((s = supervisor_find(sv, l->server)) && !s->config->disabled) {
+                pool_stop(p, uid == OAUTH_SHARED ? NULL : &owner, detail);
+        } else if ((s = supervisor_find(sv, server)) && !s->config->disabled) {
                 server_handle(s, SERVER_EV_RESTART, detail);
         }
 }
@@ -195,7 +195,8 @@ static void on_finished(struct oauth_signin *s, struct oauth_grant *grant, const
                 return;
         }
         free(grant);
-        start_again(l);
+        snprintf(message, sizeof message, "signed in by uid %u (mcpvisorctl login)", (unsigned)client_principal(l->c)->uid);
+        start_again(l->d, l->server, l->uid, message);
         id = TAKE_PTR(l->id);
         if (id) {
                 result = json_object_new_object();
@@ -335,6 +336,12 @@ static void logout(struct client *c, struct jsonrpc_msg *m) {
         result = json_object_new_object();
         json_object_object_add(result, "name", json_object_new_string(name));
         json_object_object_add(result, "signedOut", json_object_new_boolean(r == 0));
+        if (r == 0) {
+                char detail[96];
+
+                snprintf(detail, sizeof detail, "signed out by uid %u (mcpvisorctl logout)", (unsigned)client_principal(c)->uid);
+                start_again(c->daemon, json_object_get_string(json_object_object_get(result, "name")), uid, detail);
+        }
         client_reply_result(c, m->id, result);
 }
 

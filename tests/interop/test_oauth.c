@@ -118,6 +118,11 @@ static void start_peers(const char *ttl) {
                               (const char *[]){ INTEROP_DIR "/oauth-mcp-server.mjs", sf("%u", mcp_port), issuer, NULL });
 }
 
+static void start_daemon(const char *keys);
+
+/* whoami as uid (its own MCP client), the subject or NULL with the error in err. */
+static char *whoami_as(uid_t uid, gid_t gid, char *err, size_t size);
+
 static void start_daemon(const char *keys) {
         add_entry("\"remote\":{\"url\":\"%s\",\"auth\":\"oauth\",\"scopes\":[\"mcp\"]%s%s}", resource, keys[0] ? "," : "",
                   keys);
@@ -337,4 +342,57 @@ Test(oauth, revoked_refresh_token) {
         cr_assert_not_null(who, "%s", err);
         free(who);
         h_close(c);
+}
+
+static char *whoami_as(uid_t uid, gid_t gid, char *err, size_t size) {
+        gid_t groups[] = { 65534 };
+        struct h_conn *c = h_connect_as(D.sock, uid, gid, groups, 1, NULL);
+        char *who;
+
+        h_initialize(c);
+        who = whoami(c, err, size);
+        h_close(c);
+        return who;
+}
+
+/* Per user: each user signs in for themselves (mcpvisorctl login run as that user reaches
+ * the daemon with that user's credentials), and each user's instance sends only that
+ * user's token; a user who has not signed in is told the command to run, as that user. */
+Test(oauth, per_user_tokens) {
+        char err[1024], out[8192];
+        char *who;
+
+        start_peers("60");
+        /* the users reach the sockets: 0666, the control socket's group nogroup (65534) */
+        set_settings("\"socketMode\":\"0666\",\"controlGroup\":\"nogroup\"");
+        start_daemon("\"instances\":\"per-user\"");
+        cr_assert(chmod(D.dir, 0711) == 0); /* the users' mcpvisorctl finds the control socket */
+        /* nobody (65534) signs in as alice, daemon (1) as bob */
+        login_as(65534, 65534, "alice");
+        login_as(1, 1, "bob");
+        who = whoami_as(65534, 65534, err, sizeof err);
+        cr_assert_not_null(who, "%s", err);
+        cr_assert_str_eq(who, "alice");
+        free(who);
+        who = whoami_as(1, 1, err, sizeof err);
+        cr_assert_not_null(who, "%s", err);
+        cr_assert_str_eq(who, "bob");
+        free(who);
+        /* bin (2) has not signed in: its own instance asks it to, and gets no one else's token */
+        who = whoami_as(2, 2, err, sizeof err);
+        cr_assert_null(who, "bin got %s", who);
+        cr_assert_not_null(strstr(err, "mcpvisorctl login remote (as user bin)"), "%s", err);
+        /* root's token serves no per-user instance either */
+        cr_assert_eq(ctl_as(0, 0, NULL, out, sizeof out, (const char *[]){ "logout", "remote", NULL }), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "not signed in"), "%s", out);
+        /* one user's logout leaves the other signed in */
+        cr_assert_eq(ctl_as(65534, 65534, NULL, out, sizeof out, (const char *[]){ "logout", "remote", NULL }), 0, "%s", out);
+        cr_assert_not_null(strstr(out, "signed out of remote"), "%s", out);
+        cr_assert_eq(access(sf("%s/tokens/remote.65534", state), F_OK), -1, "the token file is still there");
+        cr_assert_eq(access(sf("%s/tokens/remote.1", state), F_OK), 0);
+        who = whoami_as(1, 1, err, sizeof err);
+        cr_assert_not_null(who, "%s", err);
+        cr_assert_str_eq(who, "bob");
+        free(who);
+        expect_no_token_anywhere();
 }
