@@ -107,6 +107,7 @@ static int key_from_systemd_creds(const char *prog, const char *state_dir, uint8
                         text_error(error, "systemd-creds encrypt could not seal a new key into %s", path);
                         return r;
                 }
+                (void)chmod(path, 0600); /* sealed, but no one else's to read */
         }
         char *const argv[] = { (char *)prog, "decrypt", "--name=" OAUTH_KEY_CREDENTIAL, path, "-", NULL };
         r = run_creds(argv, NULL, out, sizeof out);
