@@ -68,5 +68,10 @@ json_object *oauth_grant_to_json(const struct oauth_grant *g);
 int oauth_grant_from_json(const char *text, struct oauth_grant *ret);
 void oauth_grant_done(struct oauth_grant *g);
 
+/* A 401's WWW-Authenticate value (RFC 6750, RFC 9728 section 5.1): true when its scheme
+ * is Bearer, with its resource_metadata (an acceptable URL, oauth_url_acceptable()) copied
+ * into buf ("" when none, or one too long for size). Pure. */
+bool oauth_bearer_challenge(const char *value, char *buf, size_t size);
+
 /* http(s) URL whose scheme is https, or http on a loopback host. */
 bool oauth_url_acceptable(const char *url);

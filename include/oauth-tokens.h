@@ -55,6 +55,14 @@ const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_
  * false when a sign-in is needed now (the token's cause says why). */
 bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
 
+/* Whether (server, uid) has a token to send (signed in, or being refreshed). */
+bool oauth_tokens_have(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
+/* The server's last 401 named its resource metadata at url (RFC 9728 section 5.1): kept
+ * for the next login's discovery. */
+void oauth_tokens_note_metadata(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char *url);
+/* That URL, or NULL. */
+const char *oauth_tokens_metadata(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
+
 /* A login's grant (taken) becomes (server, uid)'s token, sealed and written first. 0, or a
  * negative errno with *error (malloc'd). */
 int oauth_tokens_put(struct oauth_tokens *t, const struct server_config *c, uid_t uid, struct oauth_grant *grant,

@@ -35,16 +35,20 @@ struct remote_config {
         double connect_timeout;          /* seconds */
         unsigned max_connections;        /* per server */
         /* Sign-in (oauth-tokens.h): "auth": "oauth" has the daemon sign in with OAuth 2.1
-         * (mcpvisorctl login NAME) and send the token it keeps; "none" (the default) sends
-         * the configured headers alone. */
+         * (mcpvisorctl login NAME) and send the token it keeps; "none" sends the configured
+         * headers alone; absent ("auto"), a server without a configured Authorization header
+         * is one to sign in to once it answers 401 with a Bearer challenge. */
         int auth;                        /* enum remote_auth */
         char **scopes;                   /* "scopes": NULL-terminated; NULL: the server's scopes_supported */
         char *client_id;                 /* "clientId": NULL, registered dynamically */
         char *client_secret;             /* "clientSecret": {"credential": NAME}, the credential's id */
 };
 
-enum remote_auth { REMOTE_AUTH_NONE, REMOTE_AUTH_OAUTH };
+enum remote_auth { REMOTE_AUTH_NONE, REMOTE_AUTH_OAUTH, REMOTE_AUTH_AUTO };
 extern const char *const remote_auth_names[];
+/* The server may be signed in to: "auth": "oauth", or "auto" without a configured
+ * Authorization header. */
+bool remote_signs_in(const struct remote_config *r);
 
 #define REMOTE_DEFAULT_CONNECT_TIMEOUT 10
 #define REMOTE_DEFAULT_MAX_CONNECTIONS 8

@@ -26,6 +26,8 @@ struct http_end {
         bool failure;         /* broken by the server or the network, not closed by the daemon */
         bool no_retry;        /* the server refused the credential: restarting cannot help */
         bool unauthorized;    /* that refusal was a 401: a sign-in token may be refreshed */
+        bool bearer_challenge; /* its WWW-Authenticate asked for a Bearer token (RFC 6750) */
+        char resource_metadata[512]; /* and named its metadata there (RFC 9728); "" none */
 };
 
 /* The sign-in token to send as "Authorization: Bearer" now (oauth-tokens.h), or NULL. */

@@ -29,13 +29,23 @@ static const char *const reserved_headers[] = { "Accept", "Content-Type", "Conte
                                                 "Mcp-Session-Id", "MCP-Protocol-Version", "Last-Event-ID",
                                                 "Transfer-Encoding", "Connection" };
 
-const char *const remote_auth_names[] = { "none", "oauth", NULL };
+const char *const remote_auth_names[] = { "none", "oauth", "auto", NULL };
+
+bool remote_signs_in(const struct remote_config *r) {
+        if (!r->url || r->auth == REMOTE_AUTH_NONE)
+                return false;
+        for (size_t i = 0; r->auth == REMOTE_AUTH_AUTO && i < r->n_headers; i++)
+                if (strcasecmp(r->headers[i].name, "Authorization") == 0)
+                        return false;
+        return true;
+}
 
 void remote_config_init(struct remote_config *r) {
         *r = (struct remote_config){
                 .type = REMOTE_NONE,
                 .connect_timeout = REMOTE_DEFAULT_CONNECT_TIMEOUT,
                 .max_connections = REMOTE_DEFAULT_MAX_CONNECTIONS,
+                .auth = REMOTE_AUTH_AUTO,
         };
 }
 
@@ -325,7 +335,7 @@ static size_t refuse_remote_keys(const struct remote_config *r, const char *path
                           : r->proxy     ? "proxy"
                           : r->ca_file   ? "caFile"
                           : r->insecure  ? "insecure"
-                          : r->auth      ? "auth"
+                          : r->auth != REMOTE_AUTH_AUTO ? "auth"
                           : r->scopes    ? "scopes"
                           : r->client_id ? "clientId"
                           : r->client_secret ? "clientSecret"

@@ -112,9 +112,12 @@ static const struct server_config *signin_target(struct client *c, struct jsonrp
         } else {
                 return NULL; /* answered */
         }
-        if (!config->remote.url || config->remote.auth != REMOTE_AUTH_OAUTH) {
+        if (!remote_signs_in(&config->remote)) {
                 client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
-                                   "this server does not sign in: give it \"auth\": \"oauth\" (and a \"url\")", NULL);
+                                   config->remote.url
+                                           ? "this server does not sign in: it has \"auth\": \"none\" or an Authorization header"
+                                           : "this server does not sign in: only a server reached by \"url\" does",
+                                   NULL);
                 return NULL;
         }
         *ret_name = config->name;
@@ -184,7 +187,7 @@ static void on_finished(struct oauth_signin *s, struct oauth_grant *grant, const
                 config = p->config;
         else if ((srv = supervisor_find(sv, l->server)))
                 config = srv->config;
-        if (!config || config->remote.auth != REMOTE_AUTH_OAUTH || !tokens ||
+        if (!config || !remote_signs_in(&config->remote) || !tokens ||
             oauth_tokens_put(tokens, config, l->uid, grant, &store_error) < 0) {
                 oauth_grant_done(grant);
                 free(grant);
@@ -222,6 +225,7 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
         _cleanup_free_ char *secret = NULL;
         const struct server_config *config;
         struct control_login *l, *old;
+        struct oauth_tokens *tokens = supervisor_tokens(daemon_supervisor(d));
         struct curl_loop *loop;
         const char *why = NULL;
         uid_t uid;
@@ -272,6 +276,8 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
                                                               .rc = &config->remote,
                                                               .redirect_uri = redirect,
                                                               .client_secret = secret,
+                                                              .resource_metadata = tokens ? oauth_tokens_metadata(tokens, config, uid)
+                                                                                          : NULL,
                                                               .url_ready = on_url,
                                                               .finished = on_finished,
                                                               .userdata = l },

@@ -34,6 +34,24 @@ static struct http_run *run_of(const struct run *in) {
         return in->launcher;
 }
 
+/* A 401 to a server that may be signed in to. A refused sign-in token is refreshed once,
+ * and the restart that follows uses the new one; a second refusal, or none to refresh,
+ * needs a sign-in: no retry. Without a token, a Bearer challenge (or "auth": "oauth") says
+ * a sign-in is needed too; the challenge's resource metadata is kept for the login. */
+static void judge_refusal(struct http_run *run) {
+        struct server *s = run->in->server;
+        struct oauth_tokens *tokens = s->sv->tokens;
+
+        if (run->end.bearer_challenge)
+                oauth_tokens_note_metadata(tokens, s->config, run->token_uid, run->end.resource_metadata);
+        if (oauth_tokens_have(tokens, s->config, run->token_uid))
+                run->end.no_retry = !oauth_tokens_refused(tokens, s->config, run->token_uid);
+        else if (run->end.bearer_challenge || s->config->remote.auth == REMOTE_AUTH_OAUTH)
+                run->end.no_retry = true;
+        else
+                run->end.unauthorized = false; /* no sign-in asked for: the credential's refusal */
+}
+
 /* The sign-in token of its server and user, as it is at each request. */
 static const char *bearer(void *userdata) {
         struct http_run *run = userdata;
@@ -47,10 +65,8 @@ static void on_finished(const struct http_end *end, void *userdata) {
         struct server *s = run->in->server;
 
         run->end = *end;
-        /* A refused sign-in token is refreshed once, and the restart that follows uses the
-         * new one; a second refusal, or none to refresh, needs a sign-in: no retry. */
-        if (end->unauthorized && s->config->remote.auth == REMOTE_AUTH_OAUTH && supervisor_tokens(s->sv))
-                run->end.no_retry = !oauth_tokens_refused(s->sv->tokens, s->config, run->token_uid);
+        if (end->unauthorized && remote_signs_in(&s->config->remote) && supervisor_tokens(s->sv))
+                judge_refusal(run);
         run->over = true;
         run->t = NULL;
         run_ended(run->in);
@@ -130,27 +146,27 @@ static int curl_loop_of(struct run *in, struct curl_loop **ret, const char **err
         return launcher_http_loop(in->server->sv, ret, error);
 }
 
-/* "auth": "oauth": a run starts with its user's sign-in token (a shared server's is the
- * administrator's). None: it fails at once with the command to run, and is not retried
- * (-EPERM); one being refreshed: it is tried again after its backoff (-EAGAIN). */
+/* A server signed in to starts with its user's token (a shared server's is the
+ * administrator's). None with "auth": "oauth": it fails at once with the command to run,
+ * and is not retried (-EPERM); none with "auto": it starts without; one being refreshed:
+ * it is tried again after its backoff (-EAGAIN). */
 static int check_signin(struct run *in, const struct server_config *c, uid_t uid, char **error) {
         struct oauth_tokens *tokens;
+        int r;
 
-        if (c->remote.auth != REMOTE_AUTH_OAUTH)
+        if (!remote_signs_in(&c->remote))
                 return 0;
         tokens = supervisor_tokens(in->server->sv);
         if (!tokens)
                 return -ENOMEM;
-        switch (oauth_tokens_ready(tokens, c, uid, error)) {
-        case 0:
+        r = oauth_tokens_ready(tokens, c, uid, error);
+        if (r == -EACCES && c->remote.auth == REMOTE_AUTH_AUTO) {
+                /* not signed in: it may need none; a Bearer challenge will say */
+                free(*error);
+                *error = NULL;
                 return 0;
-        case -EAGAIN:
-                return -EAGAIN;
-        case -ENOMEM:
-                return -ENOMEM;
-        default:
-                return -EPERM;
         }
+        return r == 0 || r == -EAGAIN || r == -ENOMEM ? r : -EPERM;
 }
 
 /* After every run: their transfers were its. */
@@ -197,7 +213,7 @@ static int http_open_transport(struct run *in, const struct server_config *c, st
                 .max_message = sv->max_server_message_size,
                 .finished = on_finished,
                 .userdata = run,
-                .bearer = c->remote.auth == REMOTE_AUTH_OAUTH ? bearer : NULL,
+                .bearer = remote_signs_in(&c->remote) ? bearer : NULL,
                 .bearer_userdata = run,
         });
         if (!run->t) {
@@ -234,7 +250,7 @@ static void http_describe_end(const struct run *in, struct server_exit *ret) {
         const struct http_run *run = run_of(in);
 
         *ret = (struct server_exit){ .no_retry = run->end.no_retry };
-        if (run->end.no_retry && run->end.unauthorized && in->server->config->remote.auth == REMOTE_AUTH_OAUTH &&
+        if (run->end.no_retry && run->end.unauthorized && remote_signs_in(&in->server->config->remote) &&
             in->server->sv->tokens) {
                 _cleanup_free_ char *words = NULL;
 

@@ -404,3 +404,49 @@ void oauth_grant_done(struct oauth_grant *g) {
         free(g->scope);
         *g = (struct oauth_grant){ 0 };
 }
+
+/* One auth-param of a challenge at *p: its name and value (unquoted, escapes taken) into
+ * the buffers; *p moved past it and its comma. false at the end or on a malformed one. */
+static bool next_param(const char **p, char *name, size_t name_size, char *value, size_t value_size) {
+        const char *s = *p + strspn(*p, " \t,");
+        size_t n = strcspn(s, "= \t,"), v = 0;
+
+        if (!*s || n == 0 || n >= name_size || s[n] != '=')
+                return false;
+        memcpy(name, s, n);
+        name[n] = '\0';
+        s += n + 1;
+        if (*s == '"') {
+                for (s++; *s && *s != '"'; s++) {
+                        if (*s == '\\' && s[1])
+                                s++;
+                        if (v + 1 < value_size)
+                                value[v++] = *s;
+                }
+                if (*s != '"')
+                        return false;
+                s++;
+        } else {
+                for (; *s && *s != ',' && *s != ' ' && *s != '\t'; s++)
+                        if (v + 1 < value_size)
+                                value[v++] = *s;
+        }
+        value[v] = '\0';
+        *p = s;
+        return true;
+}
+
+bool oauth_bearer_challenge(const char *value, char *buf, size_t size) {
+        const char *p = value + strspn(value, " \t");
+        char name[64], v[1024];
+
+        if (size)
+                buf[0] = '\0';
+        if (strncasecmp(p, "Bearer", 6) != 0 || (p[6] && p[6] != ' ' && p[6] != '\t'))
+                return false;
+        p += 6;
+        while (next_param(&p, name, sizeof name, v, sizeof v))
+                if (strcasecmp(name, "resource_metadata") == 0 && oauth_url_acceptable(v) && strlen(v) < size)
+                        snprintf(buf, size, "%s", v);
+        return true;
+}

@@ -41,6 +41,7 @@ struct token {
         char *client_secret;              /* a configured clientSecret's text, for refreshes */
         struct event *timer;              /* the refresh before expiry */
         struct oauth_fetch *fetch;        /* the refresh under way */
+        char *resource_metadata;          /* named by the server's last 401, or NULL */
 };
 
 /* A revocation sent at a logout, not waited for by anyone. */
@@ -496,6 +497,30 @@ bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c,
         return true;
 }
 
+bool oauth_tokens_have(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
+        struct token *k = get(t, c, uid);
+
+        return k && (k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING);
+}
+
+void oauth_tokens_note_metadata(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char *url) {
+        struct token *k = get(t, c, uid);
+        char *copy = url && *url ? strdup(url) : NULL;
+
+        if (!k) {
+                free(copy);
+                return;
+        }
+        free(k->resource_metadata);
+        k->resource_metadata = copy;
+}
+
+const char *oauth_tokens_metadata(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
+        struct token *k = get(t, c, uid);
+
+        return k ? k->resource_metadata : NULL;
+}
+
 int oauth_tokens_put(struct oauth_tokens *t, const struct server_config *c, uid_t uid, struct oauth_grant *grant,
                      char **error) {
         struct token *k = get(t, c, uid);
@@ -631,6 +656,7 @@ static void token_free(struct token *k) {
                 explicit_bzero(k->client_secret, strlen(k->client_secret));
         free(k->client_secret);
         free(k->cause);
+        free(k->resource_metadata);
         free(k->server);
         free(k);
 }

@@ -27,6 +27,7 @@
 #include "macro.h"
 #include "remote-config.h"
 #include "server-transport.h"
+#include "oauth-metadata.h"
 #include "sse.h"
 #include "time-util.h"
 
@@ -104,6 +105,7 @@ struct http_transport {
         struct curl_slist *config_headers;
         http_bearer_fn bearer;         /* the sign-in token, asked at each request */
         void *bearer_userdata;
+        bool token_sent;               /* a request carried one */
         char origin[HTTP_ORIGIN_MAX + 1]; /* of rc->url: where config_headers may go; "" none */
         size_t max_message;
         http_finished_fn finished;
@@ -328,11 +330,27 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
 }
 
 /* Mcp-Session-Id from the response that gave one (initialize's). */
+/* A 401's challenge: whether it asks for a Bearer token, and where its metadata is
+ * (oauth-metadata.h), for the run's end and a later sign-in. */
+static void read_challenge(struct http_transport *h, const char *data, size_t n) {
+        size_t name = sizeof "WWW-Authenticate:" - 1;
+        char value[1024];
+
+        if (n <= name || n - name >= sizeof value || strncasecmp(data, "WWW-Authenticate:", name) != 0)
+                return;
+        memcpy(value, data + name, n - name);
+        value[n - name] = '\0';
+        value[strcspn(value, "\r\n")] = '\0';
+        if (oauth_bearer_challenge(value, h->end.resource_metadata, sizeof h->end.resource_metadata))
+                h->end.bearer_challenge = true;
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
         struct transfer *x = userdata;
         size_t n = size * nmemb, name = sizeof "Mcp-Session-Id:" - 1;
         char *value;
 
+        read_challenge(x->h, data, n);
         if (n <= name || strncasecmp(data, "Mcp-Session-Id:", name) != 0 || x->h->session_id)
                 return n;
         value = strndup(data + name, n - name);
@@ -435,6 +453,7 @@ static void add_bearer(struct transfer *x, bool *ok) {
                 *ok = false;
         else
                 x->headers = next;
+        x->h->token_sent = true;
 }
 
 /* The configured headers (a credential among them) and the sign-in token go with a request
@@ -643,8 +662,11 @@ static const char *failure_words(const struct http_transport *h, enum http_failu
                                  long status, CURLcode result, char *buf, size_t size) {
         switch (f) {
         case HTTP_FAILURE_CREDENTIAL:
-                if (h->bearer)
+                if (h->token_sent)
                         snprintf(buf, size, "HTTP %ld to a %s: the server refused its sign-in token", status,
+                                 method_name(kind));
+                else if (h->bearer && h->end.bearer_challenge)
+                        snprintf(buf, size, "HTTP %ld to a %s: the server asks for a sign-in (OAuth)", status,
                                  method_name(kind));
                 else
                         snprintf(buf, size, "HTTP %ld to a %s: the server refused its credential (check \"headers\"); not retried",

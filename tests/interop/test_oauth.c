@@ -124,8 +124,12 @@ static void start_daemon(const char *keys);
 static char *whoami_as(uid_t uid, gid_t gid, char *err, size_t size);
 
 static void start_daemon(const char *keys) {
-        add_entry("\"remote\":{\"url\":\"%s\",\"auth\":\"oauth\",\"scopes\":[\"mcp\"]%s%s}", resource, keys[0] ? "," : "",
-                  keys);
+        /* "-": no "auth" at all, the sign-in found by the server's 401 */
+        if (strcmp(keys, "-") == 0)
+                add_entry("\"remote\":{\"url\":\"%s\"}", resource);
+        else
+                add_entry("\"remote\":{\"url\":\"%s\",\"auth\":\"oauth\",\"scopes\":[\"mcp\"]%s%s}", resource,
+                          keys[0] ? "," : "", keys);
         start((const char *[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), sf("STATE_DIRECTORY=%s", state), NULL });
         cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
 }
@@ -394,5 +398,31 @@ Test(oauth, per_user_tokens) {
         cr_assert_not_null(who, "%s", err);
         cr_assert_str_eq(who, "bob");
         free(who);
+        expect_no_token_anywhere();
+}
+
+/* No "auth": the server's 401 with a Bearer challenge says a sign-in is needed (not a
+ * retry), and the login discovers from the resource_metadata it named. */
+Test(oauth, found_by_401) {
+        char err[1024], out[8192];
+        struct h_conn *c;
+        char *who;
+
+        start_peers("60");
+        start_daemon("-");
+        cr_assert(h_log_wait(&D, "-> failed", H_TIMEOUT_MS));
+        cr_assert_eq(ctl_as(0, 0, NULL, out, sizeof out, (const char *[]){ "status", "remote", NULL }), 3, "%s", out);
+        cr_assert_not_null(strstr(out, "the server asks for a sign-in (OAuth), then sign-in needed: run mcpvisorctl login remote"),
+                           "%s", out);
+        cr_assert_eq(h_log_count(&D, "-> starting"), 1, "retried");
+        login_as(0, 0, "alice");
+        cr_assert(h_log_wait(&D, "starting -> ready", H_TIMEOUT_MS));
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(c);
+        who = whoami(c, err, sizeof err);
+        cr_assert_not_null(who, "%s", err);
+        cr_assert_str_eq(who, "alice");
+        free(who);
+        h_close(c);
         expect_no_token_anywhere();
 }

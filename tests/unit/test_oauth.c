@@ -277,3 +277,24 @@ Test(oauth, config_keys) {
         done();
         expect_entry_refused("\"url\":\"https://m/mcp\",\"auth\":\"basic\"", "auth", "expected");
 }
+
+Test(oauth, bearer_challenge) {
+        char buf[256];
+
+        cr_assert(oauth_bearer_challenge(" Bearer resource_metadata=\"https://m/.well-known/oauth-protected-resource/mcp\", "
+                                         "scope=\"mcp\"",
+                                         buf, sizeof buf));
+        cr_assert_str_eq(buf, "https://m/.well-known/oauth-protected-resource/mcp");
+        cr_assert(oauth_bearer_challenge("bearer error=\"invalid_token\",resource_metadata=http://127.0.0.1:9/x", buf,
+                                         sizeof buf));
+        cr_assert_str_eq(buf, "http://127.0.0.1:9/x");
+        cr_assert(oauth_bearer_challenge("Bearer", buf, sizeof buf));
+        cr_assert_str_eq(buf, "");
+        /* a metadata URL in clear over the network is not followed */
+        cr_assert(oauth_bearer_challenge("Bearer resource_metadata=\"http://evil.example/x\"", buf, sizeof buf));
+        cr_assert_str_eq(buf, "");
+        cr_assert_not(oauth_bearer_challenge("Basic realm=\"x\"", buf, sizeof buf));
+        cr_assert_not(oauth_bearer_challenge("BearerX a=b", buf, sizeof buf));
+        cr_assert(oauth_bearer_challenge("Bearer resource_metadata=\"unterminated", buf, sizeof buf));
+        cr_assert_str_eq(buf, "");
+}
