@@ -49,8 +49,10 @@ void oauth_tokens_free(struct oauth_tokens *t);
  * being refreshed; -EACCES when a sign-in is needed, with *error (malloc'd) saying which
  * command to run and why. */
 int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, uid_t uid, char **error);
-/* The access token to send now for (server, uid), or NULL. Valid until the loop turns. */
-const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_t uid);
+/* The access token to send now for (server, uid) to url, or NULL: a token goes only to the
+ * URL it was given for (a reload that changed "url" leaves it unsent). Valid until the
+ * loop turns. */
+const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_t uid, const char *url);
 /* The server answered 401: true when a refresh was started (a restart may help, once);
  * false when a sign-in is needed now (the token's cause says why). */
 bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid);

@@ -57,7 +57,8 @@ static const char *bearer(void *userdata) {
         struct http_run *run = userdata;
         struct server *s = run->in->server;
 
-        return s->sv->tokens ? oauth_tokens_bearer(s->sv->tokens, s->config->name, run->token_uid) : NULL;
+        return s->sv->tokens ? oauth_tokens_bearer(s->sv->tokens, s->config->name, run->token_uid, s->config->remote.url)
+                             : NULL;
 }
 
 static void on_finished(const struct http_end *end, void *userdata) {

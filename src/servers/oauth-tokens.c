@@ -445,6 +445,13 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
 
         if (!k)
                 return -ENOMEM;
+        if ((k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING) && !text_equal(k->grant.resource, c->remote.url)) {
+                /* the entry's "url" changed: that server's token is no token for this one */
+                oauth_fetch_free(k->fetch);
+                k->fetch = NULL;
+                token_set_state(k, TOKEN_SIGNIN, "its token was given for another \"url\"");
+                subject_log(k, LOG_NOTICE, "its \"url\" changed since the sign-in: a sign-in is needed");
+        }
         if (k->state == TOKEN_VALID && k->grant.expires_at && (double)k->grant.expires_at <= now_real()) {
                 if (start_refresh(k) < 0) {
                         token_set_state(k, TOKEN_SIGNIN, "its token expired, and it has no refresh token");
@@ -464,10 +471,12 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
         }
 }
 
-const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_t uid) {
+const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_t uid, const char *url) {
         struct token *k = find(t, server, uid);
 
-        return k && (k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING) ? k->grant.access_token : NULL;
+        if (!k || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING) || !text_equal(k->grant.resource, url))
+                return NULL;
+        return k->grant.access_token;
 }
 
 bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {

@@ -34,7 +34,7 @@
 
 static struct h_daemon D;
 static char dir[64], creds[128], state[128];
-static pid_t peers[2];
+static pid_t peers[3];
 static unsigned as_port, mcp_port;
 static char issuer[64], resource[64];
 
@@ -55,7 +55,7 @@ static void setup(void) {
 
 static void teardown(void) {
         /* the peers first: the daemon's check may end the teardown */
-        for (size_t i = 0; i < 2; i++)
+        for (size_t i = 0; i < 3; i++)
                 if (peers[i] > 0) {
                         kill(-peers[i], SIGKILL);
                         waitpid(peers[i], NULL, 0);
@@ -425,4 +425,39 @@ Test(oauth, found_by_401) {
         free(who);
         h_close(c);
         expect_no_token_anywhere();
+}
+
+/* The token goes to the URL it was given for alone: a reload that points the entry at
+ * another server (another origin) leaves it needing a sign-in, and that server never sees
+ * the token. */
+Test(oauth, token_stays_with_its_url) {
+        char out[8192], other[64], text[65536];
+        unsigned other_port;
+        FILE *f;
+        size_t len;
+
+        start_peers("60");
+        start_daemon("");
+        login_as(0, 0, "alice");
+        cr_assert(h_log_wait(&D, "starting -> ready", H_TIMEOUT_MS));
+        other_port = ht_free_port();
+        snprintf(other, sizeof other, "http://127.0.0.1:%u/mcp", other_port);
+        peers[2] = peer_start(sf("%s/other.log", dir),
+                              (const char *[]){ INTEROP_DIR "/oauth-mcp-server.mjs", sf("%u", other_port), issuer, NULL });
+        servers_reset(&D);
+        add_entry("\"remote\":{\"url\":\"%s\",\"auth\":\"oauth\"}", other);
+        config_rewrite();
+        cr_assert_eq(ctl_as(0, 0, NULL, out, sizeof out, (const char *[]){ "reload", NULL }), 0, "%s", out);
+        cr_assert(h_log_wait(&D, "its token was given for another \"url\"", H_TIMEOUT_MS));
+        cr_assert_eq(ctl_as(0, 0, NULL, out, sizeof out, (const char *[]){ "status", "remote", NULL }), 3, "%s", out);
+        cr_assert_not_null(strstr(out, "sign-in needed: run mcpvisorctl login remote"), "%s", out);
+        f = fopen(sf("%s/other.log", dir), "r");
+        cr_assert_not_null(f);
+        len = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[len] = '\0';
+        /* no request of the daemon's carried a token there: each one it saw had none */
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+                cr_assert(strncmp(line, "ready ", 6) == 0 || strstr(line, "refused: no token"),
+                          "the other server got a token: %s", line);
 }
