@@ -131,7 +131,7 @@ static void start_daemon(const char *keys) {
                 add_entry("\"remote\":{\"url\":\"%s\",\"auth\":\"oauth\",\"scopes\":[\"mcp\"]%s%s}", resource,
                           keys[0] ? "," : "", keys);
         start((const char *[]){ sf("CREDENTIALS_DIRECTORY=%s", creds), sf("STATE_DIRECTORY=%s", state), NULL });
-        cr_assert(h_notify_wait(&D, "READY=1", H_TIMEOUT_MS));
+        cr_assert(h_notify_wait(&D, "READY=1", 4 * H_TIMEOUT_MS)); /* valgrind is slow to start */
 }
 
 /* mcpvisorctl ARGS... (as uid when it is not 0, with groups), its stdout and stderr in out;
