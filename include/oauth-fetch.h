@@ -6,6 +6,7 @@
  * The server's proxy and CA settings apply; "insecure" only to a loopback URL. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct curl_loop;
@@ -26,5 +27,20 @@ typedef void (*oauth_fetch_done_fn)(struct oauth_fetch *f, long status, const ch
 /* Starts a GET of url (body NULL) or a POST of body (its kind). 0, or -ENOMEM. */
 int oauth_fetch_start(struct curl_loop *loop, const struct remote_config *rc, const char *url, enum oauth_body kind,
                       const char *body, oauth_fetch_done_fn done, void *userdata, struct oauth_fetch **ret);
+
+/* The same, with an Authorization header (a client's "Basic ..." at a token endpoint)
+ * and, for mcp, the Accept of an MCP POST (a sign-in's first request to the server, to
+ * read its 401's challenge). */
+struct oauth_request {
+        const char *url;
+        enum oauth_body kind;
+        const char *body;
+        const char *authorization;      /* the header's value, or NULL */
+        bool mcp;
+};
+int oauth_fetch_request(struct curl_loop *loop, const struct remote_config *rc, const struct oauth_request *req,
+                        oauth_fetch_done_fn done, void *userdata, struct oauth_fetch **ret);
+/* The answer's WWW-Authenticate (the first), or NULL; valid while f is. */
+const char *oauth_fetch_challenge(const struct oauth_fetch *f);
 /* Ends it if it has not ended (done is not called). NULL-safe. */
 void oauth_fetch_free(struct oauth_fetch *f);

@@ -27,12 +27,16 @@ struct oauth_server_meta {
         char *registration_endpoint;      /* NULL: none */
         char *revocation_endpoint;        /* NULL: none */
         bool iss_parameter;               /* authorization_response_iss_parameter_supported */
+        bool auth_basic, auth_post;       /* token_endpoint_auth_methods_supported (none said: basic) */
 };
 
 /* The authorization server a resource names (its first), after checking that the metadata
- * is for resource. Malloc'd into *ret; -EBADMSG with why (static words) when not usable. */
+ * is for resource: its "resource" is resource's URL, or a part of it (its origin, or a path
+ * it is under: RFC 9728's identifier of a server that protects more than this URL), whose
+ * text is *ret_resource (what the RFC 8707 "resource" parameter carries). Malloc'd; -EBADMSG
+ * with why (static words) when not usable. */
 int oauth_parse_resource_metadata(const char *body, const char *resource, char **ret_issuer, char **ret_scopes,
-                                  const char **why);
+                                  char **ret_resource, const char **why);
 /* The server's metadata, checked: its issuer is the one asked for, its endpoints http(s)
  * (https but on a loopback host), S256 among its PKCE methods. -EBADMSG with why. */
 int oauth_parse_server_metadata(const char *body, const char *issuer, struct oauth_server_meta *ret, const char **why);
@@ -50,8 +54,10 @@ struct oauth_grant {
         char *issuer;
         char *client_id;
         char *client_secret;              /* a registered client's; NULL: none (a configured one is read each time) */
-        char *resource;
+        char *resource;                   /* the RFC 8707 "resource" */
         char *scope;                      /* NULL: none asked */
+        char *url;                        /* the server's URL it was given for, where alone it goes */
+        char *auth_method;                /* "client_secret_basic", "client_secret_post"; NULL: none */
 };
 
 /* A token endpoint's answer (status 200) into grant's tokens (the rest untouched): a
@@ -61,8 +67,9 @@ int oauth_parse_token_answer(const char *body, int64_t now, struct oauth_grant *
 /* The error code of an OAuth error answer ("invalid_grant"), for words; NULL if none.
  * Only a code of RFC 6749's characters is returned (into buf). */
 const char *oauth_error_code(const char *body, char *buf, size_t size);
-/* A registration's answer: its client_id (and client_secret, if any). -EBADMSG with why. */
-int oauth_parse_registration(const char *body, char **ret_id, char **ret_secret, const char **why);
+/* A registration's answer: its client_id (and client_secret and token_endpoint_auth_method,
+ * if any). -EBADMSG with why. */
+int oauth_parse_registration(const char *body, char **ret_id, char **ret_secret, char **ret_method, const char **why);
 
 json_object *oauth_grant_to_json(const struct oauth_grant *g);
 int oauth_grant_from_json(const char *text, struct oauth_grant *ret);
@@ -72,6 +79,8 @@ void oauth_grant_done(struct oauth_grant *g);
  * is Bearer, with its resource_metadata (an acceptable URL, oauth_url_acceptable()) copied
  * into buf ("" when none, or one too long for size). Pure. */
 bool oauth_bearer_challenge(const char *value, char *buf, size_t size);
+/* Its scope parameter (space-separated words) into buf; "" when none. */
+void oauth_challenge_scope(const char *value, char *buf, size_t size);
 
 /* http(s) URL whose scheme is https, or http on a loopback host. */
 bool oauth_url_acceptable(const char *url);

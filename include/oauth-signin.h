@@ -1,7 +1,9 @@
 /* One sign-in to a server reached by URL (OAuth 2.1 with the MCP authorization
  * specification), from discovery to the tokens, a state machine driven by the curl loop:
  *
- *   resource metadata (RFC 9728: the 401's resource_metadata, else the well-known URLs
+ *   probe (without a 401 at hand: an initialize without a token, whose 401's challenge
+ *     names the metadata and the scope)
+ *   → resource metadata (RFC 9728: the 401's resource_metadata, then the well-known URLs
  *     at the server's path, then at its root; none at all: the server's origin is taken as
  *     its authorization server, as the specification's 2025-03-26 servers are)
  *   → server metadata (RFC 8414, then OpenID Connect Discovery; S256 must be listed)
@@ -25,6 +27,7 @@ struct oauth_grant;
 struct oauth_signin;
 
 enum oauth_signin_state {
+        SIGNIN_PROBE,              /* an unauthenticated initialize, for the 401's challenge */
         SIGNIN_RESOURCE_META,
         SIGNIN_SERVER_META,
         SIGNIN_REGISTER,

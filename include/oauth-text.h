@@ -16,6 +16,10 @@ int oauth_pkce_challenge(const char *verifier, char **ret);
 /* base64url of len bytes without padding. Malloc'd; 0 or -ENOMEM. */
 int oauth_base64url(const uint8_t *data, size_t len, char **ret);
 
+/* A client's HTTP Basic credentials for a token endpoint (RFC 6749 section 2.3.1: id and
+ * secret form-encoded, then "id:secret" in base64): "Basic ...". Malloc'd; 0 or -ENOMEM. */
+int oauth_basic_credentials(const char *id, const char *secret, char **ret);
+
 /* Writes "name=value" percent-encoded (every byte but RFC 3986's unreserved), preceded by
  * sep when sep is not '\0': one parameter of a query or a form body. */
 void oauth_param(FILE *f, char sep, const char *name, const char *value);

@@ -55,6 +55,33 @@ static void encode(FILE *f, const char *text) {
                         fprintf(f, "%%%02X", *p);
 }
 
+int oauth_basic_credentials(const char *id, const char *secret, char **ret) {
+        _cleanup_free_ char *pair = NULL;
+        char *b64 = NULL, *text = NULL;
+        size_t size = 0, b64_len = 0;
+        FILE *f = open_memstream(&pair, &size);
+        cjose_err err;
+        int r;
+
+        if (!f)
+                return -ENOMEM;
+        encode(f, id);
+        fputc(':', f);
+        encode(f, secret);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        if (!cjose_base64_encode((const uint8_t *)pair, strlen(pair), &b64, &b64_len, &err))
+                r = -ENOMEM;
+        else
+                r = asprintf(&text, "Basic %s", b64) < 0 ? -ENOMEM : 0;
+        explicit_bzero(pair, strlen(pair));
+        if (b64)
+                explicit_bzero(b64, b64_len);
+        free(b64);
+        *ret = r == 0 ? text : NULL;
+        return r;
+}
+
 void oauth_param(FILE *f, char sep, const char *name, const char *value) {
         if (sep)
                 fputc(sep, f);

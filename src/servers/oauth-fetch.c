@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "curl-loop.h"
 #include "macro.h"
@@ -21,6 +22,7 @@ struct oauth_fetch {
         bool too_big;
         bool active;                  /* in the curl loop */
         char curl_error[CURL_ERROR_SIZE];
+        char *challenge;              /* WWW-Authenticate, the first */
         oauth_fetch_done_fn done;
         void *userdata;
 };
@@ -42,6 +44,22 @@ static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
         f->in_len += len;
         f->in[f->in_len] = '\0';
         return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
+        struct oauth_fetch *f = userdata;
+        size_t len = size * n, name = sizeof "WWW-Authenticate:" - 1;
+
+        if (!f->challenge && len > name && len - name < 2048 && strncasecmp(data, "WWW-Authenticate:", name) == 0) {
+                f->challenge = strndup(data + name, len - name);
+                if (f->challenge)
+                        f->challenge[strcspn(f->challenge, "\r\n")] = '\0';
+        }
+        return len;
+}
+
+const char *oauth_fetch_challenge(const struct oauth_fetch *f) {
+        return f->challenge;
 }
 
 static void on_done(CURL *easy, CURLcode result, void *userdata) {
@@ -72,6 +90,7 @@ void oauth_fetch_free(struct oauth_fetch *f) {
                 curl_easy_cleanup(f->easy);
         curl_slist_free_all(f->headers);
         wipe(f->body_out);
+        free(f->challenge);
         if (f->in)
                 explicit_bzero(f->in, f->in_len); /* a token answer */
         free(f->in);
@@ -89,14 +108,34 @@ static bool add_header(struct oauth_fetch *f, const char *line) {
 
 int oauth_fetch_start(struct curl_loop *loop, const struct remote_config *rc, const char *url, enum oauth_body kind,
                       const char *body, oauth_fetch_done_fn done, void *userdata, struct oauth_fetch **ret) {
+        return oauth_fetch_request(loop, rc, &(struct oauth_request){ .url = url, .kind = kind, .body = body }, done, userdata,
+                                   ret);
+}
+
+static bool add_authorization(struct oauth_fetch *f, const char *value) {
+        char *line = NULL;
+        bool ok;
+
+        if (asprintf(&line, "Authorization: %s", value) < 0)
+                return false;
+        ok = add_header(f, line);
+        wipe(line);
+        return ok;
+}
+
+int oauth_fetch_request(struct curl_loop *loop, const struct remote_config *rc, const struct oauth_request *req,
+                        oauth_fetch_done_fn done, void *userdata, struct oauth_fetch **ret) {
         struct oauth_fetch *f = calloc(1, sizeof *f);
+        const char *url = req->url, *body = req->body;
+        enum oauth_body kind = req->kind;
         CURL *e;
 
         if (!f)
                 return -ENOMEM;
         *f = (struct oauth_fetch){ .loop = loop, .done = done, .userdata = userdata };
         f->easy = e = curl_easy_init();
-        if (!e || !add_header(f, "Accept: application/json") ||
+        if (!e || !add_header(f, req->mcp ? "Accept: application/json, text/event-stream" : "Accept: application/json") ||
+            (req->authorization && !add_authorization(f, req->authorization)) ||
             (kind == OAUTH_BODY_FORM && !add_header(f, "Content-Type: application/x-www-form-urlencoded")) ||
             (kind == OAUTH_BODY_JSON && !add_header(f, "Content-Type: application/json")) ||
             (kind != OAUTH_BODY_NONE && !(f->body_out = strdup(body)))) {
@@ -114,6 +153,8 @@ int oauth_fetch_start(struct curl_loop *loop, const struct remote_config *rc, co
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, f);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, f->curl_error);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, f);
         if (rc->proxy)
                 curl_easy_setopt(e, CURLOPT_PROXY, rc->proxy);
         if (rc->ca_file)

@@ -163,8 +163,23 @@ static char *scopes_text(json_object *o) {
         return text;
 }
 
+/* named is url, or its origin, or a path url is under: a resource identifier that covers url. */
+static bool covers(const char *named, const char *url) {
+        const char *host = strstr(url, "://");
+        size_t n = strlen(named), origin;
+
+        while (n > 0 && named[n - 1] == '/')
+                n--;
+        if (!host)
+                return false;
+        origin = (size_t)(host + 3 - url) + strcspn(host + 3, "/?#");
+        if (n < origin || strncasecmp(named, url, origin) != 0 || strncmp(named + origin, url + origin, n - origin) != 0)
+                return false;
+        return url[n] == '\0' || url[n] == '/' || url[n] == '?';
+}
+
 int oauth_parse_resource_metadata(const char *body, const char *resource, char **ret_issuer, char **ret_scopes,
-                                  const char **why) {
+                                  char **ret_resource, const char **why) {
         _cleanup_(json_object_putp) json_object *o = parse_object(body);
         json_object *servers, *first;
         const char *named;
@@ -174,7 +189,7 @@ int oauth_parse_resource_metadata(const char *body, const char *resource, char *
                 return -EBADMSG;
         }
         named = member(o, "resource");
-        if (!named || !same_identifier(named, resource)) {
+        if (!named || strpbrk(named, "#") || !(same_identifier(named, resource) || covers(named, resource))) {
                 *why = "its protected resource metadata is for another resource";
                 return -EBADMSG;
         }
@@ -187,7 +202,8 @@ int oauth_parse_resource_metadata(const char *body, const char *resource, char *
         }
         *ret_issuer = strdup(json_object_get_string(first));
         *ret_scopes = scopes_text(o);
-        return *ret_issuer ? 0 : -ENOMEM;
+        *ret_resource = strdup(named);
+        return *ret_issuer && *ret_resource ? 0 : -ENOMEM;
 }
 
 static bool has_string(json_object *o, const char *key, const char *value) {
@@ -243,6 +259,12 @@ int oauth_parse_server_metadata(const char *body, const char *issuer, struct oau
         ret->revocation_endpoint = endpoint(o, "revocation_endpoint", &bad);
         ret->iss_parameter = json_object_object_get_ex(o, "authorization_response_iss_parameter_supported", &iss_flag) &&
                              json_object_get_boolean(iss_flag);
+        if (json_object_object_get_ex(o, "token_endpoint_auth_methods_supported", &iss_flag)) {
+                ret->auth_basic = has_string(o, "token_endpoint_auth_methods_supported", "client_secret_basic");
+                ret->auth_post = has_string(o, "token_endpoint_auth_methods_supported", "client_secret_post");
+        } else {
+                ret->auth_basic = true; /* RFC 8414's default */
+        }
         if (bad || !ret->issuer || !ret->authorization_endpoint || !ret->token_endpoint) {
                 oauth_server_meta_done(ret);
                 *why = "its authorization server's metadata lacks an endpoint, or has one neither https nor loopback http";
@@ -320,9 +342,10 @@ const char *oauth_error_code(const char *body, char *buf, size_t size) {
         return buf;
 }
 
-int oauth_parse_registration(const char *body, char **ret_id, char **ret_secret, const char **why) {
+int oauth_parse_registration(const char *body, char **ret_id, char **ret_secret, char **ret_method, const char **why) {
         _cleanup_(json_object_putp) json_object *o = parse_object(body);
         const char *id = o ? member(o, "client_id") : NULL, *secret = o ? member(o, "client_secret") : NULL;
+        const char *method = o ? member(o, "token_endpoint_auth_method") : NULL;
 
         if (!id || !*id) {
                 *why = "the client registration's answer has no client_id";
@@ -330,6 +353,9 @@ int oauth_parse_registration(const char *body, char **ret_id, char **ret_secret,
         }
         *ret_id = strdup(id);
         *ret_secret = secret && *secret ? strdup(secret) : NULL;
+        *ret_method = method && (strcmp(method, "client_secret_basic") == 0 || strcmp(method, "client_secret_post") == 0)
+                              ? strdup(method)
+                              : NULL;
         return *ret_id ? 0 : -ENOMEM;
 }
 
@@ -352,6 +378,8 @@ json_object *oauth_grant_to_json(const struct oauth_grant *g) {
         add_string(o, "client_secret", g->client_secret);
         add_string(o, "resource", g->resource);
         add_string(o, "scope", g->scope);
+        add_string(o, "url", g->url);
+        add_string(o, "auth_method", g->auth_method);
         return o;
 }
 
@@ -379,6 +407,10 @@ int oauth_grant_from_json(const char *text, struct oauth_grant *ret) {
         ret->client_secret = dup_member(o, "client_secret");
         ret->resource = dup_member(o, "resource");
         ret->scope = dup_member(o, "scope");
+        ret->url = dup_member(o, "url");
+        ret->auth_method = dup_member(o, "auth_method");
+        if (!ret->url && ret->resource)
+                ret->url = strdup(ret->resource);
         if (!token_text_valid(ret->access_token) || !ret->token_endpoint || !ret->client_id || !ret->resource) {
                 oauth_grant_done(ret);
                 return -EBADMSG;
@@ -402,6 +434,8 @@ void oauth_grant_done(struct oauth_grant *g) {
         wipe_free(g->client_secret);
         free(g->resource);
         free(g->scope);
+        free(g->url);
+        free(g->auth_method);
         *g = (struct oauth_grant){ 0 };
 }
 
@@ -434,6 +468,20 @@ static bool next_param(const char **p, char *name, size_t name_size, char *value
         value[v] = '\0';
         *p = s;
         return true;
+}
+
+void oauth_challenge_scope(const char *value, char *buf, size_t size) {
+        const char *p = value + strspn(value, " \t");
+        char name[64], v[1024];
+
+        if (size)
+                buf[0] = '\0';
+        if (strncasecmp(p, "Bearer", 6) != 0)
+                return;
+        p += 6;
+        while (next_param(&p, name, sizeof name, v, sizeof v))
+                if (strcasecmp(name, "scope") == 0 && strlen(v) < size && !strpbrk(v, "\"\\\r\n"))
+                        snprintf(buf, size, "%s", v);
 }
 
 bool oauth_bearer_challenge(const char *value, char *buf, size_t size) {

@@ -20,6 +20,9 @@ struct oauth_signin {
         struct curl_loop *loop;
         struct remote_config net;        /* the url and how it is reached, copied */
         char *scope;                     /* configured scopes, space-separated; NULL: the metadata's */
+        bool scope_configured;
+        char *resource;                  /* RFC 8707's: the resource metadata's identifier, else the URL */
+        char *auth_method;               /* how the client authenticates at the token endpoint; NULL: none */
         char *client_id;                 /* configured, or registered */
         char *client_secret;             /* configured (its text), or registered; NULL: a public client */
         bool client_registered;
@@ -75,11 +78,17 @@ static void fail_status(struct oauth_signin *s, const char *what, long status, c
 
 static void on_fetched(struct oauth_fetch *f, long status, const char *body, size_t len, const char *error,
                        void *userdata);
+static void try_next_url(struct oauth_signin *s);
+static void choose_auth_method(struct oauth_signin *s);
 
-static int fetch(struct oauth_signin *s, const char *url, enum oauth_body kind, const char *body) {
+static int fetch_request(struct oauth_signin *s, const struct oauth_request *req) {
         oauth_fetch_free(s->fetch);
         s->fetch = NULL;
-        return oauth_fetch_start(s->loop, &s->net, url, kind, body, on_fetched, s, &s->fetch);
+        return oauth_fetch_request(s->loop, &s->net, req, on_fetched, s, &s->fetch);
+}
+
+static int fetch(struct oauth_signin *s, const char *url, enum oauth_body kind, const char *body) {
+        return fetch_request(s, &(struct oauth_request){ .url = url, .kind = kind, .body = body });
 }
 
 static void try_next_url(struct oauth_signin *s);
@@ -127,15 +136,17 @@ static void try_next_url(struct oauth_signin *s) {
 }
 
 static void resource_meta_read(struct oauth_signin *s, const char *body) {
-        _cleanup_free_ char *scopes = NULL;
+        _cleanup_free_ char *scopes = NULL, *resource = NULL;
         const char *why = NULL;
 
         free(s->issuer);
         s->issuer = NULL;
-        if (oauth_parse_resource_metadata(body, s->net.url, &s->issuer, &scopes, &why) < 0) {
+        if (oauth_parse_resource_metadata(body, s->net.url, &s->issuer, &scopes, &resource, &why) < 0) {
                 fail(s, why ? why : "out of memory");
                 return;
         }
+        free(s->resource);
+        s->resource = TAKE_PTR(resource);
         if (!s->scope)
                 s->scope = TAKE_PTR(scopes);
         start_server_meta(s);
@@ -148,7 +159,7 @@ static char *authorization_url(struct oauth_signin *s) {
             oauth_pkce_challenge(s->verifier, &challenge) < 0)
                 return NULL;
         return oauth_authorization_url(s->meta.authorization_endpoint, s->client_id, s->redirect_uri, challenge,
-                                       s->state_text, s->net.url, s->scope);
+                                       s->state_text, s->resource, s->scope);
 }
 
 static void ready_for_code(struct oauth_signin *s) {
@@ -196,6 +207,7 @@ static void server_meta_read(struct oauth_signin *s, const char *body) {
                 return;
         }
         if (s->client_id) {
+                choose_auth_method(s);
                 ready_for_code(s);
                 return;
         }
@@ -211,12 +223,25 @@ static void server_meta_read(struct oauth_signin *s, const char *body) {
 static void registered(struct oauth_signin *s, const char *body) {
         const char *why = NULL;
 
-        if (oauth_parse_registration(body, &s->client_id, &s->client_secret, &why) < 0) {
+        free(s->auth_method);
+        s->auth_method = NULL;
+        if (oauth_parse_registration(body, &s->client_id, &s->client_secret, &s->auth_method, &why) < 0) {
                 fail(s, why ? why : "out of memory");
                 return;
         }
         s->client_registered = true;
+        if (s->client_secret && !s->auth_method)
+                s->auth_method = strdup("client_secret_basic"); /* RFC 7591's default */
         ready_for_code(s);
+}
+
+/* A configured client's secret goes as the server says it takes it: Basic unless it
+ * lists only client_secret_post. */
+static void choose_auth_method(struct oauth_signin *s) {
+        free(s->auth_method);
+        s->auth_method = NULL;
+        if (s->client_secret)
+                s->auth_method = strdup(s->meta.auth_basic || !s->meta.auth_post ? "client_secret_basic" : "client_secret_post");
 }
 
 static char *dup_or_null(const char *s) {
@@ -241,9 +266,11 @@ static void token_read(struct oauth_signin *s, const char *body) {
         g->issuer = strdup(s->meta.issuer);
         g->client_id = strdup(s->client_id);
         g->client_secret = s->client_registered ? dup_or_null(s->client_secret) : NULL;
-        g->resource = strdup(s->net.url);
+        g->resource = strdup(s->resource);
+        g->url = strdup(s->net.url);
         g->scope = dup_or_null(s->scope);
-        if (!g->token_endpoint || !g->issuer || !g->client_id || !g->resource) {
+        g->auth_method = dup_or_null(s->auth_method);
+        if (!g->token_endpoint || !g->issuer || !g->client_id || !g->resource || !g->url) {
                 oauth_grant_done(g);
                 free(g);
                 fail(s, "out of memory");
@@ -253,11 +280,55 @@ static void token_read(struct oauth_signin *s, const char *body) {
         s->finished(s, g, NULL, s->userdata);
 }
 
+/* The server's answer to a request without a token: its challenge's resource_metadata is
+ * tried first, and its scope is the one asked for unless "scopes" says. */
+static void probed(struct oauth_signin *s, const char *challenge) {
+        char metadata[512] = "", scope[512] = "";
+        char **wells = NULL, **urls;
+        size_t n = 0;
+
+        if (challenge && oauth_bearer_challenge(challenge, metadata, sizeof metadata))
+                oauth_challenge_scope(challenge, scope, sizeof scope);
+        if (!s->scope_configured && *scope) {
+                free(s->scope);
+                s->scope = strdup(scope);
+        }
+        if (oauth_resource_metadata_urls(s->net.url, &wells) < 0) {
+                fail(s, "out of memory");
+                return;
+        }
+        while (wells[n])
+                n++;
+        urls = calloc(n + 2, sizeof *urls);
+        if (!urls) {
+                oauth_strv_free(wells);
+                fail(s, "out of memory");
+                return;
+        }
+        n = 0;
+        if (*metadata)
+                urls[n++] = strdup(metadata);
+        for (char **w = wells; *w; w++)
+                urls[n++] = TAKE_PTR(*w);
+        oauth_strv_free(wells);
+        oauth_strv_free(s->urls);
+        s->urls = urls;
+        s->next_url = 0;
+        set_state(s, SIGNIN_RESOURCE_META);
+        try_next_url(s);
+}
+
 static void on_fetched(struct oauth_fetch *f, long status, const char *body, size_t len, const char *error,
                        void *userdata) {
         struct oauth_signin *s = userdata;
 
         switch (s->state) {
+        case SIGNIN_PROBE:
+                if (status == 0)
+                        fail_status(s, "the server", status, error, body);
+                else
+                        probed(s, oauth_fetch_challenge(f));
+                return;
         case SIGNIN_RESOURCE_META:
         case SIGNIN_SERVER_META:
                 if (status == 200)
@@ -305,8 +376,8 @@ static char *token_request(struct oauth_signin *s, const char *code) {
         oauth_param(f, '&', "redirect_uri", s->redirect_uri);
         oauth_param(f, '&', "client_id", s->client_id);
         oauth_param(f, '&', "code_verifier", s->verifier);
-        oauth_param(f, '&', "resource", s->net.url);
-        if (s->client_secret)
+        oauth_param(f, '&', "resource", s->resource);
+        if (s->client_secret && s->auth_method && strcmp(s->auth_method, "client_secret_post") == 0)
                 oauth_param(f, '&', "client_secret", s->client_secret);
         if (fclose(f) != 0) {
                 wipe_free(body);
@@ -335,9 +406,22 @@ void oauth_signin_complete(struct oauth_signin *s, const char *code, const char 
                 fail(s, "the redirect carries no code");
                 return;
         }
+        _cleanup_free_ char *basic = NULL;
+
+        if (s->client_secret && s->auth_method && strcmp(s->auth_method, "client_secret_basic") == 0 &&
+            oauth_basic_credentials(s->client_id, s->client_secret, &basic) < 0) {
+                fail(s, "out of memory");
+                return;
+        }
         body = token_request(s, code);
-        r = body ? fetch(s, s->meta.token_endpoint, OAUTH_BODY_FORM, body) : -ENOMEM;
+        r = body ? fetch_request(s, &(struct oauth_request){ .url = s->meta.token_endpoint,
+                                                             .kind = OAUTH_BODY_FORM,
+                                                             .body = body,
+                                                             .authorization = basic })
+                 : -ENOMEM;
         wipe_free(body);
+        if (basic)
+                explicit_bzero(basic, strlen(basic));
         if (r < 0)
                 fail(s, "out of memory");
 }
@@ -384,8 +468,26 @@ static char *scopes_joined(char *const *scopes) {
         return text;
 }
 
+/* An initialize without a token: a protected server answers 401 with its challenge. */
+#define PROBE_BODY                                                                                         \
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"           \
+        "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"mcpvisor\",\"version\":\"sign-in\"}}}"
+
+/* As if a probe's challenge had named url. */
+static void probed_hint(struct oauth_signin *s, const char *url) {
+        char *challenge = NULL;
+
+        if (asprintf(&challenge, "Bearer resource_metadata=\"%s\"", url) < 0) {
+                fail(s, "out of memory");
+                return;
+        }
+        probed(s, challenge);
+        free(challenge);
+}
+
 int oauth_signin_begin(const struct oauth_signin_params *p, struct oauth_signin **ret) {
         struct oauth_signin *s;
+        int r;
 
         if (strncmp(p->redirect_uri, "http://127.0.0.1:", 17) != 0 && strncmp(p->redirect_uri, "http://[::1]:", 13) != 0)
                 return -EINVAL;
@@ -393,7 +495,7 @@ int oauth_signin_begin(const struct oauth_signin_params *p, struct oauth_signin 
         if (!s)
                 return -ENOMEM;
         remote_config_init(&s->net);
-        s->state = SIGNIN_RESOURCE_META;
+        s->state = p->resource_metadata && oauth_url_acceptable(p->resource_metadata) ? SIGNIN_RESOURCE_META : SIGNIN_PROBE;
         s->loop = p->loop;
         s->url_ready = p->url_ready;
         s->finished = p->finished;
@@ -405,26 +507,30 @@ int oauth_signin_begin(const struct oauth_signin_params *p, struct oauth_signin 
         s->net.connect_timeout = p->rc->connect_timeout;
         s->redirect_uri = strdup(p->redirect_uri);
         s->scope = scopes_joined(p->rc->scopes);
+        s->scope_configured = s->scope != NULL;
+        s->resource = strdup(p->rc->url);
         s->client_id = dup_or_null(p->rc->client_id);
         s->client_secret = p->rc->client_id ? dup_or_null(p->client_secret) : NULL;
-        if (!s->net.url || !s->redirect_uri) {
-                oauth_signin_free(s);
-                return -ENOMEM;
-        }
-        if (p->resource_metadata && oauth_url_acceptable(p->resource_metadata)) {
-                s->urls = calloc(2, sizeof *s->urls);
-                if (s->urls)
-                        s->urls[0] = strdup(p->resource_metadata);
-        } else if (oauth_resource_metadata_urls(s->net.url, &s->urls) < 0) {
-                s->urls = NULL;
-        }
-        if (!s->urls || !s->urls[0]) {
+        if (!s->net.url || !s->redirect_uri || !s->resource) {
                 oauth_signin_free(s);
                 return -ENOMEM;
         }
         *ret = s;
-        try_next_url(s);
-        return 0;
+        if (s->state == SIGNIN_RESOURCE_META) {
+                /* the server's last 401 named its metadata: no probe needed */
+                set_state(s, SIGNIN_PROBE);
+                probed_hint(s, p->resource_metadata);
+                return 0;
+        }
+        r = fetch_request(s, &(struct oauth_request){ .url = s->net.url,
+                                                      .kind = OAUTH_BODY_JSON,
+                                                      .body = PROBE_BODY,
+                                                      .mcp = true });
+        if (r < 0) {
+                *ret = NULL;
+                oauth_signin_free(s);
+        }
+        return r;
 }
 
 void oauth_signin_free(struct oauth_signin *s) {
@@ -433,6 +539,8 @@ void oauth_signin_free(struct oauth_signin *s) {
         oauth_fetch_free(s->fetch);
         remote_config_done(&s->net);
         free(s->scope);
+        free(s->resource);
+        free(s->auth_method);
         free(s->client_id);
         wipe_free(s->client_secret);
         free(s->redirect_uri);

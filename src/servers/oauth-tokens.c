@@ -318,8 +318,25 @@ static void arm_refresh(struct token *k) {
 static void on_refreshed(struct oauth_fetch *f, long status, const char *body, size_t len, const char *error,
                          void *userdata);
 
+/* The client's secret, registered or configured; NULL for a public client. */
+static const char *client_secret(const struct token *k) {
+        return k->grant.client_secret ? k->grant.client_secret : k->client_secret;
+}
+
+static bool secret_in_body(const struct token *k) {
+        return client_secret(k) && text_equal(k->grant.auth_method, "client_secret_post");
+}
+
+/* "Basic ..." for a client whose secret goes that way (the default), else NULL. */
+static char *basic_of(const struct token *k) {
+        char *basic = NULL;
+
+        if (client_secret(k) && !secret_in_body(k) && oauth_basic_credentials(k->grant.client_id, client_secret(k), &basic) < 0)
+                return NULL;
+        return basic;
+}
+
 static char *refresh_request(struct token *k) {
-        const char *secret = k->grant.client_secret ? k->grant.client_secret : k->client_secret;
         char *body = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&body, &size);
@@ -330,8 +347,8 @@ static char *refresh_request(struct token *k) {
         oauth_param(f, '&', "refresh_token", k->grant.refresh_token);
         oauth_param(f, '&', "client_id", k->grant.client_id);
         oauth_param(f, '&', "resource", k->grant.resource);
-        if (secret)
-                oauth_param(f, '&', "client_secret", secret);
+        if (secret_in_body(k))
+                oauth_param(f, '&', "client_secret", client_secret(k));
         if (fclose(f) != 0) {
                 free(body);
                 return NULL;
@@ -343,7 +360,7 @@ static char *refresh_request(struct token *k) {
 static int start_refresh(struct token *k) {
         struct curl_loop *loop;
         const char *why = NULL;
-        char *body;
+        char *body, *basic;
         int r;
 
         if (k->state != TOKEN_VALID || !k->grant.refresh_token)
@@ -354,12 +371,20 @@ static int start_refresh(struct token *k) {
                 return r;
         }
         body = refresh_request(k);
-        r = body ? oauth_fetch_start(loop, &k->net, k->grant.token_endpoint, OAUTH_BODY_FORM, body, on_refreshed, k,
-                                     &k->fetch)
+        basic = basic_of(k);
+        r = body ? oauth_fetch_request(loop, &k->net,
+                                       &(struct oauth_request){ .url = k->grant.token_endpoint,
+                                                                .kind = OAUTH_BODY_FORM,
+                                                                .body = body,
+                                                                .authorization = basic },
+                                       on_refreshed, k, &k->fetch)
                  : -ENOMEM;
         if (body)
                 explicit_bzero(body, strlen(body));
         free(body);
+        if (basic)
+                explicit_bzero(basic, strlen(basic));
+        free(basic);
         if (r < 0)
                 return r;
         token_set_state(k, TOKEN_REFRESHING, NULL);
@@ -445,7 +470,7 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
 
         if (!k)
                 return -ENOMEM;
-        if ((k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING) && !text_equal(k->grant.resource, c->remote.url)) {
+        if ((k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING) && !text_equal(k->grant.url, c->remote.url)) {
                 /* the entry's "url" changed: that server's token is no token for this one */
                 oauth_fetch_free(k->fetch);
                 k->fetch = NULL;
@@ -474,7 +499,7 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
 const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_t uid, const char *url) {
         struct token *k = find(t, server, uid);
 
-        if (!k || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING) || !text_equal(k->grant.resource, url))
+        if (!k || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING) || !text_equal(k->grant.url, url))
                 return NULL;
         return k->grant.access_token;
 }
@@ -572,12 +597,11 @@ static void on_revoked(struct oauth_fetch *f, long status, const char *body, siz
 }
 
 static void revoke_token(struct token *k) {
-        const char *secret = k->grant.client_secret ? k->grant.client_secret : k->client_secret;
         const char *token = k->grant.refresh_token ? k->grant.refresh_token : k->grant.access_token;
         struct revocation *v;
         struct curl_loop *loop;
         const char *why = NULL;
-        char *body = NULL;
+        char *body = NULL, *basic;
         size_t size = 0;
         FILE *f;
 
@@ -589,13 +613,18 @@ static void revoke_token(struct token *k) {
         oauth_param(f, 0, "token", token);
         oauth_param(f, '&', "token_type_hint", k->grant.refresh_token ? "refresh_token" : "access_token");
         oauth_param(f, '&', "client_id", k->grant.client_id);
-        if (secret)
-                oauth_param(f, '&', "client_secret", secret);
+        if (secret_in_body(k))
+                oauth_param(f, '&', "client_secret", client_secret(k));
         if (fclose(f) != 0)
                 return;
         v = calloc(1, sizeof *v);
-        if (v && oauth_fetch_start(loop, &k->net, k->grant.revocation_endpoint, OAUTH_BODY_FORM, body, on_revoked, v,
-                                   &v->fetch) == 0) {
+        basic = basic_of(k);
+        if (v && oauth_fetch_request(loop, &k->net,
+                                     &(struct oauth_request){ .url = k->grant.revocation_endpoint,
+                                                              .kind = OAUTH_BODY_FORM,
+                                                              .body = body,
+                                                              .authorization = basic },
+                                     on_revoked, v, &v->fetch) == 0) {
                 v->t = k->t;
                 v->next = k->t->revocations;
                 k->t->revocations = v;
@@ -604,6 +633,9 @@ static void revoke_token(struct token *k) {
         }
         explicit_bzero(body, strlen(body));
         free(body);
+        if (basic)
+                explicit_bzero(basic, strlen(basic));
+        free(basic);
 }
 
 int oauth_tokens_forget(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {

@@ -83,17 +83,32 @@ Test(oauth, well_known_urls) {
 }
 
 Test(oauth, resource_metadata_refusals) {
-        char *issuer = NULL, *scopes = NULL;
+        char *issuer = NULL, *scopes = NULL, *resource = NULL;
         const char *why = NULL;
 
         cr_assert_eq(oauth_parse_resource_metadata("{\"resource\":\"https://m/mcp\",\"authorization_servers\":"
                                                    "[\"https://as\"],\"scopes_supported\":[\"a\",\"b\"]}",
-                                                   "https://m/mcp", &issuer, &scopes, &why),
+                                                   "https://m/mcp", &issuer, &scopes, &resource, &why),
                      0);
         cr_assert_str_eq(issuer, "https://as");
         cr_assert_str_eq(scopes, "a b");
+        cr_assert_str_eq(resource, "https://m/mcp");
         free(issuer);
         free(scopes);
+        free(resource);
+        /* a resource that covers the URL: its origin, or a path above it; its text is kept */
+        static const char *const covering[] = { "https://m", "https://m/", "https://m/api" };
+        for (size_t i = 0; i < sizeof covering / sizeof covering[0]; i++) {
+                char body[256];
+
+                snprintf(body, sizeof body, "{\"resource\":\"%s\",\"authorization_servers\":[\"https://as\"]}", covering[i]);
+                cr_assert_eq(oauth_parse_resource_metadata(body, "https://m/api/mcp", &issuer, &scopes, &resource, &why), 0,
+                             "%s", covering[i]);
+                cr_assert_str_eq(resource, covering[i]);
+                free(issuer);
+                free(scopes);
+                free(resource);
+        }
         static const char *const bad[] = {
                 "[]",
                 "{\"resource\":\"https://other/mcp\",\"authorization_servers\":[\"https://as\"]}",
@@ -101,10 +116,15 @@ Test(oauth, resource_metadata_refusals) {
                 "{\"resource\":\"https://m/mcp\",\"authorization_servers\":[]}",
                 "{\"resource\":\"https://m/mcp\",\"authorization_servers\":[\"http://as.example\"]}",
                 "{\"resource\":\"https://m/mcp\",\"authorization_servers\":[\"javascript:alert(1)\"]}",
+                /* another origin, a sibling path, a longer name */
+                "{\"resource\":\"https://evil\",\"authorization_servers\":[\"https://as\"]}",
+                "{\"resource\":\"https://m/other\",\"authorization_servers\":[\"https://as\"]}",
+                "{\"resource\":\"https://m/mc\",\"authorization_servers\":[\"https://as\"]}",
+                "{\"resource\":\"https://m.evil\",\"authorization_servers\":[\"https://as\"]}",
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
                 why = NULL;
-                cr_expect_eq(oauth_parse_resource_metadata(bad[i], "https://m/mcp", &issuer, &scopes, &why), -EBADMSG, "%s",
+                cr_expect_eq(oauth_parse_resource_metadata(bad[i], "https://m/mcp", &issuer, &scopes, &resource, &why), -EBADMSG, "%s",
                              bad[i]);
                 cr_expect_not_null(why);
         }
@@ -297,4 +317,17 @@ Test(oauth, bearer_challenge) {
         cr_assert_not(oauth_bearer_challenge("BearerX a=b", buf, sizeof buf));
         cr_assert(oauth_bearer_challenge("Bearer resource_metadata=\"unterminated", buf, sizeof buf));
         cr_assert_str_eq(buf, "");
+}
+
+Test(oauth, client_credentials_and_challenge_scope) {
+        char *basic = NULL, scope[128];
+
+        /* RFC 6749 2.3.1: form-encoded, then base64 of "id:secret" */
+        cr_assert_eq(oauth_basic_credentials("my client", "s:cret", &basic), 0);
+        cr_assert_str_eq(basic, "Basic bXklMjBjbGllbnQ6cyUzQWNyZXQ=");
+        free(basic);
+        oauth_challenge_scope("Bearer error=\"insufficient_scope\", scope=\"files:read files:write\"", scope, sizeof scope);
+        cr_assert_str_eq(scope, "files:read files:write");
+        oauth_challenge_scope("Bearer realm=\"x\"", scope, sizeof scope);
+        cr_assert_str_eq(scope, "");
 }
