@@ -26,6 +26,7 @@ struct oauth_signin {
         char *client_id;                 /* configured, or registered */
         char *client_secret;             /* configured (its text), or registered; NULL: a public client */
         bool client_registered;
+        bool issuer_from_origin;         /* no resource metadata: the 2025-03-26 way */
         char *redirect_uri;
         char **urls;                     /* the metadata URLs to try, in order */
         size_t next_url;
@@ -117,7 +118,29 @@ static void origin_as_issuer(struct oauth_signin *s) {
                 fail(s, "out of memory");
                 return;
         }
+        s->issuer_from_origin = true;
         start_server_meta(s);
+}
+
+static void server_meta_ready(struct oauth_signin *s);
+
+/* Neither resource nor server metadata: the 2025-03-26 specification's default endpoints
+ * at the server's origin (/authorize, /token, /register). */
+static void default_endpoints(struct oauth_signin *s) {
+        oauth_server_meta_done(&s->meta);
+        s->meta.issuer = strdup(s->issuer);
+        if (asprintf(&s->meta.authorization_endpoint, "%s/authorize", s->issuer) < 0)
+                s->meta.authorization_endpoint = NULL;
+        if (asprintf(&s->meta.token_endpoint, "%s/token", s->issuer) < 0)
+                s->meta.token_endpoint = NULL;
+        if (asprintf(&s->meta.registration_endpoint, "%s/register", s->issuer) < 0)
+                s->meta.registration_endpoint = NULL;
+        s->meta.auth_basic = true;
+        if (!s->meta.issuer || !s->meta.authorization_endpoint || !s->meta.token_endpoint || !s->meta.registration_endpoint) {
+                fail(s, "out of memory");
+                return;
+        }
+        server_meta_ready(s);
 }
 
 static void try_next_url(struct oauth_signin *s) {
@@ -126,6 +149,8 @@ static void try_next_url(struct oauth_signin *s) {
         if (!url) {
                 if (s->state == SIGNIN_RESOURCE_META)
                         origin_as_issuer(s);
+                else if (s->issuer_from_origin)
+                        default_endpoints(s);
                 else
                         fail(s, "no authorization server metadata at its well-known URLs (RFC 8414, OpenID Connect)");
                 return;
@@ -206,6 +231,11 @@ static void server_meta_read(struct oauth_signin *s, const char *body) {
                 fail(s, why ? why : "out of memory");
                 return;
         }
+        server_meta_ready(s);
+}
+
+/* The client: configured, else registered. */
+static void server_meta_ready(struct oauth_signin *s) {
         if (s->client_id) {
                 choose_auth_method(s);
                 ready_for_code(s);

@@ -68,6 +68,36 @@ static void teardown(void) {
 
 TestSuite(oauth, .init = setup, .fini = teardown, .timeout = 120);
 
+static void conformance_setup(void) {
+        strcpy(dir, "/tmp/mcpvisor-oauth-XXXXXX");
+        cr_assert_not_null(mkdtemp(dir));
+}
+
+static void conformance_teardown(void) {
+        if (dir[0])
+                h_remove_tree(dir);
+}
+
+/* The last bytes of a scenario's log, for a failure's message. */
+static const char *log_tail(const char *name) {
+        static char text[3000];
+        FILE *f = fopen(sf("%s/conformance-%s.log", dir, name), "r");
+        size_t len;
+
+        text[0] = '\0';
+        if (!f)
+                return text;
+        fseek(f, 0, SEEK_END);
+        if (ftell(f) > (long)sizeof text - 1)
+                fseek(f, -(long)(sizeof text - 1), SEEK_END);
+        else
+                fseek(f, 0, SEEK_SET);
+        len = fread(text, 1, sizeof text - 1, f);
+        text[len] = '\0';
+        fclose(f);
+        return text;
+}
+
 /* Starts node SCRIPT ARGS... in a process group of its own, its stdout to log; waits for
  * "ready" in it. */
 static pid_t peer_start(const char *log, const char *const *args) {
@@ -460,4 +490,81 @@ Test(oauth, token_stays_with_its_url) {
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
                 cr_assert(strncmp(line, "ready ", 6) == 0 || strstr(line, "refused: no token"),
                           "the other server got a token: %s", line);
+}
+
+/* The official suite's client scenarios of authorization (conformance-next, 0.2.0-alpha.12),
+ * the daemon as the client through conformance-auth-client.sh, one scenario at a time (the
+ * suite's parallel run would start a dozen daemons and node servers at once on two cores).
+ * Each scenario's outcome is what this table expects: those that fail are listed with why. */
+static const struct {
+        const char *name;
+        bool passes;
+        const char *why; /* of a failure */
+} conformance_auth[] = {
+        { "metadata-default", true, NULL },
+        { "metadata-var1", true, NULL },
+        { "metadata-var2", true, NULL },
+        { "metadata-var3", true, NULL },
+        { "basic-cimd", true, NULL }, /* passes by registration, warned: no Client ID Metadata Document */
+        { "scope-from-www-authenticate", true, NULL },
+        { "scope-from-scopes-supported", true, NULL },
+        { "scope-omitted-when-undefined", true, NULL },
+        { "scope-step-up", false, "a 403 insufficient_scope does not ask for the larger scope: sign in again with \"scopes\"" },
+        { "scope-retry-limit", true, NULL },
+        { "token-endpoint-auth-basic", true, NULL },
+        { "token-endpoint-auth-post", true, NULL },
+        { "token-endpoint-auth-none", true, NULL },
+        { "pre-registration", true, NULL },
+        { "2025-03-26-oauth-metadata-backcompat", true, NULL },
+        { "2025-03-26-oauth-endpoint-fallback", true, NULL },
+        { "resource-mismatch", true, NULL },
+        { "offline-access-scope", true, NULL },
+        { "offline-access-not-supported", true, NULL },
+        { "authorization-server-migration", false, "a changed authorization server is not followed by a new registration without a login" },
+        { "iss-supported", true, NULL },
+        { "iss-not-advertised", true, NULL },
+        { "iss-supported-missing", true, NULL },
+        { "iss-wrong-issuer", true, NULL },
+        { "iss-unexpected", true, NULL },
+        { "iss-normalized", true, NULL },
+        { "metadata-issuer-mismatch", true, NULL },
+};
+
+static int run_conformance_scenario(const char *name) {
+        pid_t pid = fork();
+        int status;
+
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                int fd = open(sf("%s/conformance-%s.log", dir, name), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+                if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                        _exit(127);
+                setenv("MCPVISORD", h_daemon_path(), 1);
+                setenv("MCPVISORCTL", CTL, 1);
+                execl(NODE, NODE, INTEROP_DIR "/node_modules/@modelcontextprotocol/conformance-next/dist/index.js", "client",
+                      "--command", INTEROP_DIR "/conformance-auth-client.sh", "--scenario", sf("auth/%s", name), "--timeout",
+                      "60000", (char *)NULL);
+                dprintf(2, "exec %s: %s\n", NODE, strerror(errno));
+                _exit(127);
+        }
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TestSuite(conformance_auth, .init = conformance_setup, .fini = conformance_teardown);
+
+Test(conformance_auth, client_scenarios, .timeout = 600) {
+        unsigned unexpected = 0;
+
+        for (size_t i = 0; i < sizeof conformance_auth / sizeof conformance_auth[0]; i++) {
+                int rc = run_conformance_scenario(conformance_auth[i].name);
+
+                if ((rc == 0) != conformance_auth[i].passes) {
+                        cr_log_error("auth/%s: exit %d, expected to %s:\n%s", conformance_auth[i].name, rc,
+                                     conformance_auth[i].passes ? "pass" : "fail", log_tail(conformance_auth[i].name));
+                        unexpected++;
+                }
+        }
+        cr_assert_eq(unexpected, 0, "%u scenarios did not end as expected", unexpected);
 }
