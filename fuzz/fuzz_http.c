@@ -209,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         r.session_id = pick(&in, ids, ARRAY_LEN(ids), &bufs[6]);
         last_event_id = pick(&in, event_ids, ARRAY_LEN(event_ids), &bufs[7]);
 
-        http_request_judge(&h, &r, &v);
+        http_request_judge(&h, NULL, &r, &v);
         check_verdict(&h, &r, &v);
         if (r.session_id)
                 check_session_key(r.session_id);

@@ -16,7 +16,7 @@ static const struct http_config h = { .tokens = &token, .n_tokens = 1 };
 static struct http_verdict judge(struct http_request r) {
         struct http_verdict v;
 
-        http_request_judge(&h, &r, &v);
+        http_request_judge(&h, NULL, &r, &v);
         return v;
 }
 
