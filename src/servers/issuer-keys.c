@@ -109,6 +109,7 @@ static void fetch_metadata(struct issuer_keys *k, enum metadata_kind kind) {
 static void fetch_jwks(struct issuer_keys *k) {
         set_state(k, ISSUER_KEYS_JWKS);
         k->fetches++;
+        log_debug(k->log, "http.oauth: fetching the JWKS of %s (fetch %llu)", k->issuer, (unsigned long long)k->fetches);
         fetch(k, k->jwks_uri);
 }
 
