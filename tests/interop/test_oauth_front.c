@@ -138,7 +138,7 @@ static char *token_for(const char *iss, const char *aud, const char *user) {
 
 /* The daemon with the demo server, HTTP on port with a static token and http.oauth for
  * issuer: alice is root, bob the user daemon; the group adm may not use demo. */
-static void start_front(void) {
+static void start_front_with(const char *more_oauth) {
         const char *env[] = { sf("CREDENTIALS_DIRECTORY=%s", dir), NULL };
         char *config;
 
@@ -146,14 +146,18 @@ static void start_front(void) {
         set_settings(sf("\"logLevel\":\"debug\",\"http\":{\"listen\":[\"127.0.0.1:%u\"],"
                         "\"tokens\":[{\"token\":{\"credential\":\"static-token\"},\"user\":0}],"
                         "\"oauth\":{\"issuer\":\"%s\",\"users\":{\"alice\":\"root\",\"bob\":\"daemon\"},"
-                        "\"groupsClaim\":\"groups\",\"clockSkew\":0,\"keysRefreshInterval\":1}},"
+                        "\"groupsClaim\":\"groups\",\"clockSkew\":0,\"keysRefreshInterval\":1%s}},"
                         "\"access\":{\"default\":\"allow\",\"rules\":[{\"groups\":[\"adm\"],\"servers\":[\"demo\"],\"action\":\"deny\"}]}",
-                        port, issuer));
+                        port, issuer, more_oauth));
         config = config_text();
         h_start(&D, &(struct h_opts){ .config = config, .env = env });
         free(config);
         wait_all_ready(1);
         cr_assert(h_log_wait(&D, "signing keys of", H_TIMEOUT_MS), "the issuer's keys were not fetched at start");
+}
+
+static void start_front(void) {
+        start_front_with("");
 }
 
 /* A POST of body with "Authorization: Bearer token" (NULL: none) and the session sid
@@ -532,4 +536,64 @@ Test(oauth_front, a_flood_of_bogus_tokens) {
         rss_after = proc_rss_kib(D.pid);
         cr_assert_lt(rss_after - rss_before, 2048, "the daemon grew from %ld to %ld KiB", rss_before, rss_after);
         free(payload);
+}
+
+Test(oauth_front, a_required_scope_missing) {
+        struct ht_answer a;
+        char v[1024];
+        char *alice;
+
+        start_main_as();
+        start_front_with(",\"requiredScopes\":[\"mcp\",\"mcp:admin\"]");
+        alice = token_for(issuer, resource, "alice"); /* scope "mcp" only */
+        post(alice, NULL, INITIALIZE, &a);
+        cr_assert_eq(a.status, 403, "%d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "WWW-Authenticate", v, sizeof v), "%s", a.headers);
+        cr_assert_not_null(strstr(v, "error=\"insufficient_scope\""), "%s", v);
+        cr_assert_not_null(strstr(v, "scope=\"mcp mcp:admin\""), "%s", v);
+        cr_assert_not_null(strstr(v, "resource_metadata=\""), "%s", v);
+        expect_no_token("answer", a.body, alice);
+        ht_answer_done(&a);
+        ht_once(port, "GET", "/.well-known/oauth-protected-resource/mcp", "", NULL, &a);
+        cr_assert_not_null(strstr(a.body, "\"scopes_supported\":[\"mcp\",\"mcp:admin\"]"), "%s", a.body);
+        ht_answer_done(&a);
+        free(alice);
+}
+
+/* A reload to another issuer: its tokens are taken, the first one's no more. */
+Test(oauth_front, reload_to_another_issuer) {
+        unsigned as2_port = ht_free_port();
+        char *first, *second;
+        struct ht_answer a;
+        long long deadline;
+        int status;
+
+        start_main_as();
+        start_front();
+        first = token_for(issuer, resource, "alice");
+        free(open_session(first));
+        as2_group = start_as(as2_port, "as2");
+        snprintf(issuer, sizeof issuer, "http://127.0.0.1:%u", as2_port);
+        second = token_for(issuer, resource, "alice");
+        set_settings(sf("\"logLevel\":\"debug\",\"http\":{\"listen\":[\"127.0.0.1:%u\"],"
+                        "\"tokens\":[{\"token\":{\"credential\":\"static-token\"},\"user\":0}],"
+                        "\"oauth\":{\"issuer\":\"%s\",\"users\":{\"alice\":\"root\"},\"clockSkew\":0}}",
+                        port, issuer));
+        config_rewrite();
+        kill(D.pid, SIGHUP);
+        cr_assert(h_log_wait(&D, "reloaded:", H_TIMEOUT_MS), "no reload");
+        deadline = h_now_ms() + H_TIMEOUT_MS;
+        do {
+                post(second, NULL, INITIALIZE, &a);
+                status = a.status;
+                ht_answer_done(&a);
+                if (status == 503)
+                        usleep(100 * 1000);
+        } while (status == 503 && h_now_ms() < deadline);
+        cr_assert_eq(status, 200, "the new issuer's token: %d", status);
+        post(first, NULL, INITIALIZE, &a);
+        cr_assert_eq(a.status, 401, "the old issuer's token after the reload: %d", a.status);
+        ht_answer_done(&a);
+        free(first);
+        free(second);
 }
