@@ -597,3 +597,23 @@ Test(oauth_front, reload_to_another_issuer) {
         free(first);
         free(second);
 }
+
+/* A reload that leaves http.oauth as it was keeps the sessions opened with a JWT. */
+Test(oauth_front, a_session_outlives_a_reload) {
+        struct ht_answer a;
+        char *alice, *sid;
+
+        start_main_as();
+        start_front();
+        alice = token_for(issuer, resource, "alice");
+        sid = open_session(alice);
+        add_demo("demo2", "", "");
+        config_rewrite();
+        kill(D.pid, SIGHUP);
+        cr_assert(h_log_wait(&D, "reloaded:", H_TIMEOUT_MS), "no reload");
+        post(alice, sid, TOOLS_LIST, &a);
+        cr_assert_eq(a.status, 200, "the session after the reload: %d %s", a.status, a.body);
+        ht_answer_done(&a);
+        free(sid);
+        free(alice);
+}
