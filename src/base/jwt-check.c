@@ -81,6 +81,28 @@ static bool key_usable(const cjose_jwk_t *jwk) {
         }
 }
 
+/* Whether text is base64url as cjose 0.6's decoder takes it without aborting: its alphabet,
+ * then at most two "=" of padding, and not one character alone in its last quartet (that
+ * decoder asserts, killing the process, on "a=" or "m=1k": an issuer's JWKS must not). */
+static bool base64url_sane(const char *text) {
+        size_t n = strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_");
+        size_t pad = strspn(text + n, "=");
+
+        return text[n + pad] == '\0' && pad <= 2 && n % 4 != 1;
+}
+
+/* Whether every member of a JWK that cjose decodes as base64url is sane. */
+static bool key_members_sane(json_object *o) {
+        static const char *const encoded[] = { "n", "e", "d", "p", "q", "dp", "dq", "qi", "x", "y", "k" };
+        json_object *v;
+
+        for (size_t i = 0; i < ARRAY_SIZE(encoded); i++)
+                if (json_object_object_get_ex(o, encoded[i], &v) &&
+                    (!json_object_is_type(v, json_type_string) || !base64url_sane(json_object_get_string(v))))
+                        return false;
+        return true;
+}
+
 /* One entry of "keys": 0 kept, 1 skipped, -ENOMEM. */
 static int key_parse(json_object *o, struct jwt_key *ret) {
         json_object *use, *kid;
@@ -92,6 +114,8 @@ static int key_parse(json_object *o, struct jwt_key *ret) {
                 return 1;
         if (json_object_object_get_ex(o, "use", &use) &&
             (!json_object_is_type(use, json_type_string) || strcmp(json_object_get_string(use), "sig") != 0))
+                return 1;
+        if (!key_members_sane(o))
                 return 1;
         text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         ret->jwk = cjose_jwk_import(text, strlen(text), &err);
