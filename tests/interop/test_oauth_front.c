@@ -367,6 +367,18 @@ Test(oauth_front, tokens_work_as_their_mapped_user_and_groups) {
         /* the sessions say who they are, never a token */
         {
                 char *log = h_log_text(&D);
+                json_object *clients = h_control(&D, "clients", NULL), *status = h_control(&D, "status", NULL);
+                const char *listed = h_json_text(clients);
+
+                cr_assert_eq(h_error_code(clients), 0, "%s", listed);
+                cr_assert_not_null(strstr(listed, "\"token\":\"daemon\""), "bob's session names his host user: %s", listed);
+                expect_no_token("clients", listed, alice);
+                expect_no_token("clients", listed, alice2);
+                expect_no_token("clients", listed, bob);
+                expect_no_token("status", h_json_text(status), alice);
+                expect_no_token("status", h_json_text(status), bob);
+                json_object_put(clients);
+                json_object_put(status);
 
                 expect_no_token("log", log, alice);
                 expect_no_token("log", log, alice2);
