@@ -17,8 +17,10 @@
 
 /* Slots looked at for one token in the table of verdicts (open addressing). */
 #define VERDICT_PROBES 8
-/* Groups a token may add at most: the rest of a long claim is ignored. */
+/* Groups a token may add at most, and values of its groups claim looked up at most (each a
+ * lookup in the group database): the rest of a long claim is ignored. */
 #define MAX_CLAIM_GROUPS 64
+#define MAX_CLAIM_VALUES 256
 
 struct verdict {
         unsigned char hash[32];   /* SHA-256 of the token */
@@ -213,6 +215,29 @@ static const char *profile_of(const struct http_oauth_config *c, json_object *cl
         return NULL;
 }
 
+/* The gid of the host group name, found with a buffer grown while the entry does not fit
+ * (a group with many members); false when there is none. */
+static bool host_group(const char *name, gid_t *ret) {
+        struct group gr, *found = NULL;
+        size_t size = 4096;
+        char *buf = NULL;
+        int r;
+
+        do {
+                char *grown = realloc(buf, size);
+
+                if (!grown)
+                        break;
+                buf = grown;
+                r = getgrnam_r(name, &gr, buf, size, &found);
+                size *= 2;
+        } while (r == ERANGE && size <= 1024 * 1024);
+        if (found)
+                *ret = found->gr_gid;
+        free(buf);
+        return found != NULL;
+}
+
 static int compare_gid(const void *a, const void *b) {
         gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
 
@@ -228,18 +253,15 @@ static size_t claim_groups(const struct http_oauth_config *c, json_object *claim
         ret[0] = primary;
         if (!c->groups_claim || !json_object_object_get_ex(claims, c->groups_claim, &v))
                 return 1;
-        for (size_t i = 0; n < MAX_CLAIM_GROUPS; i++) {
+        for (size_t i = 0; i < MAX_CLAIM_VALUES && n < MAX_CLAIM_GROUPS; i++) {
                 json_object *one = json_object_is_type(v, json_type_array) ? json_object_array_get_idx(v, i) : i == 0 ? v : NULL;
-                struct group gr, *found = NULL;
-                char buf[4096];
+                gid_t gid;
 
                 if (!one)
                         break;
-                if (!json_object_is_type(one, json_type_string))
-                        continue;
-                if (getgrnam_r(json_object_get_string(one), &gr, buf, sizeof buf, &found) == 0 && found &&
-                    found->gr_gid != primary)
-                        ret[1 + n++] = found->gr_gid;
+                if (json_object_is_type(one, json_type_string) && host_group(json_object_get_string(one), &gid) &&
+                    gid != primary)
+                        ret[1 + n++] = gid;
         }
         qsort(ret + 1, n, sizeof *ret, compare_gid);
         for (size_t i = 1; i <= n; i++)
@@ -304,7 +326,7 @@ static enum http_oauth_result map_claims(struct http_oauth *o, const struct http
         n = claim_groups(c, claims, found->pw_gid, groups);
         *ret = identity(o, found->pw_name, found->pw_uid, groups, n, profile_of(c, claims));
         if (!*ret) {
-                *why = "out of memory, or too many distinct identities";
+                *why = "out of memory, or too many distinct identities (http.oauth)";
                 return HTTP_OAUTH_KEYS_PENDING;
         }
         return HTTP_OAUTH_ACCEPTED;

@@ -164,7 +164,7 @@ void http_request_judge(const struct http_config *h, struct http_oauth *oauth, c
                 v->bearer_error = "insufficient_scope";
                 return;
         case HTTP_ADMIT_KEYS_PENDING:
-                refuse(v, 503, "Service Unavailable", "the identity provider's keys are being fetched; retry shortly");
+                refuse(v, 503, "Service Unavailable", why ? why : "the identity provider's keys are being fetched; retry shortly");
                 v->log = why;
                 v->retry = true;
                 return;
