@@ -342,7 +342,8 @@ static char *resource_metadata_url(const struct http_config *h, struct evhttp_re
 }
 
 /* Bearer, with the resource's metadata when http.oauth is set (RFC 9728 §5.1), the error
- * (RFC 6750 §3.1) and for insufficient_scope the scopes needed. */
+ * (RFC 6750 §3.1) and the scopes every token needs (requiredScopes), for a client to ask for
+ * them from the start (MCP 2025-11-25) or again on insufficient_scope. */
 static void add_authenticate(struct http_front *f, struct evhttp_request *req, const struct http_verdict *v) {
         const struct http_config *h = &f->daemon->config.http;
         _cleanup_free_ char *metadata = resource_metadata_url(h, req);
@@ -357,9 +358,9 @@ static void add_authenticate(struct http_front *f, struct evhttp_request *req, c
                 evbuffer_add_printf(b, ", resource_metadata=\"%s\"", metadata);
         if (v->bearer_error)
                 evbuffer_add_printf(b, ", error=\"%s\"", v->bearer_error);
-        if (v->bearer_error && strcmp(v->bearer_error, "invalid_token") == 0)
+        if (v->bearer_error)
                 evbuffer_add_printf(b, ", error_description=\"%s\"", v->text);
-        if (v->bearer_error && strcmp(v->bearer_error, "insufficient_scope") == 0 && h->oauth.required_scopes) {
+        if (metadata && h->oauth.required_scopes && h->oauth.required_scopes[0]) {
                 evbuffer_add_printf(b, ", scope=\"");
                 for (char **s = h->oauth.required_scopes; *s; s++)
                         evbuffer_add_printf(b, "%s%s", s == h->oauth.required_scopes ? "" : " ", *s);

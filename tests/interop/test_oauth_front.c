@@ -570,6 +570,12 @@ Test(oauth_front, a_required_scope_missing) {
         cr_assert_not_null(strstr(v, "resource_metadata=\""), "%s", v);
         expect_no_token("answer", a.body, alice);
         ht_answer_done(&a);
+        /* the scopes asked for from the first 401 on */
+        post(NULL, NULL, INITIALIZE, &a);
+        cr_assert_eq(a.status, 401);
+        cr_assert_not_null(ht_header(&a, "WWW-Authenticate", v, sizeof v), "%s", a.headers);
+        cr_assert_not_null(strstr(v, "scope=\"mcp mcp:admin\""), "%s", v);
+        ht_answer_done(&a);
         ht_once(port, "GET", "/.well-known/oauth-protected-resource/mcp", "", NULL, &a);
         cr_assert_not_null(strstr(a.body, "\"scopes_supported\":[\"mcp\",\"mcp:admin\"]"), "%s", a.body);
         ht_answer_done(&a);
