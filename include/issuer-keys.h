@@ -55,3 +55,6 @@ enum issuer_keys_state issuer_keys_state(const struct issuer_keys *k);
 /* How many fetches of the JWKS have begun, for tests and the status. */
 uint64_t issuer_keys_fetches(const struct issuer_keys *k);
 const char *issuer_keys_issuer(const struct issuer_keys *k);
+/* Where issuer's metadata is: OpenID Connect's well-known document appended to it, or RFC
+ * 8414's put between its origin and its path; malloc'd, NULL when out of memory. Pure. */
+char *issuer_keys_metadata_url(const char *issuer, bool openid);

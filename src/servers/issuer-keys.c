@@ -68,7 +68,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
 
 /* The metadata's URL: OpenID Connect appends its well-known name to the issuer, RFC 8414
  * puts its own between the issuer's origin and its path (no trailing "/" either way). */
-static char *metadata_url(const char *issuer, enum metadata_kind kind) {
+char *issuer_keys_metadata_url(const char *issuer, bool openid) {
+        enum metadata_kind kind = openid ? METADATA_OPENID : METADATA_RFC8414;
         const char *host = strstr(issuer, "://");
         const char *path = host ? strchr(host + 3, '/') : NULL;
         size_t origin_len = path ? (size_t)(path - issuer) : strlen(issuer);
@@ -94,7 +95,7 @@ static void retry_later(struct issuer_keys *k) {
 }
 
 static void fetch_metadata(struct issuer_keys *k, enum metadata_kind kind) {
-        _cleanup_free_ char *url = metadata_url(k->issuer, kind);
+        _cleanup_free_ char *url = issuer_keys_metadata_url(k->issuer, kind == METADATA_OPENID);
 
         k->metadata = kind;
         set_state(k, ISSUER_KEYS_METADATA);

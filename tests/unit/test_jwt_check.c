@@ -1,4 +1,5 @@
-/* The check of a JWT access token (jwt-check.c): keys and tokens made here with cjose, a
+/* The check of a JWT access token (jwt-check.c), and where an issuer's metadata is looked for
+ * (issuer-keys.c): keys and tokens made here with cjose, a
  * valid token accepted with its claims, and each refusal for its own reason. */
 #include <cjose/cjose.h>
 #include <criterion/criterion.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "issuer-keys.h"
 #include "jwt-check.h"
 
 #define ISSUER "https://id.example"
@@ -259,4 +261,28 @@ Test(jwt_check, jwks_text) {
         cr_assert_eq(jwt_keys_parse(small, strlen(small), &k), 0);
         cr_assert_eq(k.n, 0);
         jwt_keys_done(&k);
+}
+
+Test(jwt_check, metadata_urls) {
+        static const struct {
+                const char *issuer, *openid, *rfc8414;
+        } cases[] = {
+                { "https://id.example", "https://id.example/.well-known/openid-configuration",
+                  "https://id.example/.well-known/oauth-authorization-server" },
+                { "https://id.example/", "https://id.example/.well-known/openid-configuration",
+                  "https://id.example/.well-known/oauth-authorization-server" },
+                { "https://id.example/realms/agents", "https://id.example/realms/agents/.well-known/openid-configuration",
+                  "https://id.example/.well-known/oauth-authorization-server/realms/agents" },
+                { "http://127.0.0.1:8080/t/", "http://127.0.0.1:8080/t/.well-known/openid-configuration",
+                  "http://127.0.0.1:8080/.well-known/oauth-authorization-server/t" },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                char *o = issuer_keys_metadata_url(cases[i].issuer, true), *r = issuer_keys_metadata_url(cases[i].issuer, false);
+
+                cr_assert_str_eq(o, cases[i].openid);
+                cr_assert_str_eq(r, cases[i].rfc8414);
+                free(o);
+                free(r);
+        }
 }
