@@ -639,3 +639,34 @@ Test(oauth_front, a_session_outlives_a_reload) {
         free(sid);
         free(alice);
 }
+
+/* The issuer down when the daemon starts: tokens get 503 with Retry-After (not a 401 that
+ * would make a client drop them) until its keys are fetched, by the retries, once it is up. */
+Test(oauth_front, the_issuer_down_at_start) {
+        struct ht_answer a;
+        char v[64];
+        char *alice;
+
+        as_port = ht_free_port();
+        snprintf(issuer, sizeof issuer, "http://127.0.0.1:%u", as_port);
+        add_demo("demo", "", "");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"oauth\":{\"issuer\":\"%s\",\"users\":{\"alice\":\"root\"}}}",
+                        port, issuer));
+        {
+                char *config = config_text();
+
+                h_start(&D, &(struct h_opts){ .config = config });
+                free(config);
+        }
+        wait_all_ready(1);
+        cr_assert(h_log_wait(&D, "cannot fetch the metadata of", H_TIMEOUT_MS), "the failure is not logged");
+        post("eyJhbGciOiJSUzI1NiJ9.e30.AAAA", NULL, INITIALIZE, &a);
+        cr_assert_eq(a.status, 503, "%d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Retry-After", v, sizeof v), "%s", a.headers);
+        ht_answer_done(&a);
+        as_group = start_as(as_port, "as");
+        cr_assert(h_log_wait(&D, "signing keys of", 20000), "the keys were not fetched once the issuer was up");
+        alice = token_for(issuer, resource, "alice");
+        free(open_session(alice));
+        free(alice);
+}
