@@ -3,7 +3,9 @@
  * Origin may call, which token it presents, whether its media types and protocol version
  * are ones the endpoint takes, and which session it names. http-front.c reads a request into a
  * struct http_request, asks http_request_judge(), and answers a refusal as the verdict
- * says; the fuzz harness fuzz_http calls the same function. No I/O, no allocation. */
+ * says; the fuzz harness fuzz_http calls the same function. No I/O, no allocation, but for
+ * the check of a JWT when http.oauth is set (http-oauth.h: a signature verified, claims
+ * parsed, the user and groups looked up, all freed before it returns). */
 #pragma once
 
 #include <stdbool.h>
