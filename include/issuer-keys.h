@@ -51,6 +51,8 @@ const struct jwt_keys *issuer_keys_get(struct issuer_keys *k, uint64_t now);
 /* A token named a kid the keys lack: fetches them again unless the last fetch began less
  * than min_refresh ago. Whether a fetch is under way now (begun by this call or before). */
 bool issuer_keys_refresh(struct issuer_keys *k, uint64_t now);
+/* A reload's keysRefreshInterval. */
+void issuer_keys_set_min_refresh(struct issuer_keys *k, unsigned min_refresh);
 enum issuer_keys_state issuer_keys_state(const struct issuer_keys *k);
 /* How many fetches of the JWKS have begun, for tests and the status. */
 uint64_t issuer_keys_fetches(const struct issuer_keys *k);

@@ -81,7 +81,8 @@ struct http_oauth *http_oauth_config_changed(struct http_oauth *o, struct event_
                                              const struct http_config *h) {
         const char *error = NULL;
 
-        if (o && h->oauth.issuer && strcmp(issuer_keys_issuer(o->keys), h->oauth.issuer) == 0) {
+        if (o && o->keys && h->oauth.issuer && strcmp(issuer_keys_issuer(o->keys), h->oauth.issuer) == 0) {
+                issuer_keys_set_min_refresh(o->keys, (unsigned)h->oauth.keys_refresh);
                 memset(o->verdicts, 0, HTTP_OAUTH_VERDICTS * sizeof *o->verdicts);
                 return o;
         }

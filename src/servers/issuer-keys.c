@@ -292,6 +292,10 @@ bool issuer_keys_refresh(struct issuer_keys *k, uint64_t now) {
         return k->state != ISSUER_KEYS_IDLE;
 }
 
+void issuer_keys_set_min_refresh(struct issuer_keys *k, unsigned min_refresh) {
+        k->min_refresh = min_refresh;
+}
+
 enum issuer_keys_state issuer_keys_state(const struct issuer_keys *k) {
         return k->state;
 }
