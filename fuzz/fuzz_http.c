@@ -21,6 +21,10 @@
  *   - an event id parses back to the numbers it was written from, and one that parses is
  *     written back as the very text it was;
  *   - the body is classified consistently (a request has a method and an id).
+ *   - with http.oauth (config bit 2; no keys at hand, so no JWT is ever accepted): the
+ *     resource's metadata is answered for a GET of its well-known path, alone or with the
+ *     endpoint's after it, and only then; a bearer error is invalid_token with a 401 for a
+ *     bearer token presented, and none without http.oauth.
  * And no crash, leak or undefined behaviour (ASan, UBSan). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -119,6 +123,17 @@ static bool says_no_secret(const char *text) {
 
 static void check_verdict(const struct http_config *h, const struct http_request *r, const struct http_verdict *v) {
         const char *endpoint = h->path ? h->path : HTTP_DEFAULT_PATH;
+        const char *wk = "/.well-known/oauth-protected-resource";
+        bool metadata_path = r->path && strncmp(r->path, wk, strlen(wk)) == 0 &&
+                             (!r->path[strlen(wk)] || strcmp(r->path + strlen(wk), endpoint) == 0);
+
+        fuzz_check((v->outcome == HTTP_RESOURCE_METADATA) == (h->oauth.issuer && r->method == HTTP_GET && metadata_path),
+                   "resource metadata for %s", r->path ? r->path : "(none)");
+        if (v->outcome == HTTP_RESOURCE_METADATA)
+                return;
+        fuzz_check(!v->bearer_error || (h->oauth.issuer && v->status == 401 && strcmp(v->bearer_error, "invalid_token") == 0 &&
+                                        http_request_bearer_text(r->authorization)),
+                   "bearer error %s with %d", v->bearer_error, v->status);
 
         if (v->outcome == HTTP_HEALTHZ) {
                 fuzz_check(r->path && strcmp(r->path, "/healthz") == 0 && r->method == HTTP_GET, "healthz for %s", r->path);
@@ -177,7 +192,10 @@ static void check_body(const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static const char *const paths[] = { "/mcp", "/healthz", "/x", "/", "/mcp/" };
+        static const char *const paths[] = { "/mcp", "/healthz", "/x", "/", "/mcp/", "/.well-known/oauth-protected-resource",
+                                             "/.well-known/oauth-protected-resource/mcp",
+                                             "/.well-known/oauth-protected-resource/x" };
+        static char *audiences[] = { "http://127.0.0.1:8765/mcp", NULL };
         static const char *const origin_values[] = { "http://localhost:3000", "https://app.example", "http://127.0.0.1",
                                                       "http://[::1]:8", "http://localhost.evil.example", "null" };
         static const char *const auths[] = { "Bearer " SECRET_A, "bearer   " SECRET_B, "Bearer " SECRET_A "x", "Basic eDp5",
@@ -194,7 +212,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct fuzz_input in = { data, size };
         unsigned config = take_u8(&in);
         struct http_config h = { .tokens = tokens, .n_tokens = 2, .path = (config & 1) ? "/x" : NULL,
-                                 .allowed_origins = (config & 2) ? origins : NULL };
+                                 .allowed_origins = (config & 2) ? origins : NULL,
+                                 .oauth = { .issuer = (config & 4) ? "https://id.example" : NULL,
+                                            .audiences = (config & 4) ? audiences : NULL } };
         char *bufs[8] = { 0 };
         const char *last_event_id;
         struct http_request r = { .method = (enum http_method)take_choice(&in, 4), .unix_peer = take_u8(&in) & 1 };
@@ -209,7 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         r.session_id = pick(&in, ids, ARRAY_LEN(ids), &bufs[6]);
         last_event_id = pick(&in, event_ids, ARRAY_LEN(event_ids), &bufs[7]);
 
-        http_request_judge(&h, &r, &v);
+        http_request_judge(&h, NULL, &r, &v);
         check_verdict(&h, &r, &v);
         if (r.session_id)
                 check_session_key(r.session_id);

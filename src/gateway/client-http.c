@@ -701,6 +701,11 @@ static bool rebind(struct client *c) {
         const struct http_token *old = s->token, *now;
         struct principal p;
 
+        /* An identity a JWT mapped to (http-oauth.h), not a configured token: kept while
+         * http.oauth is; each request's token is checked and mapped anew under the new
+         * configuration, and one that maps to another identity finds no session. */
+        if (!old->secret)
+                return d->config.http.oauth.issuer != NULL;
         now = http_token_find(&d->config.http, old->secret, old->secret_len);
         if (!now)
                 return false;
