@@ -27,6 +27,7 @@
 #include "sse-event.h"
 #include "time-util.h"
 #include "user-counts.h"
+#include "write-now.h"
 
 /* Events kept for a resumed stream: the last 64, fewer when they pass 1 MiB. */
 #define REPLAY_EVENTS 64
@@ -306,11 +307,13 @@ static void reply(struct session_http *s, struct http_wait *w, int code, const c
 
 /* ---- sending ---- */
 
-static struct evbuffer *joined(const struct iovec *parts, size_t n_parts) {
+/* The parts in one buffer, a large one that offer holds by reference (buffer_add_lent()):
+ * evhttp moves the buffer's chains into its output, so what is lent is never copied. */
+static struct evbuffer *joined(const struct iovec *parts, size_t n_parts, const struct loan_offer *offer) {
         struct evbuffer *b = evbuffer_new();
 
         for (size_t i = 0; b && i < n_parts; i++)
-                if (evbuffer_add(b, parts[i].iov_base, parts[i].iov_len) < 0) {
+                if (buffer_add_lent(b, parts[i].iov_base, parts[i].iov_len, offer) < 0) {
                         evbuffer_free(b);
                         return NULL;
                 }
@@ -402,7 +405,8 @@ static void end_post_stream(struct session_http *s, struct http_wait *w) {
 
 static int start_post_stream(struct session_http *s, struct http_wait *w);
 
-static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
+static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id,
+                         const struct loan_offer *offer) {
         struct http_wait *w = post_answered_by(s, id);
         struct evbuffer *body;
         int r;
@@ -414,7 +418,7 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
                 end_post_stream(s, w);
                 return r;
         }
-        body = joined(parts, n_parts);
+        body = joined(parts, n_parts, offer);
         if (!body)
                 return -ENOMEM;
         evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
@@ -426,13 +430,14 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
 /* A notification or request to the client: on the event stream of the POST it belongs to
  * when that POST is streamable (its stream started by the first such message), else an
  * event of the GET stream (kept for replay either way). */
-static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
+static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id,
+                     const struct loan_offer *offer) {
         struct session_http *s = session_of(c);
         struct http_wait *w;
         int r;
 
         if (response)
-                return send_response(s, parts, n_parts, id);
+                return send_response(s, parts, n_parts, id, offer);
         w = id && s->n_streamable ? post_of(s, id) : NULL;
         if (!w || !w->streamable)
                 return emit_event(s, 0, s->stream, parts, n_parts);
