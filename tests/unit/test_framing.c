@@ -682,4 +682,5 @@ Test(framing, a_loan_outlives_its_framer) {
         cr_assert_eq(memchr(fl.data, 'x', size), NULL);
         cr_assert_eq(((const char *)fl.data)[size - 1], 'w', "the lent bytes went with the framer");
         loan_put(l);
+        free(line);
 }
