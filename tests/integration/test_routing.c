@@ -1320,3 +1320,35 @@ Test(routing, a_large_result_to_a_slow_reader_while_others_call) {
         h_client_close(x);
         h_client_close(slow);
 }
+
+/* A client that asks for large results and reads none: what the daemon holds for it by
+ * reference counts against clientOutputLimit as copies did, so it is dropped there, alone;
+ * another client's large results through the same server go on. */
+Test(routing, a_client_reading_no_large_results_is_dropped_at_its_limit) {
+        const size_t size = 3u << 20;
+        struct h_client *x, *y;
+        json_object *r;
+        size_t lines = 0;
+        unsigned sent = 0;
+
+        add_demo("a", "", "");
+        set_settings("\"clientOutputLimit\": 8388608");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        y = cl_open();
+        while (sent < 40 && h_log_count(&D, "is not reading its replies") == 0) {
+                h_client_tool_request(x, sf("%u", ++sent), "a__echo", sf("{\"bytes\":%zu}", size));
+                r = h_client_tool_call(y, sf("%u", sent), "a__echo", sf("{\"bytes\":%zu}", size));
+                cr_assert_eq(strlen(h_result_text(r)), size);
+                json_object_put(r);
+        }
+        cr_assert(h_log_count_wait(&D, "is not reading its replies", 1, H_TIMEOUT_MS), "never dropped");
+        cr_assert_lt(sent, 10u, "8 MiB held for a client that reads nothing took %u results of 3 MiB", sent);
+        cr_assert(h_wait_eof(x->c, H_TIMEOUT_MS, &lines), "the client's connection stayed open");
+        r = h_client_tool_call(y, "\"after\"", "a__echo", sf("{\"bytes\":%zu}", size));
+        cr_assert_eq(strspn(h_result_text(r), "x"), size);
+        json_object_put(r);
+        h_client_close(y);
+        h_client_close(x);
+}
