@@ -29,7 +29,8 @@
  * and each hand-off waited for both processes to be scheduled again, on a busy host most of
  * the time the result took. Asked for as SO_SNDBUFFORCE, else SO_SNDBUF (then at most
  * net.core.wmem_max); the kernel doubles it. Only while so much is queued: a client that
- * reads nothing holds no more of the kernel's memory than before. */
+ * reads nothing holds that much of the kernel's memory besides its queue (itself bounded by
+ * clientOutputLimit) until it is dropped or reads, and an idle one nothing more. */
 #define CLIENT_SNDBUF_LARGE (2 * 1024 * 1024)
 
 struct socket_transport {
