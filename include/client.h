@@ -27,6 +27,7 @@
 
 struct access_who;
 struct daemon;
+struct loan_offer;
 struct route;
 struct subscriber;
 
@@ -51,9 +52,11 @@ struct client_transport_ops {
          * not be read); else it is a request or notification, and id the client's request it
          * belongs to (progress of that call, a server's request made during it), or NULL for
          * none: HTTP sends such a message on that request's own stream. Everything is
-         * borrowed for the call. 0, or -ENOMEM when part of it may be lost (the client is
-         * then ended). */
-        int (*send)(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id);
+         * borrowed for the call; bytes of a part that offer holds (loan.h; NULL: none) may
+         * be kept by reference instead of copied. 0, or -ENOMEM when part of it may be lost
+         * (the client is then ended). */
+        int (*send)(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id,
+                    const struct loan_offer *offer);
         size_t (*unsent)(const struct client *c);  /* bytes accepted by send() and not written yet */
         void (*stop_reading)(struct client *c);    /* draining: take no more input */
         /* Reads what is left of its input, to its end (client_read_end()); NULL for a
@@ -137,8 +140,10 @@ void client_send(struct client *c, json_object *msg);
  * related (borrowed; NULL: to none): a call's progress, a server's request made during it. */
 void client_send_related(struct client *c, json_object *msg, json_object *related);
 /* Sends a result response under id (borrowed) whose result is JSON text already checked
- * (a server's, passed on as it wrote it). */
-void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len);
+ * (a server's, passed on as it wrote it); offer: the result's bytes may be lent (loan.h),
+ * NULL when not. */
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len,
+                             const struct loan_offer *offer);
 void client_reply_result(struct client *c, json_object *id, json_object *result);
 void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data);
 

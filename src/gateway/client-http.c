@@ -27,6 +27,7 @@
 #include "sse-event.h"
 #include "time-util.h"
 #include "user-counts.h"
+#include "write-now.h"
 
 /* Events kept for a resumed stream: the last 64, fewer when they pass 1 MiB. */
 #define REPLAY_EVENTS 64
@@ -306,11 +307,13 @@ static void reply(struct session_http *s, struct http_wait *w, int code, const c
 
 /* ---- sending ---- */
 
-static struct evbuffer *joined(const struct iovec *parts, size_t n_parts) {
+/* The parts in one buffer, a large one that offer holds by reference (buffer_add_lent()):
+ * evhttp moves the buffer's chains into its output, so what is lent is never copied. */
+static struct evbuffer *joined(const struct iovec *parts, size_t n_parts, const struct loan_offer *offer) {
         struct evbuffer *b = evbuffer_new();
 
         for (size_t i = 0; b && i < n_parts; i++)
-                if (evbuffer_add(b, parts[i].iov_base, parts[i].iov_len) < 0) {
+                if (buffer_add_lent(b, parts[i].iov_base, parts[i].iov_len, offer) < 0) {
                         evbuffer_free(b);
                         return NULL;
                 }
@@ -373,13 +376,55 @@ static void ring_keep(struct session_http *s, uint64_t seq, uint64_t stream, cha
         s->ring_bytes += len;
 }
 
+static size_t message_len(const struct iovec *parts, size_t n_parts) {
+        size_t len = 0;
+
+        for (size_t i = 0; i < n_parts; i++)
+                len += parts[i].iov_len;
+        return len;
+}
+
+/* An event too large for the replay ring, written in pieces from where its bytes are (a
+ * result lent by offer: never copied), without its text made first. false when it cannot
+ * be (a line break inside, memory): then as any event. */
+static bool write_event_where_it_is(struct http_wait *w, uint64_t seq, uint64_t stream, const struct iovec *parts,
+                                    size_t n_parts, const struct loan_offer *offer) {
+        char head[SSE_EVENT_HEAD_MAX];
+        size_t n = sse_event_head(seq, stream, parts, n_parts, head);
+        struct evbuffer *b = n ? evbuffer_new() : NULL;
+        bool ok = b && evbuffer_add(b, head, n) == 0;
+
+        for (size_t i = 0; ok && i < n_parts; i++) {
+                size_t len = parts[i].iov_len - (i + 1 == n_parts && parts[i].iov_len > 0); /* its newline */
+
+                ok = buffer_add_lent(b, parts[i].iov_base, len, offer) == 0;
+        }
+        if (ok && evbuffer_add(b, "\n\n", 2) == 0)
+                evhttp_send_reply_chunk(w->req, b);
+        else
+                ok = false;
+        if (b)
+                evbuffer_free(b);
+        return ok;
+}
+
 /* A message as the next event of a stream (0: the GET stream), written on w when the stream
- * is open there (w NULL: kept only), and kept for replay. */
+ * is open there (w NULL: kept only), and kept for replay; one the ring would not keep is
+ * written from where it is. offer: its bytes may be lent (NULL: none). */
 static int emit_event(struct session_http *s, uint64_t stream, struct http_wait *w, const struct iovec *parts,
-                      size_t n_parts) {
+                      size_t n_parts, const struct loan_offer *offer) {
         uint64_t seq = s->next_seq + 1;
         size_t len;
-        char *text = sse_event_text(seq, stream, parts, n_parts, &len);
+        char *text;
+
+        if (w && message_len(parts, n_parts) > REPLAY_BYTES &&
+            write_event_where_it_is(w, seq, stream, parts, n_parts, offer)) {
+                s->next_seq = seq;
+                if (stream == 0)
+                        s->streamed_seq = seq;
+                return 0;
+        }
+        text = sse_event_text(seq, stream, parts, n_parts, &len);
 
         if (!text)
                 return -ENOMEM;
@@ -402,7 +447,8 @@ static void end_post_stream(struct session_http *s, struct http_wait *w) {
 
 static int start_post_stream(struct session_http *s, struct http_wait *w);
 
-static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
+static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id,
+                         const struct loan_offer *offer) {
         struct http_wait *w = post_answered_by(s, id);
         struct evbuffer *body;
         int r;
@@ -410,11 +456,11 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
         if (!w)
                 return 0; /* its request's client went away: nobody to tell */
         if (w->stream) {
-                r = emit_event(s, w->stream, w, parts, n_parts);
+                r = emit_event(s, w->stream, w, parts, n_parts, offer);
                 end_post_stream(s, w);
                 return r;
         }
-        body = joined(parts, n_parts);
+        body = joined(parts, n_parts, offer);
         if (!body)
                 return -ENOMEM;
         evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
@@ -426,19 +472,20 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
 /* A notification or request to the client: on the event stream of the POST it belongs to
  * when that POST is streamable (its stream started by the first such message), else an
  * event of the GET stream (kept for replay either way). */
-static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
+static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id,
+                     const struct loan_offer *offer) {
         struct session_http *s = session_of(c);
         struct http_wait *w;
         int r;
 
         if (response)
-                return send_response(s, parts, n_parts, id);
+                return send_response(s, parts, n_parts, id, offer);
         w = id && s->n_streamable ? post_of(s, id) : NULL;
         if (!w || !w->streamable)
-                return emit_event(s, 0, s->stream, parts, n_parts);
+                return emit_event(s, 0, s->stream, parts, n_parts, NULL);
         if (!w->stream && (r = start_post_stream(s, w)) < 0)
                 return r;
-        return emit_event(s, w->stream, w, parts, n_parts);
+        return emit_event(s, w->stream, w, parts, n_parts, NULL);
 }
 
 static size_t wait_unsent(const struct http_wait *w) {
@@ -804,7 +851,7 @@ static int start_post_stream(struct session_http *s, struct http_wait *w) {
         s->n_post_streams++;
         start_event_stream(s, w->req);
         arm_keepalive(s);
-        return emit_event(s, w->stream, w, &newline, 1);
+        return emit_event(s, w->stream, w, &newline, 1, NULL);
 }
 
 void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m) {

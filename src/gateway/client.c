@@ -137,7 +137,7 @@ void client_send_related(struct client *c, json_object *msg, json_object *relate
                 id = related;
         r = jsonrpc_line(msg, parts);
         if (r >= 0)
-                r = c->ops->send(c, parts, 2, response, id);
+                r = c->ops->send(c, parts, 2, response, id, NULL);
         json_object_put(msg);
         after_send(c, r);
 }
@@ -146,7 +146,8 @@ void client_send(struct client *c, json_object *msg) {
         client_send_related(c, msg, NULL);
 }
 
-void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len) {
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len,
+                             const struct loan_offer *offer) {
         struct iovec parts[5];
         int r;
 
@@ -154,7 +155,7 @@ void client_send_result_text(struct client *c, json_object *id, const char *resu
                 return;
         r = jsonrpc_result_text_line(id, result, len, parts);
         if (r >= 0)
-                r = c->ops->send(c, parts, 5, true, id);
+                r = c->ops->send(c, parts, 5, true, id, offer);
         after_send(c, r);
 }
 

@@ -239,12 +239,13 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
         route_free(rt);
 }
 
-static void on_result_text(struct child *ch, const char *text, size_t len, void *userdata) {
+static void on_result_text(struct child *ch, const char *text, size_t len, const struct loan_offer *offer,
+                           void *userdata) {
         struct route *rt = userdata;
 
         route_audit(rt, AUDIT_OK);
         if (rt->client)
-                client_send_result_text(rt->client, rt->client_id, text, len);
+                client_send_result_text(rt->client, rt->client_id, text, len, offer);
         route_free(rt);
 }
 
