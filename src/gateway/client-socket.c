@@ -23,23 +23,11 @@
 #define CLIENT_WRITE_CHUNK (256 * 1024)
 /* Bytes read per callback, onto the stack first (on_readable()). */
 #define CLIENT_READ_CHUNK (16 * 1024)
-/* While more than a write's worth is queued, the socket may hold this much (the kernel's
- * default is about 208 KiB, net.core.wmem_default), and each write gives it as much: a
- * 10 MiB result crossed in 48 writes, each waiting for the client to read the one before,
- * and each hand-off waited for both processes to be scheduled again, on a busy host most of
- * the time the result took. Asked for as SO_SNDBUFFORCE, else SO_SNDBUF (then at most
- * net.core.wmem_max); the kernel doubles it. Only while so much is queued: a client that
- * reads nothing holds that much of the kernel's memory besides its queue (itself bounded by
- * clientOutputLimit) until it is dropped or reads, and an idle one nothing more. */
-#define CLIENT_SNDBUF_LARGE (2 * 1024 * 1024)
-
 struct socket_transport {
         struct bufferevent *bev;     /* writes */
         struct event *readable;      /* the socket, read here rather than by the bufferevent */
         struct framer framer;        /* what was read and not yet taken as messages; holds a
                                       * buffer only while some is unread (framer_keep(0)) */
-        int sndbuf;                  /* the socket's SO_SNDBUF before it was raised for a
-                                      * large message; 0: not raised */
 };
 
 static struct socket_transport *transport_of(const struct client *c) {
@@ -50,42 +38,9 @@ static size_t socket_unsent(const struct client *c) {
         return evbuffer_get_length(bufferevent_get_output(transport_of(c)->bev));
 }
 
-static int set_sndbuf(int fd, int bytes) {
-        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) == 0)
-                return 0;
-        return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) == 0 ? 0 : -errno;
-}
-
-/* A large message is queued: the socket takes more at once (CLIENT_SNDBUF_LARGE). */
-static void raise_sndbuf(struct socket_transport *t) {
-        int fd = bufferevent_getfd(t->bev), bytes = 0;
-        socklen_t len = sizeof bytes;
-
-        if (t->sndbuf > 0 || getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, &len) < 0 || bytes <= 0)
-                return;
-        if (set_sndbuf(fd, CLIENT_SNDBUF_LARGE) < 0)
-                return;
-        t->sndbuf = bytes;
-        bufferevent_set_max_single_write(t->bev, 2 * CLIENT_SNDBUF_LARGE);
-}
-
-/* All written: back to what the socket held before. */
-static void lower_sndbuf(struct socket_transport *t) {
-        if (t->sndbuf == 0)
-                return;
-        (void)set_sndbuf(bufferevent_getfd(t->bev), t->sndbuf / 2); /* getsockopt() gave it doubled */
-        t->sndbuf = 0;
-        bufferevent_set_max_single_write(t->bev, CLIENT_WRITE_CHUNK);
-}
-
 static int socket_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id,
                        const struct loan_offer *offer) {
-        struct socket_transport *t = transport_of(c);
-        int r = write_now(t->bev, parts, n_parts, offer);
-
-        if (socket_unsent(c) > CLIENT_WRITE_CHUNK)
-                raise_sndbuf(t);
-        return r;
+        return write_now(transport_of(c)->bev, parts, n_parts, offer);
 }
 
 static void socket_stop_reading(struct client *c) {
@@ -230,10 +185,7 @@ static void socket_read_end(struct client *c) {
 }
 
 static void on_write(struct bufferevent *bev, void *userdata) {
-        struct client *c = userdata;
-
-        lower_sndbuf(transport_of(c));
-        client_output_flushed(c);
+        client_output_flushed(userdata);
 }
 
 /* The bufferevent's events: only its writing is enabled. */
