@@ -134,6 +134,18 @@ extern const struct method notification_progress;
 extern const struct method notification_roots_list_changed;
 extern const struct method notification_mcpvisor_profile;
 
+/* The daemon as both eras describe it (method-initialize.c): its serverInfo, its
+ * capabilities toward a client of era, and the instructions of the servers c sees (NULL:
+ * none), under their names. */
+json_object *method_server_info(void);
+json_object *method_server_capabilities(enum method_era era);
+json_object *method_instructions(struct client *c);
+/* The first request m of a modern-era connection (its _meta read into meta) opens it, in
+ * the profile m's _meta "mcpvisor/profile" chooses or the one it was asked to start in;
+ * false when c was answered why not. */
+struct request_meta;
+bool method_open_stateless(struct client *c, struct jsonrpc_msg *m, const struct request_meta *meta);
+
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */
 bool method_params_object(struct client *c, struct jsonrpc_msg *m, bool optional);

@@ -87,6 +87,7 @@ struct replay_event {
 struct session_http {
         struct http_front *front;
         struct client *client;
+        enum http_kind kind;
         char id[CLIENT_HTTP_ID_LEN + 1];
         int64_t key;
         char *remote;
@@ -135,9 +136,12 @@ static void note_use(struct session_http *s, bool used) {
         arm_idle(s);
 }
 
+/* A session's answers name it; one request's has no session to name. */
 static void add_session_header(struct session_http *s, struct evhttp_request *req) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
+        if (s->kind == HTTP_ONE_REQUEST)
+                return;
         evhttp_remove_header(h, "Mcp-Session-Id");
         evhttp_add_header(h, "Mcp-Session-Id", s->id);
 }
@@ -614,12 +618,13 @@ int64_t client_http_key_of(const char *id) {
         return (int64_t)(key | 1);
 }
 
-static struct session_http *session_new(struct http_front *f, struct http_caller *caller) {
+static struct session_http *session_new(struct http_front *f, struct http_caller *caller, enum http_kind kind) {
         struct session_http *s = calloc(1, sizeof *s);
 
         if (!s)
                 return NULL;
         s->front = f;
+        s->kind = kind;
         TAILQ_INIT(&s->posts);
         TAILQ_INIT(&s->writing);
         s->remote = strdup(caller->remote);
@@ -638,9 +643,9 @@ fail:
         return NULL;
 }
 
-struct client *client_http_new(struct http_front *f, struct http_caller *caller, int64_t *ret_key) {
+struct client *client_http_new(struct http_front *f, struct http_caller *caller, enum http_kind kind, int64_t *ret_key) {
         struct daemon *d = f->daemon;
-        struct session_http *s = session_new(f, caller);
+        struct session_http *s = session_new(f, caller, kind);
         struct client *c;
 
         if (!s)
@@ -839,6 +844,10 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         if (s->current == w && m->kind == JSONRPC_INVALID) /* the session said nothing */
                 reply(s, w, 400, "Bad Request", NULL);
         s->current = NULL;
+        if (s->kind == HTTP_ONE_REQUEST)
+                /* Its one request is in: it ends once that is answered and written, or once
+                 * its connection closes (which cancels it). */
+                client_drain(c);
 }
 
 /* Writes on w the events of stream after seq that are still kept; how many. */

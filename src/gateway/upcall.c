@@ -117,6 +117,14 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
         }
+        if (session_stateless(&c->session)) {
+                /* The modern era has no requests toward clients: a server's input goes in an
+                 * input_required result, which the daemon does not make yet. */
+                snprintf(why, sizeof why, "the client with requests in flight to server '%s' speaks %s, which takes no "
+                         "requests from servers", s->config->name, c->session.protocol_version);
+                refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
+                return NULL;
+        }
         if (cap >= 0 && !(c->session.client_caps & (1u << cap))) {
                 snprintf(why, sizeof why, "the client with requests in flight to server '%s' did not declare the '%s' capability",
                          s->config->name, client_capability_names[cap]);
