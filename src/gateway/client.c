@@ -11,6 +11,7 @@
 #include "access.h"
 #include "audit.h"
 #include "daemon.h"
+#include "json-scan.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "time-util.h"
@@ -146,19 +147,46 @@ void client_send(struct client *c, json_object *msg) {
         client_send_related(c, msg, NULL);
 }
 
+/* A modern client's results say their type (the specification: a 2026-07-28 result without
+ * one is invalid); a legacy server's never do. Where result (an object's text) has none,
+ * parts[3] becomes three: its opening brace and the type, a comma when more follows, and
+ * the rest of it, so that nothing is copied. How many parts there are now. */
+static size_t typed_result(const struct client *c, struct iovec parts[7]) {
+        static const char *const names[] = { "resultType" };
+        static const char typed[] = "{\"resultType\":\"complete\"";
+        const char *text = parts[3].iov_base, *end = text + parts[3].iov_len, *brace, *next;
+        struct json_member m;
+
+        if (!session_stateless(&c->session) ||
+            json_scan_members(text, parts[3].iov_len, JSONRPC_MAX_DEPTH, names, 1, &m) < 0 || m.count > 0)
+                return 5;
+        for (brace = text; brace < end && *brace != '{'; brace++)
+                ;
+        for (next = brace + 1; next < end && strchr(" \t\r\n", *next); next++)
+                ;
+        parts[6] = parts[4];
+        parts[5] = (struct iovec){ (void *)(brace + 1), (size_t)(end - brace - 1) };
+        parts[4] = (struct iovec){ (void *)",", *next == '}' ? 0 : 1 };
+        parts[3] = (struct iovec){ (void *)typed, sizeof typed - 1 };
+        return 7;
+}
+
 void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len) {
-        struct iovec parts[5];
+        struct iovec parts[7];
         int r;
 
         if (c->state == CLIENT_JUSTFREE)
                 return;
         r = jsonrpc_result_text_line(id, result, len, parts);
         if (r >= 0)
-                r = c->ops->send(c, parts, 5, true, id);
+                r = c->ops->send(c, parts, typed_result(c, parts), true, id);
         after_send(c, r);
 }
 
 void client_reply_result(struct client *c, json_object *id, json_object *result) {
+        if (session_stateless(&c->session) && json_object_is_type(result, json_type_object) &&
+            !json_object_object_get_ex(result, "resultType", NULL))
+                json_object_object_add(result, "resultType", json_object_new_string("complete"));
         client_send(c, jsonrpc_result(id, result));
 }
 
