@@ -56,6 +56,12 @@ bool session_begin_operating(struct session *s);
 int session_begin_stateless(struct session *s, const char *protocol_version, json_object *info);
 /* A modern-era connection's (SESSION_STATELESS). */
 bool session_stateless(const struct session *s);
+/* What request params (a request's; NULL: none) of this connection declare, for what the
+ * daemon does on its behalf while it is in flight: a modern request's own _meta decides
+ * (its clientCapabilities as bits of enum client_capability, its logLevel as an MCP level
+ * or -1), a legacy session's what its initialize declared and logging/setLevel set. */
+unsigned session_request_caps(const struct session *s, json_object *params);
+int session_request_log_level(const struct session *s, json_object *params);
 /* The era's name for display: "legacy", "modern", or NULL before either. */
 const char *session_era_name(const struct session *s);
 

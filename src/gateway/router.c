@@ -331,6 +331,8 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                               .server = s, .run = server_run_number(s), .audit_pending = true };
         snprintf(rt->method, sizeof rt->method, "%s", m->method);
         rt->started = now_usec();
+        rt->client_caps = session_request_caps(&c->session, m->params);
+        rt->log_level = session_request_log_level(&c->session, m->params);
         if (call_target(m) && !(rt->target = strdup(call_target(m)))) {
                 route_drop(rt);
                 client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
@@ -469,7 +471,7 @@ enum router_owner router_owner(const struct router *r, const struct server *s, s
         return ROUTER_OWNER_ONE;
 }
 
-json_object *router_sole_call(const struct client *c, const struct server *s) {
+const struct route *router_sole_route(const struct client *c, const struct server *s) {
         const struct route *rt, *found = NULL;
 
         TAILQ_FOREACH(rt, &c->routes, by_client)
@@ -478,7 +480,13 @@ json_object *router_sole_call(const struct client *c, const struct server *s) {
                                 return NULL;
                         found = rt;
                 }
-        return found ? found->client_id : NULL;
+        return found;
+}
+
+json_object *router_sole_call(const struct client *c, const struct server *s) {
+        const struct route *rt = router_sole_route(c, s);
+
+        return rt ? rt->client_id : NULL;
 }
 
 /* The daemon ended the run (a timeout, failed pings, its own signal, ...), not the server. */

@@ -74,6 +74,28 @@ bool session_stateless(const struct session *s) {
         return s->phase == SESSION_STATELESS;
 }
 
+unsigned session_request_caps(const struct session *s, json_object *params) {
+        struct request_meta meta;
+        unsigned caps;
+
+        if (!session_stateless(s))
+                return s->client_caps;
+        caps = request_meta_read(params, &meta) == REQUEST_MODERN ? request_meta_caps(&meta) : 0;
+        request_meta_done(&meta);
+        return caps;
+}
+
+int session_request_log_level(const struct session *s, json_object *params) {
+        struct request_meta meta;
+        int level;
+
+        if (!session_stateless(s))
+                return s->log_level;
+        level = request_meta_read(params, &meta) == REQUEST_MODERN ? meta.log_level : -1;
+        request_meta_done(&meta);
+        return level;
+}
+
 const char *session_era_name(const struct session *s) {
         switch (s->phase) {
         case SESSION_NEW:

@@ -365,3 +365,60 @@ Test(modern, http_close_cancels) {
                 usleep(10000);
         cr_assert_eq(http_sessions(), 0);
 }
+
+/* A modern request's own _meta decides what it hears and what it may be asked: a server's
+ * log message reaches the call that asked for its level (before its answer), and no other. */
+Test(modern, log_level_is_the_requests_own) {
+        struct h_conn *m;
+        json_object *r;
+
+        start_demo("");
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+        r = modern(m, 1, "tools/call", "\"name\":\"demo__log\",\"arguments\":{\"text\":\"unasked\"}");
+        cr_assert_str_eq(h_str(r, "id") ?: "?", "1", "no log message first: %s", h_json_text(r));
+        json_object_put(r);
+        r = call(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__log\","
+                    "\"arguments\":{\"text\":\"asked\"},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                    "\"io.modelcontextprotocol/clientCapabilities\":{},\"io.modelcontextprotocol/logLevel\":\"info\"}}}");
+        cr_assert_str_eq(h_str(r, "method") ?: "?", "notifications/message", "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "params.data") ?: "?", "asked");
+        json_object_put(r);
+        r = h_recv(m, H_TIMEOUT_MS);
+        cr_assert_str_eq(h_str(r, "id") ?: "?", "2", "%s", h_json_text(r));
+        json_object_put(r);
+        r = call(m, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__log\","
+                    "\"arguments\":{\"text\":\"too low\"},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                    "\"io.modelcontextprotocol/clientCapabilities\":{},\"io.modelcontextprotocol/logLevel\":\"error\"}}}");
+        cr_assert_str_eq(h_str(r, "id") ?: "?", "3", "an info message under \"error\": %s", h_json_text(r));
+        json_object_put(r);
+        h_close(m);
+}
+
+#define ASK_ELICITATION "\"name\":\"demo__ask\",\"arguments\":{\"method\":\"elicitation/create\"," \
+                        "\"params\":{\"message\":\"ok?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}"
+
+/* A server's elicitation during a modern call that did not declare the capability: the
+ * call gets -32021 naming it, and is cancelled at the server; declared, the server is told
+ * the client takes no requests (the daemon makes no input_required result yet). */
+Test(modern, missing_capability_is_32021) {
+        struct h_conn *m;
+        json_object *r, *required;
+
+        add_demo("demo", "\"clientCapabilities\":[\"elicitation\"]", "");
+        start(NULL);
+        wait_all_ready(1);
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+        r = modern(m, 1, "tools/call", ASK_ELICITATION);
+        cr_assert_eq(h_error_code(r), -32021, "%s", h_json_text(r));
+        required = h_get(r, "error.data.requiredCapabilities");
+        cr_assert(json_object_object_get_ex(required, "elicitation", NULL), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "cancelled by the client", H_TIMEOUT_MS));
+        r = call(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{" ASK_ELICITATION ",\"_meta\":{"
+                    "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                    "\"io.modelcontextprotocol/clientCapabilities\":{\"elicitation\":{}}}}}");
+        cr_assert_str_eq(h_str(r, "id") ?: "?", "2", "%s", h_json_text(r));
+        cr_assert(strstr(h_json_text(r), "takes no requests from servers"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_close(m);
+}
