@@ -137,8 +137,9 @@ void client_send(struct client *c, json_object *msg);
  * related (borrowed; NULL: to none): a call's progress, a server's request made during it. */
 void client_send_related(struct client *c, json_object *msg, json_object *related);
 /* Sends a result response under id (borrowed) whose result is JSON text already checked
- * (a server's, passed on as it wrote it). */
-void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len);
+ * (a server's, passed on as it wrote it). To a modern client it says its type, and, when
+ * cacheable (a resources/read's), its caching hints, unless it has them. */
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len, bool cacheable);
 void client_reply_result(struct client *c, json_object *id, json_object *result);
 void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data);
 

@@ -10,6 +10,7 @@
 
 #include "access.h"
 #include "audit.h"
+#include "client-access.h"
 #include "daemon.h"
 #include "json-scan.h"
 #include "jsonrpc.h"
@@ -123,6 +124,15 @@ static bool is_response(json_object *msg, json_object **id) {
         return !json_object_object_get_ex(msg, "method", NULL) && json_object_object_get_ex(msg, "id", id);
 }
 
+/* A result the daemon built (or parsed from a server) to a modern client says its type. */
+static void type_result(const struct client *c, json_object *msg) {
+        json_object *result;
+
+        if (session_stateless(&c->session) && json_object_object_get_ex(msg, "result", &result) &&
+            json_object_is_type(result, json_type_object) && !json_object_object_get_ex(result, "resultType", NULL))
+                json_object_object_add(result, "resultType", json_object_new_string("complete"));
+}
+
 void client_send_related(struct client *c, json_object *msg, json_object *related) {
         struct iovec parts[2];
         json_object *id;
@@ -136,6 +146,8 @@ void client_send_related(struct client *c, json_object *msg, json_object *relate
         response = is_response(msg, &id);
         if (!response)
                 id = related;
+        else
+                type_result(c, msg);
         r = jsonrpc_line(msg, parts);
         if (r >= 0)
                 r = c->ops->send(c, parts, 2, response, id);
@@ -148,18 +160,25 @@ void client_send(struct client *c, json_object *msg) {
 }
 
 /* A modern client's results say their type (the specification: a 2026-07-28 result without
- * one is invalid); a legacy server's never do. Where result (an object's text) has none,
- * parts[3] becomes three: its opening brace and the type, a comma when more follows, and
- * the rest of it, so that nothing is copied. How many parts there are now. */
-static size_t typed_result(const struct client *c, struct iovec parts[7]) {
-        static const char *const names[] = { "resultType" };
-        static const char typed[] = "{\"resultType\":\"complete\"";
+ * one is invalid), and a cacheable one its caching hints (client_cache_scope()); a legacy
+ * server's never do. Where result (an object's text) lacks them, parts[3] becomes three:
+ * its opening brace and what it lacks (written into head, of size), a comma when more
+ * follows, and the rest of it, so that nothing of it is copied. How many parts there are now. */
+static size_t typed_result(const struct client *c, bool cacheable, struct iovec parts[7], char *head, size_t size) {
+        static const char *const names[] = { "resultType", "ttlMs", "cacheScope" };
         const char *text = parts[3].iov_base, *end = text + parts[3].iov_len, *brace, *next;
-        struct json_member m;
+        struct json_member m[3];
+        size_t len;
 
-        if (!session_stateless(&c->session) ||
-            json_scan_members(text, parts[3].iov_len, JSONRPC_MAX_DEPTH, names, 1, &m) < 0 || m.count > 0)
+        if (!session_stateless(&c->session) || json_scan_members(text, parts[3].iov_len, JSONRPC_MAX_DEPTH, names, 3, m) < 0)
                 return 5;
+        cacheable = cacheable && m[1].count == 0 && m[2].count == 0;
+        if (m[0].count > 0 && !cacheable)
+                return 5;
+        len = (size_t)snprintf(head, size, "{%s", m[0].count ? "" : "\"resultType\":\"complete\"");
+        if (cacheable)
+                len += (size_t)snprintf(head + len, size - len, "%s\"ttlMs\":%d,\"cacheScope\":\"%s\"", m[0].count ? "" : ",",
+                                        CLIENT_CACHE_TTL_MS, client_cache_scope(c));
         for (brace = text; brace < end && *brace != '{'; brace++)
                 ;
         for (next = brace + 1; next < end && strchr(" \t\r\n", *next); next++)
@@ -167,26 +186,24 @@ static size_t typed_result(const struct client *c, struct iovec parts[7]) {
         parts[6] = parts[4];
         parts[5] = (struct iovec){ (void *)(brace + 1), (size_t)(end - brace - 1) };
         parts[4] = (struct iovec){ (void *)",", *next == '}' ? 0 : 1 };
-        parts[3] = (struct iovec){ (void *)typed, sizeof typed - 1 };
+        parts[3] = (struct iovec){ head, len };
         return 7;
 }
 
-void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len) {
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len, bool cacheable) {
         struct iovec parts[7];
+        char head[128];
         int r;
 
         if (c->state == CLIENT_JUSTFREE)
                 return;
         r = jsonrpc_result_text_line(id, result, len, parts);
         if (r >= 0)
-                r = c->ops->send(c, parts, typed_result(c, parts), true, id);
+                r = c->ops->send(c, parts, typed_result(c, cacheable, parts, head, sizeof head), true, id);
         after_send(c, r);
 }
 
 void client_reply_result(struct client *c, json_object *id, json_object *result) {
-        if (session_stateless(&c->session) && json_object_is_type(result, json_type_object) &&
-            !json_object_object_get_ex(result, "resultType", NULL))
-                json_object_object_add(result, "resultType", json_object_new_string("complete"));
         client_send(c, jsonrpc_result(id, result));
 }
 

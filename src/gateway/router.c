@@ -219,6 +219,12 @@ static void reply_error(struct route *rt, int code, const char *message, const c
                 json_object_put(data);
 }
 
+/* Of what servers answer, a resources/read result is the one the specification marks
+ * cacheable (the daemon answers the lists and server/discover itself). */
+static bool route_cacheable(const struct route *rt) {
+        return strcmp(rt->method, "resources/read") == 0;
+}
+
 static void on_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
         struct route *rt = userdata;
         struct router *r = rt->router;
@@ -233,6 +239,9 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 return;
         }
         route_audit(rt, error ? AUDIT_ERROR : AUDIT_OK);
+        if (rt->client && !error && route_cacheable(rt) && session_stateless(&rt->client->session) &&
+            json_object_is_type(result, json_type_object) && !json_object_object_get_ex(result, "ttlMs", NULL))
+                client_add_cache_hints(rt->client, result);
         if (rt->client)
                 client_send(rt->client, error ? jsonrpc_error_object(rt->client_id, json_object_get(error))
                                               : jsonrpc_result(rt->client_id, json_object_get(result)));
@@ -244,7 +253,7 @@ static void on_result_text(struct child *ch, const char *text, size_t len, void 
 
         route_audit(rt, AUDIT_OK);
         if (rt->client)
-                client_send_result_text(rt->client, rt->client_id, text, len);
+                client_send_result_text(rt->client, rt->client_id, text, len, route_cacheable(rt));
         route_free(rt);
 }
 

@@ -100,6 +100,15 @@ Test(modern, socket_serves_both_eras_at_once) {
         json_object_put(r);
         r = modern(m, 3, "tools/call", "\"name\":\"demo__echo\",\"arguments\":{\"text\":\"modern hi\"}");
         cr_assert(strstr(h_json_text(r), "modern hi"), "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "result.resultType") ?: "?", "complete", "%s", h_json_text(r));
+        cr_assert_null(h_get(r, "result.ttlMs"), "a call's result is no cacheable one: %s", h_json_text(r));
+        json_object_put(r);
+        /* a read, answered by the server, gets the hints on its way */
+        r = modern(m, 31, "resources/read", "\"uri\":\"demo://readme\"");
+        cr_assert_not_null(h_get(r, "result.contents"), "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "result.resultType") ?: "?", "complete", "%s", h_json_text(r));
+        cr_assert_eq(json_object_get_int(h_get(r, "result.ttlMs")), 0, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "result.cacheScope") ?: "?", "public", "%s", h_json_text(r));
         json_object_put(r);
 
         /* the legacy client beside it, unchanged: no caching hints, its session's rules */
@@ -110,6 +119,7 @@ Test(modern, socket_serves_both_eras_at_once) {
         r = call(legacy, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__echo\","
                          "\"arguments\":{\"text\":\"legacy hi\"}}}");
         cr_assert(strstr(h_json_text(r), "legacy hi"), "%s", h_json_text(r));
+        cr_assert_null(h_get(r, "result.resultType"), "a legacy result unchanged: %s", h_json_text(r));
         json_object_put(r);
 
         /* a modern connection stays one: a request without its _meta, and initialize */

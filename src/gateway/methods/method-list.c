@@ -100,7 +100,7 @@ static void method_list_answer(struct client *c, json_object *id, json_object *p
                 return;
         }
         list_changes_answered(c, kind, start == 0);
-        client_send_result_text(c, id, text, len);
+        client_send_result_text(c, id, text, len, false); /* its hints are in it */
 }
 
 static bool list_waits(struct client *c, struct jsonrpc_msg *m) {
