@@ -29,6 +29,7 @@ struct access_who;
 struct daemon;
 struct route;
 struct subscriber;
+struct sub_listen;
 
 enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
 
@@ -90,6 +91,7 @@ struct client {
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
         struct client_access access; /* its class and view (client-access.h) */
         LIST_HEAD(, subscriber) subscriptions; /* its resources/subscribe (subscriptions.h) */
+        LIST_HEAD(, sub_listen) listens; /* its subscriptions/listen (sub-listen.h) */
 };
 
 TAILQ_HEAD(client_list, client);

@@ -110,6 +110,7 @@ extern const struct method method_completion_complete;
 extern const struct method method_logging_set_level;
 extern const struct method method_resources_subscribe;
 extern const struct method method_resources_unsubscribe;
+extern const struct method method_subscriptions_listen;
 extern const struct method control_status;
 extern const struct method control_clients;
 extern const struct method control_start;

@@ -263,6 +263,8 @@ static void on_connection_close(struct evhttp_connection *evcon, void *userdata)
         wait_forget(w);
         if (post && id_text && s->client->state != CLIENT_JUSTFREE)
                 cancel_post(s, id_text);
+        if (s->kind == HTTP_ONE_REQUEST) /* its one request is gone, and its peer */
+                client_end_of_input(s->client, true);
 }
 
 /* evhttp stops reading a connection once a request is read, so a peer that closes while
@@ -406,6 +408,14 @@ static void end_post_stream(struct session_http *s, struct http_wait *w) {
 
 static int start_post_stream(struct session_http *s, struct http_wait *w);
 
+/* A client of one request has said all it will once that request is answered: it ends
+ * when the answer is written (client_end_of_input()). A subscriptions/listen is answered
+ * only when it ends: its client lasts as long. */
+static void one_request_answered(struct session_http *s) {
+        if (s->kind == HTTP_ONE_REQUEST)
+                client_end_of_input(s->client, false);
+}
+
 static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
         struct http_wait *w = post_answered_by(s, id);
         struct evbuffer *body;
@@ -416,6 +426,7 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
         if (w->stream) {
                 r = emit_event(s, w->stream, w, parts, n_parts);
                 end_post_stream(s, w);
+                one_request_answered(s);
                 return r;
         }
         body = joined(parts, n_parts);
@@ -424,6 +435,7 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
         evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
         reply(s, w, 200, "OK", body);
         evbuffer_free(body);
+        one_request_answered(s);
         return 0;
 }
 
@@ -769,7 +781,7 @@ static bool streamable(struct evhttp_request *req, const struct jsonrpc_msg *m) 
 
         if (m->kind != JSONRPC_REQUEST || !accept || !strcasestr(accept, "text/event-stream"))
                 return false;
-        return strcmp(m->method, "tools/call") == 0 ||
+        return strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "subscriptions/listen") == 0 ||
                (json_object_object_get_ex(m->params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", NULL));
 }
 
@@ -844,10 +856,6 @@ void client_http_post(struct client *c, struct evhttp_request *req, struct jsonr
         if (s->current == w && m->kind == JSONRPC_INVALID) /* the session said nothing */
                 reply(s, w, 400, "Bad Request", NULL);
         s->current = NULL;
-        if (s->kind == HTTP_ONE_REQUEST)
-                /* Its one request is in: it ends once that is answered and written, or once
-                 * its connection closes (which cancels it). */
-                client_drain(c);
 }
 
 /* Writes on w the events of stream after seq that are still kept; how many. */

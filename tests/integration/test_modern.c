@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -239,7 +240,9 @@ Test(modern, through_mcpvisorctl_and_listed_by_era) {
 
 /* ---- HTTP ---- */
 
-static void start_http(void) {
+/* The daemon with demo (and the n_more servers added before), HTTP on a free port with one
+ * token for this user. */
+static void start_http_more(unsigned n_more) {
         const char *env[2];
         FILE *f;
 
@@ -256,7 +259,11 @@ static void start_http(void) {
                         "\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},\"user\":%u}]}",
                         port, (unsigned)getuid()));
         start(env);
-        wait_all_ready(1);
+        wait_all_ready(1 + n_more);
+}
+
+static void start_http(void) {
+        start_http_more(0);
 }
 
 #define HTTP_CALL(text) "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__echo\"," \
@@ -431,4 +438,110 @@ Test(modern, missing_capability_is_32021) {
         cr_assert(strstr(h_json_text(r), "takes no requests from servers"), "%s", h_json_text(r));
         json_object_put(r);
         h_close(m);
+}
+
+/* ---- subscriptions/listen ---- */
+
+static void ctl_stop(const char *server) {
+        struct proc p;
+
+        proc_start(&p, &D, (const char *const[]){ "-C", D.control, "stop", server, NULL }, NULL);
+        proc_close_stdin(&p);
+        cr_assert_eq(proc_wait(&p, CTL_MS), 0, "%s", p.errbuf);
+        proc_free(&p);
+}
+
+#define LISTEN(id, filter) "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"method\":\"subscriptions/listen\",\"params\":{" \
+                           "\"notifications\":" filter "," META "}}"
+
+/* The subscription id of a message on a listen's stream, as text. */
+static const char *subscription_of(json_object *msg) {
+        json_object *meta = h_get(msg, "params._meta"), *id;
+
+        if (!meta)
+                meta = h_get(msg, "result._meta");
+        return json_object_object_get_ex(meta, "io.modelcontextprotocol/subscriptionId", &id) ? json_object_get_string(id)
+                                                                                                : "(none)";
+}
+
+Test(modern, listen_on_the_socket) {
+        struct h_conn *m, *legacy;
+        json_object *r;
+
+        add_demo("demo", "", "");
+        add_demo("extra", "", "");
+        start(NULL);
+        wait_all_ready(2);
+        legacy = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(legacy);
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+
+        /* acknowledged with what is honoured: the lists, not resource subscriptions */
+        r = call(m, LISTEN("\"sub-1\"", "{\"toolsListChanged\":true,\"resourceSubscriptions\":[\"demo://readme\"]}"));
+        cr_assert_str_eq(h_str(r, "method") ?: "?", "notifications/subscriptions/acknowledged", "%s", h_json_text(r));
+        cr_assert_str_eq(subscription_of(r), "sub-1");
+        cr_assert(json_object_get_boolean(h_get(r, "params.notifications.toolsListChanged")), "%s", h_json_text(r));
+        cr_assert_null(h_get(r, "params.notifications.resourceSubscriptions"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = call(m, LISTEN("7", "{\"promptsListChanged\":true}"));
+        cr_assert_str_eq(subscription_of(r), "7", "%s", h_json_text(r));
+        json_object_put(r);
+
+        /* a server leaves: its tools and prompts with it; each listen hears of its own kind */
+        ctl_stop("extra");
+        for (int seen = 0; seen < 2; seen++) {
+                r = h_recv(m, H_TIMEOUT_MS);
+                if (strcmp(h_str(r, "method") ?: "", "notifications/tools/list_changed") == 0)
+                        cr_assert_str_eq(subscription_of(r), "sub-1", "%s", h_json_text(r));
+                else
+                        cr_assert(strcmp(h_str(r, "method") ?: "", "notifications/prompts/list_changed") == 0 &&
+                                          strcmp(subscription_of(r), "7") == 0,
+                                  "%s", h_json_text(r));
+                json_object_put(r);
+        }
+
+        /* cancelled: no answer, the connection goes on */
+        h_send(m, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"sub-1\"}}\n");
+        r = modern(m, 8, "tools/list", "");
+        cr_assert_str_eq(h_str(r, "id") ?: "?", "8", "nothing for the cancelled listen: %s", h_json_text(r));
+        json_object_put(r);
+        /* the client finished sending: the listen left is answered as ended, then the close */
+        cr_assert_eq(shutdown(m->fd, SHUT_WR), 0);
+        r = h_recv(m, H_TIMEOUT_MS);
+        cr_assert_str_eq(h_str(r, "id") ?: "?", "7", "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "result.resultType") ?: "?", "complete", "%s", h_json_text(r));
+        cr_assert_str_eq(subscription_of(r), "7", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_wait_eof(m, H_TIMEOUT_MS, NULL));
+        h_close(m);
+        h_close(legacy);
+}
+
+Test(modern, listen_over_http) {
+        char buf[16384] = "";
+        const char *body = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"subscriptions/listen\",\"params\":{"
+                           "\"notifications\":{\"toolsListChanged\":true}," META "}}";
+        char *text;
+        int fd;
+
+        add_demo("extra", "", "");
+        start_http_more(1);
+        fd = ht_connect(port, NULL);
+        cr_assert(asprintf(&text, "POST /mcp HTTP/1.1\r\nHost: x\r\n" AUTH JSON_HEADERS MODERN_HEADERS("subscriptions/listen")
+                                  "Content-Length: %zu\r\n\r\n%s",
+                           strlen(body), body) > 0);
+        cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        free(text);
+        cr_assert(ht_stream_until(fd, "notifications/subscriptions/acknowledged", buf, sizeof buf, H_TIMEOUT_MS), "%s", buf);
+        cr_assert(strstr(buf, "text/event-stream"), "%s", buf);
+        cr_assert_null(strstr(buf, "Mcp-Session-Id"), "%s", buf);
+        ctl_stop("extra");
+        cr_assert(ht_stream_until(fd, "notifications/tools/list_changed", buf, sizeof buf, H_TIMEOUT_MS), "%s", buf);
+        cr_assert(strstr(buf, "\"io.modelcontextprotocol/subscriptionId\":5"), "%s", buf);
+        cr_assert_eq(http_sessions(), 1, "the listen's client lasts while it is open");
+        close(fd);
+        long long deadline = h_now_ms() + H_TIMEOUT_MS;
+        while (http_sessions() != 0 && h_now_ms() < deadline)
+                usleep(10000);
+        cr_assert_eq(http_sessions(), 0, "closing its stream ends it");
 }

@@ -41,16 +41,15 @@ static json_object *list_changed(void) {
 }
 
 /* What the daemon answers itself or routes; servers come and go, so lists always may
- * change. A modern client hears of changes only through subscriptions/listen, which the
- * daemon does not serve yet: it is promised none. */
+ * change. A modern client hears of changes through subscriptions/listen, which does not
+ * take resource subscriptions yet: it is promised no subscribe. */
 json_object *method_server_capabilities(enum method_era era) {
         json_object *caps = json_object_new_object();
-        bool legacy = era == METHOD_ERA_INITIALIZE;
-        json_object *resources = legacy ? list_changed() : json_object_new_object();
+        json_object *resources = list_changed();
 
-        json_object_object_add(caps, "tools", legacy ? list_changed() : json_object_new_object());
-        json_object_object_add(caps, "prompts", legacy ? list_changed() : json_object_new_object());
-        if (legacy)
+        json_object_object_add(caps, "tools", list_changed());
+        json_object_object_add(caps, "prompts", list_changed());
+        if (era == METHOD_ERA_INITIALIZE)
                 json_object_object_add(resources, "subscribe", json_object_new_boolean(1));
         json_object_object_add(caps, "resources", resources);
         json_object_object_add(caps, "completions", json_object_new_object());
