@@ -23,3 +23,9 @@ int http_mirror_check(const struct http_mirror *h, const struct jsonrpc_msg *m, 
  * added), anything else copied. -EINVAL: not valid base64, or a NUL inside, or too long
  * for size. */
 int http_mirror_decode(const char *value, char *ret, size_t size);
+
+/* The HTTP status a modern request's answer (its JSON text, len bytes) goes with when sent
+ * whole: 404 for -32601 (the specification: a method the server does not implement), 400
+ * for the errors of its _meta and headers (-32020, -32021, -32022), else 200; the reason
+ * phrase in *ret_reason. */
+int http_mirror_answer_status(const char *json, size_t len, const char **ret_reason);

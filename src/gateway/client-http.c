@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "http-front.h"
 #include "http-config.h"
+#include "http-mirror.h"
 #include "jsonrpc.h"
 #include "sse-event.h"
 #include "time-util.h"
@@ -433,7 +434,17 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
         if (!body)
                 return -ENOMEM;
         evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
-        reply(s, w, 200, "OK", body);
+        if (s->kind == HTTP_ONE_REQUEST && n_parts == 2) {
+                /* the modern era's statuses for its errors; a message in two parts (its JSON,
+                 * then the newline) is one the daemon built, an error among them (a server's
+                 * result passed on as text never is) */
+                const char *reason;
+                int status = http_mirror_answer_status(parts[0].iov_base, parts[0].iov_len, &reason);
+
+                reply(s, w, status, reason, body);
+        } else {
+                reply(s, w, 200, "OK", body);
+        }
         evbuffer_free(body);
         one_request_answered(s);
         return 0;

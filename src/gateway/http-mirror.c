@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-scan.h"
 #include "jsonrpc.h"
 #include "macro.h"
 #include "request-meta.h"
@@ -117,4 +118,27 @@ int http_mirror_check(const struct http_mirror *h, const struct jsonrpc_msg *m, 
                 return -EINVAL;
         }
         return 0;
+}
+
+int http_mirror_answer_status(const char *json, size_t len, const char **ret_reason) {
+        static const char *const error_name[] = { "error" }, *const code_name[] = { "code" };
+        struct json_member error, code;
+        long n;
+
+        *ret_reason = "OK";
+        if (json_scan_members(json, len, JSONRPC_MAX_DEPTH, error_name, 1, &error) < 0 || error.count == 0 ||
+            *error.value != '{' ||
+            json_scan_members(error.value, (size_t)(error.end - error.value), JSONRPC_MAX_DEPTH, code_name, 1, &code) < 0 ||
+            code.count == 0)
+                return 200;
+        n = strtol(code.value, NULL, 10);
+        if (n == JSONRPC_METHOD_NOT_FOUND) {
+                *ret_reason = "Not Found";
+                return 404;
+        }
+        if (n == MCP_ERROR_HEADER_MISMATCH || n == MCP_ERROR_MISSING_CAPABILITY || n == MCP_ERROR_UNSUPPORTED_VERSION) {
+                *ret_reason = "Bad Request";
+                return 400;
+        }
+        return 200;
 }

@@ -344,6 +344,12 @@ Test(modern, http_errors_are_400_with_the_spec_codes) {
         cr_assert_eq(a.status, 400, "%d %s", a.status, a.body);
         cr_assert(strstr(a.body, "-32022") && strstr(a.body, "\"supported\""), "%s", a.body);
         ht_answer_done(&a);
+        /* a method the modern era has not: 404 with -32601 */
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS MODERN_HEADERS("ping"),
+                "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\",\"params\":{" META "}}", &a);
+        cr_assert_eq(a.status, 404, "%d %s", a.status, a.body);
+        cr_assert(strstr(a.body, "-32601"), "%s", a.body);
+        ht_answer_done(&a);
         /* without a token, refused as every request is */
         ht_once(port, "POST", "/mcp", JSON_HEADERS MODERN_HEADERS("tools/call") "Mcp-Name: demo__echo\r\n", HTTP_CALL("x"), &a);
         cr_assert_eq(a.status, 401);

@@ -162,3 +162,21 @@ Test(http_mirror, decode) {
         cr_assert_eq(http_mirror_decode("=?base64?YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXphYmNkZWZnaGlq?=", out, sizeof out), -EINVAL,
                      "longer than the buffer");
 }
+
+Test(http_mirror, answer_status) {
+        const char *reason;
+
+        cr_assert_eq(http_mirror_answer_status("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"error\":{\"code\":-32601}}}", 63,
+                                               &reason),
+                     200, "a result's own members are not an error");
+        cr_assert_str_eq(reason, "OK");
+#define ERR(code) "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"message\":\"m\",\"code\":" code "}}"
+        cr_assert_eq(http_mirror_answer_status(ERR("-32601"), strlen(ERR("-32601")), &reason), 404);
+        cr_assert_str_eq(reason, "Not Found");
+        cr_assert_eq(http_mirror_answer_status(ERR("-32020"), strlen(ERR("-32020")), &reason), 400);
+        cr_assert_eq(http_mirror_answer_status(ERR("-32021"), strlen(ERR("-32021")), &reason), 400);
+        cr_assert_eq(http_mirror_answer_status(ERR("-32022"), strlen(ERR("-32022")), &reason), 400);
+        cr_assert_str_eq(reason, "Bad Request");
+        cr_assert_eq(http_mirror_answer_status(ERR("-32603"), strlen(ERR("-32603")), &reason), 200, "a call's failure");
+        cr_assert_eq(http_mirror_answer_status("not json", 8, &reason), 200);
+}
