@@ -136,10 +136,10 @@ extern const struct method notification_roots_list_changed;
 extern const struct method notification_mcpvisor_profile;
 
 /* The daemon as both eras describe it (method-initialize.c): its serverInfo, its
- * capabilities toward a client of era, and the instructions of the servers c sees (NULL:
+ * capabilities (the same in both eras), and the instructions of the servers c sees (NULL:
  * none), under their names. */
 json_object *method_server_info(void);
-json_object *method_server_capabilities(enum method_era era);
+json_object *method_server_capabilities(void);
 json_object *method_instructions(struct client *c);
 /* The first request m of a modern-era connection (its _meta read into meta) opens it, in
  * the profile m's _meta "mcpvisor/profile" chooses or the one it was asked to start in;

@@ -2,19 +2,22 @@
 #include "sub-listen.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "client.h"
 #include "client-access.h"
 #include "daemon.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "macro.h"
+#include "registry.h"
 #include "request-meta.h"
+#include "subscriptions.h"
 
 #define META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
 
 /* The filter's list flags and the lists each covers (resources/list_changed stands for
- * templates too, as in the legacy era). resourceSubscriptions is not honoured yet: left
- * out of the acknowledgement, as the specification has unsupported types. */
+ * templates too, as in the legacy era). */
 static const struct flag {
         const char *name;
         const char *method;
@@ -47,6 +50,45 @@ static void record(struct client *c, struct sub_listen *l) {
                         l->signature[k] = client_lists_signature(&lists, k);
 }
 
+/* Whether another listen of c than l names uri. */
+static bool held_elsewhere(const struct client *c, const struct sub_listen *l, const char *uri) {
+        const struct sub_listen *o;
+
+        LIST_FOREACH(o, &c->listens, entry)
+                for (size_t i = 0; o != l && i < o->n_uris; i++)
+                        if (strcmp(o->uris[i], uri) == 0)
+                                return true;
+        return false;
+}
+
+/* The URIs of list (a JSON array) c may read and whose servers take subscriptions,
+ * subscribed for c and kept in l; the array of them, for the acknowledgement. A URI c may
+ * not read, or that no ready server lists, is left out, as what the server does not honour. */
+static json_object *subscribe_uris(struct client *c, struct sub_listen *l, json_object *list) {
+        json_object *granted = json_object_new_array();
+        size_t n = json_object_is_type(list, json_type_array) ? json_object_array_length(list) : 0;
+
+        l->uris = calloc(n < SUB_LISTEN_MAX_URIS ? n + 1 : SUB_LISTEN_MAX_URIS, sizeof *l->uris);
+        for (size_t i = 0; l->uris && i < n && l->n_uris < SUB_LISTEN_MAX_URIS; i++) {
+                json_object *u = json_object_array_get_idx(list, i);
+                const struct registry_entry *e;
+                enum access_verdict verdict;
+                const char *uri;
+
+                if (!json_object_is_type(u, json_type_string))
+                        continue;
+                uri = json_object_get_string(u);
+                e = client_access_find_uri(c, uri, &verdict);
+                if (!e || verdict != ACCESS_ALLOW ||
+                    subscriptions_add(daemon_subscriptions(c->daemon), c, e->server, uri) < 0 ||
+                    !(l->uris[l->n_uris] = strdup(uri)))
+                        continue;
+                l->n_uris++;
+                json_object_array_add(granted, json_object_new_string(uri));
+        }
+        return granted;
+}
+
 void sub_listen_open(struct client *c, struct jsonrpc_msg *m) {
         json_object *filter = NULL, *v, *granted, *ack;
         struct sub_listen *l;
@@ -71,6 +113,14 @@ void sub_listen_open(struct client *c, struct jsonrpc_msg *m) {
                         json_object_object_add(granted, flags[i].name, json_object_new_boolean(1));
                 }
         record(c, l);
+        if (filter && json_object_object_get_ex(filter, "resourceSubscriptions", &v)) {
+                json_object *uris = subscribe_uris(c, l, v);
+
+                if (json_object_array_length(uris) > 0)
+                        json_object_object_add(granted, "resourceSubscriptions", uris);
+                else
+                        json_object_put(uris); /* none honoured: left out, as a type not supported */
+        }
         LIST_INSERT_HEAD(&c->listens, l, entry);
         client_log(c, LOG_DEBUG, "listening for %s", json_object_to_json_string_ext(granted, JSON_C_TO_STRING_PLAIN));
         ack = json_object_new_object();
@@ -79,7 +129,15 @@ void sub_listen_open(struct client *c, struct jsonrpc_msg *m) {
                             l->id);
 }
 
-static void listener_free(struct sub_listen *l) {
+/* unsubscribe: its URIs no other listen of its client names are ended for the client
+ * (false when the client is being freed, which subscriptions.c handles itself). */
+static void listener_free(struct client *c, struct sub_listen *l, bool unsubscribe) {
+        for (size_t i = 0; i < l->n_uris; i++) {
+                if (unsubscribe && !held_elsewhere(c, l, l->uris[i]))
+                        subscriptions_remove(daemon_subscriptions(c->daemon), c, l->uris[i]);
+                free(l->uris[i]);
+        }
+        free(l->uris);
         LIST_REMOVE(l, entry);
         json_object_put(l->id);
         free(l);
@@ -90,7 +148,7 @@ bool sub_listen_cancel(struct client *c, json_object *id) {
 
         LIST_FOREACH(l, &c->listens, entry)
                 if (json_object_equal(l->id, id)) {
-                        listener_free(l);
+                        listener_free(c, l, true);
                         client_request_done(c);
                         return true;
                 }
@@ -103,7 +161,7 @@ void sub_listen_end(struct client *c) {
         while ((l = LIST_FIRST(&c->listens))) {
                 json_object *result = with_subscription(NULL, l->id), *id = json_object_get(l->id);
 
-                listener_free(l);
+                listener_free(c, l, true);
                 client_reply_result(c, id, result);
                 json_object_put(id);
                 client_request_done(c);
@@ -112,7 +170,7 @@ void sub_listen_end(struct client *c) {
 
 void sub_listen_client_gone(struct client *c) {
         while (LIST_FIRST(&c->listens))
-                listener_free(LIST_FIRST(&c->listens));
+                listener_free(c, LIST_FIRST(&c->listens), false);
 }
 
 /* Tells l of each list it hears of whose signature in c's view is not what it was told. */
@@ -150,4 +208,18 @@ void sub_listen_lists_changed(struct daemon *d) {
                         tell(c, l, &lists);
                 }
         }
+}
+
+void sub_listen_resource_updated(struct client *c, const char *uri, json_object *params) {
+        struct sub_listen *l;
+
+        LIST_FOREACH(l, &c->listens, entry)
+                for (size_t i = 0; i < l->n_uris; i++)
+                        if (strcmp(l->uris[i], uri) == 0) {
+                                client_send_related(c,
+                                                    jsonrpc_notification("notifications/resources/updated",
+                                                                         with_subscription(jsonrpc_copy_with(params, NULL, NULL), l->id)),
+                                                    l->id);
+                                break;
+                        }
 }

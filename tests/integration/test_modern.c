@@ -551,3 +551,49 @@ Test(modern, listen_over_http) {
                 usleep(10000);
         cr_assert_eq(http_sessions(), 0, "closing its stream ends it");
 }
+
+/* resourceSubscriptions: a URI the client may read subscribed at its server, its updates
+ * under the listen's id; one denied to the client, or unknown, left out; the subscription
+ * ended at the server with the listen. */
+Test(modern, listen_resource_subscriptions) {
+        struct h_conn *m;
+        json_object *r;
+
+        add_demo("demo", "", "\"--subscribe\"");
+        add_demo("secret", "", "\"--subscribe\",\"--resources\",\"1\"");
+        set_settings("\"socketMode\":\"0666\",\"access\":{\"rules\":[{\"users\":[\"4242\"],\"servers\":[\"secret\"],"
+                     "\"action\":\"deny\"}]}");
+        start(NULL);
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        wait_all_ready(2);
+        m = h_connect_as(D.sock, OTHER_UID, OTHER_UID, NULL, 0, "agent");
+        cr_assert_not_null(m);
+        r = call(m, LISTEN("3", "{\"resourceSubscriptions\":[\"demo://readme\",\"demo://res/1\",\"demo://nowhere\"]}"));
+        cr_assert_str_eq(h_str(r, "method") ?: "?", "notifications/subscriptions/acknowledged", "%s", h_json_text(r));
+        /* demo://readme is demo's (the first by name of the two that list it); demo://res/1
+         * only secret's, which uid 4242 may not use */
+        cr_assert(strstr(h_json_text(h_get(r, "params.notifications.resourceSubscriptions")), "demo://readme"), "%s",
+                  h_json_text(r));
+        cr_assert_null(strstr(h_json_text(r), "demo://res/1"), "%s", h_json_text(r));
+        cr_assert_null(strstr(h_json_text(r), "demo://nowhere"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_recv(m, H_TIMEOUT_MS);
+        cr_assert_str_eq(h_str(r, "method") ?: "?", "notifications/resources/updated", "%s", h_json_text(r));
+        cr_assert_str_eq(subscription_of(r), "3", "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "params.uri") ?: "?", "demo://readme");
+        json_object_put(r);
+        /* cancelled: after what was on its way, nothing more */
+        h_send(m, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}\n");
+        h_send(m, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\",\"params\":{" META "}}\n");
+        for (;;) {
+                r = h_recv(m, H_TIMEOUT_MS);
+                if (strcmp(h_str(r, "id") ?: "", "9") == 0)
+                        break;
+                cr_assert_str_eq(h_str(r, "method") ?: "?", "notifications/resources/updated", "%s", h_json_text(r));
+                json_object_put(r);
+        }
+        json_object_put(r);
+        char *line = h_recv_line(m, 600);
+        cr_assert_null(line, "after the listen ended: %s", line);
+        h_close(m);
+}

@@ -18,7 +18,7 @@ static void discover(struct client *c, struct jsonrpc_msg *m) {
         meta = json_object_new_object();
         json_object_object_add(result, "resultType", json_object_new_string("complete"));
         json_object_object_add(result, "supportedVersions", protocol_all_versions_json());
-        json_object_object_add(result, "capabilities", method_server_capabilities(METHOD_ERA_STATELESS));
+        json_object_object_add(result, "capabilities", method_server_capabilities());
         json_object_object_add(meta, META_SERVER_INFO, method_server_info());
         json_object_object_add(result, "_meta", meta);
         if ((instr = method_instructions(c)))

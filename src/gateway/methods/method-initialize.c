@@ -41,16 +41,15 @@ static json_object *list_changed(void) {
 }
 
 /* What the daemon answers itself or routes; servers come and go, so lists always may
- * change. A modern client hears of changes through subscriptions/listen, which does not
- * take resource subscriptions yet: it is promised no subscribe. */
-json_object *method_server_capabilities(enum method_era era) {
+ * change (a modern client hears of changes and resource updates through
+ * subscriptions/listen). The same in both eras. */
+json_object *method_server_capabilities(void) {
         json_object *caps = json_object_new_object();
         json_object *resources = list_changed();
 
         json_object_object_add(caps, "tools", list_changed());
         json_object_object_add(caps, "prompts", list_changed());
-        if (era == METHOD_ERA_INITIALIZE)
-                json_object_object_add(resources, "subscribe", json_object_new_boolean(1));
+        json_object_object_add(resources, "subscribe", json_object_new_boolean(1));
         json_object_object_add(caps, "resources", resources);
         json_object_object_add(caps, "completions", json_object_new_object());
         json_object_object_add(caps, "logging", json_object_new_object());
@@ -179,7 +178,7 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
                    c->access.profile ? c->access.profile : "");
         result = json_object_new_object();
         json_object_object_add(result, "protocolVersion", json_object_new_string(s->protocol_version));
-        json_object_object_add(result, "capabilities", method_server_capabilities(METHOD_ERA_INITIALIZE));
+        json_object_object_add(result, "capabilities", method_server_capabilities());
         json_object_object_add(result, "serverInfo", method_server_info());
         if ((instr = method_instructions(c)))
                 json_object_object_add(result, "instructions", instr);
