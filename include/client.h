@@ -68,6 +68,10 @@ struct client_transport_ops {
          * pid (the Unix socket). */
         void (*peer)(const struct client *c, struct client_peer *ret);
         void (*free)(struct client *c);            /* frees the transport's state and closes it */
+        /* The priority of the lines that say it came and went: LOG_INFO when NULL; a
+         * transport whose clients live for one request each logs them at LOG_DEBUG, or a
+         * busy client's every request would be three lines of the journal. */
+        int (*life_priority)(const struct client *c);
 };
 
 struct client {
@@ -177,5 +181,7 @@ void client_output_added(struct client *c);
 /* From its transport: everything queued was written. */
 void client_output_flushed(struct client *c);
 
+/* The priority of c's lines about its coming and going (ops->life_priority). */
+int client_life_priority(const struct client *c);
 /* Logs with MCPVISOR_CLIENT= set to this client. */
 void client_log(struct client *c, int priority, const char *fmt, ...) _printf_(3, 4);

@@ -556,6 +556,10 @@ static void http_free(struct client *c) {
         c->transport = NULL;
 }
 
+static int http_life_priority(const struct client *c) {
+        return session_of(c)->kind == HTTP_ONE_REQUEST ? LOG_DEBUG : LOG_INFO;
+}
+
 static const struct client_transport_ops http_ops = {
         .name = "HTTP",
         .send = http_send,
@@ -565,6 +569,7 @@ static const struct client_transport_ops http_ops = {
         .describe = http_describe,
         .peer = http_peer,
         .free = http_free,
+        .life_priority = http_life_priority,
 };
 
 static void arm_idle(struct session_http *s) {

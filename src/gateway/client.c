@@ -330,17 +330,21 @@ void client_set_principal(struct client *c, struct principal *p) {
         *p = (struct principal){ 0 };
 }
 
+int client_life_priority(const struct client *c) {
+        return c->ops->life_priority ? c->ops->life_priority(c) : LOG_INFO;
+}
+
 static void log_connected(struct client *c) {
         const struct principal *p = &c->principal;
         struct client_peer peer = client_peer(c);
 
         if (peer.remote) {
-                client_log(c, LOG_INFO, "MCP client connected (from %s%s%s, uid %u%s%s%s, gid %u) over %s", peer.remote,
+                client_log(c, client_life_priority(c), "MCP client connected (from %s%s%s, uid %u%s%s%s, gid %u) over %s", peer.remote,
                            peer.token ? " with the token of " : "", peer.token ?: "", (unsigned)p->uid, p->user ? " (" : "",
                            p->user ?: "", p->user ? ")" : "", (unsigned)p->gid, c->ops->name);
                 return;
         }
-        client_log(c, LOG_INFO, "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u) over %s",
+        client_log(c, client_life_priority(c), "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u) over %s",
                    c->role == LISTEN_CONTROL ? "control" : "MCP", (int)p->pid, p->comm[0] ? p->comm : "unknown",
                    (unsigned)p->uid, p->user ? " (" : "", p->user ?: "", p->user ? ")" : "", (unsigned)p->gid,
                    c->ops->name);

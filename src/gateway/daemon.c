@@ -647,7 +647,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
 /* The daemon learns here that a client is gone, and tells the modules that keep something
  * of it before it is freed: its calls are cancelled downstream first. */
 static void client_gone(struct daemon *d, struct client *c) {
-        client_log(c, LOG_INFO, "client disconnected");
+        client_log(c, client_life_priority(c), "client disconnected");
         router_client_gone(&d->router, c);
         server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(&d->list_waits, c);

@@ -313,6 +313,11 @@ Test(modern, http_without_session) {
         while (http_sessions() != 1 && h_now_ms() < deadline)
                 usleep(10000);
         cr_assert_eq(http_sessions(), 1);
+        /* a client of one request comes and goes in the debug log: at info, a busy client's
+         * every request would be three lines of the journal */
+        cr_assert(h_log_wait(&D, "debug: [client 2] serving a 2026-07-28 client modern-it 2.0", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "debug: [client 2] client disconnected", H_TIMEOUT_MS));
+        cr_assert(h_log_wait(&D, "info: [client 1] MCP client connected", H_TIMEOUT_MS), "a session's stays at info");
 
         /* no GET stream in the modern era */
         ht_once(port, "GET", "/mcp", AUTH "Accept: text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n", NULL, &a);

@@ -191,7 +191,7 @@ bool method_open_stateless(struct client *c, struct jsonrpc_msg *m, const struct
         if (!choose_profile(c, m))
                 return false;
         (void)session_begin_stateless(s, meta->version, meta->info); /* new: the caller's condition */
-        client_log(c, LOG_INFO, "serving a %s client %s %s without a session%s%s", s->protocol_version,
+        client_log(c, client_life_priority(c), "serving a %s client %s %s without a session%s%s", s->protocol_version,
                    s->client_name ?: "?", s->client_version ?: "?", c->access.profile ? "; profile " : "",
                    c->access.profile ? c->access.profile : "");
         return true;
