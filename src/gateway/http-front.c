@@ -279,6 +279,12 @@ static bool modern_request_ok(struct evhttp_request *req, const struct jsonrpc_m
         struct request_meta meta;
         char why[200];
 
+        /* a body that names no version is malformed before its headers can mismatch it */
+        if (!request_meta_present(m->params)) {
+                send_modern_error(req, m, JSONRPC_INVALID_PARAMS,
+                                  "Invalid params: _meta \"" META_PROTOCOL_VERSION "\" is required", NULL);
+                return false;
+        }
         if (http_mirror_check(&h, m, why, sizeof why) < 0) {
                 send_modern_error(req, m, MCP_ERROR_HEADER_MISMATCH, why, NULL);
                 return false;
@@ -290,10 +296,13 @@ static bool modern_request_ok(struct evhttp_request *req, const struct jsonrpc_m
         return true;
 }
 
-/* Whether a sessionless request m is one of the modern era's, served without a session. */
+/* Whether a sessionless request m is one of the modern era's, served without a session:
+ * its _meta names a version (an initialize too, which that era has not: answered 404), or
+ * its header names a modern one (an initialize without the _meta is a legacy client's). */
 static bool modern_request(struct evhttp_request *req, const struct jsonrpc_msg *m) {
-        return m->kind == JSONRPC_REQUEST && strcmp(m->method, "initialize") != 0 &&
-               (request_meta_present(m->params) || protocol_modern_version(header(req, "MCP-Protocol-Version")));
+        return m->kind == JSONRPC_REQUEST &&
+               (request_meta_present(m->params) ||
+                (strcmp(m->method, "initialize") != 0 && protocol_modern_version(header(req, "MCP-Protocol-Version"))));
 }
 
 /* initialize without a session: a new one, if the limits allow; a modern request: a

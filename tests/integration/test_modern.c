@@ -327,6 +327,7 @@ Test(modern, http_without_session) {
 
 Test(modern, http_errors_are_400_with_the_spec_codes) {
         struct ht_answer a;
+        char sid[64];
 
         start_http();
         /* the header names another tool than the body runs */
@@ -354,6 +355,21 @@ Test(modern, http_errors_are_400_with_the_spec_codes) {
                 "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\",\"params\":{" META "}}", &a);
         cr_assert_eq(a.status, 404, "%d %s", a.status, a.body);
         cr_assert(strstr(a.body, "-32601"), "%s", a.body);
+        ht_answer_done(&a);
+        /* a modern header over a body that names no version: malformed (-32602) first */
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS MODERN_HEADERS("tools/list"),
+                "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/list\",\"params\":{}}", &a);
+        cr_assert_eq(a.status, 400, "%d %s", a.status, a.body);
+        cr_assert(strstr(a.body, "-32602"), "%s", a.body);
+        ht_answer_done(&a);
+        /* initialize in the modern era's form: 404, and no session made for it */
+        ht_once(port, "POST", "/mcp", AUTH JSON_HEADERS MODERN_HEADERS("initialize"),
+                "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                "\"capabilities\":{}," META "}}",
+                &a);
+        cr_assert_eq(a.status, 404, "%d %s", a.status, a.body);
+        cr_assert(strstr(a.body, "-32601"), "%s", a.body);
+        cr_assert_null(ht_header(&a, "Mcp-Session-Id", sid, sizeof sid), "%s", a.headers);
         ht_answer_done(&a);
         /* without a token, refused as every request is */
         ht_once(port, "POST", "/mcp", JSON_HEADERS MODERN_HEADERS("tools/call") "Mcp-Name: demo__echo\r\n", HTTP_CALL("x"), &a);
