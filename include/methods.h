@@ -146,6 +146,9 @@ json_object *method_instructions(struct client *c);
  * false when c was answered why not. */
 struct request_meta;
 bool method_open_stateless(struct client *c, struct jsonrpc_msg *m, const struct request_meta *meta);
+/* A later request m of a modern-era connection: true unless its _meta chooses another
+ * profile than the connection's (the class of a client is one), when c was answered why. */
+bool method_stateless_profile_kept(struct client *c, struct jsonrpc_msg *m);
 
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */

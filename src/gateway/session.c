@@ -135,7 +135,7 @@ static bool era_of(struct client *c, struct jsonrpc_msg *m, enum method_era *ret
                 meta.data = NULL; /* taken by the error */
                 return false;
         case REQUEST_MODERN:
-                if (phase == SESSION_NEW && !method_open_stateless(c, m, &meta))
+                if (phase == SESSION_NEW ? !method_open_stateless(c, m, &meta) : !method_stateless_profile_kept(c, m))
                         return false;
                 *ret = METHOD_ERA_STATELESS;
                 return true;

@@ -618,3 +618,35 @@ Test(modern, listen_resource_subscriptions) {
         cr_assert_null(line, "after the listen ended: %s", line);
         h_close(m);
 }
+
+/* A modern connection's profile is its first request's: a later request naming it again
+ * passes, one naming another is refused (a client's class is one), and the view is the
+ * profile's. */
+Test(modern, profile_is_the_first_requests) {
+        struct h_conn *m;
+        json_object *r;
+
+        add_demo("pub", "", "");
+        set_settings("\"profiles\":{\"research\":{\"tools\":[\"pub__echo\"]},\"ops\":{\"servers\":[\"pub\"]}}");
+        start(NULL);
+        wait_all_ready(1);
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+#define PROFILE_META(p) "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
+                        "\"io.modelcontextprotocol/clientCapabilities\":{},\"mcpvisor/profile\":\"" p "\"}"
+        r = call(m, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" PROFILE_META("research") "}}");
+        cr_assert(h_has_item(h_tool_names(r), "pub__echo") && !h_has_item(h_tool_names(r), "pub__add"), "%s",
+                  h_json_text(r));
+        cr_assert_str_eq(h_str(r, "result.cacheScope"), "private");
+        json_object_put(r);
+        r = call(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{" PROFILE_META("research") "}}");
+        cr_assert_null(h_get(r, "error"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = call(m, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{" PROFILE_META("ops") "}}");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        cr_assert(strstr(h_str(r, "error.message"), "profile 'research'"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = modern(m, 4, "tools/list", "");
+        cr_assert(!h_has_item(h_tool_names(r), "pub__add"), "still research's view: %s", h_json_text(r));
+        json_object_put(r);
+        h_close(m);
+}

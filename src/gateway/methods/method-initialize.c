@@ -197,6 +197,24 @@ bool method_open_stateless(struct client *c, struct jsonrpc_msg *m, const struct
         return true;
 }
 
+bool method_stateless_profile_kept(struct client *c, struct jsonrpc_msg *m) {
+        const char *profile, *now = client_access_profile(c);
+        char message[400];
+
+        if (!profile_param(m->params, &profile)) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: \"_meta\": {\"" PROFILE_META_KEY "\"} must be a string", NULL);
+                return false;
+        }
+        if (!profile || (now && strcmp(profile, now) == 0))
+                return true;
+        snprintf(message, sizeof message,
+                 "Invalid params: this connection is in %s%.150s%s (its first request's); a profile is chosen per connection",
+                 now ? "profile '" : "no profile", now ? now : "", now ? "'" : "");
+        client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
+        return false;
+}
+
 const struct method method_initialize = {
         .name = "initialize",
         .flags = METHOD_BEFORE_INIT | METHOD_MCP, .eras = METHOD_ERA_INITIALIZE, .reach = METHOD_REACH_DAEMON,
