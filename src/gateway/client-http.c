@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "http-front.h"
 #include "http-config.h"
+#include "http-mirror.h"
 #include "jsonrpc.h"
 #include "sse-event.h"
 #include "time-util.h"
@@ -88,6 +89,7 @@ struct replay_event {
 struct session_http {
         struct http_front *front;
         struct client *client;
+        enum http_kind kind;
         char id[CLIENT_HTTP_ID_LEN + 1];
         int64_t key;
         char *remote;
@@ -136,9 +138,12 @@ static void note_use(struct session_http *s, bool used) {
         arm_idle(s);
 }
 
+/* A session's answers name it; one request's has no session to name. */
 static void add_session_header(struct session_http *s, struct evhttp_request *req) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
+        if (s->kind == HTTP_ONE_REQUEST)
+                return;
         evhttp_remove_header(h, "Mcp-Session-Id");
         evhttp_add_header(h, "Mcp-Session-Id", s->id);
 }
@@ -260,6 +265,8 @@ static void on_connection_close(struct evhttp_connection *evcon, void *userdata)
         wait_forget(w);
         if (post && id_text && s->client->state != CLIENT_JUSTFREE)
                 cancel_post(s, id_text);
+        if (s->kind == HTTP_ONE_REQUEST) /* its one request is gone, and its peer */
+                client_end_of_input(s->client, true);
 }
 
 /* evhttp stops reading a connection once a request is read, so a peer that closes while
@@ -447,6 +454,14 @@ static void end_post_stream(struct session_http *s, struct http_wait *w) {
 
 static int start_post_stream(struct session_http *s, struct http_wait *w);
 
+/* A client of one request has said all it will once that request is answered: it ends
+ * when the answer is written (client_end_of_input()). A subscriptions/listen is answered
+ * only when it ends: its client lasts as long. */
+static void one_request_answered(struct session_http *s) {
+        if (s->kind == HTTP_ONE_REQUEST)
+                client_end_of_input(s->client, false);
+}
+
 static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id,
                          const struct loan_offer *offer) {
         struct http_wait *w = post_answered_by(s, id);
@@ -458,14 +473,26 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
         if (w->stream) {
                 r = emit_event(s, w->stream, w, parts, n_parts, offer);
                 end_post_stream(s, w);
+                one_request_answered(s);
                 return r;
         }
         body = joined(parts, n_parts, offer);
         if (!body)
                 return -ENOMEM;
         evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
-        reply(s, w, 200, "OK", body);
+        if (s->kind == HTTP_ONE_REQUEST && n_parts == 2) {
+                /* the modern era's statuses for its errors; a message in two parts (its JSON,
+                 * then the newline) is one the daemon built, an error among them (a server's
+                 * result passed on as text never is) */
+                const char *reason;
+                int status = http_mirror_answer_status(parts[0].iov_base, parts[0].iov_len, &reason);
+
+                reply(s, w, status, reason, body);
+        } else {
+                reply(s, w, 200, "OK", body);
+        }
         evbuffer_free(body);
+        one_request_answered(s);
         return 0;
 }
 
@@ -576,6 +603,10 @@ static void http_free(struct client *c) {
         c->transport = NULL;
 }
 
+static int http_life_priority(const struct client *c) {
+        return session_of(c)->kind == HTTP_ONE_REQUEST ? LOG_DEBUG : LOG_INFO;
+}
+
 static const struct client_transport_ops http_ops = {
         .name = "HTTP",
         .send = http_send,
@@ -585,6 +616,7 @@ static const struct client_transport_ops http_ops = {
         .describe = http_describe,
         .peer = http_peer,
         .free = http_free,
+        .life_priority = http_life_priority,
 };
 
 static void arm_idle(struct session_http *s) {
@@ -661,12 +693,13 @@ int64_t client_http_key_of(const char *id) {
         return (int64_t)(key | 1);
 }
 
-static struct session_http *session_new(struct http_front *f, struct http_caller *caller) {
+static struct session_http *session_new(struct http_front *f, struct http_caller *caller, enum http_kind kind) {
         struct session_http *s = calloc(1, sizeof *s);
 
         if (!s)
                 return NULL;
         s->front = f;
+        s->kind = kind;
         TAILQ_INIT(&s->posts);
         TAILQ_INIT(&s->writing);
         s->remote = strdup(caller->remote);
@@ -685,9 +718,9 @@ fail:
         return NULL;
 }
 
-struct client *client_http_new(struct http_front *f, struct http_caller *caller, int64_t *ret_key) {
+struct client *client_http_new(struct http_front *f, struct http_caller *caller, enum http_kind kind, int64_t *ret_key) {
         struct daemon *d = f->daemon;
-        struct session_http *s = session_new(f, caller);
+        struct session_http *s = session_new(f, caller, kind);
         struct client *c;
 
         if (!s)
@@ -816,7 +849,7 @@ static bool streamable(struct evhttp_request *req, const struct jsonrpc_msg *m) 
 
         if (m->kind != JSONRPC_REQUEST || !accept || !strcasestr(accept, "text/event-stream"))
                 return false;
-        return strcmp(m->method, "tools/call") == 0 ||
+        return strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "subscriptions/listen") == 0 ||
                (json_object_object_get_ex(m->params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", NULL));
 }
 
