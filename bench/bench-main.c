@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <getopt.h>
 #include <sched.h>
 #include <signal.h>
@@ -54,7 +55,8 @@ enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART
             PART_HTTP = 4096 /* issue 18: clients over HTTP */,
             PART_CATALOG = 8192 /* memory per catalogue item */,
             PART_INSTANCES = 16384 /* a server of its own per client */,
-            PART_SDK = 32768 /* the SDK's client against mcpvisord and the peers */ };
+            PART_SDK = 32768 /* the SDK's client against mcpvisord and the peers */,
+            PART_JWT = 65536 /* HTTP calls with a JWT (http.oauth) vs a static token */ };
 /* Instances: a call through one costs what a call to a shared server costs, within this. */
 #define TARGET_INSTANCE_ADDED_NS 5000
 
@@ -131,6 +133,7 @@ struct results {
         struct http_load peer[MAX_LEVELS];           /* issue 18: supergateway, measured as HTTP is */
         const char *peer_missing;                    /* why it was not measured, or NULL */
         struct sdk_figures sdk;                      /* the SDK client against the peers */
+        struct http_load jwt_static[MAX_LEVELS], jwt[MAX_LEVELS]; /* --only jwt: the same calls, each token */
         bool failed;
 };
 
@@ -145,12 +148,13 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access,launcher,remote,http,catalog,instances,sdk (the last eleven only when named;\n"
+                "                       access,launcher,remote,http,catalog,instances,sdk,jwt (the last twelve only when named;\n"
                 "                       instances: per-client servers, first call, memory, cost; launcher:\n"
                 "                       start to ready of a server, exec vs systemd, --startup-runs starts each;\n"
                 "                       remote: calls to a server reached by URL; http: clients over HTTP;\n"
                 "                       sdk: the TypeScript SDK's client, as many calls in flight as the last\n"
-                "                       --clients level, against mcpvisord, mcp-hub and supergateway in turn)\n"
+                "                       --clients level, against mcpvisord, mcp-hub and supergateway in turn;\n"
+                "                       jwt: daemon CPU per HTTP call with a JWT (http.oauth) vs a static token)\n"
                 "  --sdk-rounds N       rounds of the sdk part (default 3, at most 5)\n"
                 "  --sdk-compare PATH   another mcpvisord measured in the sdk part beside the first (a build before)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
@@ -200,7 +204,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
                                              "servers", "access", "launcher", "remote", "http", "catalog", "instances",
-                                             "sdk" };
+                                             "sdk", "jwt" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -713,6 +717,66 @@ static void run_http(const struct options *o, struct results *res) {
         free(settings);
 }
 
+/* --only jwt: one daemon with a static token and http.oauth for the bench's identity
+ * provider; at each level the same calls with each token, alternately, rounds times; the
+ * median round of each kept. */
+static int cmp_cpu(const void *a, const void *b) {
+        double x = ((const struct http_load *)a)->daemon_cpu_us, y = ((const struct http_load *)b)->daemon_cpu_us;
+
+        return x < y ? -1 : x > y;
+}
+
+static void run_jwt(const struct options *o, struct results *res) {
+        char creds[] = "/tmp/mcpvisor-bench-jwt-XXXXXX", *settings = NULL, *with = NULL, *token = NULL, aud[64];
+        struct jwt_issuer *is = jwt_issuer_start();
+        unsigned port = free_port(), rounds = o->quick ? 1 : 3;
+        struct options ho = *o;
+        struct daemon_run d;
+        int r = is ? http_options(o, port, creds, &settings) : -ENOMEM;
+        struct passwd *pw = getpwuid(getuid());
+
+        snprintf(aud, sizeof aud, "http://127.0.0.1:%u/mcp", port);
+        if (r >= 0 && (!pw || !(token = jwt_issuer_token(is, aud, pw->pw_name, 3600))))
+                r = -ENOMEM;
+        /* settings ends with the http object's closing brace and maxHttpSessions: oauth goes in the object */
+        if (r >= 0 && asprintf(&with, "%s, \"http\": {\"listen\": [\"127.0.0.1:%u\"], \"tokens\": [{\"token\": "
+                               "{\"credential\": \"token\"}, \"user\": %u}], \"oauth\": {\"issuer\": \"%s\"}}",
+                               o->daemon.settings && *o->daemon.settings ? o->daemon.settings : "\"logLevel\": \"info\"",
+                               port, (unsigned)getuid(), jwt_issuer_url(is)) < 0)
+                r = -ENOMEM;
+        ho.daemon.settings = with;
+        ho.daemon.credentials = creds;
+        if (r >= 0)
+                r = start_ready(&d, &ho);
+        usleep(200 * 1000); /* the keys, fetched at start */
+        for (unsigned k = 0; r >= 0 && k < o->n_levels; k++) {
+                struct http_load s[5], j[5];
+
+                for (unsigned i = 0; r >= 0 && i < rounds; i++) {
+                        r = measure_http(&d, port, HTTP_BENCH_TOKEN, BENCH_TOOL_PREFIX "echo", o->levels[k], o->seconds, &s[i]);
+                        if (r >= 0)
+                                r = measure_http(&d, port, token, BENCH_TOOL_PREFIX "echo", o->levels[k], o->seconds, &j[i]);
+                }
+                if (r < 0)
+                        break;
+                qsort(s, rounds, sizeof s[0], cmp_cpu);
+                qsort(j, rounds, sizeof j[0], cmp_cpu);
+                res->jwt_static[k] = s[rounds / 2];
+                res->jwt[k] = j[rounds / 2];
+        }
+        if (r < 0)
+                failed(res, "HTTP calls with a JWT", r);
+        if (r >= 0 || d.pid > 0)
+                if (daemon_stop(&d, 30000) != 0 && r >= 0)
+                        failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
+        jwt_issuer_stop(is);
+        if (settings)
+                remove_creds(creds);
+        free(settings);
+        free(with);
+        free(token);
+}
+
 /* ---- issue 28: the TypeScript SDK's client against mcpvisord and the peers ---- */
 
 static void sdk_stop(enum sdk_target t, struct daemon_run *d, struct results *res) {
@@ -1049,6 +1113,20 @@ static void access_notes(const struct results *res) {
 
 /* issue 25: what connections that prove nothing cost: bodies without a token, and heads
  * never finished at 200 descriptors (with a Unix socket client's pings meanwhile). */
+static void jwt_rows(const struct options *o, const struct results *res) {
+        for (unsigned k = 0; k < o->n_levels; k++) {
+                const struct http_load *j = &res->jwt[k], *s = &res->jwt_static[k];
+                double change = s->daemon_cpu_us > 0 ? j->daemon_cpu_us / s->daemon_cpu_us - 1 : 0;
+                char what[64], x[32], y[32], c[32];
+
+                snprintf(what, sizeof what, "HTTP call, JWT vs static token (%u cl.)", j->clients);
+                snprintf(x, sizeof x, "%.1f us", j->daemon_cpu_us);
+                snprintf(y, sizeof y, "%.1f us", s->daemon_cpu_us);
+                snprintf(c, sizeof c, "%+.1f %%", change * 100);
+                row(what, x, y, c, "<= +10 %", verdict(j->ok && s->ok, change <= 0.10));
+        }
+}
+
 static void http_admission_rows(const struct results *res) {
         const struct unauth_bodies *u = &res->http_unauth;
         const struct slow_heads *s = &res->http_slow;
@@ -1272,9 +1350,14 @@ static void print_notes(const struct options *o, const struct results *res) {
                        l->clients, l->clients == 1 ? "" : "s", l->daemon_util, l->server_util, l->bench_util,
                        l->daemon_user_us, l->daemon_sys_us, (unsigned long long)l->calls, (unsigned long long)l->errors);
         }
-        if (o->parts & PART_LARGE)
+        if (o->parts & PART_LARGE) {
                 printf("  large result: daemon CPU %.1f ms per result (user %.1f, system %.1f)\n", res->large_via.daemon_cpu_ms,
                        res->large_via.daemon_user_ms, res->large_via.daemon_sys_ms);
+                printf("  large result runs, slowest to fastest: socket %.0f-%.0f MB/s, bridge %.0f-%.0f, direct %.0f-%.0f\n",
+                       res->large_via.slowest_mb_per_s, res->large_via.fastest_mb_per_s, res->large_bridge.slowest_mb_per_s,
+                       res->large_bridge.fastest_mb_per_s, res->large_direct.slowest_mb_per_s,
+                       res->large_direct.fastest_mb_per_s);
+        }
         if (o->parts & PART_STARTUP)
                 printf("  start-up: %u runs\n", res->startup.runs);
         if (o->parts & PART_CANCEL)
@@ -1416,6 +1499,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 instances_rows(res);
         if (o->parts & PART_SDK)
                 sdk_rows(&res->sdk);
+        if (o->parts & PART_JWT)
+                jwt_rows(o, res);
         print_notes(o, res);
 }
 
@@ -1488,6 +1573,8 @@ int main(int argc, char **argv) {
                 failed(&res, "instances", r);
         if (o.parts & PART_SDK)
                 run_sdk(&o, &res);
+        if (o.parts & PART_JWT)
+                run_jwt(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

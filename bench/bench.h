@@ -145,6 +145,7 @@ struct load {
 struct large {
         size_t bytes;
         double mb_per_s;            /* 10^6 bytes of payload per second, median run */
+        double slowest_mb_per_s, fastest_mb_per_s; /* the spread of the measured runs */
         double daemon_cpu_ms;       /* per result */
         double daemon_user_ms, daemon_sys_ms; /* the same, apart */
         double bridge_cpu_ms;       /* per result, of mcpvisorctl connect when it carried them */
@@ -205,6 +206,13 @@ int measure_http(struct daemon_run *d, unsigned port, const char *token, const c
  * server over Streamable HTTP on port: d stands for it (its pid, a notify_fd that never
  * reads), for measure_http() (bench-peers.c). NULL, or why it cannot run here. */
 const char *peer_gateway_start(struct daemon_run *d, unsigned port);
+/* --only jwt (bench-jwt.c): an identity provider on loopback serving its OpenID metadata and
+ * JWKS, and the RS256 access tokens it signs for http.oauth. */
+struct jwt_issuer;
+struct jwt_issuer *jwt_issuer_start(void);
+const char *jwt_issuer_url(const struct jwt_issuer *is);
+char *jwt_issuer_token(const struct jwt_issuer *is, const char *audience, const char *sub, unsigned ttl);
+void jwt_issuer_stop(struct jwt_issuer *is);
 void peer_gateway_stop(struct daemon_run *d);
 /* mcp-hub 4.2.1 (bench/peers, ./scripts/install-test-peers --bench) serving the bench server
  * at http://127.0.0.1:port/mcp, its files in a directory of its own (d->dir, removed by

@@ -21,6 +21,10 @@
  *   - an event id parses back to the numbers it was written from, and one that parses is
  *     written back as the very text it was;
  *   - the body is classified consistently (a request has a method and an id).
+ *   - with http.oauth (config bit 2; no keys at hand, so no JWT is ever accepted): the
+ *     resource's metadata is answered for a GET of its well-known path, alone or with the
+ *     endpoint's after it, and only then; a bearer error is invalid_token with a 401 for a
+ *     bearer token presented, and none without http.oauth.
  * And no crash, leak or undefined behaviour (ASan, UBSan). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,9 +34,11 @@
 #include "client-http.h"
 #include "fuzz-input.h"
 #include "http-config.h"
+#include "http-mirror.h"
 #include "http-request.h"
 #include "jsonrpc.h"
 #include "protocol.h"
+#include "request-meta.h"
 #include "sse-event.h"
 
 #define SECRET_A "token-a-0123456789abcdef"
@@ -119,6 +125,17 @@ static bool says_no_secret(const char *text) {
 
 static void check_verdict(const struct http_config *h, const struct http_request *r, const struct http_verdict *v) {
         const char *endpoint = h->path ? h->path : HTTP_DEFAULT_PATH;
+        const char *wk = "/.well-known/oauth-protected-resource";
+        bool metadata_path = r->path && strncmp(r->path, wk, strlen(wk)) == 0 &&
+                             (!r->path[strlen(wk)] || strcmp(r->path + strlen(wk), endpoint) == 0);
+
+        fuzz_check((v->outcome == HTTP_RESOURCE_METADATA) == (h->oauth.issuer && r->method == HTTP_GET && metadata_path),
+                   "resource metadata for %s", r->path ? r->path : "(none)");
+        if (v->outcome == HTTP_RESOURCE_METADATA)
+                return;
+        fuzz_check(!v->bearer_error || (h->oauth.issuer && v->status == 401 && strcmp(v->bearer_error, "invalid_token") == 0 &&
+                                        http_request_bearer_text(r->authorization)),
+                   "bearer error %s with %d", v->bearer_error, v->status);
 
         if (v->outcome == HTTP_HEALTHZ) {
                 fuzz_check(r->path && strcmp(r->path, "/healthz") == 0 && r->method == HTTP_GET, "healthz for %s", r->path);
@@ -159,6 +176,36 @@ static void check_verdict(const struct http_config *h, const struct http_request
                 fuzz_check(v->session_key == 0, "a key without a session id");
 }
 
+/* A request's modern-era reading (request-meta.c) and its headers' check (http-mirror.c):
+ * modern only with a version the daemon serves, refused only with the specification's
+ * codes; the headers a conforming client would send (its own body's values) always pass,
+ * others never name what is not in the body. */
+static void check_modern(const struct jsonrpc_msg *m) {
+        struct request_meta meta;
+        enum request_era era = request_meta_read(m->params, &meta);
+        json_object *v;
+        char why[200];
+
+        fuzz_check(era != REQUEST_MODERN || protocol_modern_version(meta.version), "modern with %s", meta.version);
+        fuzz_check(era != REQUEST_REFUSED || meta.code == JSONRPC_INVALID_PARAMS || meta.code == MCP_ERROR_UNSUPPORTED_VERSION,
+                   "refused with %d", meta.code);
+        fuzz_check((era == REQUEST_LEGACY) == !request_meta_present(m->params), "era %d", era);
+        request_meta_done(&meta);
+        if (era != REQUEST_MODERN)
+                return;
+        struct http_mirror h = { .protocol_version = meta.version, .method = m->method };
+        if (json_object_object_get_ex(m->params, strcmp(m->method, "resources/read") == 0 ? "uri" : "name", &v) &&
+            json_object_is_type(v, json_type_string) && strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v))
+                h.name = json_object_get_string(v);
+        if (h.name && strncmp(h.name, "=?base64?", 9) == 0)
+                h.name = NULL; /* a client sends that one encoded */
+        if (h.name || (strcmp(m->method, "tools/call") && strcmp(m->method, "prompts/get") && strcmp(m->method, "resources/read")))
+                fuzz_check(http_mirror_check(&h, m, why, sizeof why) == 0, "a conforming client's headers refused: %s", why);
+        h.method = "tools/call-other";
+        fuzz_check(strcmp(m->method, h.method) == 0 || http_mirror_check(&h, m, why, sizeof why) < 0,
+                   "another method let through");
+}
+
 static void check_body(const uint8_t *data, size_t size) {
         static struct jsonrpc_parser parser;
         static bool ready;
@@ -173,11 +220,16 @@ static void check_body(const uint8_t *data, size_t size) {
                 fuzz_check(m.method && m.id, "a request without method or id");
         if (m.kind == JSONRPC_NOTIFICATION)
                 fuzz_check(m.method && !m.id, "a notification without method, or with an id");
+        if (m.kind == JSONRPC_REQUEST)
+                check_modern(&m);
         jsonrpc_msg_done(&m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        static const char *const paths[] = { "/mcp", "/healthz", "/x", "/", "/mcp/" };
+        static const char *const paths[] = { "/mcp", "/healthz", "/x", "/", "/mcp/", "/.well-known/oauth-protected-resource",
+                                             "/.well-known/oauth-protected-resource/mcp",
+                                             "/.well-known/oauth-protected-resource/x" };
+        static char *audiences[] = { "http://127.0.0.1:8765/mcp", NULL };
         static const char *const origin_values[] = { "http://localhost:3000", "https://app.example", "http://127.0.0.1",
                                                       "http://[::1]:8", "http://localhost.evil.example", "null" };
         static const char *const auths[] = { "Bearer " SECRET_A, "bearer   " SECRET_B, "Bearer " SECRET_A "x", "Basic eDp5",
@@ -194,7 +246,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct fuzz_input in = { data, size };
         unsigned config = take_u8(&in);
         struct http_config h = { .tokens = tokens, .n_tokens = 2, .path = (config & 1) ? "/x" : NULL,
-                                 .allowed_origins = (config & 2) ? origins : NULL };
+                                 .allowed_origins = (config & 2) ? origins : NULL,
+                                 .oauth = { .issuer = (config & 4) ? "https://id.example" : NULL,
+                                            .audiences = (config & 4) ? audiences : NULL } };
         char *bufs[8] = { 0 };
         const char *last_event_id;
         struct http_request r = { .method = (enum http_method)take_choice(&in, 4), .unix_peer = take_u8(&in) & 1 };
@@ -209,7 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         r.session_id = pick(&in, ids, ARRAY_LEN(ids), &bufs[6]);
         last_event_id = pick(&in, event_ids, ARRAY_LEN(event_ids), &bufs[7]);
 
-        http_request_judge(&h, &r, &v);
+        http_request_judge(&h, NULL, &r, &v);
         check_verdict(&h, &r, &v);
         if (r.session_id)
                 check_session_key(r.session_id);

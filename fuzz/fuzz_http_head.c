@@ -47,10 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 fuzz_check(h.method && h.method[0] && h.target && h.target[0], "well formed without a request line");
                 fuzz_check(h.body != HTTP_HEAD_LENGTH || h.length > 0, "a body of no bytes");
         }
-        tcp = http_head_admits(&config, &h, false);
-        local = http_head_admits(&config, &h, unix_peer);
+        tcp = http_head_admits(&config, NULL, &h, false);
+        local = http_head_admits(&config, NULL, &h, unix_peer);
         fuzz_check(!(tcp || local) || !h.malformed, "a malformed head admitted");
-        fuzz_check(!tcp || http_head_admits(&config, &h, true), "admitted on TCP but not from a Unix peer");
+        fuzz_check(!tcp || http_head_admits(&config, NULL, &h, true), "admitted on TCP but not from a Unix peer");
         fuzz_check(!tcp || (h.authorization && strstr(h.authorization, SECRET)), "admitted on TCP without the token");
         free(a);
         free(b);

@@ -39,6 +39,33 @@ struct http_token {
  * so it checks each token's shape only and its secret stays NULL. */
 enum http_credentials { HTTP_CREDENTIALS_READ, HTTP_CREDENTIALS_UNREAD };
 
+/* Seconds between two fetches of the issuer's keys that tokens with an unknown kid ask for. */
+#define HTTP_OAUTH_DEFAULT_KEYS_REFRESH 30
+
+/* One entry of a map of "http.oauth" ("users", "scopes"): a claim's value to a name. */
+struct http_oauth_map {
+        char *name;     /* the claim's value */
+        char *to;       /* a host user (users), a profile (scopes) */
+};
+
+/* "http.oauth": the front door as an OAuth resource server, accepting the JWT access tokens
+ * of one issuer beside the static tokens (http-oauth.h). issuer NULL: not configured. */
+struct http_oauth_config {
+        char *issuer;
+        char **audiences;         /* NULL-terminated; filled with the front door's URLs when not set */
+        char *user_claim;         /* NULL: "sub" */
+        char *groups_claim;       /* NULL: groups come from the host user only */
+        char **algorithms;        /* as written; NULL: JWT_DEFAULT_ALGS */
+        unsigned algs;            /* enum jwt_alg bits, from algorithms */
+        double clock_skew;        /* seconds */
+        double keys_refresh;      /* seconds between fetches asked for by unknown kids */
+        struct http_oauth_map *users;
+        size_t n_users;
+        struct http_oauth_map *scopes;
+        size_t n_scopes;
+        char **required_scopes;   /* NULL-terminated; NULL: none */
+};
+
 struct http_config {
         int credentials;          /* enum http_credentials, set before parsing; kept across it */
         struct http_address *listen;
@@ -47,6 +74,7 @@ struct http_config {
         char **allowed_origins;   /* NULL-terminated; NULL: only loopback and localhost */
         struct http_token *tokens;
         size_t n_tokens;
+        struct http_oauth_config oauth;
 };
 
 /* Parses one address as written in "listen"; -EINVAL with why (a static string). */
@@ -69,6 +97,15 @@ const struct http_token *http_token_find(const struct http_config *h, const char
  * first of its groups as the primary one and the others as supplementary. -ENOMEM (ret
  * then empty). */
 int http_token_principal(const struct http_token *t, struct principal *ret);
+/* The host user a token's user claim value names: the "users" map's entry for it, else the
+ * value itself. */
+const char *http_oauth_user_of(const struct http_oauth_config *o, const char *claim);
+/* The profile a scope chooses ("scopes"), or NULL. */
+const char *http_oauth_profile_of(const struct http_oauth_config *o, const char *scope);
+/* The URL of the front door that a request with Host host (NULL: none) reached, as the
+ * protected resource: the audience that is http://HOST + path, else the first audience. */
+const char *http_oauth_resource(const struct http_config *h, const char *host);
+
 /* Whether origin (the Origin header's value) may call: one of allowed_origins, or, with
  * none configured, http(s)://localhost, 127.0.0.1 or [::1] on any port. */
 bool http_origin_allowed(const struct http_config *h, const char *origin);

@@ -17,6 +17,7 @@
 
 struct daemon;
 struct evhttp;
+struct http_oauth;
 struct evhttp_bound_socket;
 struct event;
 
@@ -30,6 +31,7 @@ struct http_front {
         struct refusal_log refusals;  /* which refused requests are logged */
         struct event *refusal_timer;  /* their summaries, due a period after a peer's line */
         struct http_gates gates;      /* connections whose peer has proved nothing yet */
+        struct http_oauth *oauth;     /* http.oauth's issuer, keys and identities; NULL: none */
 };
 
 /* Starts listening on the configured addresses and on the passed fds (socket activation,
@@ -41,6 +43,8 @@ void http_front_done(struct http_front *f);
 /* A session was filed in sessions / taken out of it (client-http.c). */
 void http_front_session_opened(struct http_front *f);
 void http_front_session_ended(struct http_front *f);
+/* The configuration was replaced (a reload): http.oauth's issuer may be another. */
+void http_front_config_changed(struct http_front *f);
 /* The listeners as a JSON array of names, for the status answer. */
 json_object *http_front_listeners_json(const struct http_front *f);
 /* A connection of peer refused or closed for why, logged as the refused requests are. */

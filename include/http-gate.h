@@ -37,6 +37,7 @@
 struct bufferevent;
 struct http_config;
 struct http_front;
+struct http_oauth;
 
 /* A request head's bytes at most, its blank line included (evhttp's own limit is 64 KiB). */
 #define HTTP_GATE_MAX_HEAD (64 * 1024 + 4)
@@ -64,8 +65,9 @@ struct http_head {
  * modified in place, NUL-terminated at len). */
 void http_head_parse(char *text, size_t len, struct http_head *ret);
 /* Whether a body may follow head: well formed, the endpoint's path, an allowed Origin (or
- * none), and on TCP (unix_peer false) a bearer token of h. */
-bool http_head_admits(const struct http_config *h, const struct http_head *head, bool unix_peer);
+ * none), and on TCP (unix_peer false) a bearer token of h or a JWT oauth accepts (NULL: none). */
+bool http_head_admits(const struct http_config *h, struct http_oauth *oauth, const struct http_head *head,
+                      bool unix_peer);
 
 enum http_gate_state {
         HTTP_GATE_HEAD,       /* its first head on the way: evhttp reads nothing yet */

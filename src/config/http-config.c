@@ -13,6 +13,7 @@
 #include "access.h"
 #include "config.h"
 #include "credential.h"
+#include "jwt-check.h"
 #include "macro.h"
 #include "principal.h"
 #include "settings.h"
@@ -275,6 +276,209 @@ static int parse_tokens(json_object *v, const char *path, void *dst, struct conf
         return settings_parse_list(&token_list, v, path, dst, &a, p);
 }
 
+/* ---- "oauth" ---- */
+
+static void oauth_map_done(void *item) {
+        struct http_oauth_map *m = item;
+
+        free(m->name);
+        free(m->to);
+}
+
+static int parse_map_item(json_object *v, const char *name, const char *path, void *list, size_t n, void *arg,
+                          struct config_problems *p) {
+        struct http_oauth_map *m = (struct http_oauth_map *)list + n;
+
+        if (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v)) {
+                problems_add(p, PROBLEM_ERROR, path, "%s", (const char *)arg);
+                return -EINVAL;
+        }
+        m->to = strdup(json_object_get_string(v));
+        return m->to ? 0 : -ENOMEM;
+}
+
+static const struct settings_list users_list = SETTINGS_LIST_BY_NAME(struct http_oauth_config, users, n_users,
+        struct http_oauth_map, NULL, parse_map_item, oauth_map_done, "expected an object of CLAIM-VALUE: HOST-USER");
+static const struct settings_list scopes_list = SETTINGS_LIST_BY_NAME(struct http_oauth_config, scopes, n_scopes,
+        struct http_oauth_map, NULL, parse_map_item, oauth_map_done, "expected an object of SCOPE: PROFILE");
+
+static int parse_users(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        return settings_parse_list(&users_list, v, path, dst, "expected a host user's name", p);
+}
+
+static int parse_scopes(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        return settings_parse_list(&scopes_list, v, path, dst, "expected a profile's name", p);
+}
+
+static int parse_issuer(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+
+        if (!s || (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0) || strcspn(s, "?# \t\r\n") != strlen(s)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected the issuer's URL, http(s)://HOST[/PATH], as its tokens' iss says it");
+                return -EINVAL;
+        }
+        free(*(char **)dst);
+        *(char **)dst = strdup(s);
+        return *(char **)dst ? 0 : -ENOMEM;
+}
+
+/* A string or an array of strings. */
+static int parse_audience(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 1;
+        char **list;
+
+        if (!json_object_is_type(v, json_type_string) && (!json_object_is_type(v, json_type_array) || n == 0)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected a string or an array of strings: the aud a token must name");
+                return -EINVAL;
+        }
+        list = calloc(n + 1, sizeof *list);
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *one = json_object_is_type(v, json_type_array) ? json_object_array_get_idx(v, i) : v;
+
+                if (!json_object_is_type(one, json_type_string) || !*json_object_get_string(one)) {
+                        strv_free(list);
+                        problems_add(p, PROBLEM_ERROR, path, "expected a string or an array of strings: the aud a token must name");
+                        return -EINVAL;
+                }
+                if (!(list[i] = strdup(json_object_get_string(one)))) {
+                        strv_free(list);
+                        return -ENOMEM;
+                }
+        }
+        strv_free(*(char ***)dst);
+        *(char ***)dst = list;
+        return 0;
+}
+
+/* Names of enum jwt_alg: HS* and none are refused by name, with why. */
+static int parse_algorithms(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        struct http_oauth_config *o = dst;
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+
+        if (n == 0) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an array of algorithms, e.g. [\"RS256\", \"ES256\"]");
+                return -EINVAL;
+        }
+        o->algs = 0;
+        for (size_t i = 0; i < n; i++) {
+                json_object *one = json_object_array_get_idx(v, i);
+                const char *name = json_object_is_type(one, json_type_string) ? json_object_get_string(one) : "";
+                unsigned alg = jwt_alg_of_name(name);
+
+                if (!alg) {
+                        problems_add(p, PROBLEM_ERROR, path, strncmp(name, "HS", 2) == 0 || strcmp(name, "none") == 0
+                                     ? "\"%s\" is not accepted: tokens are verified with the issuer's public keys only"
+                                     : "unknown algorithm \"%s\" (RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512)", name);
+                        return -EINVAL;
+                }
+                o->algs |= alg;
+        }
+        return 0;
+}
+
+static int parse_required_scopes(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+
+        for (size_t i = 0; i < n; i++) {
+                json_object *one = json_object_array_get_idx(v, i);
+
+                if (!json_object_is_type(one, json_type_string) || !*json_object_get_string(one) ||
+                    strchr(json_object_get_string(one), ' ') || strchr(json_object_get_string(one), '"')) {
+                        problems_add(p, PROBLEM_ERROR, path, "expected an array of scope names");
+                        return -EINVAL;
+                }
+        }
+        if (!json_object_is_type(v, json_type_array)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an array of scope names");
+                return -EINVAL;
+        }
+        strv_free(*(char ***)dst);
+        *(char ***)dst = calloc(n + 1, sizeof(char *));
+        if (!*(char ***)dst)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (!((*(char ***)dst)[i] = strdup(json_object_get_string(json_object_array_get_idx(v, i)))))
+                        return -ENOMEM;
+        return 0;
+}
+
+#define OAUTH_FIELD(key, type, field, lo, hi, parser) { key, type, offsetof(struct http_oauth_config, field), lo, hi, NULL, parser, NULL }
+#define OAUTH_WHOLE(key, parser) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parser, NULL }
+
+static const struct setting oauth_settings[] = {
+        OAUTH_FIELD("issuer", SETTING_CUSTOM, issuer, 0, 0, parse_issuer),
+        OAUTH_FIELD("audience", SETTING_CUSTOM, audiences, 0, 0, parse_audience),
+        OAUTH_FIELD("userClaim", SETTING_STRING, user_claim, 0, 0, NULL),
+        OAUTH_FIELD("groupsClaim", SETTING_STRING, groups_claim, 0, 0, NULL),
+        OAUTH_WHOLE("algorithms", parse_algorithms),
+        OAUTH_FIELD("clockSkew", SETTING_SECONDS, clock_skew, 0, 600, NULL),
+        OAUTH_FIELD("keysRefreshInterval", SETTING_SECONDS, keys_refresh, 1, 3600, NULL),
+        OAUTH_WHOLE("users", parse_users),
+        OAUTH_WHOLE("scopes", parse_scopes),
+        OAUTH_FIELD("requiredScopes", SETTING_CUSTOM, required_scopes, 0, 0, parse_required_scopes),
+};
+
+static void oauth_done(struct http_oauth_config *o) {
+        free(o->issuer);
+        strv_free(o->audiences);
+        free(o->user_claim);
+        free(o->groups_claim);
+        settings_list_done(&users_list, o);
+        settings_list_done(&scopes_list, o);
+        strv_free(o->required_scopes);
+        *o = (struct http_oauth_config){ 0 };
+}
+
+static int parse_oauth(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        struct http_oauth_config *o = dst;
+        size_t errors;
+
+        if (!json_object_is_type(v, json_type_object)) {
+                problems_add(p, PROBLEM_ERROR, path, "expected an object: {\"issuer\": URL, ...}");
+                return -EINVAL;
+        }
+        oauth_done(o);
+        *o = (struct http_oauth_config){ .algs = JWT_DEFAULT_ALGS, .clock_skew = JWT_DEFAULT_SKEW,
+                                         .keys_refresh = HTTP_OAUTH_DEFAULT_KEYS_REFRESH };
+        errors = settings_apply(oauth_settings, ARRAY_SIZE(oauth_settings), v, path, o, p);
+        if (!errors && !o->issuer) {
+                problems_add(p, PROBLEM_ERROR, path, "\"issuer\" is required");
+                errors++;
+        }
+        if (errors) {
+                oauth_done(o);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* The audience by default: the front door's URL on each TCP address it listens on. */
+static int default_audiences(struct http_config *h, const char *path, struct config_problems *p) {
+        const char *endpoint = h->path ? h->path : HTTP_DEFAULT_PATH;
+        size_t n = 0;
+
+        h->oauth.audiences = calloc(h->n_listen + 1, sizeof(char *));
+        if (!h->oauth.audiences)
+                return -ENOMEM;
+        for (size_t i = 0; i < h->n_listen; i++) {
+                const struct http_address *a = &h->listen[i];
+
+                if (!a->host)
+                        continue;
+                if (asprintf(&h->oauth.audiences[n], strchr(a->host, ':') ? "http://[%s]:%u%s" : "http://%s:%u%s", a->host,
+                             a->port, endpoint) < 0)
+                        return -ENOMEM;
+                n++;
+        }
+        if (n == 0) {
+                problems_add(p, PROBLEM_ERROR, path, "\"audience\" is needed: \"listen\" names no TCP address to make it of");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 #define HTTP_FIELD(key, type, field, parser) { key, type, offsetof(struct http_config, field), 0, 0, NULL, parser, NULL }
 /* Parsers of arrays with a count take the whole struct http_config. */
 #define HTTP_WHOLE(key, parser) { key, SETTING_CUSTOM, 0, 0, 0, NULL, parser, NULL }
@@ -284,6 +488,7 @@ static const struct setting http_settings[] = {
         HTTP_FIELD("path", SETTING_CUSTOM, path, parse_endpoint),
         HTTP_FIELD("allowedOrigins", SETTING_STRINGS, allowed_origins, NULL),
         HTTP_WHOLE("tokens", parse_tokens),
+        HTTP_FIELD("oauth", SETTING_CUSTOM, oauth, parse_oauth),
 };
 
 int http_config_parse(json_object *v, const char *path, void *dst, struct config_problems *p) {
@@ -298,7 +503,15 @@ int http_config_parse(json_object *v, const char *path, void *dst, struct config
         credentials = h->credentials;
         http_config_done(h);
         h->credentials = credentials;
-        return settings_apply(http_settings, ARRAY_SIZE(http_settings), v, path, h, p) ? -EINVAL : 0;
+        if (settings_apply(http_settings, ARRAY_SIZE(http_settings), v, path, h, p))
+                return -EINVAL;
+        if (h->oauth.issuer && !h->oauth.audiences) {
+                char oauth_path[512];
+
+                snprintf(oauth_path, sizeof oauth_path, "%s.oauth", path);
+                return default_audiences(h, oauth_path, p);
+        }
+        return 0;
 }
 
 size_t http_config_check(const struct http_config *h, bool (*profile_exists)(const char *name, void *arg), void *arg,
@@ -314,6 +527,15 @@ size_t http_config_check(const struct http_config *h, bool (*profile_exists)(con
                 problems_add(p, PROBLEM_ERROR, path, "no profile named \"%s\" in \"profiles\"", h->tokens[i].profile);
                 errors++;
         }
+        for (size_t i = 0; i < h->oauth.n_scopes; i++) {
+                char path[600];
+
+                if (profile_exists(h->oauth.scopes[i].to, arg))
+                        continue;
+                snprintf(path, sizeof path, "mcpvisor.http.oauth.scopes.%s", h->oauth.scopes[i].name);
+                problems_add(p, PROBLEM_ERROR, path, "no profile named \"%s\" in \"profiles\"", h->oauth.scopes[i].to);
+                errors++;
+        }
         return errors;
 }
 
@@ -326,6 +548,7 @@ void http_config_done(struct http_config *h) {
         for (size_t i = 0; i < h->n_tokens; i++)
                 token_done(&h->tokens[i]);
         free(h->tokens);
+        oauth_done(&h->oauth);
         *h = (struct http_config){ 0 };
 }
 
@@ -393,4 +616,31 @@ bool http_origin_allowed(const struct http_config *h, const char *origin) {
                 if (strcmp(*o, origin) == 0)
                         return true;
         return false;
+}
+
+const char *http_oauth_user_of(const struct http_oauth_config *o, const char *claim) {
+        for (size_t i = 0; i < o->n_users; i++)
+                if (strcmp(o->users[i].name, claim) == 0)
+                        return o->users[i].to;
+        return claim;
+}
+
+const char *http_oauth_profile_of(const struct http_oauth_config *o, const char *scope) {
+        for (size_t i = 0; i < o->n_scopes; i++)
+                if (strcmp(o->scopes[i].name, scope) == 0)
+                        return o->scopes[i].to;
+        return NULL;
+}
+
+const char *http_oauth_resource(const struct http_config *h, const char *host) {
+        const char *endpoint = h->path ? h->path : HTTP_DEFAULT_PATH;
+        size_t host_len = host ? strlen(host) : 0;
+
+        if (!h->oauth.audiences || !h->oauth.audiences[0])
+                return NULL;
+        for (char **a = h->oauth.audiences; host && *a; a++)
+                if (strncmp(*a, "http://", 7) == 0 && strncasecmp(*a + 7, host, host_len) == 0 &&
+                    strcmp(*a + 7 + host_len, endpoint) == 0)
+                        return *a;
+        return h->oauth.audiences[0];
 }

@@ -23,10 +23,15 @@
 #include "client-http.h"
 #include "client.h"
 #include "daemon.h"
+#include "http-mirror.h"
+#include "http-oauth.h"
 #include "http-request.h"
 #include "jsonrpc.h"
+#include "macro.h"
 #include "principal.h"
+#include "protocol.h"
 #include "refusal-log.h"
+#include "request-meta.h"
 #include "time-util.h"
 #include "user-counts.h"
 
@@ -250,16 +255,74 @@ static struct client *find_session(struct http_front *f, struct evhttp_request *
         return c;
 }
 
-/* initialize without a session: a new one, if the limits allow. */
+/* A modern request's error before any client saw it, under its id: 400, as the
+ * specification has every error of its _meta and headers answered. */
+static void send_modern_error(struct evhttp_request *req, const struct jsonrpc_msg *m, int code, const char *message,
+                              json_object *data) {
+        json_object *e = jsonrpc_error(m->id, code, message, data);
+        struct evbuffer *b = evbuffer_new();
+
+        if (b)
+                evbuffer_add_printf(b, "%s\n", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+        json_object_put(e);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+        evhttp_send_reply(req, 400, "Bad Request", b);
+        if (b)
+                evbuffer_free(b);
+}
+
+/* A request without a session that names a modern version (in its _meta, or in the
+ * MCP-Protocol-Version header): its headers must mirror its body and its _meta be one we
+ * serve, checked before a client is made for it; false when answered. */
+static bool modern_request_ok(struct evhttp_request *req, const struct jsonrpc_msg *m) {
+        struct http_mirror h = { .protocol_version = header(req, "MCP-Protocol-Version"),
+                                 .method = header(req, "Mcp-Method"),
+                                 .name = header(req, "Mcp-Name") };
+        struct request_meta meta;
+        char why[200];
+
+        /* a body that names no version is malformed before its headers can mismatch it */
+        if (!request_meta_present(m->params)) {
+                send_modern_error(req, m, JSONRPC_INVALID_PARAMS,
+                                  "Invalid params: _meta \"" META_PROTOCOL_VERSION "\" is required", NULL);
+                return false;
+        }
+        if (http_mirror_check(&h, m, why, sizeof why) < 0) {
+                send_modern_error(req, m, MCP_ERROR_HEADER_MISMATCH, why, NULL);
+                return false;
+        }
+        if (request_meta_read(m->params, &meta) == REQUEST_REFUSED) {
+                send_modern_error(req, m, meta.code, meta.message, meta.data);
+                return false;
+        }
+        return true;
+}
+
+/* Whether a sessionless request m is one of the modern era's, served without a session:
+ * its _meta names a version (an initialize too, which that era has not: answered 404), or
+ * its header names a modern one (an initialize without the _meta is a legacy client's). */
+static bool modern_request(struct evhttp_request *req, const struct jsonrpc_msg *m) {
+        return m->kind == JSONRPC_REQUEST &&
+               (request_meta_present(m->params) ||
+                (strcmp(m->method, "initialize") != 0 && protocol_modern_version(header(req, "MCP-Protocol-Version"))));
+}
+
+/* initialize without a session: a new one, if the limits allow; a modern request: a
+ * client for it alone, under the same limits (it counts as a session while it lasts). */
 static struct client *open_session(struct http_front *f, struct evhttp_request *req, struct caller_facts *who,
                                    const struct jsonrpc_msg *m) {
         struct daemon *d = f->daemon;
         struct http_caller caller = { .principal = &who->principal, .remote = who->remote, .token = who->token };
         uid_t uid = who->principal.uid;
+        enum http_kind kind = HTTP_SESSION;
         struct client *c;
         int64_t key;
 
-        if (m->kind != JSONRPC_REQUEST || strcmp(m->method, "initialize") != 0) {
+        if (modern_request(req, m)) {
+                if (!modern_request_ok(req, m))
+                        return NULL;
+                kind = HTTP_ONE_REQUEST;
+        } else if (m->kind != JSONRPC_REQUEST || strcmp(m->method, "initialize") != 0) {
                 send_rpc_error(req, 400, "Bad Request", "Bad Request: Mcp-Session-Id header is required");
                 return NULL;
         }
@@ -280,7 +343,7 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
         }
         if (!who->remote[0])
                 remote_of(req, who->remote, sizeof who->remote);
-        c = client_http_new(f, &caller, &key);
+        c = client_http_new(f, &caller, kind, &key);
         if (!c) {
                 user_counts_release(&d->user_counts, uid);
                 send_text(req, 503, "Service Unavailable", "out of memory");
@@ -323,6 +386,85 @@ static void handle_healthz(struct http_front *f, struct evhttp_request *req) {
                 evbuffer_free(b);
 }
 
+/* Where the protected resource's metadata is (RFC 9728 §3.1): the well-known path between
+ * the resource's origin and its path. NULL without http.oauth. */
+static char *resource_metadata_url(const struct http_config *h, struct evhttp_request *req) {
+        const char *resource = h->oauth.issuer ? http_oauth_resource(h, header(req, "Host")) : NULL;
+        const char *host = resource ? strstr(resource, "://") : NULL;
+        const char *path = host ? strchr(host + 3, '/') : NULL;
+        char *url;
+
+        if (!resource)
+                return NULL;
+        if (asprintf(&url, "%.*s/.well-known/oauth-protected-resource%s", (int)(path ? path - resource : (long)strlen(resource)),
+                     resource, path && strcmp(path, "/") != 0 ? path : "") < 0)
+                return NULL;
+        return url;
+}
+
+/* Bearer, with the resource's metadata when http.oauth is set (RFC 9728 §5.1), the error
+ * (RFC 6750 §3.1) and the scopes every token needs (requiredScopes), for a client to ask for
+ * them from the start (MCP 2025-11-25) or again on insufficient_scope. */
+static void add_authenticate(struct http_front *f, struct evhttp_request *req, const struct http_verdict *v) {
+        const struct http_config *h = &f->daemon->config.http;
+        _cleanup_free_ char *metadata = resource_metadata_url(h, req);
+        struct evbuffer *b = evbuffer_new();
+        char *value;
+        size_t n;
+
+        if (!b)
+                return;
+        evbuffer_add_printf(b, "Bearer realm=\"mcpvisor\"");
+        if (metadata)
+                evbuffer_add_printf(b, ", resource_metadata=\"%s\"", metadata);
+        if (v->bearer_error)
+                evbuffer_add_printf(b, ", error=\"%s\"", v->bearer_error);
+        if (v->bearer_error)
+                evbuffer_add_printf(b, ", error_description=\"%s\"", v->text);
+        if (metadata && h->oauth.required_scopes && h->oauth.required_scopes[0]) {
+                evbuffer_add_printf(b, ", scope=\"");
+                for (char **s = h->oauth.required_scopes; *s; s++)
+                        evbuffer_add_printf(b, "%s%s", s == h->oauth.required_scopes ? "" : " ", *s);
+                evbuffer_add_printf(b, "\"");
+        }
+        n = evbuffer_get_length(b);
+        value = malloc(n + 1);
+        if (value) {
+                evbuffer_copyout(b, value, n);
+                value[n] = '\0';
+                evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", value);
+                free(value);
+        }
+        evbuffer_free(b);
+}
+
+/* GET /.well-known/oauth-protected-resource[/PATH] (RFC 9728 §3.2). */
+static void handle_resource_metadata(struct http_front *f, struct evhttp_request *req) {
+        const struct http_config *h = &f->daemon->config.http;
+        const char *resource = http_oauth_resource(h, header(req, "Host"));
+        json_object *doc = json_object_new_object(), *servers = json_object_new_array(), *scopes = json_object_new_array(),
+                    *methods = json_object_new_array();
+        struct evbuffer *b = evbuffer_new();
+
+        json_object_object_add(doc, "resource", json_object_new_string(resource ? resource : ""));
+        json_object_array_add(servers, json_object_new_string(h->oauth.issuer));
+        json_object_object_add(doc, "authorization_servers", servers);
+        for (char **s = h->oauth.required_scopes; s && *s; s++)
+                json_object_array_add(scopes, json_object_new_string(*s));
+        for (size_t i = 0; i < h->oauth.n_scopes; i++)
+                json_object_array_add(scopes, json_object_new_string(h->oauth.scopes[i].name));
+        json_object_object_add(doc, "scopes_supported", scopes);
+        json_object_array_add(methods, json_object_new_string("header"));
+        json_object_object_add(doc, "bearer_methods_supported", methods);
+        if (b)
+                evbuffer_add_printf(b, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(doc);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+        evhttp_send_reply(req, 200, "OK", b);
+        if (b)
+                evbuffer_free(b);
+}
+
 /* A request the checks refused (http-request.h), answered as its verdict says. */
 static void refuse(struct http_front *f, struct evhttp_request *req, const struct http_verdict *v) {
         struct evkeyvalq *out = evhttp_request_get_output_headers(req);
@@ -330,7 +472,9 @@ static void refuse(struct http_front *f, struct evhttp_request *req, const struc
         if (v->log)
                 log_refusal(f, req, v->log);
         if (v->authenticate)
-                evhttp_add_header(out, "WWW-Authenticate", "Bearer realm=\"mcpvisor\"");
+                add_authenticate(f, req, v);
+        if (v->retry)
+                evhttp_add_header(out, "Retry-After", "1");
         if (v->allow)
                 evhttp_add_header(out, "Allow", v->allow);
         if (v->json)
@@ -361,9 +505,13 @@ static void on_request(struct evhttp_request *req, void *userdata) {
         struct client *c;
 
         r.unix_peer = on_unix_socket(req);
-        http_request_judge(&f->daemon->config.http, &r, &v);
+        http_request_judge(&f->daemon->config.http, f->oauth, &r, &v);
         if (v.outcome == HTTP_HEALTHZ) {
                 handle_healthz(f, req);
+                return;
+        }
+        if (v.outcome == HTTP_RESOURCE_METADATA) {
+                handle_resource_metadata(f, req);
                 return;
         }
         if (v.outcome == HTTP_REFUSE) {
@@ -412,7 +560,16 @@ int http_front_start(struct http_front *f, struct daemon *d, const int *passed, 
         for (size_t i = 0; i < h->n_listen; i++)
                 if ((r = http_listen_bind(&f->listen, &h->listen[i], d->config.socket_mode)) < 0)
                         return r;
-        if (h->n_listen > 0 && h->n_tokens == 0 && http_listen_has_tcp(&f->listen))
+        if (h->oauth.issuer) {
+                const char *why = NULL;
+
+                /* At start, so that the first request rarely waits for the issuer's keys. */
+                r = http_oauth_new(d->base, &d->log, h, &f->oauth, &why);
+                if (r < 0)
+                        log_error(&d->log, "http.oauth: cannot fetch the issuer's keys (%s): JWT access tokens are refused",
+                                  why ? why : strerror(-r));
+        }
+        if (h->n_listen > 0 && h->n_tokens == 0 && !h->oauth.issuer && http_listen_has_tcp(&f->listen))
                 log_warning(&d->log, "HTTP listens on TCP but http.tokens is empty: every request there is refused");
         return 0;
 }
@@ -428,8 +585,14 @@ void http_front_done(struct http_front *f) {
         if (f->evh)
                 evhttp_free(f->evh); /* ends the gates of its connections */
         http_gates_done(&f->gates);
+        http_oauth_free(f->oauth);
         idmap_done(&f->sessions);
         *f = (struct http_front){ 0 };
+}
+
+void http_front_config_changed(struct http_front *f) {
+        if (f->evh)
+                f->oauth = http_oauth_config_changed(f->oauth, f->daemon->base, &f->daemon->log, &f->daemon->config.http);
 }
 
 void http_front_session_opened(struct http_front *f) {

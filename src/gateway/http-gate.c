@@ -160,16 +160,18 @@ void http_head_parse(char *text, size_t len, struct http_head *ret) {
 
 /* Decided as the front door decides who calls (http_request_admission()), on the path evhttp
  * will read from the target. */
-bool http_head_admits(const struct http_config *h, const struct http_head *head, bool unix_peer) {
+bool http_head_admits(const struct http_config *h, struct http_oauth *oauth, const struct http_head *head,
+                      bool unix_peer) {
         const struct http_token *token;
+        const char *why;
         struct evhttp_uri *uri;
         enum http_admission admission;
 
         if (head->malformed)
                 return false;
         uri = evhttp_uri_parse_with_flags(head->target, EVHTTP_URI_NONCONFORMANT);
-        admission = http_request_admission(h, uri ? evhttp_uri_get_path(uri) : NULL, head->origin,
-                                           head->authorization, unix_peer, &token);
+        admission = http_request_admission(h, oauth, uri ? evhttp_uri_get_path(uri) : NULL, head->origin,
+                                           head->authorization, unix_peer, &token, &why);
         if (uri)
                 evhttp_uri_free(uri);
         return admission == HTTP_ADMITTED;
@@ -431,7 +433,8 @@ static void head_done(struct http_gate *g, struct evbuffer *in, size_t end, size
         }
         memcpy(copy, text, end);
         http_head_parse(copy, end - blank, &head);
-        if (g->gates && peer && http_head_admits(&daemon_config(g->gates->front->daemon)->http, &head, peer->unix_peer)) {
+        if (g->gates && peer && http_head_admits(&daemon_config(g->gates->front->daemon)->http, g->gates->front->oauth, &head,
+                                                  peer->unix_peer)) {
                 set_state(g, HTTP_GATE_PROVEN); /* g is gone */
                 return;
         }

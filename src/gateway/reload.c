@@ -139,6 +139,7 @@ static int apply(struct daemon *d, struct config *next, json_object *summary) {
         /* HTTP sessions find their tokens in the new configuration while the old one, which
          * their tokens are in, is still there. */
         client_http_config_changed(d);
+        http_front_config_changed(&d->http);
         config_done(&old);
         d->log.max_priority = daemon_log_level(d);
         d->supervisor.max_server_message_size = d->config.max_server_message_size;

@@ -975,7 +975,7 @@ static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
                         learn_protocol_version(h, data, len);
                         if (h->wire == WIRE_PROBING) /* it answered: it speaks what we sent */
                                 h->wire = WIRE_STREAMABLE;
-                        h->t.events->line(data, len, h->t.userdata);
+                        h->t.events->line(data, len, NULL, h->t.userdata);
                 }
                 evbuffer_drain(h->received, len);
         }

@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "http-config.h"
+#include "jwt-check.h"
 #include "unit-helpers.h"
 
 static struct config cfg;
@@ -178,4 +179,45 @@ Test(http_config, origins) {
         cr_assert_not(http_origin_allowed(&none, "null"));
         cr_assert(http_origin_allowed(&some, "https://app.example"));
         cr_assert_not(http_origin_allowed(&some, "http://localhost"), "a list replaces the default");
+}
+
+Test(http_config, oauth) {
+        cr_assert_eq(parse("{\"mcpvisor\": {\"http\": {\"listen\": [\"127.0.0.1:8765\", \"[::1]:9000\", \"unix:/run/x.sock\"],"
+                           "\"oauth\": {\"issuer\": \"https://id.example\", \"groupsClaim\": \"groups\","
+                           "\"users\": {\"alice@example\": \"root\"}, \"requiredScopes\": [\"mcp\"],"
+                           "\"algorithms\": [\"RS256\", \"ES256\"], \"clockSkew\": 30}}}}"),
+                     0, "%s", probs.count ? probs.items[0].message : "");
+        cr_assert_str_eq(cfg.http.oauth.issuer, "https://id.example");
+        cr_assert_str_eq(cfg.http.oauth.audiences[0], "http://127.0.0.1:8765/mcp", "by default the front door's URLs");
+        cr_assert_str_eq(cfg.http.oauth.audiences[1], "http://[::1]:9000/mcp");
+        cr_assert_null(cfg.http.oauth.audiences[2]);
+        cr_assert_null(cfg.http.oauth.user_claim, "sub");
+        cr_assert_eq(cfg.http.oauth.algs, JWT_RS256 | JWT_ES256);
+        cr_assert_float_eq(cfg.http.oauth.clock_skew, 30, 1e-9);
+        cr_assert_str_eq(http_oauth_user_of(&cfg.http.oauth, "alice@example"), "root");
+        cr_assert_str_eq(http_oauth_user_of(&cfg.http.oauth, "bob"), "bob");
+        cr_assert_str_eq(http_oauth_resource(&cfg.http, "[::1]:9000"), "http://[::1]:9000/mcp", "the URL the client used");
+        cr_assert_str_eq(http_oauth_resource(&cfg.http, "evil.example"), "http://127.0.0.1:8765/mcp");
+        cr_assert_eq(parse("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"https://id.example\", \"audience\": \"api://mcp\"}}}}"),
+                     0);
+        cr_assert_str_eq(cfg.http.oauth.audiences[0], "api://mcp");
+        cr_assert_eq(cfg.http.oauth.algs, JWT_DEFAULT_ALGS);
+        cr_assert_float_eq(cfg.http.oauth.clock_skew, 60, 1e-9);
+}
+
+Test(http_config, oauth_refused) {
+        expect_problem("{\"mcpvisor\": {\"http\": {\"listen\": [\"127.0.0.1:1\"], \"oauth\": {}}}}", "mcpvisor.http.oauth");
+        expect_problem("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"id.example\"}}}}", "mcpvisor.http.oauth.issuer");
+        expect_problem("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"https://id.example\"}}}}", "mcpvisor.http.oauth");
+        expect_problem("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"https://i\", \"audience\": [], \"x\": 1}}}}",
+                       "mcpvisor.http.oauth.audience");
+        expect_problem("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"https://i\", \"audience\": \"a\", \"algorithms\": [\"HS256\"]}}}}",
+                       "mcpvisor.http.oauth.algorithms");
+        cr_assert(strstr(probs.items[0].message, "public keys only"));
+        expect_problem("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"https://i\", \"audience\": \"a\", \"algorithms\": [\"none\"]}}}}",
+                       "mcpvisor.http.oauth.algorithms");
+        expect_problem("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"https://i\", \"audience\": \"a\", \"users\": {\"x\": 1}}}}}",
+                       "mcpvisor.http.oauth.users.x");
+        expect_problem("{\"mcpvisor\": {\"http\": {\"oauth\": {\"issuer\": \"https://i\", \"audience\": \"a\", \"scopes\": {\"mcp\": \"nope\"}}}}}",
+                       "mcpvisor.http.oauth.scopes.mcp");
 }

@@ -25,7 +25,7 @@ static struct http_head parse(const char *text, char **copy) {
 static bool admits(const char *text, bool unix_peer) {
         char *copy;
         struct http_head h = parse(text, &copy);
-        bool r = http_head_admits(&config, &h, unix_peer);
+        bool r = http_head_admits(&config, NULL, &h, unix_peer);
 
         free(copy);
         return r;
@@ -76,7 +76,7 @@ Test(http_gate, what_it_cannot_read_as_evhttp_does_is_malformed) {
                 struct http_head h = parse(heads[i], &c);
 
                 cr_assert(h.malformed, "%zu: %s", i, heads[i]);
-                cr_assert_not(http_head_admits(&config, &h, true), "%zu", i);
+                cr_assert_not(http_head_admits(&config, NULL, &h, true), "%zu", i);
                 free(c);
         }
         {
@@ -133,7 +133,7 @@ Test(http_gate, admits_what_the_front_door_takes) {
                                                  origins[o] ? "\r\n" : "", auths[a] ? "Authorization: " : "",
                                                  auths[a] ? auths[a] : "", auths[a] ? "\r\n" : "");
                                         gate = admits(text, unix_peer);
-                                        http_request_judge(&config, &r, &v);
+                                        http_request_judge(&config, NULL, &r, &v);
                                         cr_assert_eq(gate, v.outcome == HTTP_PROCEED, "%s (unix peer: %d): gate %d, front door %d",
                                                      text, unix_peer, gate, v.outcome);
                                         admitted += gate;

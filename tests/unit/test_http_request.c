@@ -16,7 +16,7 @@ static const struct http_config h = { .tokens = &token, .n_tokens = 1 };
 static struct http_verdict judge(struct http_request r) {
         struct http_verdict v;
 
-        http_request_judge(&h, &r, &v);
+        http_request_judge(&h, NULL, &r, &v);
         return v;
 }
 
@@ -77,4 +77,57 @@ Test(http_request, what_proceeds_carries_its_token_and_session_key) {
         v = judge((struct http_request){ .method = HTTP_DELETE, .path = "/mcp", .authorization = BEARER, .session_id = "nope" });
         cr_assert_eq(v.outcome, HTTP_PROCEED);
         cr_assert_eq(v.session_key, 0, "not one of ours in form: unknown, answered 404 by the lookup");
+}
+
+/* With http.oauth: the resource's metadata answered without a token, at the well-known path
+ * alone and with the endpoint's after it; a bearer token that is no static one is the
+ * token's trouble (invalid_token), none is not. Without http.oauth the path is unknown. */
+Test(http_request, oauth_metadata_and_bearer_errors) {
+        static char *audiences[] = { "http://127.0.0.1:8765/mcp", NULL };
+        struct http_config o = { .tokens = &token, .n_tokens = 1,
+                                 .oauth = { .issuer = "https://id.example", .audiences = audiences } };
+        struct http_verdict v;
+
+        http_request_judge(&o, NULL, &(struct http_request){ .method = HTTP_GET, .path = "/.well-known/oauth-protected-resource" }, &v);
+        cr_assert_eq(v.outcome, HTTP_RESOURCE_METADATA);
+        http_request_judge(&o, NULL, &(struct http_request){ .method = HTTP_GET, .path = "/.well-known/oauth-protected-resource/mcp" }, &v);
+        cr_assert_eq(v.outcome, HTTP_RESOURCE_METADATA);
+        http_request_judge(&o, NULL, &(struct http_request){ .method = HTTP_GET, .path = "/.well-known/oauth-protected-resource/other" }, &v);
+        cr_assert_eq(v.status, 404);
+        http_request_judge(&o, NULL, &(struct http_request){ .method = HTTP_POST, .path = "/.well-known/oauth-protected-resource" }, &v);
+        cr_assert_eq(v.status, 404, "GET only");
+        cr_assert_eq(judge((struct http_request){ .method = HTTP_GET, .path = "/.well-known/oauth-protected-resource" }).status, 404,
+                     "not without http.oauth");
+        http_request_judge(&o, NULL, &(struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = "Bearer eyJ.x.y" }, &v);
+        cr_assert_eq(v.status, 401);
+        cr_assert(v.authenticate);
+        cr_assert_str_eq(v.bearer_error, "invalid_token");
+        http_request_judge(&o, NULL, &(struct http_request){ .method = HTTP_POST, .path = "/mcp" }, &v);
+        cr_assert_eq(v.status, 401);
+        cr_assert_null(v.bearer_error, "no token, no error (RFC 6750 §3.1)");
+        http_request_judge(&o, NULL, &(struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = BEARER,
+                                                             .content_type = "application/json" }, &v);
+        cr_assert_eq(v.outcome, HTTP_PROCEED, "the static token still works");
+        cr_assert_eq(v.token, &token);
+}
+
+/* The modern era (2026-07-28) has no GET stream and no session to DELETE: without a
+ * session, 405 with Allow: POST; a POST without one proceeds (a request of its own). */
+Test(http_request, modern_era_without_session) {
+        struct http_verdict v;
+
+        v = judge((struct http_request){ .method = HTTP_GET, .path = "/mcp", .authorization = BEARER,
+                                         .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.status, 405);
+        cr_assert_str_eq(v.allow, "POST");
+        v = judge((struct http_request){ .method = HTTP_DELETE, .path = "/mcp", .authorization = BEARER,
+                                         .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.status, 405);
+        v = judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = BEARER,
+                                         .content_type = "application/json", .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.outcome, HTTP_PROCEED);
+        cr_assert_eq(v.session_key, 0);
+        /* without a token, still 401 first */
+        v = judge((struct http_request){ .method = HTTP_GET, .path = "/mcp", .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.status, 401);
 }

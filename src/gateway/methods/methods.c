@@ -23,6 +23,7 @@ static const struct method *const requests[] = {
         &method_logging_set_level,
         &method_resources_subscribe,
         &method_resources_unsubscribe,
+        &method_subscriptions_listen,
         &control_status,
         &control_clients,
         &control_start,
