@@ -10,6 +10,7 @@
 #include "session.h"
 
 struct client;
+struct daemon;
 struct server;
 struct jsonrpc_msg;
 
@@ -123,6 +124,11 @@ void control_reload_answer(struct client *c, json_object *id, int r, json_object
 extern const struct method control_access_query;
 extern const struct method control_logs;
 extern const struct method control_disconnect;
+extern const struct method control_login;
+extern const struct method control_login_finish;
+extern const struct method control_logout;
+/* A control connection ended: its sign-ins under way end with it (control-login.c). */
+void control_login_client_gone(struct daemon *d, struct client *c);
 /* The server a control command's "name" names (control-server.c), or NULL once the client
  * was told why there is none: no name, or no such server (with the names it could use). */
 struct server *control_named_server(struct client *c, struct jsonrpc_msg *m);

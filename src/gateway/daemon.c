@@ -17,6 +17,7 @@
 #include "list-wait.h"
 #include "sub-listen.h"
 #include "mcp-logging.h"
+#include "methods.h"
 #include "paths.h"
 #include "process.h"
 #include "time-util.h"
@@ -652,6 +653,7 @@ static void client_gone(struct daemon *d, struct client *c) {
         server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(&d->list_waits, c);
         reload_client_gone(d, c);
+        control_login_client_gone(d, c);
         subscriptions_client_gone(&d->subscriptions, c);
         sub_listen_client_gone(c);
         mcp_logging_client_gone(c);

@@ -33,6 +33,9 @@ static const struct method *const requests[] = {
         &control_access_query,
         &control_logs,
         &control_disconnect,
+        &control_login,
+        &control_login_finish,
+        &control_logout,
 };
 
 static const struct method *const notifications[] = {
