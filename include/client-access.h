@@ -122,6 +122,10 @@ void client_access_notify(struct client *c, struct server *s, const struct jsonr
  * client. */
 void client_access_redecide(struct client *c);
 
+/* The code of "resource not found" for c's era: -32002 for a legacy client, -32602 for a
+ * modern one. */
+int client_access_resource_not_found(const struct client *c);
+
 /* Answers request id of c, for method on target (what: "tool", "prompt", "resource") of
  * server, with the permission denied error (code: the one an unknown target of that kind
  * gets), and audits the denial. */

@@ -15,8 +15,12 @@
 #include "subscriptions.h"
 #include "view.h"
 
-/* -32002 is "resource not found" from 2024-11-05 to 2025-11-25. */
-#define RESOURCE_NOT_FOUND (-32002)
+/* "Resource not found": -32002 from 2024-11-05 to 2025-11-25; the 2026-07-28 revision
+ * standardizes on -32602 (Invalid Params) and lets clients accept -32002 only for
+ * compatibility, so the client's era decides. */
+int client_access_resource_not_found(const struct client *c) {
+        return session_stateless(&c->session) ? JSONRPC_INVALID_PARAMS : -32002;
+}
 
 void client_access_done(struct client_access *a) {
         client_instances_free(a->instances);
@@ -283,7 +287,7 @@ static enum access_verdict pass_verdict(struct client *c, const struct server *s
 /* A request refused by client_access_pass(), answered and audited. */
 static void refuse_request(struct client *c, const struct server *s, const struct jsonrpc_msg *m,
                            const struct access_ask *ask, enum access_verdict v) {
-        int code = strcmp(m->method, "resources/read") == 0 ? RESOURCE_NOT_FOUND : JSONRPC_INVALID_PARAMS;
+        int code = strcmp(m->method, "resources/read") == 0 ? client_access_resource_not_found(c) : JSONRPC_INVALID_PARAMS;
         char message[256];
 
         if (ask->about == ACCESS_ABOUT_ITEM && v == ACCESS_DENY) {

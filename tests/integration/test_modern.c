@@ -650,3 +650,25 @@ Test(modern, profile_is_the_first_requests) {
         json_object_put(r);
         h_close(m);
 }
+
+/* A resource nobody serves: -32602 for a modern client (2026-07-28 standardizes on it),
+ * -32002 for a legacy one, as the revisions before it had. */
+Test(modern, resource_not_found_code_by_era) {
+        struct h_conn *m, *legacy;
+        json_object *r;
+
+        start_demo("");
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+        r = modern(m, 1, "resources/read", "\"uri\":\"test://nobody-serves-this\"");
+        cr_assert_eq(h_error_code(r), -32602, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "error.data.uri"), "test://nobody-serves-this");
+        json_object_put(r);
+        h_close(m);
+
+        legacy = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(legacy);
+        r = call(legacy, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\",\"params\":{\"uri\":\"test://nobody-serves-this\"}}");
+        cr_assert_eq(h_error_code(r), -32002, "%s", h_json_text(r));
+        json_object_put(r);
+        h_close(legacy);
+}

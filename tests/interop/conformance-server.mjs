@@ -104,10 +104,11 @@ const tools = [
             await server.sendLoggingMessage({ level: "info", data: "Logging tool ran" });
             return { content: [text("Logging tool completed")] };
         } },
-    { name: "test_missing_capability", description: "Needs the client's elicitation capability", inputSchema: noArgs,
+    // server-stateless calls it declaring no capability and expects -32021 naming sampling
+    { name: "test_missing_capability", description: "Needs the client's sampling capability", inputSchema: noArgs,
         call: async () => {
-            const r = await server.elicitInput({ message: "Confirm", requestedSchema: { type: "object", properties: {} } });
-            return { content: [text(`action=${r.action}`)] };
+            const r = await server.createMessage({ messages: [{ role: "user", content: text("Say yes") }], maxTokens: 10 });
+            return { content: [text(`model=${r.model}`)] };
         } },
     { name: "test_streaming_elicitation", description: "Asks the user while it runs", inputSchema: noArgs,
         call: async () => {

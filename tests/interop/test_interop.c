@@ -216,6 +216,8 @@ static bool group_ended(pid_t pgid, long long deadline) {
  * which is in this test's directory, and with PIDFILE/WIRELOG set; collects its output until
  * it exits, draining the daemon's NOTIFY datagrams meanwhile. At the deadline its whole group
  * is killed. */
+static long long run_ms = RUN_MS; /* run_tool()'s deadline: longer for a whole conformance suite */
+
 static struct run run_tool(const char *const *argv) {
         static unsigned n;
         struct run r = { .status = -1 };
@@ -224,7 +226,7 @@ static struct run run_tool(const char *const *argv) {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         size_t e = 0, len = 0;
-        long long start = h_now_ms(), deadline = start + RUN_MS;
+        long long start = h_now_ms(), deadline = start + run_ms;
         FILE *out;
         int fds[2], rc;
         pid_t pid;
@@ -1203,4 +1205,56 @@ Test(interop, conformance_server_scenarios) {
         cr_assert(strstr(r.out, "dns-rebinding-protection: 2 passed, 0 failed"), "DNS rebinding was not checked:\n%s", r.out);
         cr_log_info("conformance: %lld ms\n%s", r.ms, strstr(r.out, "=== SUMMARY ===") ?: r.out);
         run_free(&r);
+}
+
+/* ---- the conformance suite of 2026-07-28 (conformance-next), against the HTTP front door ---- */
+
+/* @modelcontextprotocol/conformance-next (0.2.0-alpha.12: the pinned referee of the modern
+ * era) run with --requirements, the scenarios a revision requires, against the daemon's HTTP
+ * listener with the legacy fixture conformance-server.mjs behind it: 2026-07-28 (stateless,
+ * per-request _meta: the daemon bridges each request to its legacy session with the fixture)
+ * and 2025-11-25 (initialize, sessions), one after the other against the same daemon. Each has
+ * its expected-failures file listing what fails and why (docs/testing.md); the runner fails
+ * on any other failure, and on a listed scenario that passes. Its own ctest,
+ * interop.conformance_modern. */
+static void conformance_next(const char *requirements) {
+        const char *cli = sf("%s/node_modules/@modelcontextprotocol/conformance-next/dist/index.js", INTEROP_DIR);
+        char expected[PATH_MAX];
+        struct run r;
+
+        snprintf(expected, sizeof expected, "%s/conformance-next-%s-expected-failures.yaml", INTEROP_DIR, requirements);
+        run_ms = 180000;
+        r = run_tool((const char *const[]){ "node", cli, "server", "--url", sdk_target, "--requirements", requirements,
+                                            "--expected-failures", expected, NULL });
+        run_ms = RUN_MS;
+        cr_assert(r.status == 0, "conformance-next --requirements %s failed (wait status %d, %lld ms):\n%s\nstderr:\n%s",
+                  requirements, r.status, r.ms, r.out, r.err);
+        cr_log_info("conformance-next %s: %lld ms\n%s", requirements, r.ms, strstr(r.out, "=== SUMMARY ===") ?: r.out);
+        run_free(&r);
+}
+
+TestSuite(conformance_modern, .init = setup, .fini = teardown, .timeout = 420);
+
+Test(conformance_modern, requirements_2026_07_28_and_2025_11_25) {
+        const char *pkg = sf("%s/node_modules/@modelcontextprotocol/conformance-next/package.json", INTEROP_DIR);
+        json_object *args, *entry;
+
+        if (access(pkg, R_OK) != 0)
+                cr_skip_test("@modelcontextprotocol/conformance-next is not installed in %s/node_modules: run "
+                             "scripts/install-test-peers",
+                             INTEROP_DIR);
+        http_front_settings();
+        args = json_object_new_array();
+        json_object_array_add(args, json_object_new_string(sf("%s/conformance-server.mjs", INTEROP_DIR)));
+        entry = server_entry("node", args, json_object_new_object());
+        json_object_object_add(entry, "prefix", json_object_new_string(""));
+        add_json_entry("conformance", entry);
+        start(daemon_env);
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "the fixture did not become ready; got %s", D.notices);
+        cr_assert(setenv("NODE_OPTIONS", sf("--import %s/conformance-token.mjs", INTEROP_DIR), 1) == 0);
+        /* 2025-11-25 first: the 2026-07-28 run leaves calls the fixture never answers (cancelled
+         * while it waited on a request the daemon refused to pass to a modern client), after
+         * which the daemon cannot tell which call a later sampling or elicitation serves */
+        conformance_next("2025-11-25");
+        conformance_next("2026-07-28");
 }

@@ -16,9 +16,6 @@
 #include "router.h"
 #include "supervisor.h"
 
-/* -32002 is "resource not found" from 2024-11-05 to 2025-11-25 (also client-access.c). */
-#define RESOURCE_NOT_FOUND (-32002)
-
 /* The server whose prefix an exposed name carries, for a server that is not listed now:
  * a shared one, or c's own instance. */
 static struct server *server_by_prefix(struct client *c, const char *name) {
@@ -186,8 +183,8 @@ static void reply_no_resource(struct client *c, struct jsonrpc_msg *m, const cha
         json_object *data = json_object_new_object();
 
         json_object_object_add(data, "uri", json_object_new_string(uri));
-        client_reply_error(c, m->id, RESOURCE_NOT_FOUND, "Resource not found: no ready server lists it or a template that matches it",
-                           data);
+        client_reply_error(c, m->id, client_access_resource_not_found(c),
+                           "Resource not found: no ready server lists it or a template that matches it", data);
 }
 
 static void resources_read(struct client *c, struct jsonrpc_msg *m);
@@ -203,7 +200,8 @@ static const struct registry_entry *entry_of_uri(struct client *c, struct jsonrp
                 return NULL;
         }
         if (verdict == ACCESS_DENY) {
-                client_access_deny(c, m->id, m->method, RESOURCE_NOT_FOUND, "resource", uri, e->server->config->name);
+                client_access_deny(c, m->id, m->method, client_access_resource_not_found(c), "resource", uri,
+                                   e->server->config->name);
                 return NULL;
         }
         return e;
