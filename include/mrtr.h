@@ -54,6 +54,8 @@ struct mrtr {
 int mrtr_init(struct mrtr *t, struct daemon *d, struct event_base *base, const struct logger *log);
 void mrtr_done(struct mrtr *t);
 
+/* tools/call, prompts/get and resources/read: the requests that may answer input_required. */
+bool mrtr_method_takes_input(const char *method);
 /* Whether a request made during c's call to s goes into a round: c is modern and its call
  * (the one in flight there) declared capability cap and may take input_required. */
 bool mrtr_takes(const struct client *c, const struct server *s, int cap);

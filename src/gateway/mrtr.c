@@ -91,7 +91,7 @@ void mrtr_done(struct mrtr *t) {
 }
 
 /* The requests the specification lets answer input_required. */
-static bool method_takes_input(const char *method) {
+bool mrtr_method_takes_input(const char *method) {
         return strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0 ||
                strcmp(method, "resources/read") == 0;
 }
@@ -99,7 +99,7 @@ static bool method_takes_input(const char *method) {
 bool mrtr_takes(const struct client *c, const struct server *s, int cap) {
         const struct route *rt = router_sole_route(c, s);
 
-        return cap >= 0 && rt && method_takes_input(rt->method) && (rt->client_caps & (1u << cap));
+        return cap >= 0 && rt && mrtr_method_takes_input(rt->method) && (rt->client_caps & (1u << cap));
 }
 
 /* Whom a requestState is for: the bearer token's user over HTTP, else the peer's uid. */

@@ -360,7 +360,7 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
         rt->started = now_usec();
         rt->client_caps = session_request_caps(&c->session, m->params);
         rt->log_level = session_request_log_level(&c->session, m->params);
-        if (session_stateless(&c->session))
+        if (session_stateless(&c->session) && mrtr_method_takes_input(m->method))
                 mrtr_request_digest(m->method, m->params, rt->digest);
         if (call_target(m) && !(rt->target = strdup(call_target(m)))) {
                 route_drop(rt);
