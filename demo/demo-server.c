@@ -14,6 +14,10 @@
  *     for "ask-N" and answers "gave up". A cancelled tools/call forgets its ask, unless
  *     afterMs was given: then the request is sent afterMs later, and the call goes on
  *     whatever the client does, as a server that does not stop work on a cancel may.
+ *     With "also": [{method, params?}...] those requests go out at the same time, and with
+ *     "then": [{method, params?}...] each goes out once the ones before are answered (one
+ *     round after another); the call is then answered with the JSON array of every answer's
+ *     result (or error), in the order they came.
  *   - tool "notify" {method, params?} sends that notification to the client.
  *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
  *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
@@ -136,6 +140,7 @@ struct ask {
         json_object *call_id;        /* the tools/call to answer; NULL: none (--ask-at-start) */
         json_object *progress_token; /* the request's params._meta.progressToken; NULL: none */
         uint64_t give_up_at;         /* UINT64_MAX: waits for ever */
+        json_object *group;          /* "also"/"then": {"waiting", "answers", "then"}, shared; NULL: none */
         char *method;                /* afterMs: not sent yet, sent at send_at with params */
         json_object *params;
         uint64_t send_at;
@@ -630,6 +635,7 @@ static void ask_free(struct ask *a) {
         json_object_put(a->params);
         json_object_put(a->call_id);
         json_object_put(a->progress_token);
+        json_object_put(a->group);
         *a = (struct ask){};
 }
 
@@ -701,10 +707,48 @@ static void answer_ask(json_object *call_id, json_object *m) {
         send_result(call_id, text_result(text, true));
 }
 
+static void group_send(json_object *group, json_object *call_id, json_object *request) {
+        char request_id[32];
+
+        snprintf(request_id, sizeof(request_id), "ask-%lu", ++n_asks);
+        json_object *params = NULL;
+        json_object_object_get_ex(request, "params", &params);
+        if (!ask(request_id, call_id, get_string(request, "method") ? get_string(request, "method") : "ping",
+                 json_object_get(params), -1, 0)) {
+                send_error(call_id, ERR_SERVER, "too many asks pending");
+                return;
+        }
+        json_object *key = json_object_new_string(request_id);
+        find_ask(key)->group = json_object_get(group);
+        json_object_put(key);
+        json_object_object_add(group, "waiting", json_object_new_int(json_object_get_int(json_object_object_get(group, "waiting")) + 1));
+}
+
+/* An answer to one of a group's requests: the next round goes out, or the call is answered. */
+static void group_answer(json_object *group, json_object *call_id, json_object *m) {
+        json_object *answers = json_object_object_get(group, "answers"), *then = json_object_object_get(group, "then");
+        json_object *v = json_object_object_get(m, "result");
+        int waiting = json_object_get_int(json_object_object_get(group, "waiting")) - 1;
+
+        json_object_array_add(answers, json_object_get(v ? v : json_object_object_get(m, "error")));
+        json_object_object_add(group, "waiting", json_object_new_int(waiting));
+        if (waiting > 0)
+                return;
+        if (json_object_array_length(then) > 0) {
+                json_object *next = json_object_get(json_object_array_get_idx(then, 0));
+
+                json_object_array_del_idx(then, 0, 1);
+                group_send(group, call_id, next);
+                json_object_put(next);
+                return;
+        }
+        send_result(call_id, text_result(json_object_to_json_string_ext(answers, JSON_C_TO_STRING_PLAIN), false));
+}
+
 /* A response from the client: to one of our asks, or to nothing we wait for. */
 static void handle_answer(json_object *m, json_object *id) {
         struct ask *a = find_ask(id);
-        json_object *call_id;
+        json_object *call_id, *group;
 
         if (!a) {
                 fprintf(stderr, "unexpected answer %s\n", log_json(m));
@@ -713,9 +757,13 @@ static void handle_answer(json_object *m, json_object *id) {
         fprintf(stderr, "answer to %s: %s\n", a->request_id, log_json(m));
         /* Free the slot first: answering may exit (--exit-after). */
         call_id = json_object_get(a->call_id);
+        group = json_object_get(a->group);
         ask_free(a);
-        if (call_id)
+        if (group && call_id)
+                group_answer(group, call_id, m);
+        else if (call_id)
                 answer_ask(call_id, m);
+        json_object_put(group);
         json_object_put(call_id);
 }
 
@@ -733,6 +781,25 @@ static void tool_ask(json_object *id, json_object *params, json_object *args) {
                 send_error(id, ERR_INVALID_PARAMS,
                            "argument 'method' (string) is required; 'params' must be an object and "
                            "'cancelAfterMs' and 'afterMs' non-negative numbers");
+                return;
+        }
+        json_object *also = NULL, *then = NULL;
+        json_object_object_get_ex(args, "also", &also);
+        json_object_object_get_ex(args, "then", &then);
+        if (also || then) {
+                json_object *group = json_object_new_object(), *first = json_object_new_object();
+
+                json_object_object_add(group, "waiting", json_object_new_int(0));
+                json_object_object_add(group, "answers", json_object_new_array());
+                json_object_object_add(group, "then", then ? json_object_get(then) : json_object_new_array());
+                json_object_object_add(first, "method", json_object_new_string(method));
+                if (request_params)
+                        json_object_object_add(first, "params", json_object_get(request_params));
+                group_send(group, id, first);
+                for (size_t i = 0; also && i < json_object_array_length(also); i++)
+                        group_send(group, id, json_object_array_get_idx(also, i));
+                json_object_put(first);
+                json_object_put(group);
                 return;
         }
         snprintf(request_id, sizeof(request_id), "ask-%lu", n_asks + 1);
@@ -801,7 +868,8 @@ static const struct tool tools[] = {
                  "after 'cancelAfterMs' if given; with 'afterMs', sends it that much later, even if the call "
                  "was cancelled meanwhile.",
           "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"},\"params\":{\"type\":\"object\"},"
-          "\"cancelAfterMs\":{\"type\":\"integer\",\"minimum\":0},\"afterMs\":{\"type\":\"integer\",\"minimum\":0}},"
+          "\"cancelAfterMs\":{\"type\":\"integer\",\"minimum\":0},\"afterMs\":{\"type\":\"integer\",\"minimum\":0},"
+          "\"also\":{\"type\":\"array\"},\"then\":{\"type\":\"array\"}},"
           "\"required\":[\"method\"]}",
           tool_ask },
         { "notify", "Sends notification 'method' (with 'params') to the client.",

@@ -32,6 +32,7 @@ struct supervisor *daemon_supervisor(struct daemon *d);
 struct registry *daemon_registry(struct daemon *d);              /* the ready servers' items */
 struct router *daemon_router(struct daemon *d);                  /* requests in flight to servers */
 struct server_requests *daemon_server_requests(struct daemon *d); /* servers' requests to clients */
+struct mrtr *daemon_mrtr(struct daemon *d);                       /* input_required rounds */
 struct subscriptions *daemon_subscriptions(struct daemon *d);    /* resources clients subscribed to */
 struct list_waits *daemon_list_waits(struct daemon *d);          /* requests held for first starts */
 struct list_changes *daemon_list_changes(struct daemon *d);      /* list_changed waiting for its window */

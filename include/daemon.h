@@ -21,6 +21,7 @@
 #include "reload.h"
 #include "router.h"
 #include "upcall.h"
+#include "mrtr.h"
 #include "subscriptions.h"
 #include "supervisor.h"
 #include "view.h"
@@ -66,6 +67,7 @@ struct daemon {
         bool status_due;                   /* STATUS= to send at the end of this loop iteration */
         struct router router;              /* requests in flight to servers */
         struct server_requests server_requests; /* servers' requests waiting for a client */
+        struct mrtr mrtr;                  /* modern calls waiting for their client's retry */
         struct list_waits list_waits;      /* requests waiting for servers' first starts */
         struct list_changes list_changes;  /* list_changed notifications waiting for their window */
         struct subscriptions subscriptions; /* resources clients subscribed to */

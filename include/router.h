@@ -25,6 +25,7 @@
 #include <sys/queue.h>
 
 #include "idmap.h"
+#include "mrtr-seal.h"
 
 struct client;
 struct server;
@@ -33,6 +34,7 @@ struct event_base;
 struct event;
 struct jsonrpc_msg;
 struct access_ask;
+struct mrtr_round;
 
 struct route {
         TAILQ_ENTRY(route) by_router;   /* live, or lost (awaiting its error) */
@@ -61,6 +63,10 @@ struct route {
          * request's own, a legacy session's. */
         unsigned client_caps;
         int log_level;
+        /* While its client is to retry with input (mrtr.h): no client, not given up. */
+        struct mrtr_round *round;
+        /* A modern client's request: what its requestState binds (mrtr_request_digest()). */
+        unsigned char digest[MRTR_DIGEST_LEN];
 };
 
 TAILQ_HEAD(route_list, route);
@@ -120,6 +126,20 @@ enum router_owner router_owner(const struct router *r, const struct server *s, s
 json_object *router_sole_call(const struct client *c, const struct server *s);
 /* The same call's route (NULL as above). */
 const struct route *router_sole_route(const struct client *c, const struct server *s);
+
+/* Client c's request id in flight, or NULL. */
+struct route *router_find(struct router *r, const struct client *c, json_object *id);
+
+/* A modern client's call that waits for input the client is to give in a retry (mrtr.h):
+ * its client is owed nothing more under this id, but the call goes on at the server, its
+ * requestTimeout paused. An answer the server gives meanwhile goes to
+ * mrtr_route_answered(). */
+void router_park(struct route *rt, struct mrtr_round *round);
+/* The retry, request id of client c (which holds it: client_hold_request()), takes the
+ * parked call over: its answer, progress and next requests go to c under id. -ENOMEM. */
+int router_resume(struct route *rt, struct client *c, json_object *id);
+/* A parked call nobody retried: given up, the server told to stop. */
+void router_abandon_parked(struct route *rt, const char *reason);
 
 /* After each loop iteration: answers lost routes with their server's outcome. */
 void router_collect(struct router *r);

@@ -136,6 +136,8 @@ struct server {
  * its run ended before it was answered; detached when its client stops waiting. */
 int server_route_added(struct server *s, uint64_t client_number, struct client *c);
 void server_route_detached(struct server *s, uint64_t client_number, struct client *c);
+/* A detached call that another client takes over (a modern client's retry). */
+int server_route_attached(struct server *s, uint64_t client_number, struct client *c);
 int server_route_abandoned(struct server *s, uint64_t client_number);
 void server_route_lost(struct server *s, uint64_t client_number, struct client *c, bool abandoned);
 void server_route_freed(struct server *s, uint64_t client_number, struct client *c, bool abandoned, bool lost);

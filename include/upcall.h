@@ -28,6 +28,7 @@ struct server;
 struct router;
 struct logger;
 struct jsonrpc_msg;
+struct mrtr_round;
 
 struct server_request {
         TAILQ_ENTRY(server_request) entry;
@@ -38,8 +39,10 @@ struct server_request {
         json_object *token;             /* params._meta.progressToken, referenced, or NULL */
         json_object *call;              /* the client's id of the call it was made during
                                          * (router_sole_call()), referenced, or NULL */
-        int64_t id;                     /* ours toward the client */
+        int64_t id;                     /* ours toward the client; a round's key (mrtr.h) */
         char method[48];
+        json_object *params;            /* referenced while in a round, for its inputRequests */
+        struct mrtr_round *round;       /* of a modern client's call: parked there, no client */
 };
 
 TAILQ_HEAD(server_request_list, server_request);
@@ -69,6 +72,12 @@ void server_requests_answer(struct server_requests *q, struct client *c, struct 
 /* A client's notifications/progress; true if it was about a pending server request. */
 bool server_requests_client_progress(struct server_requests *q, struct client *c, struct jsonrpc_msg *m);
 void server_requests_client_gone(struct server_requests *q, struct client *c);
+
+/* A request in a round (mrtr.h) answered with the client's result (borrowed), or with an
+ * error saying why (result NULL); freed. */
+void server_requests_settle(struct server_requests *q, struct server_request *rq, json_object *result, const char *why);
+/* A request gathered into a round: its client is owed nothing more. */
+void server_requests_park(struct server_request *rq);
 
 /* A server is about to be freed: its pending requests are cancelled toward their clients. */
 void server_requests_server_gone(struct server_requests *q, const struct server *s);

@@ -88,6 +88,7 @@ void config_init_defaults(struct config *c) {
                 .sandbox = CONFINEMENT_DEFAULT_SANDBOX,
                 .max_http_sessions = HTTP_DEFAULT_MAX_SESSIONS,
                 .http_session_idle = HTTP_DEFAULT_SESSION_IDLE,
+                .mrtr_timeout = CONFIG_DEFAULT_MRTR_TIMEOUT,
         };
 }
 
@@ -198,6 +199,7 @@ static const struct setting daemon_settings[] = {
         { "http", SETTING_CUSTOM, offsetof(struct config, http), 0, 0, NULL, http_config_parse, NULL },
         FIELD("maxHttpSessions", SETTING_COUNT, max_http_sessions, 1, 1000000),
         FIELD("httpSessionIdle", SETTING_SECONDS, http_session_idle, 1, 86400 * 7),
+        FIELD("mrtrTimeout", SETTING_SECONDS, mrtr_timeout, 0.1, 86400),
 };
 
 /* The daemon settings a reload cannot apply, each with how to compare it and how to keep

@@ -123,6 +123,10 @@ struct server_requests *daemon_server_requests(struct daemon *d) {
         return &d->server_requests;
 }
 
+struct mrtr *daemon_mrtr(struct daemon *d) {
+        return &d->mrtr;
+}
+
 struct subscriptions *daemon_subscriptions(struct daemon *d) {
         return &d->subscriptions;
 }
@@ -582,6 +586,7 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         TAILQ_INIT(&d->router.live);
         TAILQ_INIT(&d->router.lost);
         TAILQ_INIT(&d->server_requests.pending);
+        TAILQ_INIT(&d->mrtr.rounds);
         for (int s = 0; s < CLIENT_STATE_COUNT; s++)
                 TAILQ_INIT(&d->clients[s]);
         TAILQ_INIT(&d->clients_ended);
@@ -618,6 +623,9 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
         router_init(&d->router, d->base, &d->log);
         router_set_audit(&d->router, &d->config.audit);
         server_requests_init(&d->server_requests, d, &d->router, &d->log);
+        r = mrtr_init(&d->mrtr, d, d->base, &d->log);
+        if (r < 0)
+                return r;
         r = supervisor_init(&d->supervisor, d->base, &d->log, &d->parser, &d->config, &supervisor_ops, d);
         if (r < 0) {
                 log_error(&d->log, "cannot set up server supervision: %s", strerror(-r));
@@ -736,6 +744,7 @@ void daemon_done(struct daemon *d) {
         d->id = NULL;
         server_requests_done(&d->server_requests);
         router_done(&d->router);
+        mrtr_done(&d->mrtr);
         views_done(&d->views);
         registry_done(&d->registry);
         list_waiters_done(&d->list_waits);

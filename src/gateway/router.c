@@ -1,5 +1,6 @@
 /* Forwarded requests and what comes back; see router.h. */
 #include "router.h"
+#include "mrtr.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -111,6 +112,8 @@ static void route_free(struct route *rt) {
         struct router *r = rt->router;
         struct client *c = rt->client;
 
+        if (rt->round)
+                mrtr_route_answered(rt->round, NULL, NULL);
         TAILQ_REMOVE(list_of(r, rt), rt, by_router);
         if (c) {
                 TAILQ_REMOVE(&c->routes, rt, by_client);
@@ -239,6 +242,10 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 return;
         }
         route_audit(rt, error ? AUDIT_ERROR : AUDIT_OK);
+        if (rt->round) {
+                mrtr_route_answered(rt->round, result, error);
+                rt->round = NULL;
+        }
         if (rt->client && !error && route_cacheable(rt) && session_stateless(&rt->client->session) &&
             json_object_is_type(result, json_type_object) && !json_object_object_get_ex(result, "ttlMs", NULL))
                 client_add_cache_hints(rt->client, result);
@@ -253,6 +260,16 @@ static void on_result_text(struct child *ch, const char *text, size_t len, const
         struct route *rt = userdata;
 
         route_audit(rt, AUDIT_OK);
+        if (rt->round) {
+                json_tokener *tok = json_tokener_new();
+                json_object *result = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+
+                mrtr_route_answered(rt->round, result, NULL);
+                rt->round = NULL;
+                json_object_put(result);
+                if (tok)
+                        json_tokener_free(tok);
+        }
         if (rt->client)
                 client_send_result_text(rt->client, rt->client_id, text, len, route_cacheable(rt), offer);
         route_free(rt);
@@ -343,6 +360,8 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
         rt->started = now_usec();
         rt->client_caps = session_request_caps(&c->session, m->params);
         rt->log_level = session_request_log_level(&c->session, m->params);
+        if (session_stateless(&c->session) && mrtr_method_takes_input(m->method))
+                mrtr_request_digest(m->method, m->params, rt->digest);
         if (call_target(m) && !(rt->target = strdup(call_target(m)))) {
                 route_drop(rt);
                 client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
@@ -571,4 +590,41 @@ void router_collect(struct router *r) {
                             "server ended");
                 route_free(rt);
         }
+}
+
+struct route *router_find(struct router *r, const struct client *c, json_object *id) {
+        struct route *rt = index_find(r, c, id);
+
+        return rt && !rt->lost ? rt : NULL;
+}
+
+void router_park(struct route *rt, struct mrtr_round *round) {
+        struct client *c = rt->client;
+
+        route_detach(rt);
+        rt->round = round;
+        if (rt->timer)
+                evtimer_del(rt->timer);
+        client_request_done(c);
+}
+
+int router_resume(struct route *rt, struct client *c, json_object *id) {
+        json_object_put(rt->client_id);
+        rt->client_id = json_object_get(id);
+        rt->client = c;
+        rt->client_number = c->id;
+        if (index_add(rt->router, rt) < 0 || server_route_attached(rt->server, c->id, c) < 0) {
+                rt->client = NULL;
+                return -ENOMEM;
+        }
+        rt->round = NULL;
+        TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
+        arm_timeout(rt);
+        return 0;
+}
+
+void router_abandon_parked(struct route *rt, const char *reason) {
+        rt->round = NULL;
+        route_audit(rt, AUDIT_CANCELLED);
+        route_abandon(rt, reason);
 }

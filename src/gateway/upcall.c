@@ -2,6 +2,7 @@
  * upcall.h. */
 #include "upcall.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "macro.h"
+#include "mrtr.h"
 #include "request-meta.h"
 #include "router.h"
 #include "server.h"
@@ -33,11 +35,14 @@ void server_requests_init(struct server_requests *q, struct daemon *d, const str
 }
 
 static void request_free(struct server_requests *q, struct server_request *rq) {
+        if (rq->round)
+                mrtr_request_gone(rq->round, rq);
         TAILQ_REMOVE(&q->pending, rq, entry);
         idmap_remove(&q->by_id, rq->id);
         json_object_put(rq->child_id);
         json_object_put(rq->token);
         json_object_put(rq->call);
+        json_object_put(rq->params);
         free(rq);
 }
 
@@ -147,11 +152,11 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
         }
-        if (session_stateless(&c->session)) {
+        if (session_stateless(&c->session) && !mrtr_takes(c, s, cap)) {
                 refuse_for_modern(q, s, m, c, cap);
                 return NULL;
         }
-        if (cap >= 0 && !(c->session.client_caps & (1u << cap))) {
+        if (cap >= 0 && !session_stateless(&c->session) && !(c->session.client_caps & (1u << cap))) {
                 snprintf(why, sizeof why, "the client with requests in flight to server '%s' did not declare the '%s' capability",
                          s->config->name, client_capability_names[cap]);
                 refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
@@ -178,6 +183,22 @@ static bool answer_configured_roots(struct server *s, struct jsonrpc_msg *m) {
         return true;
 }
 
+/* A modern client's call: the request goes into the call's round (mrtr.h), or is refused. */
+static void gather(struct server_requests *q, struct server *s, struct jsonrpc_msg *m, struct client *c,
+                   struct server_request *rq) {
+        char why[200];
+        int r;
+
+        rq->params = json_object_get(m->params);
+        r = mrtr_gather(daemon_mrtr(q->daemon), c, s, rq);
+        if (r >= 0)
+                return;
+        snprintf(why, sizeof why, r == -EBUSY ? "its client has too many input_required rounds waiting for a retry"
+                                              : "mcpvisor is out of memory");
+        request_free(q, rq);
+        refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
+}
+
 void server_requests_forward(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
         struct client *c;
         struct server_request *rq;
@@ -199,6 +220,10 @@ void server_requests_forward(struct server_requests *q, struct server *s, struct
                                        .call = json_object_get(router_sole_call(c, s)) };
         snprintf(rq->method, sizeof rq->method, "%s", m->method);
         TAILQ_INSERT_TAIL(&q->pending, rq, entry);
+        if (session_stateless(&c->session)) {
+                gather(q, s, m, c, rq);
+                return;
+        }
         log_emit(q->log, LOG_DEBUG, &(struct log_subject){ .server = s->config->name, .client = c->id },
                  "passing %s to the client as request %" PRId64, rq->method, rq->id);
         client_send_related(c, jsonrpc_request(rq->id, m->method, json_object_get(m->params)), rq->call);
@@ -214,7 +239,11 @@ static struct server_request *find_by_child_id(struct server_requests *q, const 
 }
 
 static void tell_client_cancelled(struct server_request *rq, const char *reason) {
-        json_object *params = json_object_new_object();
+        json_object *params;
+
+        if (!rq->client || rq->round)
+                return; /* in a round: the client was not asked as a request */
+        params = json_object_new_object();
 
         json_object_object_add(params, "requestId", json_object_new_int64(rq->id));
         json_object_object_add(params, "reason", json_object_new_string(reason));
@@ -269,7 +298,7 @@ void server_requests_answer(struct server_requests *q, struct client *c, struct 
 
         if (json_object_is_type(id, json_type_int))
                 rq = idmap_get(&q->by_id, json_object_get_int64(id));
-        if (!rq || rq->client != c) {
+        if (!rq || rq->client != c || rq->round) {
                 client_log(c, LOG_DEBUG, "dropping a response to no request of ours (answered, cancelled or unknown)");
                 return;
         }
@@ -290,7 +319,7 @@ bool server_requests_client_progress(struct server_requests *q, struct client *c
         if (!json_object_object_get_ex(m->params, "progressToken", &token))
                 return false;
         TAILQ_FOREACH(rq, &q->pending, entry)
-                if (rq->client == c && rq->token && json_object_equal(rq->token, token)) {
+                if (rq->client == c && !rq->round && rq->token && json_object_equal(rq->token, token)) {
                         ch = asking_child(rq);
                         if (ch && client_access_pass(c, rq->server, m, &ASKED))
                                 child_send(ch, json_object_get(m->root));
@@ -315,6 +344,20 @@ void server_requests_client_gone(struct server_requests *q, struct client *c) {
                         child_send(ch, jsonrpc_error(rq->child_id, JSONRPC_INTERNAL_ERROR, text, NULL));
                 request_free(q, rq);
         }
+}
+
+void server_requests_park(struct server_request *rq) {
+        rq->client = NULL;
+}
+
+void server_requests_settle(struct server_requests *q, struct server_request *rq, json_object *result, const char *why) {
+        struct child *ch = asking_child(rq);
+
+        if (ch)
+                child_send(ch, result ? jsonrpc_result(rq->child_id, json_object_get(result))
+                                      : jsonrpc_error(rq->child_id, JSONRPC_INTERNAL_ERROR, why, NULL));
+        rq->round = NULL; /* the round forgets it itself */
+        request_free(q, rq);
 }
 
 /* Cancels toward their clients the requests of server s (NULL: of every server whose

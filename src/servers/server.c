@@ -904,6 +904,10 @@ void server_route_detached(struct server *s, uint64_t client_number, struct clie
         route_owners_drop(&s->owners, client_number, c);
 }
 
+int server_route_attached(struct server *s, uint64_t client_number, struct client *c) {
+        return route_owners_add(&s->owners, client_number, c);
+}
+
 int server_route_abandoned(struct server *s, uint64_t client_number) {
         int r = route_owners_abandon(&s->owners, client_number);
 

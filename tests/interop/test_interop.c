@@ -1105,6 +1105,53 @@ Test(interop, modern_sdk_over_http) {
         cr_assert(h_log_wait(&D, "serving a 2026-07-28 client interop-modern 2.4.0", H_TIMEOUT_MS));
 }
 
+/* A legacy server's elicitation reaches the SDK 2.x client in the modern era as an
+ * input_required result, which the SDK fulfils through its elicitation/create handler and
+ * retries; the server gets the answer and the call completes (integration.mrtr for the
+ * rest). */
+static void expect_modern_elicitation(void) {
+        char script[PATH_MAX];
+        struct run r;
+        json_object *facts;
+        char *last;
+
+        snprintf(script, sizeof script, "%s/modern-elicit.mjs", INTEROP_DIR);
+        r = run_tool((const char *const[]){ "node", script, sdk_target[0] ? sdk_target : D.sock, NULL });
+        last = strrchr(r.out, '\n');
+        while (last && last > r.out && last[1] == '\0') {
+                *last = '\0';
+                last = strrchr(r.out, '\n');
+        }
+        facts = json_tokener_parse(last ? last + 1 : r.out);
+        cr_assert_not_null(facts, "modern-elicit.mjs printed no facts; stdout:\n%s\nstderr:\n%s", r.out, r.err);
+        cr_assert(json_object_get_boolean(h_get(facts, "ok")), "modern-elicit.mjs failed at '%s': %s\nstderr:\n%s",
+                  h_str(facts, "step"), h_str(facts, "error"), r.err);
+        cr_assert(strstr(h_str(facts, "text") ?: "", "interop who?"), "%s", h_json_text(facts));
+        cr_assert_eq(json_object_get_int(h_get(facts, "asked")), 1, "%s", h_json_text(facts));
+        cr_assert(json_object_get_boolean(h_get(facts, "retried")), "%s", h_json_text(facts));
+        cr_assert(r.status == 0, "wait status %d; stderr:\n%s", r.status, r.err);
+        json_object_put(facts);
+        run_free(&r);
+}
+
+static void start_demo_asking(void) {
+        add_demo("demo", "\"clientCapabilities\":[\"elicitation\"]", "");
+        start(daemon_env);
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "got %s", D.notices);
+}
+
+Test(interop, modern_sdk_elicitation_through_mcpvisorctl_connect) {
+        start_demo_asking();
+        expect_modern_elicitation();
+        cr_assert(h_log_wait(&D, "answered input_required with 1 request(s)", H_TIMEOUT_MS));
+}
+
+Test(interop, modern_sdk_elicitation_over_http) {
+        http_front_settings();
+        start_demo_asking();
+        expect_modern_elicitation();
+}
+
 Test(interop, http_sdk_lists_and_calls) {
         json_object *facts, *tools;
 

@@ -12,6 +12,7 @@
 #include "jsonrpc.h"
 #include "list-wait.h"
 #include "methods.h"
+#include "mrtr.h"
 #include "registry.h"
 #include "router.h"
 #include "supervisor.h"
@@ -117,6 +118,12 @@ static bool completion_waits(struct client *c, struct jsonrpc_msg *m) {
 
 void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
                     json_object *params) {
+        if (session_stateless(&c->session) && json_object_object_get_ex(m->params, "requestState", NULL)) {
+                /* The retry of a call that answered input_required (mrtr.h). */
+                json_object_put(params);
+                mrtr_retry(daemon_mrtr(c->daemon), c, m, s, ask);
+                return;
+        }
         if (!server_serving(s)) {
                 /* Its state is told only to whom the request would have been let through. */
                 json_object_put(params);
