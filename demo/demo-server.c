@@ -1458,7 +1458,9 @@ static void handle_request(const char *method, json_object *id, json_object *par
                         methods[i].handler(id, params);
                         return;
                 }
-        fprintf(stderr, "unknown request %s\n", method);
+        /* the era's probe, asked of every server at its start, is no news worth a line */
+        if (strcmp(method, "server/discover") != 0)
+                fprintf(stderr, "unknown request %s\n", method);
         send_error(id, ERR_METHOD_NOT_FOUND, "Method not found");
 }
 
