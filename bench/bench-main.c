@@ -1350,9 +1350,14 @@ static void print_notes(const struct options *o, const struct results *res) {
                        l->clients, l->clients == 1 ? "" : "s", l->daemon_util, l->server_util, l->bench_util,
                        l->daemon_user_us, l->daemon_sys_us, (unsigned long long)l->calls, (unsigned long long)l->errors);
         }
-        if (o->parts & PART_LARGE)
+        if (o->parts & PART_LARGE) {
                 printf("  large result: daemon CPU %.1f ms per result (user %.1f, system %.1f)\n", res->large_via.daemon_cpu_ms,
                        res->large_via.daemon_user_ms, res->large_via.daemon_sys_ms);
+                printf("  large result runs, slowest to fastest: socket %.0f-%.0f MB/s, bridge %.0f-%.0f, direct %.0f-%.0f\n",
+                       res->large_via.slowest_mb_per_s, res->large_via.fastest_mb_per_s, res->large_bridge.slowest_mb_per_s,
+                       res->large_bridge.fastest_mb_per_s, res->large_direct.slowest_mb_per_s,
+                       res->large_direct.fastest_mb_per_s);
+        }
         if (o->parts & PART_STARTUP)
                 printf("  start-up: %u runs\n", res->startup.runs);
         if (o->parts & PART_CANCEL)

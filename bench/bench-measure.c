@@ -261,6 +261,8 @@ int measure_large(struct conn *c, const char *tool, size_t bytes, unsigned runs,
         if (r >= 0) {
                 qsort(took, runs, sizeof *took, cmp_i64);
                 ret->mb_per_s = (double)bytes / 1e6 / ((double)percentile(took, runs, 50) / 1e9);
+                ret->slowest_mb_per_s = (double)bytes / 1e6 / ((double)took[runs - 1] / 1e9);
+                ret->fastest_mb_per_s = (double)bytes / 1e6 / ((double)took[0] / 1e9);
                 if (d && proc_stat(d->pid, &st1)) {
                         ret->daemon_user_ms = (double)(st1.utime - st0.utime) * tick_ms / (double)runs;
                         ret->daemon_sys_ms = (double)(st1.stime - st0.stime) * tick_ms / (double)runs;

@@ -145,6 +145,7 @@ struct load {
 struct large {
         size_t bytes;
         double mb_per_s;            /* 10^6 bytes of payload per second, median run */
+        double slowest_mb_per_s, fastest_mb_per_s; /* the spread of the measured runs */
         double daemon_cpu_ms;       /* per result */
         double daemon_user_ms, daemon_sys_ms; /* the same, apart */
         double bridge_cpu_ms;       /* per result, of mcpvisorctl connect when it carried them */

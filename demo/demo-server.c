@@ -606,7 +606,13 @@ static void tool_log(json_object *id, json_object *params, json_object *args) {
                 json_object_object_add(p, "data", json_object_new_string(n > 0 ? numbered : text));
                 send_notification("notifications/message", p);
         }
-        send_result(id, text_result("logged", false));
+        /* with "bytes": a result of that many 'x's after the messages (a large answer on a
+         * stream the messages started) */
+        p = get_number(args, "bytes");
+        if (p && json_object_get_int64(p) >= 0)
+                answer_bytes(id, args, (size_t)json_object_get_int64(p));
+        else
+                send_result(id, text_result("logged", false));
 }
 
 static void tool_env(json_object *id, json_object *params, json_object *args) {
@@ -801,7 +807,8 @@ static const struct tool tools[] = {
           tool_sleep },
         { "fail", "Always fails with a JSON-RPC error.", SCHEMA_NONE, tool_fail },
         { "crash", "Makes the server exit with status 3 without answering.", SCHEMA_NONE, tool_crash },
-        { "log", "Writes its text argument to stderr and sends it as a log message (count of them, numbered, if given).",
+        { "log", "Writes its text argument to stderr and sends it as a log message (count of them, numbered, if given); "
+                 "answers \"logged\", or a text of bytes 'x's if given.",
           SCHEMA_TEXT, tool_log },
         { "env", "Returns the value of the environment variable given by name.",
           "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\"required\":[\"name\"]}",

@@ -34,9 +34,11 @@
 #include "client-http.h"
 #include "fuzz-input.h"
 #include "http-config.h"
+#include "http-mirror.h"
 #include "http-request.h"
 #include "jsonrpc.h"
 #include "protocol.h"
+#include "request-meta.h"
 #include "sse-event.h"
 
 #define SECRET_A "token-a-0123456789abcdef"
@@ -174,6 +176,36 @@ static void check_verdict(const struct http_config *h, const struct http_request
                 fuzz_check(v->session_key == 0, "a key without a session id");
 }
 
+/* A request's modern-era reading (request-meta.c) and its headers' check (http-mirror.c):
+ * modern only with a version the daemon serves, refused only with the specification's
+ * codes; the headers a conforming client would send (its own body's values) always pass,
+ * others never name what is not in the body. */
+static void check_modern(const struct jsonrpc_msg *m) {
+        struct request_meta meta;
+        enum request_era era = request_meta_read(m->params, &meta);
+        json_object *v;
+        char why[200];
+
+        fuzz_check(era != REQUEST_MODERN || protocol_modern_version(meta.version), "modern with %s", meta.version);
+        fuzz_check(era != REQUEST_REFUSED || meta.code == JSONRPC_INVALID_PARAMS || meta.code == MCP_ERROR_UNSUPPORTED_VERSION,
+                   "refused with %d", meta.code);
+        fuzz_check((era == REQUEST_LEGACY) == !request_meta_present(m->params), "era %d", era);
+        request_meta_done(&meta);
+        if (era != REQUEST_MODERN)
+                return;
+        struct http_mirror h = { .protocol_version = meta.version, .method = m->method };
+        if (json_object_object_get_ex(m->params, strcmp(m->method, "resources/read") == 0 ? "uri" : "name", &v) &&
+            json_object_is_type(v, json_type_string) && strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v))
+                h.name = json_object_get_string(v);
+        if (h.name && strncmp(h.name, "=?base64?", 9) == 0)
+                h.name = NULL; /* a client sends that one encoded */
+        if (h.name || (strcmp(m->method, "tools/call") && strcmp(m->method, "prompts/get") && strcmp(m->method, "resources/read")))
+                fuzz_check(http_mirror_check(&h, m, why, sizeof why) == 0, "a conforming client's headers refused: %s", why);
+        h.method = "tools/call-other";
+        fuzz_check(strcmp(m->method, h.method) == 0 || http_mirror_check(&h, m, why, sizeof why) < 0,
+                   "another method let through");
+}
+
 static void check_body(const uint8_t *data, size_t size) {
         static struct jsonrpc_parser parser;
         static bool ready;
@@ -188,6 +220,8 @@ static void check_body(const uint8_t *data, size_t size) {
                 fuzz_check(m.method && m.id, "a request without method or id");
         if (m.kind == JSONRPC_NOTIFICATION)
                 fuzz_check(m.method && !m.id, "a notification without method, or with an id");
+        if (m.kind == JSONRPC_REQUEST)
+                check_modern(&m);
         jsonrpc_msg_done(&m);
 }
 

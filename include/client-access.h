@@ -49,6 +49,15 @@ int client_access_choose(struct client *c, const char *profile);
  * unless the client chooses its own, and a client already in the profile it was asked for
  * moves to the new one (one of its own choosing stays). -ENOMEM. */
 int client_access_ask(struct client *c, const char *profile);
+/* The caching hints of a list, read or discover result for c (the specification's ttlMs
+ * and cacheScope), merged across servers: "private" whenever access rules, profiles or
+ * servers run as instances may make its view differ from another user's, else "public";
+ * the shortest ttlMs of the servers', where a legacy server's none counts as 0 (stale at
+ * once), as the specification reads it. Added to result; as JSON text (with a leading
+ * comma) for a result written as text. */
+#define CLIENT_CACHE_TTL_MS 0
+const char *client_cache_scope(const struct client *c);
+void client_add_cache_hints(const struct client *c, json_object *result);
 /* The profile c chose, or NULL. */
 const char *client_access_profile(const struct client *c);
 /* The policy changed (a reload): drops every view and computes every client's class anew. */

@@ -32,9 +32,15 @@ struct http_caller {
                                        * NULL on the Unix socket */
 };
 
+/* What a client over HTTP is: a session (opened by initialize, named by Mcp-Session-Id on
+ * each request), or one modern-era request (2026-07-28) with no session: a client for its
+ * one POST, named to nobody, which ends once that request is answered, or cancelled by
+ * its connection's close. */
+enum http_kind { HTTP_SESSION, HTTP_ONE_REQUEST };
+
 /* A new session for caller; NULL when out of memory (nothing taken). *ret_key is the key the
  * front door files it under (http_front.sessions). */
-struct client *client_http_new(struct http_front *f, struct http_caller *caller, int64_t *ret_key);
+struct client *client_http_new(struct http_front *f, struct http_caller *caller, enum http_kind kind, int64_t *ret_key);
 /* The session named by a Mcp-Session-Id header, for the key http-front.c found it under:
  * true when id is this session's whole id (compared in constant time). */
 bool client_http_id_matches(const struct client *c, const char *id);

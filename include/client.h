@@ -27,8 +27,10 @@
 
 struct access_who;
 struct daemon;
+struct loan_offer;
 struct route;
 struct subscriber;
+struct sub_listen;
 
 enum client_state { CLIENT_ACTIVE, CLIENT_DRAINING, CLIENT_JUSTFREE, CLIENT_STATE_COUNT };
 
@@ -51,9 +53,11 @@ struct client_transport_ops {
          * not be read); else it is a request or notification, and id the client's request it
          * belongs to (progress of that call, a server's request made during it), or NULL for
          * none: HTTP sends such a message on that request's own stream. Everything is
-         * borrowed for the call. 0, or -ENOMEM when part of it may be lost (the client is
-         * then ended). */
-        int (*send)(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id);
+         * borrowed for the call; bytes of a part that offer holds (loan.h; NULL: none) may
+         * be kept by reference instead of copied. 0, or -ENOMEM when part of it may be lost
+         * (the client is then ended). */
+        int (*send)(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id,
+                    const struct loan_offer *offer);
         size_t (*unsent)(const struct client *c);  /* bytes accepted by send() and not written yet */
         void (*stop_reading)(struct client *c);    /* draining: take no more input */
         /* Reads what is left of its input, to its end (client_read_end()); NULL for a
@@ -67,6 +71,10 @@ struct client_transport_ops {
          * pid (the Unix socket). */
         void (*peer)(const struct client *c, struct client_peer *ret);
         void (*free)(struct client *c);            /* frees the transport's state and closes it */
+        /* The priority of the lines that say it came and went: LOG_INFO when NULL; a
+         * transport whose clients live for one request each logs them at LOG_DEBUG, or a
+         * busy client's every request would be three lines of the journal. */
+        int (*life_priority)(const struct client *c);
 };
 
 struct client {
@@ -90,6 +98,7 @@ struct client {
         TAILQ_HEAD(, route) routes;  /* its requests forwarded to servers (router.h) */
         struct client_access access; /* its class and view (client-access.h) */
         LIST_HEAD(, subscriber) subscriptions; /* its resources/subscribe (subscriptions.h) */
+        LIST_HEAD(, sub_listen) listens; /* its subscriptions/listen (sub-listen.h) */
 };
 
 TAILQ_HEAD(client_list, client);
@@ -137,8 +146,11 @@ void client_send(struct client *c, json_object *msg);
  * related (borrowed; NULL: to none): a call's progress, a server's request made during it. */
 void client_send_related(struct client *c, json_object *msg, json_object *related);
 /* Sends a result response under id (borrowed) whose result is JSON text already checked
- * (a server's, passed on as it wrote it). */
-void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len);
+ * (a server's, passed on as it wrote it). To a modern client it says its type, and, when
+ * cacheable (a resources/read's), its caching hints, unless it has them. offer: the result's
+ * bytes may be lent (loan.h), NULL when not. */
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len, bool cacheable,
+                             const struct loan_offer *offer);
 void client_reply_result(struct client *c, json_object *id, json_object *result);
 void client_reply_error(struct client *c, json_object *id, int code, const char *message, json_object *data);
 
@@ -174,5 +186,7 @@ void client_output_added(struct client *c);
 /* From its transport: everything queued was written. */
 void client_output_flushed(struct client *c);
 
+/* The priority of c's lines about its coming and going (ops->life_priority). */
+int client_life_priority(const struct client *c);
 /* Logs with MCPVISOR_CLIENT= set to this client. */
 void client_log(struct client *c, int priority, const char *fmt, ...) _printf_(3, 4);

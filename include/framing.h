@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "loan.h"
+
 struct evbuffer;
+struct framer_home;
 
 struct framer {
         size_t max_line;   /* bytes, without the newline */
@@ -20,6 +23,11 @@ struct framer {
         size_t held;       /* bytes of an over-long line reported, dropped at the next call */
         size_t keep;       /* an emptied buffer up to this size is kept (framer_keep()) */
         bool discarding;   /* inside an over-long line: drop until its newline */
+        struct loan *lent; /* the frame being handled was lent (framer_lend()): the
+                            * framer's reference, dropped by framer_consume() */
+        struct framer_home *home; /* where lent buffers come back to; NULL before the first */
+        char *spare;       /* a lent buffer come back, for the next large line; NULL: none */
+        size_t spare_cap;
 };
 
 enum frame_kind {
@@ -56,14 +64,35 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
  * call). */
 void framer_consume(struct framer *f, const struct frame *fr);
 
+/* Lends a line's bytes where they are (loan.h), rather than have them copied: the buffer
+ * becomes the loan's, which keeps only the pages of the line (the rest is given back), and
+ * the framer goes on in a buffer of its own, into which what followed the line is moved.
+ * Once its last holder lets it go the buffer comes back to the framer (while it lives) as
+ * its spare, so that lines one after another are read into pages already there. Only a
+ * line in a mapped buffer (one grown past 256 KiB) is lent; NULL otherwise, or when memory
+ * ran out. The frame stays valid as before; fr must be the last frame returned, not yet
+ * consumed. A reference for the caller. */
+struct loan *framer_lend(struct framer *f, const struct frame *fr);
+
+/* The offer of a frame's bytes (loan.h) whose take() is framer_lend(): valid until
+ * framer_consume(). */
+struct framer_offer {
+        struct loan_offer offer;       /* first */
+        struct framer *framer;
+        const struct frame *frame;
+};
+void framer_offer(struct framer *f, const struct frame *fr, struct framer_offer *ret);
+
 /* An emptied buffer of up to bytes is kept for the next lines rather than given back
  * (16 KiB by default; 0: none, as for a client that is mostly idle): a peer sending large
  * lines one after another then reads each into pages already there. Whoever asks for it gives the buffer back with framer_trim() once
  * the peer has gone quiet. */
 void framer_keep(struct framer *f, size_t bytes);
-/* Whether the framer holds more than 16 KiB with nothing in it. */
+/* Whether the framer holds more than 16 KiB with nothing in it, or will: a buffer lent and
+ * not back yet comes back as a spare. */
 bool framer_spare(const struct framer *f);
-/* Gives back a spare buffer (framer_spare()). */
+/* Gives back a spare buffer (framer_spare()); one still lent is given back by its last
+ * holder. */
 void framer_trim(struct framer *f);
 
 /* Appends n bytes read elsewhere (a read onto the stack) to the buffer, grown to just what

@@ -147,6 +147,11 @@ extern const struct run_ops run_systemd_ops;
 
 /* A server reached by URL: no program, the run is its HTTP session; see launcher-http.c. */
 extern const struct run_ops run_http_ops;
+struct curl_loop;
+/* The daemon's curl loop (the HTTP launcher's daemon-wide part), made on first need, for
+ * the sign-in's exchanges too (oauth-tokens.h): 0, or -ENOENT with *error (static) when
+ * libcurl cannot be loaded. */
+int launcher_http_loop(struct supervisor *sv, struct curl_loop **ret, const char **error);
 
 struct bus;
 struct logger;

@@ -10,6 +10,7 @@
 #include "session.h"
 
 struct client;
+struct daemon;
 struct server;
 struct jsonrpc_msg;
 
@@ -110,6 +111,7 @@ extern const struct method method_completion_complete;
 extern const struct method method_logging_set_level;
 extern const struct method method_resources_subscribe;
 extern const struct method method_resources_unsubscribe;
+extern const struct method method_subscriptions_listen;
 extern const struct method control_status;
 extern const struct method control_clients;
 extern const struct method control_start;
@@ -122,6 +124,11 @@ void control_reload_answer(struct client *c, json_object *id, int r, json_object
 extern const struct method control_access_query;
 extern const struct method control_logs;
 extern const struct method control_disconnect;
+extern const struct method control_login;
+extern const struct method control_login_finish;
+extern const struct method control_logout;
+/* A control connection ended: its sign-ins under way end with it (control-login.c). */
+void control_login_client_gone(struct daemon *d, struct client *c);
 /* The server a control command's "name" names (control-server.c), or NULL once the client
  * was told why there is none: no name, or no such server (with the names it could use). */
 struct server *control_named_server(struct client *c, struct jsonrpc_msg *m);
@@ -133,6 +140,21 @@ extern const struct method notification_cancelled;
 extern const struct method notification_progress;
 extern const struct method notification_roots_list_changed;
 extern const struct method notification_mcpvisor_profile;
+
+/* The daemon as both eras describe it (method-initialize.c): its serverInfo, its
+ * capabilities (the same in both eras), and the instructions of the servers c sees (NULL:
+ * none), under their names. */
+json_object *method_server_info(void);
+json_object *method_server_capabilities(void);
+json_object *method_instructions(struct client *c);
+/* The first request m of a modern-era connection (its _meta read into meta) opens it, in
+ * the profile m's _meta "mcpvisor/profile" chooses or the one it was asked to start in;
+ * false when c was answered why not. */
+struct request_meta;
+bool method_open_stateless(struct client *c, struct jsonrpc_msg *m, const struct request_meta *meta);
+/* A later request m of a modern-era connection: true unless its _meta chooses another
+ * profile than the connection's (the class of a client is one), when c was answered why. */
+bool method_stateless_profile_kept(struct client *c, struct jsonrpc_msg *m);
 
 /* Params as an object, or an error answered to the client (and false). NULL params
  * become an empty object when optional. */

@@ -53,3 +53,11 @@ char *path_client_socket(const char *name, enum path_scope scope);
  * control socket too. DIR/mcp.sock's is DIR/control.sock (the units' pair), DIR/NAME.sock's
  * DIR/NAME.control.sock, DIR/NAME's DIR/NAME.control.sock. Malloc'd, or NULL (ENOMEM). */
 char *path_control_beside(const char *mcp_path);
+
+/* The daemon's state directory, where it keeps what outlives it (the sign-in tokens):
+ * $STATE_DIRECTORY (systemd's StateDirectory=; the first of a list), else /var/lib/mcpvisor
+ * as root, else $XDG_STATE_HOME/mcpvisor (else ~/.local/state/mcpvisor). The environment is
+ * passed in for tests. Malloc'd, or NULL with errno (ENOENT: none of them is absolute). */
+char *path_state_for(uid_t euid, const char *state_directory, const char *xdg_state_home, const char *home);
+/* path_state_for() with this process's euid and environment. */
+char *path_state_directory(void);

@@ -1,4 +1,5 @@
-/* MCP protocol versions this daemon speaks (the legacy, initialize-based era). */
+/* MCP protocol versions this daemon speaks: the legacy era's (a session opened with
+ * initialize) and the modern one's (each request names its version in its _meta). */
 #pragma once
 
 #include <json-c/json.h>
@@ -23,10 +24,17 @@ enum {
         MCP_ERROR_UNSUPPORTED_VERSION = -32022,
 };
 
-/* Newest first. NULL-terminated. */
+/* The legacy era's, newest first. NULL-terminated. */
 extern const char *const mcp_supported_versions[];
+/* The modern era's, newest first. NULL-terminated. */
+extern const char *const mcp_modern_versions[];
 
+/* A legacy version (one initialize negotiates). */
 bool protocol_version_supported(const char *version);
+/* A modern version, as a request's _meta names it; the static string, or NULL. */
+const char *protocol_modern_version(const char *version);
+/* Either era's. */
+bool protocol_any_version_supported(const char *version);
 
 /* The version to answer an initialize with: the client's own if we support it,
  * else our latest. Returns a static string. */
@@ -34,3 +42,6 @@ const char *protocol_negotiate(const char *requested);
 
 /* ["2025-11-25", ...], for error data. */
 json_object *protocol_versions_json(void);
+/* Both eras' versions, newest first: server/discover's supportedVersions and the
+ * "supported" of an unsupported version's error. */
+json_object *protocol_all_versions_json(void);

@@ -34,7 +34,21 @@ struct remote_config {
         bool insecure;                   /* no certificate check: loopback hosts only */
         double connect_timeout;          /* seconds */
         unsigned max_connections;        /* per server */
+        /* Sign-in (oauth-tokens.h): "auth": "oauth" has the daemon sign in with OAuth 2.1
+         * (mcpvisorctl login NAME) and send the token it keeps; "none" sends the configured
+         * headers alone; absent ("auto"), a server without a configured Authorization header
+         * is one to sign in to once it answers 401 with a Bearer challenge. */
+        int auth;                        /* enum remote_auth */
+        char **scopes;                   /* "scopes": NULL-terminated; NULL: the server's scopes_supported */
+        char *client_id;                 /* "clientId": NULL, registered dynamically */
+        char *client_secret;             /* "clientSecret": {"credential": NAME}, the credential's id */
 };
+
+enum remote_auth { REMOTE_AUTH_NONE, REMOTE_AUTH_OAUTH, REMOTE_AUTH_AUTO };
+extern const char *const remote_auth_names[];
+/* The server may be signed in to: "auth": "oauth", or "auto" without a configured
+ * Authorization header. */
+bool remote_signs_in(const struct remote_config *r);
 
 #define REMOTE_DEFAULT_CONNECT_TIMEOUT 10
 #define REMOTE_DEFAULT_MAX_CONNECTIONS 8
@@ -47,6 +61,8 @@ bool remote_config_equal(const struct remote_config *a, const struct remote_conf
 /* SETTING_CUSTOM parsers of "type" (into int, enum remote_type) and "headers". */
 int remote_parse_type(json_object *v, const char *path, void *dst, struct config_problems *p);
 int remote_parse_headers(json_object *v, const char *path, void *dst, struct config_problems *p);
+/* "clientSecret": {"credential": "NAME"} into a char * (the credential's id). */
+int remote_parse_client_secret(json_object *v, const char *path, void *dst, struct config_problems *p);
 
 /* The URL's host is the loopback interface: "localhost", 127.0.0.0/8 or [::1]. */
 bool remote_url_loopback(const char *url);

@@ -56,6 +56,11 @@ struct route {
         uint64_t started;               /* usec, monotonic: when it was forwarded */
         bool lost;
         bool abandoned;                 /* given up, and may still run at the server */
+        /* What the request declared, for what the daemon does on its behalf while it is in
+         * flight (session_request_caps(), session_request_log_level()): a modern client's
+         * request's own, a legacy session's. */
+        unsigned client_caps;
+        int log_level;
 };
 
 TAILQ_HEAD(route_list, route);
@@ -113,6 +118,8 @@ enum router_owner router_owner(const struct router *r, const struct server *s, s
 /* The client's own id of c's one call in flight to s (borrowed), the call a request of s
  * to c belongs to; NULL when c has none there, or several (it cannot be told which). */
 json_object *router_sole_call(const struct client *c, const struct server *s);
+/* The same call's route (NULL as above). */
+const struct route *router_sole_route(const struct client *c, const struct server *s);
 
 /* After each loop iteration: answers lost routes with their server's outcome. */
 void router_collect(struct router *r);

@@ -61,7 +61,7 @@ void server_cause_set(struct server_cause *c, enum server_cause_kind kind, const
 void server_cause_done(struct server_cause *c);
 
 /* "exit status 1", "killed by SIGKILL", "dumped core on SIGSEGV", or the launcher's
- * reason, whole; when the daemon's own signal ended it, "stopped with SIGTERM after
+ * reason, whole (also without a process: "sign-in needed: run mcpvisorctl login NAME"); when the daemon's own signal ended it, "stopped with SIGTERM after
  * stopTimeout (5 s)"; "" while it has not ended. Malloc'd; NULL when out of memory. */
 char *server_exit_text(const struct server_exit *e);
 /* The daemon's own signal ended it. */

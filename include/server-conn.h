@@ -16,6 +16,7 @@ struct event_base;
 struct server_transport;
 struct jsonrpc_msg;
 struct jsonrpc_parser;
+struct loan_offer;
 struct logger;
 struct child;
 
@@ -25,8 +26,10 @@ typedef void (*child_reply_fn)(struct child *ch, int status, json_object *result
                                void *userdata);
 
 /* A plain result as the JSON text the server wrote, checked but not parsed; text is valid
- * during the call only. */
-typedef void (*child_result_text_fn)(struct child *ch, const char *text, size_t len, void *userdata);
+ * during the call only, and longer for whoever takes a loan of it from offer (loan.h;
+ * NULL: none offered). */
+typedef void (*child_result_text_fn)(struct child *ch, const char *text, size_t len, const struct loan_offer *offer,
+                                     void *userdata);
 
 struct child_ops {
         /* A request or notification from the server (responses are matched here). */

@@ -14,12 +14,14 @@
 #include <sys/uio.h>
 
 struct event_base;
+struct loan_offer;
 struct logger;
 struct server_transport;
 
 struct server_transport_events {
-        /* One message from the server, without its newline; valid during the call. */
-        void (*line)(const char *line, size_t len, void *userdata);
+        /* One message from the server, without its newline; valid during the call, and
+         * longer for whoever takes a loan of it from offer (loan.h; NULL: none offered). */
+        void (*line)(const char *line, size_t len, const struct loan_offer *offer, void *userdata);
         /* A message over the size limit: head holds what was taken of it, at least its first
          * max_line bytes unless memory ran out; the rest is dropped. */
         void (*oversize)(const char *head, size_t len, void *userdata);

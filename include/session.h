@@ -14,6 +14,9 @@ enum session_phase {
         SESSION_NEW,          /* only initialize, ping and server/discover are allowed */
         SESSION_INITIALIZING, /* initialize answered; waiting for notifications/initialized */
         SESSION_OPERATING,
+        SESSION_STATELESS,    /* a modern-era connection (2026-07-28): its first request named
+                               * its version in _meta instead of an initialize; every request
+                               * must, and none is sent anything unasked */
 };
 
 /* The most of clientInfo's name and version kept, in bytes: they are for display only. */
@@ -21,7 +24,8 @@ enum session_phase {
 
 struct session {
         enum session_phase phase;
-        const char *protocol_version;     /* static string, NULL before initialize */
+        const char *protocol_version;     /* static string, NULL before initialize (stateless:
+                                           * the version of its first request) */
         /* clientInfo's name and version as the client gave them, made fit to show
          * (utf8_display()): for logs, the audit trail and mcpvisorctl clients, never for a
          * decision. NULL: not given, not a string, or out of memory. */
@@ -46,6 +50,20 @@ void session_done(struct session *s);
 bool session_operating(const struct session *s);
 int session_initialize(struct session *s, const char *protocol_version, json_object *caps, json_object *info);
 bool session_begin_operating(struct session *s);
+/* A modern request came first: new -> stateless, keeping its version (static) and its
+ * clientInfo's name and version (info may be NULL), for display; -EALREADY past new. Its
+ * capabilities are each request's own, never kept. */
+int session_begin_stateless(struct session *s, const char *protocol_version, json_object *info);
+/* A modern-era connection's (SESSION_STATELESS). */
+bool session_stateless(const struct session *s);
+/* What request params (a request's; NULL: none) of this connection declare, for what the
+ * daemon does on its behalf while it is in flight: a modern request's own _meta decides
+ * (its clientCapabilities as bits of enum client_capability, its logLevel as an MCP level
+ * or -1), a legacy session's what its initialize declared and logging/setLevel set. */
+unsigned session_request_caps(const struct session *s, json_object *params);
+int session_request_log_level(const struct session *s, json_object *params);
+/* The era's name for display: "legacy", "modern", or NULL before either. */
+const char *session_era_name(const struct session *s);
 
 /* Handles one classified message from the client. */
 void session_handle(struct client *c, struct jsonrpc_msg *m);

@@ -62,6 +62,7 @@ struct supervisor {
         bool stopping;                     /* daemon shutdown: no restarts */
         struct event *start_turn;          /* starts queued servers, a few a loop turn */
         size_t start_from;                 /* where in servers the next turn looks */
+        struct oauth_tokens *tokens;       /* the sign-in tokens (oauth-tokens.h): supervisor_tokens() */
         const struct supervisor_ops *ops;
         void *userdata;
 };
@@ -69,6 +70,10 @@ struct supervisor {
 /* What the reaper asks of the servers (reaper.h), answered from the supervisor given as its
  * userdata: exported so that the reaper's own tests decide with the daemon's answers. */
 extern const struct reaper_ops supervisor_reaper_ops;
+
+/* The sign-in tokens of the servers reached by URL, made on first need; NULL when out of
+ * memory. */
+struct oauth_tokens *supervisor_tokens(struct supervisor *sv);
 
 /* Takes the server entries out of config (it is left with none). */
 int supervisor_init(struct supervisor *sv, struct event_base *base, const struct logger *log,

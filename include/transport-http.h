@@ -25,7 +25,13 @@ struct server_transport;
 struct http_end {
         bool failure;         /* broken by the server or the network, not closed by the daemon */
         bool no_retry;        /* the server refused the credential: restarting cannot help */
+        bool unauthorized;    /* that refusal was a 401: a sign-in token may be refreshed */
+        bool bearer_challenge; /* its WWW-Authenticate asked for a Bearer token (RFC 6750) */
+        char resource_metadata[512]; /* and named its metadata there (RFC 9728); "" none */
 };
+
+/* The sign-in token to send as "Authorization: Bearer" now (oauth-tokens.h), or NULL. */
+typedef const char *(*http_bearer_fn)(void *userdata);
 
 typedef void (*http_finished_fn)(const struct http_end *end, void *userdata);
 
@@ -39,6 +45,8 @@ struct http_transport_params {
         size_t max_message;               /* maxServerMessageSize: one JSON body or SSE event */
         http_finished_fn finished;
         void *userdata;
+        http_bearer_fn bearer;            /* NULL: no sign-in ("auth" is not "oauth") */
+        void *bearer_userdata;
 };
 
 /* NULL when out of memory (the headers are freed). */

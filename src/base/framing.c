@@ -67,6 +67,46 @@ static char *buffer_resize(char *buf, size_t old_cap, size_t len, size_t cap) {
         return b == MAP_FAILED ? NULL : b;
 }
 
+/* Where lent buffers come back to: the framer while it lives. One reference for the framer
+ * and one for each loan out. */
+struct framer_home {
+        unsigned refs;
+        struct framer *framer; /* NULL once the framer is done */
+};
+
+static void home_put(struct framer_home *h) {
+        if (h && --h->refs == 0)
+                free(h);
+}
+
+static void spare_free(struct framer *f) {
+        if (f->spare)
+                munmap(f->spare, f->spare_cap);
+        f->spare = NULL;
+        f->spare_cap = 0;
+}
+
+/* A mapping of at least cap bytes for an unmapped buffer to grow into: the spare, grown if
+ * need be; NULL when there is none (or it could not grow, then it is given back). */
+static char *take_spare(struct framer *f, size_t *cap) {
+        char *b = f->spare;
+
+        if (!b)
+                return NULL;
+        if (f->spare_cap < *cap) {
+                b = mremap(b, f->spare_cap, *cap, MREMAP_MAYMOVE);
+                if (b == MAP_FAILED) {
+                        spare_free(f);
+                        return NULL;
+                }
+        } else {
+                *cap = f->spare_cap;
+        }
+        f->spare = NULL;
+        f->spare_cap = 0;
+        return b;
+}
+
 void framer_init(struct framer *f, size_t max_line) {
         *f = (struct framer){ .max_line = max_line, .keep = FRAMER_KEEP_BYTES };
 }
@@ -74,6 +114,13 @@ void framer_init(struct framer *f, size_t max_line) {
 void framer_done(struct framer *f) {
         size_t keep = f->keep;
 
+        loan_put(f->lent);
+        f->lent = NULL;
+        if (f->home) {
+                f->home->framer = NULL; /* loans still out unmap their buffers themselves */
+                home_put(f->home);
+        }
+        spare_free(f);
         buffer_free(f->buf, f->cap);
         framer_init(f, f->max_line);
         f->keep = keep;
@@ -83,12 +130,17 @@ void framer_keep(struct framer *f, size_t bytes) {
         f->keep = bytes;
 }
 
-bool framer_spare(const struct framer *f) {
+static bool empty_and_large(const struct framer *f) {
         return f->cap > FRAMER_KEEP_BYTES && f->start == f->len;
 }
 
+bool framer_spare(const struct framer *f) {
+        return empty_and_large(f) || f->spare || (f->home && f->home->refs > 1);
+}
+
 void framer_trim(struct framer *f) {
-        if (!framer_spare(f))
+        spare_free(f);
+        if (!empty_and_large(f))
                 return;
         buffer_free(f->buf, f->cap);
         f->buf = NULL;
@@ -141,7 +193,14 @@ static int reserve(struct framer *f, size_t n) {
                 cap = FRAMER_MIN_BYTES;
         if (is_mapped(cap))
                 cap = mapped_size(cap);
-        b = buffer_resize(f->buf, f->cap, f->len, cap);
+        if (is_mapped(cap) && !is_mapped(f->cap) && (b = take_spare(f, &cap))) {
+                /* a lent buffer come back: its pages are there already */
+                if (f->len > 0)
+                        memcpy(b, f->buf, f->len);
+                free(f->buf);
+        } else {
+                b = buffer_resize(f->buf, f->cap, f->len, cap);
+        }
         if (!b)
                 return -ENOMEM;
         f->buf = b;
@@ -272,8 +331,100 @@ enum frame_kind framer_next(struct framer *f, struct evbuffer *in, bool at_eof, 
 }
 
 void framer_consume(struct framer *f, const struct frame *fr) {
-        if (fr->kind == FRAME_LINE)
+        if (f->lent) {
+                /* Its bytes went with the buffer: what followed them is ours already. */
+                loan_put(f->lent);
+                f->lent = NULL;
+        } else if (fr->kind == FRAME_LINE)
                 forget(f, fr->consume);
         else if (fr->kind == FRAME_OVERSIZE)
                 release(f);
+}
+
+/* A buffer lent: the mapping's pages that hold the line. */
+struct framer_loan {
+        struct loan loan;              /* first */
+        struct framer_home *home;
+        char *map;
+        size_t map_len;
+};
+
+/* Back to the framer as its spare when it lives and has none (a larger one stays). */
+static void framer_loan_free(struct loan *l) {
+        struct framer_loan *fl = (struct framer_loan *)l;
+        struct framer *f = fl->home->framer;
+
+        if (f && fl->map_len > f->spare_cap) {
+                spare_free(f);
+                f->spare = fl->map;
+                f->spare_cap = fl->map_len;
+        } else {
+                munmap(fl->map, fl->map_len);
+        }
+        home_put(fl->home);
+        free(fl);
+}
+
+/* Gives back the pages of a mapping of cap bytes outside [from, to); ret: what is left. */
+static void keep_pages(struct framer_loan *fl, char *buf, size_t cap, size_t from, size_t to) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), lo = from / page * page, hi = (to + page - 1) / page * page;
+
+        if (hi > cap)
+                hi = cap;
+        if (lo > 0)
+                munmap(buf, lo);
+        if (hi < cap)
+                munmap(buf + hi, cap - hi);
+        fl->map = buf + lo;
+        fl->map_len = hi - lo;
+}
+
+struct loan *framer_lend(struct framer *f, const struct frame *fr) {
+        struct framer saved;
+        char *old = f->buf;
+        size_t old_cap = f->cap, from = f->start, to = f->start + fr->consume, rest;
+        struct framer_loan *fl;
+
+        if (f->lent)
+                return loan_hold(f->lent);
+        if (fr->kind != FRAME_LINE || !is_mapped(f->cap) || fr->data != f->buf + f->start || to > f->len)
+                return NULL;
+        if (!f->home) {
+                f->home = calloc(1, sizeof *f->home);
+                if (!f->home)
+                        return NULL;
+                *f->home = (struct framer_home){ .refs = 1, .framer = f };
+        }
+        fl = calloc(1, sizeof *fl);
+        if (!fl)
+                return NULL;
+        saved = *f;
+        rest = f->len - to;
+        f->buf = NULL;
+        f->start = f->len = f->cap = f->scanned = 0;
+        if (rest > 0 && reserve(f, rest) < 0) {
+                *f = saved;
+                free(fl);
+                return NULL;
+        }
+        if (rest > 0)
+                memcpy(f->buf, old + to, rest);
+        f->len = rest;
+        keep_pages(fl, old, old_cap, from, to);
+        fl->loan = (struct loan){ .refs = 2, .free = framer_loan_free }; /* the caller's, and ours till consumed */
+        fl->home = f->home;
+        f->home->refs++;
+        f->lent = &fl->loan;
+        return &fl->loan;
+}
+
+static struct loan *take_offered(const struct loan_offer *o) {
+        const struct framer_offer *fo = (const struct framer_offer *)o;
+
+        return framer_lend(fo->framer, fo->frame);
+}
+
+void framer_offer(struct framer *f, const struct frame *fr, struct framer_offer *ret) {
+        *ret = (struct framer_offer){ .offer = { .data = fr->data, .len = fr->len, .take = take_offered },
+                                      .framer = f, .frame = fr };
 }

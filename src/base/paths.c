@@ -92,3 +92,27 @@ char *path_control_beside(const char *mcp_path) {
                 stem_len -= 5;
         return asprintf(&p, "%.*s%.*s.control.sock", (int)dir_len, mcp_path, (int)stem_len, base) < 0 ? NULL : p;
 }
+
+char *path_state_for(uid_t euid, const char *state_directory, const char *xdg_state_home, const char *home) {
+        char *p = NULL;
+
+        if (state_directory && state_directory[0] == '/') {
+                /* systemd gives one path per StateDirectory= entry, separated by ':' */
+                p = strndup(state_directory, strcspn(state_directory, ":"));
+        } else if (euid == 0) {
+                p = strdup("/var/lib/mcpvisor");
+        } else if (xdg_state_home && xdg_state_home[0] == '/') {
+                if (asprintf(&p, "%s/mcpvisor", xdg_state_home) < 0)
+                        p = NULL;
+        } else if (home && home[0] == '/') {
+                if (asprintf(&p, "%s/.local/state/mcpvisor", home) < 0)
+                        p = NULL;
+        } else {
+                errno = ENOENT;
+        }
+        return p;
+}
+
+char *path_state_directory(void) {
+        return path_state_for(geteuid(), getenv("STATE_DIRECTORY"), getenv("XDG_STATE_HOME"), getenv("HOME"));
+}

@@ -79,7 +79,10 @@ char *server_exit_text(const struct server_exit *e) {
         char plain[128], *text = NULL;
         int r;
 
-        if (e->code == 0)
+        if (e->code == 0 && e->reason)
+                /* no process, but the launcher says what follows (a remote server's sign-in) */
+                r = asprintf(&text, "%s", e->reason);
+        else if (e->code == 0)
                 r = asprintf(&text, "%s", "");
         else if (server_exit_by_daemon(e) && e->status == SIGTERM)
                 r = asprintf(&text, "stopped with SIGTERM after stopTimeout (%g s)", e->stop_timeout);

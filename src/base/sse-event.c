@@ -83,6 +83,22 @@ char *sse_event_text(uint64_t seq, uint64_t stream, const struct iovec *parts, s
         return text;
 }
 
+size_t sse_event_head(uint64_t seq, uint64_t stream, const struct iovec *parts, size_t n_parts, char *head) {
+        size_t total = 0;
+
+        for (size_t i = 0; i < n_parts; i++) {
+                size_t len = parts[i].iov_len - (i + 1 == n_parts && parts[i].iov_len > 0); /* its newline */
+
+                if (memchr(parts[i].iov_base, '\n', len) || memchr(parts[i].iov_base, '\r', len))
+                        return 0;
+                total += len;
+        }
+        if (total == 0)
+                return 0;
+        return stream ? (size_t)snprintf(head, SSE_EVENT_HEAD_MAX, "id: %" PRIu64 "-%" PRIu64 "\ndata: ", seq, stream)
+                      : (size_t)snprintf(head, SSE_EVENT_HEAD_MAX, "id: %" PRIu64 "\ndata: ", seq);
+}
+
 /* Digits at *p to their number, *p moved past them; false for none, past 64 bits, or a
  * leading zero (not how the number is written: each id has one text). */
 static bool take_number(const char **p, uint64_t *ret) {

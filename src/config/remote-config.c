@@ -29,11 +29,23 @@ static const char *const reserved_headers[] = { "Accept", "Content-Type", "Conte
                                                 "Mcp-Session-Id", "MCP-Protocol-Version", "Last-Event-ID",
                                                 "Transfer-Encoding", "Connection" };
 
+const char *const remote_auth_names[] = { "none", "oauth", "auto", NULL };
+
+bool remote_signs_in(const struct remote_config *r) {
+        if (!r->url || r->auth == REMOTE_AUTH_NONE)
+                return false;
+        for (size_t i = 0; r->auth == REMOTE_AUTH_AUTO && i < r->n_headers; i++)
+                if (strcasecmp(r->headers[i].name, "Authorization") == 0)
+                        return false;
+        return true;
+}
+
 void remote_config_init(struct remote_config *r) {
         *r = (struct remote_config){
                 .type = REMOTE_NONE,
                 .connect_timeout = REMOTE_DEFAULT_CONNECT_TIMEOUT,
                 .max_connections = REMOTE_DEFAULT_MAX_CONNECTIONS,
+                .auth = REMOTE_AUTH_AUTO,
         };
 }
 
@@ -50,7 +62,9 @@ bool remote_config_equal(const struct remote_config *a, const struct remote_conf
                         return false;
         return text_equal(a->url, b->url) && a->type == b->type && text_equal(a->proxy, b->proxy) &&
                text_equal(a->ca_file, b->ca_file) && a->insecure == b->insecure &&
-               a->connect_timeout == b->connect_timeout && a->max_connections == b->max_connections;
+               a->connect_timeout == b->connect_timeout && a->max_connections == b->max_connections &&
+               a->auth == b->auth && text_strv_equal(a->scopes, b->scopes) && text_equal(a->client_id, b->client_id) &&
+               text_equal(a->client_secret, b->client_secret);
 }
 
 int remote_parse_type(json_object *v, const char *path, void *dst, struct config_problems *p) {
@@ -168,8 +182,29 @@ int remote_parse_headers(json_object *v, const char *path, void *dst, struct con
         return settings_parse_list(&header_list, v, path, dst, NULL, p);
 }
 
+int remote_parse_client_secret(json_object *v, const char *path, void *dst, struct config_problems *p) {
+        json_object *cred;
+
+        if (!json_object_is_type(v, json_type_object) || json_object_object_length(v) != 1 ||
+            !json_object_object_get_ex(v, "credential", &cred) || !json_object_is_type(cred, json_type_string) ||
+            json_object_get_string_len(cred) == 0 || strchr(json_object_get_string(cred), '/')) {
+                problems_add(p, PROBLEM_ERROR, path,
+                             "expected {\"credential\": \"NAME\"}: a secret is never written in the configuration");
+                return -EINVAL;
+        }
+        free(*(char **)dst);
+        *(char **)dst = strdup(json_object_get_string(cred));
+        return *(char **)dst ? 0 : -ENOMEM;
+}
+
 void remote_config_done(struct remote_config *r) {
         settings_list_done(&header_list, r);
+        if (r->scopes)
+                for (char **s = r->scopes; *s; s++)
+                        free(*s);
+        free(r->scopes);
+        free(r->client_id);
+        free(r->client_secret);
         free(r->url);
         free(r->shown_url);
         free(r->proxy);
@@ -258,6 +293,41 @@ static size_t check_url(const struct remote_config *r, const char *path, struct 
         return 0;
 }
 
+/* The sign-in keys go with "auth": "oauth"; its Authorization header is the daemon's. */
+static size_t check_auth(const struct remote_config *r, const char *path, struct config_problems *p) {
+        const char *key = r->auth == REMOTE_AUTH_OAUTH ? NULL
+                          : r->scopes                  ? "scopes"
+                          : r->client_id               ? "clientId"
+                          : r->client_secret           ? "clientSecret"
+                                                       : NULL;
+        char item[600];
+
+        if (key) {
+                snprintf(item, sizeof item, "%s.%s", path, key);
+                problems_add(p, PROBLEM_ERROR, item, "only with \"auth\": \"oauth\"");
+                return 1;
+        }
+        if (r->client_secret && !r->client_id) {
+                snprintf(item, sizeof item, "%s.clientSecret", path);
+                problems_add(p, PROBLEM_ERROR, item, "a secret goes with the \"clientId\" it is for: add \"clientId\"");
+                return 1;
+        }
+        for (size_t i = 0; r->auth == REMOTE_AUTH_OAUTH && i < r->n_headers; i++)
+                if (strcasecmp(r->headers[i].name, "Authorization") == 0) {
+                        snprintf(item, sizeof item, "%s.headers.%s", path, r->headers[i].name);
+                        problems_add(p, PROBLEM_ERROR, item,
+                                     "with \"auth\": \"oauth\" the daemon sends the token it signed in for: remove this header");
+                        return 1;
+                }
+        for (char **s = r->scopes; s && *s; s++)
+                if (!**s || strpbrk(*s, " \t\r\n\"\\")) {
+                        snprintf(item, sizeof item, "%s.scopes", path);
+                        problems_add(p, PROBLEM_ERROR, item, "a scope is a word: no space, quote or backslash");
+                        return 1;
+                }
+        return 0;
+}
+
 /* Keys that only a remote server has, given without "url". */
 static size_t refuse_remote_keys(const struct remote_config *r, const char *path, struct config_problems *p) {
         const char *key = r->type == REMOTE_STREAMABLE_HTTP || r->type == REMOTE_SSE ? "type"
@@ -265,6 +335,10 @@ static size_t refuse_remote_keys(const struct remote_config *r, const char *path
                           : r->proxy     ? "proxy"
                           : r->ca_file   ? "caFile"
                           : r->insecure  ? "insecure"
+                          : r->auth != REMOTE_AUTH_AUTO ? "auth"
+                          : r->scopes    ? "scopes"
+                          : r->client_id ? "clientId"
+                          : r->client_secret ? "clientSecret"
                                          : NULL;
         char item[600];
 
@@ -292,5 +366,7 @@ size_t remote_config_check(const struct remote_config *r, const char *entry_path
                 problems_add(p, PROBLEM_ERROR, item, "\"stdio\" runs a \"command\": a server with \"url\" is \"http\" or \"sse\"");
                 return 1;
         }
-        return check_url(r, entry_path, p);
+        if (check_url(r, entry_path, p) > 0)
+                return 1;
+        return check_auth(r, entry_path, p);
 }

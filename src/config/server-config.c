@@ -177,6 +177,11 @@ static const struct setting server_settings[] = {
         SECONDS("connectTimeout", remote.connect_timeout, 0.1, 3600),
         { "maxConnections", SETTING_COUNT, offsetof(struct server_config, remote.max_connections), 1,
           REMOTE_MAX_CONNECTIONS_MAX, NULL, NULL, NULL },
+        { "auth", SETTING_CHOICE, offsetof(struct server_config, remote.auth), 0, 0, remote_auth_names, NULL, NULL },
+        { "scopes", SETTING_STRINGS, offsetof(struct server_config, remote.scopes), 0, 0, NULL, NULL, NULL },
+        { "clientId", SETTING_STRING, offsetof(struct server_config, remote.client_id), 0, 0, NULL, NULL, NULL },
+        { "clientSecret", SETTING_CUSTOM, offsetof(struct server_config, remote.client_secret), 0, 0, NULL,
+          remote_parse_client_secret, NULL },
         /* Instances per user or per client (pool.h). */
         { "instances", SETTING_CHOICE, offsetof(struct server_config, instances), 0, 0, server_instances_names, NULL, NULL },
         SECONDS("instanceIdle", instance_idle, 0, 86400),

@@ -76,6 +76,18 @@ static const char *client_cell(json_object *row, char *buf, size_t size) {
         return buf;
 }
 
+/* "modern 2026-07-28", "legacy 2025-11-25": its era and protocol version; "-" before its
+ * first request says. */
+static const char *protocol_cell(json_object *row, char *buf, size_t size) {
+        const char *era = ctl_json_str(row, "era"), *version = ctl_json_str(row, "protocolVersion");
+        char e[32], v[32];
+
+        if (!era || !version)
+                return "-";
+        snprintf(buf, size, "%s %s", escaped(era, e, sizeof e), escaped(version, v, sizeof v));
+        return buf;
+}
+
 /* "12s": since it last sent anything; an idle HTTP session says so ("12s idle"). */
 static const char *active_cell(json_object *row, char *buf, size_t size) {
         json_object *v, *idle;
@@ -101,13 +113,14 @@ static const char *via_cell(json_object *row, char *buf, size_t size) {
 
 static int add_row(struct ctl_table *t, json_object *row) {
         char id[24], via[200], user[300], pid[24], command[80], client[330], inflight[24], calls[24], since[32],
-                active[32];
+                active[32], protocol[80];
         const char *cells[] = {
                 ctl_json_int_cell(row, "id", id, sizeof id),
                 user_cell(row, user, sizeof user),
                 ctl_json_int_cell(row, "pid", pid, sizeof pid),
                 escaped(ctl_json_str(row, "command"), command, sizeof command),
                 client_cell(row, client, sizeof client),
+                protocol_cell(row, protocol, sizeof protocol),
                 ctl_json_str(row, "profile") ?: "-",
                 ctl_json_int_cell(row, "inFlight", inflight, sizeof inflight),
                 ctl_json_int_cell(row, "calls", calls, sizeof calls),
@@ -120,7 +133,7 @@ static int add_row(struct ctl_table *t, json_object *row) {
 }
 
 static int print_table(json_object *rows) {
-        static const char *const header[] = { "ID",        "USER",  "PID",             "COMMAND",     "CLIENT", "PROFILE",
+        static const char *const header[] = { "ID",        "USER",  "PID",             "COMMAND",     "CLIENT", "PROTOCOL", "PROFILE",
                                               "IN-FLIGHT", "CALLS", "CONNECTED SINCE", "LAST ACTIVE", "VIA" };
         struct ctl_table t;
         int r;

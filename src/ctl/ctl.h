@@ -69,6 +69,8 @@ extern const struct ctl_command ctl_cmd_reload;
 extern const struct ctl_command ctl_cmd_connect;
 extern const struct ctl_command ctl_cmd_access;
 extern const struct ctl_command ctl_cmd_logs;
+extern const struct ctl_command ctl_cmd_login;
+extern const struct ctl_command ctl_cmd_logout;
 
 /* The socket to use: -s/-C, else --system/--user, else the environment, else the default
  * (path_client_socket()). NULL after printing why there is none. */

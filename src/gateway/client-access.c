@@ -334,3 +334,18 @@ void client_access_notify(struct client *c, struct server *s, const struct jsonr
         if (client_access_pass(c, s, m, &(struct access_ask){ .about = ACCESS_ABOUT_SERVER }))
                 (void)child_send(server_child(s), json_object_get(m->root));
 }
+
+/* One user's view is another's unless no rule, profile or instance tells them apart. */
+const char *client_cache_scope(const struct client *c) {
+        const struct daemon *d = c->daemon;
+        const struct access_policy *a = &d->config.access;
+
+        if (a->n_rules > 0 || a->n_profiles > 0 || a->default_action != ACCESS_RULE_ALLOW || d->supervisor.n_pools > 0)
+                return "private";
+        return "public";
+}
+
+void client_add_cache_hints(const struct client *c, json_object *result) {
+        json_object_object_add(result, "ttlMs", json_object_new_int64(CLIENT_CACHE_TTL_MS));
+        json_object_object_add(result, "cacheScope", json_object_new_string(client_cache_scope(c)));
+}

@@ -23,10 +23,12 @@
 #include "daemon.h"
 #include "http-front.h"
 #include "http-config.h"
+#include "http-mirror.h"
 #include "jsonrpc.h"
 #include "sse-event.h"
 #include "time-util.h"
 #include "user-counts.h"
+#include "write-now.h"
 
 /* Events kept for a resumed stream: the last 64, fewer when they pass 1 MiB. */
 #define REPLAY_EVENTS 64
@@ -87,6 +89,7 @@ struct replay_event {
 struct session_http {
         struct http_front *front;
         struct client *client;
+        enum http_kind kind;
         char id[CLIENT_HTTP_ID_LEN + 1];
         int64_t key;
         char *remote;
@@ -135,9 +138,12 @@ static void note_use(struct session_http *s, bool used) {
         arm_idle(s);
 }
 
+/* A session's answers name it; one request's has no session to name. */
 static void add_session_header(struct session_http *s, struct evhttp_request *req) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
+        if (s->kind == HTTP_ONE_REQUEST)
+                return;
         evhttp_remove_header(h, "Mcp-Session-Id");
         evhttp_add_header(h, "Mcp-Session-Id", s->id);
 }
@@ -259,6 +265,8 @@ static void on_connection_close(struct evhttp_connection *evcon, void *userdata)
         wait_forget(w);
         if (post && id_text && s->client->state != CLIENT_JUSTFREE)
                 cancel_post(s, id_text);
+        if (s->kind == HTTP_ONE_REQUEST) /* its one request is gone, and its peer */
+                client_end_of_input(s->client, true);
 }
 
 /* evhttp stops reading a connection once a request is read, so a peer that closes while
@@ -306,11 +314,13 @@ static void reply(struct session_http *s, struct http_wait *w, int code, const c
 
 /* ---- sending ---- */
 
-static struct evbuffer *joined(const struct iovec *parts, size_t n_parts) {
+/* The parts in one buffer, a large one that offer holds by reference (buffer_add_lent()):
+ * evhttp moves the buffer's chains into its output, so what is lent is never copied. */
+static struct evbuffer *joined(const struct iovec *parts, size_t n_parts, const struct loan_offer *offer) {
         struct evbuffer *b = evbuffer_new();
 
         for (size_t i = 0; b && i < n_parts; i++)
-                if (evbuffer_add(b, parts[i].iov_base, parts[i].iov_len) < 0) {
+                if (buffer_add_lent(b, parts[i].iov_base, parts[i].iov_len, offer) < 0) {
                         evbuffer_free(b);
                         return NULL;
                 }
@@ -373,13 +383,55 @@ static void ring_keep(struct session_http *s, uint64_t seq, uint64_t stream, cha
         s->ring_bytes += len;
 }
 
+static size_t message_len(const struct iovec *parts, size_t n_parts) {
+        size_t len = 0;
+
+        for (size_t i = 0; i < n_parts; i++)
+                len += parts[i].iov_len;
+        return len;
+}
+
+/* An event too large for the replay ring, written in pieces from where its bytes are (a
+ * result lent by offer: never copied), without its text made first. false when it cannot
+ * be (a line break inside, memory): then as any event. */
+static bool write_event_where_it_is(struct http_wait *w, uint64_t seq, uint64_t stream, const struct iovec *parts,
+                                    size_t n_parts, const struct loan_offer *offer) {
+        char head[SSE_EVENT_HEAD_MAX];
+        size_t n = sse_event_head(seq, stream, parts, n_parts, head);
+        struct evbuffer *b = n ? evbuffer_new() : NULL;
+        bool ok = b && evbuffer_add(b, head, n) == 0;
+
+        for (size_t i = 0; ok && i < n_parts; i++) {
+                size_t len = parts[i].iov_len - (i + 1 == n_parts && parts[i].iov_len > 0); /* its newline */
+
+                ok = buffer_add_lent(b, parts[i].iov_base, len, offer) == 0;
+        }
+        if (ok && evbuffer_add(b, "\n\n", 2) == 0)
+                evhttp_send_reply_chunk(w->req, b);
+        else
+                ok = false;
+        if (b)
+                evbuffer_free(b);
+        return ok;
+}
+
 /* A message as the next event of a stream (0: the GET stream), written on w when the stream
- * is open there (w NULL: kept only), and kept for replay. */
+ * is open there (w NULL: kept only), and kept for replay; one the ring would not keep is
+ * written from where it is. offer: its bytes may be lent (NULL: none). */
 static int emit_event(struct session_http *s, uint64_t stream, struct http_wait *w, const struct iovec *parts,
-                      size_t n_parts) {
+                      size_t n_parts, const struct loan_offer *offer) {
         uint64_t seq = s->next_seq + 1;
         size_t len;
-        char *text = sse_event_text(seq, stream, parts, n_parts, &len);
+        char *text;
+
+        if (w && message_len(parts, n_parts) > REPLAY_BYTES &&
+            write_event_where_it_is(w, seq, stream, parts, n_parts, offer)) {
+                s->next_seq = seq;
+                if (stream == 0)
+                        s->streamed_seq = seq;
+                return 0;
+        }
+        text = sse_event_text(seq, stream, parts, n_parts, &len);
 
         if (!text)
                 return -ENOMEM;
@@ -402,7 +454,16 @@ static void end_post_stream(struct session_http *s, struct http_wait *w) {
 
 static int start_post_stream(struct session_http *s, struct http_wait *w);
 
-static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id) {
+/* A client of one request has said all it will once that request is answered: it ends
+ * when the answer is written (client_end_of_input()). A subscriptions/listen is answered
+ * only when it ends: its client lasts as long. */
+static void one_request_answered(struct session_http *s) {
+        if (s->kind == HTTP_ONE_REQUEST)
+                client_end_of_input(s->client, false);
+}
+
+static int send_response(struct session_http *s, const struct iovec *parts, size_t n_parts, json_object *id,
+                         const struct loan_offer *offer) {
         struct http_wait *w = post_answered_by(s, id);
         struct evbuffer *body;
         int r;
@@ -410,35 +471,48 @@ static int send_response(struct session_http *s, const struct iovec *parts, size
         if (!w)
                 return 0; /* its request's client went away: nobody to tell */
         if (w->stream) {
-                r = emit_event(s, w->stream, w, parts, n_parts);
+                r = emit_event(s, w->stream, w, parts, n_parts, offer);
                 end_post_stream(s, w);
+                one_request_answered(s);
                 return r;
         }
-        body = joined(parts, n_parts);
+        body = joined(parts, n_parts, offer);
         if (!body)
                 return -ENOMEM;
         evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", "application/json");
-        reply(s, w, 200, "OK", body);
+        if (s->kind == HTTP_ONE_REQUEST && n_parts == 2) {
+                /* the modern era's statuses for its errors; a message in two parts (its JSON,
+                 * then the newline) is one the daemon built, an error among them (a server's
+                 * result passed on as text never is) */
+                const char *reason;
+                int status = http_mirror_answer_status(parts[0].iov_base, parts[0].iov_len, &reason);
+
+                reply(s, w, status, reason, body);
+        } else {
+                reply(s, w, 200, "OK", body);
+        }
         evbuffer_free(body);
+        one_request_answered(s);
         return 0;
 }
 
 /* A notification or request to the client: on the event stream of the POST it belongs to
  * when that POST is streamable (its stream started by the first such message), else an
  * event of the GET stream (kept for replay either way). */
-static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
+static int http_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id,
+                     const struct loan_offer *offer) {
         struct session_http *s = session_of(c);
         struct http_wait *w;
         int r;
 
         if (response)
-                return send_response(s, parts, n_parts, id);
+                return send_response(s, parts, n_parts, id, offer);
         w = id && s->n_streamable ? post_of(s, id) : NULL;
         if (!w || !w->streamable)
-                return emit_event(s, 0, s->stream, parts, n_parts);
+                return emit_event(s, 0, s->stream, parts, n_parts, NULL);
         if (!w->stream && (r = start_post_stream(s, w)) < 0)
                 return r;
-        return emit_event(s, w->stream, w, parts, n_parts);
+        return emit_event(s, w->stream, w, parts, n_parts, NULL);
 }
 
 static size_t wait_unsent(const struct http_wait *w) {
@@ -529,6 +603,10 @@ static void http_free(struct client *c) {
         c->transport = NULL;
 }
 
+static int http_life_priority(const struct client *c) {
+        return session_of(c)->kind == HTTP_ONE_REQUEST ? LOG_DEBUG : LOG_INFO;
+}
+
 static const struct client_transport_ops http_ops = {
         .name = "HTTP",
         .send = http_send,
@@ -538,6 +616,7 @@ static const struct client_transport_ops http_ops = {
         .describe = http_describe,
         .peer = http_peer,
         .free = http_free,
+        .life_priority = http_life_priority,
 };
 
 static void arm_idle(struct session_http *s) {
@@ -614,12 +693,13 @@ int64_t client_http_key_of(const char *id) {
         return (int64_t)(key | 1);
 }
 
-static struct session_http *session_new(struct http_front *f, struct http_caller *caller) {
+static struct session_http *session_new(struct http_front *f, struct http_caller *caller, enum http_kind kind) {
         struct session_http *s = calloc(1, sizeof *s);
 
         if (!s)
                 return NULL;
         s->front = f;
+        s->kind = kind;
         TAILQ_INIT(&s->posts);
         TAILQ_INIT(&s->writing);
         s->remote = strdup(caller->remote);
@@ -638,9 +718,9 @@ fail:
         return NULL;
 }
 
-struct client *client_http_new(struct http_front *f, struct http_caller *caller, int64_t *ret_key) {
+struct client *client_http_new(struct http_front *f, struct http_caller *caller, enum http_kind kind, int64_t *ret_key) {
         struct daemon *d = f->daemon;
-        struct session_http *s = session_new(f, caller);
+        struct session_http *s = session_new(f, caller, kind);
         struct client *c;
 
         if (!s)
@@ -769,7 +849,7 @@ static bool streamable(struct evhttp_request *req, const struct jsonrpc_msg *m) 
 
         if (m->kind != JSONRPC_REQUEST || !accept || !strcasestr(accept, "text/event-stream"))
                 return false;
-        return strcmp(m->method, "tools/call") == 0 ||
+        return strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "subscriptions/listen") == 0 ||
                (json_object_object_get_ex(m->params, "_meta", &meta) && json_object_object_get_ex(meta, "progressToken", NULL));
 }
 
@@ -804,7 +884,7 @@ static int start_post_stream(struct session_http *s, struct http_wait *w) {
         s->n_post_streams++;
         start_event_stream(s, w->req);
         arm_keepalive(s);
-        return emit_event(s, w->stream, w, &newline, 1);
+        return emit_event(s, w->stream, w, &newline, 1, NULL);
 }
 
 void client_http_post(struct client *c, struct evhttp_request *req, struct jsonrpc_msg *m) {

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -22,7 +23,6 @@
 #define CLIENT_WRITE_CHUNK (256 * 1024)
 /* Bytes read per callback, onto the stack first (on_readable()). */
 #define CLIENT_READ_CHUNK (16 * 1024)
-
 struct socket_transport {
         struct bufferevent *bev;     /* writes */
         struct event *readable;      /* the socket, read here rather than by the bufferevent */
@@ -34,12 +34,13 @@ static struct socket_transport *transport_of(const struct client *c) {
         return c->transport;
 }
 
-static int socket_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id) {
-        return write_now(transport_of(c)->bev, parts, n_parts);
-}
-
 static size_t socket_unsent(const struct client *c) {
         return evbuffer_get_length(bufferevent_get_output(transport_of(c)->bev));
+}
+
+static int socket_send(struct client *c, const struct iovec *parts, size_t n_parts, bool response, json_object *id,
+                       const struct loan_offer *offer) {
+        return write_now(transport_of(c)->bev, parts, n_parts, offer);
 }
 
 static void socket_stop_reading(struct client *c) {

@@ -10,7 +10,9 @@
 
 #include "access.h"
 #include "audit.h"
+#include "client-access.h"
 #include "daemon.h"
+#include "json-scan.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "time-util.h"
@@ -122,6 +124,15 @@ static bool is_response(json_object *msg, json_object **id) {
         return !json_object_object_get_ex(msg, "method", NULL) && json_object_object_get_ex(msg, "id", id);
 }
 
+/* A result the daemon built (or parsed from a server) to a modern client says its type. */
+static void type_result(const struct client *c, json_object *msg) {
+        json_object *result;
+
+        if (session_stateless(&c->session) && json_object_object_get_ex(msg, "result", &result) &&
+            json_object_is_type(result, json_type_object) && !json_object_object_get_ex(result, "resultType", NULL))
+                json_object_object_add(result, "resultType", json_object_new_string("complete"));
+}
+
 void client_send_related(struct client *c, json_object *msg, json_object *related) {
         struct iovec parts[2];
         json_object *id;
@@ -135,9 +146,11 @@ void client_send_related(struct client *c, json_object *msg, json_object *relate
         response = is_response(msg, &id);
         if (!response)
                 id = related;
+        else
+                type_result(c, msg);
         r = jsonrpc_line(msg, parts);
         if (r >= 0)
-                r = c->ops->send(c, parts, 2, response, id);
+                r = c->ops->send(c, parts, 2, response, id, NULL);
         json_object_put(msg);
         after_send(c, r);
 }
@@ -146,15 +159,48 @@ void client_send(struct client *c, json_object *msg) {
         client_send_related(c, msg, NULL);
 }
 
-void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len) {
-        struct iovec parts[5];
+/* A modern client's results say their type (the specification: a 2026-07-28 result without
+ * one is invalid), and a cacheable one its caching hints (client_cache_scope()); a legacy
+ * server's never do. Where result (an object's text) lacks them, parts[3] becomes three:
+ * its opening brace and what it lacks (written into head, of size), a comma when more
+ * follows, and the rest of it, so that nothing of it is copied. How many parts there are now. */
+static size_t typed_result(const struct client *c, bool cacheable, struct iovec parts[7], char *head, size_t size) {
+        static const char *const names[] = { "resultType", "ttlMs", "cacheScope" };
+        const char *text = parts[3].iov_base, *end = text + parts[3].iov_len, *brace, *next;
+        struct json_member m[3];
+        size_t len;
+
+        if (!session_stateless(&c->session) || json_scan_members(text, parts[3].iov_len, JSONRPC_MAX_DEPTH, names, 3, m) < 0)
+                return 5;
+        cacheable = cacheable && m[1].count == 0 && m[2].count == 0;
+        if (m[0].count > 0 && !cacheable)
+                return 5;
+        len = (size_t)snprintf(head, size, "{%s", m[0].count ? "" : "\"resultType\":\"complete\"");
+        if (cacheable)
+                len += (size_t)snprintf(head + len, size - len, "%s\"ttlMs\":%d,\"cacheScope\":\"%s\"", m[0].count ? "" : ",",
+                                        CLIENT_CACHE_TTL_MS, client_cache_scope(c));
+        for (brace = text; brace < end && *brace != '{'; brace++)
+                ;
+        for (next = brace + 1; next < end && strchr(" \t\r\n", *next); next++)
+                ;
+        parts[6] = parts[4];
+        parts[5] = (struct iovec){ (void *)(brace + 1), (size_t)(end - brace - 1) };
+        parts[4] = (struct iovec){ (void *)",", *next == '}' ? 0 : 1 };
+        parts[3] = (struct iovec){ head, len };
+        return 7;
+}
+
+void client_send_result_text(struct client *c, json_object *id, const char *result, size_t len, bool cacheable,
+                             const struct loan_offer *offer) {
+        struct iovec parts[7];
+        char head[128];
         int r;
 
         if (c->state == CLIENT_JUSTFREE)
                 return;
         r = jsonrpc_result_text_line(id, result, len, parts);
         if (r >= 0)
-                r = c->ops->send(c, parts, 5, true, id);
+                r = c->ops->send(c, parts, typed_result(c, cacheable, parts, head, sizeof head), true, id, offer);
         after_send(c, r);
 }
 
@@ -285,17 +331,21 @@ void client_set_principal(struct client *c, struct principal *p) {
         *p = (struct principal){ 0 };
 }
 
+int client_life_priority(const struct client *c) {
+        return c->ops->life_priority ? c->ops->life_priority(c) : LOG_INFO;
+}
+
 static void log_connected(struct client *c) {
         const struct principal *p = &c->principal;
         struct client_peer peer = client_peer(c);
 
         if (peer.remote) {
-                client_log(c, LOG_INFO, "MCP client connected (from %s%s%s, uid %u%s%s%s, gid %u) over %s", peer.remote,
+                client_log(c, client_life_priority(c), "MCP client connected (from %s%s%s, uid %u%s%s%s, gid %u) over %s", peer.remote,
                            peer.token ? " with the token of " : "", peer.token ?: "", (unsigned)p->uid, p->user ? " (" : "",
                            p->user ?: "", p->user ? ")" : "", (unsigned)p->gid, c->ops->name);
                 return;
         }
-        client_log(c, LOG_INFO, "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u) over %s",
+        client_log(c, client_life_priority(c), "%s client connected (pid %d, command %s, uid %u%s%s%s, gid %u) over %s",
                    c->role == LISTEN_CONTROL ? "control" : "MCP", (int)p->pid, p->comm[0] ? p->comm : "unknown",
                    (unsigned)p->uid, p->user ? " (" : "", p->user ?: "", p->user ? ")" : "", (unsigned)p->gid,
                    c->ops->name);

@@ -51,6 +51,13 @@ static json_object *client_row(const struct client *c, uint64_t now) {
         json_object_object_add(row, "command", p->comm[0] ? jsonrpc_text(p->comm) : NULL);
         json_object_object_add(row, "name", client_name(c) ? json_object_new_string(client_name(c)) : NULL);
         json_object_object_add(row, "version", client_version(c) ? json_object_new_string(client_version(c)) : NULL);
+        /* Its era ("legacy": a session opened with initialize, "modern": each request names
+         * its version) and protocol version; both null before its first request says. */
+        json_object_object_add(row, "era",
+                               session_era_name(&c->session) ? json_object_new_string(session_era_name(&c->session)) : NULL);
+        json_object_object_add(row, "protocolVersion", c->session.protocol_version
+                                                               ? json_object_new_string(c->session.protocol_version)
+                                                               : NULL);
         json_object_object_add(row, "profile",
                                client_access_profile(c) ? jsonrpc_text(client_access_profile(c)) : NULL);
         json_object_object_add(row, "inFlight", json_object_new_int64(client_in_flight(c)));

@@ -15,7 +15,9 @@
 #include "control-access.h"
 #include "jsonrpc.h"
 #include "list-wait.h"
+#include "sub-listen.h"
 #include "mcp-logging.h"
+#include "methods.h"
 #include "paths.h"
 #include "process.h"
 #include "time-util.h"
@@ -646,12 +648,14 @@ int daemon_init(struct daemon *d, struct config *config, const struct config_sou
 /* The daemon learns here that a client is gone, and tells the modules that keep something
  * of it before it is freed: its calls are cancelled downstream first. */
 static void client_gone(struct daemon *d, struct client *c) {
-        client_log(c, LOG_INFO, "client disconnected");
+        client_log(c, client_life_priority(c), "client disconnected");
         router_client_gone(&d->router, c);
         server_requests_client_gone(&d->server_requests, c);
         list_waiters_client_gone(&d->list_waits, c);
         reload_client_gone(d, c);
+        control_login_client_gone(d, c);
         subscriptions_client_gone(&d->subscriptions, c);
+        sub_listen_client_gone(c);
         mcp_logging_client_gone(c);
         if (c->role == LISTEN_MCP)
                 user_counts_release(&d->user_counts, client_principal(c)->uid);
@@ -662,6 +666,7 @@ static void client_gone(struct daemon *d, struct client *c) {
 
 void daemon_client_draining(struct daemon *d, struct client *c) {
         server_requests_client_gone(&d->server_requests, c);
+        sub_listen_end(c);
 }
 
 /* Clients closed in one burst are freed a batch per loop iteration, and the next one

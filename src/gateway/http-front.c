@@ -23,12 +23,15 @@
 #include "client-http.h"
 #include "client.h"
 #include "daemon.h"
+#include "http-mirror.h"
 #include "http-oauth.h"
 #include "http-request.h"
 #include "jsonrpc.h"
 #include "macro.h"
 #include "principal.h"
+#include "protocol.h"
 #include "refusal-log.h"
+#include "request-meta.h"
 #include "time-util.h"
 #include "user-counts.h"
 
@@ -252,16 +255,74 @@ static struct client *find_session(struct http_front *f, struct evhttp_request *
         return c;
 }
 
-/* initialize without a session: a new one, if the limits allow. */
+/* A modern request's error before any client saw it, under its id: 400, as the
+ * specification has every error of its _meta and headers answered. */
+static void send_modern_error(struct evhttp_request *req, const struct jsonrpc_msg *m, int code, const char *message,
+                              json_object *data) {
+        json_object *e = jsonrpc_error(m->id, code, message, data);
+        struct evbuffer *b = evbuffer_new();
+
+        if (b)
+                evbuffer_add_printf(b, "%s\n", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+        json_object_put(e);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+        evhttp_send_reply(req, 400, "Bad Request", b);
+        if (b)
+                evbuffer_free(b);
+}
+
+/* A request without a session that names a modern version (in its _meta, or in the
+ * MCP-Protocol-Version header): its headers must mirror its body and its _meta be one we
+ * serve, checked before a client is made for it; false when answered. */
+static bool modern_request_ok(struct evhttp_request *req, const struct jsonrpc_msg *m) {
+        struct http_mirror h = { .protocol_version = header(req, "MCP-Protocol-Version"),
+                                 .method = header(req, "Mcp-Method"),
+                                 .name = header(req, "Mcp-Name") };
+        struct request_meta meta;
+        char why[200];
+
+        /* a body that names no version is malformed before its headers can mismatch it */
+        if (!request_meta_present(m->params)) {
+                send_modern_error(req, m, JSONRPC_INVALID_PARAMS,
+                                  "Invalid params: _meta \"" META_PROTOCOL_VERSION "\" is required", NULL);
+                return false;
+        }
+        if (http_mirror_check(&h, m, why, sizeof why) < 0) {
+                send_modern_error(req, m, MCP_ERROR_HEADER_MISMATCH, why, NULL);
+                return false;
+        }
+        if (request_meta_read(m->params, &meta) == REQUEST_REFUSED) {
+                send_modern_error(req, m, meta.code, meta.message, meta.data);
+                return false;
+        }
+        return true;
+}
+
+/* Whether a sessionless request m is one of the modern era's, served without a session:
+ * its _meta names a version (an initialize too, which that era has not: answered 404), or
+ * its header names a modern one (an initialize without the _meta is a legacy client's). */
+static bool modern_request(struct evhttp_request *req, const struct jsonrpc_msg *m) {
+        return m->kind == JSONRPC_REQUEST &&
+               (request_meta_present(m->params) ||
+                (strcmp(m->method, "initialize") != 0 && protocol_modern_version(header(req, "MCP-Protocol-Version"))));
+}
+
+/* initialize without a session: a new one, if the limits allow; a modern request: a
+ * client for it alone, under the same limits (it counts as a session while it lasts). */
 static struct client *open_session(struct http_front *f, struct evhttp_request *req, struct caller_facts *who,
                                    const struct jsonrpc_msg *m) {
         struct daemon *d = f->daemon;
         struct http_caller caller = { .principal = &who->principal, .remote = who->remote, .token = who->token };
         uid_t uid = who->principal.uid;
+        enum http_kind kind = HTTP_SESSION;
         struct client *c;
         int64_t key;
 
-        if (m->kind != JSONRPC_REQUEST || strcmp(m->method, "initialize") != 0) {
+        if (modern_request(req, m)) {
+                if (!modern_request_ok(req, m))
+                        return NULL;
+                kind = HTTP_ONE_REQUEST;
+        } else if (m->kind != JSONRPC_REQUEST || strcmp(m->method, "initialize") != 0) {
                 send_rpc_error(req, 400, "Bad Request", "Bad Request: Mcp-Session-Id header is required");
                 return NULL;
         }
@@ -282,7 +343,7 @@ static struct client *open_session(struct http_front *f, struct evhttp_request *
         }
         if (!who->remote[0])
                 remote_of(req, who->remote, sizeof who->remote);
-        c = client_http_new(f, &caller, &key);
+        c = client_http_new(f, &caller, kind, &key);
         if (!c) {
                 user_counts_release(&d->user_counts, uid);
                 send_text(req, 503, "Service Unavailable", "out of memory");

@@ -102,8 +102,15 @@ static bool version_ok(const struct http_request *r, struct http_verdict *v) {
         return false;
 }
 
-/* GET and DELETE name a session; a POST names one, or opens one with initialize. */
+/* GET and DELETE name a session; a POST names one, opens one with initialize, or is a
+ * modern request, which needs none. The modern era has no GET stream and no session to
+ * DELETE: 405 says so to its clients (the specification's answer). */
 static void session_of(const struct http_request *r, struct http_verdict *v) {
+        if (r->method != HTTP_POST && !r->session_id && protocol_modern_version(r->protocol_version)) {
+                refuse(v, 405, "Method Not Allowed", "the " MCP_MODERN_VERSION " era has no stream or session: POST each request");
+                v->allow = "POST";
+                return;
+        }
         if (r->method != HTTP_POST && !r->session_id) {
                 refuse_json(v, 400, "Bad Request", "Bad Request: Mcp-Session-Id header is required");
                 return;

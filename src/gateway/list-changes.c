@@ -6,6 +6,7 @@
 #include "client.h"
 #include "daemon-handle.h"
 #include "list-wait.h"
+#include "sub-listen.h"
 #include "log.h"
 #include "registry.h"
 #include "time-util.h"
@@ -87,6 +88,7 @@ static void on_window_end(evutil_socket_t fd, short what, void *userdata) {
                         log_debug(daemon_logger(d), "%s sent to %u client%s holding an out-of-date list", notices[i].method,
                                   count, count == 1 ? "" : "s");
         }
+        sub_listen_lists_changed(d);
 }
 
 int list_changes_init(struct list_changes *lc, struct event_base *base, struct daemon *d) {

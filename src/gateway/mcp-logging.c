@@ -189,6 +189,26 @@ static bool admit(struct daemon *d, struct server *s, int level) {
         return admitted;
 }
 
+/* A modern client hears a server's log messages only as its request asked: while its one
+ * call to s is in flight, when that call's _meta logLevel admits the message, on that
+ * call's own stream (a server's level itself is what legacy sessions set). */
+static void forward_to_modern_calls(struct daemon *d, const struct server *s, int level, json_object *params) {
+        for (int st = CLIENT_ACTIVE; st <= CLIENT_DRAINING; st++) {
+                struct client *c, *next;
+
+                for (c = TAILQ_FIRST(&d->clients[st]); c; c = next) {
+                        const struct route *rt;
+
+                        next = TAILQ_NEXT(c, entry);
+                        if (!session_stateless(&c->session) || !(rt = router_sole_route(c, s)) || level > rt->log_level ||
+                            !client_sees_server(c, s))
+                                continue;
+                        client_send_related(c, jsonrpc_notification("notifications/message", json_object_get(params)),
+                                            rt->client_id);
+                }
+        }
+}
+
 void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg *m) {
         json_object *v, *logger = NULL, *data = NULL, *params;
         const char *name = s->config->name;
@@ -208,6 +228,7 @@ void mcp_logging_forward(struct daemon *d, struct server *s, struct jsonrpc_msg 
                                         ? json_object_get_string(data)
                                         : json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN));
         params = jsonrpc_copy_with(m->params, "logger", jsonrpc_text(who)); /* who may be cut mid-character */
+        forward_to_modern_calls(d, s, level, params);
         daemon_broadcast_related(d, "notifications/message", params, level_admits, during_call,
                                  &(struct log_message){ .level = level, .server = s });
 }

@@ -219,6 +219,12 @@ static void reply_error(struct route *rt, int code, const char *message, const c
                 json_object_put(data);
 }
 
+/* Of what servers answer, a resources/read result is the one the specification marks
+ * cacheable (the daemon answers the lists and server/discover itself). */
+static bool route_cacheable(const struct route *rt) {
+        return strcmp(rt->method, "resources/read") == 0;
+}
+
 static void on_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
         struct route *rt = userdata;
         struct router *r = rt->router;
@@ -233,18 +239,22 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 return;
         }
         route_audit(rt, error ? AUDIT_ERROR : AUDIT_OK);
+        if (rt->client && !error && route_cacheable(rt) && session_stateless(&rt->client->session) &&
+            json_object_is_type(result, json_type_object) && !json_object_object_get_ex(result, "ttlMs", NULL))
+                client_add_cache_hints(rt->client, result);
         if (rt->client)
                 client_send(rt->client, error ? jsonrpc_error_object(rt->client_id, json_object_get(error))
                                               : jsonrpc_result(rt->client_id, json_object_get(result)));
         route_free(rt);
 }
 
-static void on_result_text(struct child *ch, const char *text, size_t len, void *userdata) {
+static void on_result_text(struct child *ch, const char *text, size_t len, const struct loan_offer *offer,
+                           void *userdata) {
         struct route *rt = userdata;
 
         route_audit(rt, AUDIT_OK);
         if (rt->client)
-                client_send_result_text(rt->client, rt->client_id, text, len);
+                client_send_result_text(rt->client, rt->client_id, text, len, route_cacheable(rt), offer);
         route_free(rt);
 }
 
@@ -331,6 +341,8 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                               .server = s, .run = server_run_number(s), .audit_pending = true };
         snprintf(rt->method, sizeof rt->method, "%s", m->method);
         rt->started = now_usec();
+        rt->client_caps = session_request_caps(&c->session, m->params);
+        rt->log_level = session_request_log_level(&c->session, m->params);
         if (call_target(m) && !(rt->target = strdup(call_target(m)))) {
                 route_drop(rt);
                 client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
@@ -469,7 +481,7 @@ enum router_owner router_owner(const struct router *r, const struct server *s, s
         return ROUTER_OWNER_ONE;
 }
 
-json_object *router_sole_call(const struct client *c, const struct server *s) {
+const struct route *router_sole_route(const struct client *c, const struct server *s) {
         const struct route *rt, *found = NULL;
 
         TAILQ_FOREACH(rt, &c->routes, by_client)
@@ -478,7 +490,13 @@ json_object *router_sole_call(const struct client *c, const struct server *s) {
                                 return NULL;
                         found = rt;
                 }
-        return found ? found->client_id : NULL;
+        return found;
+}
+
+json_object *router_sole_call(const struct client *c, const struct server *s) {
+        const struct route *rt = router_sole_route(c, s);
+
+        return rt ? rt->client_id : NULL;
 }
 
 /* The daemon ended the run (a timeout, failed pings, its own signal, ...), not the server. */

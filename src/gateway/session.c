@@ -10,8 +10,10 @@
 #include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "methods.h"
+#include "request-meta.h"
 #include "server-config.h"
 #include "upcall.h"
+#include "protocol.h"
 #include "utf8.h"
 
 void session_init(struct session *s) {
@@ -58,11 +60,87 @@ bool session_begin_operating(struct session *s) {
         return true;
 }
 
-/* The era c speaks: every client opens a session with initialize today, and the control
- * socket keeps that era's rules without one. A stateless-era request is to be known by
- * the protocol version its _meta names. */
-static enum method_era era_of(const struct client *c, const struct jsonrpc_msg *m) {
-        return METHOD_ERA_INITIALIZE;
+int session_begin_stateless(struct session *s, const char *protocol_version, json_object *info) {
+        if (s->phase != SESSION_NEW)
+                return -EALREADY;
+        s->protocol_version = protocol_version;
+        s->client_name = info_text(info, "name");
+        s->client_version = info_text(info, "version");
+        s->phase = SESSION_STATELESS;
+        return 0;
+}
+
+bool session_stateless(const struct session *s) {
+        return s->phase == SESSION_STATELESS;
+}
+
+unsigned session_request_caps(const struct session *s, json_object *params) {
+        struct request_meta meta;
+        unsigned caps;
+
+        if (!session_stateless(s))
+                return s->client_caps;
+        caps = request_meta_read(params, &meta) == REQUEST_MODERN ? request_meta_caps(&meta) : 0;
+        request_meta_done(&meta);
+        return caps;
+}
+
+int session_request_log_level(const struct session *s, json_object *params) {
+        struct request_meta meta;
+        int level;
+
+        if (!session_stateless(s))
+                return s->log_level;
+        level = request_meta_read(params, &meta) == REQUEST_MODERN ? meta.log_level : -1;
+        request_meta_done(&meta);
+        return level;
+}
+
+const char *session_era_name(const struct session *s) {
+        switch (s->phase) {
+        case SESSION_NEW:
+                return NULL;
+        case SESSION_INITIALIZING:
+        case SESSION_OPERATING:
+                return "legacy";
+        case SESSION_STATELESS:
+                return "modern";
+        }
+        return NULL;
+}
+
+/* The era m is served in, in *ret; false when m was answered instead (its _meta refused).
+ * A session opened with initialize keeps its era whatever a request's _meta says (the
+ * specification: initialize selects legacy semantics for the connection), and so does the
+ * control socket, which has no session; before either, a request that names a modern
+ * version in its _meta makes the connection a modern one, whose every request must. */
+static bool era_of(struct client *c, struct jsonrpc_msg *m, enum method_era *ret) {
+        enum session_phase phase = c->session.phase;
+        struct request_meta meta;
+
+        *ret = phase == SESSION_STATELESS ? METHOD_ERA_STATELESS : METHOD_ERA_INITIALIZE;
+        if (c->role != LISTEN_MCP || m->kind != JSONRPC_REQUEST || (phase != SESSION_NEW && phase != SESSION_STATELESS))
+                return true;
+        switch (request_meta_read(m->params, &meta)) {
+        case REQUEST_LEGACY:
+                if (phase == SESSION_NEW)
+                        return true;
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: _meta \"" META_PROTOCOL_VERSION "\" is required (this connection "
+                                   "speaks " MCP_MODERN_VERSION ", with no initialize)",
+                                   NULL);
+                return false;
+        case REQUEST_REFUSED:
+                client_reply_error(c, m->id, meta.code, meta.message, meta.data);
+                meta.data = NULL; /* taken by the error */
+                return false;
+        case REQUEST_MODERN:
+                if (phase == SESSION_NEW ? !method_open_stateless(c, m, &meta) : !method_stateless_profile_kept(c, m))
+                        return false;
+                *ret = METHOD_ERA_STATELESS;
+                return true;
+        }
+        return true;
 }
 
 /* A request refused gets the error; a notification takes no answer, so it is only noted. */
@@ -77,9 +155,12 @@ static void refuse(struct client *c, const struct jsonrpc_msg *m, int code, cons
 static void dispatch(struct client *c, struct jsonrpc_msg *m) {
         bool request = m->kind == JSONRPC_REQUEST;
         const struct method *method;
+        enum method_era era;
         char msg[256];
 
-        switch (methods_dispatch(c->role, era_of(c, m), c->session.phase, m->kind, m->method, &method)) {
+        if (!era_of(c, m, &era))
+                return;
+        switch (methods_dispatch(c->role, era, c->session.phase, m->kind, m->method, &method)) {
         case METHOD_HANDLE:
                 method->handle(c, m);
                 return;

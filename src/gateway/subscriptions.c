@@ -13,6 +13,7 @@
 #include "registry.h"
 #include "server-conn.h"
 #include "server.h"
+#include "sub-listen.h"
 
 /* Subscriptions are found by a hash of their URI; URIs whose hashes collide are chained,
  * and so are those of one URI at several servers (instances of a server list the same
@@ -199,10 +200,16 @@ void subscriptions_updated(struct subscriptions *subs, struct server *s, struct 
         sub = find(subs, s, json_object_get_string(v));
         if (!sub)
                 return;
-        for (size_t i = 0; i < sub->n_subscribers; i++)
-                if (may_hold(sub->subscribers[i]->client, sub))
-                        client_send(sub->subscribers[i]->client,
-                                    jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
+        for (size_t i = 0; i < sub->n_subscribers; i++) {
+                struct client *c = sub->subscribers[i]->client;
+
+                if (!may_hold(c, sub))
+                        continue;
+                if (session_stateless(&c->session)) /* a modern client's, under its listens */
+                        sub_listen_resource_updated(c, sub->uri, m->params);
+                else
+                        client_send(c, jsonrpc_notification("notifications/resources/updated", json_object_get(m->params)));
+        }
 }
 
 void subscriptions_init(struct subscriptions *subs) {

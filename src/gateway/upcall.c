@@ -10,9 +10,11 @@
 #include "server-conn.h"
 #include "client.h"
 #include "client-instances.h"
+#include "daemon-handle.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "macro.h"
+#include "request-meta.h"
 #include "router.h"
 #include "server.h"
 
@@ -70,6 +72,34 @@ static int capability_needed(const char *method) {
         return -1;
 }
 
+/* A modern client (2026-07-28) takes no requests from servers: what a server asks of it
+ * goes in an input_required result, which the daemon does not make yet, so the server's
+ * request is refused. When the call it serves did not declare the capability the request
+ * needs, that call cannot go on as the client asked: it is answered the specification's
+ * MissingRequiredClientCapability (-32021) naming it, and cancelled at the server. */
+static void refuse_for_modern(struct server_requests *q, struct server *s, struct jsonrpc_msg *m, struct client *c,
+                              int cap) {
+        const struct route *rt = router_sole_route(c, s);
+        json_object *data, *required, *call;
+        char why[300];
+
+        if (cap >= 0 && rt && !(rt->client_caps & (1u << cap))) {
+                call = json_object_get(rt->client_id);
+                data = json_object_new_object();
+                required = json_object_new_object();
+                json_object_object_add(required, client_capability_names[cap], json_object_new_object());
+                json_object_object_add(data, "requiredCapabilities", required);
+                snprintf(why, sizeof why, "Missing required client capability: server '%s' asks for '%s', which this request "
+                         "did not declare", s->config->name, client_capability_names[cap]);
+                client_reply_error(c, call, MCP_ERROR_MISSING_CAPABILITY, why, data);
+                router_cancel(daemon_router(q->daemon), c, call, "the request lacks a client capability the server needs");
+                json_object_put(call);
+        }
+        snprintf(why, sizeof why, "the client with requests in flight to server '%s' speaks %s, which takes no requests "
+                 "from servers", s->config->name, c->session.protocol_version);
+        refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
+}
+
 /* The client to ask, or NULL with the server's request refused. */
 static struct client *owner_or_refuse(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
         int cap = capability_needed(m->method);
@@ -115,6 +145,10 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
         if (!client_sees_server(c, s)) {
                 snprintf(why, sizeof why, "the client with requests in flight to server '%s' may not hear from it", s->config->name);
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
+                return NULL;
+        }
+        if (session_stateless(&c->session)) {
+                refuse_for_modern(q, s, m, c, cap);
                 return NULL;
         }
         if (cap >= 0 && !(c->session.client_caps & (1u << cap))) {

@@ -60,7 +60,8 @@ static const char *transport_error(int status) {
 }
 
 static void on_page(struct child *ch, int status, json_object *result, json_object *error, void *userdata);
-static void on_page_text(struct child *ch, const char *text, size_t len, void *userdata);
+static void on_page_text(struct child *ch, const char *text, size_t len, const struct loan_offer *offer,
+                         void *userdata);
 
 /* Asks for the list being fetched, from cursor on (NULL: its first page). */
 static void request_page(struct handshake *h, const char *cursor) {
@@ -130,7 +131,8 @@ static void take_page(struct handshake *h, const char *text, size_t len) {
         next_list(h, h->kind + 1);
 }
 
-static void on_page_text(struct child *ch, const char *text, size_t len, void *userdata) {
+static void on_page_text(struct child *ch, const char *text, size_t len, const struct loan_offer *offer,
+                         void *userdata) {
         take_page(userdata, text, len);
 }
 

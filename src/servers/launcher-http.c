@@ -13,6 +13,7 @@
 #include "run.h"
 #include "macro.h"
 #include "launcher.h"
+#include "oauth-tokens.h"
 #include "server-cause.h"
 #include "server-config.h"
 #include "server-transport.h"
@@ -23,6 +24,7 @@
 
 struct http_run {
         struct run *in;
+        uid_t token_uid;              /* whose sign-in token it sends (OAUTH_SHARED: a shared server's) */
         struct server_transport *t;   /* the connection's; NULL once the session is over */
         struct http_end end;
         bool over;
@@ -32,10 +34,40 @@ static struct http_run *run_of(const struct run *in) {
         return in->launcher;
 }
 
+/* A 401 to a server that may be signed in to. A refused sign-in token is refreshed once,
+ * and the restart that follows uses the new one; a second refusal, or none to refresh,
+ * needs a sign-in: no retry. Without a token, a Bearer challenge (or "auth": "oauth") says
+ * a sign-in is needed too; the challenge's resource metadata is kept for the login. */
+static void judge_refusal(struct http_run *run) {
+        struct server *s = run->in->server;
+        struct oauth_tokens *tokens = s->sv->tokens;
+
+        if (run->end.bearer_challenge)
+                oauth_tokens_note_metadata(tokens, s->config, run->token_uid, run->end.resource_metadata);
+        if (oauth_tokens_have(tokens, s->config, run->token_uid))
+                run->end.no_retry = !oauth_tokens_refused(tokens, s->config, run->token_uid);
+        else if (run->end.bearer_challenge || s->config->remote.auth == REMOTE_AUTH_OAUTH)
+                run->end.no_retry = true;
+        else
+                run->end.unauthorized = false; /* no sign-in asked for: the credential's refusal */
+}
+
+/* The sign-in token of its server and user, as it is at each request. */
+static const char *bearer(void *userdata) {
+        struct http_run *run = userdata;
+        struct server *s = run->in->server;
+
+        return s->sv->tokens ? oauth_tokens_bearer(s->sv->tokens, s->config->name, run->token_uid, s->config->remote.url)
+                             : NULL;
+}
+
 static void on_finished(const struct http_end *end, void *userdata) {
         struct http_run *run = userdata;
+        struct server *s = run->in->server;
 
         run->end = *end;
+        if (end->unauthorized && remote_signs_in(&s->config->remote) && supervisor_tokens(s->sv))
+                judge_refusal(run);
         run->over = true;
         run->t = NULL;
         run_ended(run->in);
@@ -94,18 +126,48 @@ static int build_headers(const struct remote_config *rc, const char *dir, struct
 /* The daemon's curl loop, its daemon-wide part: made at the first run's start (libcurl is
  * loaded then, curl-library.c), kept until the daemon exits. 0, or a negative errno with
  * *error (static) saying why (libcurl missing). */
-static int curl_loop_of(struct run *in, struct curl_loop **ret, const char **error) {
-        struct supervisor *sv = in->server->sv;
-        void **part = run_launcher_part_of(in);
-        struct curl_loop *loop = *part;
+int launcher_http_loop(struct supervisor *sv, struct curl_loop **ret, const char **error) {
+        void **part = NULL;
+        struct curl_loop *loop;
         int r = 0;
 
+        for (size_t i = 0; i < RUN_LAUNCHERS; i++)
+                if (run_launchers[i] == &run_http_ops)
+                        part = &sv->launcher_parts[i];
+        loop = *part;
         if (!loop) {
                 r = curl_loop_new(sv->base, sv->log, &loop, error);
                 *part = loop;
         }
         *ret = loop;
         return r;
+}
+
+static int curl_loop_of(struct run *in, struct curl_loop **ret, const char **error) {
+        return launcher_http_loop(in->server->sv, ret, error);
+}
+
+/* A server signed in to starts with its user's token (a shared server's is the
+ * administrator's). None with "auth": "oauth": it fails at once with the command to run,
+ * and is not retried (-EPERM); none with "auto": it starts without; one being refreshed:
+ * it is tried again after its backoff (-EAGAIN). */
+static int check_signin(struct run *in, const struct server_config *c, uid_t uid, char **error) {
+        struct oauth_tokens *tokens;
+        int r;
+
+        if (!remote_signs_in(&c->remote))
+                return 0;
+        tokens = supervisor_tokens(in->server->sv);
+        if (!tokens)
+                return -ENOMEM;
+        r = oauth_tokens_ready(tokens, c, uid, error);
+        if (r == -EACCES && c->remote.auth == REMOTE_AUTH_AUTO) {
+                /* not signed in: it may need none; a Bearer challenge will say */
+                free(*error);
+                *error = NULL;
+                return 0;
+        }
+        return r == 0 || r == -EAGAIN || r == -ENOMEM ? r : -EPERM;
 }
 
 /* After every run: their transfers were its. */
@@ -128,6 +190,11 @@ static int http_open_transport(struct run *in, const struct server_config *c, st
                 text_error(error, "cannot load libcurl.so.4 (%s): install the package libcurl4", why ? why : strerror(-r));
                 return r == -ENOENT ? -EPERM : r;
         }
+        uid_t uid = in->server->owner.kind == OWNER_USER ? in->server->owner.uid : OAUTH_SHARED;
+
+        r = check_signin(in, c, uid, error);
+        if (r < 0)
+                return r;
         r = build_headers(&c->remote, sv->credentials_dir, &headers, error);
         if (r < 0)
                 return r;
@@ -136,7 +203,7 @@ static int http_open_transport(struct run *in, const struct server_config *c, st
                 curl_slist_free_all(headers);
                 return -ENOMEM;
         }
-        *run = (struct http_run){ .in = in };
+        *run = (struct http_run){ .in = in, .token_uid = uid };
         run->t = transport_http_new(&(struct http_transport_params){
                 .base = sv->base,
                 .loop = loop,
@@ -147,6 +214,8 @@ static int http_open_transport(struct run *in, const struct server_config *c, st
                 .max_message = sv->max_server_message_size,
                 .finished = on_finished,
                 .userdata = run,
+                .bearer = remote_signs_in(&c->remote) ? bearer : NULL,
+                .bearer_userdata = run,
         });
         if (!run->t) {
                 free(run);
@@ -182,6 +251,14 @@ static void http_describe_end(const struct run *in, struct server_exit *ret) {
         const struct http_run *run = run_of(in);
 
         *ret = (struct server_exit){ .no_retry = run->end.no_retry };
+        if (run->end.no_retry && run->end.unauthorized && remote_signs_in(&in->server->config->remote) &&
+            in->server->sv->tokens) {
+                _cleanup_free_ char *words = NULL;
+
+                /* the token is in TOKEN_SIGNIN now: its words say which command to run */
+                if (oauth_tokens_ready(in->server->sv->tokens, in->server->config, run->token_uid, &words) < 0 && words)
+                        server_exit_set_reason(ret, words);
+        }
 }
 
 static const char *http_describe(const struct run *in, char *buf, size_t size) {

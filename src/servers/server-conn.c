@@ -146,7 +146,7 @@ static void handle_oversize(struct child *ch, const char *head, size_t len) {
 
 /* A plain result for a request that takes its result as text goes on unparsed: parsing
  * it into a tree and writing it out again was most of the daemon's work per call. */
-static bool handle_result_text(struct child *ch, const char *line, size_t len) {
+static bool handle_result_text(struct child *ch, const char *line, size_t len, const struct loan_offer *offer) {
         struct jsonrpc_result_text r;
         struct child_request *rq;
         child_result_text_fn result_text;
@@ -157,14 +157,14 @@ static bool handle_result_text(struct child *ch, const char *line, size_t len) {
         result_text = rq->result_text;
         userdata = rq->userdata;
         request_free(ch, rq);
-        result_text(ch, r.text, r.len, userdata);
+        result_text(ch, r.text, r.len, offer, userdata);
         return true;
 }
 
-static void process_line(struct child *ch, const char *line, size_t len) {
+static void process_line(struct child *ch, const char *line, size_t len, const struct loan_offer *offer) {
         struct jsonrpc_msg m;
 
-        if (handle_result_text(ch, line, len))
+        if (handle_result_text(ch, line, len, offer))
                 return;
         jsonrpc_parse(ch->parser, line, len, &m);
         if (m.kind == JSONRPC_RESPONSE) {
@@ -178,8 +178,8 @@ static void process_line(struct child *ch, const char *line, size_t len) {
         jsonrpc_msg_done(&m);
 }
 
-static void on_line(const char *line, size_t len, void *userdata) {
-        process_line(userdata, line, len);
+static void on_line(const char *line, size_t len, const struct loan_offer *offer, void *userdata) {
+        process_line(userdata, line, len, offer);
 }
 
 static void on_oversize(const char *head, size_t len, void *userdata) {

@@ -12,7 +12,9 @@
 #include "config.h"
 #include "environment.h"
 #include "jsonrpc.h"
+#include "launcher.h"
 #include "log.h"
+#include "oauth-tokens.h"
 #include "pool.h"
 #include "run-as.h"
 #include "process.h"
@@ -241,6 +243,22 @@ int supervisor_init(struct supervisor *sv, struct event_base *base, const struct
         sv->ops = ops;
         sv->userdata = userdata;
         return 0;
+}
+
+static int tokens_loop(void *userdata, struct curl_loop **ret, const char **error) {
+        return launcher_http_loop(userdata, ret, error);
+}
+
+struct oauth_tokens *supervisor_tokens(struct supervisor *sv) {
+        if (!sv->tokens &&
+            oauth_tokens_new(&(struct oauth_tokens_params){ .base = sv->base,
+                                                            .log = sv->log,
+                                                            .credentials_dir = sv->credentials_dir,
+                                                            .loop = tokens_loop,
+                                                            .userdata = sv },
+                             &sv->tokens) < 0)
+                sv->tokens = NULL;
+        return sv->tokens;
 }
 
 void supervisor_mark(struct supervisor *sv, const char *daemon_id) {
@@ -487,6 +505,9 @@ void supervisor_done(struct supervisor *sv) {
         if (sv->start_turn)
                 event_free(sv->start_turn);
         sv->start_turn = NULL;
+        /* Before the curl loop its refreshes and revocations are transfers of. */
+        oauth_tokens_free(sv->tokens);
+        sv->tokens = NULL;
         /* After the runs, whose calls, watches and transfers were the launchers' parts'. */
         for (size_t i = 0; i < RUN_LAUNCHERS; i++) {
                 if (run_launchers[i]->done)

@@ -27,6 +27,7 @@
 #include "macro.h"
 #include "remote-config.h"
 #include "server-transport.h"
+#include "oauth-metadata.h"
 #include "sse.h"
 #include "time-util.h"
 
@@ -103,6 +104,9 @@ struct http_transport {
         const char *name;
         const struct remote_config *rc;
         struct curl_slist *config_headers;
+        http_bearer_fn bearer;         /* the sign-in token, asked at each request */
+        void *bearer_userdata;
+        bool token_sent;               /* a request carried one */
         char origin[HTTP_ORIGIN_MAX + 1]; /* of rc->url: where config_headers may go; "" none */
         size_t max_message;
         http_finished_fn finished;
@@ -327,11 +331,27 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata) {
 }
 
 /* Mcp-Session-Id from the response that gave one (initialize's). */
+/* A 401's challenge: whether it asks for a Bearer token, and where its metadata is
+ * (oauth-metadata.h), for the run's end and a later sign-in. */
+static void read_challenge(struct http_transport *h, const char *data, size_t n) {
+        size_t name = sizeof "WWW-Authenticate:" - 1;
+        char value[1024];
+
+        if (n <= name || n - name >= sizeof value || strncasecmp(data, "WWW-Authenticate:", name) != 0)
+                return;
+        memcpy(value, data + name, n - name);
+        value[n - name] = '\0';
+        value[strcspn(value, "\r\n")] = '\0';
+        if (oauth_bearer_challenge(value, h->end.resource_metadata, sizeof h->end.resource_metadata))
+                h->end.bearer_challenge = true;
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
         struct transfer *x = userdata;
         size_t n = size * nmemb, name = sizeof "Mcp-Session-Id:" - 1;
         char *value;
 
+        read_challenge(x->h, data, n);
         if (n <= name || strncasecmp(data, "Mcp-Session-Id:", name) != 0 || x->h->session_id)
                 return n;
         value = strndup(data + name, n - name);
@@ -416,15 +436,37 @@ static bool origin_of(const char *url, char *buf, size_t size) {
         return ok;
 }
 
-/* The configured headers (a credential among them) go with a request to the configured
- * URL's origin, and nowhere else: every request this transport makes, whatever its kind,
- * has them added here and only here, for the URL it is made to (curl follows no redirect:
- * make_easy()). */
+/* The sign-in token, as it is now (a refresh may have replaced it since the last request). */
+static void add_bearer(struct transfer *x, bool *ok) {
+        const char *token = x->h->bearer(x->h->bearer_userdata);
+        struct curl_slist *next;
+        char *line = NULL;
+
+        if (!token)
+                return;
+        if (asprintf(&line, "Authorization: Bearer %s", token) < 0) {
+                *ok = false;
+                return;
+        }
+        next = curl_slist_append(x->headers, line);
+        explicit_bzero(line, strlen(line));
+        free(line);
+        if (!next)
+                *ok = false;
+        else
+                x->headers = next;
+        x->h->token_sent = true;
+}
+
+/* The configured headers (a credential among them) and the sign-in token go with a request
+ * to the configured URL's origin, and nowhere else: every request this transport makes,
+ * whatever its kind, has them added here and only here, for the URL it is made to (curl
+ * follows no redirect: make_easy()). */
 static void add_config_headers(struct transfer *x, const char *url, bool *ok) {
         struct http_transport *h = x->h;
         char origin[HTTP_ORIGIN_MAX + 1];
 
-        if (!h->config_headers)
+        if (!h->config_headers && !h->bearer)
                 return;
         if (!origin_of(url, origin, sizeof origin) || !h->origin[0] || strcmp(origin, h->origin) != 0) {
                 subject_log(h, LOG_WARNING, "a request to %s, not the origin of \"url\": the configured headers were not sent",
@@ -433,6 +475,8 @@ static void add_config_headers(struct transfer *x, const char *url, bool *ok) {
         }
         for (struct curl_slist *c = h->config_headers; c; c = c->next)
                 x->headers = add_header(x->headers, ok, c->data, NULL);
+        if (h->bearer)
+                add_bearer(x, ok);
 }
 
 /* The configured headers, then the transport's own. */
@@ -622,8 +666,15 @@ static const char *failure_words(const struct http_transport *h, enum http_failu
                                  long status, CURLcode result, char *buf, size_t size) {
         switch (f) {
         case HTTP_FAILURE_CREDENTIAL:
-                snprintf(buf, size, "HTTP %ld to a %s: the server refused its credential (check \"headers\"); not retried",
-                         status, method_name(kind));
+                if (h->token_sent)
+                        snprintf(buf, size, "HTTP %ld to a %s: the server refused its sign-in token", status,
+                                 method_name(kind));
+                else if (h->bearer && h->end.bearer_challenge)
+                        snprintf(buf, size, "HTTP %ld to a %s: the server asks for a sign-in (OAuth)", status,
+                                 method_name(kind));
+                else
+                        snprintf(buf, size, "HTTP %ld to a %s: the server refused its credential (check \"headers\"); not retried",
+                                 status, method_name(kind));
                 break;
         case HTTP_FAILURE_SESSION_LOST:
                 snprintf(buf, size, "HTTP 404 to a %s: the server lost the session; a new run initializes again",
@@ -798,6 +849,7 @@ static enum outcome judge_status(struct http_transport *h, struct transfer *x, l
                 return OUTCOME_AGAIN;
         }
         if (status == 401 || status == 403) {
+                h->end.unauthorized = status == 401;
                 report_broken(h, HTTP_FAILURE_CREDENTIAL, x->kind, status, CURLE_OK,
                               "HTTP %ld from %s: the server refused its credential", status, h->rc->url);
                 return OUTCOME_BROKEN;
@@ -956,7 +1008,7 @@ static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
                         learn_protocol_version(h, data, len);
                         if (h->wire == WIRE_PROBING) /* it answered: it speaks what we sent */
                                 h->wire = WIRE_STREAMABLE;
-                        h->t.events->line(data, len, h->t.userdata);
+                        h->t.events->line(data, len, NULL, h->t.userdata);
                 }
                 evbuffer_drain(h->received, len);
         }
@@ -1263,6 +1315,8 @@ struct server_transport *transport_http_new(const struct http_transport_params *
                 .name = params->name,
                 .rc = params->rc,
                 .config_headers = params->headers,
+                .bearer = params->bearer,
+                .bearer_userdata = params->bearer_userdata,
                 .max_message = params->max_message,
                 .finished = params->finished,
                 .userdata = params->userdata,

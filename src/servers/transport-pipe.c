@@ -88,10 +88,15 @@ static void deliver(struct pipe_transport *p, bool at_eof) {
         enum frame_kind kind;
 
         while (!p->stopped && (kind = framer_next(&p->framer, NULL, at_eof, &fr)) != FRAME_NONE) {
-                if (kind == FRAME_OVERSIZE)
+                struct framer_offer offer;
+
+                if (kind == FRAME_OVERSIZE) {
                         p->t.events->oversize(fr.data, fr.len, p->t.userdata);
-                else
-                        p->t.events->line(fr.data, fr.len, p->t.userdata);
+                } else {
+                        /* A large result can go to its client's output where it was read. */
+                        framer_offer(&p->framer, &fr, &offer);
+                        p->t.events->line(fr.data, fr.len, &offer.offer, p->t.userdata);
+                }
                 framer_consume(&p->framer, &fr);
         }
 }
@@ -104,20 +109,21 @@ static void size_stdout(struct pipe_transport *p, int bytes) {
         p->from_size = bytes;
 }
 
-static void on_trim_timer(evutil_socket_t fd, short what, void *userdata) {
-        struct pipe_transport *p = userdata;
-
-        framer_trim(&p->framer);
-        if (p->from_size > PIPE_DEFAULT_BYTES)
-                size_stdout(p, PIPE_DEFAULT_BYTES);
-}
-
 /* Each read moves the trim a second on: only a quiet server's buffer goes. */
 static void watch_spare(struct pipe_transport *p) {
         struct timeval tv = timeval_from_usec(PIPE_TRIM_USEC);
 
         if (framer_spare(&p->framer))
                 evtimer_add(p->trim_timer, &tv);
+}
+
+static void on_trim_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct pipe_transport *p = userdata;
+
+        framer_trim(&p->framer);
+        if (p->from_size > PIPE_DEFAULT_BYTES)
+                size_stdout(p, PIPE_DEFAULT_BYTES);
+        watch_spare(p); /* a buffer still lent to a client comes back later: a second after */
 }
 
 static void on_from_readable(evutil_socket_t fd, short what, void *userdata) {

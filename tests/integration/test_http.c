@@ -962,6 +962,45 @@ Test(http, large_result_and_argument_byte_exact, .timeout = 120) {
         free(body);
 }
 
+/* A large result on the event stream its call's log message started: its event written in
+ * pieces from where the server's line was read (head, the lent line, the blank line),
+ * byte for byte the event sse_event_text() would make. */
+Test(http, a_large_result_on_a_calls_stream_byte_exact, .timeout = 120) {
+        enum { RESULT = 4 << 20 };
+        struct ht_answer a;
+        char sid[64], type[64];
+        const char *data, *text;
+        json_object *response;
+
+        start_http("");
+        open_session(sid);
+        post(sid, sf("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"demo__log\","
+                     "\"arguments\":{\"text\":\"before the result\",\"bytes\":%d}}}", RESULT), &a);
+        cr_assert_eq(a.status, 200);
+        cr_assert_str_eq(ht_header(&a, "Content-Type", type, sizeof type), "text/event-stream");
+        cr_assert(strstr(a.body, "before the result"), "%.300s", a.body);
+        data = strstr(a.body, "\ndata: {\"jsonrpc\":\"2.0\",\"id\":9,");
+        cr_assert_not_null(data, "no response event: %.300s", a.body);
+        {
+                const char *line = data;
+
+                while (line > a.body && line[-1] != '\n')
+                        line--;
+                cr_assert(strncmp(line, "id: ", 4) == 0 && strchr(line, '-') < data, "the response event's id: %.40s", line);
+        }
+        data += strlen("\ndata: ");
+        cr_assert(strcmp(data + strcspn(data, "\n"), "\n\n") == 0, "the event ends otherwise");
+        ((char *)data)[strcspn(data, "\n")] = '\0';
+        response = json_tokener_parse(data);
+        cr_assert_not_null(response, "the response event's data is not its JSON");
+        text = h_str(response, "result.content.0.text");
+        cr_assert_not_null(text);
+        cr_assert_eq(strlen(text), (size_t)RESULT);
+        cr_assert_eq(strspn(text, "x"), (size_t)RESULT, "the result changed on the way");
+        json_object_put(response);
+        ht_answer_done(&a);
+}
+
 /* ---- before a peer proves itself (http-gate.c) ---- */
 
 #define HUGE_BODY "Content-Length: 16777216\r\n"

@@ -10,11 +10,13 @@
  * still. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -1238,5 +1240,115 @@ Test(routing, large_result) {
         cr_assert(memcmp(got, text, size) == 0, "the text changed on the way");
         json_object_put(r);
         free(text);
+        h_client_close(x);
+}
+
+/* Letters in a pattern that repeats only every 26 * 26 bytes, shifted by seed. */
+static char *pattern(size_t size, unsigned seed) {
+        char *text = malloc(size + 1);
+
+        cr_assert_not_null(text);
+        for (size_t i = 0; i < size; i++)
+                text[i] = (char)('a' + ((i + seed) * 7 + (i + seed) / 26) % 26);
+        text[size] = '\0';
+        return text;
+}
+
+/* Reads what the slow client has, at most max bytes, into its buffer (grown). */
+static void read_some(int fd, char **buf, size_t *len, size_t *cap, size_t max) {
+        ssize_t n;
+
+        if (*cap - *len < max) {
+                *cap = *cap * 2 + max;
+                *buf = realloc(*buf, *cap);
+                cr_assert_not_null(*buf);
+        }
+        n = recv(fd, *buf + *len, max, MSG_DONTWAIT);
+        if (n > 0)
+                *len += (size_t)n;
+}
+
+/* A 6 MiB result goes to a client that reads it 64 KiB at a time, while another client's
+ * calls through the same server, small and of 1 MiB, are answered meanwhile: the daemon
+ * holds the slow client's result where the server's line was read (by reference) while the
+ * server's later lines are read elsewhere, and every byte arrives as the server wrote it. */
+Test(routing, a_large_result_to_a_slow_reader_while_others_call) {
+        const size_t size = 6u << 20, other = 1u << 20;
+        char *text = pattern(size, 0), *got = NULL, *nl = NULL;
+        size_t len = 0, cap = 0;
+        struct h_client *slow = start_one_demo("a", NULL), *x = cl_open();
+        json_object *r;
+
+        h_sendf(slow->c, "{\"jsonrpc\":\"2.0\",\"id\":\"big\",\"method\":\"tools/call\",\"params\":{\"name\":\"a__echo\","
+                         "\"arguments\":{\"text\":\"%s\"}}}\n", text);
+        for (unsigned i = 0; i < 24; i++) {
+                char id[16];
+
+                snprintf(id, sizeof id, "%u", i + 1);
+                if (i % 4 == 3) {
+                        char *mine = pattern(other, i), *arguments;
+
+                        cr_assert_gt(asprintf(&arguments, "{\"text\":\"%s\"}", mine), 0);
+                        r = h_client_tool_call(x, id, "a__echo", arguments);
+                        cr_assert_str_eq(h_result_text(r), mine, "call %u's result changed on the way", i + 1);
+                        free(arguments);
+                        free(mine);
+                } else {
+                        r = h_client_tool_call(x, id, "a__echo", sf("{\"text\":\"call %u\"}", i + 1));
+                        cr_assert_str_eq(h_result_text(r), sf("call %u", i + 1));
+                }
+                json_object_put(r);
+                read_some(slow->c->fd, &got, &len, &cap, 64 * 1024);
+        }
+        cr_assert_lt(len, size, "the slow client read its result at once: not the case this tests");
+        for (long long deadline = h_now_ms() + H_TIMEOUT_MS; !(nl = len ? memchr(got, '\n', len) : NULL);) {
+                struct pollfd p = { .fd = slow->c->fd, .events = POLLIN };
+
+                cr_assert_lt(h_now_ms(), deadline, "%zu bytes of the large result came", len);
+                poll(&p, 1, 100);
+                read_some(slow->c->fd, &got, &len, &cap, 64 * 1024);
+        }
+        *nl = '\0';
+        r = json_tokener_parse(got);
+        cr_assert_not_null(r, "the large result is not JSON");
+        cr_assert_str_eq(h_str(r, "id"), "big");
+        cr_assert_eq(strlen(h_result_text(r)), size);
+        cr_assert(memcmp(h_result_text(r), text, size) == 0, "the large result changed on the way");
+        json_object_put(r);
+        free(got);
+        free(text);
+        h_client_close(x);
+        h_client_close(slow);
+}
+
+/* A client that asks for large results and reads none: what the daemon holds for it by
+ * reference counts against clientOutputLimit as copies did, so it is dropped there, alone;
+ * another client's large results through the same server go on. */
+Test(routing, a_client_reading_no_large_results_is_dropped_at_its_limit) {
+        const size_t size = 3u << 20;
+        struct h_client *x, *y;
+        json_object *r;
+        size_t lines = 0;
+        unsigned sent = 0;
+
+        add_demo("a", "", "");
+        set_settings("\"clientOutputLimit\": 8388608");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        y = cl_open();
+        while (sent < 40 && h_log_count(&D, "is not reading its replies") == 0) {
+                h_client_tool_request(x, sf("%u", ++sent), "a__echo", sf("{\"bytes\":%zu}", size));
+                r = h_client_tool_call(y, sf("%u", sent), "a__echo", sf("{\"bytes\":%zu}", size));
+                cr_assert_eq(strlen(h_result_text(r)), size);
+                json_object_put(r);
+        }
+        cr_assert(h_log_count_wait(&D, "is not reading its replies", 1, H_TIMEOUT_MS), "never dropped");
+        cr_assert_lt(sent, 10u, "8 MiB held for a client that reads nothing took %u results of 3 MiB", sent);
+        cr_assert(h_wait_eof(x->c, H_TIMEOUT_MS, &lines), "the client's connection stayed open");
+        r = h_client_tool_call(y, "\"after\"", "a__echo", sf("{\"bytes\":%zu}", size));
+        cr_assert_eq(strspn(h_result_text(r), "x"), size);
+        json_object_put(r);
+        h_client_close(y);
         h_client_close(x);
 }

@@ -20,7 +20,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const noArgs = { type: "object", properties: {} };
 
 const server = new Server({ name: "mcpvisor-conformance-fixture", version: "1.0.0" }, {
-    capabilities: { tools: {}, resources: { subscribe: true }, prompts: {}, logging: {}, completions: {} },
+    capabilities: { tools: { listChanged: true }, resources: { subscribe: true }, prompts: { listChanged: true }, logging: {},
+        completions: {} },
 });
 
 const tools = [
@@ -95,6 +96,37 @@ const tools = [
                 titledMulti: { type: "array", items: { anyOf: [{ const: "value1", title: "First Choice" },
                     { const: "value2", title: "Second Choice" }, { const: "value3", title: "Third Choice" }] } } } } });
             return { content: [text(`Elicitation completed: action=${r.action}, content=${JSON.stringify(r.content ?? {})}`)] };
+        } },
+    // The diagnostic hooks of the 2026-07-28 requirements (server-stateless), written the
+    // legacy way: what the daemon makes of them for a modern client is what is tested.
+    { name: "test_logging_tool", description: "Sends a log message while it runs", inputSchema: noArgs,
+        call: async () => {
+            await server.sendLoggingMessage({ level: "info", data: "Logging tool ran" });
+            return { content: [text("Logging tool completed")] };
+        } },
+    { name: "test_missing_capability", description: "Needs the client's elicitation capability", inputSchema: noArgs,
+        call: async () => {
+            const r = await server.elicitInput({ message: "Confirm", requestedSchema: { type: "object", properties: {} } });
+            return { content: [text(`action=${r.action}`)] };
+        } },
+    { name: "test_streaming_elicitation", description: "Asks the user while it runs", inputSchema: noArgs,
+        call: async () => {
+            const r = await server.elicitInput({ message: "Confirm", requestedSchema: { type: "object", properties: {} } });
+            return { content: [text(`action=${r.action}`)] };
+        } },
+    { name: "test_trigger_tool_change", description: "Adds a tool and says the list changed", inputSchema: noArgs,
+        call: async () => {
+            tools.push({ name: `test_dynamic_tool_${tools.length}`, description: "Added by test_trigger_tool_change",
+                inputSchema: noArgs, call: () => ({ content: [text("dynamic")] }) });
+            await server.sendToolListChanged();
+            return { content: [text("tool list changed")] };
+        } },
+    { name: "test_trigger_prompt_change", description: "Adds a prompt and says the list changed", inputSchema: noArgs,
+        call: async () => {
+            prompts.push({ name: `test_dynamic_prompt_${prompts.length}`, description: "Added by test_trigger_prompt_change",
+                get: () => [{ role: "user", content: text("dynamic") }] });
+            await server.sendPromptListChanged();
+            return { content: [text("prompt list changed")] };
         } },
     { name: "json_schema_2020_12_tool", description: "Tool with JSON Schema 2020-12 features",
         inputSchema: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object",

@@ -1051,6 +1051,58 @@ static void start_peers_http(void) {
         start_peers(false);
 }
 
+/* ---- issue 30: the SDK 2.x's client in the modern era (2026-07-28) ---- */
+
+/* Runs modern-client.mjs TARGET MODE against the daemon's socket (through mcpvisorctl
+ * connect) or its HTTP endpoint; asserts that it connected in the modern era, listed, called,
+ * saw progress and cancelled, every request naming 2026-07-28 and none an initialize. */
+static void expect_modern_client(const char *mode) {
+        char script[PATH_MAX];
+        const char *target = sdk_target[0] ? sdk_target : D.sock;
+        struct run r;
+        json_object *facts;
+        char *last;
+
+        snprintf(script, sizeof script, "%s/modern-client.mjs", INTEROP_DIR);
+        r = run_tool((const char *const[]){ "node", script, target, mode, NULL });
+        last = strrchr(r.out, '\n');
+        while (last && last > r.out && last[1] == '\0') {
+                *last = '\0';
+                last = strrchr(r.out, '\n');
+        }
+        facts = json_tokener_parse(last ? last + 1 : r.out);
+        cr_assert_not_null(facts, "modern-client.mjs printed no facts; stdout:\n%s\nstderr:\n%s", r.out, r.err);
+        cr_assert(json_object_get_boolean(h_get(facts, "ok")), "modern-client.mjs %s failed at '%s': %s\nstderr:\n%s", mode,
+                  h_str(facts, "step"), h_str(facts, "error"), r.err);
+        cr_assert_str_eq(h_str(facts, "version"), "2026-07-28", "%s", h_json_text(facts));
+        cr_assert_str_eq(h_str(facts, "server"), "mcpvisor");
+        cr_assert(strstr(h_json_text(h_get(facts, "tools")), "\"everything__get-sum\""), "%s", h_json_text(facts));
+        cr_assert(strstr(h_str(facts, "sum"), "5"), "%s", h_json_text(facts));
+        cr_assert_gt(json_object_get_int(h_get(facts, "progressed")), 0, "%s", h_json_text(facts));
+        cr_assert(strstr(h_str(facts, "cancelled"), "interop test cancels") || strstr(h_str(facts, "cancelled"), "bort"),
+                  "%s", h_json_text(facts));
+        cr_assert(json_object_get_boolean(h_get(facts, "allModern")), "%s", h_json_text(facts));
+        cr_assert_null(strstr(h_json_text(h_get(facts, "methods")), "\"initialize\""), "%s", h_json_text(facts));
+        cr_assert(r.status == 0, "wait status %d; stderr:\n%s", r.status, r.err);
+        expect_clean_end("modern-client.mjs", &r);
+        json_object_put(facts);
+        run_free(&r);
+}
+
+Test(interop, modern_sdk_through_mcpvisorctl_connect) {
+        start_peers(false);
+        expect_modern_client("pin");
+        expect_modern_client("auto");
+        cr_assert(h_log_wait(&D, "serving a 2026-07-28 client interop-modern 2.4.0", H_TIMEOUT_MS));
+}
+
+Test(interop, modern_sdk_over_http) {
+        start_peers_http();
+        expect_modern_client("pin");
+        expect_modern_client("auto");
+        cr_assert(h_log_wait(&D, "serving a 2026-07-28 client interop-modern 2.4.0", H_TIMEOUT_MS));
+}
+
 Test(interop, http_sdk_lists_and_calls) {
         json_object *facts, *tools;
 

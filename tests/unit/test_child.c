@@ -518,7 +518,7 @@ static struct {
         char text[256];
 } texts[4];
 
-static void on_result_text(struct child *c, const char *text, size_t len, void *userdata) {
+static void on_result_text(struct child *c, const char *text, size_t len, const struct loan_offer *offer, void *userdata) {
         unsigned *i = userdata;
 
         cr_assert_eq(c, ch);

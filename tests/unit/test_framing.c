@@ -595,3 +595,92 @@ Test(framing, keep_none_frees_the_buffer_once_every_line_is_taken) {
         cr_assert_eq(f.cap, 0);
         framer_done(&f);
 }
+
+/* ---- a line lent by reference (framer_lend()) ---- */
+
+/* A large line is lent where it was read: its bytes stay as they were while the framer
+ * goes on with what followed it (in the same read) and reads more; the lent buffer comes
+ * back as the framer's spare once its last holder lets it go, and the next large line is
+ * read into it. */
+Test(framing, a_lent_line_stays_while_the_framer_reads_on) {
+        const size_t size = 1u << 20;
+        char *line = malloc(size + 1), *copy = malloc(size);
+        struct framer f;
+        struct frame fl;
+        struct framer_offer offer;
+        struct loan *l, *again;
+        const char *lent;
+
+        cr_assert(line && copy);
+        for (size_t i = 0; i < size; i++)
+                line[i] = (char)('a' + (i * 7 + i / 26) % 26);
+        line[size] = '\n';
+        memcpy(copy, line, size);
+        framer_init(&f, 4u << 20);
+        framer_keep(&f, SIZE_MAX);
+        cr_assert_eq(evbuffer_add(buf, line, size + 1), 0);
+        cr_assert_eq(evbuffer_add(buf, "{\"next\":", 8), 0);
+        cr_assert_eq(framer_next(&f, buf, false, &fl), FRAME_LINE);
+        framer_offer(&f, &fl, &offer);
+        cr_assert_eq(offer.offer.data, fl.data);
+        l = loan_take(&offer.offer, fl.data + 10, size - 10);
+        cr_assert_not_null(l, "a line in a mapped buffer was not lent");
+        again = loan_take(&offer.offer, fl.data, size);
+        cr_assert_eq(again, l, "a second take is another reference to the same loan");
+        loan_put(again);
+        cr_assert_null(loan_take(&offer.offer, fl.data + size - 4, 8), "bytes past the line lent");
+        cr_assert_arr_eq(fl.data, copy, size, "the frame's bytes moved");
+        cr_assert_eq(framer_buffered(&f), 8, "what followed the line was lost");
+        lent = fl.data;
+        framer_consume(&f, &fl);
+        cr_assert(framer_spare(&f), "a buffer out on loan is not one to come back");
+        /* The framer reads on into a buffer of its own; the loan's bytes stay. */
+        cr_assert_eq(evbuffer_add(buf, "1}\n", 3), 0);
+        expect_line_from(&f, "{\"next\":1}");
+        cr_assert_eq(evbuffer_add(buf, line, size + 1), 0); /* grows past 256 KiB again meanwhile */
+        cr_assert_eq(framer_next(&f, buf, false, &fl), FRAME_LINE);
+        cr_assert_neq(fl.data, lent, "read into the lent buffer");
+        framer_consume(&f, &fl);
+        cr_assert_arr_eq(lent, copy, size, "the lent bytes changed");
+        cr_assert_null(f.spare);
+        loan_put(l); /* the last holder: the larger buffer comes back as the spare */
+        cr_assert_not_null(f.spare, "the lent buffer did not come back");
+        framer_trim(&f);
+        cr_assert_null(f.spare, "the spare was kept past framer_trim()");
+        cr_assert_not(framer_spare(&f));
+        framer_done(&f);
+        free(line);
+        free(copy);
+}
+
+/* A loan outlives its framer: its last holder unmaps it. Small lines (in a malloc'd
+ * buffer) are not lent. */
+Test(framing, a_loan_outlives_its_framer) {
+        const size_t size = 512u << 10;
+        char *line = malloc(size + 1);
+        struct framer f;
+        struct frame fl;
+        struct framer_offer offer;
+        struct loan *l;
+
+        cr_assert_not_null(line);
+        memset(line, 'w', size);
+        line[size] = '\n';
+        framer_init(&f, 4u << 20);
+        cr_assert_eq(evbuffer_add(buf, "{\"small\":1}\n", 12), 0);
+        cr_assert_eq(framer_next(&f, buf, false, &fl), FRAME_LINE);
+        framer_offer(&f, &fl, &offer);
+        cr_assert_null(loan_take(&offer.offer, fl.data, fl.len), "a line in a malloc'd buffer lent");
+        framer_consume(&f, &fl);
+        cr_assert_eq(evbuffer_add(buf, line, size + 1), 0);
+        cr_assert_eq(framer_next(&f, buf, false, &fl), FRAME_LINE);
+        framer_offer(&f, &fl, &offer);
+        l = loan_take(&offer.offer, fl.data, fl.len);
+        cr_assert_not_null(l);
+        framer_consume(&f, &fl);
+        framer_done(&f);
+        cr_assert_eq(memchr(fl.data, 'x', size), NULL);
+        cr_assert_eq(((const char *)fl.data)[size - 1], 'w', "the lent bytes went with the framer");
+        loan_put(l);
+        free(line);
+}

@@ -110,3 +110,24 @@ Test(http_request, oauth_metadata_and_bearer_errors) {
         cr_assert_eq(v.outcome, HTTP_PROCEED, "the static token still works");
         cr_assert_eq(v.token, &token);
 }
+
+/* The modern era (2026-07-28) has no GET stream and no session to DELETE: without a
+ * session, 405 with Allow: POST; a POST without one proceeds (a request of its own). */
+Test(http_request, modern_era_without_session) {
+        struct http_verdict v;
+
+        v = judge((struct http_request){ .method = HTTP_GET, .path = "/mcp", .authorization = BEARER,
+                                         .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.status, 405);
+        cr_assert_str_eq(v.allow, "POST");
+        v = judge((struct http_request){ .method = HTTP_DELETE, .path = "/mcp", .authorization = BEARER,
+                                         .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.status, 405);
+        v = judge((struct http_request){ .method = HTTP_POST, .path = "/mcp", .authorization = BEARER,
+                                         .content_type = "application/json", .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.outcome, HTTP_PROCEED);
+        cr_assert_eq(v.session_key, 0);
+        /* without a token, still 401 first */
+        v = judge((struct http_request){ .method = HTTP_GET, .path = "/mcp", .protocol_version = "2026-07-28" });
+        cr_assert_eq(v.status, 401);
+}

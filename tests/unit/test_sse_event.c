@@ -3,6 +3,7 @@
  * back whole by the event-stream parser (sse.c). */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,4 +153,28 @@ Test(sse_event, a_large_message_the_same_as_byte_by_byte) {
         free(t);
         free(want);
         free(msg);
+}
+
+/* A message without line breaks can be written in pieces (its head, its parts where they
+ * are, "\n\n"), byte for byte the event's text; one with a break, or empty, cannot. */
+Test(sse_event, pieces_the_same_as_the_text) {
+        struct iovec parts[] = { IOV("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":"), IOV("{\"a\":\"x\"}"), IOV("}\n") };
+        struct iovec broken[] = { IOV("{\"jsonrpc\":\"2.0\",\r\"id\":1}"), IOV("\n") };
+        struct iovec broken_lf[] = { IOV("{\"a\":\n1}"), IOV("\n") };
+        struct iovec empty[] = { IOV("\n") };
+        char head[SSE_EVENT_HEAD_MAX], joined[256];
+        size_t n = sse_event_head(12, 3, parts, 3, head);
+        char *t = text_of(12, 3, parts, 3);
+
+        cr_assert_gt(n, 0);
+        snprintf(joined, sizeof joined, "%.*s%s%s}\n\n", (int)n, head, (const char *)parts[0].iov_base,
+                 (const char *)parts[1].iov_base);
+        cr_assert_str_eq(joined, t);
+        free(t);
+        n = sse_event_head(5, 0, parts, 3, head);
+        cr_assert_eq(n, strlen("id: 5\ndata: "));
+        cr_assert(memcmp(head, "id: 5\ndata: ", n) == 0);
+        cr_assert_eq(sse_event_head(1, 1, broken, 2, head), 0, "a CR between tokens written in pieces");
+        cr_assert_eq(sse_event_head(1, 1, broken_lf, 2, head), 0, "an LF between tokens written in pieces");
+        cr_assert_eq(sse_event_head(1, 1, empty, 1, head), 0, "an empty message written in pieces");
 }

@@ -228,7 +228,7 @@ static struct {
         struct http_end end;
 } E;
 
-static void on_line(const char *line, size_t len, void *userdata) {
+static void on_line(const char *line, size_t len, const struct loan_offer *offer, void *userdata) {
         E.lines++;
 }
 

@@ -30,7 +30,7 @@ static struct {
         char why[256];
 } seen;
 
-static void on_line(const char *line, size_t len, void *userdata) {
+static void on_line(const char *line, size_t len, const struct loan_offer *offer, void *userdata) {
         cr_assert_eq(userdata, &seen);
         if (seen.lines < 4)
                 snprintf(seen.line[seen.lines], sizeof seen.line[0], "%.*s", (int)len, line);
@@ -188,7 +188,7 @@ Test(transport_pipe, stop_receiving_with_discard_closes_stdout) {
 
 static size_t large_lines;
 
-static void on_large_line(const char *line, size_t len, void *userdata) {
+static void on_large_line(const char *line, size_t len, const struct loan_offer *offer, void *userdata) {
         large_lines++;
 }
 

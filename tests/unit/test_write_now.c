@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "unit-helpers.h"
+#include "loan.h"
 #include "write-now.h"
 
 static struct bufferevent *bev;
@@ -52,7 +53,7 @@ static size_t peer_reads(char *buf, size_t size) {
 static void send_text(const char *a, const char *b) {
         struct iovec parts[2] = { { (void *)a, strlen(a) }, { (void *)b, strlen(b) } };
 
-        cr_assert_eq(write_now(bev, parts, 2), 0);
+        cr_assert_eq(write_now(bev, parts, 2, NULL), 0);
 }
 
 Test(write_now, written_before_the_loop_runs) {
@@ -122,8 +123,75 @@ Test(write_now, out_of_memory_after_a_partial_write_reported, .init = setup_fail
 
         memset(big, 'a', size);
         failing_allocations(true);
-        cr_assert_eq(write_now(bev, parts, 1), -ENOMEM);
+        cr_assert_eq(write_now(bev, parts, 1, NULL), -ENOMEM);
         failing_allocations(false);
         cr_assert_gt(peer_reads(buf, sizeof buf), 0, "nothing went out: not the case this tests");
         free(big);
+}
+
+/* ---- bytes lent (loan.h) ---- */
+
+struct test_loan {
+        struct loan loan;
+        char *bytes;
+        bool freed;
+};
+
+static void test_loan_free(struct loan *l) {
+        ((struct test_loan *)l)->freed = true;
+}
+
+static struct test_loan lender;
+
+static struct loan *take_test_loan(const struct loan_offer *o) {
+        return loan_hold(&lender.loan);
+}
+
+/* A large part the caller's offer holds is queued where it is, with a reference that goes
+ * once it is written; what is not offered, and a small part, are copied. */
+Test(write_now, a_large_offered_part_queued_by_reference) {
+        const size_t size = 4 << 20;
+        char *got = malloc(size + 64), head[] = "{\"r\":", tail[] = "}\n";
+        size_t have = 0;
+
+        lender = (struct test_loan){ .loan = { .refs = 1, .free = test_loan_free }, .bytes = malloc(size) };
+        for (size_t i = 0; i < size; i++)
+                lender.bytes[i] = (char)('a' + i % 26);
+        struct loan_offer offer = { .data = lender.bytes, .len = size, .take = take_test_loan };
+        struct iovec parts[3] = { { head, 5 }, { lender.bytes, size }, { tail, 2 } };
+
+        cr_assert_eq(write_now(bev, parts, 3, &offer), 0);
+        cr_assert_gt(queued(), 0, "4 MiB went into the socket at once");
+        cr_assert_eq(lender.loan.refs, 2, "the queued bytes hold no reference: they were copied");
+        memcpy(tail, "XX", 2); /* the caller's own bytes are its again */
+        loan_put(&lender.loan);
+        cr_assert(!lender.freed, "freed while queued");
+        while (have < size + 7) {
+                loop_once();
+                have += peer_reads(got + have, size + 64 - have);
+        }
+        cr_assert_eq(have, size + 7);
+        cr_assert(memcmp(got, "{\"r\":", 5) == 0 && memcmp(got + 5, lender.bytes, size) == 0 &&
+                  memcmp(got + 5 + size, "}\n", 2) == 0, "bytes changed on the way");
+        WAIT_UNTIL(queued() == 0);
+        cr_assert(lender.freed, "the reference outlived the write");
+        free(lender.bytes);
+        free(got);
+}
+
+/* Bytes the offer does not hold are copied even when large. */
+Test(write_now, bytes_outside_the_offer_copied) {
+        const size_t size = 1 << 20;
+        char *mine = malloc(size);
+
+        lender = (struct test_loan){ .loan = { .refs = 1, .free = test_loan_free }, .bytes = malloc(size) };
+        memset(mine, 'm', size);
+        struct loan_offer offer = { .data = lender.bytes, .len = size, .take = take_test_loan };
+        struct iovec parts[1] = { { mine, size } };
+
+        cr_assert_eq(write_now(bev, parts, 1, &offer), 0);
+        cr_assert_gt(queued(), 0);
+        cr_assert_eq(lender.loan.refs, 1, "a loan taken of bytes it does not hold");
+        free(mine);
+        free(lender.bytes);
 }

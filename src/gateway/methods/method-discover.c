@@ -1,19 +1,30 @@
-/* server/discover, the 2026-07-28 era's probe. We speak the initialize-based era, so the
- * answer is a prompt -32601 on an open connection: dual-era clients then fall back to
- * initialize instead of waiting out their probe timeout. */
+/* server/discover: the daemon's versions (both eras), capabilities, identity and the
+ * instructions of the servers this client sees, as initialize computes them. Served in
+ * both eras and before initialize: a dual-era client probes with it first, and a legacy
+ * client that asks learns the same. */
 #include "client.h"
+#include "client-access.h"
 #include "jsonrpc.h"
 #include "methods.h"
 #include "protocol.h"
+#include "request-meta.h"
 
 static void discover(struct client *c, struct jsonrpc_msg *m) {
-        json_object *data = json_object_new_object();
+        json_object *result, *meta, *instr;
 
-        json_object_object_add(data, "supportedVersions", protocol_versions_json());
-        client_reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND,
-                           "Method not found: server/discover is not supported; this server speaks "
-                           "the initialize handshake (protocol " MCP_LATEST_VERSION " and earlier)",
-                           data);
+        if (!method_params_object(c, m, true))
+                return;
+        result = json_object_new_object();
+        meta = json_object_new_object();
+        json_object_object_add(result, "resultType", json_object_new_string("complete"));
+        json_object_object_add(result, "supportedVersions", protocol_all_versions_json());
+        json_object_object_add(result, "capabilities", method_server_capabilities());
+        json_object_object_add(meta, META_SERVER_INFO, method_server_info());
+        json_object_object_add(result, "_meta", meta);
+        if ((instr = method_instructions(c)))
+                json_object_object_add(result, "instructions", instr);
+        client_add_cache_hints(c, result);
+        client_reply_result(c, m->id, result);
 }
 
 const struct method method_discover = {

@@ -1,4 +1,6 @@
-/* initialize and notifications/initialized: the MCP handshake toward clients. */
+/* initialize and notifications/initialized: the MCP handshake toward clients; the first
+ * request of a modern-era connection (2026-07-28), which opens it without one; and what
+ * both eras' descriptions of the daemon share (server/discover answers with them too). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +17,14 @@
 #include "methods.h"
 #include "pool.h"
 #include "protocol.h"
+#include "request-meta.h"
 #include "supervisor.h"
 #include "version.h"
 
 /* The key of initialize's params' "_meta" that chooses a profile (access.h). */
 #define PROFILE_META_KEY "mcpvisor/profile"
 
-static json_object *server_info(void) {
+json_object *method_server_info(void) {
         json_object *info = json_object_new_object();
 
         json_object_object_add(info, "name", json_object_new_string("mcpvisor"));
@@ -37,13 +40,15 @@ static json_object *list_changed(void) {
         return o;
 }
 
-/* What the daemon answers itself or routes; servers come and go, so lists always may change. */
-static json_object *capabilities(void) {
+/* What the daemon answers itself or routes; servers come and go, so lists always may
+ * change (a modern client hears of changes and resource updates through
+ * subscriptions/listen). The same in both eras. */
+json_object *method_server_capabilities(void) {
         json_object *caps = json_object_new_object();
+        json_object *resources = list_changed();
 
         json_object_object_add(caps, "tools", list_changed());
         json_object_object_add(caps, "prompts", list_changed());
-        json_object *resources = list_changed();
         json_object_object_add(resources, "subscribe", json_object_new_boolean(1));
         json_object_object_add(caps, "resources", resources);
         json_object_object_add(caps, "completions", json_object_new_object());
@@ -58,7 +63,7 @@ static void add_instructions(struct printbuf *pb, const char *name, const char *
 /* The instructions of each ready server c may see, under its name, so a client knows whose
  * they are; of a server run as instances, the ones its instances gave (c has none of its
  * own yet: they start on its first list or call). */
-static json_object *instructions(struct client *c) {
+json_object *method_instructions(struct client *c) {
         const struct supervisor *sv = daemon_supervisor(c->daemon);
         struct printbuf *pb = printbuf_new();
         json_object *v, *result = NULL;
@@ -173,11 +178,41 @@ static void initialize(struct client *c, struct jsonrpc_msg *m) {
                    c->access.profile ? c->access.profile : "");
         result = json_object_new_object();
         json_object_object_add(result, "protocolVersion", json_object_new_string(s->protocol_version));
-        json_object_object_add(result, "capabilities", capabilities());
-        json_object_object_add(result, "serverInfo", server_info());
-        if ((instr = instructions(c)))
+        json_object_object_add(result, "capabilities", method_server_capabilities());
+        json_object_object_add(result, "serverInfo", method_server_info());
+        if ((instr = method_instructions(c)))
                 json_object_object_add(result, "instructions", instr);
         client_reply_result(c, m->id, result);
+}
+
+bool method_open_stateless(struct client *c, struct jsonrpc_msg *m, const struct request_meta *meta) {
+        struct session *s = &c->session;
+
+        if (!choose_profile(c, m))
+                return false;
+        (void)session_begin_stateless(s, meta->version, meta->info); /* new: the caller's condition */
+        client_log(c, client_life_priority(c), "serving a %s client %s %s without a session%s%s", s->protocol_version,
+                   s->client_name ?: "?", s->client_version ?: "?", c->access.profile ? "; profile " : "",
+                   c->access.profile ? c->access.profile : "");
+        return true;
+}
+
+bool method_stateless_profile_kept(struct client *c, struct jsonrpc_msg *m) {
+        const char *profile, *now = client_access_profile(c);
+        char message[400];
+
+        if (!profile_param(m->params, &profile)) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: \"_meta\": {\"" PROFILE_META_KEY "\"} must be a string", NULL);
+                return false;
+        }
+        if (!profile || (now && strcmp(profile, now) == 0))
+                return true;
+        snprintf(message, sizeof message,
+                 "Invalid params: this connection is in %s%.150s%s (its first request's); a profile is chosen per connection",
+                 now ? "profile '" : "no profile", now ? now : "", now ? "'" : "");
+        client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS, message, NULL);
+        return false;
 }
 
 const struct method method_initialize = {

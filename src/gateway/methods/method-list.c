@@ -44,9 +44,10 @@ static int parse_cursor(json_object *params, size_t n, size_t *ret) {
 }
 
 /* The page of l's list of kind from start to end as a result's JSON text: the items as
- * clients see them, joined between the envelope's bytes (no JSON tree is built for a page). */
-static int write_page(const struct client_lists *l, enum catalog_kind kind, size_t start, size_t end, size_t n,
-                      char **ret, size_t *ret_len) {
+ * clients see them, joined between the envelope's bytes (no JSON tree is built for a page).
+ * A modern client's carries its result type and caching hints (each page the same scope). */
+static int write_page(const struct client *c, const struct client_lists *l, enum catalog_kind kind, size_t start,
+                      size_t end, size_t n, char **ret, size_t *ret_len) {
         FILE *f = open_memstream(ret, ret_len);
         struct iovec parts[CATALOG_ITEM_PARTS];
 
@@ -64,6 +65,9 @@ static int write_page(const struct client_lists *l, enum catalog_kind kind, size
         fputc(']', f);
         if (end < n)
                 fprintf(f, ",\"nextCursor\":\"" CURSOR_PREFIX "%zu\"", end);
+        if (session_stateless(&c->session))
+                fprintf(f, ",\"resultType\":\"complete\",\"ttlMs\":%d,\"cacheScope\":\"%s\"", CLIENT_CACHE_TTL_MS,
+                        client_cache_scope(c));
         fputc('}', f);
         if (fclose(f) != 0) {
                 free(*ret);
@@ -91,12 +95,12 @@ static void method_list_answer(struct client *c, json_object *id, json_object *p
                 return;
         }
         end = page == 0 || n - start <= page ? n : start + page;
-        if (write_page(&l, kind, start, end, n, &text, &len) < 0) {
+        if (write_page(c, &l, kind, start, end, n, &text, &len) < 0) {
                 client_reply_error(c, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory", NULL);
                 return;
         }
         list_changes_answered(c, kind, start == 0);
-        client_send_result_text(c, id, text, len);
+        client_send_result_text(c, id, text, len, false, NULL); /* its hints are in it */
 }
 
 static bool list_waits(struct client *c, struct jsonrpc_msg *m) {

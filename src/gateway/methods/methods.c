@@ -23,6 +23,7 @@ static const struct method *const requests[] = {
         &method_logging_set_level,
         &method_resources_subscribe,
         &method_resources_unsubscribe,
+        &method_subscriptions_listen,
         &control_status,
         &control_clients,
         &control_start,
@@ -32,6 +33,9 @@ static const struct method *const requests[] = {
         &control_access_query,
         &control_logs,
         &control_disconnect,
+        &control_login,
+        &control_login_finish,
+        &control_logout,
 };
 
 static const struct method *const notifications[] = {
