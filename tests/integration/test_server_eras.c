@@ -136,3 +136,22 @@ Test(server_eras, modern_configured_for_a_legacy_server_fails_its_start) {
         start(NULL);
         cr_assert(h_log_wait(&D, "server/discover failed", H_TIMEOUT_MS), "no word of the failed discover");
 }
+
+/* A modern client (no initialize, its _meta on each request) calls a modern server's
+ * tool through the daemon: the server sees the daemon's _meta, the client its result. */
+Test(server_eras, modern_client_calls_a_modern_server) {
+        struct h_conn *c;
+        json_object *r;
+
+        add_demo("m", "", "\"--discover\",\"modern\"");
+        start(NULL);
+        wait_all_ready(1);
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"m__echo\","
+                      "\"arguments\":{\"text\":\"both modern\"},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+                      "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}\n");
+        cr_assert_str_eq(h_str(r, "result.content.0.text") ?: "(none)", "both modern", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_expect_eq(h_log_count(&D, "without the modern _meta"), 0, "a request went without the modern _meta");
+        h_close(c);
+}
