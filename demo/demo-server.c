@@ -29,6 +29,12 @@
  *     TypeScript SDK writes it; with "unterminated": true it writes N 'x's and no newline,
  *     and never answers.
  *   - --ask-at-start METHOD sends request METHOD, id "start-1", right after initialized.
+ *   - --discover MODE plays a server of either era at the modern era's probe (server/discover,
+ *     before initialize): "modern" answers it and is a modern (2026-07-28) server only: no
+ *     initialize or ping, every request refused (-32602) unless its params._meta names the
+ *     version and the client's capabilities, every result typed "complete"; the legacy
+ *     ones answer it -32602 ("invalid-params"), never ("silent"), or exit on it ("exit");
+ *     without the option it is -32601 as for any unknown method.
  *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
  *     as servers that keep their client's roots do (server-filesystem).
  * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
@@ -61,6 +67,8 @@
 #include <sys/socket.h>
 
 #include <json-c/json.h>
+
+#define MODERN_PROTOCOL_VERSION "2026-07-28"
 
 #define SERVER_NAME "mcpvisor-demo-server"
 #define LATEST_PROTOCOL_VERSION "2025-11-25"
@@ -112,6 +120,7 @@ static long arg_flood_stderr = -1;
 static const char *arg_stderr;
 static long arg_long_stderr_line = -1;
 static const char *arg_protocol_version;
+static const char *arg_discover;
 static bool arg_no_tools, arg_no_prompts, arg_no_resources;
 static unsigned arg_tools, arg_prompts, arg_resources;
 static bool arg_probe_tools;
@@ -329,10 +338,17 @@ static json_object *new_message(json_object *id) {
         return m;
 }
 
+static bool discover_mode(const char *mode) {
+        return arg_discover && strcmp(arg_discover, mode) == 0;
+}
+
 /* Takes ownership of result. */
 static void send_result(json_object *id, json_object *result) {
         json_object *m = new_message(id);
 
+        if (discover_mode("modern") && json_object_is_type(result, json_type_object) &&
+            !json_object_object_get_ex(result, "resultType", NULL))
+                json_object_object_add(result, "resultType", json_object_new_string("complete"));
         json_object_object_add(m, "result", result);
         send_message(m);
         answered(id);
@@ -1177,8 +1193,29 @@ static json_object *capability(bool resources) {
         return c;
 }
 
+static json_object *server_capabilities(void) {
+        json_object *caps = json_object_new_object();
+
+        if (!arg_no_tools)
+                json_object_object_add(caps, "tools", capability(false));
+        if (!arg_no_prompts)
+                json_object_object_add(caps, "prompts", capability(false));
+        if (!arg_no_resources)
+                json_object_object_add(caps, "resources", capability(true));
+        json_object_object_add(caps, "logging", json_object_new_object());
+        return caps;
+}
+
+static json_object *server_info(void) {
+        json_object *info = json_object_new_object();
+
+        json_object_object_add(info, "name", json_object_new_string(SERVER_NAME));
+        json_object_object_add(info, "version", json_object_new_string("1"));
+        return info;
+}
+
 static void method_initialize(json_object *id, json_object *params) {
-        json_object *result, *caps, *info, *client_caps = NULL;
+        json_object *result, *client_caps = NULL;
 
         if (arg_exit_during_init >= 0) {
                 fprintf(stderr, "exiting during initialize with %d\n", arg_exit_during_init);
@@ -1190,26 +1227,70 @@ static void method_initialize(json_object *id, json_object *params) {
         json_object_put(client_capabilities);
         client_capabilities = json_object_get(client_caps);
 
-        caps = json_object_new_object();
-        if (!arg_no_tools)
-                json_object_object_add(caps, "tools", capability(false));
-        if (!arg_no_prompts)
-                json_object_object_add(caps, "prompts", capability(false));
-        if (!arg_no_resources)
-                json_object_object_add(caps, "resources", capability(true));
-        json_object_object_add(caps, "logging", json_object_new_object());
-
-        info = json_object_new_object();
-        json_object_object_add(info, "name", json_object_new_string(SERVER_NAME));
-        json_object_object_add(info, "version", json_object_new_string("1"));
-
         result = json_object_new_object();
         json_object_object_add(result, "protocolVersion", json_object_new_string(pick_protocol_version(params)));
-        json_object_object_add(result, "capabilities", caps);
-        json_object_object_add(result, "serverInfo", info);
+        json_object_object_add(result, "capabilities", server_capabilities());
+        json_object_object_add(result, "serverInfo", server_info());
         if (arg_instructions && arg_instructions[0])
                 json_object_object_add(result, "instructions", json_object_new_string(arg_instructions));
         send_result(id, result);
+}
+
+/* The modern era's description of the server (server/discover). */
+static void method_discover(json_object *id, json_object *params) {
+        json_object *result = json_object_new_object(), *versions = json_object_new_array(), *meta = json_object_new_object();
+
+        json_object_array_add(versions, json_object_new_string(MODERN_PROTOCOL_VERSION));
+        json_object_object_add(result, "supportedVersions", versions);
+        json_object_object_add(result, "capabilities", server_capabilities());
+        json_object_object_add(meta, "io.modelcontextprotocol/serverInfo", server_info());
+        json_object_object_add(result, "_meta", meta);
+        if (arg_instructions && arg_instructions[0])
+                json_object_object_add(result, "instructions", json_object_new_string(arg_instructions));
+        send_result(id, result);
+}
+
+/* The legacy ones' answers to server/discover; true when it was answered here (or not at
+ * all, on purpose). */
+static bool legacy_discover(json_object *id) {
+        if (discover_mode("invalid-params")) {
+                send_error(id, ERR_INVALID_PARAMS, "Invalid params");
+                return true;
+        }
+        if (discover_mode("silent")) {
+                fprintf(stderr, "ignoring server/discover\n");
+                return true;
+        }
+        if (discover_mode("exit")) {
+                fprintf(stderr, "exiting on server/discover\n");
+                exit(1);
+        }
+        return false;
+}
+
+/* A modern server serves only requests whose _meta carries the modern era's fields (the
+ * specification: -32602 otherwise); initialize and ping are no methods of its era. */
+static bool modern_request_ok(const char *method, json_object *id, json_object *params) {
+        json_object *meta = NULL, *v = NULL, *caps = NULL;
+
+        if (strcmp(method, "initialize") == 0 || strcmp(method, "ping") == 0) {
+                fprintf(stderr, "refused %s: not of MCP %s\n", method, MODERN_PROTOCOL_VERSION);
+                send_error(id, ERR_METHOD_NOT_FOUND, "Method not found (this server speaks only MCP " MODERN_PROTOCOL_VERSION ")");
+                return false;
+        }
+        if (!json_object_object_get_ex(params, "_meta", &meta) ||
+            !json_object_object_get_ex(meta, "io.modelcontextprotocol/protocolVersion", &v) ||
+            !json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), MODERN_PROTOCOL_VERSION) != 0 ||
+            !json_object_object_get_ex(meta, "io.modelcontextprotocol/clientCapabilities", &caps) ||
+            !json_object_is_type(caps, json_type_object)) {
+                fprintf(stderr, "refused %s without the modern _meta\n", method);
+                send_error(id, ERR_INVALID_PARAMS, "Invalid params: _meta must name protocolVersion " MODERN_PROTOCOL_VERSION
+                                                   " and clientCapabilities");
+                return false;
+        }
+        json_object_put(client_capabilities);
+        client_capabilities = json_object_get(caps);
+        return true;
 }
 
 static void method_ping(json_object *id, json_object *params) {
@@ -1439,12 +1520,22 @@ static bool capability_off(enum capability_kind cap) {
 }
 
 static void handle_request(const char *method, json_object *id, json_object *params) {
+        if (strcmp(method, "server/discover") == 0 && legacy_discover(id))
+                return;
+        if (discover_mode("modern") && !modern_request_ok(method, id, params))
+                return;
+        if (strcmp(method, "server/discover") == 0 && discover_mode("modern")) {
+                method_discover(id, params);
+                return;
+        }
         for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
                 if (strcmp(methods[i].name, method) == 0 && !capability_off(methods[i].cap)) {
                         methods[i].handler(id, params);
                         return;
                 }
-        fprintf(stderr, "unknown request %s\n", method);
+        /* the era's probe, asked of every server at its start, is no news worth a line */
+        if (strcmp(method, "server/discover") != 0)
+                fprintf(stderr, "unknown request %s\n", method);
         send_error(id, ERR_METHOD_NOT_FOUND, "Method not found");
 }
 
@@ -1966,6 +2057,8 @@ static void help(void) {
                "  --resources N              Add resources demo://res/1..N\n"
                "  --page-size N              Page lists N items at a time (0: one page)\n"
                "  --instructions TEXT        Instructions in the initialize result\n"
+               "  --discover MODE            At server/discover: modern (a 2026-07-28 server only),\n"
+               "                             invalid-params, silent or exit (legacy servers)\n"
                "  --protocol-version V       Always answer initialize with version V\n"
                "  --no-tools / --no-prompts / --no-resources\n"
                "                             Leave that capability out\n"
@@ -2070,6 +2163,7 @@ enum {
         OPT_SUBSCRIBE,
         OPT_ASK_AT_START,
         OPT_FOLLOW_ROOTS,
+        OPT_DISCOVER,
 };
 
 static const struct option options[] = {
@@ -2109,6 +2203,7 @@ static const struct option options[] = {
         { "subscribe", no_argument, NULL, OPT_SUBSCRIBE },
         { "ask-at-start", required_argument, NULL, OPT_ASK_AT_START },
         { "follow-roots", no_argument, NULL, OPT_FOLLOW_ROOTS },
+        { "discover", required_argument, NULL, OPT_DISCOVER },
         {}
 };
 
@@ -2159,6 +2254,7 @@ static void parse_argv(int argc, char *argv[]) {
                 case OPT_SUBSCRIBE: arg_subscribe = true; break;
                 case OPT_ASK_AT_START: arg_ask_at_start = optarg; break;
                 case OPT_FOLLOW_ROOTS: arg_follow_roots = true; break;
+                case OPT_DISCOVER: arg_discover = optarg; break;
                 case '?': exit(2);
                 default: set_number_option(c, options[option_index].name, optarg); break;
                 }

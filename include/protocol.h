@@ -10,6 +10,20 @@
 /* The modern era's version (2026-07-28): no initialize, no session. */
 #define MCP_MODERN_VERSION "2026-07-28"
 
+/* The modern era's per-request _meta members (basic/index: "_meta"). */
+#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+
+/* The specification's own error codes (-32020 to -32099 are its to define). */
+enum {
+        MCP_ERROR_HEADER_MISMATCH = -32020,
+        MCP_ERROR_MISSING_CAPABILITY = -32021,
+        MCP_ERROR_UNSUPPORTED_VERSION = -32022,
+};
+
 /* The legacy era's, newest first. NULL-terminated. */
 extern const char *const mcp_supported_versions[];
 /* The modern era's, newest first. NULL-terminated. */

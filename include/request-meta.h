@@ -8,18 +8,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
-#define META_CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
-#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
-#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
-#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
-
-/* The specification's own error codes (-32020 to -32099 are its to define). */
-enum {
-        MCP_ERROR_HEADER_MISMATCH = -32020,
-        MCP_ERROR_MISSING_CAPABILITY = -32021,
-        MCP_ERROR_UNSUPPORTED_VERSION = -32022,
-};
+#include "protocol.h" /* the _meta members' names and the modern errors, the servers' too */
 
 enum request_era {
         REQUEST_LEGACY,   /* no protocol version in its _meta: the initialize era's */

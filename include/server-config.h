@@ -31,6 +31,13 @@ enum server_instances { INSTANCES_SHARED, INSTANCES_PER_USER, INSTANCES_PER_CLIE
 
 extern const char *const server_instances_names[]; /* "shared", "per-user", "per-client", NULL */
 
+/* Which era of MCP a server is spoken to in: "auto" probes with server/discover at each
+ * start (an answer: modern; an error or silence within probeTimeout: legacy, initialize);
+ * "legacy" sends initialize at once; "modern" sends server/discover and nothing else. */
+enum server_protocol { SERVER_PROTOCOL_AUTO, SERVER_PROTOCOL_LEGACY, SERVER_PROTOCOL_MODERN };
+
+extern const char *const server_protocol_names[]; /* "auto", "legacy", "modern", NULL */
+
 /* What a server may ask of the client, each advertised to it in initialize only when
  * configured ("clientCapabilities"); see upcall.h for how they are routed. */
 enum client_capability {
@@ -61,6 +68,8 @@ struct server_config {
         bool disabled;
         int restart;            /* enum restart_policy */
         double start_timeout;   /* seconds for spawn + initialize + lists */
+        int protocol;           /* enum server_protocol */
+        double probe_timeout;   /* seconds the server/discover probe waits ("auto") */
         double stop_timeout;    /* grace after closing stdin */
         double kill_timeout;    /* grace after SIGTERM */
         double health_interval; /* MCP ping period; 0 = off */

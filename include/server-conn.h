@@ -65,6 +65,7 @@ struct child {
         unsigned n_pending;
         const struct child_ops *ops;
         void *userdata;
+        json_object *meta;             /* merged into every request's params._meta; NULL: none */
         bool broken;                   /* nothing more is sent or received */
         unsigned garbage_lines;        /* lines that were not JSON-RPC */
 };
@@ -85,6 +86,12 @@ void child_limit_input(struct child *ch, size_t limit, uint64_t stall_usec);
 size_t child_input_queued(const struct child *ch);
 /* Queued bytes past which sends are refused (child_limit_input()); 0 for none. */
 size_t child_input_limit(const struct child *ch);
+
+/* The members every request sent from now on carries in its params._meta (a modern-era
+ * server's per-request version, client info and capabilities), over whatever _meta the
+ * request has (its progressToken, say, is kept; a member of the same name is ours).
+ * meta is consumed; NULL: requests go as they are. */
+void child_set_meta(struct child *ch, json_object *meta);
 
 /* Sends a request; reply is called exactly once (unless child_cancel_request is called);
  * reply NULL: nobody waits for the answer, which is dropped.

@@ -105,6 +105,11 @@ struct server {
         struct handshake handshake;
         struct health health;
         struct catalog catalog;        /* from the last complete handshake */
+        enum mcp_era era;              /* what its last complete handshake spoke in (handshake.h) */
+        /* "protocol": "auto": what the probe found, kept for the next starts of the same
+         * settings (a server that ended on the probe is not probed again), forgotten when
+         * a start in that era fails; MCP_ERA_UNKNOWN: probe at the next start */
+        enum mcp_era era_learned;
         unsigned refresh_pending;      /* lists it said changed, to fetch again */
         struct backoff backoff;
         struct event *timer;

@@ -18,6 +18,8 @@ const char *const launcher_names[] = { "auto", "systemd", "exec", NULL };
 
 const char *const server_instances_names[] = { "shared", "per-user", "per-client", NULL };
 
+const char *const server_protocol_names[] = { "auto", "legacy", "modern", NULL };
+
 const char *const client_capability_names[CLIENT_CAP_COUNT] = {
         [CLIENT_CAP_ROOTS] = "roots",
         [CLIENT_CAP_SAMPLING] = "sampling",
@@ -130,6 +132,8 @@ static const struct setting server_settings[] = {
         { "disabled", SETTING_BOOL, offsetof(struct server_config, disabled), 0, 0, NULL, NULL, NULL },
         { "restart", SETTING_CHOICE, offsetof(struct server_config, restart), 0, 0, restart_choices, NULL, NULL },
         SECONDS("startTimeout", start_timeout, 0.1, 3600),
+        { "protocol", SETTING_CHOICE, offsetof(struct server_config, protocol), 0, 0, server_protocol_names, NULL, NULL },
+        SECONDS("probeTimeout", probe_timeout, 0.1, 3600),
         SECONDS("stopTimeout", stop_timeout, 0, 3600),
         SECONDS("killTimeout", kill_timeout, 0, 3600),
         SECONDS("healthInterval", health_interval, 0, 86400),
@@ -202,6 +206,8 @@ static void init_defaults(struct server_config *s) {
         *s = (struct server_config){
                 .restart = RESTART_ON_FAILURE,
                 .start_timeout = 30,
+                .protocol = SERVER_PROTOCOL_AUTO,
+                .probe_timeout = 5,
                 .stop_timeout = 3,
                 .kill_timeout = 3,
                 .health_interval = 30,
@@ -436,6 +442,7 @@ static bool settings_equal(const struct server_config *a, const struct server_co
         return text_equal(a->name, b->name) && text_equal(a->command, b->command) && text_strv_equal(a->args, b->args) &&
                env_equal(a, b) && text_equal(a->cwd, b->cwd) && text_equal(a->prefix, b->prefix) &&
                a->disabled == b->disabled && a->restart == b->restart && a->start_timeout == b->start_timeout &&
+               a->protocol == b->protocol && a->probe_timeout == b->probe_timeout &&
                a->stop_timeout == b->stop_timeout && a->kill_timeout == b->kill_timeout &&
                a->health_interval == b->health_interval && a->health_timeout == b->health_timeout &&
                a->health_failures == b->health_failures && a->request_timeout == b->request_timeout &&

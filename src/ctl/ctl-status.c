@@ -298,8 +298,19 @@ static const char *name_cell(json_object *s, char *buf, size_t size) {
         return buf;
 }
 
+/* "modern 2026-07-28", "legacy 2025-11-25": the era and version its last start spoke;
+ * "-" before any (or from a daemon that does not say). */
+static const char *protocol_cell(json_object *s, char *buf, size_t size) {
+        const char *era = ctl_json_str(s, "era"), *version = ctl_json_str(s, "protocolVersion");
+
+        if (!era || !version)
+                return "-";
+        snprintf(buf, size, "%.16s %.31s", era, version);
+        return buf;
+}
+
 static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
-        char state[48], pid[24], up[16], restarts[24], tools[24], inflight[24], memory[16], peak[16], cpu[24], tasks[24];
+        char protocol[64], state[48], pid[24], up[16], restarts[24], tools[24], inflight[24], memory[16], peak[16], cpu[24], tasks[24];
         char name[256];
         const char *cells[] = {
                 name_cell(s, name, sizeof name),
@@ -317,6 +328,7 @@ static int add_row(struct ctl_table *t, json_object *status, json_object *s) {
                 bytes_cell(s, "memoryPeak", peak, sizeof peak),
                 cpu_cell(s, cpu, sizeof cpu),
                 ctl_json_int_cell(s, "tasks", tasks, sizeof tasks),
+                protocol_cell(s, protocol, sizeof protocol),
         };
 
         int r = ctl_table_add_row(t, cells, ARRAY_SIZE(cells));
@@ -347,7 +359,7 @@ static void print_instanced(json_object *status) {
 
 static int print_table(json_object *status, json_object *servers) {
         static const char *const header[] = { "NAME", "STATE", "PID", "UPTIME", "RESTARTS", "LAST EXIT", "TOOLS", "IN-FLIGHT",
-                                              "LAUNCHER", "MEMORY", "PEAK", "CPU", "TASKS" };
+                                              "LAUNCHER", "MEMORY", "PEAK", "CPU", "TASKS", "PROTOCOL" };
         struct ctl_table t;
         int r;
 

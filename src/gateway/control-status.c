@@ -124,6 +124,17 @@ static void add_usage(json_object *row, const struct run *in) {
         json_object_object_add(row, "tasks", usage_number(u.tasks));
 }
 
+/* The version its last handshake spoke: initialize's, or the modern era's (handshake.c
+ * describes a modern server in initialize's shape); NULL before any. */
+static json_object *protocol_version(const struct server *s) {
+        json_object *v;
+
+        if (s->era == MCP_ERA_UNKNOWN || !json_object_object_get_ex(s->catalog.initialize, "protocolVersion", &v) ||
+            !json_object_is_type(v, json_type_string))
+                return NULL;
+        return jsonrpc_text(json_object_get_string(v));
+}
+
 static json_object *server_row(const struct server *s, uint64_t now) {
         json_object *row = json_object_new_object();
         const struct run *in = s->run;
@@ -142,6 +153,8 @@ static json_object *server_row(const struct server *s, uint64_t now) {
         }
         json_object_object_add(row, "state", json_object_new_string(server_state_name(s->state)));
         json_object_object_add(row, "disabled", json_object_new_boolean(s->config->disabled));
+        json_object_object_add(row, "era", s->era != MCP_ERA_UNKNOWN ? json_object_new_string(mcp_era_names[s->era]) : NULL);
+        json_object_object_add(row, "protocolVersion", protocol_version(s));
         if (s->removed)
                 json_object_object_add(row, "removed", json_object_new_boolean(true));
         json_object_object_add(row, "pid", pid ? json_object_new_int(pid) : NULL);

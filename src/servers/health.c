@@ -1,4 +1,4 @@
-/* Ping health checks; see health.h. */
+/* Health checks; see health.h. */
 #include "health.h"
 
 #include <errno.h>
@@ -29,7 +29,7 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
 
         if (h->request != 0 || !h->child)
                 return;
-        h->request = child_request(h->child, "ping", NULL, h->timeout, on_pong, h);
+        h->request = child_request(h->child, h->method, NULL, h->timeout, on_pong, h);
         if (h->request < 0) {
                 h->request = 0;
                 schedule(h);
@@ -42,9 +42,10 @@ int health_init(struct health *h, struct event_base *base, health_result_fn resu
         return h->timer ? 0 : -ENOMEM;
 }
 
-void health_start(struct health *h, struct child *ch, uint64_t interval, uint64_t timeout) {
+void health_start(struct health *h, struct child *ch, bool modern, uint64_t interval, uint64_t timeout) {
         health_stop(h);
         h->child = ch;
+        h->method = modern ? "server/discover" : "ping";
         h->interval = interval;
         h->timeout = timeout;
         h->failures = 0;

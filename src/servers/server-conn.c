@@ -239,6 +239,7 @@ void child_free(struct child *ch) {
                 complete(ch, rq, -ECONNRESET, NULL, NULL);
         ch->transport->ops->free(ch->transport);
         idmap_done(&ch->by_id);
+        json_object_put(ch->meta);
         free(ch);
 }
 
@@ -288,12 +289,55 @@ static int send_request_line(struct child *ch, int64_t id, const char *method, j
         return r;
 }
 
+void child_set_meta(struct child *ch, json_object *meta) {
+        json_object_put(ch->meta);
+        ch->meta = meta;
+}
+
+/* params (consumed) with the connection's meta merged into its _meta, as a new object:
+ * the caller's params and _meta may be shared (a client's request forwarded as it came),
+ * so they are copied member by member, never changed. Params that are no object (absent
+ * params become one) go as they are. NULL when out of memory. */
+static json_object *with_meta(const struct child *ch, json_object *params) {
+        json_object *out, *meta, *old = NULL;
+
+        if (!ch->meta || (params && !json_object_is_type(params, json_type_object)))
+                return params;
+        out = json_object_new_object();
+        meta = json_object_new_object();
+        if (!out || !meta) {
+                json_object_put(out);
+                json_object_put(meta);
+                json_object_put(params);
+                return NULL;
+        }
+        if (params) {
+                json_object_object_foreach(params, key, value) {
+                        if (strcmp(key, "_meta") == 0)
+                                old = value;
+                        else
+                                json_object_object_add(out, key, json_object_get(value));
+                }
+        }
+        if (json_object_is_type(old, json_type_object)) {
+                json_object_object_foreach(old, key, value)
+                        json_object_object_add(meta, key, json_object_get(value));
+        }
+        json_object_object_foreach(ch->meta, key, value)
+                json_object_object_add(meta, key, json_object_get(value));
+        json_object_object_add(out, "_meta", meta);
+        json_object_put(params);
+        return out;
+}
+
 static int64_t send_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
                             child_reply_fn reply, child_result_text_fn result_text, void *userdata) {
         struct child_request *rq = calloc(1, sizeof *rq);
         int r;
 
-        if (!rq) {
+        params = with_meta(ch, params);
+        if (!rq || (ch->meta && !params)) {
+                free(rq);
                 json_object_put(params);
                 return -ENOMEM;
         }

@@ -297,6 +297,7 @@ static void init_backoff(struct server *s) {
 static void adopt_next_config(struct server *s) {
         supervisor_retire_config(s->sv, s->config);
         s->config = TAKE_PTR(s->next_config);
+        s->era_learned = MCP_ERA_UNKNOWN; /* another program, maybe: probed again */
         init_backoff(s);
 }
 
@@ -312,6 +313,27 @@ static void spawn_short(struct server *s, int r, const char *error) {
         else
                 server_log(s, LOG_DEBUG, "still cannot start: %s", strerror(-r));
         s->spawn_short = true;
+}
+
+/* The era a start speaks in: the configured one, else what an earlier run's probe found
+ * (MCP_ERA_UNKNOWN: probe). */
+static enum mcp_era era_to_speak(const struct server *s) {
+        switch (s->config->protocol) {
+        case SERVER_PROTOCOL_LEGACY: return MCP_ERA_LEGACY;
+        case SERVER_PROTOCOL_MODERN: return MCP_ERA_MODERN;
+        default: return s->era_learned;
+        }
+}
+
+/* Its run ends (broken, exited, out of time) while the probe waits: a legacy server that
+ * cannot bear an unknown method before initialize. Its next starts initialize at once
+ * rather than end on the probe again. */
+static void note_probe_end(struct server *s) {
+        if (!handshake_probing(&s->handshake))
+                return;
+        s->era_learned = MCP_ERA_LEGACY;
+        server_log(s, LOG_NOTICE, "its run ended on the server/discover probe: taken for a legacy server, "
+                                  "initialized without the probe from its next start (set \"protocol\": \"legacy\" to say so)");
 }
 
 static void act_spawn(struct server *s, const char *detail) {
@@ -348,8 +370,9 @@ static void act_spawn(struct server *s, const char *detail) {
         set_state(s, SERVER_STARTING, detail);
         arm_timer(s, usec_from_seconds(s->config->start_timeout));
         if (s->run->child && handshake_start(&s->handshake, s->run->child, s->config->name, s->config->max_catalog_items,
-                                           offered_capabilities(s), s->sv->log, on_handshake, s) < 0)
-                server_handle(s, SERVER_EV_BROKEN, "cannot send initialize");
+                                           offered_capabilities(s), era_to_speak(s),
+                                           usec_from_seconds(s->config->probe_timeout), s->sv->log, on_handshake, s) < 0)
+                server_handle(s, SERVER_EV_BROKEN, "cannot send its first request");
 }
 
 static void act_spawn_fresh(struct server *s, const char *detail) {
@@ -362,9 +385,12 @@ static void act_ready(struct server *s, const char *detail) {
         char text[128];
 
         disarm_timer(s);
+        s->era = s->handshake.era;
+        if (s->config->protocol == SERVER_PROTOCOL_AUTO)
+                s->era_learned = s->era;
         handshake_take(&s->handshake, &s->catalog);
         backoff_healthy(&s->backoff, now_usec());
-        health_start(&s->health, s->run->child, usec_from_seconds(s->config->health_interval),
+        health_start(&s->health, s->run->child, s->era == MCP_ERA_MODERN, usec_from_seconds(s->config->health_interval),
                      usec_from_seconds(s->config->health_timeout));
         snprintf(text, sizeof text, "%zu tools, %zu prompts, %zu resources, %zu templates",
                  catalog_count(&s->catalog, CATALOG_TOOLS), catalog_count(&s->catalog, CATALOG_PROMPTS),
@@ -379,6 +405,7 @@ static void act_ready(struct server *s, const char *detail) {
 static void begin_stop(struct server *s, enum stop_goal goal) {
         char t[32];
 
+        note_probe_end(s);
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         s->goal = goal;
@@ -402,6 +429,8 @@ static void act_restart(struct server *s, const char *detail) {
 
 /* The handshake failed. */
 static void act_recover(struct server *s, const char *detail) {
+        /* spec (versioning): the era kept across starts is found again once it fails */
+        s->era_learned = MCP_ERA_UNKNOWN;
         server_cause_set(&s->why, SERVER_CAUSE_HANDSHAKE, detail);
         begin_stop(s, STOP_GOAL_RECOVER);
 }
@@ -487,6 +516,7 @@ static void end_run(struct server *s) {
         struct run *in = s->run;
 
         disarm_timer(s);
+        note_probe_end(s);
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
         run_describe_end(in, &s->last_exit);
@@ -692,9 +722,12 @@ static void on_health(int status, void *userdata) {
                 return;
         }
         if (status == -ETIMEDOUT)
-                snprintf(why, sizeof why, "no answer to ping within healthTimeout (%g s)", s->config->health_timeout);
+                snprintf(why, sizeof why, "no answer to %s within healthTimeout (%g s)", s->health.method,
+                         s->config->health_timeout);
+        else if (status == -EPROTO)
+                snprintf(why, sizeof why, "%s answered with an error", s->health.method);
         else
-                snprintf(why, sizeof why, "%s", status == -EPROTO ? "ping answered with an error" : "connection closed");
+                snprintf(why, sizeof why, "connection closed");
         server_handle(s, SERVER_EV_PING_FAILED, why);
 }
 
@@ -773,7 +806,7 @@ static bool initialized(const struct server *s) {
  * again; one that has not started yet asks when it does. */
 static void change_roots(struct server *s, struct server_config *next) {
         roots_move(&s->config->roots, &next->roots);
-        if (!initialized(s)) {
+        if (!initialized(s) || s->era == MCP_ERA_MODERN) { /* the modern era has no roots/list_changed */
                 server_log(s, LOG_INFO, "roots changed; it gets them at its next roots/list");
                 return;
         }

@@ -88,6 +88,7 @@ struct transfer {
         int64_t request_id;         /* POST of a request: the daemon's id; else -1 */
         bool started;               /* the answer began: its status and type are known */
         bool elsewhere;             /* a legacy POST: its answer comes on the stream */
+        struct curl_slist *mirror;  /* a modern request's headers that mirror its body; NULL: legacy */
         struct http_answer answer;  /* once started */
         struct http_answer_sink sink;
         char curl_error[CURL_ERROR_SIZE];   /* curl's words for a failed transfer */
@@ -391,6 +392,7 @@ static void transfer_free(struct transfer *x) {
                 return;
         release_easy(x->h, x->easy);
         curl_slist_free_all(x->headers);
+        curl_slist_free_all(x->mirror);
         if (x->started)
                 http_answer_done(&x->answer);
         free(x->body);
@@ -491,7 +493,9 @@ static int build_headers(struct transfer *x, const char *url) {
         }
         if (h->session_id)
                 x->headers = add_header(x->headers, &ok, "Mcp-Session-Id", h->session_id);
-        if (h->protocol_version[0])
+        for (struct curl_slist *c = x->mirror; c; c = c->next) /* its own version among them */
+                x->headers = add_header(x->headers, &ok, c->data, NULL);
+        if (h->protocol_version[0] && !x->mirror)
                 x->headers = add_header(x->headers, &ok, "MCP-Protocol-Version", h->protocol_version);
         if (x->kind == TRANSFER_GET && h->last_event_id[0])
                 x->headers = add_header(x->headers, &ok, "Last-Event-ID", h->last_event_id);
@@ -800,6 +804,33 @@ enum outcome {
         OUTCOME_BROKEN,    /* the session is over */
 };
 
+/* A modern request refused with a 4xx (spec, Streamable HTTP: "Backward Compatibility"):
+ * a body that is a recognized modern error (-32020, -32021, -32022) is a modern server's
+ * answer to it, handed up; anything else is a legacy server's refusal of what it does
+ * not know: the request fails, and neither the session nor the transport is given up
+ * (the connection's legacy initialize follows, which may still find the HTTP+SSE one). */
+static enum outcome judge_modern_refusal(struct http_transport *h, struct transfer *x, long status) {
+        const struct http_answer *a = &x->answer;
+        json_object *msg = NULL, *error, *code;
+        json_tokener *tok = a->quote_len > 0 ? json_tokener_new() : NULL;
+        int c = 0;
+
+        if (tok) {
+                msg = json_tokener_parse_ex(tok, a->quote, (int)a->quote_len);
+                json_tokener_free(tok);
+        }
+        if (json_object_object_get_ex(msg, "error", &error) && json_object_object_get_ex(error, "code", &code) &&
+            json_object_is_type(code, json_type_int))
+                c = json_object_get_int(code);
+        json_object_put(msg);
+        if (c <= -32020 && c >= -32022) {
+                queue_message(h, a->quote, a->quote_len, false);
+                return OUTCOME_REFUSED;
+        }
+        subject_log(h, LOG_INFO, "HTTP %ld to a modern request, with no modern error: a legacy server", status);
+        return OUTCOME_REFUSED;
+}
+
 static enum outcome judge_status(struct http_transport *h, struct transfer *x, long status) {
         const struct http_answer *a = &x->answer;
 
@@ -811,6 +842,8 @@ static enum outcome judge_status(struct http_transport *h, struct transfer *x, l
         }
         if (x->kind == TRANSFER_DELETE)
                 return OUTCOME_ANSWERED; /* 405: the server keeps sessions until they expire; nothing to do */
+        if (x->mirror && status >= 400 && status <= 499 && status != 401 && status != 403)
+                return judge_modern_refusal(h, x, status);
         if (x->kind == TRANSFER_POST && h->wire == WIRE_PROBING && (status == 400 || status == 404 || status == 405)) {
                 fall_back(h, x, status);
                 return OUTCOME_AGAIN;
@@ -1040,6 +1073,84 @@ static int64_t read_head(struct transfer *x) {
         return -1;
 }
 
+/* ---- the modern era's headers, which mirror the body (spec, Streamable HTTP: "Standard
+ * Request Headers", "Value Encoding") ---- */
+
+static bool header_safe(const char *v) {
+        size_t len = strlen(v);
+
+        if (len == 0 || v[0] == ' ' || v[0] == '\t' || v[len - 1] == ' ' || v[len - 1] == '\t' ||
+            (strncmp(v, "=?base64?", 9) == 0 && len >= 11 && strcmp(v + len - 2, "?=") == 0))
+                return false;
+        for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+                if ((*c < 0x20 && *c != '\t') || *c > 0x7e)
+                        return false;
+        return true;
+}
+
+/* "=?base64?...?=" of v's bytes; malloc'd, NULL when out of memory. */
+static char *base64_sentinel(const char *v) {
+        static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        size_t len = strlen(v), n = 0;
+        char *out = malloc(9 + (len + 2) / 3 * 4 + 3);
+
+        if (!out)
+                return NULL;
+        memcpy(out, "=?base64?", 9);
+        n = 9;
+        for (size_t i = 0; i < len; i += 3) {
+                unsigned b = (unsigned char)v[i] << 16 | (i + 1 < len ? (unsigned char)v[i + 1] << 8 : 0) |
+                             (i + 2 < len ? (unsigned char)v[i + 2] : 0);
+
+                out[n++] = digits[b >> 18 & 63];
+                out[n++] = digits[b >> 12 & 63];
+                out[n++] = i + 1 < len ? digits[b >> 6 & 63] : '=';
+                out[n++] = i + 2 < len ? digits[b & 63] : '=';
+        }
+        memcpy(out + n, "?=", 3);
+        return out;
+}
+
+static const char *string_member(json_object *o, const char *key) {
+        json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                                                  : NULL;
+}
+
+/* A request whose params._meta names its protocol version (a modern one: the connection
+ * put our _meta there) goes with MCP-Protocol-Version, Mcp-Method and, for a call, a read
+ * or a prompt, Mcp-Name; a legacy message with none of them. 0 or -ENOMEM. */
+static int read_mirror(struct transfer *x) {
+        static const char version_key[] = "\"io.modelcontextprotocol/protocolVersion\"";
+        json_object *msg, *params = NULL, *meta = NULL;
+        const char *version, *method, *name = NULL;
+        _cleanup_free_ char *encoded = NULL;
+        bool ok = true;
+
+        if (x->request_id < 0 || !memmem(x->body, x->body_len, version_key, sizeof version_key - 1))
+                return 0;
+        msg = json_tokener_parse(x->body);
+        json_object_object_get_ex(msg, "params", &params);
+        json_object_object_get_ex(params, "_meta", &meta);
+        version = string_member(meta, "io.modelcontextprotocol/protocolVersion");
+        method = string_member(msg, "method");
+        if (version && method && header_safe(version) && header_safe(method)) {
+                if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0)
+                        name = string_member(params, "name");
+                else if (strcmp(method, "resources/read") == 0)
+                        name = string_member(params, "uri");
+                if (name && !header_safe(name))
+                        name = encoded = base64_sentinel(name);
+                x->mirror = add_header(x->mirror, &ok, "MCP-Protocol-Version", version);
+                x->mirror = add_header(x->mirror, &ok, "Mcp-Method", method);
+                if (name && strlen(name) < 1000) /* add_header()'s line */
+                        x->mirror = add_header(x->mirror, &ok, "Mcp-Name", name);
+        }
+        json_object_put(msg);
+        return ok ? 0 : -ENOMEM;
+}
+
 static struct transfer *find_post(struct transfer_list *list, int64_t id) {
         struct transfer *x;
 
@@ -1104,6 +1215,10 @@ static int http_send(struct server_transport *t, const struct iovec *parts, size
         while (x->body_len > 0 && x->body[x->body_len - 1] == '\n')
                 x->body[--x->body_len] = '\0';
         cancels = read_head(x);
+        if (read_mirror(x) < 0) {
+                transfer_free(x);
+                return -ENOMEM;
+        }
         if (cancels >= 0 && drop_waiting(h, cancels)) {
                 transfer_free(x); /* the server never saw the request: nothing to cancel */
                 return 0;

@@ -180,10 +180,11 @@ Test(ctl, status_prints_the_daemon_and_a_row_per_server) {
                           strstr(header, "TOOLS") && strstr(header, "IN-FLIGHT"),
                   "table header: %s", header);
         cr_expect(strstr(header, "LAUNCHER") && strstr(header, "MEMORY") && strstr(header, "PEAK") &&
-                          strstr(header, "CPU") && strstr(header, "TASKS"),
+                          strstr(header, "CPU") && strstr(header, "TASKS") && strstr(header, "PROTOCOL"),
                   "table header: %s", header);
-        /* NAME STATE PID UPTIME RESTARTS LAST-EXIT TOOLS IN-FLIGHT LAUNCHER MEMORY PEAK CPU TASKS */
-        cr_assert_eq(row_fields(R.outbuf, "demo", f, 16), 13, "demo's row: %s", R.outbuf);
+        /* NAME STATE PID UPTIME RESTARTS LAST-EXIT TOOLS IN-FLIGHT LAUNCHER MEMORY PEAK CPU TASKS PROTOCOL
+         * (its era and version: two fields) */
+        cr_assert_eq(row_fields(R.outbuf, "demo", f, 16), 15, "demo's row: %s", R.outbuf);
         cr_expect_str_eq(f[1], "ready");
         cr_expect_str_eq(f[2], sf("%d", (int)pid));
         cr_expect(f[3][strlen(f[3]) - 1] == 's', "uptime as 12s or 3m12s: %s", f[3]);
@@ -197,7 +198,10 @@ Test(ctl, status_prints_the_daemon_and_a_row_per_server) {
         cr_expect(strchr("KMG", f[10][strlen(f[10]) - 1]) != NULL, "peak as 3.2M: %s", f[10]);
         cr_expect(f[11][strlen(f[11]) - 1] == 's', "CPU as 0.02s: %s", f[11]);
         cr_expect_str_eq(f[12], "-");
-        cr_assert_eq(row_fields(R.outbuf, "off", f, 16), 13, "off's row: %s", R.outbuf);
+        cr_expect_str_eq(f[13], "legacy");
+        cr_expect_str_eq(f[14], "2025-11-25");
+        cr_assert_eq(row_fields(R.outbuf, "off", f, 16), 14, "off's row: %s", R.outbuf);
+        cr_expect_str_eq(f[13], "-");
         cr_expect_str_eq(f[1], "disabled");
         cr_expect_str_eq(f[2], "-");
         cr_expect_str_eq(f[8], "-");
@@ -260,8 +264,8 @@ Test(ctl, status_exits_3_while_an_enabled_server_is_not_ready) {
         start_demo();
         wait_state("bad", "failed");
         expect_exit(CTL("status"), 3);
-        /* bad failed - - 0 exit status 1 0 0 - - - - - */
-        cr_assert_eq(row_fields(R.outbuf, "bad", f, 16), 15, "bad's row: %s", R.outbuf);
+        /* bad failed - - 0 exit status 1 0 0 - - - - - - */
+        cr_assert_eq(row_fields(R.outbuf, "bad", f, 16), 16, "bad's row: %s", R.outbuf);
         cr_expect_str_eq(f[1], "failed");
         cr_expect(strcmp(f[5], "exit") == 0 && strcmp(f[6], "status") == 0 && strcmp(f[7], "1") == 0,
                   "LAST EXIT: %s", R.outbuf);

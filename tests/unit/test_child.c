@@ -148,6 +148,51 @@ Test(child, request_written_as_a_line) {
         cr_assert_eq(replies[0].calls + replies[1].calls, 0);
 }
 
+/* A modern server's connection: every request carries the connection's meta in its
+ * params._meta, over the request's own members (a progressToken kept, a member of the
+ * same name ours), and the caller's params, which may be a client's request shared
+ * elsewhere, are left as they were. Notifications go as they are. */
+Test(child, meta_merged_into_every_request) {
+        json_object *meta = json_object_new_object(), *params, *own, *m, *p, *mm, *v;
+        const char *before;
+
+        json_object_object_add(meta, "io.modelcontextprotocol/protocolVersion", json_object_new_string("2026-07-28"));
+        child_set_meta(ch, meta);
+        params = json_tokener_parse("{\"name\":\"echo\",\"arguments\":{\"a\":1},\"_meta\":{\"progressToken\":7,"
+                                    "\"io.modelcontextprotocol/protocolVersion\":\"1999-01-01\"}}");
+        before = strdup(json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN));
+        own = json_object_get(params); /* the caller's reference: shared */
+        cr_assert_gt(child_request(ch, "tools/call", params, 0, on_reply, &replies[0]), 0);
+        cr_assert_str_eq(json_object_to_json_string_ext(own, JSON_C_TO_STRING_PLAIN), before, "the caller's params changed");
+        json_object_put(own);
+        free((void *)before);
+        cr_assert_gt(child_request(ch, "tools/list", NULL, 0, on_reply, &replies[1]), 0);
+        cr_assert_eq(child_notify(ch, "notifications/cancelled", NULL), 0);
+
+        m = server_reads();
+        cr_assert(json_object_object_get_ex(m, "params", &p) && json_object_object_get_ex(p, "_meta", &mm));
+        cr_assert_str_eq(str_field(p, "name"), "echo");
+        cr_assert(json_object_object_get_ex(p, "arguments", NULL));
+        cr_assert(json_object_object_get_ex(mm, "progressToken", &v) && json_object_get_int(v) == 7);
+        cr_assert_str_eq(str_field(mm, "io.modelcontextprotocol/protocolVersion"), "2026-07-28");
+        json_object_put(m);
+        m = server_reads();
+        cr_assert(json_object_object_get_ex(m, "params", &p) && json_object_object_get_ex(p, "_meta", &mm),
+                  "absent params get a _meta: %s", json_object_to_json_string(m));
+        cr_assert_str_eq(str_field(mm, "io.modelcontextprotocol/protocolVersion"), "2026-07-28");
+        json_object_put(m);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "notifications/cancelled");
+        cr_assert_not(json_object_object_get_ex(m, "params", NULL), "a notification goes as it is");
+        json_object_put(m);
+
+        child_set_meta(ch, NULL);
+        cr_assert_gt(child_request(ch, "ping", NULL, 0, on_reply, &replies[2]), 0);
+        m = server_reads();
+        cr_assert_not(json_object_object_get_ex(m, "params", NULL), "no meta once it is taken away");
+        json_object_put(m);
+}
+
 Test(child, notification_written) {
         json_object *params = json_object_new_object(), *m;
 

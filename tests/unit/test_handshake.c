@@ -2,6 +2,7 @@
  * on two pipes, the test playing the server) and catalog.c (what the handshake learns). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "handshake.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "macro.h"
 #include "protocol.h"
 #include "time-util.h"
 #include "unit-helpers.h"
@@ -103,9 +105,15 @@ static void server_fails(int64_t id, const char *message) {
         server_says(line);
 }
 
-static void start(void) {
-        cr_assert_eq(handshake_start(&hs, ch, "srv", max_items, NULL, &lg, on_done, &done), 0);
+/* A start in era (MCP_ERA_UNKNOWN: probed, the probe waiting probe_usec). */
+static void start_in(enum mcp_era era, uint64_t probe_usec) {
+        cr_assert_eq(handshake_start(&hs, ch, "srv", max_items, NULL, era, probe_usec, &lg, on_done, &done), 0);
         cr_assert(hs.running);
+}
+
+/* A legacy start (initialize first), as "protocol": "legacy" asks. */
+static void start(void) {
+        start_in(MCP_ERA_LEGACY, 0);
 }
 
 /* initialize, checked; returns its id. */
@@ -537,6 +545,162 @@ static struct catalog c1, c2;
 static void catalog_fini(void) {
         catalog_done(&c1);
         catalog_done(&c2);
+}
+
+/* ---- the modern era's probe ---- */
+
+static const char *sf_line(const char *fmt, ...) _printf_(1, 2);
+static const char *sf_line(const char *fmt, ...) {
+        static char buf[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        return buf;
+}
+
+/* Reads server/discover: its _meta names our modern version, who we are and what we
+ * offer (its capabilities an object). Returns its id. */
+static int64_t server_expects_discover(void) {
+        json_object *m = server_reads(), *params, *meta, *v;
+        int64_t id;
+
+        cr_assert_str_eq(str_field(m, "method"), "server/discover", "got %s", json_object_to_json_string(m));
+        cr_assert(json_object_object_get_ex(m, "id", &v) && json_object_is_type(v, json_type_int));
+        id = json_object_get_int64(v);
+        cr_assert(json_object_object_get_ex(m, "params", &params) && json_object_object_get_ex(params, "_meta", &meta),
+                  "no _meta: %s", json_object_to_json_string(m));
+        cr_assert_str_eq(str_field(meta, META_PROTOCOL_VERSION), MCP_MODERN_VERSION);
+        cr_assert(json_object_object_get_ex(meta, META_CLIENT_CAPABILITIES, &v) && json_object_is_type(v, json_type_object));
+        cr_assert(json_object_object_get_ex(meta, META_CLIENT_INFO, &v));
+        cr_assert_str_eq(str_field(v, "name"), "mcpvisor");
+        json_object_put(m);
+        return id;
+}
+
+static const char discover_result[] =
+        "{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{\"tools\":{}},"
+        "\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":\"modern\",\"version\":\"2\"}},"
+        "\"instructions\":\"use it\",\"ttlMs\":1000,\"cacheScope\":\"public\"}";
+
+/* A list request of a modern server: its _meta is ours. */
+static int64_t server_expects_modern(const char *method) {
+        json_object *m = server_reads(), *params, *meta, *v;
+        int64_t id;
+
+        cr_assert_str_eq(str_field(m, "method"), method, "got %s", json_object_to_json_string(m));
+        cr_assert(json_object_object_get_ex(m, "id", &v));
+        id = json_object_get_int64(v);
+        cr_assert(json_object_object_get_ex(m, "params", &params) && json_object_object_get_ex(params, "_meta", &meta),
+                  "no _meta: %s", json_object_to_json_string(m));
+        cr_assert_str_eq(str_field(meta, META_PROTOCOL_VERSION), MCP_MODERN_VERSION);
+        json_object_put(m);
+        return id;
+}
+
+Test(handshake, probe_finds_a_modern_server) {
+        json_object *v;
+
+        start_in(MCP_ERA_UNKNOWN, 5 * USEC_PER_SEC);
+        cr_assert(handshake_probing(&hs));
+        server_answers(server_expects_discover(), discover_result);
+        /* no initialize, no initialized: the lists, each with our _meta */
+        server_answers(server_expects_modern("tools/list"), "{\"resultType\":\"complete\",\"tools\":[{\"name\":\"t\"}],\"ttlMs\":5}");
+        expect_success();
+        cr_assert_eq(hs.era, MCP_ERA_MODERN);
+        cr_assert_eq(catalog_count(&cat, CATALOG_TOOLS), 1);
+        cr_assert_not_null(catalog_capability(&cat, "tools"));
+        cr_assert_str_eq(str_field(cat.initialize, "protocolVersion"), MCP_MODERN_VERSION);
+        cr_assert_str_eq(str_field(cat.initialize, "instructions"), "use it");
+        cr_assert(json_object_object_get_ex(cat.initialize, "serverInfo", &v));
+        cr_assert_str_eq(str_field(v, "name"), "modern");
+        cr_assert_not_null(ch->meta, "what follows on the connection carries our _meta");
+}
+
+/* Any error that is no modern one, whatever its code, says legacy (stdio: "Backward
+ * Compatibility"): initialize follows on the same connection, without our _meta. */
+static void probe_refused_with(int code) {
+        char line[256];
+        json_object *m, *params;
+
+        start_in(MCP_ERA_UNKNOWN, 5 * USEC_PER_SEC);
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":%d,\"message\":\"no\"}}\n",
+                 (long long)server_expects_discover(), code);
+        server_says(line);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "initialize");
+        cr_assert(json_object_object_get_ex(m, "params", &params));
+        cr_assert_not(json_object_object_get_ex(params, "_meta", NULL), "initialize carries no modern _meta");
+        server_answers(json_object_get_int64(json_object_object_get(m, "id")), "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}");
+        json_object_put(m);
+        server_expects_initialized();
+        expect_success();
+        cr_assert_eq(hs.era, MCP_ERA_LEGACY);
+        cr_assert_null(ch->meta);
+}
+
+Test(handshake, probe_method_not_found_is_legacy) {
+        probe_refused_with(-32601);
+}
+
+Test(handshake, probe_invalid_params_is_legacy) {
+        probe_refused_with(-32602);
+}
+
+Test(handshake, probe_other_error_is_legacy) {
+        probe_refused_with(-32000);
+}
+
+Test(handshake, probe_unanswered_is_legacy_after_its_timeout) {
+        uint64_t t0 = now_usec();
+        int64_t id;
+
+        start_in(MCP_ERA_UNKNOWN, 200 * 1000);
+        (void)server_expects_discover();
+        WAIT_UNTIL(server_has_line());
+        cr_assert_geq(now_usec() - t0, 200 * 1000, "initialize before the probe's timeout");
+        id = server_expects_initialize();
+        server_answers(id, "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}");
+        server_expects_initialized();
+        expect_success();
+        cr_assert_eq(hs.era, MCP_ERA_LEGACY);
+}
+
+/* A modern server that does not speak our version, naming only versions we do not
+ * speak: the start fails, saying which it speaks (no initialize: it is modern). */
+Test(handshake, probe_unsupported_version_fails) {
+        start_in(MCP_ERA_UNKNOWN, 5 * USEC_PER_SEC);
+        server_says(sf_line("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32022,\"message\":\"Unsupported protocol "
+                            "version\",\"data\":{\"supported\":[\"2099-01-01\"],\"requested\":\"2026-07-28\"}}}\n",
+                            (long long)server_expects_discover()));
+        WAIT_UNTIL(done.calls == 1);
+        cr_assert_lt(done.r, 0);
+        cr_assert(strstr(done.why, "2099-01-01"), "%s", done.why);
+        server_got_nothing_more();
+}
+
+/* -32022 naming a legacy version we speak: a dual-era server whose modern versions are
+ * not ours, initialized. */
+Test(handshake, probe_unsupported_version_with_a_legacy_one_initializes) {
+        start_in(MCP_ERA_UNKNOWN, 5 * USEC_PER_SEC);
+        server_says(sf_line("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32022,\"message\":\"Unsupported\","
+                            "\"data\":{\"supported\":[\"2099-01-01\",\"2025-11-25\"]}}}\n",
+                            (long long)server_expects_discover()));
+        server_answers(server_expects_initialize(), "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}");
+        server_expects_initialized();
+        expect_success();
+        cr_assert_eq(hs.era, MCP_ERA_LEGACY);
+}
+
+/* "protocol": "modern": discover without a timeout of its own, and an error fails the start. */
+Test(handshake, modern_configured_error_fails) {
+        start_in(MCP_ERA_MODERN, 0);
+        cr_assert_not(handshake_probing(&hs));
+        server_fails(server_expects_discover(), "nope");
+        WAIT_UNTIL(done.calls == 1);
+        cr_assert_lt(done.r, 0);
+        server_got_nothing_more();
 }
 
 TestSuite(catalog, .fini = catalog_fini);

@@ -183,9 +183,24 @@ static int64_t id_of(json_object *m) {
         return json_object_get_int64(id);
 }
 
+/* The first message of a start: server/discover, the era's probe, is answered as a legacy
+ * server does (-32601) unless the start skipped it (a legacy era known); then the next. */
+static json_object *server_reads_after_probe(void) {
+        json_object *m = server_reads();
+        char line[256];
+
+        if (strcmp(str_field(m, "method") ?: "", "server/discover") != 0)
+                return m;
+        snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}\n",
+                 (long long)id_of(m));
+        json_object_put(m);
+        server_says(line);
+        return server_reads();
+}
+
 /* The server reads initialize and answers it with members (JSON) after its id. */
 static void server_answers_initialize(const char *answer) {
-        json_object *m = server_reads();
+        json_object *m = server_reads_after_probe();
         char line[512];
 
         cr_assert_str_eq(str_field(m, "method"), "initialize");
@@ -619,6 +634,60 @@ Test(server, exit_while_ready_restarts_after_backoff) {
         server_completes_handshake();
         cr_assert_eq(s->state, SERVER_READY);
         cr_assert_eq(s->starts, 2, "one restart");
+}
+
+/* A legacy server that ends on the probe (an unknown method before initialize) is still
+ * served: its next start initializes at once, not probed again, so it does not loop. */
+Test(server, ended_on_probe_initializes_without_it_next) {
+        json_object *m;
+
+        start_daemon(QUICK);
+        handle(SERVER_EV_START);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "server/discover");
+        json_object_put(m);
+        run_ends(CLD_EXITED, 1);
+        cr_assert_eq(s->state, SERVER_BACKOFF);
+        cr_assert_eq(s->era_learned, MCP_ERA_LEGACY);
+        WAIT_UNTIL(s->state == SERVER_STARTING);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "initialize", "probed again: %s", json_object_to_json_string(m));
+        json_object_put(m);
+}
+
+/* A modern server: discover answered, ready without initialize, health checked with
+ * server/discover (no ping in its era), and the era kept for its next starts. */
+Test(server, modern_server_ready_and_checked_with_discover) {
+        json_object *m;
+        char line[512];
+
+        start_daemon(QUICK_TIMERS ",\"healthInterval\":0.05");
+        handle(SERVER_EV_START);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "server/discover");
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],"
+                 "\"capabilities\":{}}}\n",
+                 (long long)id_of(m));
+        json_object_put(m);
+        server_says(line);
+        WAIT_UNTIL(s->state == SERVER_READY);
+        cr_assert_eq(s->era, MCP_ERA_MODERN);
+        cr_assert_eq(s->era_learned, MCP_ERA_MODERN);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "server/discover", "the health check: %s", json_object_to_json_string(m));
+        json_object_put(m);
+}
+
+/* "protocol": "legacy": no probe at all. */
+Test(server, legacy_configured_is_not_probed) {
+        json_object *m;
+
+        start_daemon(QUICK ",\"protocol\":\"legacy\"");
+        handle(SERVER_EV_START);
+        m = server_reads();
+        cr_assert_str_eq(str_field(m, "method"), "initialize");
+        json_object_put(m);
 }
 
 /* startLimitBurst starts within startLimitInterval, each ending in a failure: failed. */
