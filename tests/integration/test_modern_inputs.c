@@ -3,8 +3,9 @@
  * answers input_required and keeps its answers so far in its own (unprotected) requestState:
  *   - a legacy client is asked each input request as an ordinary server request, and sees
  *     only the call's final result, over one round, two requests in a round, and several
- *     rounds; without the capability, the call fails with -32021 naming it; a call cancelled
- *     while its client is asked has those requests withdrawn;
+ *     rounds; without the capability, the call fails with -32021 naming it; a call cancelled,
+ *     timed out, or whose server ends, while its client is asked has those requests
+ *     withdrawn, and the client leaving mid-round leaves nothing behind;
  *   - a modern client gets the input_required with the server's state sealed by the daemon,
  *     over two rounds; a forged, altered, expired, another user's or another request's
  *     state is refused with -32602 and never reaches the server. */
@@ -143,6 +144,60 @@ Test(modern_inputs, legacy_call_cancelled_while_asking) {
         h_client_close(x);
 }
 
+/* The server's process ends while its client is asked (another client crashes it): the
+ * request is withdrawn and the call fails, saying so. */
+Test(modern_inputs, legacy_call_fails_when_the_server_ends_while_asking) {
+        struct h_client *x, *y;
+        json_object *rq, *n, *r;
+
+        start_modern("");
+        x = cl_open_with(CAPS_ALL);
+        y = cl_open();
+        h_client_tool_request(x, "1", "m__ask", "{" ELICIT "}");
+        rq = take_request(x, "elicitation/create");
+        h_client_tool_request(y, "1", "m__crash", "{}");
+        n = h_take(x, h_is_method, "notifications/cancelled", H_TIMEOUT_MS);
+        cr_assert_not_null(n, "the client's request was not withdrawn");
+        json_object_put(n);
+        r = h_client_answer(x, "1");
+        cr_assert_eq(h_error_code(r), -32603, "%s", h_json_text(r));
+        cr_assert(strstr(h_str(r, "error.message") ?: "", "ended while its client was asked"), "%s", h_json_text(r));
+        json_object_put(r);
+        json_object_put(rq);
+        h_client_close(y);
+        h_client_close(x);
+}
+
+/* requestTimeout runs while the client is asked, as for a legacy server's request; the
+ * client that leaves mid-round leaves nothing behind. */
+Test(modern_inputs, legacy_call_timed_out_or_left_while_asking) {
+        struct h_client *x;
+        json_object *rq, *r;
+
+        add_demo("m", OFFERED ",\"requestTimeout\":0.5", "\"--discover\",\"modern\"");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open_with(CAPS_ALL);
+        h_client_tool_request(x, "1", "m__ask", "{" ELICIT "}");
+        rq = take_request(x, "elicitation/create");
+        r = h_client_answer(x, "1");
+        cr_assert(strstr(h_str(r, "error.message") ?: "", "requestTimeout"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_take(x, h_is_method, "notifications/cancelled", H_TIMEOUT_MS);
+        cr_assert_not_null(r, "the client's request was not withdrawn");
+        json_object_put(r);
+        json_object_put(rq);
+        h_client_tool_request(x, "2", "m__ask", "{" ELICIT "}");
+        json_object_put(take_request(x, "elicitation/create"));
+        h_client_close_freed(&D, x);
+        x = cl_open();
+        r = h_client_tool_call(x, "3", "m__echo", "{\"text\":\"served on\"}");
+        cr_assert_str_eq(h_result_text(r), "served on", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_expect_eq(h_log_count(&D, "m: requestState"), 0, "a call went back to the server");
+        h_client_close(x);
+}
+
 /* ---- modern clients ---- */
 
 static char *ask_line(int id, const char *arguments, const char *more) {
@@ -216,7 +271,8 @@ Test(modern_inputs, modern_client_forged_altered_foreign_expired) {
         struct h_conn *c, *other;
         json_object *r, *done;
 
-        start_modern("\"socketMode\":\"0666\",\"mrtrTimeout\":1");
+        /* an expiry in whole seconds: a state lives 2 to 3 s */
+        start_modern("\"socketMode\":\"0666\",\"mrtrTimeout\":3");
         cr_assert_eq(chmod(D.dir, 0711), 0);
         c = h_connect(D.sock, H_TIMEOUT_MS);
         r = ask(c, 1, ELICIT, "");
@@ -241,8 +297,8 @@ Test(modern_inputs, modern_client_forged_altered_foreign_expired) {
         done = ask(c, 6, ELICIT, valid);
         cr_assert(strstr(text_of(done), "eve"), "%s", h_json_text(done));
         json_object_put(done);
-        /* past mrtrTimeout (1 s, whole seconds): expired */
-        for (long long until = h_now_ms() + 2100; h_now_ms() < until;)
+        /* past mrtrTimeout: expired */
+        for (long long until = h_now_ms() + 3100; h_now_ms() < until;)
                 h_notify_drain(&D);
         expect_refused(ask(c, 7, ELICIT, valid), "expired");
         cr_expect_eq(h_log_count(&D, "m: requestState"), 1);
