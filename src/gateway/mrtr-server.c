@@ -106,8 +106,9 @@ static bool answered_by_daemon(const struct server *s, int cap) {
         return cap == CLIENT_CAP_ROOTS && s->config->roots.n > 0;
 }
 
-/* The first input request whose capability caps lacks (-1: none), answered with
- * MissingRequiredClientCapability naming it. */
+/* Whether an input request needs a capability the daemon did not offer the server (-32603),
+ * or that caps (the client's) lacks (MissingRequiredClientCapability naming it): the
+ * client is then answered so. */
 static bool refuse_missing(struct route *rt, json_object *requests, unsigned caps) {
         json_object *data, *required;
         char why[300];
@@ -116,7 +117,17 @@ static bool refuse_missing(struct route *rt, json_object *requests, unsigned cap
                 int cap = capability_of(string_member(ask, "method"));
 
                 (void)key;
-                if ((caps & (1u << cap)) || answered_by_daemon(rt->server, cap))
+                if (answered_by_daemon(rt->server, cap))
+                        continue;
+                if (!(rt->server->config->client_capabilities & (1u << cap))) {
+                        /* The daemon's _meta never declared it to the server: as upcall.c
+                         * refuses a legacy server's request for it. */
+                        snprintf(why, sizeof why, "server '%s' asks for '%s', which mcpvisor did not offer it (see its "
+                                 "clientCapabilities)", rt->server->config->name, client_capability_names[cap]);
+                        client_reply_error(rt->client, rt->client_id, JSONRPC_INTERNAL_ERROR, why, NULL);
+                        return true;
+                }
+                if (caps & (1u << cap))
                         continue;
                 data = json_object_new_object();
                 required = json_object_new_object();

@@ -120,6 +120,32 @@ Test(modern_inputs, legacy_client_without_the_capability) {
         h_client_close(x);
 }
 
+/* What the daemon did not offer the server (its _meta never declared it) is refused, for a
+ * legacy client and a modern one alike, however capable the client. */
+Test(modern_inputs, not_offered_to_the_server) {
+        struct h_client *x;
+        struct h_conn *c;
+        json_object *r;
+
+        add_demo("m", "\"clientCapabilities\":[\"elicitation\"]", "\"--discover\",\"modern\"");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open_with(CAPS_ALL);
+        r = h_client_tool_call(x, "1", "m__ask", SAMPLE);
+        cr_assert_eq(h_error_code(r), -32603, "%s", h_json_text(r));
+        cr_assert(strstr(h_str(r, "error.message") ?: "", "did not offer it"), "%s", h_json_text(r));
+        json_object_put(r);
+        cr_expect_eq(h_inbox_drop(x, h_is_method, "sampling/createMessage"), 0);
+        h_client_close(x);
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        r = h_call(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"m__ask\",\"arguments\":"
+                      SAMPLE ",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                      "\"io.modelcontextprotocol/clientCapabilities\":" CAPS_ALL "}}}\n");
+        cr_assert(strstr(h_str(r, "error.message") ?: "", "did not offer it"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_close(c);
+}
+
 /* Cancelled while its client is asked: the request is withdrawn, its late answer dropped,
  * and the call never goes back to the server. */
 Test(modern_inputs, legacy_call_cancelled_while_asking) {
