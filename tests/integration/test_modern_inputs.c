@@ -3,7 +3,7 @@
  * answers input_required and keeps its answers so far in its own (unprotected) requestState:
  *   - a legacy client is asked each input request as an ordinary server request, and sees
  *     only the call's final result, over one round, two requests in a round, and several
- *     rounds; without the capability, the call fails with -32021 naming it; a call cancelled,
+ *     rounds, two clients at once each asked their own; without the capability, the call fails with -32021 naming it; a call cancelled,
  *     timed out, or whose server ends, while its client is asked has those requests
  *     withdrawn, and the client leaving mid-round leaves nothing behind;
  *   - a modern client gets the input_required with the server's state sealed by the daemon,
@@ -101,6 +101,33 @@ Test(modern_inputs, legacy_client_two_requests_in_a_round_then_another_round) {
                   strstr(h_result_text(r), "Paris"), "%s", h_json_text(r));
         json_object_put(r);
         cr_expect_eq(h_log_count(&D, "input_required round"), 2);
+        h_client_close(x);
+}
+
+/* Unlike a legacy server's requests, a modern server's input requests name their call: two
+ * clients in flight to one server at once are each asked their own, and get their own. */
+Test(modern_inputs, two_legacy_clients_at_once_each_asked_their_own) {
+        struct h_client *x, *y;
+        json_object *rx, *ry, *r;
+
+        start_modern("");
+        x = cl_open_with(CAPS_ALL);
+        y = cl_open_with(CAPS_ALL);
+        h_client_tool_request(x, "1", "m__ask", "{\"method\":\"elicitation/create\",\"params\":{\"message\":\"for x\"}}");
+        h_client_tool_request(y, "1", "m__ask", "{\"method\":\"elicitation/create\",\"params\":{\"message\":\"for y\"}}");
+        rx = take_request(x, "elicitation/create");
+        ry = take_request(y, "elicitation/create");
+        cr_assert_str_eq(h_str(rx, "params.message") ?: "", "for x", "%s", h_json_text(rx));
+        cr_assert_str_eq(h_str(ry, "params.message") ?: "", "for y", "%s", h_json_text(ry));
+        answer(y, ry, ACCEPT("yves"));
+        answer(x, rx, ACCEPT("xavier"));
+        r = h_client_answer(x, "1");
+        cr_assert(strstr(h_result_text(r), "xavier") && !strstr(h_result_text(r), "yves"), "%s", h_json_text(r));
+        json_object_put(r);
+        r = h_client_answer(y, "1");
+        cr_assert(strstr(h_result_text(r), "yves") && !strstr(h_result_text(r), "xavier"), "%s", h_json_text(r));
+        json_object_put(r);
+        h_client_close(y);
         h_client_close(x);
 }
 
