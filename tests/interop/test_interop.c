@@ -1152,7 +1152,7 @@ Test(interop, modern_sdk_elicitation_over_http) {
         expect_modern_elicitation();
 }
 
-/* ---- issue 30: the SDK 2.x's modern-only server behind the daemon ---- */
+/* ---- the SDK 2.x's modern-only server behind the daemon ---- */
 
 /* modern-server.mjs as server "modern": over stdio, or (url) started here on a free port
  * and reached over HTTP; the daemon started, the server ready and modern. */
