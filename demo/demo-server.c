@@ -18,6 +18,12 @@
  *     "then": [{method, params?}...] each goes out once the ones before are answered (one
  *     round after another); the call is then answered with the JSON array of every answer's
  *     result (or error), in the order they came.
+ *     Under --discover modern it sends no request: it answers input_required (MCP
+ *     2026-07-28) with the same requests as inputRequests (keys "rN-I": round N, request
+ *     I), one round for the first and "also", one for each of "then", and the answers so
+ *     far in its requestState (plain JSON, logged as "requestState STATE"); the retry
+ *     missing an answer is asked that round again; the last round's retry is answered as
+ *     above.
  *   - tool "notify" {method, params?} sends that notification to the client.
  *   - tool "client_capabilities" answers the JSON text of initialize's params.capabilities.
  *   - tool "echo" given "raw" instead of "text" answers with RAW as the members of its
@@ -783,6 +789,103 @@ static void handle_answer(json_object *m, json_object *id) {
         json_object_put(call_id);
 }
 
+/* The rounds of a modern "ask": [method+params, also...] first, then each of "then". */
+static json_object *modern_rounds(json_object *args) {
+        json_object *rounds = json_object_new_array(), *first = json_object_new_array(), *request = json_object_new_object();
+        json_object *v, *also = NULL, *then = NULL;
+
+        json_object_object_add(request, "method", json_object_new_string(get_string(args, "method")));
+        if (json_object_object_get_ex(args, "params", &v))
+                json_object_object_add(request, "params", json_object_get(v));
+        json_object_array_add(first, request);
+        json_object_object_get_ex(args, "also", &also);
+        json_object_object_get_ex(args, "then", &then);
+        for (size_t i = 0; also && i < json_object_array_length(also); i++)
+                json_object_array_add(first, json_object_get(json_object_array_get_idx(also, i)));
+        json_object_array_add(rounds, first);
+        for (size_t i = 0; then && i < json_object_array_length(then); i++) {
+                json_object *one = json_object_new_array();
+
+                json_object_array_add(one, json_object_get(json_object_array_get_idx(then, i)));
+                json_object_array_add(rounds, one);
+        }
+        return rounds;
+}
+
+/* Answers input_required asking round n of rounds, the state saying what comes next. */
+static void ask_round(json_object *id, json_object *rounds, int n, json_object *answers) {
+        json_object *result = json_object_new_object(), *requests = json_object_new_object(), *state = json_object_new_object();
+        json_object *round = json_object_array_get_idx(rounds, (size_t)n);
+        char key[64];
+
+        for (size_t i = 0; i < json_object_array_length(round); i++) {
+                snprintf(key, sizeof(key), "r%d-%zu", n, i);
+                json_object_object_add(requests, key, json_object_get(json_object_array_get_idx(round, i)));
+        }
+        json_object_object_add(state, "round", json_object_new_int(n + 1));
+        json_object_object_add(state, "answers", json_object_get(answers));
+        json_object_object_add(result, "resultType", json_object_new_string("input_required"));
+        json_object_object_add(result, "inputRequests", requests);
+        json_object_object_add(result, "requestState",
+                               json_object_new_string(json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN)));
+        json_object_put(state);
+        fprintf(stderr, "input_required round %d\n", n);
+        send_result(id, result);
+}
+
+/* "ask" of a modern server: no request of its own, but input_required results, the
+ * answers so far carried in its requestState (plain JSON: a server that trusts its state
+ * needs a client, or a gateway, that cannot forge it). */
+static void tool_ask_modern(json_object *id, json_object *params, json_object *args) {
+        json_object *rounds = modern_rounds(args), *state = NULL, *answers, *responses = NULL, *v;
+        const char *text = get_string(params, "requestState");
+        int n = 0;
+        char key[64];
+
+        json_object_object_get_ex(params, "inputResponses", &responses);
+        if (text) {
+                fprintf(stderr, "requestState %s\n", text);
+                state = json_tokener_parse(text);
+                if (!state || !json_object_object_get_ex(state, "round", &v)) {
+                        send_error(id, ERR_INVALID_PARAMS, "requestState is not one of mine");
+                        json_object_put(state);
+                        json_object_put(rounds);
+                        return;
+                }
+                n = json_object_get_int(v);
+        }
+        answers = state && json_object_object_get_ex(state, "answers", &v) ? json_object_get(v) : json_object_new_array();
+        if (n > 0) {
+                json_object *round = json_object_array_get_idx(rounds, (size_t)n - 1);
+                json_object *got = json_object_new_array();
+
+                for (size_t i = 0; round && i < json_object_array_length(round); i++) {
+                        snprintf(key, sizeof(key), "r%d-%zu", n - 1, i);
+                        if (!json_object_object_get_ex(responses, key, &v)) {
+                                json_object_put(got);
+                                got = NULL; /* one missing: asked again */
+                                break;
+                        }
+                        json_object_array_add(got, json_object_get(v));
+                }
+                if (!got)
+                        n--;
+                for (size_t i = 0; got && i < json_object_array_length(got); i++)
+                        json_object_array_add(answers, json_object_get(json_object_array_get_idx(got, i)));
+                json_object_put(got);
+        }
+        if ((size_t)n < json_object_array_length(rounds))
+                ask_round(id, rounds, n, answers);
+        else if (json_object_array_length(answers) == 1)
+                send_result(id, text_result(json_object_to_json_string_ext(json_object_array_get_idx(answers, 0),
+                                                                           JSON_C_TO_STRING_PLAIN), false));
+        else
+                send_result(id, text_result(json_object_to_json_string_ext(answers, JSON_C_TO_STRING_PLAIN), false));
+        json_object_put(answers);
+        json_object_put(state);
+        json_object_put(rounds);
+}
+
 /* Not a blocking wait: the answer comes through the main loop, which meanwhile serves
  * everything else. */
 static void tool_ask(json_object *id, json_object *params, json_object *args) {
@@ -797,6 +900,10 @@ static void tool_ask(json_object *id, json_object *params, json_object *args) {
                 send_error(id, ERR_INVALID_PARAMS,
                            "argument 'method' (string) is required; 'params' must be an object and "
                            "'cancelAfterMs' and 'afterMs' non-negative numbers");
+                return;
+        }
+        if (discover_mode("modern")) {
+                tool_ask_modern(id, params, args);
                 return;
         }
         json_object *also = NULL, *then = NULL;

@@ -1,9 +1,11 @@
 /* The requestState of a multi round-trip request (MCP 2026-07-28) that the daemon makes for a
- * legacy server's requests: sealed with AES-256-GCM under a key of the daemon's (made at
+ * legacy server's requests, or wraps around a modern server's own (mrtr-server.h): sealed with AES-256-GCM under a key of the daemon's (made at
  * start, or the credential "mrtr-key" shared by several daemons), so that a client can
  * neither read nor change it. It binds who may present it (the principal), which request
  * it continues (the method and a digest of its params), the round it answers and when it
- * lapses; the round itself stays in the daemon's memory, which makes it single-use. */
+ * lapses; the round itself stays in the daemon's memory, which makes it single-use. A modern
+ * server's state travels inside the seal instead, with the server's name: nothing of it
+ * stays in the daemon, and the client can neither read it nor hand the server another. */
 #pragma once
 
 #include <json-c/json.h>
@@ -14,6 +16,7 @@
 #define MRTR_KEY_LEN 32
 #define MRTR_DIGEST_LEN 32
 #define MRTR_PRINCIPAL_MAX 160
+#define MRTR_SERVER_MAX 256     /* a server's name, with its NUL */
 
 struct mrtr_key {
         unsigned char bytes[MRTR_KEY_LEN];
@@ -24,6 +27,17 @@ struct mrtr_claims {
         unsigned char request[MRTR_DIGEST_LEN]; /* mrtr_request_digest() */
         uint64_t round;                         /* the parked round it answers */
         uint64_t expires;                       /* seconds since the epoch */
+        /* A modern server's round (round 0): whose it is and the server's own requestState
+         * (NULL: it gave none). Borrowed. */
+        const char *server;
+        const char *server_state;
+};
+
+/* What an opened state holds beyond its checks. */
+struct mrtr_opened {
+        uint64_t round;
+        char server[MRTR_SERVER_MAX];  /* a modern server's round: its name; "" for one of the daemon's own */
+        char *server_state;            /* malloc'd; NULL when the server gave none */
 };
 
 enum mrtr_open_result {
@@ -45,10 +59,15 @@ int mrtr_key_from_secret(struct mrtr_key *k, const void *secret, size_t len);
  * digests as the request did. */
 void mrtr_request_digest(const char *method, json_object *params, unsigned char ret[MRTR_DIGEST_LEN]);
 
-/* The sealed text (base64url, no padding), malloc'd; NULL when out of memory. */
+/* The sealed text (base64url, no padding), malloc'd; NULL when out of memory (or a
+ * principal or server name too long). */
 char *mrtr_seal(const struct mrtr_key *k, const struct mrtr_claims *claims);
 /* Opens text and checks it against who presents it, for which request, at time now; the
  * round in *ret_round on MRTR_OPEN_OK. */
 enum mrtr_open_result mrtr_open(const struct mrtr_key *k, const char *text, const char *principal,
                                 const unsigned char request[MRTR_DIGEST_LEN], uint64_t now, uint64_t *ret_round);
+/* mrtr_open() telling all the state holds (ret->server_state is the caller's to free, set
+ * on MRTR_OPEN_OK only). */
+enum mrtr_open_result mrtr_open_full(const struct mrtr_key *k, const char *text, const char *principal,
+                                     const unsigned char request[MRTR_DIGEST_LEN], uint64_t now, struct mrtr_opened *ret);
 const char *mrtr_open_result_to_string(enum mrtr_open_result r);

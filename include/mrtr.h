@@ -62,8 +62,13 @@ bool mrtr_takes(const struct client *c, const struct server *s, int cap);
 /* Server request rq (of c's call to s) joins the call's round. -EBUSY: too many parked
  * rounds for the principal; -ENOMEM. The caller then refuses the server's request. */
 int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct server_request *rq);
-/* A modern client's request to s carrying a requestState: a retry. Answers c itself. */
-void mrtr_retry(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask);
+/* A modern client's request to s carrying a requestState: a retry, of a round of the
+ * daemon's or (the state says) of a modern server's own (mrtr-server.h), which then gets
+ * params (consumed: the request as it goes to s). Answers c itself. */
+void mrtr_retry(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
+                json_object *params);
+/* Whom c's requestStates are for ("uid:1000", "token:alice"), into buf. */
+void mrtr_principal(const struct client *c, char *buf, size_t size);
 
 /* Hooks: a parked server request freed by its server (cancelled, or the server ended). */
 void mrtr_request_gone(struct mrtr_round *round, struct server_request *rq);

@@ -35,6 +35,7 @@ struct event;
 struct jsonrpc_msg;
 struct access_ask;
 struct mrtr_round;
+struct mrtr_inputs;
 
 struct route {
         TAILQ_ENTRY(route) by_router;   /* live, or lost (awaiting its error) */
@@ -67,6 +68,13 @@ struct route {
         struct mrtr_round *round;
         /* A modern client's request: what its requestState binds (mrtr_request_digest()). */
         unsigned char digest[MRTR_DIGEST_LEN];
+        /* A legacy client's call to a modern server that may answer input_required
+         * (mrtr-server.h): the params as sent, to send again with the client's answers;
+         * the rounds so far; while the client is asked, that round (nothing runs at the
+         * server then). */
+        json_object *sent;
+        unsigned input_rounds;
+        struct mrtr_inputs *inputs;
 };
 
 TAILQ_HEAD(route_list, route);
@@ -140,6 +148,13 @@ void router_park(struct route *rt, struct mrtr_round *round);
 int router_resume(struct route *rt, struct client *c, json_object *id);
 /* A parked call nobody retried: given up, the server told to stop. */
 void router_abandon_parked(struct route *rt, const char *reason);
+
+/* A call whose server answered input_required for a legacy client (mrtr-server.h): sent
+ * again on the same run with params (consumed), its answer coming back as the first did.
+ * -ECONNRESET when that run has ended, or the send's error. */
+int router_send_again(struct route *rt, json_object *params);
+/* Such a call that cannot go on: its client answered the error, the route freed. */
+void router_fail_call(struct route *rt, int code, const char *message, json_object *data);
 
 /* After each loop iteration: answers lost routes with their server's outcome. */
 void router_collect(struct router *r);

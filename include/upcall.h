@@ -29,6 +29,7 @@ struct router;
 struct logger;
 struct jsonrpc_msg;
 struct mrtr_round;
+struct mrtr_inputs;
 
 struct server_request {
         TAILQ_ENTRY(server_request) entry;
@@ -43,6 +44,9 @@ struct server_request {
         char method[48];
         json_object *params;            /* referenced while in a round, for its inputRequests */
         struct mrtr_round *round;       /* of a modern client's call: parked there, no client */
+        /* A modern server's input request (mrtr-server.h), asked by the daemon: its answer
+         * goes there, not to a process (child_id is NULL). */
+        struct mrtr_inputs *inputs;
 };
 
 TAILQ_HEAD(server_request_list, server_request);
@@ -72,6 +76,15 @@ void server_requests_answer(struct server_requests *q, struct client *c, struct 
 /* A client's notifications/progress; true if it was about a pending server request. */
 bool server_requests_client_progress(struct server_requests *q, struct client *c, struct jsonrpc_msg *m);
 void server_requests_client_gone(struct server_requests *q, struct client *c);
+
+/* A modern server's input request (method, params borrowed) of c's call id to s, asked of
+ * c as a server's own request is (under an id of ours, related to the call), its answer
+ * handed to mrtr_inputs_answered(inputs, ...). Our id, or -EPERM when c did not declare
+ * the capability it needs, -ENOMEM. */
+int64_t server_requests_ask(struct server_requests *q, struct server *s, struct client *c, json_object *call,
+                            const char *method, json_object *params, struct mrtr_inputs *inputs);
+/* Such a request withdrawn (its call ended): the client is told it is cancelled. */
+void server_requests_withdraw(struct server_requests *q, int64_t id, const char *reason);
 
 /* A request in a round (mrtr.h) answered with the client's result (borrowed), or with an
  * error saying why (result NULL); freed. */

@@ -12,12 +12,12 @@
 
 #define NONCE_LEN 12
 #define TAG_LEN 16
-/* version, expires, round, request digest; then the principal's bytes */
+/* version, expires, round, request digest; then the rest (mrtr_seal()) */
 #define FIXED_LEN (1 + 8 + 8 + MRTR_DIGEST_LEN)
-#define SEAL_VERSION 1
+#define SEAL_VERSION 2
 /* What the seal is for, authenticated with it: a key shared with another use cannot make
  * one of ours. */
-static const unsigned char AAD[] = "mcpvisor requestState v1";
+static const unsigned char AAD[] = "mcpvisor requestState v2";
 
 int mrtr_key_generate(struct mrtr_key *k) {
         return RAND_bytes(k->bytes, sizeof k->bytes) == 1 ? 0 : -EIO;
@@ -171,44 +171,108 @@ static int gcm(bool seal, const struct mrtr_key *k, const unsigned char *nonce, 
         return ok ? 0 : -EIO;
 }
 
+/* The plaintext: FIXED_LEN bytes, then the principal's length (one byte) and bytes, the
+ * server's likewise, a byte saying whether a server state follows, and its bytes. */
 char *mrtr_seal(const struct mrtr_key *k, const struct mrtr_claims *claims) {
-        size_t plen = strnlen(claims->principal, MRTR_PRINCIPAL_MAX - 1), len = FIXED_LEN + plen;
-        unsigned char plain[FIXED_LEN + MRTR_PRINCIPAL_MAX], box[NONCE_LEN + FIXED_LEN + MRTR_PRINCIPAL_MAX + TAG_LEN];
+        size_t plen = strnlen(claims->principal, MRTR_PRINCIPAL_MAX - 1);
+        size_t slen = claims->server ? strlen(claims->server) : 0;
+        size_t tlen = claims->server_state ? strlen(claims->server_state) : 0;
+        size_t len = FIXED_LEN + 1 + plen + 1 + slen + 1 + tlen, at = FIXED_LEN;
+        _cleanup_free_ unsigned char *plain = NULL, *box = NULL;
         uint64_t be;
 
+        if (slen >= MRTR_SERVER_MAX || len > SIZE_MAX / 2)
+                return NULL;
+        plain = malloc(len);
+        box = malloc(NONCE_LEN + len + TAG_LEN);
+        if (!plain || !box)
+                return NULL;
         plain[0] = SEAL_VERSION;
         be = htobe64(claims->expires);
         memcpy(plain + 1, &be, 8);
         be = htobe64(claims->round);
         memcpy(plain + 9, &be, 8);
         memcpy(plain + 17, claims->request, MRTR_DIGEST_LEN);
-        memcpy(plain + FIXED_LEN, claims->principal, plen);
+        plain[at++] = (unsigned char)plen;
+        memcpy(plain + at, claims->principal, plen);
+        at += plen;
+        plain[at++] = (unsigned char)slen;
+        memcpy(plain + at, claims->server ? claims->server : "", slen);
+        at += slen;
+        plain[at++] = claims->server_state != NULL;
+        memcpy(plain + at, claims->server_state ? claims->server_state : "", tlen);
         if (RAND_bytes(box, NONCE_LEN) != 1 || gcm(true, k, box, plain, len, box + NONCE_LEN, box + NONCE_LEN + len) < 0)
                 return NULL;
         return b64url_encode(box, NONCE_LEN + len + TAG_LEN);
 }
 
-enum mrtr_open_result mrtr_open(const struct mrtr_key *k, const char *text, const char *principal,
-                                const unsigned char request[MRTR_DIGEST_LEN], uint64_t now, uint64_t *ret_round) {
-        unsigned char box[NONCE_LEN + FIXED_LEN + MRTR_PRINCIPAL_MAX + TAG_LEN], plain[FIXED_LEN + MRTR_PRINCIPAL_MAX];
-        size_t n = sizeof box, len;
+/* The variable part of an opened plaintext read into ret; false when it does not parse. */
+static bool read_tail(const unsigned char *p, size_t n, const char *principal, bool *foreign, struct mrtr_opened *ret) {
+        size_t plen, slen;
+
+        if (n < 1 || (plen = p[0]) + 1 > n)
+                return false;
+        *foreign = plen != strlen(principal) || memcmp(p + 1, principal, plen) != 0;
+        p += 1 + plen, n -= 1 + plen;
+        if (n < 1 || (slen = p[0]) + 2 > n)
+                return false;
+        memcpy(ret->server, p + 1, slen);
+        ret->server[slen] = '\0';
+        p += 1 + slen, n -= 1 + slen;
+        if (p[0] > 1 || (p[0] == 0 && n != 1))
+                return false;
+        ret->server_state = NULL;
+        if (p[0] == 1 && !(ret->server_state = strndup((const char *)p + 1, n - 1)))
+                return false;
+        if (ret->server_state && strlen(ret->server_state) != n - 1) {
+                free(ret->server_state); /* a NUL inside: not what was sealed */
+                ret->server_state = NULL;
+                return false;
+        }
+        return true;
+}
+
+enum mrtr_open_result mrtr_open_full(const struct mrtr_key *k, const char *text, const char *principal,
+                                     const unsigned char request[MRTR_DIGEST_LEN], uint64_t now, struct mrtr_opened *ret) {
+        _cleanup_free_ unsigned char *box = NULL, *plain = NULL;
+        size_t n, len;
+        bool foreign;
         uint64_t be;
 
-        if (!text || b64url_decode(text, box, &n) < 0 || n < NONCE_LEN + FIXED_LEN + TAG_LEN)
+        if (!text)
+                return MRTR_OPEN_FORGED;
+        n = strlen(text) / 4 * 3 + 3;
+        box = malloc(n);
+        plain = malloc(n);
+        if (!box || !plain || b64url_decode(text, box, &n) < 0 || n < NONCE_LEN + FIXED_LEN + TAG_LEN)
                 return MRTR_OPEN_FORGED;
         len = n - NONCE_LEN - TAG_LEN;
         if (gcm(false, k, box, box + NONCE_LEN, len, plain, box + NONCE_LEN + len) < 0 || plain[0] != SEAL_VERSION)
                 return MRTR_OPEN_FORGED;
+        *ret = (struct mrtr_opened){ 0 };
+        if (!read_tail(plain + FIXED_LEN, len - FIXED_LEN, principal, &foreign, ret))
+                return MRTR_OPEN_FORGED; /* sealed by us, so never: a key shared with a bug */
         memcpy(&be, plain + 1, 8);
-        if (be64toh(be) <= now)
-                return MRTR_OPEN_EXPIRED;
-        if (len - FIXED_LEN != strlen(principal) || memcmp(plain + FIXED_LEN, principal, len - FIXED_LEN) != 0)
-                return MRTR_OPEN_FOREIGN;
-        if (memcmp(plain + 17, request, MRTR_DIGEST_LEN) != 0)
-                return MRTR_OPEN_OTHER_REQUEST;
+        if (be64toh(be) <= now || foreign || memcmp(plain + 17, request, MRTR_DIGEST_LEN) != 0) {
+                free(ret->server_state);
+                ret->server_state = NULL;
+                return be64toh(be) <= now ? MRTR_OPEN_EXPIRED : foreign ? MRTR_OPEN_FOREIGN : MRTR_OPEN_OTHER_REQUEST;
+        }
         memcpy(&be, plain + 9, 8);
-        *ret_round = be64toh(be);
+        ret->round = be64toh(be);
         return MRTR_OPEN_OK;
+}
+
+enum mrtr_open_result mrtr_open(const struct mrtr_key *k, const char *text, const char *principal,
+                                const unsigned char request[MRTR_DIGEST_LEN], uint64_t now, uint64_t *ret_round) {
+        struct mrtr_opened opened;
+        enum mrtr_open_result r = mrtr_open_full(k, text, principal, request, now, &opened);
+
+        if (r == MRTR_OPEN_OK) {
+                *ret_round = opened.round;
+                free(opened.server_state);
+        }
+        return r;
 }
 
 const char *mrtr_open_result_to_string(enum mrtr_open_result r) {

@@ -1,6 +1,7 @@
 /* Multi round-trip requests for legacy servers' requests during modern clients' calls;
  * see mrtr.h. */
 #include "mrtr.h"
+#include "mrtr-server.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -103,7 +104,7 @@ bool mrtr_takes(const struct client *c, const struct server *s, int cap) {
 }
 
 /* Whom a requestState is for: the bearer token's user over HTTP, else the peer's uid. */
-static void principal_text(const struct client *c, char *buf, size_t size) {
+void mrtr_principal(const struct client *c, char *buf, size_t size) {
         struct client_peer p = client_peer(c);
 
         if (p.token)
@@ -143,7 +144,7 @@ int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct serve
                 return -ENOENT;
         round = gathering(t, c, s, rt->client_id);
         if (!round) {
-                principal_text(c, principal, sizeof principal);
+                mrtr_principal(c, principal, sizeof principal);
                 if (rounds_of(t, principal) >= MRTR_ROUNDS_PER_PRINCIPAL)
                         return -EBUSY;
                 round = calloc(1, sizeof *round);
@@ -348,31 +349,43 @@ static size_t deliver(struct mrtr_round *round, json_object *responses) {
         return round->n_asks;
 }
 
-void mrtr_retry(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask) {
+void mrtr_retry(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
+                json_object *params) {
         json_object *state, *responses = NULL, *result;
         unsigned char request[MRTR_DIGEST_LEN];
         char principal[MRTR_PRINCIPAL_MAX];
+        struct mrtr_opened opened;
         struct mrtr_round *round;
         enum mrtr_open_result r;
         struct route *rt;
-        uint64_t id = 0;
 
-        if (!client_access_pass(c, s, m, ask))
+        if (!client_access_pass(c, s, m, ask)) {
+                json_object_put(params);
                 return;
+        }
         json_object_object_get_ex(m->params, "requestState", &state);
         if (!json_object_is_type(state, json_type_string)) {
+                json_object_put(params);
                 reply_invalid(c, m->id, "must be a string");
                 return;
         }
         mrtr_request_digest(m->method, m->params, request);
-        principal_text(c, principal, sizeof principal);
-        r = mrtr_open(&t->key, json_object_get_string(state), principal, request, realtime_usec() / 1000000, &id);
+        mrtr_principal(c, principal, sizeof principal);
+        r = mrtr_open_full(&t->key, json_object_get_string(state), principal, request, realtime_usec() / 1000000, &opened);
         if (r != MRTR_OPEN_OK) {
+                json_object_put(params);
                 client_log(c, LOG_INFO, "refused a retry of %s: its requestState is %s", m->method, mrtr_open_result_to_string(r));
                 reply_invalid(c, m->id, mrtr_open_result_to_string(r));
                 return;
         }
-        round = round_by_id(t, id);
+        if (opened.server[0]) {
+                /* A modern server's own round: its state goes back to it (mrtr-server.h). */
+                mrtr_server_retry(c, m, s, ask, params, &opened);
+                free(opened.server_state);
+                return;
+        }
+        json_object_put(params);
+        round = round_by_id(t, opened.round);
         if (!round || round->server != s) {
                 client_log(c, LOG_INFO, "refused a retry of %s: its round was retried already or has ended", m->method);
                 reply_invalid(c, m->id, "names a round that was retried already or has ended");

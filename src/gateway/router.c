@@ -1,6 +1,7 @@
 /* Forwarded requests and what comes back; see router.h. */
 #include "router.h"
 #include "mrtr.h"
+#include "mrtr-server.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -101,6 +102,7 @@ static void route_audit(struct route *rt, enum audit_outcome outcome) {
 }
 
 static void route_drop(struct route *rt) {
+        json_object_put(rt->sent);
         free(rt->target);
         json_object_put(rt->client_id);
         json_object_put(rt->client_token);
@@ -114,6 +116,8 @@ static void route_free(struct route *rt) {
 
         if (rt->round)
                 mrtr_route_answered(rt->round, NULL, NULL);
+        if (rt->inputs)
+                mrtr_inputs_end(rt->inputs, "the call ended");
         TAILQ_REMOVE(list_of(r, rt), rt, by_router);
         if (c) {
                 TAILQ_REMOVE(&c->routes, rt, by_client);
@@ -191,6 +195,12 @@ static void route_abandon(struct route *rt, const char *reason) {
 
         if (rt->client)
                 route_detach(rt);
+        if (rt->inputs) {
+                /* Its client was being asked for input: nothing runs at the server. */
+                mrtr_inputs_end(rt->inputs, reason);
+                route_free(rt);
+                return;
+        }
         if (rt->timer)
                 event_free(rt->timer);
         rt->timer = ch && !rt->lost ? evtimer_new(rt->router->base, on_grace_end, rt) : NULL;
@@ -228,6 +238,23 @@ static bool route_cacheable(const struct route *rt) {
         return strcmp(rt->method, "resources/read") == 0;
 }
 
+/* A modern server's input_required, handed to mrtr-server.c; true when the route is done
+ * with (answered and freed, or going on there). */
+static bool input_taken(struct route *rt, json_object *result) {
+        enum mrtr_server_take take;
+
+        if (!rt->client || rt->server->era != MCP_ERA_MODERN || !mrtr_method_takes_input(rt->method))
+                return false;
+        take = mrtr_server_result(rt, result);
+        if (take == MRTR_SERVER_PASS)
+                return false;
+        if (take == MRTR_SERVER_GOES_ON)
+                return true;
+        route_audit(rt, take == MRTR_SERVER_ANSWERED ? AUDIT_OK : AUDIT_ERROR);
+        route_free(rt);
+        return true;
+}
+
 static void on_reply(struct child *ch, int status, json_object *result, json_object *error, void *userdata) {
         struct route *rt = userdata;
         struct router *r = rt->router;
@@ -241,6 +268,8 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 TAILQ_INSERT_TAIL(&r->lost, rt, by_router);
                 return;
         }
+        if (!error && input_taken(rt, result))
+                return;
         route_audit(rt, error ? AUDIT_ERROR : AUDIT_OK);
         if (rt->round) {
                 mrtr_route_answered(rt->round, result, error);
@@ -259,6 +288,18 @@ static void on_result_text(struct child *ch, const char *text, size_t len, const
                            void *userdata) {
         struct route *rt = userdata;
 
+        if (rt->client && rt->server->era == MCP_ERA_MODERN && mrtr_method_takes_input(rt->method) &&
+            mrtr_server_text_is_input_required(text, len)) {
+                json_tokener *tok = json_tokener_new();
+                json_object *result = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
+                bool taken = result && input_taken(rt, result);
+
+                json_object_put(result);
+                if (tok)
+                        json_tokener_free(tok);
+                if (taken)
+                        return;
+        }
         route_audit(rt, AUDIT_OK);
         if (rt->round) {
                 json_tokener *tok = json_tokener_new();
@@ -420,6 +461,8 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
         TAILQ_INSERT_TAIL(&c->routes, rt, by_client);
         if (rt->token && idmap_put(&r->by_token, rt->token, rt) < 0)
                 rt->token = 0;
+        if (s->era == MCP_ERA_MODERN && mrtr_method_takes_input(m->method) && !session_stateless(&c->session))
+                rt->sent = json_object_get(forwarded);
         rt->child_id = child_request_result_text(server_child(s), m->method, forwarded, on_reply, on_result_text, rt);
         if (rt->child_id < 0) {
                 refuse_send(rt, rt->child_id);
@@ -627,4 +670,29 @@ void router_abandon_parked(struct route *rt, const char *reason) {
         rt->round = NULL;
         route_audit(rt, AUDIT_CANCELLED);
         route_abandon(rt, reason);
+}
+
+int router_send_again(struct route *rt, json_object *params) {
+        struct child *ch = route_child(rt);
+        int64_t id;
+
+        if (!ch) {
+                json_object_put(params);
+                return -ECONNRESET;
+        }
+        id = child_request_result_text(ch, rt->method, params, on_reply, on_result_text, rt);
+        if (id < 0)
+                return (int)id;
+        rt->child_id = id;
+        arm_timeout(rt);
+        return 0;
+}
+
+void router_fail_call(struct route *rt, int code, const char *message, json_object *data) {
+        route_audit(rt, AUDIT_ERROR);
+        if (rt->client)
+                client_reply_error(rt->client, rt->client_id, code, message, data);
+        else
+                json_object_put(data);
+        route_free(rt);
 }

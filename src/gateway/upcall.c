@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "mrtr.h"
+#include "mrtr-server.h"
 #include "request-meta.h"
 #include "router.h"
 #include "server.h"
@@ -37,6 +38,8 @@ void server_requests_init(struct server_requests *q, struct daemon *d, const str
 static void request_free(struct server_requests *q, struct server_request *rq) {
         if (rq->round)
                 mrtr_request_gone(rq->round, rq);
+        if (rq->inputs)
+                mrtr_inputs_request_gone(rq->inputs, rq->id);
         TAILQ_REMOVE(&q->pending, rq, entry);
         idmap_remove(&q->by_id, rq->id);
         json_object_put(rq->child_id);
@@ -229,6 +232,41 @@ void server_requests_forward(struct server_requests *q, struct server *s, struct
         client_send_related(c, jsonrpc_request(rq->id, m->method, json_object_get(m->params)), rq->call);
 }
 
+static void tell_client_cancelled(struct server_request *rq, const char *reason);
+
+int64_t server_requests_ask(struct server_requests *q, struct server *s, struct client *c, json_object *call,
+                            const char *method, json_object *params, struct mrtr_inputs *inputs) {
+        int cap = capability_needed(method);
+        struct server_request *rq;
+
+        if (cap >= 0 && !(c->session.client_caps & (1u << cap)))
+                return -EPERM;
+        rq = calloc(1, sizeof *rq);
+        if (!rq || idmap_put(&q->by_id, q->next_id + 1, rq) < 0) {
+                free(rq);
+                return -ENOMEM;
+        }
+        *rq = (struct server_request){ .client = c, .server = s, .run = server_run_number(s), .id = ++q->next_id,
+                                       .token = json_object_get(progress_token(params)), .call = json_object_get(call),
+                                       .inputs = inputs };
+        snprintf(rq->method, sizeof rq->method, "%s", method);
+        TAILQ_INSERT_TAIL(&q->pending, rq, entry);
+        log_emit(q->log, LOG_DEBUG, &(struct log_subject){ .server = s->config->name, .client = c->id },
+                 "passing the server's input request %s to the client as request %" PRId64, rq->method, rq->id);
+        client_send_related(c, jsonrpc_request(rq->id, method, json_object_get(params)), rq->call);
+        return rq->id;
+}
+
+void server_requests_withdraw(struct server_requests *q, int64_t id, const char *reason) {
+        struct server_request *rq = idmap_get(&q->by_id, id);
+
+        if (!rq || !rq->inputs)
+                return;
+        rq->inputs = NULL; /* its round is the one withdrawing it */
+        tell_client_cancelled(rq, reason);
+        request_free(q, rq);
+}
+
 static struct server_request *find_by_child_id(struct server_requests *q, const struct server *s, json_object *id) {
         struct server_request *rq;
 
@@ -302,6 +340,16 @@ void server_requests_answer(struct server_requests *q, struct client *c, struct 
                 client_log(c, LOG_DEBUG, "dropping a response to no request of ours (answered, cancelled or unknown)");
                 return;
         }
+        if (rq->inputs) {
+                struct mrtr_inputs *inputs = rq->inputs;
+                bool allowed = client_access_pass(c, rq->server, m, &ASKED);
+                int64_t asked = rq->id;
+
+                rq->inputs = NULL; /* answered, not gone */
+                request_free(q, rq);
+                mrtr_inputs_answered(inputs, asked, m, allowed);
+                return;
+        }
         ch = asking_child(rq);
         if (ch && client_access_pass(c, rq->server, m, &ASKED))
                 child_send(ch, answer_for_child(rq, m));
@@ -319,7 +367,7 @@ bool server_requests_client_progress(struct server_requests *q, struct client *c
         if (!json_object_object_get_ex(m->params, "progressToken", &token))
                 return false;
         TAILQ_FOREACH(rq, &q->pending, entry)
-                if (rq->client == c && !rq->round && rq->token && json_object_equal(rq->token, token)) {
+                if (rq->client == c && !rq->round && !rq->inputs && rq->token && json_object_equal(rq->token, token)) {
                         ch = asking_child(rq);
                         if (ch && client_access_pass(c, rq->server, m, &ASKED))
                                 child_send(ch, json_object_get(m->root));
@@ -337,7 +385,7 @@ void server_requests_client_gone(struct server_requests *q, struct client *c) {
                 next = TAILQ_NEXT(rq, entry);
                 if (rq->client != c)
                         continue;
-                ch = asking_child(rq);
+                ch = rq->inputs ? NULL : asking_child(rq);
                 snprintf(text, sizeof text, "the client that was asked (client %" PRIu64 ") disconnected or closed its input before answering",
                          c->id);
                 if (ch)

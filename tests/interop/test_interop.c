@@ -1152,6 +1152,98 @@ Test(interop, modern_sdk_elicitation_over_http) {
         expect_modern_elicitation();
 }
 
+/* ---- the SDK 2.x's modern-only server behind the daemon ---- */
+
+/* modern-server.mjs as server "modern": over stdio, or (url) started here on a free port
+ * and reached over HTTP; the daemon started, the server ready and modern. */
+static void start_modern_server(bool url) {
+        unsigned port;
+
+        if (!url) {
+                add_entry("\"modern\":{\"command\":\"node\",\"args\":[\"%s/modern-server.mjs\"],"
+                          "\"clientCapabilities\":[\"elicitation\"]}", INTEROP_DIR);
+        } else {
+                port = ht_free_port();
+                http_group = fork();
+                cr_assert_geq(http_group, 0);
+                if (http_group == 0) {
+                        setpgid(0, 0);
+                        execlp("node", "node", INTEROP_DIR "/modern-server.mjs", "--http", sf("%u", port), (char *)NULL);
+                        _exit(127);
+                }
+                setpgid(http_group, http_group);
+                cr_assert(ht_wait_listening(port, READY_MS), "modern-server.mjs did not listen on %u", port);
+                add_entry("\"modern\":{\"url\":\"http://127.0.0.1:%u/mcp\",\"clientCapabilities\":[\"elicitation\"]}", port);
+        }
+        start(daemon_env);
+        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "got %s", D.notices);
+}
+
+/* Runs modern-server-client.mjs KIND against the daemon; asserts the list, the echo and
+ * the elicitation answered by the client reaching the server, which greets it. */
+static json_object *expect_modern_server_client(const char *kind) {
+        char script[PATH_MAX];
+        struct run r;
+        json_object *facts;
+        char *last;
+
+        snprintf(script, sizeof script, "%s/modern-server-client.mjs", INTEROP_DIR);
+        r = run_tool((const char *const[]){ "node", script, kind, sdk_target[0] ? sdk_target : D.sock, NULL });
+        last = strrchr(r.out, '\n');
+        while (last && last > r.out && last[1] == '\0') {
+                *last = '\0';
+                last = strrchr(r.out, '\n');
+        }
+        facts = json_tokener_parse(last ? last + 1 : r.out);
+        cr_assert_not_null(facts, "modern-server-client.mjs printed no facts; stdout:\n%s\nstderr:\n%s", r.out, r.err);
+        cr_assert(json_object_get_boolean(h_get(facts, "ok")), "modern-server-client.mjs %s failed at '%s': %s\nstderr:\n%s",
+                  kind, h_str(facts, "step"), h_str(facts, "error"), r.err);
+        cr_assert(strstr(h_json_text(h_get(facts, "tools")), "\"modern__whoami\""), "%s", h_json_text(facts));
+        cr_assert_str_eq(h_str(facts, "echo") ?: "", "through the daemon", "%s", h_json_text(facts));
+        cr_assert_str_eq(h_str(facts, "whoami") ?: "", "hello interop (your name?) (state asked:name)", "%s",
+                         h_json_text(facts));
+        cr_assert_eq(json_object_get_int(h_get(facts, "asked")), 1, "%s", h_json_text(facts));
+        cr_assert(r.status == 0, "wait status %d; stderr:\n%s", r.status, r.err);
+        run_free(&r);
+        return facts;
+}
+
+/* The legacy client (SDK 1.x) never sees input_required: the server's elicitation reaches
+ * it as a request, and the daemon retries the call at the server with its answer. */
+static void expect_legacy_client_of_modern_server(void) {
+        json_object *facts = expect_modern_server_client("legacy");
+
+        cr_assert_eq(json_object_array_length(h_get(facts, "states")), 0, "%s", h_json_text(facts));
+        json_object_put(facts);
+}
+
+/* The modern client (SDK 2.x) gets input_required, the server's state sealed by the daemon,
+ * fulfils it and retries; the server has its own state back. */
+static void expect_modern_client_of_modern_server(void) {
+        json_object *facts = expect_modern_server_client("modern");
+        json_object *states = h_get(facts, "states");
+
+        cr_assert_eq(json_object_array_length(states), 1, "%s", h_json_text(facts));
+        cr_assert_str_neq(json_object_get_string(json_object_array_get_idx(states, 0)), "asked:name",
+                          "the server's own state reached the client");
+        cr_assert_null(strstr(h_json_text(h_get(facts, "methods")), "\"initialize\""), "%s", h_json_text(facts));
+        json_object_put(facts);
+}
+
+Test(interop, modern_sdk_server_for_both_clients_over_stdio) {
+        start_modern_server(false);
+        expect_legacy_client_of_modern_server();
+        expect_modern_client_of_modern_server();
+        cr_assert(h_log_count_wait(&D, "modern: requestState asked:name", 2, H_TIMEOUT_MS));
+}
+
+Test(interop, modern_sdk_server_by_url_over_http) {
+        http_front_settings();
+        start_modern_server(true);
+        expect_legacy_client_of_modern_server();
+        expect_modern_client_of_modern_server();
+}
+
 Test(interop, http_sdk_lists_and_calls) {
         json_object *facts, *tools;
 

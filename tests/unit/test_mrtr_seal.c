@@ -123,3 +123,44 @@ Test(mrtr_seal, key_from_secret) {
         cr_assert_eq(mrtr_key_from_secret(&b, "0123456789abcdef0123456789abcdef", 32), 0);
         cr_assert_arr_eq(a.bytes, b.bytes, MRTR_KEY_LEN, "two daemons with one credential share the key");
 }
+
+/* A modern server's own state travels inside the seal, unreadable, with the server's name;
+ * none given is told apart from an empty one. */
+Test(mrtr_seal, a_servers_state_inside) {
+        static const char state[] = "{\"round\":1,\"answers\":[\"secret-answer\"]}";
+        struct mrtr_claims c = claims;
+        struct mrtr_opened opened;
+        uint64_t round;
+
+        c.round = 0;
+        c.server = "github";
+        c.server_state = state;
+        _cleanup_free_ char *text = mrtr_seal(&key, &c);
+        cr_assert_not_null(text);
+        cr_assert_null(strstr(text, "secret"));
+        cr_assert_eq(mrtr_open_full(&key, text, "uid:1000", claims.request, 1000, &opened), MRTR_OPEN_OK);
+        cr_assert_str_eq(opened.server, "github");
+        cr_assert_str_eq(opened.server_state, state);
+        free(opened.server_state);
+        cr_assert_eq(mrtr_open_full(&key, text, "uid:1001", claims.request, 1000, &opened), MRTR_OPEN_FOREIGN);
+        cr_assert_eq(mrtr_open_full(&key, text, "uid:1000", claims.request, 2000, &opened), MRTR_OPEN_EXPIRED);
+        text[strlen(text) / 2] ^= 1;
+        cr_assert_eq(mrtr_open_full(&key, text, "uid:1000", claims.request, 1000, &opened), MRTR_OPEN_FORGED);
+
+        c.server_state = NULL;
+        _cleanup_free_ char *none = mrtr_seal(&key, &c);
+        cr_assert_eq(mrtr_open_full(&key, none, "uid:1000", claims.request, 1000, &opened), MRTR_OPEN_OK);
+        cr_assert_str_eq(opened.server, "github");
+        cr_assert_null(opened.server_state);
+        c.server_state = "";
+        _cleanup_free_ char *empty = mrtr_seal(&key, &c);
+        cr_assert_eq(mrtr_open_full(&key, empty, "uid:1000", claims.request, 1000, &opened), MRTR_OPEN_OK);
+        cr_assert_str_eq(opened.server_state, "");
+        free(opened.server_state);
+        /* a round of the daemon's own names no server */
+        _cleanup_free_ char *own = mrtr_seal(&key, &claims);
+        cr_assert_eq(mrtr_open_full(&key, own, "uid:1000", claims.request, 1000, &opened), MRTR_OPEN_OK);
+        cr_assert_str_eq(opened.server, "");
+        cr_assert_eq(opened.round, 42);
+        cr_assert_eq(mrtr_open(&key, text, "uid:1000", claims.request, 1000, &round), MRTR_OPEN_FORGED);
+}

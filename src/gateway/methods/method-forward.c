@@ -120,8 +120,7 @@ void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, c
                     json_object *params) {
         if (session_stateless(&c->session) && json_object_object_get_ex(m->params, "requestState", NULL)) {
                 /* The retry of a call that answered input_required (mrtr.h). */
-                json_object_put(params);
-                mrtr_retry(daemon_mrtr(c->daemon), c, m, s, ask);
+                mrtr_retry(daemon_mrtr(c->daemon), c, m, s, ask, params);
                 return;
         }
         if (!server_serving(s)) {
