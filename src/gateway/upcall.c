@@ -136,8 +136,8 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 return NULL;
         case ROUTER_OWNER_ABANDONED:
                 snprintf(why, sizeof why,
-                         "several clients may have calls in flight to server '%s' (one was cancelled and may still be "
-                         "running), and a request does not say which call it serves",
+                         "several clients may have calls in flight to server '%s' (another user's was cancelled and may "
+                         "still be running), and a request does not say which call it serves",
                          s->config->name);
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;
