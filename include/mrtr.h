@@ -2,10 +2,11 @@
  * modern client takes no requests from servers; a legacy server's elicitation/create,
  * sampling/createMessage or roots/list during a modern client's tools/call, prompts/get or
  * resources/read whose _meta declared the capability becomes that call's result instead:
- *   - the requests the server opens for the call within a short settle window are gathered
- *     into one round, each under a key of ours, and the call is answered
- *     resultType "input_required" with them and a requestState (mrtr-seal.h) binding the
- *     principal, the request and the round;
+ *   - the requests the server opens for the call are gathered into one round, each under a
+ *     key of ours, until the server has been quiet for mrtrSettle after the last of them (a
+ *     server opens the requests it needs at once; the round is whole when no more come):
+ *     the call is answered resultType "input_required" with them and a requestState
+ *     (mrtr-seal.h) binding the principal, the request and the round;
  *   - the call goes on at the server, parked: its client is owed nothing more under the
  *     first id (an HTTP request ends there);
  *   - the retry (same method and params, inputResponses, requestState) is checked (the
@@ -25,7 +26,6 @@
 
 #include "mrtr-seal.h"
 
-#define MRTR_SETTLE_MSEC 30
 #define MRTR_ROUNDS_PER_PRINCIPAL 32
 #define MRTR_ASKS_MAX 16 /* a server's requests in one round */
 

@@ -22,7 +22,7 @@
 #include "upcall.h"
 
 enum round_state {
-        ROUND_GATHERING, /* the call's server requests come in: the settle window */
+        ROUND_GATHERING, /* the call's server requests come in, until mrtrSettle of quiet */
         ROUND_PARKED,    /* answered input_required: waiting for the retry */
         ROUND_ENDED,     /* the call ended at the server meanwhile: its answer kept for the retry */
 };
@@ -135,7 +135,7 @@ static struct mrtr_round *gathering(struct mrtr *t, struct client *c, struct ser
 
 int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct server_request *rq) {
         const struct route *rt = router_sole_route(c, s);
-        struct timeval settle = timeval_from_usec(MRTR_SETTLE_MSEC * 1000);
+        struct timeval settle = timeval_from_seconds(daemon_config(t->daemon)->mrtr_settle);
         struct mrtr_round *round;
         char principal[MRTR_PRINCIPAL_MAX];
 
@@ -160,12 +160,13 @@ int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct serve
                         return -ENOMEM;
                 }
                 TAILQ_INSERT_TAIL(&t->rounds, round, entry);
-                evtimer_add(round->timer, &settle);
         }
         if (round->n_asks == MRTR_ASKS_MAX)
                 return -EBUSY;
         round->asks[round->n_asks++] = rq;
         rq->round = round;
+        /* The settle window counts from the last request: one more may follow it. */
+        evtimer_add(round->timer, &settle);
         return 0;
 }
 

@@ -280,6 +280,24 @@ Test(mrtr, never_retried_is_cleaned_up) {
         h_close(m);
 }
 
+/* mrtrSettle: the round is answered once the server has been quiet that long after its last
+ * request, never sooner. */
+Test(mrtr, settle_window_is_a_setting) {
+        struct h_conn *m;
+        json_object *r;
+        long long t0, ms;
+
+        start_demo("\"mrtrSettle\":0.6");
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+        t0 = h_now_ms();
+        r = ask(m, 1, ELICIT ",\"also\":[" ROOTS "]", CAPS_ALL, "");
+        ms = h_now_ms() - t0;
+        cr_assert_eq(json_object_object_length(input_requests(r)), 2, "one round: %s", h_json_text(r));
+        cr_assert_geq(ms, 600, "answered after %lld ms, before mrtrSettle", ms);
+        json_object_put(r);
+        h_close(m);
+}
+
 /* Each request its own HTTP connection: the round outlives the request that opened it. */
 Test(mrtr, over_http_statelessly) {
         struct ht_answer a;
