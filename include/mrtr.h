@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 
 #include "mrtr-seal.h"
 
@@ -65,6 +66,10 @@ int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct serve
 /* A modern client's request to s carrying a requestState: a retry. Answers c itself. */
 void mrtr_retry(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask);
 
+/* Whether a call to s of a user other than uid is parked, waiting for its retry: it goes on
+ * at the server, which may ask more for it, and a request does not say which call it
+ * serves (upcall.c). Walks the rounds: a server's own requests are rare. */
+bool mrtr_parked_by_other(const struct mrtr *t, const struct server *s, uid_t uid);
 /* Hooks: a parked server request freed by its server (cancelled, or the server ended). */
 void mrtr_request_gone(struct mrtr_round *round, struct server_request *rq);
 /* The parked call ended at the server: its result or error (both NULL: its process ended),

@@ -38,6 +38,7 @@ struct mrtr_round {
         struct route *route;          /* ROUND_PARKED: the call */
         json_object *answer;          /* ROUND_ENDED: {"result"} or {"error"}; NULL: its process ended */
         char principal[MRTR_PRINCIPAL_MAX];
+        uid_t uid;                    /* its client's user */
         unsigned char request[MRTR_DIGEST_LEN];
         struct server_request *asks[MRTR_ASKS_MAX];
         size_t n_asks;
@@ -150,7 +151,8 @@ int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct serve
                 if (!round)
                         return -ENOMEM;
                 *round = (struct mrtr_round){ .owner = t, .state = ROUND_GATHERING, .id = ++t->next_round, .client = c,
-                                              .call = json_object_get(rt->client_id), .server = s };
+                                              .call = json_object_get(rt->client_id), .server = s,
+                                              .uid = client_principal(c)->uid };
                 memcpy(round->principal, principal, sizeof principal);
                 memcpy(round->request, rt->digest, sizeof round->request);
                 round->timer = evtimer_new(t->base, on_timer, round);
@@ -277,6 +279,15 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 settle(round);
         else
                 expire(round);
+}
+
+bool mrtr_parked_by_other(const struct mrtr *t, const struct server *s, uid_t uid) {
+        const struct mrtr_round *round;
+
+        TAILQ_FOREACH(round, &t->rounds, entry)
+                if (round->state == ROUND_PARKED && round->server == s && round->uid != uid)
+                        return true;
+        return false;
 }
 
 void mrtr_request_gone(struct mrtr_round *round, struct server_request *rq) {

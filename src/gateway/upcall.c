@@ -108,6 +108,7 @@ static void refuse_for_modern(struct server_requests *q, struct server *s, struc
 /* The client to ask, or NULL with the server's request refused. */
 static struct client *owner_or_refuse(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
         int cap = capability_needed(m->method);
+        enum router_owner owner;
         struct client *c;
         char why[300];
 
@@ -117,7 +118,12 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
                 return NULL;
         }
-        switch (router_owner(q->router, s, &c)) {
+        owner = router_owner(q->router, s, &c);
+        /* Another user's call parked for its retry (mrtr.h) goes on at the server and may ask
+         * more, as a given-up one may. */
+        if (owner == ROUTER_OWNER_ONE && mrtr_parked_by_other(daemon_mrtr(q->daemon), s, client_principal(c)->uid))
+                owner = ROUTER_OWNER_ABANDONED;
+        switch (owner) {
         case ROUTER_OWNER_NONE:
                 /* An instance's owner is known without a call (a server that asks for its
                  * roots as it starts). */
@@ -136,8 +142,9 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 return NULL;
         case ROUTER_OWNER_ABANDONED:
                 snprintf(why, sizeof why,
-                         "several clients may have calls in flight to server '%s' (another user's was cancelled and may "
-                         "still be running), and a request does not say which call it serves",
+                         "several clients may have calls in flight to server '%s' (another user's was cancelled, or "
+                         "waits for its client's input, and may still be running), and a request does not say which "
+                         "call it serves",
                          s->config->name);
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
                 return NULL;

@@ -468,7 +468,7 @@ Test(upcalls, two_owners) {
          * is another user's: still no owner (see cancelled_call_keeps_owner_open for when
          * such a call is over) */
         cancel(y, "\"s\"", "a", 1);
-        expect_owner_refused(x, y, "\"t2\"", "(another user's was cancelled and may still be running)");
+        expect_owner_refused(x, y, "\"t2\"", "(another user's was cancelled, or waits for its client's input, and may");
         h_client_close(x);
         h_client_close(y);
 }
@@ -550,7 +550,7 @@ static void given_up_call_keeps_owner_open(bool leave) {
         answer = log_json("a: answer to ask-1: ");
         cr_assert_eq(h_error_code(answer), -32603, "%s", h_json_text(answer));
         cr_assert_not_null(strstr(error_message(answer), "several clients may have calls in flight to server 'a' (another "
-                                                         "user's was cancelled and may still be running)"),
+                                                         "user's was cancelled, or waits for its client's input"),
                            "%s", h_json_text(answer));
         json_object_put(answer);
         expect_no_request(x, "the client with the only live call");
