@@ -116,6 +116,7 @@ enum router_owner {
         ROUTER_OWNER_ONE,       /* *ret */
         ROUTER_OWNER_SEVERAL,   /* two or more clients have */
         ROUTER_OWNER_ABANDONED, /* one has, but another user's given-up call may still run there */
+        ROUTER_OWNER_GIVEN_UP,  /* the request says its call, which nobody waits for any more (upcall.c) */
 };
 
 /* The client a request from server s's current process belongs to: the one client with
@@ -136,6 +137,9 @@ const struct route *router_sole_route(const struct client *c, const struct serve
 
 /* Client c's request id in flight, or NULL. */
 struct route *router_find(struct router *r, const struct client *c, json_object *id);
+/* The call in flight to s's current run under the child-side id child_id (0: none), given
+ * up or not; NULL when there is none. Walks the calls: for a server's own requests. */
+struct route *router_find_child(const struct router *r, const struct server *s, int64_t child_id);
 
 /* A modern client's call that waits for input the client is to give in a retry (mrtr.h):
  * its client is owed nothing more under this id, but the call goes on at the server, its

@@ -598,6 +598,17 @@ struct route *router_find(struct router *r, const struct client *c, json_object 
         return rt && !rt->lost ? rt : NULL;
 }
 
+struct route *router_find_child(const struct router *r, const struct server *s, int64_t child_id) {
+        struct route *rt;
+
+        if (child_id <= 0)
+                return NULL;
+        TAILQ_FOREACH(rt, &r->live, by_router)
+                if (rt->server == s && rt->child_id == child_id && rt->run == server_run_number(s))
+                        return rt;
+        return NULL;
+}
+
 void router_park(struct route *rt, struct mrtr_round *round) {
         struct client *c = rt->client;
 
