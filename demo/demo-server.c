@@ -14,7 +14,8 @@
  *     for "ask-N" and answers "gave up". A cancelled tools/call forgets its ask, unless
  *     afterMs was given: then the request is sent afterMs later, and the call goes on
  *     whatever the client does, as a server that does not stop work on a cancel may.
- *     With "also": [{method, params?}...] those requests go out at the same time, and with
+ *     With "also": [{method, params?, afterMs?}...] those requests go out at the same time
+ *     (one with afterMs that much later), and with
  *     "then": [{method, params?}...] each goes out once the ones before are answered (one
  *     round after another); the call is then answered with the JSON array of every answer's
  *     result (or error), in the order they came.
@@ -735,8 +736,9 @@ static void group_send(json_object *group, json_object *call_id, json_object *re
         snprintf(request_id, sizeof(request_id), "ask-%lu", ++n_asks);
         json_object *params = NULL;
         json_object_object_get_ex(request, "params", &params);
+        json_object *after = get_number(request, "afterMs");
         if (!ask(request_id, call_id, get_string(request, "method") ? get_string(request, "method") : "ping",
-                 json_object_get(params), -1, 0)) {
+                 json_object_get(params), -1, after && json_object_get_int64(after) > 0 ? (uint64_t)json_object_get_int64(after) : 0)) {
                 send_error(call_id, ERR_SERVER, "too many asks pending");
                 return;
         }

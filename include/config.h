@@ -46,6 +46,7 @@ void problems_done(struct config_problems *p);
 #define CONFIG_DEFAULT_LIST_WAIT 5.0
 #define CONFIG_DEFAULT_LIST_PAGE_SIZE 500
 #define CONFIG_DEFAULT_MRTR_TIMEOUT 300.0
+#define CONFIG_DEFAULT_MRTR_SETTLE 0.03
 #define CONFIG_DEFAULT_MAX_IN_FLIGHT 1024
 #define CONFIG_DEFAULT_MAX_CLIENTS_PER_USER 256
 
@@ -74,6 +75,7 @@ struct config {
         unsigned max_http_sessions;  /* "maxHttpSessions" */
         double http_session_idle;    /* "httpSessionIdle": seconds before an unused HTTP session ends */
         double mrtr_timeout;         /* "mrtrTimeout": seconds a round of input_required waits for its retry */
+        double mrtr_settle;          /* "mrtrSettle": seconds of quiet after a server's last request of a round */
         struct server_config *servers; /* "mcpServers": the valid, enabled and disabled entries */
         size_t n_servers;
         uint32_t *server_index;      /* servers by name (open addressing: entry number + 1, 0 free) */

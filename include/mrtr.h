@@ -2,10 +2,11 @@
  * modern client takes no requests from servers; a legacy server's elicitation/create,
  * sampling/createMessage or roots/list during a modern client's tools/call, prompts/get or
  * resources/read whose _meta declared the capability becomes that call's result instead:
- *   - the requests the server opens for the call within a short settle window are gathered
- *     into one round, each under a key of ours, and the call is answered
- *     resultType "input_required" with them and a requestState (mrtr-seal.h) binding the
- *     principal, the request and the round;
+ *   - the requests the server opens for the call are gathered into one round, each under a
+ *     key of ours, until the server has been quiet for mrtrSettle after the last of them (a
+ *     server opens the requests it needs at once; the round is whole when no more come):
+ *     the call is answered resultType "input_required" with them and a requestState
+ *     (mrtr-seal.h) binding the principal, the request and the round;
  *   - the call goes on at the server, parked: its client is owed nothing more under the
  *     first id (an HTTP request ends there);
  *   - the retry (same method and params, inputResponses, requestState) is checked (the
@@ -22,10 +23,10 @@
 #include <json-c/json.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 
 #include "mrtr-seal.h"
 
-#define MRTR_SETTLE_MSEC 30
 #define MRTR_ROUNDS_PER_PRINCIPAL 32
 #define MRTR_ASKS_MAX 16 /* a server's requests in one round */
 
@@ -70,6 +71,10 @@ void mrtr_retry(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, struct 
 /* Whom c's requestStates are for ("uid:1000", "token:alice"), into buf. */
 void mrtr_principal(const struct client *c, char *buf, size_t size);
 
+/* Whether a call to s of a user other than uid is parked, waiting for its retry: it goes on
+ * at the server, which may ask more for it, and a request does not say which call it
+ * serves (upcall.c). Walks the rounds: a server's own requests are rare. */
+bool mrtr_parked_by_other(const struct mrtr *t, const struct server *s, uid_t uid);
 /* Hooks: a parked server request freed by its server (cancelled, or the server ended). */
 void mrtr_request_gone(struct mrtr_round *round, struct server_request *rq);
 /* The parked call ended at the server: its result or error (both NULL: its process ended),

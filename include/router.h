@@ -9,7 +9,8 @@
  *     dropped; a client that leaves has its routes cancelled;
  *   - a route given up (cancelled, its client gone, timed out) stays, with no client, until
  *     the child answers it, its run ends or router_grace() passes: the call may still run
- *     there, so the server's requests may be its (router_owner);
+ *     there, so the server's requests may be its; while it is another user's, the server's
+ *     requests are not passed on (router_owner);
  *   - a client holds at most maxInFlight requests (client_hold_request); past it, the
  *     request is answered with an error at once;
  *   - requestTimeout (reset by progress) cancels downstream and answers with an error;
@@ -23,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 
 #include "idmap.h"
 #include "mrtr-seal.h"
@@ -43,6 +45,7 @@ struct route {
         struct router *router;
         struct client *client;          /* NULL once given up or its client left */
         uint64_t client_number;         /* the client's daemon-unique id, kept when given up */
+        uid_t uid;                      /* its client's user: whose a given-up call is (router_owner) */
         json_object *client_id;         /* referenced */
         int64_t key;                    /* hash of (client, client_id): by_client_id */
         struct route *same_key;         /* next route under the same key */
@@ -120,14 +123,19 @@ enum router_owner {
         ROUTER_OWNER_NONE,      /* no client has requests in flight there */
         ROUTER_OWNER_ONE,       /* *ret */
         ROUTER_OWNER_SEVERAL,   /* two or more clients have */
-        ROUTER_OWNER_ABANDONED, /* one has, but another's given-up call may still run there */
+        ROUTER_OWNER_ABANDONED, /* one has, but another user's given-up call may still run there */
+        ROUTER_OWNER_GIVEN_UP,  /* the request says its call, which nobody waits for any more (upcall.c) */
 };
 
 /* The client a request from server s's current process belongs to: the one client with
- * requests in flight there, when no other client's given-up call may still be running
- * there (a request does not say which call it serves; never guess). *ret is set for
- * ROUTER_OWNER_ONE. Not on the hot path: a server's own requests (sampling, roots,
- * elicitation) are rare. */
+ * requests in flight there (a request does not say which call it serves; never guess).
+ * A given-up call counts for no owner: the server was told to stop it, and a request it
+ * makes anyway with no live call there is refused. But while another user's given-up call
+ * may still run there, the request might carry that user's text into the owner's work, so
+ * there is no owner (ROUTER_OWNER_ABANDONED); the same user's given-up calls (each modern
+ * HTTP request is a client of its own) do not keep the owner from its server's requests.
+ * *ret is set for ROUTER_OWNER_ONE. Not on the hot path: a server's own requests
+ * (sampling, roots, elicitation) are rare. */
 enum router_owner router_owner(const struct router *r, const struct server *s, struct client **ret);
 /* The client's own id of c's one call in flight to s (borrowed), the call a request of s
  * to c belongs to; NULL when c has none there, or several (it cannot be told which). */
@@ -137,6 +145,9 @@ const struct route *router_sole_route(const struct client *c, const struct serve
 
 /* Client c's request id in flight, or NULL. */
 struct route *router_find(struct router *r, const struct client *c, json_object *id);
+/* The call in flight to s's current run under the child-side id child_id (0: none), given
+ * up or not; NULL when there is none. Walks the calls: for a server's own requests. */
+struct route *router_find_child(const struct router *r, const struct server *s, int64_t child_id);
 
 /* A modern client's call that waits for input the client is to give in a retry (mrtr.h):
  * its client is owed nothing more under this id, but the call goes on at the server, its

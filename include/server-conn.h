@@ -105,6 +105,9 @@ int64_t child_request_result_text(struct child *ch, const char *method, json_obj
                                   child_result_text_fn result_text, void *userdata);
 /* Forget a request: its reply will not be called and a late response is dropped. */
 void child_cancel_request(struct child *ch, int64_t id);
+/* During ops->message: the id of our request on whose answer the message came (a server's
+ * request made for that call, over HTTP); 0 when the transport cannot tell (stdio). */
+int64_t child_related(const struct child *ch);
 /* Sends a notification (params consumed). */
 int child_notify(struct child *ch, const char *method, json_object *params);
 /* Sends any message (consumed) as it is; -ENOBUFS past the input limit. */

@@ -59,6 +59,10 @@ struct server_transport {
         const struct server_transport_ops *ops;
         const struct server_transport_events *events;
         void *userdata;
+        /* During events->line: the request (the connection's own id) on whose answer the
+         * message came, a server's request made for that call; 0 when it cannot be told (a
+         * pipe, an HTTP GET stream). */
+        int64_t related;
 };
 
 /* The connection taking t: from now on t reports to events. Called once, before the loop

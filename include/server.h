@@ -143,13 +143,14 @@ int server_route_added(struct server *s, uint64_t client_number, struct client *
 void server_route_detached(struct server *s, uint64_t client_number, struct client *c);
 /* A detached call that another client takes over (a modern client's retry). */
 int server_route_attached(struct server *s, uint64_t client_number, struct client *c);
-int server_route_abandoned(struct server *s, uint64_t client_number);
-void server_route_lost(struct server *s, uint64_t client_number, struct client *c, bool abandoned);
-void server_route_freed(struct server *s, uint64_t client_number, struct client *c, bool abandoned, bool lost);
+/* A given-up call is counted by its client's user (uid), not by its client. */
+int server_route_abandoned(struct server *s, uid_t uid);
+void server_route_lost(struct server *s, uint64_t client_number, uid_t uid, struct client *c, bool abandoned);
+void server_route_freed(struct server *s, uint64_t client_number, uid_t uid, struct client *c, bool abandoned, bool lost);
 /* How many clients wait for calls to s; with one, that client in *ret. */
 unsigned server_route_owners(const struct server *s, struct client **ret);
-/* Whether a call to s given up by a client other than client_number may still run. */
-bool server_abandoned_by_other(const struct server *s, uint64_t client_number);
+/* Whether a call to s given up by a user other than uid may still run. */
+bool server_abandoned_by_other(const struct server *s, uid_t uid);
 
 /* Takes ownership of config (heap, see server_config_take()). */
 struct server *server_new(struct supervisor *sv, struct server_config *config);

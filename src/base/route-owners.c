@@ -55,16 +55,16 @@ void route_owners_drop(struct route_owners *o, uint64_t number, void *client) {
         }
 }
 
-int route_owners_abandon(struct route_owners *o, uint64_t number) {
-        int r = count_up(&o->abandoned, number);
+int route_owners_abandon(struct route_owners *o, uint64_t who) {
+        int r = count_up(&o->abandoned, who);
 
         if (r > 0)
                 o->n_abandoners++;
         return r < 0 ? r : 0;
 }
 
-void route_owners_end(struct route_owners *o, uint64_t number) {
-        if (count_down(&o->abandoned, number))
+void route_owners_end(struct route_owners *o, uint64_t who) {
+        if (count_down(&o->abandoned, who))
                 o->n_abandoners--;
 }
 
@@ -73,6 +73,6 @@ unsigned route_owners_sole(const struct route_owners *o, void **ret) {
         return o->n_owners;
 }
 
-bool route_owners_abandoned_by_other(const struct route_owners *o, uint64_t number) {
-        return o->n_abandoners > (count_of(&o->abandoned, number) > 0 ? 1u : 0u);
+bool route_owners_abandoned_by_other(const struct route_owners *o, uint64_t who) {
+        return o->n_abandoners > (count_of(&o->abandoned, who) > 0 ? 1u : 0u);
 }

@@ -89,6 +89,7 @@ void config_init_defaults(struct config *c) {
                 .max_http_sessions = HTTP_DEFAULT_MAX_SESSIONS,
                 .http_session_idle = HTTP_DEFAULT_SESSION_IDLE,
                 .mrtr_timeout = CONFIG_DEFAULT_MRTR_TIMEOUT,
+                .mrtr_settle = CONFIG_DEFAULT_MRTR_SETTLE,
         };
 }
 
@@ -200,6 +201,7 @@ static const struct setting daemon_settings[] = {
         FIELD("maxHttpSessions", SETTING_COUNT, max_http_sessions, 1, 1000000),
         FIELD("httpSessionIdle", SETTING_SECONDS, http_session_idle, 1, 86400 * 7),
         FIELD("mrtrTimeout", SETTING_SECONDS, mrtr_timeout, 0.1, 86400),
+        FIELD("mrtrSettle", SETTING_SECONDS, mrtr_settle, 0.001, 10),
 };
 
 /* The daemon settings a reload cannot apply, each with how to compare it and how to keep

@@ -23,7 +23,7 @@
 #include "upcall.h"
 
 enum round_state {
-        ROUND_GATHERING, /* the call's server requests come in: the settle window */
+        ROUND_GATHERING, /* the call's server requests come in, until mrtrSettle of quiet */
         ROUND_PARKED,    /* answered input_required: waiting for the retry */
         ROUND_ENDED,     /* the call ended at the server meanwhile: its answer kept for the retry */
 };
@@ -39,6 +39,7 @@ struct mrtr_round {
         struct route *route;          /* ROUND_PARKED: the call */
         json_object *answer;          /* ROUND_ENDED: {"result"} or {"error"}; NULL: its process ended */
         char principal[MRTR_PRINCIPAL_MAX];
+        uid_t uid;                    /* its client's user */
         unsigned char request[MRTR_DIGEST_LEN];
         struct server_request *asks[MRTR_ASKS_MAX];
         size_t n_asks;
@@ -136,7 +137,7 @@ static struct mrtr_round *gathering(struct mrtr *t, struct client *c, struct ser
 
 int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct server_request *rq) {
         const struct route *rt = router_sole_route(c, s);
-        struct timeval settle = timeval_from_usec(MRTR_SETTLE_MSEC * 1000);
+        struct timeval settle = timeval_from_seconds(daemon_config(t->daemon)->mrtr_settle);
         struct mrtr_round *round;
         char principal[MRTR_PRINCIPAL_MAX];
 
@@ -151,7 +152,8 @@ int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct serve
                 if (!round)
                         return -ENOMEM;
                 *round = (struct mrtr_round){ .owner = t, .state = ROUND_GATHERING, .id = ++t->next_round, .client = c,
-                                              .call = json_object_get(rt->client_id), .server = s };
+                                              .call = json_object_get(rt->client_id), .server = s,
+                                              .uid = client_principal(c)->uid };
                 memcpy(round->principal, principal, sizeof principal);
                 memcpy(round->request, rt->digest, sizeof round->request);
                 round->timer = evtimer_new(t->base, on_timer, round);
@@ -161,12 +163,13 @@ int mrtr_gather(struct mrtr *t, struct client *c, struct server *s, struct serve
                         return -ENOMEM;
                 }
                 TAILQ_INSERT_TAIL(&t->rounds, round, entry);
-                evtimer_add(round->timer, &settle);
         }
         if (round->n_asks == MRTR_ASKS_MAX)
                 return -EBUSY;
         round->asks[round->n_asks++] = rq;
         rq->round = round;
+        /* The settle window counts from the last request: one more may follow it. */
+        evtimer_add(round->timer, &settle);
         return 0;
 }
 
@@ -277,6 +280,15 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 settle(round);
         else
                 expire(round);
+}
+
+bool mrtr_parked_by_other(const struct mrtr *t, const struct server *s, uid_t uid) {
+        const struct mrtr_round *round;
+
+        TAILQ_FOREACH(round, &t->rounds, entry)
+                if (round->state == ROUND_PARKED && round->server == s && round->uid != uid)
+                        return true;
+        return false;
 }
 
 void mrtr_request_gone(struct mrtr_round *round, struct server_request *rq) {

@@ -127,7 +127,7 @@ static void route_free(struct route *rt) {
                 idmap_remove(&r->by_token, rt->token);
         if (rt->timer)
                 event_free(rt->timer);
-        server_route_freed(rt->server, rt->client_number, c, rt->abandoned, rt->lost);
+        server_route_freed(rt->server, rt->client_number, rt->uid, c, rt->abandoned, rt->lost);
         route_drop(rt);
         if (c)
                 client_request_done(c);
@@ -204,7 +204,7 @@ static void route_abandon(struct route *rt, const char *reason) {
         if (rt->timer)
                 event_free(rt->timer);
         rt->timer = ch && !rt->lost ? evtimer_new(rt->router->base, on_grace_end, rt) : NULL;
-        if (rt->timer && server_route_abandoned(rt->server, rt->client_number) < 0) {
+        if (rt->timer && server_route_abandoned(rt->server, rt->uid) < 0) {
                 event_free(rt->timer); /* cannot be counted: taken as stopped at once */
                 rt->timer = NULL;
                 child_cancel_request(ch, rt->child_id);
@@ -263,7 +263,7 @@ static void on_reply(struct child *ch, int status, json_object *result, json_obj
                 /* The connection ended with the process: answered once the server has decided
                  * what comes next (router_collect). */
                 TAILQ_REMOVE(&r->live, rt, by_router);
-                server_route_lost(rt->server, rt->client_number, rt->client, rt->abandoned);
+                server_route_lost(rt->server, rt->client_number, rt->uid, rt->client, rt->abandoned);
                 rt->lost = true;
                 TAILQ_INSERT_TAIL(&r->lost, rt, by_router);
                 return;
@@ -380,7 +380,7 @@ static int count_route(struct router *r, struct route *rt) {
         int e = server_route_added(rt->server, rt->client_number, rt->client);
 
         if (e >= 0 && (e = index_add(r, rt)) < 0)
-                server_route_freed(rt->server, rt->client_number, rt->client, false, false);
+                server_route_freed(rt->server, rt->client_number, rt->uid, rt->client, false, false);
         return e;
 }
 
@@ -395,7 +395,7 @@ static struct route *route_new(struct router *r, struct client *c, struct jsonrp
                 client_reply_error(c, m->id, JSONRPC_INTERNAL_ERROR, "cannot forward the request (out of memory)", NULL);
                 return NULL;
         }
-        *rt = (struct route){ .router = r, .client = c, .client_number = c->id, .client_id = json_object_get(m->id),
+        *rt = (struct route){ .router = r, .client = c, .client_number = c->id, .uid = client_principal(c)->uid, .client_id = json_object_get(m->id),
                               .server = s, .run = server_run_number(s), .audit_pending = true };
         snprintf(rt->method, sizeof rt->method, "%s", m->method);
         rt->started = now_usec();
@@ -537,7 +537,7 @@ enum router_owner router_owner(const struct router *r, const struct server *s, s
                 return ROUTER_OWNER_NONE;
         if (n > 1)
                 return ROUTER_OWNER_SEVERAL;
-        if (server_abandoned_by_other(s, owner->id))
+        if (server_abandoned_by_other(s, client_principal(owner)->uid))
                 return ROUTER_OWNER_ABANDONED;
         *ret = owner;
         return ROUTER_OWNER_ONE;
@@ -641,6 +641,17 @@ struct route *router_find(struct router *r, const struct client *c, json_object 
         return rt && !rt->lost ? rt : NULL;
 }
 
+struct route *router_find_child(const struct router *r, const struct server *s, int64_t child_id) {
+        struct route *rt;
+
+        if (child_id <= 0)
+                return NULL;
+        TAILQ_FOREACH(rt, &r->live, by_router)
+                if (rt->server == s && rt->child_id == child_id && rt->run == server_run_number(s))
+                        return rt;
+        return NULL;
+}
+
 void router_park(struct route *rt, struct mrtr_round *round) {
         struct client *c = rt->client;
 
@@ -656,6 +667,7 @@ int router_resume(struct route *rt, struct client *c, json_object *id) {
         rt->client_id = json_object_get(id);
         rt->client = c;
         rt->client_number = c->id;
+        rt->uid = client_principal(c)->uid;
         if (index_add(rt->router, rt) < 0 || server_route_attached(rt->server, c->id, c) < 0) {
                 rt->client = NULL;
                 return -ENOMEM;

@@ -108,8 +108,30 @@ static void refuse_for_modern(struct server_requests *q, struct server *s, struc
         refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
 }
 
-/* The client to ask, or NULL with the server's request refused. */
-static struct client *owner_or_refuse(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
+/* Whose call the request was made for, by what the server said (the call's own answer
+ * stream, over HTTP), else by who has calls there (router_owner()): the client, and in
+ * *call its id of that call (borrowed, or NULL when it cannot be told). */
+static enum router_owner request_owner(struct server_requests *q, struct server *s, struct client **c, json_object **call) {
+        const struct route *rt = router_find_child(q->router, s, child_related(server_child(s)));
+        enum router_owner owner;
+
+        if (rt) {
+                *c = rt->client;
+                *call = rt->client_id;
+                return rt->client ? ROUTER_OWNER_ONE : ROUTER_OWNER_GIVEN_UP;
+        }
+        owner = router_owner(q->router, s, c);
+        /* Another user's call parked for its retry (mrtr.h) goes on at the server and may ask
+         * more, as a given-up one may. */
+        if (owner == ROUTER_OWNER_ONE && mrtr_parked_by_other(daemon_mrtr(q->daemon), s, client_principal(*c)->uid))
+                owner = ROUTER_OWNER_ABANDONED;
+        *call = owner == ROUTER_OWNER_ONE ? router_sole_call(*c, s) : NULL;
+        return owner;
+}
+
+/* The client to ask, or NULL with the server's request refused; *call as request_owner(). */
+static struct client *owner_or_refuse(struct server_requests *q, struct server *s, struct jsonrpc_msg *m,
+                                      json_object **call) {
         int cap = capability_needed(m->method);
         struct client *c;
         char why[300];
@@ -120,7 +142,7 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 refuse(s, m, JSONRPC_METHOD_NOT_FOUND, why);
                 return NULL;
         }
-        switch (router_owner(q->router, s, &c)) {
+        switch (request_owner(q, s, &c, call)) {
         case ROUTER_OWNER_NONE:
                 /* An instance's owner is known without a call (a server that asks for its
                  * roots as it starts). */
@@ -139,10 +161,16 @@ static struct client *owner_or_refuse(struct server_requests *q, struct server *
                 return NULL;
         case ROUTER_OWNER_ABANDONED:
                 snprintf(why, sizeof why,
-                         "several clients may have calls in flight to server '%s' (one was cancelled and may still be "
-                         "running), and a request does not say which call it serves",
+                         "several clients may have calls in flight to server '%s' (another user's was cancelled, or "
+                         "waits for its client's input, and may still be running), and a request does not say which "
+                         "call it serves",
                          s->config->name);
                 refuse(s, m, JSONRPC_INTERNAL_ERROR, why);
+                return NULL;
+        case ROUTER_OWNER_GIVEN_UP:
+                refuse(s, m, JSONRPC_INTERNAL_ERROR,
+                       "the call it was made for has been given up (cancelled, its client gone or timed out) or waits "
+                       "for its client's retry");
                 return NULL;
         }
         if (c->state != CLIENT_ACTIVE) {
@@ -203,12 +231,13 @@ static void gather(struct server_requests *q, struct server *s, struct jsonrpc_m
 }
 
 void server_requests_forward(struct server_requests *q, struct server *s, struct jsonrpc_msg *m) {
-        struct client *c;
+        json_object *call = NULL;
         struct server_request *rq;
+        struct client *c;
 
         if (answer_configured_roots(s, m))
                 return;
-        c = owner_or_refuse(q, s, m);
+        c = owner_or_refuse(q, s, m, &call);
         if (!c)
                 return;
         rq = calloc(1, sizeof *rq);
@@ -220,7 +249,7 @@ void server_requests_forward(struct server_requests *q, struct server *s, struct
         *rq = (struct server_request){ .client = c, .server = s, .run = server_run_number(s), .id = ++q->next_id,
                                        .child_id = json_object_get(m->id),
                                        .token = json_object_get(progress_token(m->params)),
-                                       .call = json_object_get(router_sole_call(c, s)) };
+                                       .call = json_object_get(call) };
         snprintf(rq->method, sizeof rq->method, "%s", m->method);
         TAILQ_INSERT_TAIL(&q->pending, rq, entry);
         if (session_stateless(&c->session)) {

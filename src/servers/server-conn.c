@@ -373,6 +373,10 @@ int64_t child_request_result_text(struct child *ch, const char *method, json_obj
         return send_request(ch, method, params, 0, reply, result_text, userdata);
 }
 
+int64_t child_related(const struct child *ch) {
+        return ch->transport->related;
+}
+
 void child_cancel_request(struct child *ch, int64_t id) {
         struct child_request *rq = find_request(ch, id);
 

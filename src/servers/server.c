@@ -941,8 +941,8 @@ int server_route_attached(struct server *s, uint64_t client_number, struct clien
         return route_owners_add(&s->owners, client_number, c);
 }
 
-int server_route_abandoned(struct server *s, uint64_t client_number) {
-        int r = route_owners_abandon(&s->owners, client_number);
+int server_route_abandoned(struct server *s, uid_t uid) {
+        int r = route_owners_abandon(&s->owners, uid);
 
         if (r >= 0) {
                 s->in_flight--;
@@ -951,16 +951,16 @@ int server_route_abandoned(struct server *s, uint64_t client_number) {
         return r;
 }
 
-void server_route_lost(struct server *s, uint64_t client_number, struct client *c, bool abandoned) {
+void server_route_lost(struct server *s, uint64_t client_number, uid_t uid, struct client *c, bool abandoned) {
         if (abandoned)
-                route_owners_end(&s->owners, client_number);
+                route_owners_end(&s->owners, uid);
         else if (c)
                 route_owners_drop(&s->owners, client_number, c);
 }
 
-void server_route_freed(struct server *s, uint64_t client_number, struct client *c, bool abandoned, bool lost) {
+void server_route_freed(struct server *s, uint64_t client_number, uid_t uid, struct client *c, bool abandoned, bool lost) {
         if (!lost)
-                server_route_lost(s, client_number, c, abandoned);
+                server_route_lost(s, client_number, uid, c, abandoned);
         if (abandoned)
                 s->abandoned--;
         else
@@ -975,6 +975,6 @@ unsigned server_route_owners(const struct server *s, struct client **ret) {
         return n;
 }
 
-bool server_abandoned_by_other(const struct server *s, uint64_t client_number) {
-        return route_owners_abandoned_by_other(&s->owners, client_number);
+bool server_abandoned_by_other(const struct server *s, uid_t uid) {
+        return route_owners_abandoned_by_other(&s->owners, uid);
 }

@@ -75,7 +75,8 @@ enum get_stream {
 /* What the queue of received messages holds, each record a kind byte, a size_t length
  * and the bytes; an unanswered request's bytes are its id (int64_t) and the words of
  * what came instead. */
-enum record_kind { RECORD_LINE, RECORD_OVERSIZE, RECORD_UNANSWERED };
+/* RECORD_RELATED: a message on the answer stream of one of our requests, its id first. */
+enum record_kind { RECORD_LINE, RECORD_OVERSIZE, RECORD_UNANSWERED, RECORD_RELATED };
 
 struct transfer {
         TAILQ_ENTRY(transfer) entry;
@@ -232,6 +233,15 @@ static void queue_message(struct http_transport *h, const char *data, size_t len
                 subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
 }
 
+/* A message that came on the answer stream of request id: a server's request made for that
+ * call, or its progress (Streamable HTTP: such messages "SHOULD relate to the originating
+ * client request"). */
+static void queue_related(struct http_transport *h, int64_t id, const char *data, size_t len) {
+        if (queue_head(h, RECORD_RELATED, sizeof id + len) < 0 || evbuffer_add(h->received, &id, sizeof id) < 0 ||
+            evbuffer_add(h->received, data, len) < 0)
+                subject_log(h, LOG_ERR, "out of memory: a message from the server was dropped");
+}
+
 static void free_taken(const void *data, size_t len, void *extra) {
         free((void *)data);
 }
@@ -288,7 +298,10 @@ static void take_endpoint(struct http_transport *h, const char *data, bool overs
 static void on_answer_message(char *data, size_t len, bool oversize, void *userdata) {
         struct transfer *x = userdata;
 
-        queue_message(x->h, data, len, oversize);
+        if (x->kind == TRANSFER_POST && x->request_id > 0 && !oversize)
+                queue_related(x->h, x->request_id, data, len);
+        else
+                queue_message(x->h, data, len, oversize);
 }
 
 static void on_answer_event(const char *type, const char *data, size_t len, bool oversize, void *userdata) {
@@ -1005,10 +1018,19 @@ static void on_deliver(evutil_socket_t fd, short what, void *userdata) {
                 } else if (kind == RECORD_UNANSWERED) {
                         deliver_unanswered(h, data, len);
                 } else {
-                        learn_protocol_version(h, data, len);
+                        const char *line = data;
+                        size_t n = len;
+
+                        if (kind == RECORD_RELATED) {
+                                memcpy(&h->t.related, data, sizeof h->t.related);
+                                line += sizeof h->t.related;
+                                n -= sizeof h->t.related;
+                        }
+                        learn_protocol_version(h, line, n);
                         if (h->wire == WIRE_PROBING) /* it answered: it speaks what we sent */
                                 h->wire = WIRE_STREAMABLE;
-                        h->t.events->line(data, len, NULL, h->t.userdata);
+                        h->t.events->line(line, n, NULL, h->t.userdata);
+                        h->t.related = 0;
                 }
                 evbuffer_drain(h->received, len);
         }

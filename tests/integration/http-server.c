@@ -29,6 +29,9 @@
  * lose_session: from now on the session is unknown (404); notify: a
  * tools/list_changed notification on the GET stream; drop_get: ends the GET stream;
  * progress {steps}: progress notifications on the answer's event stream, then the answer;
+ * ask {method, params?}: that request (id "ask-N", logged "ASKED ask-N") on the call's own
+ * event stream, which stays open until the client's response is POSTed (logged "RESPONSE
+ * ask-N"), then the call's answer on it: the JSON text of that response;
  * answers that are not a response to the call: accepted (202, no body), html (a text/html
  * page), gzip (a gzip body, though JSON was asked), garbage (application/json that is not
  * JSON), other_id (the response of another id), no_answer_events (an event stream that
@@ -72,6 +75,7 @@ struct fake {
         struct evhttp_request *get; /* the open GET stream, or NULL */
         struct conn *get_conn;      /* its connection */
         unsigned event_id;
+        unsigned asks;
         struct conn *conns;         /* the connections open, each seen by its first request */
         unsigned n_conns;
         int elsewhere_port;         /* --elsewhere-port-file: the second port; 0 none */
@@ -84,8 +88,9 @@ struct conn {
         struct fake *f;
         struct evhttp_connection *evcon;
         struct event *closed;       /* EV_CLOSED on its socket */
-        struct evhttp_request *held; /* a request left unanswered (stall, slow), or NULL */
+        struct evhttp_request *held; /* a request left unanswered (stall, slow, ask), or NULL */
         json_object *held_id;
+        char asked[32];             /* ask: the id of its request to the client; "" none */
         struct event *due;          /* slow: when it is answered */
 };
 
@@ -106,6 +111,7 @@ static const char *header(struct evhttp_request *req, const char *name) {
 }
 
 static void conn_release(struct conn *c) {
+        c->asked[0] = '\0';
         json_object_put(c->held_id);
         c->held_id = NULL;
         c->held = NULL;
@@ -355,6 +361,52 @@ static bool misanswer(struct fake *f, struct evhttp_request *req, const char *n,
         return true;
 }
 
+static void send_event(struct fake *f, struct evhttp_request *req, json_object *msg) {
+        struct evbuffer *out = evbuffer_new();
+
+        evbuffer_add_printf(out, "id: %u\nevent: message\ndata: %s\n\n", ++f->event_id,
+                            json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
+        evhttp_send_reply_chunk(req, out);
+        evbuffer_free(out);
+        json_object_put(msg);
+}
+
+/* ask: the request goes on the call's own stream, held open for the call's answer. */
+static void start_ask(struct fake *f, struct evhttp_request *req, json_object *id, json_object *args) {
+        struct conn *c = hold(f, req, id);
+        json_object *rq = json_object_new_object(), *v = NULL;
+
+        snprintf(c->asked, sizeof c->asked, "ask-%u", ++f->asks);
+        json_object_object_add(rq, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(rq, "id", json_object_new_string(c->asked));
+        json_object_object_add(rq, "method", json_object_new_string(json_object_object_get_ex(args, "method", &v)
+                                                                             ? json_object_get_string(v) : "ping"));
+        if (json_object_object_get_ex(args, "params", &v))
+                json_object_object_add(rq, "params", json_object_get(v));
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
+        evhttp_send_reply_start(req, 200, "OK");
+        send_event(f, req, rq);
+        log_line(f, "ASKED %s", c->asked);
+}
+
+/* A response the client POSTed: to an ask, whose call it answers on the call's stream. */
+static void take_response(struct fake *f, struct evhttp_request *req, json_object *msg) {
+        json_object *id = NULL;
+        struct conn *c;
+
+        evhttp_send_reply(req, 202, "Accepted", NULL);
+        json_object_object_get_ex(msg, "id", &id);
+        for (c = f->conns; c; c = c->next)
+                if (c->held && c->asked[0] && strcmp(json_object_get_string(id), c->asked) == 0)
+                        break;
+        log_line(f, "RESPONSE %s%s", json_object_get_string(id), c ? "" : " unexpected");
+        if (!c)
+                return;
+        send_event(f, c->held, result_of(c->held_id, text_result(json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN))));
+        evhttp_send_reply_end(c->held);
+        conn_release(c);
+}
+
 static void call_tool(struct fake *f, struct evhttp_request *req, json_object *id, json_object *params) {
         json_object *name = NULL, *args = NULL, *v = NULL;
         const char *n;
@@ -366,6 +418,10 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
                 return;
         if (strcmp(n, "stall") == 0) {
                 hold(f, req, id); /* never answered: the request stays open */
+                return;
+        }
+        if (strcmp(n, "ask") == 0) {
+                start_ask(f, req, id, args);
                 return;
         }
         if (strcmp(n, "slow") == 0 && json_object_object_get_ex(args, "ms", &v)) {
@@ -428,7 +484,7 @@ static json_object *tools_page(struct fake *f, json_object *params) {
         static const char *const own[] = { "echo",     "big",     "double",  "stall",    "lose_session",
                                            "notify",   "drop_get", "freeze",  "slow",     "accepted",
                                            "html",     "gzip",    "garbage", "other_id", "no_answer_events",
-                                           "refuse",   "redirect" };
+                                           "refuse",   "redirect", "ask" };
         const unsigned n_own = sizeof own / sizeof *own, total = n_own + f->extra_tools;
         json_object *r = json_object_new_object(), *tools = json_object_new_array(), *cursor = NULL;
         unsigned first = 0, i;
@@ -456,7 +512,11 @@ static void answer(struct fake *f, struct evhttp_request *req, json_object *msg)
         json_object_object_get_ex(msg, "id", &id);
         json_object_object_get_ex(msg, "params", &params);
         m = json_object_get_string(method);
-        if (!id) { /* a notification or a response */
+        if (!m && id) {
+                take_response(f, req, msg);
+                return;
+        }
+        if (!id) { /* a notification */
                 evhttp_send_reply(req, 202, "Accepted", NULL);
                 return;
         }

@@ -248,6 +248,45 @@ Test(mrtr, forged_altered_foreign_and_other_request_states) {
         h_close(m);
 }
 
+/* A call parked for its retry goes on at the server, which may ask more for it meanwhile
+ * (here 1.5 s after the call): while it is another user's (uid 4242's), such a request
+ * cannot be told from one of this user's live call, which may not receive the other user's
+ * text: the server is refused, and this user's client is asked nothing. */
+Test(mrtr, another_users_parked_call_keeps_its_requests) {
+        struct h_conn *other;
+        struct h_client *x;
+        json_object *r, *answer, *msg;
+
+        start_demo("\"socketMode\":\"0666\"");
+        cr_assert_eq(chmod(D.dir, 0711), 0);
+        other = h_connect_as(D.sock, OTHER_UID, OTHER_UID, NULL, 0, "agent");
+        cr_assert_not_null(other);
+        r = ask(other, 1, ELICIT ",\"also\":[{\"method\":\"roots/list\",\"afterMs\":1500}]", CAPS_ALL, "");
+        cr_assert_eq(json_object_object_length(input_requests(r)), 1, "%s", h_json_text(r));
+        json_object_put(r);
+
+        x = cl_open_with(CAPS_ALL);
+        h_client_request(x, "\"s\"", "tools/call",
+                         "{\"name\":\"demo__sleep\",\"arguments\":{\"ms\":20000},\"_meta\":{\"progressToken\":\"zz\"}}");
+        msg = h_take(x, h_is_method, "notifications/progress", H_TIMEOUT_MS);
+        cr_assert_not_null(msg, "no progress: the sleep is not running");
+        json_object_put(msg);
+
+        _cleanup_free_ char *rest = h_log_rest_wait(&D, "demo: answer to ask-2: ", H_TIMEOUT_MS);
+        cr_assert_not_null(rest, "the server's late request was not answered");
+        answer = json_tokener_parse(rest);
+        cr_assert_eq(h_error_code(answer), -32603, "%s", rest);
+        cr_assert(strstr(h_str(answer, "error.message") ?: "", "another user's was cancelled, or waits for its client's "
+                                                               "input"), "%s", rest);
+        json_object_put(answer);
+        r = h_client_call(x, "\"flush\"", "ping", NULL);
+        json_object_put(r);
+        msg = h_take(x, h_is_method, "roots/list", 0);
+        cr_assert_null(msg, "this user's client was asked another user's request: %s", msg ? h_json_text(msg) : "");
+        h_client_close(x);
+        h_close(other);
+}
+
 /* A round nobody retries: after mrtrTimeout the server's request is answered with an error
  * and the call cancelled at the server; nothing is left in flight. */
 Test(mrtr, never_retried_is_cleaned_up) {
@@ -276,6 +315,24 @@ Test(mrtr, never_retried_is_cleaned_up) {
                          "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}\n");
         cr_assert(strstr(text_of(done), "still here"), "%s", h_json_text(done));
         json_object_put(done);
+        json_object_put(r);
+        h_close(m);
+}
+
+/* mrtrSettle: the round is answered once the server has been quiet that long after its last
+ * request, never sooner. */
+Test(mrtr, settle_window_is_a_setting) {
+        struct h_conn *m;
+        json_object *r;
+        long long t0, ms;
+
+        start_demo("\"mrtrSettle\":0.6");
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+        t0 = h_now_ms();
+        r = ask(m, 1, ELICIT ",\"also\":[" ROOTS "]", CAPS_ALL, "");
+        ms = h_now_ms() - t0;
+        cr_assert_eq(json_object_object_length(input_requests(r)), 2, "one round: %s", h_json_text(r));
+        cr_assert_geq(ms, 600, "answered after %lld ms, before mrtrSettle", ms);
         json_object_put(r);
         h_close(m);
 }

@@ -355,6 +355,42 @@ static void expect_cancelled_at_the_server(struct h_client *c, const char *next_
         expect_echo(c, next_id, "not stuck");
 }
 
+/* A server's request that comes on a call's own event stream is that call's (Streamable
+ * HTTP: such messages relate to the originating request): with another client's call in
+ * flight there too, which over stdio would leave it to no one, it reaches the client that
+ * called, and that client's answer reaches the server and ends the call. */
+Test(http, a_request_on_a_calls_stream_is_that_calls) {
+        static const char caps[] = "{\"elicitation\":{}}";
+        struct h_client *x, *y;
+        json_object *u, *r;
+
+        start_server(NULL);
+        add_remote("");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open_with(caps);
+        y = cl_open_with(caps);
+        h_client_tool_request(y, "\"s\"", "remote__stall", "{}");
+        cr_assert(server_wait(" tool=stall", 1), "the call did not reach the server");
+        h_client_tool_request(x, "\"a\"", "remote__ask",
+                              "{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Your name?\","
+                              "\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}");
+        u = h_take(x, h_is_method, "elicitation/create", H_TIMEOUT_MS);
+        cr_assert_not_null(u, "the request made for x's call did not reach x");
+        h_sendf(x->c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\",\"content\":{\"n\":\"x\"}}}\n",
+                h_json_text(h_get(u, "id")));
+        r = h_client_answer(x, "\"a\"");
+        cr_assert(strstr(h_result_text(r), "\"action\":\"accept\""), "%s", h_json_text(r));
+        cr_assert_eq(server_count("RESPONSE ask-1\n"), 1, "the server got x's answer once");
+        json_object_put(r);
+        json_object_put(u);
+        json_object_put(h_client_call(y, "\"p\"", "ping", NULL));
+        u = h_take(y, h_is_method, "elicitation/create", 0);
+        cr_assert_null(u, "the other client was asked: %s", u ? h_json_text(u) : "");
+        h_client_close(x);
+        h_client_close(y);
+}
+
 /* A client whose call of the fake's "stall" (id 1) has reached the server, which opens no
  * GET stream (so the only connection to close is the call's); keys as add_remote()'s. */
 static struct h_client *holding_a_stalled_call(const char *keys) {
@@ -537,7 +573,7 @@ Test(http, five_hundred_tools_paged) {
                 json_object_put(m);
                 pages++;
         } while (cursor[0]);
-        cr_assert_eq(tools, 517, "500 tools and the fake's own 17");
+        cr_assert_eq(tools, 518, "500 tools and the fake's own 18");
         cr_assert_eq(pages, 3);
         m = h_client_tool_call(c, "2", "remote__t499", "{}");
         cr_assert_str_eq(h_result_text(m), "unknown tool"); /* reached the server by its name */

@@ -428,36 +428,117 @@ static void expect_owner_refused(struct h_client *x, struct h_client *y, const c
         expect_no_request(y, "the other client");
 }
 
+/* Another user, uid 4242, on the daemon's socket (opened to every user: socketMode). */
+#define OTHER_UID 4242
+
+/* A client of OTHER_UID, initialized, declaring every capability. */
+static struct h_client *cl_open_other_user(void) {
+        struct h_client *y = calloc(1, sizeof *y);
+        json_object *r;
+
+        cr_assert_not_null(y);
+        y->d = &D;
+        y->c = h_connect_as(D.sock, OTHER_UID, OTHER_UID, NULL, 0, "other-user");
+        cr_assert_not_null(y->c, "uid %d could not connect", OTHER_UID);
+        y->inbox = json_object_new_array();
+        r = h_client_call(y, "0", "initialize",
+                          "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":" ALL_CAPS ","
+                          "\"clientInfo\":{\"name\":\"other\",\"version\":\"1\"}}");
+        cr_assert_not_null(h_get(r, "result"), "initialize: %s", h_json_text(r));
+        json_object_put(r);
+        h_send(y->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return y;
+}
+
+/* One demo server "a" ready, its socket open to OTHER_UID, and x (this uid) connected. */
+static struct h_client *start_for_two_users(void) {
+        set_settings("\"socketMode\":\"0666\"");
+        return start_one_demo("a", ALL_CAPS);
+}
+
 Test(upcalls, two_owners) {
         struct h_client *x, *y;
 
-        x = start_one_demo("a", ALL_CAPS);
-        y = cl_open_with(ALL_CAPS);
+        x = start_for_two_users();
+        y = cl_open_other_user();
         sleep_in_flight(y, "\"s\"", "a");
         expect_owner_refused(x, y, "\"t\"", "clients have requests in flight to server 'a'");
 
-        /* y's call cancelled, which the server never answers, may still run there: still
-         * no owner (see cancelled_call_keeps_owner_open for when such a call is over) */
+        /* y's call cancelled, which the server never answers, may still run there, and it
+         * is another user's: still no owner (see cancelled_call_keeps_owner_open for when
+         * such a call is over) */
         cancel(y, "\"s\"", "a", 1);
-        expect_owner_refused(x, y, "\"t2\"", "(one was cancelled and may still be running)");
+        expect_owner_refused(x, y, "\"t2\"", "(another user's was cancelled, or waits for its client's input, and may");
         h_client_close(x);
         h_client_close(y);
 }
 
-/* B's text, which A must never see. */
-#define SECRET_SAMPLING "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"B's secret\"}}],\"maxTokens\":9}"
+#define ELICIT "{\"message\":\"Your name?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}"
 
-/* y calls an ask that fires 1.5 s later and gives it up (cancel, or leaves: y is closed
- * then); x starts an unrelated call meanwhile. The call y gave up may still run at the
- * server, so when the ask fires nobody can say it is x's: the server is refused, and x sees
- * nothing. Once the server has answered y's call (the demo does, after the refusal), x owns
- * the server's requests again. */
-static void given_up_call_keeps_owner_open(bool leave) {
+/* A call the server never answers once cancelled (the demo's sleep stops without a word,
+ * as MCP asks) by y, or whose client y left, blocks nothing for the same user: each later
+ * call's server requests reach its client (x here). A request made for a given-up call
+ * itself, with no live call there, gets an error and reaches no one. */
+static void same_users_given_up_call(bool leave) {
         struct h_client *x, *y;
         json_object *answer, *u, *r;
 
         x = start_one_demo("a", ALL_CAPS);
         y = cl_open_with(ALL_CAPS);
+
+        /* the ask fires 1.5 s after y gave its call up, with no call in flight there */
+        ask(y, "\"b\"", "a", "roots/list", "{}", "\"afterMs\":1500");
+        cancel(y, "\"b\"", "a", 1);
+        answer = log_json("a: answer to ask-1: ");
+        cr_assert_eq(h_error_code(answer), -32603, "%s", h_json_text(answer));
+        cr_assert_not_null(strstr(error_message(answer), "no client has a request in flight to server 'a'"), "%s",
+                           h_json_text(answer));
+        json_object_put(answer);
+        expect_no_request(x, "an idle client");
+        expect_no_request(y, "the client that cancelled");
+
+        /* a call given up for good: never answered */
+        sleep_in_flight(y, "\"s\"", "a");
+        if (leave) {
+                h_client_close(y);
+                cr_assert(h_log_count_wait(&D, "a: cancelled request ", 2, H_TIMEOUT_MS), "y's call was not cancelled");
+        } else
+                cancel(y, "\"s\"", "a", 2);
+
+        ask(x, "\"t\"", "a", "elicitation/create", ELICIT, "");
+        u = take_upcall(x, "elicitation/create");
+        reply(x, u, "result", "{\"action\":\"accept\",\"content\":{}}");
+        r = h_client_answer(x, "\"t\"");
+        expect_same_json(ask_text(r, false), "{\"action\":\"accept\",\"content\":{}}", "elicitation result");
+        json_object_put(r);
+        json_object_put(u);
+        h_client_close(x);
+        if (!leave)
+                h_client_close(y);
+}
+
+Test(upcalls, same_users_cancelled_call_blocks_nothing) {
+        same_users_given_up_call(false);
+}
+
+Test(upcalls, same_users_abandoned_call_blocks_nothing) {
+        same_users_given_up_call(true);
+}
+
+/* B's text, which A must never see. */
+#define SECRET_SAMPLING "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"B's secret\"}}],\"maxTokens\":9}"
+
+/* y, another user, calls an ask that fires 1.5 s later and gives it up (cancel, or leaves:
+ * y is closed then); x starts an unrelated call meanwhile. The call y gave up may still run
+ * at the server, so when the ask fires nobody can say it is x's, and it may carry y's text:
+ * the server is refused, and x sees nothing. Once the server has answered y's call (the
+ * demo does, after the refusal), x owns the server's requests again. */
+static void given_up_call_keeps_owner_open(bool leave) {
+        struct h_client *x, *y;
+        json_object *answer, *u, *r;
+
+        x = start_for_two_users();
+        y = cl_open_other_user();
         ask(y, "\"b\"", "a", "sampling/createMessage", SECRET_SAMPLING, "\"afterMs\":1500");
         if (leave) {
                 h_client_close(y);
@@ -468,8 +549,8 @@ static void given_up_call_keeps_owner_open(bool leave) {
 
         answer = log_json("a: answer to ask-1: ");
         cr_assert_eq(h_error_code(answer), -32603, "%s", h_json_text(answer));
-        cr_assert_not_null(strstr(error_message(answer), "several clients may have calls in flight to server 'a' (one was "
-                                                         "cancelled and may still be running)"),
+        cr_assert_not_null(strstr(error_message(answer), "several clients may have calls in flight to server 'a' (another "
+                                                         "user's was cancelled, or waits for its client's input"),
                            "%s", h_json_text(answer));
         json_object_put(answer);
         expect_no_request(x, "the client with the only live call");

@@ -24,6 +24,11 @@ const server = new Server({ name: "mcpvisor-conformance-fixture", version: "1.0.
         completions: {} },
 });
 
+const askCapital = () => server.createMessage({ messages: [{ role: "user", content: text("What is the capital of France?") }],
+    maxTokens: 100 });
+const confirm = () => server.elicitInput({ message: "Please confirm", requestedSchema: { type: "object",
+    properties: { ok: { type: "boolean" } }, required: ["ok"] } });
+
 const tools = [
     { name: "test_simple_text", description: "Returns simple text", inputSchema: noArgs,
         call: () => ({ content: [text("This is a simple text response for testing.")] }) },
@@ -115,6 +120,64 @@ const tools = [
             const r = await server.elicitInput({ message: "Confirm", requestedSchema: { type: "object", properties: {} } });
             return { content: [text(`action=${r.action}`)] };
         } },
+    // The input-required-result-* scenarios (MRTR, SEP-2322) of the 2026-07-28 requirements,
+    // written the legacy way: each asks during the call (elicitation/create,
+    // sampling/createMessage, roots/list), and the daemon turns what it asks into the
+    // input_required result and the retry into the answers. The keys of inputRequests are
+    // the daemon's, not the ones the scenarios suggest.
+    { name: "test_input_required_result_elicitation", description: "Asks the user's name", inputSchema: noArgs,
+        call: async () => {
+            const r = await server.elicitInput({ message: "What is your name?", requestedSchema: { type: "object",
+                properties: { name: { type: "string" } }, required: ["name"] } });
+            return { content: [text(`Hello, ${r.content?.name ?? "nobody"}!`)] };
+        } },
+    { name: "test_input_required_result_sampling", description: "Asks the client's LLM a question", inputSchema: noArgs,
+        call: async () => {
+            const r = await askCapital();
+            return { content: [text(`LLM response: ${r.content?.text ?? JSON.stringify(r.content)}`)] };
+        } },
+    { name: "test_input_required_result_list_roots", description: "Asks the client's roots", inputSchema: noArgs,
+        call: async () => {
+            const r = await server.listRoots();
+            return { content: [text(`Roots: ${r.roots.map((x) => x.uri).join(", ")}`)] };
+        } },
+    { name: "test_input_required_result_request_state", description: "Asks for a confirmation", inputSchema: noArgs,
+        call: async () => {
+            const r = await confirm();
+            return { content: [text(`state-ok: ok=${r.content?.ok}`)] };
+        } },
+    { name: "test_input_required_result_tampered_state", description: "Asks for a confirmation", inputSchema: noArgs,
+        call: async () => {
+            const r = await confirm();
+            return { content: [text(`confirmed: ok=${r.content?.ok}`)] };
+        } },
+    { name: "test_input_required_result_multiple_inputs", description: "Asks the user, the LLM and the roots at once",
+        inputSchema: noArgs,
+        call: async () => {
+            const [name, greeting, roots] = await Promise.all([
+                server.elicitInput({ message: "What is your name?", requestedSchema: { type: "object",
+                    properties: { name: { type: "string" } }, required: ["name"] } }),
+                server.createMessage({ messages: [{ role: "user", content: text("Generate a greeting") }], maxTokens: 50 }),
+                server.listRoots()]);
+            return { content: [text(`name=${name.content?.name}, greeting=${greeting.content?.text}, roots=${roots.roots.length}`)] };
+        } },
+    { name: "test_input_required_result_multi_round", description: "Asks the user twice, one question after the other",
+        inputSchema: noArgs,
+        call: async () => {
+            const a = await server.elicitInput({ message: "Step 1: What is your name?", requestedSchema: { type: "object",
+                properties: { name: { type: "string" } }, required: ["name"] } });
+            const b = await server.elicitInput({ message: "Step 2: What is your favorite color?", requestedSchema: {
+                type: "object", properties: { color: { type: "string" } }, required: ["color"] } });
+            return { content: [text(`${a.content?.name} likes ${b.content?.color}`)] };
+        } },
+    // Asks only what a client without elicitation can give: a legacy server does not see the
+    // call's own capabilities, and the daemon answers a request the call did not declare
+    // with -32021 for the whole call (server-stateless's test_missing_capability).
+    { name: "test_input_required_result_capabilities", description: "Asks the client's LLM", inputSchema: noArgs,
+        call: async () => {
+            const r = await askCapital();
+            return { content: [text(`LLM response: ${r.content?.text ?? JSON.stringify(r.content)}`)] };
+        } },
     { name: "test_trigger_tool_change", description: "Adds a tool and says the list changed", inputSchema: noArgs,
         call: async () => {
             tools.push({ name: `test_dynamic_tool_${tools.length}`, description: "Added by test_trigger_tool_change",
@@ -158,6 +221,13 @@ const prompts = [
         get: (a) => [{ role: "user", content: { type: "resource", resource: { uri: a.resourceUri, mimeType: "text/plain",
             text: "Embedded resource content for testing." } } },
         { role: "user", content: text("Please process the embedded resource above.") }] },
+    // input-required-result-non-tool-request: a prompt that asks the user while it is got
+    { name: "test_input_required_result_prompt", description: "A prompt that asks the user for its context",
+        get: async () => {
+            const r = await server.elicitInput({ message: "What context should the prompt use?", requestedSchema: {
+                type: "object", properties: { context: { type: "string" } }, required: ["context"] } });
+            return [{ role: "user", content: text(`Context: ${r.content?.context}`) }];
+        } },
     { name: "test_prompt_with_image", description: "A prompt with an image",
         get: () => [{ role: "user", content: { type: "image", data: PNG, mimeType: "image/png" } },
             { role: "user", content: text("Please analyze the image above.") }] },
@@ -186,11 +256,11 @@ server.setRequestHandler(ReadResourceRequestSchema, (req) => {
 server.setRequestHandler(SubscribeRequestSchema, () => ({}));
 server.setRequestHandler(UnsubscribeRequestSchema, () => ({}));
 server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: prompts.map(strip) }));
-server.setRequestHandler(GetPromptRequestSchema, (req) => {
+server.setRequestHandler(GetPromptRequestSchema, async (req) => {
     const p = prompts.find((x) => x.name === req.params.name);
     if (!p)
         throw new Error(`no prompt ${req.params.name}`);
-    return { messages: p.get(req.params.arguments ?? {}) };
+    return { messages: await p.get(req.params.arguments ?? {}) };
 });
 server.setRequestHandler(CompleteRequestSchema, (req) => {
     const words = ["paris", "park", "party"].filter((w) => w.startsWith(req.params.argument?.value ?? ""));
