@@ -43,6 +43,7 @@ struct token {
         struct oauth_fetch *fetch;        /* the refresh under way */
         char *resource_metadata;          /* named by the server's last 401, or NULL */
         bool unsaved;                     /* its grant waits for the key to be written */
+        bool challenged;                  /* the server's 401 asked for a sign-in (Bearer) */
 };
 
 /* A revocation sent at a logout, not waited for by anyone. */
@@ -593,6 +594,13 @@ bool oauth_tokens_child_exited(struct oauth_tokens *t, pid_t pid) {
         return t && oauth_key_load_reap(t->key_load, pid);
 }
 
+bool oauth_tokens_signin_needed(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
+        struct token *k = get(t, c, uid);
+
+        return k && (k->state == TOKEN_NONE || k->state == TOKEN_SIGNIN) &&
+               (c->remote.auth == REMOTE_AUTH_OAUTH || k->challenged);
+}
+
 bool oauth_tokens_have(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
         struct token *k = get(t, c, uid);
 
@@ -609,6 +617,7 @@ void oauth_tokens_note_metadata(struct oauth_tokens *t, const struct server_conf
         }
         free(k->resource_metadata);
         k->resource_metadata = copy;
+        k->challenged = true;
 }
 
 const char *oauth_tokens_metadata(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
