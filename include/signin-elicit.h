@@ -2,7 +2,9 @@
  * to a server reached by URL that needs a sign-in, from a client that declared
  * `elicitation: {url: {}}` and may sign in for that server's token, is answered with
  * URLElicitationRequiredError (-32042) carrying the authorization URL, instead of the text
- * naming `mcpvisorctl login NAME`.
+ * naming `mcpvisorctl login NAME`. A modern (2026-07-28) call, whose era has no -32042,
+ * is answered input_required with the link as a url elicitation and a requestState of the
+ * daemon's own (mrtr.h), whose retry method_send_to() lets through as the call again.
  *
  * The daemon drives the sign-in itself, as control-login.c does for mcpvisorctl (the same
  * oauth_signin_begin()), with a loopback redirect listener of its own (127.0.0.1, a port

@@ -35,6 +35,7 @@
 #include "log.h"
 #include "macro.h"
 #include "methods.h"
+#include "mrtr.h"
 #include "oauth-metadata.h"
 #include "oauth-signin.h"
 #include "oauth-text.h"
@@ -53,10 +54,12 @@
 enum elicit_state { ELICIT_DISCOVERING, ELICIT_WAITING, ELICIT_FINISHING, ELICIT_CLOSING };
 
 /* A client given (or waiting for) the elicitation: id is its call still owed an answer
- * (DISCOVERING), NULL once answered. */
+ * (DISCOVERING), NULL once answered. A modern client's call (state: its requestState) is
+ * answered input_required and then forgotten: that era has no completion notification. */
 struct elicit_client {
         struct client *c;
         json_object *id;
+        char *state;
         struct elicit_client *next;
 };
 
@@ -137,6 +140,12 @@ static void answer_page(struct signin_elicit *e, struct evhttp_request *req, int
         evbuffer_free(b);
 }
 
+static void entry_free(struct elicit_client *ec) {
+        json_object_put(ec->id);
+        free(ec->state);
+        free(ec);
+}
+
 static void elicit_free(struct signin_elicit *e) {
         struct signin_elicit **p;
 
@@ -152,8 +161,7 @@ static void elicit_free(struct signin_elicit *e) {
                 e->clients = ec->next;
                 if (ec->id)
                         client_reply_error(ec->c, ec->id, JSONRPC_INTERNAL_ERROR, "the sign-in ended before it began", NULL);
-                json_object_put(ec->id);
-                free(ec);
+                entry_free(ec);
         }
         oauth_signin_free(e->signin);
         if (e->http)
@@ -212,14 +220,40 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         elicit_free(e);
 }
 
-/* The error that carries the elicitation. */
-static void answer_elicitation(struct signin_elicit *e, struct client *c, json_object *id) {
-        json_object *data = json_object_new_object(), *list = json_object_new_array(), *one = json_object_new_object();
+/* A modern call's answer: input_required with the link as its one elicitation (2026-07-28
+ * has no elicitationId), and the requestState its retry brings back. */
+static void answer_input_required(struct signin_elicit *e, struct client *c, json_object *id, const char *state,
+                                  const char *message) {
+        json_object *result = json_object_new_object(), *requests = json_object_new_object(),
+                    *ask = json_object_new_object(), *params = json_object_new_object();
+
+        json_object_object_add(params, "mode", json_object_new_string("url"));
+        json_object_object_add(params, "message", json_object_new_string(message));
+        json_object_object_add(params, "url", json_object_new_string(e->url));
+        json_object_object_add(ask, "method", json_object_new_string("elicitation/create"));
+        json_object_object_add(ask, "params", params);
+        json_object_object_add(requests, "signin", ask);
+        json_object_object_add(result, "resultType", json_object_new_string("input_required"));
+        json_object_object_add(result, "inputRequests", requests);
+        json_object_object_add(result, "requestState", json_object_new_string(state));
+        client_send(c, jsonrpc_result(id, result));
+}
+
+/* The error that carries the elicitation (legacy), or input_required (state: modern). */
+static void answer_elicitation(struct signin_elicit *e, struct client *c, json_object *id, const char *state) {
+        json_object *data, *list, *one;
         char message[300];
 
         snprintf(message, sizeof message,
                  "Sign in to %s: open this address in a browser on the host mcpvisor runs on (its redirect comes back "
                  "there), then retry.", e->server);
+        if (state) {
+                answer_input_required(e, c, id, state, message);
+                return;
+        }
+        data = json_object_new_object();
+        list = json_object_new_array();
+        one = json_object_new_object();
         json_object_object_add(one, "mode", json_object_new_string("url"));
         json_object_object_add(one, "elicitationId", json_object_new_string(e->elicitation_id));
         json_object_object_add(one, "url", json_object_new_string(e->url));
@@ -252,12 +286,20 @@ static void on_url(struct oauth_signin *s, const char *url, const char *error, v
         }
         elicit_set_state(e, ELICIT_WAITING);
         elicit_log(e, LOG_INFO, "waiting for the browser's redirect");
-        for (struct elicit_client *ec = e->clients; ec; ec = ec->next)
-                if (ec->id) {
-                        answer_elicitation(e, ec->c, ec->id);
-                        json_object_put(ec->id);
-                        ec->id = NULL;
+        for (struct elicit_client **p = &e->clients; *p;) {
+                struct elicit_client *ec = *p;
+
+                if (ec->id)
+                        answer_elicitation(e, ec->c, ec->id, ec->state);
+                json_object_put(ec->id);
+                ec->id = NULL;
+                if (ec->state) {
+                        *p = ec->next;
+                        entry_free(ec);
+                } else {
+                        p = &ec->next;
                 }
+        }
 }
 
 /* Whether an earlier entry than ec is of the same client. */
@@ -273,7 +315,7 @@ static void notify_complete(struct signin_elicit *e) {
         for (struct elicit_client *ec = e->clients; ec; ec = ec->next) {
                 json_object *params;
 
-                if (told_before(e, ec))
+                if (ec->state || told_before(e, ec))
                         continue;
                 params = json_object_new_object();
                 json_object_object_add(params, "elicitationId", json_object_new_string(e->elicitation_id));
@@ -427,26 +469,45 @@ static struct signin_elicit *find(struct daemon *d, const char *server, uid_t ui
         return NULL;
 }
 
-/* c (its call id, or NULL: told already) waits for or is given the elicitation. */
-static int join(struct signin_elicit *e, struct client *c, json_object *id) {
-        struct elicit_client *ec = calloc(1, sizeof *ec), **tail;
+/* Whether c has been given the elicitation already (a legacy client, to notify). */
+static bool told(const struct signin_elicit *e, const struct client *c) {
+        for (const struct elicit_client *ec = e->clients; ec; ec = ec->next)
+                if (ec->c == c && !ec->id && !ec->state)
+                        return true;
+        return false;
+}
 
+/* c's call m waits for or is given the elicitation (a modern call: input_required). */
+static int join(struct signin_elicit *e, struct client *c, struct jsonrpc_msg *m) {
+        _cleanup_free_ char *state = NULL;
+        struct elicit_client *ec, **tail;
+
+        if (session_stateless(&c->session) &&
+            !(state = mrtr_seal_own(daemon_mrtr(c->daemon), c, m, MRTR_ROUND_SIGNIN)))
+                return -ENOMEM;
+        if (e->state != ELICIT_DISCOVERING && (state || told(e, c))) {
+                answer_elicitation(e, c, m->id, state); /* nothing more to keep of it */
+                return 0;
+        }
+        ec = calloc(1, sizeof *ec);
         if (!ec)
                 return -ENOMEM;
         ec->c = c;
         for (tail = &e->clients; *tail; tail = &(*tail)->next)
                 ;
         *tail = ec;
-        if (e->state == ELICIT_DISCOVERING)
-                ec->id = json_object_get(id);
-        else
-                answer_elicitation(e, c, id);
+        if (e->state == ELICIT_DISCOVERING) {
+                ec->id = json_object_get(m->id);
+                ec->state = TAKE_PTR(state);
+        } else {
+                answer_elicitation(e, c, m->id, NULL);
+        }
         return 0;
 }
 
 /* A sign-in of (config, uid) begun, c's call waiting for its URL. NULL: nothing begun, c
  * not answered. */
-static struct signin_elicit *begin(struct client *c, json_object *id, const struct server_config *config, uid_t uid) {
+static struct signin_elicit *begin(struct client *c, struct jsonrpc_msg *m, const struct server_config *config, uid_t uid) {
         struct daemon *d = c->daemon;
         struct supervisor *sv = daemon_supervisor(d);
         struct oauth_tokens *tokens = supervisor_tokens(sv);
@@ -471,7 +532,7 @@ static struct signin_elicit *begin(struct client *c, json_object *id, const stru
         e->server = strdup(config->name);
         e->timer = evtimer_new(d->base, on_timer, e);
         if (!e->server || !e->timer || oauth_random_text(18, &e->elicitation_id) < 0 || open_listener(e, &port) < 0 ||
-            join(e, c, id) < 0) {
+            join(e, c, m) < 0) {
                 elicit_free(e);
                 return NULL;
         }
@@ -509,22 +570,29 @@ static bool may_sign_in(struct client *c, uid_t uid) {
         return control_access_allowed(daemon_config(c->daemon)->control_group, client_principal(c), why, sizeof why);
 }
 
+/* Whether c's call m takes the link: its client declared URL mode (a modern request in its
+ * own _meta), and, modern, the call may be answered input_required. */
+static bool takes_link(struct client *c, struct jsonrpc_msg *m) {
+        if (!(session_request_caps(&c->session, m->params) & CLIENT_CAP_URL_ELICITATION))
+                return false;
+        return !session_stateless(&c->session) || mrtr_method_takes_input(m->method);
+}
+
 bool signin_elicit_offer(struct client *c, struct jsonrpc_msg *m, struct server *s) {
         struct oauth_tokens *tokens = supervisor_tokens(daemon_supervisor(c->daemon));
         const struct server_config *config = s->config;
         uid_t uid = s->owner.kind == OWNER_USER ? s->owner.uid : OAUTH_SHARED;
         struct signin_elicit *e;
 
-        /* The 2026-07-28 era has no -32042: a modern client gets the text naming the command. */
-        if (session_stateless(&c->session) || !(c->session.client_caps & CLIENT_CAP_URL_ELICITATION))
+        if (!takes_link(c, m))
                 return false;
         if (!remote_signs_in(&config->remote) || !tokens || !oauth_tokens_signin_needed(tokens, config, uid) ||
             !may_sign_in(c, uid))
                 return false;
         e = find(c->daemon, config->name, uid);
         if (e)
-                return join(e, c, m->id) == 0;
-        return begin(c, m->id, config, uid) != NULL;
+                return join(e, c, m) == 0;
+        return begin(c, m, config, uid) != NULL;
 }
 
 void signin_elicit_client_gone(struct daemon *d, struct client *c) {
@@ -537,8 +605,7 @@ void signin_elicit_client_gone(struct daemon *d, struct client *c) {
                                 continue;
                         }
                         *p = ec->next;
-                        json_object_put(ec->id);
-                        free(ec);
+                        entry_free(ec);
                 }
 }
 

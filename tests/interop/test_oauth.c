@@ -660,6 +660,87 @@ Test(oauth, elicit_per_user) {
         h_close(n), h_close(d);
 }
 
+/* How many lines of the file at path hold needle. */
+static unsigned count_in(const char *path, const char *needle) {
+        char line[4096];
+        unsigned n = 0;
+        FILE *f = fopen(path, "r");
+
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof line, f))
+                n += strstr(line, needle) != NULL;
+        fclose(f);
+        return n;
+}
+
+/* A modern (2026-07-28) whoami on c by id, declaring caps, with more params members ("" none). */
+static json_object *modern_whoami(struct h_conn *c, int id, const char *caps, const char *more) {
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__whoami\","
+                   "\"arguments\":{}%s%s,\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":%s,"
+                   "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"agent\",\"version\":\"1\"}}}}\n",
+                id, more[0] ? "," : "", more, caps);
+        return next_message(c, NULL, id, LOGIN_MS);
+}
+
+/* A modern client: no -32042 in 2026-07-28, but input_required with the link as a URL
+ * elicitation and a requestState; its retry before the sign-in gets the same link, after
+ * it the answer; without URL mode, the command to run; a forged state is still refused. */
+Test(oauth, elicit_modern) {
+        struct h_conn *c;
+        json_object *r;
+        char *url, *request_state, more[4096];
+        unsigned n;
+
+        start_peers("60");
+        start_daemon("");
+        cr_assert(h_log_wait(&D, "sign-in needed: run mcpvisorctl login remote", H_TIMEOUT_MS));
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        r = modern_whoami(c, 1, "{}", "");
+        cr_assert_not_null(r);
+        cr_assert_not_null(strstr(json_object_to_json_string(r), "mcpvisorctl login remote"), "%s",
+                           json_object_to_json_string(r));
+        json_object_put(r);
+        r = modern_whoami(c, 2, CAPS_URL, "");
+        cr_assert_not_null(r);
+        cr_assert_str_eq(h_str(r, "result.resultType"), "input_required", "%s", json_object_to_json_string(r));
+        cr_assert_str_eq(h_str(r, "result.inputRequests.signin.method"), "elicitation/create");
+        cr_assert_str_eq(h_str(r, "result.inputRequests.signin.params.mode"), "url");
+        cr_assert_null(h_get(r, "result.inputRequests.signin.params.elicitationId"));
+        url = strdup(h_str(r, "result.inputRequests.signin.params.url"));
+        request_state = strdup(h_str(r, "result.requestState"));
+        cr_assert_eq(strncmp(url, sf("%s/auth?", issuer), strlen(issuer) + 6), 0, "%s", url);
+        json_object_put(r);
+        snprintf(more, sizeof more, "\"inputResponses\":{\"signin\":{\"action\":\"accept\"}},\"requestState\":\"%s\"", request_state);
+        /* retried before the sign-in: the same link */
+        r = modern_whoami(c, 3, CAPS_URL, more);
+        cr_assert_not_null(r);
+        cr_assert_str_eq(h_str(r, "result.resultType"), "input_required", "%s", json_object_to_json_string(r));
+        cr_assert_str_eq(h_str(r, "result.inputRequests.signin.params.url"), url);
+        json_object_put(r);
+        browse(url, "alice");
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        /* the retry goes to the server with alice's token. (Its answer is the server's: a
+         * modern call to this legacy server, the SDK 1.x, gets its HTTP 400 for the
+         * 2026-07-28 version the call's _meta names, with or without a sign-in.) */
+        n = count_in(sf("%s/mcp.log", dir), "POST as alice");
+        r = modern_whoami(c, 4, CAPS_URL, more);
+        cr_assert_not_null(r);
+        cr_assert_null(h_get(r, "result.resultType"), "%s", json_object_to_json_string(r));
+        cr_assert_null(strstr(json_object_to_json_string(r), "sign-in"), "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        cr_assert_gt(count_in(sf("%s/mcp.log", dir), "POST as alice"), n, "the retry did not reach the server");
+        /* a state of no one's is refused as before */
+        r = modern_whoami(c, 5, CAPS_URL, "\"inputResponses\":{},\"requestState\":\"AAAA\"");
+        cr_assert_not_null(r);
+        cr_assert_eq(h_error_code(r), -32602, "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        expect_no_token_anywhere();
+        free(url), free(request_state);
+        h_close(c);
+}
+
 /* No "auth": the server's 401 with a Bearer challenge says a sign-in is needed (not a
  * retry), and the login discovers from the resource_metadata it named. */
 Test(oauth, found_by_401) {

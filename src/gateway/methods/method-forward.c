@@ -126,10 +126,20 @@ static bool completion_waits(struct client *c, struct jsonrpc_msg *m) {
 void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
                     json_object *params) {
         if (session_stateless(&c->session) && json_object_object_get_ex(m->params, "requestState", NULL)) {
-                /* The retry of a call that answered input_required (mrtr.h). */
+                if (!mrtr_state_is_own(daemon_mrtr(c->daemon), c, m, MRTR_ROUND_SIGNIN)) {
+                        /* The retry of a call that answered input_required (mrtr.h). */
+                        json_object_put(params);
+                        mrtr_retry(daemon_mrtr(c->daemon), c, m, s, ask);
+                        return;
+                }
+                /* The retry of a call answered with the sign-in link: the call again, as it
+                 * was first asked. */
+                json_object *copy = jsonrpc_copy_with(params, NULL, NULL);
+
                 json_object_put(params);
-                mrtr_retry(daemon_mrtr(c->daemon), c, m, s, ask);
-                return;
+                params = copy;
+                json_object_object_del(params, "requestState");
+                json_object_object_del(params, "inputResponses");
         }
         if (!server_serving(s)) {
                 /* Its state is told only to whom the request would have been let through. */
