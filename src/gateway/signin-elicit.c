@@ -74,6 +74,7 @@ struct signin_elicit {
         struct evhttp *http;             /* the loopback listener for the redirect */
         struct evhttp_bound_socket *bound;
         struct evhttp_request *redirect; /* the browser's, held in FINISHING */
+        struct evhttp_request *page;     /* its answer being written */
         struct event *timer;             /* the deadline; in CLOSING, the free */
         struct elicit_client *clients;
         struct signin_elicit *next;
@@ -133,8 +134,10 @@ static void answer_page(struct signin_elicit *e, struct evhttp_request *req, int
         evhttp_add_header(h, "Cache-Control", "no-store");
         evhttp_add_header(h, "Referrer-Policy", "no-referrer");
         evhttp_add_header(h, "Connection", "close");
-        if (e)
+        if (e) {
                 evhttp_request_set_on_complete_cb(req, on_page_written, e);
+                e->page = req;
+        }
         evhttp_send_reply(req, status, status == HTTP_OK ? "OK" : status == HTTP_NOTFOUND ? "Not Found" : "Service Unavailable",
                           b);
         evbuffer_free(b);
@@ -177,7 +180,7 @@ static void elicit_free(struct signin_elicit *e) {
 /* Over: no new redirect is taken; freed once its page is written (or soon after). Never
  * frees it here: this may run under the sign-in's or the listener's own callback. */
 static void elicit_close(struct signin_elicit *e) {
-        struct timeval linger = { .tv_sec = e->redirect ? ELICIT_LINGER_SEC : 0 };
+        struct timeval linger = { .tv_sec = e->redirect || e->page ? ELICIT_LINGER_SEC : 0 };
 
         elicit_set_state(e, ELICIT_CLOSING);
         if (e->bound) {
@@ -191,6 +194,7 @@ static void on_page_written(struct evhttp_request *req, void *userdata) {
         struct signin_elicit *e = userdata;
         struct timeval now = { 0 };
 
+        e->page = NULL;
         if (e->state == ELICIT_CLOSING)
                 evtimer_add(e->timer, &now);
 }

@@ -660,6 +660,49 @@ Test(oauth, elicit_per_user) {
         h_close(n), h_close(d);
 }
 
+/* A shared server that served, whose refresh token is revoked: once it fails, the next call
+ * is given the link; signed in again, the retry made as soon as the notification comes is
+ * answered (the failed server's restart is a first start, which a call waits for). */
+Test(oauth, elicit_after_revoke) {
+        struct ht_answer a;
+        struct h_conn *c;
+        json_object *r;
+        char *url = NULL, *id = NULL;
+
+        start_peers("2");
+        start_daemon("");
+        login_as(0, 0, "alice");
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        c = connect_with(0, CAPS_URL);
+        r = whoami_call(c, 7);
+        cr_assert_str_eq(h_str(r, "result.content.0.text"), "alice", "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        ht_once(as_port, "POST", "/test/revoke?account=alice", "", "", &a);
+        cr_assert_eq(a.status, 200, "revoke: %d", a.status);
+        ht_answer_done(&a);
+        cr_assert(h_log_wait(&D, "refused the refresh", 10000), "the refresh was not refused");
+        /* the access token expires; calls until the server fails on its 401 */
+        for (int i = 0; i < 50 && !url; i++) {
+                r = whoami_call(c, 100 + i);
+                if (h_error_code(r) == -32042)
+                        elicitation_of(r, &url, &id);
+                json_object_put(r);
+                if (!url)
+                        for (long long end = h_now_ms() + 200; h_now_ms() < end; usleep(50 * 1000))
+                                h_notify_drain(&D);
+        }
+        cr_assert_not_null(url, "never given the link");
+        browse(url, "alice");
+        expect_complete(c, id);
+        /* at once, the server restarting */
+        r = whoami_call(c, 8);
+        cr_assert_str_eq(h_str(r, "result.content.0.text"), "alice", "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        expect_no_token_anywhere();
+        free(url), free(id);
+        h_close(c);
+}
+
 /* How many lines of the file at path hold needle. */
 static unsigned count_in(const char *path, const char *needle) {
         char line[4096];
