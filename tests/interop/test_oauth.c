@@ -499,8 +499,9 @@ static void elicitation_of(json_object *r, char **url, char **id) {
         *id = strdup(h_str(r, "error.data.elicitations.0.elicitationId"));
 }
 
-/* oauth-as.mjs browse URL as user: the user's browser opening the elicited link. */
-static void browse(const char *url, const char *user) {
+/* oauth-as.mjs browse URL as user (deny: who refuses): the user's browser opening the
+ * elicited link. Its exit status. */
+static int browse_as(const char *url, const char *user, bool deny) {
         pid_t pid = fork();
         int status = -1;
 
@@ -512,12 +513,19 @@ static void browse(const char *url, const char *user) {
                         dup2(fd, 1);
                         dup2(fd, 2);
                 }
-                execl(NODE, NODE, INTEROP_DIR "/oauth-as.mjs", "browse", url, "--user", user, (char *)NULL);
+                execl(NODE, NODE, INTEROP_DIR "/oauth-as.mjs", "browse", url, "--user", user, deny ? "--deny" : NULL,
+                      (char *)NULL);
                 _exit(127);
         }
         for (long long end = h_now_ms() + LOGIN_MS; h_now_ms() < end; usleep(20 * 1000))
                 if (h_notify_drain(&D), waitpid(pid, &status, WNOHANG) == pid)
                         break;
+        return status;
+}
+
+static void browse(const char *url, const char *user) {
+        int status = browse_as(url, user, false);
+
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the browser failed (%d)", status);
 }
 
@@ -700,6 +708,37 @@ Test(oauth, elicit_after_revoke) {
         json_object_put(r);
         expect_no_token_anywhere();
         free(url), free(id);
+        h_close(c);
+}
+
+/* The user refuses at the authorization server: the browser is told, no notification
+ * comes, the listener closes, and the next call begins a new sign-in (another link). */
+Test(oauth, elicit_refused) {
+        struct h_conn *c;
+        json_object *r;
+        char *url, *id, *url2, *id2;
+        int status;
+
+        start_peers("60");
+        start_daemon("");
+        c = connect_with(0, CAPS_URL);
+        r = whoami_call(c, 7);
+        elicitation_of(r, &url, &id);
+        json_object_put(r);
+        status = browse_as(url, "alice", true);
+        cr_assert(WIFEXITED(status), "the browser did not finish");
+        cr_assert(h_log_wait(&D, "refused by the authorization server: access_denied", H_TIMEOUT_MS));
+        for (long long end = h_now_ms() + H_TIMEOUT_MS; port_listens(redirect_port(url)) && h_now_ms() < end;
+             usleep(50 * 1000))
+                h_notify_drain(&D);
+        cr_assert(!port_listens(redirect_port(url)), "the redirect listener is still open");
+        cr_assert_null(next_message(c, "notifications/elicitation/complete", 0, 500), "told of a refused sign-in");
+        r = whoami_call(c, 8);
+        elicitation_of(r, &url2, &id2);
+        json_object_put(r);
+        cr_assert_str_neq(id2, id);
+        cr_assert_neq(redirect_port(url2), redirect_port(url));
+        free(url), free(id), free(url2), free(id2);
         h_close(c);
 }
 
