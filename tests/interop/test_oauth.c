@@ -742,6 +742,66 @@ Test(oauth, elicit_refused) {
         h_close(c);
 }
 
+#define HTTP_HEADERS "Authorization: Bearer http-token-0123456789\r\nContent-Type: application/json\r\n" \
+                     "Accept: application/json, text/event-stream\r\n"
+
+/* A POST of body to the front door at port in session sid (NULL: none). */
+static void http_post(unsigned port, const char *sid, const char *body, struct ht_answer *a) {
+        ht_once(port, "POST", "/mcp", sid ? sf(HTTP_HEADERS "Mcp-Session-Id: %s\r\n", sid) : HTTP_HEADERS, body, a);
+}
+
+/* Over the HTTP front door: the call's answer is the -32042 error, the notification comes
+ * on the session's GET stream, and the retried call is answered. */
+Test(oauth, elicit_over_http) {
+        char sid[64], stream[16384] = "";
+        json_object *r;
+        struct ht_answer a;
+        char *url, *id;
+        unsigned port = ht_free_port();
+        int get;
+
+        FILE *f = fopen(sf("%s/http-token", creds), "w");
+        cr_assert_not_null(f);
+        fputs("http-token-0123456789\n", f);
+        fclose(f);
+        start_peers("60");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"http-token\"},"
+                        "\"user\":0}]}", port));
+        start_daemon("");
+        cr_assert(ht_wait_listening(port, H_TIMEOUT_MS));
+        http_post(port, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                              "\"2025-11-25\",\"capabilities\":" CAPS_URL ",\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}}",
+                  &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Mcp-Session-Id", sid, sizeof sid));
+        ht_answer_done(&a);
+        http_post(port, sid, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &a);
+        ht_answer_done(&a);
+        get = ht_connect(port, NULL);
+        dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer http-token-0123456789\r\n"
+                     "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+        cr_assert(ht_stream_until(get, "text/event-stream", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
+        http_post(port, sid, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__whoami\","
+                             "\"arguments\":{}}}", &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        r = json_tokener_parse(a.body);
+        cr_assert_not_null(r, "%s", a.body);
+        elicitation_of(r, &url, &id);
+        json_object_put(r);
+        ht_answer_done(&a);
+        browse(url, "alice");
+        cr_assert(ht_stream_until(get, "notifications/elicitation/complete", stream, sizeof stream, LOGIN_MS), "%s", stream);
+        cr_assert_not_null(strstr(stream, id), "%s", stream);
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        http_post(port, sid, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__whoami\","
+                             "\"arguments\":{}}}", &a);
+        cr_assert_not_null(strstr(a.body, "\"text\":\"alice\""), "%s", a.body);
+        ht_answer_done(&a);
+        close(get);
+        expect_no_token_anywhere();
+        free(url), free(id);
+}
+
 /* How many lines of the file at path hold needle. */
 static unsigned count_in(const char *path, const char *needle) {
         char line[4096];
