@@ -254,8 +254,13 @@ static void on_key(const uint8_t *key, const char *error, void *userdata) {
                         load(k);
                 else if (k->state == TOKEN_UNLOADED)
                         token_set_state(k, TOKEN_SIGNIN, "its stored token cannot be opened: no key");
-                if (k->unsaved && (k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING) && save(k, &save_error) < 0)
-                        subject_log(k, LOG_WARNING, "signed in, but not kept: %s", save_error ? save_error : error);
+                if (!k->unsaved || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING))
+                        continue;
+                /* without a key it stays in memory alone: asking again at once would loop */
+                if (!key || save(k, &save_error) < 0)
+                        subject_log(k, LOG_WARNING, "signed in, but not kept: %s",
+                                    save_error ? save_error : error ? error : "out of memory");
+                k->unsaved = false;
         }
 }
 

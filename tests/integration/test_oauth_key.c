@@ -38,20 +38,25 @@ static void write_file(const char *path, const char *text, mode_t mode) {
 }
 
 /* systemd-creds as the daemon runs it: encrypt --name=N - PATH, decrypt --name=N PATH -;
- * each call marked in T/calls, then a sleep of 2 s, then the work (the "seal" a copy). */
-static void install_stub(void) {
+ * each call marked in T/calls, then a sleep of 2 s, then the work (the "seal" a copy), or
+ * a failure. */
+static void install_stub_doing(const char *work) {
         cr_assert(mkdir(sf("%s/bin", T), 0755) == 0);
         write_file(sf("%s/bin/systemd-creds", T),
                    sf("#!/bin/sh\n"
                       "echo \"$1\" >> %s/calls\n"
                       "sleep 2\n"
-                      "case \"$1\" in\n"
-                      "encrypt) cat > \"$4\" ;;\n"
-                      "decrypt) cat \"$3\" ;;\n"
-                      "*) exit 1 ;;\n"
-                      "esac\n", T),
+                      "%s\n", T, work),
                    0755);
         setenv("PATH", sf("%s/bin:%s", T, getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), 1);
+}
+
+static void install_stub(void) {
+        install_stub_doing("case \"$1\" in\n"
+                           "encrypt) cat > \"$4\" ;;\n"
+                           "decrypt) cat \"$3\" ;;\n"
+                           "*) exit 1 ;;\n"
+                           "esac");
 }
 
 static unsigned calls(void) {
@@ -106,4 +111,23 @@ Test(oauth_key, systemd_creds_off_the_loop) {
         cr_assert_eq(access(sf("%s/oauth-key.cred", state), F_OK), 0);
         cr_log_info("%u pings, the slowest %lld ms", pings, worst);
         h_close(c);
+}
+
+/* systemd-creds that fails (as on a host without a usable key): the stored token needs a
+ * sign-in, said with why, and systemd-creds is not run again and again. */
+Test(oauth_key, systemd_creds_failing) {
+        char state[128];
+
+        install_stub_doing("echo no TPM2 >&2; exit 1");
+        snprintf(state, sizeof state, "%s/state", T);
+        cr_assert(mkdir(state, 0700) == 0 && mkdir(sf("%s/tokens", state), 0700) == 0);
+        write_file(sf("%s/tokens/remote.shared", state), "MVT1 not a sealed token", 0600);
+        add_entry("\"remote\":{\"url\":\"http://127.0.0.1:9/mcp\",\"auth\":\"oauth\"}");
+        start((const char *[]){ sf("STATE_DIRECTORY=%s", state), NULL });
+        cr_assert(h_log_wait(&D, "systemd-creds encrypt could not seal a new key", 10000), "no failure told");
+        cr_assert(h_log_wait(&D, "sign-in needed", 10000), "the server does not say a sign-in is needed");
+        for (long long end = h_now_ms() + 3000; h_now_ms() < end; usleep(100 * 1000))
+                h_notify_drain(&D);
+        cr_assert_eq(calls(), 1, "systemd-creds ran %u times", calls());
+        cr_assert_neq(access(sf("%s/oauth-key.cred", state), F_OK), 0, "a failed seal was left behind");
 }
