@@ -53,6 +53,7 @@ struct daemon {
         struct notify notify;
         struct reload reload;              /* reload.c's: reads under way, control clients waiting */
         struct control_login *logins;      /* control-login.c's: sign-ins under way */
+        struct signin_elicit *elicits;     /* signin-elicit.c's: sign-ins begun by clients' calls */
         struct jsonrpc_parser parser;      /* one tokener reused for every line */
         struct listener listeners[LISTEN_ROLE_COUNT];
         struct bound_socket bound[LISTEN_ROLE_COUNT]; /* only when not socket-activated */

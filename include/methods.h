@@ -129,6 +129,9 @@ extern const struct method control_login_finish;
 extern const struct method control_logout;
 /* A control connection ended: its sign-ins under way end with it (control-login.c). */
 void control_login_client_gone(struct daemon *d, struct client *c);
+/* server (uid's token: OAUTH_SHARED a shared one's) starts again after a sign-in or a
+ * sign-out: a shared one restarts, a per-user one's instance of uid stops. */
+void control_login_start_again(struct daemon *d, const char *server, uid_t uid, const char *detail);
 /* The server a control command's "name" names (control-server.c), or NULL once the client
  * was told why there is none: no name, or no such server (with the names it could use). */
 struct server *control_named_server(struct client *c, struct jsonrpc_msg *m);

@@ -80,3 +80,12 @@ void mrtr_request_gone(struct mrtr_round *round, struct server_request *rq);
 /* The parked call ended at the server: its result or error (both NULL: its process ended),
  * kept for the retry. */
 void mrtr_route_answered(struct mrtr_round *round, json_object *result, json_object *error);
+
+/* requestStates of the daemon's own, for no round: a call answered input_required by the
+ * daemon itself (the sign-in link, signin-elicit.h), sealed as a round's are (principal,
+ * request, expiry) with round set to what it is for. */
+#define MRTR_ROUND_SIGNIN UINT64_MAX
+/* The sealed state for c's request m; NULL when out of memory. */
+char *mrtr_seal_own(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, uint64_t round);
+/* Whether m's requestState is one of those, sealed for c, m and round, not expired. */
+bool mrtr_state_is_own(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, uint64_t round);

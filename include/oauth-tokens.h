@@ -5,7 +5,7 @@
  * forgotten (revoked at the authorization server where it can) by a logout.
  *
  * Each token is in one state:
- *   TOKEN_UNLOADED  its file not read yet
+ *   TOKEN_UNLOADED  its file not read yet (or waiting for the key that opens it)
  *   TOKEN_NONE      no sign-in (no file)
  *   TOKEN_VALID     usable: its access token is sent
  *   TOKEN_REFRESHING a refresh is under way (a start waits for it)
@@ -57,6 +57,11 @@ const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_
  * false when a sign-in is needed now (the token's cause says why). */
 bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
 
+/* Whether pid is the child that loads the tokens' key (systemd-creds): reaped then. */
+bool oauth_tokens_child_exited(struct oauth_tokens *t, pid_t pid);
+/* Whether (server, uid) waits for a sign-in: no token, or one that needs a new sign-in,
+ * on a server that asks for one ("auth": "oauth", or a Bearer challenge seen). */
+bool oauth_tokens_signin_needed(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
 /* Whether (server, uid) has a token to send (signed in, or being refreshed). */
 bool oauth_tokens_have(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
 /* The server's last 401 named its resource metadata at url (RFC 9728 section 5.1): kept

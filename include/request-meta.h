@@ -32,6 +32,12 @@ struct request_meta {
 enum request_era request_meta_read(json_object *params, struct request_meta *ret);
 /* The client capabilities it declares, as bits of enum client_capability. */
 unsigned request_meta_caps(const struct request_meta *m);
+/* A mode of a capability rather than one, past enum client_capability's bits: elicitation
+ * declared with "url" (2025-11-25), which the sign-in link needs (signin-elicit.h). */
+#define CLIENT_CAP_URL_ELICITATION (1u << 31)
+/* The bits a capabilities object (an initialize's, or a modern request's _meta's; NULL:
+ * none) declares: one reading for both eras. */
+unsigned client_caps_of(json_object *caps);
 void request_meta_done(struct request_meta *m);
 /* Whether params name a version in their _meta at all (the modern era's mark), without
  * judging it. */

@@ -151,7 +151,7 @@ static void on_url(struct oauth_signin *s, const char *url, const char *error, v
 /* The server starts again with its new token, or without one after a logout (which
  * leaves it needing a sign-in): a shared one restarts, a per-user one's instance of that
  * user stops, made again on its next need. */
-static void start_again(struct daemon *d, const char *server, uid_t uid, const char *detail) {
+void control_login_start_again(struct daemon *d, const char *server, uid_t uid, const char *detail) {
         struct supervisor *sv = daemon_supervisor(d);
         struct server *s;
         struct pool *p;
@@ -199,7 +199,7 @@ static void on_finished(struct oauth_signin *s, struct oauth_grant *grant, const
         }
         free(grant);
         snprintf(message, sizeof message, "signed in by uid %u (mcpvisorctl login)", (unsigned)client_principal(l->c)->uid);
-        start_again(l->d, l->server, l->uid, message);
+        control_login_start_again(l->d, l->server, l->uid, message);
         id = TAKE_PTR(l->id);
         if (id) {
                 result = json_object_new_object();
@@ -346,7 +346,7 @@ static void logout(struct client *c, struct jsonrpc_msg *m) {
                 char detail[96];
 
                 snprintf(detail, sizeof detail, "signed out by uid %u (mcpvisorctl logout)", (unsigned)client_principal(c)->uid);
-                start_again(c->daemon, json_object_get_string(json_object_object_get(result, "name")), uid, detail);
+                control_login_start_again(c->daemon, json_object_get_string(json_object_object_get(result, "name")), uid, detail);
         }
         client_reply_result(c, m->id, result);
 }

@@ -20,6 +20,7 @@
 #include "methods.h"
 #include "paths.h"
 #include "process.h"
+#include "signin-elicit.h"
 #include "time-util.h"
 
 static void on_accept(struct listener *l, int fd, const struct ucred *peer, void *userdata);
@@ -662,6 +663,7 @@ static void client_gone(struct daemon *d, struct client *c) {
         list_waiters_client_gone(&d->list_waits, c);
         reload_client_gone(d, c);
         control_login_client_gone(d, c);
+        signin_elicit_client_gone(d, c);
         subscriptions_client_gone(&d->subscriptions, c);
         sub_listen_client_gone(c);
         mcp_logging_client_gone(c);
@@ -730,6 +732,7 @@ void daemon_done(struct daemon *d) {
                 while ((c = TAILQ_FIRST(&d->clients[s])))
                         client_gone(d, c);
         }
+        signin_elicit_done(d); /* before the supervisor, whose curl loop its sign-ins use */
         reload_done(d); /* before the loop it watches */
         http_front_done(&d->http); /* after its sessions, which it files */
         user_counts_done(&d->user_counts);

@@ -74,13 +74,21 @@ enum request_era request_meta_read(json_object *params, struct request_meta *ret
         return REQUEST_MODERN;
 }
 
-unsigned request_meta_caps(const struct request_meta *m) {
-        unsigned caps = 0;
+unsigned client_caps_of(json_object *caps) {
+        json_object *elicitation;
+        unsigned bits = 0;
 
-        for (int i = 0; m->capabilities && i < CLIENT_CAP_COUNT; i++)
-                if (json_object_object_get_ex(m->capabilities, client_capability_names[i], NULL))
-                        caps |= 1u << i;
-        return caps;
+        for (int i = 0; caps && i < CLIENT_CAP_COUNT; i++)
+                if (json_object_object_get_ex(caps, client_capability_names[i], NULL))
+                        bits |= 1u << i;
+        if (json_object_object_get_ex(caps, client_capability_names[CLIENT_CAP_ELICITATION], &elicitation) &&
+            json_object_object_get_ex(elicitation, "url", NULL))
+                bits |= CLIENT_CAP_URL_ELICITATION;
+        return bits;
+}
+
+unsigned request_meta_caps(const struct request_meta *m) {
+        return client_caps_of(m->capabilities);
 }
 
 void request_meta_done(struct request_meta *m) {

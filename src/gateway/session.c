@@ -43,10 +43,7 @@ int session_initialize(struct session *s, const char *protocol_version, json_obj
         if (s->phase != SESSION_NEW)
                 return -EALREADY;
         s->protocol_version = protocol_version;
-        s->client_caps = 0;
-        for (int i = 0; i < CLIENT_CAP_COUNT; i++)
-                if (json_object_object_get_ex(caps, client_capability_names[i], NULL))
-                        s->client_caps |= 1u << i;
+        s->client_caps = client_caps_of(caps);
         s->client_name = info_text(info, "name");
         s->client_version = info_text(info, "version");
         s->phase = SESSION_INITIALIZING;

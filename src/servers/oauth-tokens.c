@@ -42,6 +42,8 @@ struct token {
         struct event *timer;              /* the refresh before expiry */
         struct oauth_fetch *fetch;        /* the refresh under way */
         char *resource_metadata;          /* named by the server's last 401, or NULL */
+        bool unsaved;                     /* its grant waits for the key to be written */
+        bool challenged;                  /* the server's 401 asked for a sign-in (Bearer) */
 };
 
 /* A revocation sent at a logout, not waited for by anyone. */
@@ -51,6 +53,11 @@ struct revocation {
         struct revocation *next;
 };
 
+/* The key that seals the files: asked on first need, loaded off the loop (oauth-key.h);
+ * tokens needing it meanwhile wait (a file unread stays TOKEN_UNLOADED, a grant to write
+ * is marked unsaved). A failure is told to those that waited; the next need asks again. */
+enum key_state { KEY_UNASKED, KEY_LOADING, KEY_READY, KEY_FAILED };
+
 struct oauth_tokens {
         struct event_base *base;
         const struct logger *log;
@@ -59,7 +66,8 @@ struct oauth_tokens {
         oauth_loop_fn loop;
         void *userdata;
         uint8_t key[OAUTH_KEY_SIZE];
-        bool have_key;
+        enum key_state key_state;
+        struct oauth_key_load *key_load;  /* KEY_LOADING: systemd-creds at work */
         struct token **tokens;
         size_t n_tokens;
         struct revocation *revocations;
@@ -146,16 +154,32 @@ static char *token_aad(const char *server, uid_t uid) {
         return a;
 }
 
+static void key_set_state(struct oauth_tokens *t, enum key_state state) {
+        t->key_state = state;
+        if (state != KEY_LOADING) {
+                oauth_key_load_free(t->key_load);
+                t->key_load = NULL;
+        }
+}
+
+static void on_key(const uint8_t *key, const char *error, void *userdata);
+
+/* 0 with the key there; -EINPROGRESS while it is being loaded (on_key follows); or a
+ * negative errno with *error. */
 static int need_key(struct oauth_tokens *t, char **error) {
         int r;
 
-        if (t->have_key)
+        if (t->key_state == KEY_READY)
                 return 0;
-        r = oauth_key_load(t->credentials_dir, t->state_dir, t->key, error);
-        if (r < 0)
+        if (t->key_state == KEY_LOADING)
+                return -EINPROGRESS;
+        r = oauth_key_load(t->base, t->credentials_dir, t->state_dir, t->key, on_key, t, &t->key_load, error);
+        if (r < 0) {
+                key_set_state(t, KEY_FAILED);
                 return r;
-        t->have_key = true;
-        return 0;
+        }
+        key_set_state(t, r == 1 ? KEY_LOADING : KEY_READY);
+        return r == 1 ? -EINPROGRESS : 0;
 }
 
 static int make_dirs(struct oauth_tokens *t) {
@@ -182,8 +206,13 @@ static int save(struct token *k, char **error) {
         if (!path || !aad)
                 return -ENOMEM;
         r = need_key(t, error);
+        if (r == -EINPROGRESS) {
+                k->unsaved = true; /* written once the key is there */
+                return 0;
+        }
         if (r < 0)
                 return r;
+        k->unsaved = false;
         r = make_dirs(t);
         if (r < 0) {
                 text_error(error, "cannot make %s/tokens: %s", t->state_dir, strerror(-r));
@@ -204,6 +233,36 @@ static int save(struct token *k, char **error) {
 }
 
 static void arm_refresh(struct token *k);
+static void load(struct token *k);
+
+/* The key came (or not): the tokens that waited for it go on. */
+static void on_key(const uint8_t *key, const char *error, void *userdata) {
+        struct oauth_tokens *t = userdata;
+
+        if (key) {
+                memcpy(t->key, key, OAUTH_KEY_SIZE);
+                key_set_state(t, KEY_READY);
+        } else {
+                log_emit(t->log, LOG_WARNING, NULL, "sign-in tokens: no key: %s", error);
+                key_set_state(t, KEY_FAILED);
+        }
+        for (size_t i = 0; i < t->n_tokens; i++) {
+                struct token *k = t->tokens[i];
+                _cleanup_free_ char *save_error = NULL;
+
+                if (k->state == TOKEN_UNLOADED && key)
+                        load(k);
+                else if (k->state == TOKEN_UNLOADED)
+                        token_set_state(k, TOKEN_SIGNIN, "its stored token cannot be opened: no key");
+                if (!k->unsaved || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING))
+                        continue;
+                /* without a key it stays in memory alone: asking again at once would loop */
+                if (!key || save(k, &save_error) < 0)
+                        subject_log(k, LOG_WARNING, "signed in, but not kept: %s",
+                                    save_error ? save_error : error ? error : "out of memory");
+                k->unsaved = false;
+        }
+}
 
 static void load(struct token *k) {
         struct oauth_tokens *t = k->t;
@@ -222,6 +281,8 @@ static void load(struct token *k) {
         }
         if (r == 0)
                 r = need_key(t, &error);
+        if (r == -EINPROGRESS)
+                return; /* TOKEN_UNLOADED until the key is there */
         if (r == 0)
                 r = oauth_unseal(t->key, aad, sealed, len, &plain);
         if (r == 0) {
@@ -489,6 +550,9 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
         case TOKEN_REFRESHING:
                 text_error(error, "waiting for its sign-in token's refresh");
                 return -EAGAIN;
+        case TOKEN_UNLOADED:
+                text_error(error, "waiting for the key that opens its sign-in token (systemd-creds)");
+                return -EAGAIN;
         default:
                 free(*error);
                 *error = signin_words(k);
@@ -531,6 +595,17 @@ bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c,
         return true;
 }
 
+bool oauth_tokens_child_exited(struct oauth_tokens *t, pid_t pid) {
+        return t && oauth_key_load_reap(t->key_load, pid);
+}
+
+bool oauth_tokens_signin_needed(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
+        struct token *k = get(t, c, uid);
+
+        return k && (k->state == TOKEN_NONE || k->state == TOKEN_SIGNIN) &&
+               (c->remote.auth == REMOTE_AUTH_OAUTH || k->challenged);
+}
+
 bool oauth_tokens_have(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
         struct token *k = get(t, c, uid);
 
@@ -547,6 +622,7 @@ void oauth_tokens_note_metadata(struct oauth_tokens *t, const struct server_conf
         }
         free(k->resource_metadata);
         k->resource_metadata = copy;
+        k->challenged = true;
 }
 
 const char *oauth_tokens_metadata(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
@@ -714,6 +790,7 @@ void oauth_tokens_free(struct oauth_tokens *t) {
                 oauth_fetch_free(v->fetch);
                 free(v);
         }
+        oauth_key_load_free(t->key_load);
         explicit_bzero(t->key, sizeof t->key);
         free(t->credentials_dir);
         free(t->state_dir);

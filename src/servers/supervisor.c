@@ -130,9 +130,11 @@ static struct server *server_of_pid(const struct supervisor *sv, pid_t pid) {
 /* reaper_ops: the pid of a server's own process? Then its launcher reaps it, and the
  * run's end reaches its server. */
 static bool server_exited(pid_t pid, void *userdata) {
-        struct server *s = server_of_pid(userdata, pid);
+        struct supervisor *sv = userdata;
+        struct server *s = server_of_pid(sv, pid);
 
-        return s && run_reap(s->run);
+        /* the sign-in tokens' key loader's child is its own to reap too */
+        return (s && run_reap(s->run)) || oauth_tokens_child_exited(sv->tokens, pid);
 }
 
 /* reaper_ops: a server's own process, reaped and closed by its server, not the reaper. */

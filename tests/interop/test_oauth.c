@@ -13,11 +13,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -429,6 +431,456 @@ Test(oauth, per_user_tokens) {
         cr_assert_str_eq(who, "bob");
         free(who);
         expect_no_token_anywhere();
+}
+
+/* ---- The sign-in link as a URL-mode elicitation (2025-11-25): a client that declared
+ * elicitation.url gets -32042 with the authorization URL; the daemon's own loopback
+ * listener takes the redirect, and the client hears notifications/elicitation/complete ---- */
+
+#define CAPS_URL "{\"elicitation\":{\"url\":{}}}"
+#define CAPS_FORM "{\"elicitation\":{}}"
+
+/* A connection as uid (0: the test's own, root) whose initialize declares caps. */
+static struct h_conn *connect_with(uid_t uid, const char *caps) {
+        gid_t groups[] = { 65534 };
+        struct h_conn *c = uid ? h_connect_as(D.sock, uid, uid, groups, 1, NULL) : h_connect(D.sock, H_TIMEOUT_MS);
+        json_object *r;
+
+        cr_assert_not_null(c);
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\","
+                   "\"capabilities\":%s,\"clientInfo\":{\"name\":\"agent\",\"version\":\"1\"}}}\n", caps);
+        r = h_recv(c, H_TIMEOUT_MS);
+        cr_assert_not_null(h_get(r, "result"), "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        h_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        return c;
+}
+
+/* The next message on c within ms whose "method" is method (NULL: an answer with id);
+ * others are dropped. NULL on timeout. */
+static json_object *next_message(struct h_conn *c, const char *method, int id, int ms) {
+        for (long long end = h_now_ms() + ms; h_now_ms() < end;) {
+                char *line = h_recv_line_draining(&D, c, (int)(end - h_now_ms()));
+                json_object *m = line ? json_tokener_parse(line) : NULL;
+                json_object *v;
+
+                free(line);
+                if (!m)
+                        return NULL;
+                if (method ? json_object_object_get_ex(m, "method", &v) && strcmp(json_object_get_string(v), method) == 0
+                           : json_object_object_get_ex(m, "id", &v) && json_object_get_int(v) == id &&
+                                     !json_object_object_get_ex(m, "method", NULL))
+                        return m;
+                json_object_put(m);
+        }
+        return NULL;
+}
+
+/* whoami on c by id: the answer. */
+static json_object *whoami_call(struct h_conn *c, int id) {
+        json_object *r;
+
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__whoami\","
+                   "\"arguments\":{}}}\n", id);
+        r = next_message(c, NULL, id, LOGIN_MS);
+        cr_assert_not_null(r, "no answer to call %d", id);
+        return r;
+}
+
+/* The URL elicitation of an answer: its url and elicitationId (malloc'd), asserting the
+ * error's shape (-32042, one url-mode elicitation with a message). */
+static void elicitation_of(json_object *r, char **url, char **id) {
+        cr_assert_eq(h_error_code(r), -32042, "%s", json_object_to_json_string(r));
+        cr_assert_eq(json_object_array_length(h_get(r, "error.data.elicitations")), 1);
+        cr_assert_str_eq(h_str(r, "error.data.elicitations.0.mode"), "url");
+        cr_assert_not_null(h_get(r, "error.data.elicitations.0.message"));
+        cr_assert_null(strstr(h_str(r, "error.message"), "eyJ"));
+        *url = strdup(h_str(r, "error.data.elicitations.0.url"));
+        *id = strdup(h_str(r, "error.data.elicitations.0.elicitationId"));
+}
+
+/* oauth-as.mjs browse URL as user (deny: who refuses): the user's browser opening the
+ * elicited link. Its exit status. */
+static int browse_as(const char *url, const char *user, bool deny) {
+        pid_t pid = fork();
+        int status = -1;
+
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                int fd = open(sf("%s/browse.log", dir), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        dup2(fd, 2);
+                }
+                execl(NODE, NODE, INTEROP_DIR "/oauth-as.mjs", "browse", url, "--user", user, deny ? "--deny" : NULL,
+                      (char *)NULL);
+                _exit(127);
+        }
+        for (long long end = h_now_ms() + LOGIN_MS; h_now_ms() < end; usleep(20 * 1000))
+                if (h_notify_drain(&D), waitpid(pid, &status, WNOHANG) == pid)
+                        break;
+        return status;
+}
+
+static void browse(const char *url, const char *user) {
+        int status = browse_as(url, user, false);
+
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the browser failed (%d)", status);
+}
+
+/* Whether something listens on 127.0.0.1:port. */
+static bool port_listens(unsigned port) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+
+        if (fd >= 0)
+                close(fd);
+        return ok;
+}
+
+/* The port of the redirect_uri in an authorization URL. */
+static unsigned redirect_port(const char *url) {
+        const char *at = strstr(url, "redirect_uri=http%3A%2F%2F127.0.0.1%3A");
+
+        cr_assert_not_null(at, "%s", url);
+        return (unsigned)atoi(at + strlen("redirect_uri=http%3A%2F%2F127.0.0.1%3A"));
+}
+
+static void expect_complete(struct h_conn *c, const char *id) {
+        json_object *n = next_message(c, "notifications/elicitation/complete", 0, LOGIN_MS);
+
+        cr_assert_not_null(n, "no notifications/elicitation/complete");
+        cr_assert_str_eq(h_str(n, "params.elicitationId"), id);
+        json_object_put(n);
+}
+
+/* A shared server: the daemon's administrator's agent (root, which may use the control
+ * socket) is given the link; a second agent joins the same sign-in; an agent without the
+ * capability, and one of a user who may not sign the shared server in, get the command
+ * to run. Browsing the link signs in; both agents hear it; the retried call goes through;
+ * the listener is gone; the state and the token are nowhere. */
+Test(oauth, elicit_signin) {
+        struct h_conn *a, *b, *plain, *other;
+        char *url, *id, *url2, *id2, *log, state_arg[128];
+        const char *st;
+        json_object *r;
+        unsigned port;
+
+        start_peers("60");
+        set_settings("\"socketMode\":\"0666\"");
+        start_daemon("");
+        cr_assert(chmod(D.dir, 0711) == 0);
+        cr_assert(h_log_wait(&D, "sign-in needed: run mcpvisorctl login remote", H_TIMEOUT_MS));
+        a = connect_with(0, CAPS_URL);
+        b = connect_with(0, CAPS_URL);
+        plain = connect_with(0, CAPS_FORM);
+        other = connect_with(2, CAPS_URL);
+        r = whoami_call(a, 7);
+        elicitation_of(r, &url, &id);
+        json_object_put(r);
+        cr_assert_eq(strncmp(url, sf("%s/auth?response_type=code&", issuer), strlen(issuer) + 25), 0, "%s", url);
+        cr_assert_not_null(strstr(url, "code_challenge_method=S256"), "%s", url);
+        /* the second agent joins it: the same link, one listener */
+        r = whoami_call(b, 8);
+        elicitation_of(r, &url2, &id2);
+        json_object_put(r);
+        cr_assert_str_eq(url2, url);
+        cr_assert_str_eq(id2, id);
+        /* no URL mode: the command to run, as before */
+        r = whoami_call(plain, 9);
+        cr_assert_neq(h_error_code(r), -32042);
+        cr_assert_not_null(strstr(json_object_to_json_string(r), "mcpvisorctl login remote"), "%s",
+                           json_object_to_json_string(r));
+        json_object_put(r);
+        /* bin may not sign in the shared server for everyone */
+        r = whoami_call(other, 10);
+        cr_assert_neq(h_error_code(r), -32042, "%s", json_object_to_json_string(r));
+        cr_assert_not_null(strstr(json_object_to_json_string(r), "mcpvisorctl login remote"), "%s",
+                           json_object_to_json_string(r));
+        json_object_put(r);
+        port = redirect_port(url);
+        browse(url, "alice");
+        expect_complete(a, id);
+        expect_complete(b, id);
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        r = whoami_call(a, 11);
+        cr_assert_str_eq(h_str(r, "result.content.0.text"), "alice", "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        /* the listener closed with the sign-in */
+        for (long long end = h_now_ms() + H_TIMEOUT_MS; port_listens(port) && h_now_ms() < end; usleep(50 * 1000))
+                h_notify_drain(&D);
+        cr_assert(!port_listens(port), "the redirect listener is still open");
+        /* the authorization request's state is in no log line */
+        st = strstr(url, "&state=");
+        cr_assert_not_null(st);
+        snprintf(state_arg, sizeof state_arg, "%.*s", (int)strcspn(st + 7, "&"), st + 7);
+        log = h_log_text(&D);
+        cr_assert_null(strstr(log, state_arg), "the state is in the log");
+        free(log);
+        expect_no_token_anywhere();
+        free(url), free(id), free(url2), free(id2);
+        h_close(a), h_close(b), h_close(plain), h_close(other);
+}
+
+/* Per-user instances: each user's agent gets a sign-in of its own (another link, another
+ * listener), and each user's token serves that user alone. */
+Test(oauth, elicit_per_user) {
+        struct h_conn *n, *d;
+        char *url_n, *id_n, *url_d, *id_d;
+        json_object *r;
+
+        start_peers("60");
+        set_settings("\"socketMode\":\"0666\",\"controlGroup\":\"nogroup\"");
+        start_daemon("\"instances\":\"per-user\"");
+        cr_assert(chmod(D.dir, 0711) == 0);
+        n = connect_with(65534, CAPS_URL);
+        d = connect_with(1, CAPS_URL);
+        r = whoami_call(n, 7);
+        elicitation_of(r, &url_n, &id_n);
+        json_object_put(r);
+        r = whoami_call(d, 7);
+        elicitation_of(r, &url_d, &id_d);
+        json_object_put(r);
+        cr_assert_str_neq(id_n, id_d);
+        cr_assert_neq(redirect_port(url_n), redirect_port(url_d));
+        browse(url_n, "alice");
+        expect_complete(n, id_n);
+        /* the other user's sign-in is still waiting: its call still gets its own link */
+        r = whoami_call(d, 8);
+        cr_assert_eq(h_error_code(r), -32042, "%s", json_object_to_json_string(r));
+        cr_assert_str_eq(h_str(r, "error.data.elicitations.0.elicitationId"), id_d);
+        json_object_put(r);
+        r = whoami_call(n, 8);
+        cr_assert_str_eq(h_str(r, "result.content.0.text"), "alice", "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        browse(url_d, "bob");
+        expect_complete(d, id_d);
+        r = whoami_call(d, 9);
+        cr_assert_str_eq(h_str(r, "result.content.0.text"), "bob", "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        cr_assert_eq(access(sf("%s/tokens/remote.65534", state), F_OK), 0);
+        cr_assert_eq(access(sf("%s/tokens/remote.1", state), F_OK), 0);
+        expect_no_token_anywhere();
+        free(url_n), free(id_n), free(url_d), free(id_d);
+        h_close(n), h_close(d);
+}
+
+/* A shared server that served, whose refresh token is revoked: once it fails, the next call
+ * is given the link; signed in again, the retry made as soon as the notification comes is
+ * answered (the failed server's restart is a first start, which a call waits for). */
+Test(oauth, elicit_after_revoke) {
+        struct ht_answer a;
+        struct h_conn *c;
+        json_object *r;
+        char *url = NULL, *id = NULL;
+
+        start_peers("2");
+        start_daemon("");
+        login_as(0, 0, "alice");
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        c = connect_with(0, CAPS_URL);
+        r = whoami_call(c, 7);
+        cr_assert_str_eq(h_str(r, "result.content.0.text"), "alice", "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        ht_once(as_port, "POST", "/test/revoke?account=alice", "", "", &a);
+        cr_assert_eq(a.status, 200, "revoke: %d", a.status);
+        ht_answer_done(&a);
+        cr_assert(h_log_wait(&D, "refused the refresh", 10000), "the refresh was not refused");
+        /* the access token expires; calls until the server fails on its 401 */
+        for (int i = 0; i < 50 && !url; i++) {
+                r = whoami_call(c, 100 + i);
+                if (h_error_code(r) == -32042)
+                        elicitation_of(r, &url, &id);
+                json_object_put(r);
+                if (!url)
+                        for (long long end = h_now_ms() + 200; h_now_ms() < end; usleep(50 * 1000))
+                                h_notify_drain(&D);
+        }
+        cr_assert_not_null(url, "never given the link");
+        browse(url, "alice");
+        expect_complete(c, id);
+        /* at once, the server restarting */
+        r = whoami_call(c, 8);
+        cr_assert_str_eq(h_str(r, "result.content.0.text"), "alice", "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        expect_no_token_anywhere();
+        free(url), free(id);
+        h_close(c);
+}
+
+/* The user refuses at the authorization server: the browser is told, no notification
+ * comes, the listener closes, and the next call begins a new sign-in (another link). */
+Test(oauth, elicit_refused) {
+        struct h_conn *c;
+        json_object *r;
+        char *url, *id, *url2, *id2;
+        int status;
+
+        start_peers("60");
+        start_daemon("");
+        c = connect_with(0, CAPS_URL);
+        r = whoami_call(c, 7);
+        elicitation_of(r, &url, &id);
+        json_object_put(r);
+        status = browse_as(url, "alice", true);
+        cr_assert(WIFEXITED(status), "the browser did not finish");
+        cr_assert(h_log_wait(&D, "refused by the authorization server: access_denied", H_TIMEOUT_MS));
+        for (long long end = h_now_ms() + H_TIMEOUT_MS; port_listens(redirect_port(url)) && h_now_ms() < end;
+             usleep(50 * 1000))
+                h_notify_drain(&D);
+        cr_assert(!port_listens(redirect_port(url)), "the redirect listener is still open");
+        cr_assert_null(next_message(c, "notifications/elicitation/complete", 0, 500), "told of a refused sign-in");
+        r = whoami_call(c, 8);
+        elicitation_of(r, &url2, &id2);
+        json_object_put(r);
+        cr_assert_str_neq(id2, id);
+        cr_assert_neq(redirect_port(url2), redirect_port(url));
+        free(url), free(id), free(url2), free(id2);
+        h_close(c);
+}
+
+#define HTTP_HEADERS "Authorization: Bearer http-token-0123456789\r\nContent-Type: application/json\r\n" \
+                     "Accept: application/json, text/event-stream\r\n"
+
+/* A POST of body to the front door at port in session sid (NULL: none). */
+static void http_post(unsigned port, const char *sid, const char *body, struct ht_answer *a) {
+        ht_once(port, "POST", "/mcp", sid ? sf(HTTP_HEADERS "Mcp-Session-Id: %s\r\n", sid) : HTTP_HEADERS, body, a);
+}
+
+/* Over the HTTP front door: the call's answer is the -32042 error, the notification comes
+ * on the session's GET stream, and the retried call is answered. */
+Test(oauth, elicit_over_http) {
+        char sid[64], stream[16384] = "";
+        json_object *r;
+        struct ht_answer a;
+        char *url, *id;
+        unsigned port = ht_free_port();
+        int get;
+
+        FILE *f = fopen(sf("%s/http-token", creds), "w");
+        cr_assert_not_null(f);
+        fputs("http-token-0123456789\n", f);
+        fclose(f);
+        start_peers("60");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"http-token\"},"
+                        "\"user\":0}]}", port));
+        start_daemon("");
+        cr_assert(ht_wait_listening(port, H_TIMEOUT_MS));
+        http_post(port, NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+                              "\"2025-11-25\",\"capabilities\":" CAPS_URL ",\"clientInfo\":{\"name\":\"it\",\"version\":\"1\"}}}",
+                  &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        cr_assert_not_null(ht_header(&a, "Mcp-Session-Id", sid, sizeof sid));
+        ht_answer_done(&a);
+        http_post(port, sid, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &a);
+        ht_answer_done(&a);
+        get = ht_connect(port, NULL);
+        dprintf(get, "GET /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer http-token-0123456789\r\n"
+                     "Accept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", sid);
+        cr_assert(ht_stream_until(get, "text/event-stream", stream, sizeof stream, H_TIMEOUT_MS), "%s", stream);
+        http_post(port, sid, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__whoami\","
+                             "\"arguments\":{}}}", &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        r = json_tokener_parse(a.body);
+        cr_assert_not_null(r, "%s", a.body);
+        elicitation_of(r, &url, &id);
+        json_object_put(r);
+        ht_answer_done(&a);
+        browse(url, "alice");
+        cr_assert(ht_stream_until(get, "notifications/elicitation/complete", stream, sizeof stream, LOGIN_MS), "%s", stream);
+        cr_assert_not_null(strstr(stream, id), "%s", stream);
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        http_post(port, sid, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__whoami\","
+                             "\"arguments\":{}}}", &a);
+        cr_assert_not_null(strstr(a.body, "\"text\":\"alice\""), "%s", a.body);
+        ht_answer_done(&a);
+        close(get);
+        expect_no_token_anywhere();
+        free(url), free(id);
+}
+
+/* How many lines of the file at path hold needle. */
+static unsigned count_in(const char *path, const char *needle) {
+        char line[4096];
+        unsigned n = 0;
+        FILE *f = fopen(path, "r");
+
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof line, f))
+                n += strstr(line, needle) != NULL;
+        fclose(f);
+        return n;
+}
+
+/* A modern (2026-07-28) whoami on c by id, declaring caps, with more params members ("" none). */
+static json_object *modern_whoami(struct h_conn *c, int id, const char *caps, const char *more) {
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__whoami\","
+                   "\"arguments\":{}%s%s,\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":%s,"
+                   "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"agent\",\"version\":\"1\"}}}}\n",
+                id, more[0] ? "," : "", more, caps);
+        return next_message(c, NULL, id, LOGIN_MS);
+}
+
+/* A modern client: no -32042 in 2026-07-28, but input_required with the link as a URL
+ * elicitation and a requestState; its retry before the sign-in gets the same link, after
+ * it the answer; without URL mode, the command to run; a forged state is still refused. */
+Test(oauth, elicit_modern) {
+        struct h_conn *c;
+        json_object *r;
+        char *url, *request_state, more[4096];
+        unsigned n;
+
+        start_peers("60");
+        start_daemon("");
+        cr_assert(h_log_wait(&D, "sign-in needed: run mcpvisorctl login remote", H_TIMEOUT_MS));
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        r = modern_whoami(c, 1, "{}", "");
+        cr_assert_not_null(r);
+        cr_assert_not_null(strstr(json_object_to_json_string(r), "mcpvisorctl login remote"), "%s",
+                           json_object_to_json_string(r));
+        json_object_put(r);
+        r = modern_whoami(c, 2, CAPS_URL, "");
+        cr_assert_not_null(r);
+        cr_assert_str_eq(h_str(r, "result.resultType"), "input_required", "%s", json_object_to_json_string(r));
+        cr_assert_str_eq(h_str(r, "result.inputRequests.signin.method"), "elicitation/create");
+        cr_assert_str_eq(h_str(r, "result.inputRequests.signin.params.mode"), "url");
+        cr_assert_null(h_get(r, "result.inputRequests.signin.params.elicitationId"));
+        url = strdup(h_str(r, "result.inputRequests.signin.params.url"));
+        request_state = strdup(h_str(r, "result.requestState"));
+        cr_assert_eq(strncmp(url, sf("%s/auth?", issuer), strlen(issuer) + 6), 0, "%s", url);
+        json_object_put(r);
+        snprintf(more, sizeof more, "\"inputResponses\":{\"signin\":{\"action\":\"accept\"}},\"requestState\":\"%s\"", request_state);
+        /* retried before the sign-in: the same link */
+        r = modern_whoami(c, 3, CAPS_URL, more);
+        cr_assert_not_null(r);
+        cr_assert_str_eq(h_str(r, "result.resultType"), "input_required", "%s", json_object_to_json_string(r));
+        cr_assert_str_eq(h_str(r, "result.inputRequests.signin.params.url"), url);
+        json_object_put(r);
+        browse(url, "alice");
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        /* the retry goes to the server with alice's token. (Its answer is the server's: a
+         * modern call to this legacy server, the SDK 1.x, gets its HTTP 400 for the
+         * 2026-07-28 version the call's _meta names, with or without a sign-in.) */
+        n = count_in(sf("%s/mcp.log", dir), "POST as alice");
+        r = modern_whoami(c, 4, CAPS_URL, more);
+        cr_assert_not_null(r);
+        cr_assert_null(h_get(r, "result.resultType"), "%s", json_object_to_json_string(r));
+        cr_assert_null(strstr(json_object_to_json_string(r), "sign-in"), "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        cr_assert_gt(count_in(sf("%s/mcp.log", dir), "POST as alice"), n, "the retry did not reach the server");
+        /* a state of no one's is refused as before */
+        r = modern_whoami(c, 5, CAPS_URL, "\"inputResponses\":{},\"requestState\":\"AAAA\"");
+        cr_assert_not_null(r);
+        cr_assert_eq(h_error_code(r), -32602, "%s", json_object_to_json_string(r));
+        json_object_put(r);
+        expect_no_token_anywhere();
+        free(url), free(request_state);
+        h_close(c);
 }
 
 /* No "auth": the server's 401 with a Bearer challenge says a sign-in is needed (not a

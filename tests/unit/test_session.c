@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
+#include "request-meta.h"
 #include "server-config.h"
 #include "session.h"
 
@@ -46,4 +47,32 @@ Test(session, capabilities_kept_as_bits) {
         json_object_put(caps);
         session_done(&s);
         cr_assert_eq(s.client_caps, 0);
+}
+
+/* URL-mode elicitation is a mode, kept as a bit of its own: "elicitation": {"url": {}}
+ * declares it; {} (form only), {"form": {}} and a value that is no object do not. */
+Test(session, url_elicitation_kept_as_a_bit) {
+        static const struct {
+                const char *caps;
+                unsigned bits;
+        } cases[] = {
+                { "{\"elicitation\":{\"url\":{}}}", (1u << CLIENT_CAP_ELICITATION) | CLIENT_CAP_URL_ELICITATION },
+                { "{\"elicitation\":{\"form\":{},\"url\":{}}}", (1u << CLIENT_CAP_ELICITATION) | CLIENT_CAP_URL_ELICITATION },
+                { "{\"elicitation\":{}}", 1u << CLIENT_CAP_ELICITATION },
+                { "{\"elicitation\":{\"form\":{}}}", 1u << CLIENT_CAP_ELICITATION },
+                { "{\"elicitation\":\"url\"}", 1u << CLIENT_CAP_ELICITATION },
+                { "{\"url\":{}}", 0 },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                json_object *caps = json_tokener_parse(cases[i].caps);
+                struct session s;
+
+                session_init(&s);
+                cr_assert_eq(session_initialize(&s, "2025-11-25", caps, NULL), 0);
+                cr_assert_eq(s.client_caps, cases[i].bits, "%s", cases[i].caps);
+                cr_assert_eq(client_caps_of(caps), cases[i].bits, "%s", cases[i].caps);
+                json_object_put(caps);
+                session_done(&s);
+        }
 }

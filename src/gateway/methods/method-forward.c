@@ -15,6 +15,7 @@
 #include "mrtr.h"
 #include "registry.h"
 #include "router.h"
+#include "signin-elicit.h"
 #include "supervisor.h"
 
 /* The server whose prefix an exposed name carries, for a server that is not listed now:
@@ -58,10 +59,16 @@ static bool first_start_may_offer(struct client *c, const char *name) {
         return false;
 }
 
-static void reply_not_serving(struct client *c, struct jsonrpc_msg *m, const struct server *s) {
-        _cleanup_free_ char *where = server_describe(s), *message = NULL;
-        json_object *data = json_object_new_object();
+static void reply_not_serving(struct client *c, struct jsonrpc_msg *m, struct server *s) {
+        _cleanup_free_ char *where = NULL, *message = NULL;
+        json_object *data;
         char log[160];
+
+        /* One waiting for a sign-in: the sign-in link itself, to a client that takes it. */
+        if (signin_elicit_offer(c, m, s))
+                return;
+        where = server_describe(s);
+        data = json_object_new_object();
 
         /* The cause whole: it is the daemon's own sentence. */
         if (asprintf(&message, "server '%s' is not ready (%s); its log: %s", s->config->name,
@@ -119,9 +126,19 @@ static bool completion_waits(struct client *c, struct jsonrpc_msg *m) {
 void method_send_to(struct client *c, struct jsonrpc_msg *m, struct server *s, const struct access_ask *ask,
                     json_object *params) {
         if (session_stateless(&c->session) && json_object_object_get_ex(m->params, "requestState", NULL)) {
-                /* The retry of a call that answered input_required (mrtr.h). */
-                mrtr_retry(daemon_mrtr(c->daemon), c, m, s, ask, params);
-                return;
+                if (!mrtr_state_is_own(daemon_mrtr(c->daemon), c, m, MRTR_ROUND_SIGNIN)) {
+                        /* The retry of a call that answered input_required (mrtr.h). */
+                        mrtr_retry(daemon_mrtr(c->daemon), c, m, s, ask, params);
+                        return;
+                }
+                /* The retry of a call answered with the sign-in link: the call again, as it
+                 * was first asked. */
+                json_object *copy = jsonrpc_copy_with(params, NULL, NULL);
+
+                json_object_put(params);
+                params = copy;
+                json_object_object_del(params, "requestState");
+                json_object_object_del(params, "inputResponses");
         }
         if (!server_serving(s)) {
                 /* Its state is told only to whom the request would have been let through. */
