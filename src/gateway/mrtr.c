@@ -438,7 +438,7 @@ void mrtr_retry(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, struct 
 char *mrtr_seal_own(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, uint64_t round) {
         struct mrtr_claims claims = { .round = round };
 
-        principal_text(c, claims.principal, sizeof claims.principal);
+        mrtr_principal(c, claims.principal, sizeof claims.principal);
         mrtr_request_digest(m->method, m->params, claims.request);
         claims.expires = realtime_usec() / 1000000 + (uint64_t)(daemon_config(t->daemon)->mrtr_timeout + 0.999);
         return mrtr_seal(&t->key, &claims);
@@ -453,7 +453,7 @@ bool mrtr_state_is_own(struct mrtr *t, struct client *c, struct jsonrpc_msg *m, 
         if (!json_object_object_get_ex(m->params, "requestState", &state) || !json_object_is_type(state, json_type_string))
                 return false;
         mrtr_request_digest(m->method, m->params, request);
-        principal_text(c, principal, sizeof principal);
+        mrtr_principal(c, principal, sizeof principal);
         return mrtr_open(&t->key, json_object_get_string(state), principal, request, realtime_usec() / 1000000, &id) ==
                        MRTR_OPEN_OK &&
                id == round;
