@@ -5,7 +5,9 @@
 // (RFC 9728), which it serves.
 //
 //   node oauth-mcp-server.mjs PORT ISSUER
-//       Prints "ready URL" when it listens. Tools: whoami (the token's sub), echo.
+//       Prints "ready URL" when it listens. Tools: whoami (the token's sub), echo, and
+//       write, whose call needs the scope mcp:write too: without it, a 403 with
+//       error="insufficient_scope", scope="mcp:write" (a step-up, RFC 6750 section 3.1).
 //       Each request's verdict goes to stderr, never the token.
 import { createServer } from "node:http";
 import { createRemoteJWKSet, jwtVerify } from "jose";
@@ -49,6 +51,8 @@ function mcpServer(claims) {
         async () => ({ content: [{ type: "text", text: String(claims.sub) }] }));
     server.registerTool("echo", { description: "Echoes text", inputSchema: { text: z.string() } },
         async ({ text }) => ({ content: [{ type: "text", text }] }));
+    server.registerTool("write", { description: "Needs the scope mcp:write", inputSchema: {} },
+        async () => ({ content: [{ type: "text", text: "written" }] }));
     return server;
 }
 
@@ -77,6 +81,14 @@ const http = createServer(async (req, res) => {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (body.method === "tools/call" && body.params?.name === "write" &&
+        !String(claims.scope || "").split(" ").includes("mcp:write")) {
+        log(`${req.method} as ${claims.sub} refused: scope mcp:write needed`);
+        res.writeHead(403, { "content-type": "application/json", "www-authenticate":
+            `Bearer error="insufficient_scope", scope="mcp:write", resource_metadata="${metadataUrl}"` })
+            .end(JSON.stringify({ error: "insufficient_scope", error_description: "secret-body-text" }));
+        return;
+    }
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = mcpServer(claims);
     res.on("close", () => { transport.close(); server.close(); });
