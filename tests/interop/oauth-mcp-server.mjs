@@ -8,6 +8,8 @@
 //       Prints "ready URL" when it listens. Tools: whoami (the token's sub), echo, and
 //       write, whose call needs the scope mcp:write too: without it, a 403 with
 //       error="insufficient_scope", scope="mcp:write" (a step-up, RFC 6750 section 3.1).
+//       POST /test/issuer?url=ISSUER moves it to another authorization server (its
+//       metadata names that one, and it takes that one's tokens alone).
 //       Each request's verdict goes to stderr, never the token.
 import { createServer } from "node:http";
 import { createRemoteJWKSet, jwtVerify } from "jose";
@@ -15,14 +17,21 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 
-const [portText, issuer] = process.argv.slice(2);
+const [portText, firstIssuer] = process.argv.slice(2);
+let issuer = firstIssuer;
 const port = Number(portText);
 const origin = `http://127.0.0.1:${port}`;
 const resource = `${origin}/mcp`;
 const metadataUrl = `${origin}/.well-known/oauth-protected-resource/mcp`;
-const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`), { cooldownDuration: 0 });
-const metadata = JSON.stringify({ resource, authorization_servers: [issuer], scopes_supported: ["mcp"],
-    bearer_methods_supported: ["header"] });
+let jwks, metadata;
+// Its authorization server: the one it trusts and names in its metadata.
+function trust(url) {
+    issuer = url;
+    jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`), { cooldownDuration: 0 });
+    metadata = JSON.stringify({ resource, authorization_servers: [issuer], scopes_supported: ["mcp"],
+        bearer_methods_supported: ["header"] });
+}
+trust(firstIssuer);
 
 function log(text) { process.stderr.write(`oauth-mcp-server: ${text}\n`); }
 
@@ -61,6 +70,12 @@ const http = createServer(async (req, res) => {
     if (req.method === "GET" && (path === "/.well-known/oauth-protected-resource/mcp" ||
                                  path === "/.well-known/oauth-protected-resource")) {
         res.writeHead(200, { "content-type": "application/json" }).end(metadata);
+        return;
+    }
+    if (req.method === "POST" && path === "/test/issuer") {
+        trust(new URL(req.url, origin).searchParams.get("url"));
+        log(`now trusts ${issuer}`);
+        res.writeHead(200, { "content-type": "text/plain" }).end(`${issuer}\n`);
         return;
     }
     if (path !== "/mcp") {

@@ -540,6 +540,84 @@ Test(oauth, step_up_scope) {
         expect_no_token_anywhere();
 }
 
+/* The server moves to another authorization server (SEP-2352): its 401 makes the daemon
+ * read its metadata again, which names the other one, so the token is dropped without a
+ * refresh at the first (nothing more goes to either), the status says the server changed,
+ * and the login signs in at the new one with a client registered there. */
+Test(oauth, authorization_server_moved) {
+        char out[8192], err[1024], first[64];
+        unsigned port2;
+        struct ht_answer a;
+        struct h_conn *c;
+        char *who;
+
+        start_peers("60");
+        start_daemon("");
+        login_as(0, 0, "alice");
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        snprintf(first, sizeof first, "%s", issuer);
+        port2 = ht_free_port();
+        peers[2] = peer_start(sf("%s/as2.log", dir), (const char *[]){ INTEROP_DIR "/oauth-as.mjs", "serve", sf("%u", port2),
+                                                                       "--access-ttl", "60", NULL });
+        snprintf(issuer, sizeof issuer, "http://127.0.0.1:%u", port2);
+        ht_once(mcp_port, "POST", sf("/test/issuer?url=%s", issuer), "", "", &a);
+        cr_assert_eq(a.status, 200, "move: %d", a.status);
+        ht_answer_done(&a);
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(c);
+        who = whoami(c, err, sizeof err);
+        cr_assert_null(who, "the old token served: %s", who);
+        cr_assert(h_log_wait(&D, "its authorization server changed", H_TIMEOUT_MS), "not noticed");
+        /* the first: before the first login */
+        cr_assert(h_log_count_wait(&D, "-> failed", 2, H_TIMEOUT_MS), "not failed");
+        cr_assert_eq(h_log_count(&D, "refreshing it once"), 0, "refreshed at the old authorization server");
+        cr_assert_eq(ctl_as(0, 0, NULL, out, sizeof out, (const char *[]){ "status", "remote", NULL }), 3, "%s", out);
+        cr_assert_not_null(strstr(out, "sign-in needed: run mcpvisorctl login remote"), "%s", out);
+        cr_assert_not_null(strstr(out, sf("its authorization server changed from %s to %s", first, issuer)), "%s", out);
+        cr_assert_eq(access(sf("%s/tokens/remote.shared", state), F_OK), -1, "the old token is still kept");
+        /* the login goes to the new one (login_as checks the URL is its), which knows no
+         * client of the old one: it works only with a client registered there */
+        login_as(0, 0, "alice");
+        cr_assert(h_log_count_wait(&D, "-> ready", 2, H_TIMEOUT_MS));
+        who = whoami(c, err, sizeof err);
+        cr_assert_not_null(who, "%s", err);
+        cr_assert_str_eq(who, "alice");
+        free(who);
+        h_close(c);
+        expect_no_token_anywhere();
+}
+
+/* The Client ID Metadata Document for "clientMetadataUrl", as mcpvisorctl client-metadata
+ * prints it; oidc-provider does not take such documents, so the login registers instead. */
+Test(oauth, client_metadata_document) {
+        char out[8192], err[1024];
+        json_object *doc, *v;
+        struct h_conn *c;
+        char *who;
+
+        start_peers("60");
+        start_daemon("\"clientMetadataUrl\":\"https://example.org/mcpvisor/client.json\"");
+        cr_assert_eq(ctl_as(0, 0, NULL, out, sizeof out, (const char *[]){ "client-metadata", "remote", NULL }), 0, "%s", out);
+        doc = json_tokener_parse(out);
+        cr_assert_not_null(doc, "%s", out);
+        cr_assert(json_object_object_get_ex(doc, "client_id", &v));
+        cr_assert_str_eq(json_object_get_string(v), "https://example.org/mcpvisor/client.json");
+        cr_assert(json_object_object_get_ex(doc, "redirect_uris", &v));
+        cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(v, 0)), "http://127.0.0.1/callback");
+        cr_assert(json_object_object_get_ex(doc, "token_endpoint_auth_method", &v));
+        cr_assert_str_eq(json_object_get_string(v), "none");
+        json_object_put(doc);
+        login_as(0, 0, "alice");
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(c);
+        who = whoami(c, err, sizeof err);
+        cr_assert_not_null(who, "%s", err);
+        cr_assert_str_eq(who, "alice");
+        free(who);
+        h_close(c);
+}
+
 /* The official suite's client scenarios of authorization (conformance-next, 0.2.0-alpha.12),
  * the daemon as the client through conformance-auth-client.sh, one scenario at a time (the
  * suite's parallel run would start a dozen daemons and node servers at once on two cores).
