@@ -537,16 +537,20 @@ static bool refuse(struct token *k) {
  * (SEP-2352): a server that names another one now needs a sign-in there, with a client
  * of its own, and neither the refresh token nor the client id go to either. */
 static void issuer_moved(struct token *k, const char *body) {
-        _cleanup_free_ char *path = token_path(k->t, k->server, k->uid), *now = NULL, *scopes = NULL, *resource = NULL;
+        _cleanup_free_ char *path = token_path(k->t, k->server, k->uid), *now = NULL, *scopes = NULL, *resource = NULL,
+                            *was = remote_url_shown(k->grant.issuer), *shown = NULL;
         const char *why = NULL;
         char cause[600];
 
-        if (oauth_parse_resource_metadata(body, k->net.url, &now, &scopes, &resource, &why) < 0 || !now)
-                snprintf(cause, sizeof cause, "its authorization server is no longer %s", k->grant.issuer);
+        /* the URLs shown without a query: the metadata is the server's to write */
+        if (oauth_parse_resource_metadata(body, k->net.url, &now, &scopes, &resource, &why) == 0 && now)
+                shown = remote_url_shown(now);
+        if (!shown)
+                snprintf(cause, sizeof cause, "its authorization server is no longer %s", was ? was : "the one it signed in at");
         else
                 snprintf(cause, sizeof cause,
                          "its authorization server changed from %s to %s: the sign-in there registers a client anew",
-                         k->grant.issuer, now);
+                         was ? was : "the one it signed in at", shown);
         subject_log(k, LOG_WARNING, "%s; its token is dropped: a sign-in is needed", cause);
         token_set_state(k, TOKEN_SIGNIN, cause);
         if (path)
