@@ -95,6 +95,11 @@ char *oauth_scope_union(const char *have, const char *need);
 /* Whether a protected resource's metadata lists issuer among its authorization_servers
  * (a trailing slash aside): 1, 0, or -EBADMSG when it lists none. */
 int oauth_metadata_names_issuer(const char *body, const char *issuer);
+/* Whether presenting client_id to issuer would show it to another authorization server
+ * than the one it belongs to: it is left_client, the client the server had at
+ * left_issuer, which the server left (SEP-2352). NULLs: no. */
+bool oauth_client_bound_elsewhere(const char *client_id, const char *left_issuer, const char *left_client,
+                                  const char *issuer);
 
 /* The daemon's client metadata (RFC 7591's names): a public native client with one
  * redirect URI, the authorization code and refresh token grants; with client_id, a Client

@@ -54,6 +54,8 @@ struct oauth_signin_params {
         const char *client_secret;        /* the configured clientSecret's text, or NULL */
         const char *resource_metadata;    /* from the server's last 401, or NULL */
         const char *scope;                /* to ask for instead of "scopes" (a step-up's), or NULL */
+        const char *left_issuer;          /* an authorization server the server left, and */
+        const char *left_client_id;       /* its client there: not presented elsewhere; or NULLs */
         oauth_signin_url_fn url_ready;
         oauth_signin_finished_fn finished;
         void *userdata;

@@ -74,6 +74,11 @@ bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c,
  * scope, and the next login asks for what was asked before and scope: SEP-2350); false
  * when its sign-in asked for all of it already (nothing a login can change: not retried). */
 bool oauth_tokens_scope_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char *scope);
+/* The authorization server (server, uid) was moved away from, and the client id it had
+ * there (NULLs: none, since the daemon started): a login must not present that client to
+ * another one (SEP-2352). */
+void oauth_tokens_left(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char **issuer,
+                       const char **client_id);
 /* What the next login asks for after a step-up, or NULL ("scopes", or the server's). */
 const char *oauth_tokens_wanted_scope(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
 

@@ -229,7 +229,7 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
         struct control_login *l, *old;
         struct oauth_tokens *tokens = supervisor_tokens(daemon_supervisor(d));
         struct curl_loop *loop;
-        const char *why = NULL;
+        const char *why = NULL, *left_issuer = NULL, *left_client = NULL;
         uid_t uid;
         int r;
 
@@ -274,6 +274,8 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
         d->logins = l;
         client_log(c, LOG_INFO, "sign-in to %s%s: discovering its authorization server", name,
                    uid == OAUTH_SHARED ? " (shared)" : "");
+        if (tokens)
+                oauth_tokens_left(tokens, config, uid, &left_issuer, &left_client);
         r = oauth_signin_begin(&(struct oauth_signin_params){ .loop = loop,
                                                               .rc = &config->remote,
                                                               .redirect_uri = redirect,
@@ -281,6 +283,8 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
                                                               .resource_metadata = tokens ? oauth_tokens_metadata(tokens, config, uid)
                                                                                           : NULL,
                                                               .scope = tokens ? oauth_tokens_wanted_scope(tokens, config, uid) : NULL,
+                                                              .left_issuer = left_issuer,
+                                                              .left_client_id = left_client,
                                                               .url_ready = on_url,
                                                               .finished = on_finished,
                                                               .userdata = l },

@@ -571,6 +571,12 @@ static bool same_issuer(const char *a, const char *b) {
         return la == lb && strncmp(a, b, la) == 0;
 }
 
+bool oauth_client_bound_elsewhere(const char *client_id, const char *left_issuer, const char *left_client,
+                                  const char *issuer) {
+        return client_id && left_issuer && left_client && strcmp(client_id, left_client) == 0 &&
+               !same_issuer(left_issuer, issuer);
+}
+
 int oauth_metadata_names_issuer(const char *body, const char *issuer) {
         _cleanup_(json_object_putp) json_object *o = parse_object(body);
         json_object *servers;

@@ -27,6 +27,7 @@ struct oauth_signin {
         char *client_secret;             /* configured (its text), or registered; NULL: a public client */
         bool client_registered;
         char *metadata_url;              /* "clientMetadataUrl": the client_id where the server takes it */
+        char *left_issuer, *left_client; /* a client bound to an authorization server the server left */
         bool issuer_from_origin;         /* no resource metadata: the 2025-03-26 way */
         char *redirect_uri;
         char **urls;                     /* the metadata URLs to try, in order */
@@ -226,6 +227,11 @@ static void server_meta_read(struct oauth_signin *s, const char *body) {
  * Document the administrator published, where the server takes one (its URL is the
  * client_id of a public client); else registered. */
 static void server_meta_ready(struct oauth_signin *s) {
+        if (s->client_id && oauth_client_bound_elsewhere(s->client_id, s->left_issuer, s->left_client, s->meta.issuer)) {
+                fail(s, "\"clientId\" is the client of the authorization server it left: a client is bound to its "
+                        "authorization server; register one at the new one and configure it");
+                return;
+        }
         if (s->client_id) {
                 choose_auth_method(s);
                 ready_for_code(s);
@@ -556,6 +562,8 @@ int oauth_signin_begin(const struct oauth_signin_params *p, struct oauth_signin 
         s->scope = p->scope ? strdup(p->scope) : scopes_joined(p->rc->scopes);
         s->scope_configured = s->scope != NULL;
         s->metadata_url = dup_or_null(p->rc->client_metadata_url);
+        s->left_issuer = dup_or_null(p->left_issuer);
+        s->left_client = dup_or_null(p->left_client_id);
         s->resource = strdup(p->rc->url);
         s->client_id = dup_or_null(p->rc->client_id);
         s->client_secret = p->rc->client_id ? dup_or_null(p->client_secret) : NULL;
@@ -592,6 +600,8 @@ void oauth_signin_free(struct oauth_signin *s) {
         free(s->client_id);
         wipe_free(s->client_secret);
         free(s->metadata_url);
+        free(s->left_issuer);
+        free(s->left_client);
         free(s->redirect_uri);
         oauth_strv_free(s->urls);
         free(s->issuer);

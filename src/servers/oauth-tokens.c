@@ -43,6 +43,8 @@ struct token {
         struct oauth_fetch *fetch;        /* the refresh under way */
         char *resource_metadata;          /* named by the server's last 401, or NULL */
         char *wanted_scope;               /* a step-up's: what the next sign-in asks for, or NULL */
+        char *left_issuer, *left_client;  /* the authorization server the server moved away from,
+                                           * and the client it had there: never shown to another */
         bool issuer_checked;              /* this refusal's resource metadata was read (TOKEN_CHECKING) */
 };
 
@@ -552,6 +554,10 @@ static void issuer_moved(struct token *k, const char *body) {
                          "its authorization server changed from %s to %s: the sign-in there registers a client anew",
                          was ? was : "the one it signed in at", shown);
         subject_log(k, LOG_WARNING, "%s; its token is dropped: a sign-in is needed", cause);
+        free(k->left_issuer);
+        free(k->left_client);
+        k->left_issuer = k->grant.issuer ? strdup(k->grant.issuer) : NULL;
+        k->left_client = k->grant.client_id ? strdup(k->grant.client_id) : NULL;
         token_set_state(k, TOKEN_SIGNIN, cause);
         if (path)
                 unlink(path);
@@ -630,6 +636,14 @@ bool oauth_tokens_scope_refused(struct oauth_tokens *t, const struct server_conf
         free(k->wanted_scope);
         k->wanted_scope = TAKE_PTR(wanted);
         return true;
+}
+
+void oauth_tokens_left(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char **issuer,
+                       const char **client_id) {
+        struct token *k = get(t, c, uid);
+
+        *issuer = k ? k->left_issuer : NULL;
+        *client_id = k ? k->left_client : NULL;
 }
 
 const char *oauth_tokens_wanted_scope(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
@@ -811,6 +825,8 @@ static void token_free(struct token *k) {
         free(k->cause);
         free(k->resource_metadata);
         free(k->wanted_scope);
+        free(k->left_issuer);
+        free(k->left_client);
         free(k->server);
         free(k);
 }

@@ -587,6 +587,52 @@ Test(oauth, authorization_server_moved) {
         expect_no_token_anywhere();
 }
 
+/* A client registered beforehand ("clientId") at the authorization server the server then
+ * leaves is not presented to the new one (SEP-2352): the login fails before any request
+ * carries it there, saying why. */
+Test(oauth, configured_client_stays_with_its_server) {
+        char out[8192], err[1024], first[64], id[128];
+        struct ht_answer a;
+        struct h_conn *c;
+        json_object *reg, *v;
+        unsigned port2;
+        char *who;
+
+        start_peers("60");
+        ht_once(as_port, "POST", "/reg", "Content-Type: application/json\r\n",
+                "{\"redirect_uris\":[\"http://127.0.0.1/callback\"],\"application_type\":\"native\","
+                "\"token_endpoint_auth_method\":\"none\",\"grant_types\":[\"authorization_code\",\"refresh_token\"],"
+                "\"response_types\":[\"code\"],\"scope\":\"mcp\"}",
+                &a);
+        cr_assert_eq(a.status, 201, "registration: %d %s", a.status, a.body);
+        reg = json_tokener_parse(a.body);
+        cr_assert(reg && json_object_object_get_ex(reg, "client_id", &v));
+        snprintf(id, sizeof id, "%s", json_object_get_string(v));
+        json_object_put(reg);
+        ht_answer_done(&a);
+        start_daemon(sf("\"clientId\":\"%s\"", id));
+        login_as(0, 0, "alice");
+        cr_assert(h_log_wait(&D, "[remote] starting -> ready", H_TIMEOUT_MS));
+        snprintf(first, sizeof first, "%s", issuer);
+        port2 = ht_free_port();
+        peers[2] = peer_start(sf("%s/as2.log", dir), (const char *[]){ INTEROP_DIR "/oauth-as.mjs", "serve", sf("%u", port2),
+                                                                       "--access-ttl", "60", NULL });
+        snprintf(issuer, sizeof issuer, "http://127.0.0.1:%u", port2);
+        ht_once(mcp_port, "POST", sf("/test/issuer?url=%s", issuer), "", "", &a);
+        cr_assert_eq(a.status, 200, "move: %d", a.status);
+        ht_answer_done(&a);
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        h_initialize(c);
+        who = whoami(c, err, sizeof err);
+        cr_assert_null(who, "the old token served: %s", who);
+        cr_assert(h_log_wait(&D, "its authorization server changed", H_TIMEOUT_MS), "not noticed");
+        cr_assert_eq(ctl_as(0, 0, browser_for("alice"), out, sizeof out, (const char *[]){ "login", "remote", NULL }), 1, "%s",
+                     out);
+        cr_assert_not_null(strstr(out, "\"clientId\" is the client of the authorization server it left"), "%s", out);
+        cr_assert_null(strstr(out, id), "the client id shown: %s", out);
+        h_close(c);
+}
+
 /* The Client ID Metadata Document for "clientMetadataUrl", as mcpvisorctl client-metadata
  * prints it; oidc-provider does not take such documents, so the login registers instead. */
 Test(oauth, client_metadata_document) {

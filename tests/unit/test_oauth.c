@@ -447,3 +447,13 @@ Test(oauth, client_metadata_url_config) {
         expect_entry_refused("\"url\":\"https://m/mcp\",\"clientMetadataUrl\":\"https://example.org/c.json\"", "clientMetadataUrl",
                              "only with \"auth\": \"oauth\"");
 }
+
+/* SEP-2352: a configured client that was the one at the authorization server the server
+ * left is not presented to another one; another client id, or the same server, is. */
+Test(oauth, client_bound_to_its_issuer) {
+        cr_assert(oauth_client_bound_elsewhere("c1", "https://as1", "c1", "https://as2"));
+        cr_assert_not(oauth_client_bound_elsewhere("c1", "https://as1", "c1", "https://as1/"));
+        cr_assert_not(oauth_client_bound_elsewhere("c2", "https://as1", "c1", "https://as2"));
+        cr_assert_not(oauth_client_bound_elsewhere("c1", NULL, NULL, "https://as2"));
+        cr_assert_not(oauth_client_bound_elsewhere(NULL, "https://as1", "c1", "https://as2"));
+}
