@@ -127,6 +127,7 @@ extern const struct method control_disconnect;
 extern const struct method control_login;
 extern const struct method control_login_finish;
 extern const struct method control_logout;
+extern const struct method control_client_metadata;
 /* A control connection ended: its sign-ins under way end with it (control-login.c). */
 void control_login_client_gone(struct daemon *d, struct client *c);
 /* server (uid's token: OAUTH_SHARED a shared one's) starts again after a sign-in or a

@@ -27,6 +27,7 @@ struct oauth_server_meta {
         char *registration_endpoint;      /* NULL: none */
         char *revocation_endpoint;        /* NULL: none */
         bool iss_parameter;               /* authorization_response_iss_parameter_supported */
+        bool client_id_documents;         /* client_id_metadata_document_supported */
         bool auth_basic, auth_post;       /* token_endpoint_auth_methods_supported (none said: basic) */
 };
 
@@ -79,8 +80,32 @@ void oauth_grant_done(struct oauth_grant *g);
  * is Bearer, with its resource_metadata (an acceptable URL, oauth_url_acceptable()) copied
  * into buf ("" when none, or one too long for size). Pure. */
 bool oauth_bearer_challenge(const char *value, char *buf, size_t size);
-/* Its scope parameter (space-separated words) into buf; "" when none. */
+/* Its scope parameter (space-separated words) into buf; "" when none, or when it holds
+ * anything but RFC 6749's scope characters (it may reach a client's error). */
 void oauth_challenge_scope(const char *value, char *buf, size_t size);
+/* Its error parameter ("insufficient_scope": RFC 6750 section 3.1) into buf; "" when none. */
+void oauth_challenge_error(const char *value, char *buf, size_t size);
+
+/* Whether every word of need (space-separated scopes) is among have's. NULL: none. */
+bool oauth_scope_covers(const char *have, const char *need);
+/* have's words, then those of need not among them, each once (SEP-2350: a step-up asks
+ * for what was asked before and what is challenged). Malloc'd; NULL when both are empty
+ * (or out of memory). */
+char *oauth_scope_union(const char *have, const char *need);
+/* Whether a protected resource's metadata lists issuer among its authorization_servers
+ * (a trailing slash aside): 1, 0, or -EBADMSG when it lists none. */
+int oauth_metadata_names_issuer(const char *body, const char *issuer);
+/* Whether presenting client_id to issuer would show it to another authorization server
+ * than the one it belongs to: it is left_client, the client the server had at
+ * left_issuer, which the server left (SEP-2352). NULLs: no. */
+bool oauth_client_bound_elsewhere(const char *client_id, const char *left_issuer, const char *left_client,
+                                  const char *issuer);
+
+/* The daemon's client metadata (RFC 7591's names): a public native client with one
+ * redirect URI, the authorization code and refresh token grants; with client_id, a Client
+ * ID Metadata Document (the document published at that URL, which is the client_id); with
+ * scope, a registration's request. */
+json_object *oauth_client_metadata(const char *client_id, const char *redirect_uri, const char *scope);
 
 /* http(s) URL whose scheme is https, or http on a loopback host. */
 bool oauth_url_acceptable(const char *url);

@@ -2,13 +2,15 @@
  * specification), from discovery to the tokens, a state machine driven by the curl loop:
  *
  *   probe (without a 401 at hand: an initialize without a token, whose 401's challenge
- *     names the metadata and the scope)
+ *     names the metadata and the scope; a server that lets initialize through is asked a
+ *     tools/list, for the challenge of its first protected request)
  *   → resource metadata (RFC 9728: the 401's resource_metadata, then the well-known URLs
  *     at the server's path, then at its root; none at all: the server's origin is taken as
  *     its authorization server, as the specification's 2025-03-26 servers are)
  *   → server metadata (RFC 8414, then OpenID Connect Discovery; S256 must be listed)
- *   → client (the configured clientId, else dynamic registration, RFC 7591: a native
- *     public client with the loopback redirect URI the login was given)
+ *   → client (the configured clientId, else the configured clientMetadataUrl where the
+ *     server takes Client ID Metadata Documents, else dynamic registration, RFC 7591: a
+ *     native public client with the loopback redirect URI the login was given)
  *   → waiting for the code (the authorization URL, with PKCE S256, state and the RFC 8707
  *     resource, is given to url_ready)
  *   → token (the code exchanged with the verifier and the resource; the state checked in
@@ -28,6 +30,7 @@ struct oauth_signin;
 
 enum oauth_signin_state {
         SIGNIN_PROBE,              /* an unauthenticated initialize, for the 401's challenge */
+        SIGNIN_PROBE_LIST,         /* initialize was let through: a tools/list, for its 401 */
         SIGNIN_RESOURCE_META,
         SIGNIN_SERVER_META,
         SIGNIN_REGISTER,
@@ -50,6 +53,9 @@ struct oauth_signin_params {
         const char *redirect_uri;         /* http://127.0.0.1:PORT/... of the login */
         const char *client_secret;        /* the configured clientSecret's text, or NULL */
         const char *resource_metadata;    /* from the server's last 401, or NULL */
+        const char *scope;                /* to ask for instead of "scopes" (a step-up's), or NULL */
+        const char *left_issuer;          /* an authorization server the server left, and */
+        const char *left_client_id;       /* its client there: not presented elsewhere; or NULLs */
         oauth_signin_url_fn url_ready;
         oauth_signin_finished_fn finished;
         void *userdata;

@@ -10,7 +10,11 @@
  *   TOKEN_VALID     usable: its access token is sent
  *   TOKEN_REFRESHING a refresh is under way (a start waits for it)
  *   TOKEN_SIGNIN    sign-in needed, with its cause (a refused refresh, a second 401, a file
- *                   that does not open): no retry until a login
+ *                   that does not open, a 403 asking for more scope, another authorization
+ *                   server): no retry until a login
+ *   TOKEN_CHECKING  after a 401 naming the server's resource metadata: that metadata read
+ *                   again first, for the token is bound to its authorization server (a
+ *                   server that names another one now needs a sign-in there, SEP-2352)
  * moved by token_set_state() alone. A token's text is never logged, shown or put in an
  * error: the words name the server, the user and what happened. */
 #pragma once
@@ -28,7 +32,15 @@ struct server_config;
 
 #define OAUTH_SHARED ((uid_t)-1)
 
-enum token_state { TOKEN_UNLOADED, TOKEN_NONE, TOKEN_VALID, TOKEN_REFRESHING, TOKEN_SIGNIN, TOKEN_STATE_COUNT };
+enum token_state {
+        TOKEN_UNLOADED,
+        TOKEN_NONE,
+        TOKEN_VALID,
+        TOKEN_REFRESHING,
+        TOKEN_SIGNIN,
+        TOKEN_CHECKING,
+        TOKEN_STATE_COUNT
+};
 
 /* The daemon's curl loop, made on first need (launcher-http.c). */
 typedef int (*oauth_loop_fn)(void *userdata, struct curl_loop **ret, const char **error);
@@ -53,9 +65,22 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
  * URL it was given for (a reload that changed "url" leaves it unsent). Valid until the
  * loop turns. */
 const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_t uid, const char *url);
-/* The server answered 401: true when a refresh was started (a restart may help, once);
- * false when a sign-in is needed now (the token's cause says why). */
+/* The server answered 401: true when its authorization server is being checked or a
+ * refresh was started (a restart may help, once); false when a sign-in is needed now (the
+ * token's cause says why). */
 bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
+/* The server answered 403 insufficient_scope naming scope (RFC 6750 section 3.1): true
+ * when a sign-in asking for more may help (the token needs one now, its cause naming the
+ * scope, and the next login asks for what was asked before and scope: SEP-2350); false
+ * when its sign-in asked for all of it already (nothing a login can change: not retried). */
+bool oauth_tokens_scope_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char *scope);
+/* The authorization server (server, uid) was moved away from, and the client id it had
+ * there (NULLs: none, since the daemon started): a login must not present that client to
+ * another one (SEP-2352). */
+void oauth_tokens_left(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char **issuer,
+                       const char **client_id);
+/* What the next login asks for after a step-up, or NULL ("scopes", or the server's). */
+const char *oauth_tokens_wanted_scope(struct oauth_tokens *t, const struct server_config *c, uid_t uid);
 
 /* Whether pid is the child that loads the tokens' key (systemd-creds): reaped then. */
 bool oauth_tokens_child_exited(struct oauth_tokens *t, pid_t pid);

@@ -42,6 +42,8 @@ struct remote_config {
         char **scopes;                   /* "scopes": NULL-terminated; NULL: the server's scopes_supported */
         char *client_id;                 /* "clientId": NULL, registered dynamically */
         char *client_secret;             /* "clientSecret": {"credential": NAME}, the credential's id */
+        char *client_metadata_url;       /* "clientMetadataUrl": the https URL of the Client ID Metadata
+                                          * Document published for the daemon, its client_id */
 };
 
 enum remote_auth { REMOTE_AUTH_NONE, REMOTE_AUTH_OAUTH, REMOTE_AUTH_AUTO };

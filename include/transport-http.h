@@ -28,6 +28,8 @@ struct http_end {
         bool unauthorized;    /* that refusal was a 401: a sign-in token may be refreshed */
         bool bearer_challenge; /* its WWW-Authenticate asked for a Bearer token (RFC 6750) */
         char resource_metadata[512]; /* and named its metadata there (RFC 9728); "" none */
+        bool insufficient_scope; /* the refusal was a 403 whose challenge said insufficient_scope */
+        char scope[256];      /* the scope a challenge named (RFC 6750 section 3); "" none */
 };
 
 /* The sign-in token to send as "Authorization: Bearer" now (oauth-tokens.h), or NULL. */

@@ -64,7 +64,7 @@ bool remote_config_equal(const struct remote_config *a, const struct remote_conf
                text_equal(a->ca_file, b->ca_file) && a->insecure == b->insecure &&
                a->connect_timeout == b->connect_timeout && a->max_connections == b->max_connections &&
                a->auth == b->auth && text_strv_equal(a->scopes, b->scopes) && text_equal(a->client_id, b->client_id) &&
-               text_equal(a->client_secret, b->client_secret);
+               text_equal(a->client_secret, b->client_secret) && text_equal(a->client_metadata_url, b->client_metadata_url);
 }
 
 int remote_parse_type(json_object *v, const char *path, void *dst, struct config_problems *p) {
@@ -205,6 +205,7 @@ void remote_config_done(struct remote_config *r) {
         free(r->scopes);
         free(r->client_id);
         free(r->client_secret);
+        free(r->client_metadata_url);
         free(r->url);
         free(r->shown_url);
         free(r->proxy);
@@ -293,12 +294,25 @@ static size_t check_url(const struct remote_config *r, const char *path, struct 
         return 0;
 }
 
+/* A Client ID Metadata Document's URL, the client_id itself: https, a host, a path beyond
+ * "/", no fragment (draft-ietf-oauth-client-id-metadata-document, section 3). */
+static bool client_metadata_url_valid(const char *url) {
+        char host[256];
+        const char *path;
+
+        if (strncasecmp(url, "https://", 8) != 0 || !url_host(url, host, sizeof host) || strpbrk(url, " \t\r\n#"))
+                return false;
+        path = url + 8 + strcspn(url + 8, "/?");
+        return path[0] == '/' && path[1] != '\0' && path[1] != '?';
+}
+
 /* The sign-in keys go with "auth": "oauth"; its Authorization header is the daemon's. */
 static size_t check_auth(const struct remote_config *r, const char *path, struct config_problems *p) {
         const char *key = r->auth == REMOTE_AUTH_OAUTH ? NULL
                           : r->scopes                  ? "scopes"
                           : r->client_id               ? "clientId"
                           : r->client_secret           ? "clientSecret"
+                          : r->client_metadata_url     ? "clientMetadataUrl"
                                                        : NULL;
         char item[600];
 
@@ -319,6 +333,13 @@ static size_t check_auth(const struct remote_config *r, const char *path, struct
                                      "with \"auth\": \"oauth\" the daemon sends the token it signed in for: remove this header");
                         return 1;
                 }
+        if (r->client_metadata_url && !client_metadata_url_valid(r->client_metadata_url)) {
+                snprintf(item, sizeof item, "%s.clientMetadataUrl", path);
+                problems_add(p, PROBLEM_ERROR, item,
+                             "expected an https:// URL with a path and no fragment (where the client's metadata document is "
+                             "published: it is the client_id)");
+                return 1;
+        }
         for (char **s = r->scopes; s && *s; s++)
                 if (!**s || strpbrk(*s, " \t\r\n\"\\")) {
                         snprintf(item, sizeof item, "%s.scopes", path);
@@ -339,6 +360,7 @@ static size_t refuse_remote_keys(const struct remote_config *r, const char *path
                           : r->scopes    ? "scopes"
                           : r->client_id ? "clientId"
                           : r->client_secret ? "clientSecret"
+                          : r->client_metadata_url ? "clientMetadataUrl"
                                          : NULL;
         char item[600];
 

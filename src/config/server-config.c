@@ -180,6 +180,8 @@ static const struct setting server_settings[] = {
         { "auth", SETTING_CHOICE, offsetof(struct server_config, remote.auth), 0, 0, remote_auth_names, NULL, NULL },
         { "scopes", SETTING_STRINGS, offsetof(struct server_config, remote.scopes), 0, 0, NULL, NULL, NULL },
         { "clientId", SETTING_STRING, offsetof(struct server_config, remote.client_id), 0, 0, NULL, NULL, NULL },
+        { "clientMetadataUrl", SETTING_STRING, offsetof(struct server_config, remote.client_metadata_url), 0, 0, NULL, NULL,
+          NULL },
         { "clientSecret", SETTING_CUSTOM, offsetof(struct server_config, remote.client_secret), 0, 0, NULL,
           remote_parse_client_secret, NULL },
         /* Instances per user or per client (pool.h). */

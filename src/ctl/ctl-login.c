@@ -8,7 +8,10 @@
  * (5 minutes: a human signs in).
  *
  * mcpvisorctl logout NAME: the caller's token forgotten, revoked at the authorization
- * server where it offers revocation. */
+ * server where it offers revocation.
+ *
+ * mcpvisorctl client-metadata NAME: the Client ID Metadata Document its administrator
+ * publishes at the server's "clientMetadataUrl". */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -316,6 +319,24 @@ static int run_logout(struct ctl *ctl, int argc, char **argv) {
         return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
+/* mcpvisorctl client-metadata NAME: the Client ID Metadata Document to publish at the
+ * server's "clientMetadataUrl" (its client_id), as the daemon makes it. */
+static int run_client_metadata(struct ctl *ctl, int argc, char **argv) {
+        _cleanup_json_ json_object *params = json_object_new_object(), *result = NULL, *error = NULL;
+        json_object *document;
+
+        json_object_object_add(params, "name", json_object_new_string(argv[0]));
+        if (ctl_call_once(ctl, "clientMetadata", params, &result, &error) < 0)
+                return CTL_EXIT_FAILURE;
+        if (error)
+                return ctl_print_daemon_error(error);
+        if (!json_object_object_get_ex(result, "document", &document)) {
+                fprintf(stderr, CTL_NAME ": client-metadata: the daemon gave no document\n");
+                return CTL_EXIT_FAILURE;
+        }
+        return ctl_print_finish(ctl_print_json(document), "document");
+}
+
 const struct ctl_command ctl_cmd_login = {
         .name = "login",
         .synopsis = "NAME",
@@ -336,4 +357,15 @@ const struct ctl_command ctl_cmd_logout = {
         .options = CTL_OPT_TIMEOUT,
         .default_timeout_usec = CTL_DEFAULT_TIMEOUT_USEC,
         .run = run_logout,
+};
+
+const struct ctl_command ctl_cmd_client_metadata = {
+        .name = "client-metadata",
+        .synopsis = "NAME",
+        .summary = "print the Client ID Metadata Document to publish at its \"clientMetadataUrl\"",
+        .min_args = 1,
+        .max_args = 1,
+        .options = CTL_OPT_TIMEOUT,
+        .default_timeout_usec = CTL_DEFAULT_TIMEOUT_USEC,
+        .run = run_client_metadata,
 };

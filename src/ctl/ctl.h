@@ -71,6 +71,7 @@ extern const struct ctl_command ctl_cmd_access;
 extern const struct ctl_command ctl_cmd_logs;
 extern const struct ctl_command ctl_cmd_login;
 extern const struct ctl_command ctl_cmd_logout;
+extern const struct ctl_command ctl_cmd_client_metadata;
 
 /* The socket to use: -s/-C, else --system/--user, else the environment, else the default
  * (path_client_socket()). NULL after printing why there is none. */

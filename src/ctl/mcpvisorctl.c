@@ -15,7 +15,7 @@
 static const struct ctl_command *const commands[] = {
         &ctl_cmd_status, &ctl_cmd_clients, &ctl_cmd_disconnect, &ctl_cmd_start, &ctl_cmd_stop, &ctl_cmd_restart,
         &ctl_cmd_reload,  &ctl_cmd_logs,    &ctl_cmd_connect,    &ctl_cmd_access,     &ctl_cmd_login,
-        &ctl_cmd_logout,
+        &ctl_cmd_logout,  &ctl_cmd_client_metadata,
 };
 
 enum { OPT_SOCKET = 's', OPT_CONTROL = 'C', OPT_HELP = 'h', OPT_VERSION = 'V',

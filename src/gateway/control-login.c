@@ -7,6 +7,8 @@
  *                                    PKCE verifier never leaves the daemon) and the token
  *                                    kept (oauth-tokens.h); answered once it is
  *   logout {name}                    the token forgotten, revoked where it can be
+ *   clientMetadata {name}            {document}: the Client ID Metadata Document to publish
+ *                                    at the server's "clientMetadataUrl"
  *
  * A login belongs to the control connection that began it (its peer's uid is whose token
  * it makes: a per-user server's user, or, for a shared server, the token of all) and ends
@@ -227,7 +229,7 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
         struct control_login *l, *old;
         struct oauth_tokens *tokens = supervisor_tokens(daemon_supervisor(d));
         struct curl_loop *loop;
-        const char *why = NULL;
+        const char *why = NULL, *left_issuer = NULL, *left_client = NULL;
         uid_t uid;
         int r;
 
@@ -272,12 +274,17 @@ static void login(struct client *c, struct jsonrpc_msg *m) {
         d->logins = l;
         client_log(c, LOG_INFO, "sign-in to %s%s: discovering its authorization server", name,
                    uid == OAUTH_SHARED ? " (shared)" : "");
+        if (tokens)
+                oauth_tokens_left(tokens, config, uid, &left_issuer, &left_client);
         r = oauth_signin_begin(&(struct oauth_signin_params){ .loop = loop,
                                                               .rc = &config->remote,
                                                               .redirect_uri = redirect,
                                                               .client_secret = secret,
                                                               .resource_metadata = tokens ? oauth_tokens_metadata(tokens, config, uid)
                                                                                           : NULL,
+                                                              .scope = tokens ? oauth_tokens_wanted_scope(tokens, config, uid) : NULL,
+                                                              .left_issuer = left_issuer,
+                                                              .left_client_id = left_client,
                                                               .url_ready = on_url,
                                                               .finished = on_finished,
                                                               .userdata = l },
@@ -351,6 +358,31 @@ static void logout(struct client *c, struct jsonrpc_msg *m) {
         client_reply_result(c, m->id, result);
 }
 
+/* The Client ID Metadata Document for the server's "clientMetadataUrl": what its
+ * administrator publishes there. Its redirect URI is mcpvisorctl login's without a port:
+ * an authorization server takes any port on a loopback IP redirect (RFC 8252 section 7.3). */
+static void client_metadata(struct client *c, struct jsonrpc_msg *m) {
+        const struct server_config *config;
+        const char *name;
+        json_object *result;
+        uid_t uid;
+
+        config = signin_target(c, m, &uid, &name);
+        if (!config)
+                return;
+        if (!config->remote.client_metadata_url) {
+                client_reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                                   "this server has no \"clientMetadataUrl\": it signs in with \"clientId\" or a registration",
+                                   NULL);
+                return;
+        }
+        result = json_object_new_object();
+        json_object_object_add(result, "document",
+                               oauth_client_metadata(config->remote.client_metadata_url, "http://127.0.0.1/callback", NULL));
+        client_send(c, jsonrpc_result(m->id, result));
+}
+
 const struct method control_login = CONTROL_METHOD("login", login);
 const struct method control_login_finish = CONTROL_METHOD("loginFinish", login_finish);
 const struct method control_logout = CONTROL_METHOD("logout", logout);
+const struct method control_client_metadata = CONTROL_METHOD("clientMetadata", client_metadata);

@@ -518,7 +518,7 @@ static struct signin_elicit *begin(struct client *c, struct jsonrpc_msg *m, cons
         _cleanup_free_ char *secret = NULL;
         char redirect[64];
         struct curl_loop *loop;
-        const char *why = NULL;
+        const char *why = NULL, *left_issuer = NULL, *left_client = NULL;
         struct signin_elicit *e;
         unsigned port = 0;
         int r;
@@ -546,11 +546,16 @@ static struct signin_elicit *begin(struct client *c, struct jsonrpc_msg *m, cons
         snprintf(redirect, sizeof redirect, "http://127.0.0.1:%u/callback", port);
         client_log(c, LOG_INFO, "sign-in to %s%s begun for its call (URL elicitation)", e->server,
                    uid == OAUTH_SHARED ? " (shared)" : "");
+        oauth_tokens_left(tokens, config, uid, &left_issuer, &left_client);
         r = oauth_signin_begin(&(struct oauth_signin_params){ .loop = loop,
                                                               .rc = &config->remote,
                                                               .redirect_uri = redirect,
                                                               .client_secret = secret,
                                                               .resource_metadata = oauth_tokens_metadata(tokens, config, uid),
+                                                              /* a step-up's scopes; a moved server's old client kept away */
+                                                              .scope = oauth_tokens_wanted_scope(tokens, config, uid),
+                                                              .left_issuer = left_issuer,
+                                                              .left_client_id = left_client,
                                                               .url_ready = on_url,
                                                               .finished = on_finished,
                                                               .userdata = e },

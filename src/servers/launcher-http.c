@@ -27,6 +27,7 @@ struct http_run {
         uid_t token_uid;              /* whose sign-in token it sends (OAUTH_SHARED: a shared server's) */
         struct server_transport *t;   /* the connection's; NULL once the session is over */
         struct http_end end;
+        bool scope_signin;            /* its 403 asked for scope a sign-in may give */
         bool over;
 };
 
@@ -52,6 +53,16 @@ static void judge_refusal(struct http_run *run) {
                 run->end.unauthorized = false; /* no sign-in asked for: the credential's refusal */
 }
 
+/* A 403 insufficient_scope to a token: a sign-in asking for more scope may help (the
+ * token needs one now, and says which scope), or it may not (its sign-in asked for all of
+ * it). Not retried either way: one challenge, one failure, no loop of sign-ins. */
+static void judge_scope(struct http_run *run) {
+        struct server *s = run->in->server;
+
+        run->scope_signin = oauth_tokens_scope_refused(s->sv->tokens, s->config, run->token_uid, run->end.scope);
+        run->end.no_retry = true;
+}
+
 /* The sign-in token of its server and user, as it is at each request. */
 static const char *bearer(void *userdata) {
         struct http_run *run = userdata;
@@ -68,6 +79,8 @@ static void on_finished(const struct http_end *end, void *userdata) {
         run->end = *end;
         if (end->unauthorized && remote_signs_in(&s->config->remote) && supervisor_tokens(s->sv))
                 judge_refusal(run);
+        else if (end->insufficient_scope && remote_signs_in(&s->config->remote) && supervisor_tokens(s->sv))
+                judge_scope(run);
         run->over = true;
         run->t = NULL;
         run_ended(run->in);
@@ -251,8 +264,8 @@ static void http_describe_end(const struct run *in, struct server_exit *ret) {
         const struct http_run *run = run_of(in);
 
         *ret = (struct server_exit){ .no_retry = run->end.no_retry };
-        if (run->end.no_retry && run->end.unauthorized && remote_signs_in(&in->server->config->remote) &&
-            in->server->sv->tokens) {
+        if (run->end.no_retry && (run->end.unauthorized || run->scope_signin) &&
+            remote_signs_in(&in->server->config->remote) && in->server->sv->tokens) {
                 _cleanup_free_ char *words = NULL;
 
                 /* the token is in TOKEN_SIGNIN now: its words say which command to run */

@@ -259,6 +259,8 @@ int oauth_parse_server_metadata(const char *body, const char *issuer, struct oau
         ret->revocation_endpoint = endpoint(o, "revocation_endpoint", &bad);
         ret->iss_parameter = json_object_object_get_ex(o, "authorization_response_iss_parameter_supported", &iss_flag) &&
                              json_object_get_boolean(iss_flag);
+        ret->client_id_documents = json_object_object_get_ex(o, "client_id_metadata_document_supported", &iss_flag) &&
+                                   json_object_get_boolean(iss_flag);
         if (json_object_object_get_ex(o, "token_endpoint_auth_methods_supported", &iss_flag)) {
                 ret->auth_basic = has_string(o, "token_endpoint_auth_methods_supported", "client_secret_basic");
                 ret->auth_post = has_string(o, "token_endpoint_auth_methods_supported", "client_secret_post");
@@ -470,7 +472,17 @@ static bool next_param(const char **p, char *name, size_t name_size, char *value
         return true;
 }
 
-void oauth_challenge_scope(const char *value, char *buf, size_t size) {
+/* RFC 6749's scope-token characters, and the spaces between them (section 3.3). */
+static bool scope_text_valid(const char *v) {
+        for (; *v; v++)
+                if (*v < 0x20 || *v > 0x7e || *v == '"' || *v == '\\')
+                        return false;
+        return true;
+}
+
+/* Bearer's param name (its last) into buf when its value is words of scope_text_valid()'s
+ * characters that fit; "" otherwise. */
+static void challenge_param(const char *value, const char *param, char *buf, size_t size) {
         const char *p = value + strspn(value, " \t");
         char name[64], v[1024];
 
@@ -480,8 +492,126 @@ void oauth_challenge_scope(const char *value, char *buf, size_t size) {
                 return;
         p += 6;
         while (next_param(&p, name, sizeof name, v, sizeof v))
-                if (strcasecmp(name, "scope") == 0 && strlen(v) < size && !strpbrk(v, "\"\\\r\n"))
+                if (strcasecmp(name, param) == 0 && strlen(v) < size && scope_text_valid(v))
                         snprintf(buf, size, "%s", v);
+}
+
+void oauth_challenge_scope(const char *value, char *buf, size_t size) {
+        challenge_param(value, "scope", buf, size);
+}
+
+void oauth_challenge_error(const char *value, char *buf, size_t size) {
+        challenge_param(value, "error", buf, size);
+}
+
+/* Whether the word of length len is among text's space-separated words. */
+static bool has_word(const char *text, const char *word, size_t len) {
+        for (const char *p = text ? text : ""; *p;) {
+                size_t n;
+
+                p += strspn(p, " ");
+                n = strcspn(p, " ");
+                if (n == len && strncmp(p, word, len) == 0)
+                        return true;
+                p += n;
+        }
+        return false;
+}
+
+bool oauth_scope_covers(const char *have, const char *need) {
+        for (const char *p = need ? need : ""; *p;) {
+                size_t n;
+
+                p += strspn(p, " ");
+                n = strcspn(p, " ");
+                if (n && !has_word(have, p, n))
+                        return false;
+                p += n;
+        }
+        return true;
+}
+
+char *oauth_scope_union(const char *have, const char *need) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        const char *const parts[] = { have ? have : "", need ? need : "" };
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < 2; i++)
+                for (const char *p = parts[i]; *p;) {
+                        size_t n;
+
+                        p += strspn(p, " ");
+                        n = strcspn(p, " ");
+                        /* each word once: what came before stays first */
+                        fflush(f);
+                        if (n && !has_word(text, p, n))
+                                fprintf(f, "%s%.*s", ftell(f) ? " " : "", (int)n, p);
+                        p += n;
+                }
+        if (fclose(f) != 0)
+                return NULL;
+        if (!*text) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
+/* Two issuer identifiers are the same but for a trailing slash. */
+static bool same_issuer(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+
+        while (la > 0 && a[la - 1] == '/')
+                la--;
+        while (lb > 0 && b[lb - 1] == '/')
+                lb--;
+        return la == lb && strncmp(a, b, la) == 0;
+}
+
+bool oauth_client_bound_elsewhere(const char *client_id, const char *left_issuer, const char *left_client,
+                                  const char *issuer) {
+        return client_id && left_issuer && left_client && strcmp(client_id, left_client) == 0 &&
+               !same_issuer(left_issuer, issuer);
+}
+
+int oauth_metadata_names_issuer(const char *body, const char *issuer) {
+        _cleanup_(json_object_putp) json_object *o = parse_object(body);
+        json_object *servers;
+
+        if (!o || !json_object_object_get_ex(o, "authorization_servers", &servers) ||
+            !json_object_is_type(servers, json_type_array) || json_object_array_length(servers) == 0)
+                return -EBADMSG;
+        for (size_t i = 0; i < json_object_array_length(servers); i++) {
+                json_object *s = json_object_array_get_idx(servers, i);
+
+                if (json_object_is_type(s, json_type_string) && same_issuer(json_object_get_string(s), issuer))
+                        return 1;
+        }
+        return 0;
+}
+
+json_object *oauth_client_metadata(const char *client_id, const char *redirect_uri, const char *scope) {
+        json_object *o = json_object_new_object(), *uris = json_object_new_array(), *grants = json_object_new_array(),
+                    *types = json_object_new_array();
+
+        if (client_id)
+                json_object_object_add(o, "client_id", json_object_new_string(client_id));
+        json_object_object_add(o, "client_name", json_object_new_string("mcpvisor"));
+        json_object_array_add(uris, json_object_new_string(redirect_uri));
+        json_object_object_add(o, "redirect_uris", uris);
+        json_object_array_add(grants, json_object_new_string("authorization_code"));
+        json_object_array_add(grants, json_object_new_string("refresh_token"));
+        json_object_object_add(o, "grant_types", grants);
+        json_object_array_add(types, json_object_new_string("code"));
+        json_object_object_add(o, "response_types", types);
+        json_object_object_add(o, "token_endpoint_auth_method", json_object_new_string("none"));
+        json_object_object_add(o, "application_type", json_object_new_string("native"));
+        if (scope)
+                json_object_object_add(o, "scope", json_object_new_string(scope));
+        return o;
 }
 
 bool oauth_bearer_challenge(const char *value, char *buf, size_t size) {

@@ -26,6 +26,8 @@ struct oauth_signin {
         char *client_id;                 /* configured, or registered */
         char *client_secret;             /* configured (its text), or registered; NULL: a public client */
         bool client_registered;
+        char *metadata_url;              /* "clientMetadataUrl": the client_id where the server takes it */
+        char *left_issuer, *left_client; /* a client bound to an authorization server the server left */
         bool issuer_from_origin;         /* no resource metadata: the 2025-03-26 way */
         char *redirect_uri;
         char **urls;                     /* the metadata URLs to try, in order */
@@ -199,22 +201,9 @@ static void ready_for_code(struct oauth_signin *s) {
 }
 
 static void register_client(struct oauth_signin *s) {
-        json_object *o = json_object_new_object(), *uris = json_object_new_array(), *grants = json_object_new_array(),
-                    *types = json_object_new_array();
+        json_object *o = oauth_client_metadata(NULL, s->redirect_uri, s->scope);
         int r;
 
-        json_object_object_add(o, "client_name", json_object_new_string("mcpvisor"));
-        json_object_array_add(uris, json_object_new_string(s->redirect_uri));
-        json_object_object_add(o, "redirect_uris", uris);
-        json_object_array_add(grants, json_object_new_string("authorization_code"));
-        json_object_array_add(grants, json_object_new_string("refresh_token"));
-        json_object_object_add(o, "grant_types", grants);
-        json_object_array_add(types, json_object_new_string("code"));
-        json_object_object_add(o, "response_types", types);
-        json_object_object_add(o, "token_endpoint_auth_method", json_object_new_string("none"));
-        json_object_object_add(o, "application_type", json_object_new_string("native"));
-        if (s->scope)
-                json_object_object_add(o, "scope", json_object_new_string(s->scope));
         set_state(s, SIGNIN_REGISTER);
         r = fetch(s, s->meta.registration_endpoint, OAUTH_BODY_JSON,
                   json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -234,17 +223,34 @@ static void server_meta_read(struct oauth_signin *s, const char *body) {
         server_meta_ready(s);
 }
 
-/* The client: configured, else registered. */
+/* The client, in the specification's order: configured; else the Client ID Metadata
+ * Document the administrator published, where the server takes one (its URL is the
+ * client_id of a public client); else registered. */
 static void server_meta_ready(struct oauth_signin *s) {
+        if (s->client_id && oauth_client_bound_elsewhere(s->client_id, s->left_issuer, s->left_client, s->meta.issuer)) {
+                fail(s, "\"clientId\" is the client of the authorization server it left: a client is bound to its "
+                        "authorization server; register one at the new one and configure it");
+                return;
+        }
         if (s->client_id) {
                 choose_auth_method(s);
                 ready_for_code(s);
                 return;
         }
+        if (s->metadata_url && s->meta.client_id_documents) {
+                s->client_id = strdup(s->metadata_url);
+                if (!s->client_id) {
+                        fail(s, "out of memory");
+                        return;
+                }
+                ready_for_code(s);
+                return;
+        }
         if (!s->meta.registration_endpoint) {
-                /* Client ID Metadata Documents need an https URL of ours that the server can
-                 * fetch: not offered (docs/configuration.md, "clientId") */
-                fail(s, "its authorization server offers no dynamic client registration: configure \"clientId\"");
+                fail(s, s->metadata_url ? "its authorization server takes neither Client ID Metadata Documents nor dynamic "
+                                          "client registration: configure \"clientId\""
+                                        : "its authorization server offers no dynamic client registration: configure "
+                                          "\"clientId\", or \"clientMetadataUrl\" if it takes Client ID Metadata Documents");
                 return;
         }
         register_client(s);
@@ -348,14 +354,35 @@ static void probed(struct oauth_signin *s, const char *challenge) {
         try_next_url(s);
 }
 
+/* An initialize without a token, and a tools/list without one: a protected server answers
+ * one of them 401 with its challenge. */
+#define PROBE_BODY                                                                                         \
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"           \
+        "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"mcpvisor\",\"version\":\"sign-in\"}}}"
+#define PROBE_LIST_BODY "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}"
+
+/* The server let initialize through without a token (as a server whose tools alone are
+ * protected does): its first real request says where and with which scope to sign in. */
+static void probe_list(struct oauth_signin *s) {
+        set_state(s, SIGNIN_PROBE_LIST);
+        if (fetch_request(s, &(struct oauth_request){ .url = s->net.url,
+                                                      .kind = OAUTH_BODY_JSON,
+                                                      .body = PROBE_LIST_BODY,
+                                                      .mcp = true }) < 0)
+                fail(s, "out of memory");
+}
+
 static void on_fetched(struct oauth_fetch *f, long status, const char *body, size_t len, const char *error,
                        void *userdata) {
         struct oauth_signin *s = userdata;
 
         switch (s->state) {
         case SIGNIN_PROBE:
+        case SIGNIN_PROBE_LIST:
                 if (status == 0)
                         fail_status(s, "the server", status, error, body);
+                else if (s->state == SIGNIN_PROBE && status >= 200 && status <= 299)
+                        probe_list(s);
                 else
                         probed(s, oauth_fetch_challenge(f));
                 return;
@@ -498,11 +525,6 @@ static char *scopes_joined(char *const *scopes) {
         return text;
 }
 
-/* An initialize without a token: a protected server answers 401 with its challenge. */
-#define PROBE_BODY                                                                                         \
-        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"           \
-        "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"mcpvisor\",\"version\":\"sign-in\"}}}"
-
 /* As if a probe's challenge had named url. */
 static void probed_hint(struct oauth_signin *s, const char *url) {
         char *challenge = NULL;
@@ -536,8 +558,12 @@ int oauth_signin_begin(const struct oauth_signin_params *p, struct oauth_signin 
         s->net.insecure = p->rc->insecure;
         s->net.connect_timeout = p->rc->connect_timeout;
         s->redirect_uri = strdup(p->redirect_uri);
-        s->scope = scopes_joined(p->rc->scopes);
+        /* a step-up's union (SEP-2350) says what to ask for, else "scopes" */
+        s->scope = p->scope ? strdup(p->scope) : scopes_joined(p->rc->scopes);
         s->scope_configured = s->scope != NULL;
+        s->metadata_url = dup_or_null(p->rc->client_metadata_url);
+        s->left_issuer = dup_or_null(p->left_issuer);
+        s->left_client = dup_or_null(p->left_client_id);
         s->resource = strdup(p->rc->url);
         s->client_id = dup_or_null(p->rc->client_id);
         s->client_secret = p->rc->client_id ? dup_or_null(p->client_secret) : NULL;
@@ -573,6 +599,9 @@ void oauth_signin_free(struct oauth_signin *s) {
         free(s->auth_method);
         free(s->client_id);
         wipe_free(s->client_secret);
+        free(s->metadata_url);
+        free(s->left_issuer);
+        free(s->left_client);
         free(s->redirect_uri);
         oauth_strv_free(s->urls);
         free(s->issuer);

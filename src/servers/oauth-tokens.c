@@ -44,6 +44,10 @@ struct token {
         char *resource_metadata;          /* named by the server's last 401, or NULL */
         bool unsaved;                     /* its grant waits for the key to be written */
         bool challenged;                  /* the server's 401 asked for a sign-in (Bearer) */
+        char *wanted_scope;               /* a step-up's: what the next sign-in asks for, or NULL */
+        char *left_issuer, *left_client;  /* the authorization server the server moved away from,
+                                           * and the client it had there: never shown to another */
+        bool issuer_checked;              /* this refusal's resource metadata was read (TOKEN_CHECKING) */
 };
 
 /* A revocation sent at a logout, not waited for by anyone. */
@@ -79,6 +83,7 @@ static const char *const state_names[TOKEN_STATE_COUNT] = {
         [TOKEN_VALID] = "signed in",
         [TOKEN_REFRESHING] = "refreshing",
         [TOKEN_SIGNIN] = "sign-in needed",
+        [TOKEN_CHECKING] = "checking its authorization server",
 };
 
 static void subject_log(struct token *k, int priority, const char *fmt, ...) _printf_(3, 4);
@@ -107,7 +112,7 @@ static void token_set_state(struct token *k, enum token_state state, const char 
         k->state = state;
         free(k->cause);
         k->cause = cause ? strdup(cause) : NULL;
-        if (state != TOKEN_VALID && state != TOKEN_REFRESHING)
+        if (state != TOKEN_VALID && state != TOKEN_REFRESHING && state != TOKEN_CHECKING)
                 oauth_grant_done(&k->grant);
         if (state != TOKEN_VALID && k->timer)
                 evtimer_del(k->timer);
@@ -531,7 +536,8 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
 
         if (!k)
                 return -ENOMEM;
-        if ((k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING) && !text_equal(k->grant.url, c->remote.url)) {
+        if ((k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING || k->state == TOKEN_CHECKING) &&
+            !text_equal(k->grant.url, c->remote.url)) {
                 /* the entry's "url" changed: that server's token is no token for this one */
                 oauth_fetch_free(k->fetch);
                 k->fetch = NULL;
@@ -553,6 +559,9 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
         case TOKEN_UNLOADED:
                 text_error(error, "waiting for the key that opens its sign-in token (systemd-creds)");
                 return -EAGAIN;
+        case TOKEN_CHECKING:
+                text_error(error, "reading its resource metadata again after a refusal");
+                return -EAGAIN;
         default:
                 free(*error);
                 *error = signin_words(k);
@@ -563,20 +572,15 @@ int oauth_tokens_ready(struct oauth_tokens *t, const struct server_config *c, ui
 const char *oauth_tokens_bearer(struct oauth_tokens *t, const char *server, uid_t uid, const char *url) {
         struct token *k = find(t, server, uid);
 
-        if (!k || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING) || !text_equal(k->grant.url, url))
+        if (!k || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING && k->state != TOKEN_CHECKING) ||
+            !text_equal(k->grant.url, url))
                 return NULL;
         return k->grant.access_token;
 }
 
-bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
-        struct token *k = get(t, c, uid);
-
-        if (!k)
-                return false;
-        if (k->state == TOKEN_REFRESHING)
-                return true;
-        if (k->state != TOKEN_VALID)
-                return false;
+/* A refusal judged (its authorization server is still the token's): refreshed once, then
+ * a sign-in. */
+static bool refuse(struct token *k) {
         if (k->refused_once || !k->grant.refresh_token) {
                 subject_log(k, LOG_WARNING, "the server refused its token%s: a sign-in is needed",
                             k->refused_once ? " again after a refresh" : ", and there is no refresh token");
@@ -606,10 +610,127 @@ bool oauth_tokens_signin_needed(struct oauth_tokens *t, const struct server_conf
                (c->remote.auth == REMOTE_AUTH_OAUTH || k->challenged);
 }
 
+/* The token and the client it was issued to are its authorization server's alone
+ * (SEP-2352): a server that names another one now needs a sign-in there, with a client
+ * of its own, and neither the refresh token nor the client id go to either. */
+static void issuer_moved(struct token *k, const char *body) {
+        _cleanup_free_ char *path = token_path(k->t, k->server, k->uid), *now = NULL, *scopes = NULL, *resource = NULL,
+                            *was = remote_url_shown(k->grant.issuer), *shown = NULL;
+        const char *why = NULL;
+        char cause[600];
+
+        /* the URLs shown without a query: the metadata is the server's to write */
+        if (oauth_parse_resource_metadata(body, k->net.url, &now, &scopes, &resource, &why) == 0 && now)
+                shown = remote_url_shown(now);
+        if (!shown)
+                snprintf(cause, sizeof cause, "its authorization server is no longer %s", was ? was : "the one it signed in at");
+        else
+                snprintf(cause, sizeof cause,
+                         "its authorization server changed from %s to %s: the sign-in there registers a client anew",
+                         was ? was : "the one it signed in at", shown);
+        subject_log(k, LOG_WARNING, "%s; its token is dropped: a sign-in is needed", cause);
+        free(k->left_issuer);
+        free(k->left_client);
+        k->left_issuer = k->grant.issuer ? strdup(k->grant.issuer) : NULL;
+        k->left_client = k->grant.client_id ? strdup(k->grant.client_id) : NULL;
+        token_set_state(k, TOKEN_SIGNIN, cause);
+        if (path)
+                unlink(path);
+}
+
+static void on_metadata_read(struct oauth_fetch *f, long status, const char *body, size_t len, const char *error,
+                             void *userdata) {
+        struct token *k = userdata;
+        int named = status == 200 ? oauth_metadata_names_issuer(body, k->grant.issuer) : -EBADMSG;
+
+        k->fetch = NULL;
+        token_set_state(k, TOKEN_VALID, NULL); /* the grant is still held: back to it, then judged */
+        if (named == 0)
+                issuer_moved(k, body);
+        else
+                (void)refuse(k); /* the restart that follows waits for the refresh, or finds a sign-in needed */
+        oauth_fetch_free(f);
+}
+
+/* The refusal's resource metadata read before anything is sent to the authorization server
+ * the token came from: 0 when under way. */
+static int check_issuer(struct token *k) {
+        struct curl_loop *loop;
+        const char *why = NULL;
+        int r;
+
+        if (!k->resource_metadata || !k->grant.issuer || k->issuer_checked)
+                return -EINVAL;
+        r = k->t->loop(k->t->userdata, &loop, &why);
+        if (r == 0)
+                r = oauth_fetch_start(loop, &k->net, k->resource_metadata, OAUTH_BODY_NONE, NULL, on_metadata_read, k, &k->fetch);
+        if (r < 0)
+                return r;
+        k->issuer_checked = true;
+        evtimer_del(k->timer);
+        token_set_state(k, TOKEN_CHECKING, NULL);
+        return 0;
+}
+
+bool oauth_tokens_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
+        struct token *k = get(t, c, uid);
+
+        if (!k)
+                return false;
+        if (k->state == TOKEN_REFRESHING || k->state == TOKEN_CHECKING)
+                return true;
+        if (k->state != TOKEN_VALID)
+                return false;
+        if (check_issuer(k) == 0)
+                return true;
+        return refuse(k);
+}
+
+bool oauth_tokens_scope_refused(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char *scope) {
+        struct token *k = get(t, c, uid);
+        _cleanup_free_ char *wanted = NULL;
+        char cause[600];
+
+        if (!k || (k->state != TOKEN_VALID && k->state != TOKEN_REFRESHING) || !scope || !*scope)
+                return false;
+        if (oauth_scope_covers(k->grant.scope, scope)) {
+                /* asked for already: a sign-in asking again would be refused again (no loop) */
+                subject_log(k, LOG_WARNING, "the server refused its token for scope %s, which its sign-in asked for: not retried",
+                            scope);
+                return false;
+        }
+        wanted = oauth_scope_union(k->grant.scope, scope);
+        if (!wanted)
+                return false;
+        snprintf(cause, sizeof cause, "the server needs scope %s (asked for: %s)", scope,
+                 k->grant.scope ? k->grant.scope : "none");
+        subject_log(k, LOG_WARNING, "%s: a sign-in asking for %s is needed", cause, wanted);
+        oauth_fetch_free(k->fetch);
+        k->fetch = NULL;
+        token_set_state(k, TOKEN_SIGNIN, cause);
+        free(k->wanted_scope);
+        k->wanted_scope = TAKE_PTR(wanted);
+        return true;
+}
+
+void oauth_tokens_left(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char **issuer,
+                       const char **client_id) {
+        struct token *k = get(t, c, uid);
+
+        *issuer = k ? k->left_issuer : NULL;
+        *client_id = k ? k->left_client : NULL;
+}
+
+const char *oauth_tokens_wanted_scope(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
+        struct token *k = get(t, c, uid);
+
+        return k ? k->wanted_scope : NULL;
+}
+
 bool oauth_tokens_have(struct oauth_tokens *t, const struct server_config *c, uid_t uid) {
         struct token *k = get(t, c, uid);
 
-        return k && (k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING);
+        return k && (k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING || k->state == TOKEN_CHECKING);
 }
 
 void oauth_tokens_note_metadata(struct oauth_tokens *t, const struct server_config *c, uid_t uid, const char *url) {
@@ -651,6 +772,9 @@ int oauth_tokens_put(struct oauth_tokens *t, const struct server_config *c, uid_
                 return r;
         }
         k->refused_once = false;
+        k->issuer_checked = false;
+        free(k->wanted_scope);
+        k->wanted_scope = NULL; /* asked for now: the grant's scope says so from here on */
         token_set_state(k, TOKEN_VALID, NULL);
         arm_refresh(k);
         subject_log(k, LOG_NOTICE, "signed in");
@@ -723,13 +847,15 @@ int oauth_tokens_forget(struct oauth_tokens *t, const struct server_config *c, u
                 return -ENOMEM;
         path = token_path(t, k->server, k->uid);
         had = path && unlink(path) == 0;
-        if (k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING) {
+        if (k->state == TOKEN_VALID || k->state == TOKEN_REFRESHING || k->state == TOKEN_CHECKING) {
                 had = true;
                 revoke_token(k);
         }
         oauth_fetch_free(k->fetch);
         k->fetch = NULL;
         k->refused_once = false;
+        free(k->wanted_scope);
+        k->wanted_scope = NULL;
         token_set_state(k, TOKEN_NONE, NULL);
         if (had)
                 subject_log(k, LOG_NOTICE, "signed out");
@@ -774,6 +900,9 @@ static void token_free(struct token *k) {
         free(k->client_secret);
         free(k->cause);
         free(k->resource_metadata);
+        free(k->wanted_scope);
+        free(k->left_issuer);
+        free(k->left_client);
         free(k->server);
         free(k);
 }

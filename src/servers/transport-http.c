@@ -108,6 +108,7 @@ struct http_transport {
         http_bearer_fn bearer;         /* the sign-in token, asked at each request */
         void *bearer_userdata;
         bool token_sent;               /* a request carried one */
+        bool challenge_scope;          /* the last Bearer challenge said insufficient_scope, with a scope */
         char origin[HTTP_ORIGIN_MAX + 1]; /* of rc->url: where config_headers may go; "" none */
         size_t max_message;
         http_finished_fn finished;
@@ -355,8 +356,14 @@ static void read_challenge(struct http_transport *h, const char *data, size_t n)
         memcpy(value, data + name, n - name);
         value[n - name] = '\0';
         value[strcspn(value, "\r\n")] = '\0';
-        if (oauth_bearer_challenge(value, h->end.resource_metadata, sizeof h->end.resource_metadata))
+        if (oauth_bearer_challenge(value, h->end.resource_metadata, sizeof h->end.resource_metadata)) {
+                char error[64];
+
                 h->end.bearer_challenge = true;
+                oauth_challenge_scope(value, h->end.scope, sizeof h->end.scope);
+                oauth_challenge_error(value, error, sizeof error);
+                h->challenge_scope = strcmp(error, "insufficient_scope") == 0 && h->end.scope[0];
+        }
 }
 
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata) {
@@ -679,7 +686,10 @@ static const char *failure_words(const struct http_transport *h, enum http_failu
                                  long status, CURLcode result, char *buf, size_t size) {
         switch (f) {
         case HTTP_FAILURE_CREDENTIAL:
-                if (h->token_sent)
+                if (h->end.insufficient_scope)
+                        snprintf(buf, size, "HTTP %ld to a %s: the server needs scope %.160s (insufficient_scope)", status,
+                                 method_name(kind), h->end.scope);
+                else if (h->token_sent)
                         snprintf(buf, size, "HTTP %ld to a %s: the server refused its sign-in token", status,
                                  method_name(kind));
                 else if (h->bearer && h->end.bearer_challenge)
@@ -863,6 +873,8 @@ static enum outcome judge_status(struct http_transport *h, struct transfer *x, l
         }
         if (status == 401 || status == 403) {
                 h->end.unauthorized = status == 401;
+                /* a step-up (RFC 6750 section 3.1): the token is good, its scope is not enough */
+                h->end.insufficient_scope = status == 403 && h->challenge_scope;
                 report_broken(h, HTTP_FAILURE_CREDENTIAL, x->kind, status, CURLE_OK,
                               "HTTP %ld from %s: the server refused its credential", status, h->rc->url);
                 return OUTCOME_BROKEN;

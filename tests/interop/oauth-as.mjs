@@ -82,7 +82,7 @@ async function serve() {
         jwks: { keys: [jwk] },
         cookies: { keys: [b64url(randomBytes(16))] },
         findAccount: async (ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
-        scopes: ["openid", "offline_access", "mcp"],
+        scopes: ["openid", "offline_access", "mcp", "mcp:write"],
         clientDefaults: {
             grant_types: ["authorization_code", "refresh_token"],
             response_types: ["code"],
@@ -99,7 +99,7 @@ async function serve() {
                 getResourceServerInfo: (ctx, resource) => {
                     if (!/^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?\//.test(resource))
                         throw new Provider.errors.InvalidTarget();
-                    return { scope: "mcp", audience: resource, accessTokenTTL: ttl, accessTokenFormat: "jwt",
+                    return { scope: "mcp mcp:write", audience: resource, accessTokenTTL: ttl, accessTokenFormat: "jwt",
                         jwt: { sign: { alg: "RS256" } } };
                 },
             },

@@ -5,7 +5,11 @@
 // (RFC 9728), which it serves.
 //
 //   node oauth-mcp-server.mjs PORT ISSUER
-//       Prints "ready URL" when it listens. Tools: whoami (the token's sub), echo.
+//       Prints "ready URL" when it listens. Tools: whoami (the token's sub), echo, and
+//       write, whose call needs the scope mcp:write too: without it, a 403 with
+//       error="insufficient_scope", scope="mcp:write" (a step-up, RFC 6750 section 3.1).
+//       POST /test/issuer?url=ISSUER moves it to another authorization server (its
+//       metadata names that one, and it takes that one's tokens alone).
 //       Each request's verdict goes to stderr, never the token.
 import { createServer } from "node:http";
 import { createRemoteJWKSet, jwtVerify } from "jose";
@@ -13,14 +17,21 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 
-const [portText, issuer] = process.argv.slice(2);
+const [portText, firstIssuer] = process.argv.slice(2);
+let issuer = firstIssuer;
 const port = Number(portText);
 const origin = `http://127.0.0.1:${port}`;
 const resource = `${origin}/mcp`;
 const metadataUrl = `${origin}/.well-known/oauth-protected-resource/mcp`;
-const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`), { cooldownDuration: 0 });
-const metadata = JSON.stringify({ resource, authorization_servers: [issuer], scopes_supported: ["mcp"],
-    bearer_methods_supported: ["header"] });
+let jwks, metadata;
+// Its authorization server: the one it trusts and names in its metadata.
+function trust(url) {
+    issuer = url;
+    jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`), { cooldownDuration: 0 });
+    metadata = JSON.stringify({ resource, authorization_servers: [issuer], scopes_supported: ["mcp"],
+        bearer_methods_supported: ["header"] });
+}
+trust(firstIssuer);
 
 function log(text) { process.stderr.write(`oauth-mcp-server: ${text}\n`); }
 
@@ -49,6 +60,8 @@ function mcpServer(claims) {
         async () => ({ content: [{ type: "text", text: String(claims.sub) }] }));
     server.registerTool("echo", { description: "Echoes text", inputSchema: { text: z.string() } },
         async ({ text }) => ({ content: [{ type: "text", text }] }));
+    server.registerTool("write", { description: "Needs the scope mcp:write", inputSchema: {} },
+        async () => ({ content: [{ type: "text", text: "written" }] }));
     return server;
 }
 
@@ -57,6 +70,12 @@ const http = createServer(async (req, res) => {
     if (req.method === "GET" && (path === "/.well-known/oauth-protected-resource/mcp" ||
                                  path === "/.well-known/oauth-protected-resource")) {
         res.writeHead(200, { "content-type": "application/json" }).end(metadata);
+        return;
+    }
+    if (req.method === "POST" && path === "/test/issuer") {
+        trust(new URL(req.url, origin).searchParams.get("url"));
+        log(`now trusts ${issuer}`);
+        res.writeHead(200, { "content-type": "text/plain" }).end(`${issuer}\n`);
         return;
     }
     if (path !== "/mcp") {
@@ -77,6 +96,14 @@ const http = createServer(async (req, res) => {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (body.method === "tools/call" && body.params?.name === "write" &&
+        !String(claims.scope || "").split(" ").includes("mcp:write")) {
+        log(`${req.method} as ${claims.sub} refused: scope mcp:write needed`);
+        res.writeHead(403, { "content-type": "application/json", "www-authenticate":
+            `Bearer error="insufficient_scope", scope="mcp:write", resource_metadata="${metadataUrl}"` })
+            .end(JSON.stringify({ error: "insufficient_scope", error_description: "secret-body-text" }));
+        return;
+    }
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = mcpServer(claims);
     res.on("close", () => { transport.close(); server.close(); });

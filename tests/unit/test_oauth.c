@@ -331,3 +331,129 @@ Test(oauth, client_credentials_and_challenge_scope) {
         oauth_challenge_scope("Bearer realm=\"x\"", scope, sizeof scope);
         cr_assert_str_eq(scope, "");
 }
+
+/* A 403's step-up challenge (RFC 6750 section 3.1): its error and scope read, and a scope
+ * holding what is no scope character (it may reach a client's error) dropped. */
+Test(oauth, step_up_challenge) {
+        char error[64], scope[128];
+        const char *v = "Bearer error=\"insufficient_scope\", scope=\"mcp:write\", "
+                        "resource_metadata=\"https://m/.well-known/oauth-protected-resource/mcp\"";
+
+        oauth_challenge_error(v, error, sizeof error);
+        cr_assert_str_eq(error, "insufficient_scope");
+        oauth_challenge_scope(v, scope, sizeof scope);
+        cr_assert_str_eq(scope, "mcp:write");
+        oauth_challenge_error("Bearer scope=\"a\"", error, sizeof error);
+        cr_assert_str_eq(error, "");
+        oauth_challenge_scope("Bearer error=\"insufficient_scope\", scope=\"a\x01" "b\"", scope, sizeof scope);
+        cr_assert_str_eq(scope, "");
+        oauth_challenge_scope("Bearer error=\"insufficient_scope\", scope=\"caf\xc3\xa9\"", scope, sizeof scope);
+        cr_assert_str_eq(scope, "");
+}
+
+/* SEP-2350: a step-up asks for what was asked before and what is challenged, each once, in
+ * that order; a challenge already covered asks for nothing new. */
+Test(oauth, scope_union_and_cover) {
+        char *u;
+
+        u = oauth_scope_union("mcp:basic", "mcp:write");
+        cr_assert_str_eq(u, "mcp:basic mcp:write");
+        free(u);
+        u = oauth_scope_union("a b", "b c a d");
+        cr_assert_str_eq(u, "a b c d");
+        free(u);
+        u = oauth_scope_union("a  a b", NULL);
+        cr_assert_str_eq(u, "a b");
+        free(u);
+        u = oauth_scope_union(NULL, "x");
+        cr_assert_str_eq(u, "x");
+        free(u);
+        cr_assert_null(oauth_scope_union(NULL, " "));
+        /* a word is whole: "mcp" is not "mcp:write" */
+        u = oauth_scope_union("mcp:write", "mcp");
+        cr_assert_str_eq(u, "mcp:write mcp");
+        free(u);
+        cr_assert(oauth_scope_covers("mcp:basic mcp:write", "mcp:write"));
+        cr_assert(oauth_scope_covers("a b", "b a"));
+        cr_assert(oauth_scope_covers("a", ""));
+        cr_assert_not(oauth_scope_covers("mcp:write", "mcp"));
+        cr_assert_not(oauth_scope_covers(NULL, "a"));
+        cr_assert_not(oauth_scope_covers("a b", "a c"));
+}
+
+/* A token is its authorization server's (SEP-2352): whether the resource's metadata still
+ * names that server, a trailing slash aside. */
+Test(oauth, issuer_binding) {
+        const char *meta = "{\"resource\":\"https://m/mcp\",\"authorization_servers\":[\"https://as2\",\"https://as3/\"]}";
+
+        cr_assert_eq(oauth_metadata_names_issuer(meta, "https://as2"), 1);
+        cr_assert_eq(oauth_metadata_names_issuer(meta, "https://as2/"), 1);
+        cr_assert_eq(oauth_metadata_names_issuer(meta, "https://as3"), 1);
+        cr_assert_eq(oauth_metadata_names_issuer(meta, "https://as1"), 0);
+        cr_assert_eq(oauth_metadata_names_issuer(meta, "https://as"), 0);
+        cr_assert_eq(oauth_metadata_names_issuer("{\"resource\":\"https://m/mcp\"}", "https://as1"), -EBADMSG);
+        cr_assert_eq(oauth_metadata_names_issuer("not json", "https://as1"), -EBADMSG);
+}
+
+/* The Client ID Metadata Document: its client_id the URL it is published at, a public
+ * native client on the loopback redirect; the server's metadata says whether it takes one. */
+Test(oauth, client_id_metadata_document) {
+        json_object *o = oauth_client_metadata("https://example.org/mcpvisor.json", "http://127.0.0.1/callback", NULL), *v;
+        struct oauth_server_meta m;
+        const char *why = NULL;
+
+        cr_assert(json_object_object_get_ex(o, "client_id", &v));
+        cr_assert_str_eq(json_object_get_string(v), "https://example.org/mcpvisor.json");
+        cr_assert(json_object_object_get_ex(o, "redirect_uris", &v));
+        cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(v, 0)), "http://127.0.0.1/callback");
+        cr_assert(json_object_object_get_ex(o, "token_endpoint_auth_method", &v));
+        cr_assert_str_eq(json_object_get_string(v), "none");
+        cr_assert(json_object_object_get_ex(o, "client_name", &v));
+        cr_assert(json_object_object_get_ex(o, "grant_types", &v));
+        cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(v, 1)), "refresh_token");
+        cr_assert_not(json_object_object_get_ex(o, "scope", &v));
+        json_object_put(o);
+        /* a registration's request: no client_id, the scope asked */
+        o = oauth_client_metadata(NULL, "http://127.0.0.1:4321/callback", "a b");
+        cr_assert_not(json_object_object_get_ex(o, "client_id", &v));
+        cr_assert(json_object_object_get_ex(o, "scope", &v));
+        json_object_put(o);
+        cr_assert_eq(oauth_parse_server_metadata("{\"issuer\":\"https://as\",\"authorization_endpoint\":\"https://as/auth\","
+                                                 "\"token_endpoint\":\"https://as/token\",\"code_challenge_methods_supported\":"
+                                                 "[\"S256\"],\"client_id_metadata_document_supported\":true}",
+                                                 "https://as", &m, &why),
+                     0);
+        cr_assert(m.client_id_documents);
+        oauth_server_meta_done(&m);
+}
+
+Test(oauth, client_metadata_url_config) {
+        cr_assert_eq(parse("{\"mcpServers\":{\"n\":{\"url\":\"https://m/mcp\",\"auth\":\"oauth\","
+                           "\"clientMetadataUrl\":\"https://example.org/mcp/client.json\"}}}"),
+                     0);
+        cr_assert_eq(P.count, 0, "%s", P.count ? P.items[0].message : "");
+        cr_assert_str_eq(config_find_server(&C, "n")->remote.client_metadata_url, "https://example.org/mcp/client.json");
+        done();
+        static const char *const bad[] = { "http://example.org/c.json", "https://example.org/c.json#x", "https://example.org",
+                                           "https://example.org/", "https:///c.json", "ftp://example.org/c.json" };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                char members[256];
+
+                snprintf(members, sizeof members, "\"url\":\"https://m/mcp\",\"auth\":\"oauth\",\"clientMetadataUrl\":\"%s\"",
+                         bad[i]);
+                expect_entry_refused(members, "clientMetadataUrl", "expected an https:// URL with a path and no fragment");
+                done();
+        }
+        expect_entry_refused("\"url\":\"https://m/mcp\",\"clientMetadataUrl\":\"https://example.org/c.json\"", "clientMetadataUrl",
+                             "only with \"auth\": \"oauth\"");
+}
+
+/* SEP-2352: a configured client that was the one at the authorization server the server
+ * left is not presented to another one; another client id, or the same server, is. */
+Test(oauth, client_bound_to_its_issuer) {
+        cr_assert(oauth_client_bound_elsewhere("c1", "https://as1", "c1", "https://as2"));
+        cr_assert_not(oauth_client_bound_elsewhere("c1", "https://as1", "c1", "https://as1/"));
+        cr_assert_not(oauth_client_bound_elsewhere("c2", "https://as1", "c1", "https://as2"));
+        cr_assert_not(oauth_client_bound_elsewhere("c1", NULL, NULL, "https://as2"));
+        cr_assert_not(oauth_client_bound_elsewhere(NULL, "https://as1", "c1", "https://as2"));
+}

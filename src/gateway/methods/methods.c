@@ -36,6 +36,7 @@ static const struct method *const requests[] = {
         &control_login,
         &control_login_finish,
         &control_logout,
+        &control_client_metadata,
 };
 
 static const struct method *const notifications[] = {
