@@ -181,35 +181,40 @@ out:
         return r;
 }
 
-/* n operations after n / 10 unmeasured (at least 5): their latency and the daemon's CPU. */
-static int timed(struct mclient *m, int (*op)(struct mclient *m), unsigned n, struct modern_path *ret) {
-        unsigned warmup = n / 10 < 5 ? 5 : n / 10;
-        int64_t *samples = calloc(n, sizeof *samples), cpu0 = 0, cpu1;
+/* A path's samples so far, and the daemon's CPU over them. */
+struct tally {
+        int64_t *samples;
+        unsigned n;
+        int64_t cpu_ns;
+};
+
+/* n operations of op on m, timed into t when record, the daemon's CPU around them. */
+static int run_ops(struct mclient *m, int (*op)(struct mclient *m), unsigned n, struct tally *t, bool record) {
+        int64_t cpu0 = daemon_cpu_ns(m->d->pid), cpu1;
         int r = 0;
 
-        *ret = (struct modern_path){ .n = n };
-        if (!samples)
-                return -ENOMEM;
-        for (unsigned i = 0; i < warmup + n && r >= 0; i++) {
-                int64_t t0;
-                if (i == warmup)
-                        cpu0 = daemon_cpu_ns(m->d->pid);
-                t0 = now_ns();
+        for (unsigned i = 0; i < n && r >= 0; i++) {
+                int64_t t0 = now_ns();
                 r = op(m);
-                if (i >= warmup)
-                        samples[i - warmup] = now_ns() - t0;
+                if (record)
+                        t->samples[t->n++] = now_ns() - t0;
         }
         cpu1 = daemon_cpu_ns(m->d->pid);
-        if (r >= 0 && cpu0 >= 0 && cpu1 >= cpu0) {
-                qsort(samples, n, sizeof *samples, cmp_i64);
-                ret->p50 = percentile(samples, n, 50);
-                ret->p99 = percentile(samples, n, 99);
-                ret->daemon_cpu_us = (double)(cpu1 - cpu0) / 1000.0 / n;
-                ret->ok = true;
-        }
-        free(samples);
+        if (record && cpu0 >= 0 && cpu1 >= cpu0)
+                t->cpu_ns += cpu1 - cpu0;
         daemon_pump(m->d);
         return r;
+}
+
+static void tally_figures(struct tally *t, struct modern_path *ret) {
+        *ret = (struct modern_path){ .n = t->n };
+        if (t->n == 0)
+                return;
+        qsort(t->samples, t->n, sizeof *t->samples, cmp_i64);
+        ret->p50 = percentile(t->samples, t->n, 50);
+        ret->p99 = percentile(t->samples, t->n, 99);
+        ret->daemon_cpu_us = (double)t->cpu_ns / 1000.0 / t->n;
+        ret->ok = true;
 }
 
 /* A client of the path's kind: HTTP or the socket, initialized (eliciting: with the
@@ -244,6 +249,10 @@ static void mclient_close(struct mclient *m) {
         free(m->answer);
 }
 
+/* Every path's client open at once, and the paths measured in turn, a tenth of each at a
+ * time, so that a change of the machine's load (it is shared) falls on all of them alike. */
+#define MODERN_CHUNKS 10
+
 int measure_modern(struct daemon_run *d, unsigned port, const char *token, unsigned calls, unsigned rounds,
                    struct modern_figures *ret) {
         static const struct {
@@ -254,18 +263,34 @@ int measure_modern(struct daemon_run *d, unsigned port, const char *token, unsig
                 [MODERN_ASK_LEGACY] = { false, false, true },     [MODERN_MRTR_SOCKET] = { false, true, true },
                 [MODERN_MRTR_HTTP] = { true, true, true },
         };
+        struct mclient m[MODERN_PATHS] = { 0 };
+        struct tally t[MODERN_PATHS] = { 0 };
+        unsigned k = 0, n[MODERN_PATHS];
         int r = 0;
 
         *ret = (struct modern_figures){ 0 };
-        for (unsigned k = 0; k < MODERN_PATHS && r >= 0; k++) {
-                struct mclient m;
-                r = mclient_open(&m, d, port, token, paths[k].http, paths[k].modern);
+        for (k = 0; k < MODERN_PATHS && r >= 0; k++) {
+                n[k] = (paths[k].ask ? rounds : calls) / MODERN_CHUNKS;
+                n[k] = n[k] ? n[k] : 1;
+                if (!(t[k].samples = calloc(n[k] * MODERN_CHUNKS, sizeof *t[k].samples)))
+                        r = -ENOMEM;
                 if (r >= 0)
-                        r = timed(&m, paths[k].ask ? ask : echo, paths[k].ask ? rounds : calls, &ret->path[k]);
-                if (r < 0)
-                        fprintf(stderr, "mcpvisor-bench: modern path %u: %s; last answer: %.300s\n", k, strerror(-r),
-                                m.answer ? m.answer : "(none)");
-                mclient_close(&m);
+                        r = mclient_open(&m[k], d, port, token, paths[k].http, paths[k].modern);
+                if (r >= 0) /* a tenth unmeasured, at least 5 */
+                        r = run_ops(&m[k], paths[k].ask ? ask : echo, n[k] < 5 ? 5 : n[k], &t[k], false);
+        }
+        for (unsigned c = 0; c < MODERN_CHUNKS && r >= 0; c++)
+                for (k = 0; k < MODERN_PATHS && r >= 0; k++)
+                        r = run_ops(&m[k], paths[k].ask ? ask : echo, n[k], &t[k], true);
+        if (r < 0 && k > 0)
+                fprintf(stderr, "mcpvisor-bench: modern path %u: %s; last answer: %.300s\n", k - 1, strerror(-r),
+                        m[k - 1].answer ? m[k - 1].answer : "(none)");
+        for (k = 0; k < MODERN_PATHS; k++) {
+                if (r >= 0)
+                        tally_figures(&t[k], &ret->path[k]);
+                if (m[k].d)
+                        mclient_close(&m[k]);
+                free(t[k].samples);
         }
         return r;
 }
