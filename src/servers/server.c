@@ -411,6 +411,17 @@ static unsigned lists_to_hear(const struct server *s) {
         return lists;
 }
 
+/* Over HTTP a listen holds one of the server's maxConnections for as long as it is open:
+ * with one alone, it would hold back every call. */
+static void start_listen(struct server *s) {
+        if (s->config->remote.url && s->config->remote.max_connections < 2) {
+                server_log(s, LOG_NOTICE, "not listening for its list changes and resource updates: "
+                                          "subscriptions/listen would hold its one connection (maxConnections 1)");
+                return;
+        }
+        server_listen_start(&s->listen, s->run->child, s->config->name, lists_to_hear(s));
+}
+
 static void act_ready(struct server *s, const char *detail) {
         char text[128];
 
@@ -423,7 +434,7 @@ static void act_ready(struct server *s, const char *detail) {
         health_start(&s->health, s->run->child, s->era == MCP_ERA_MODERN, usec_from_seconds(s->config->health_interval),
                      usec_from_seconds(s->config->health_timeout));
         if (s->era == MCP_ERA_MODERN) /* it tells of changes only on a listen */
-                server_listen_start(&s->listen, s->run->child, s->config->name, lists_to_hear(s));
+                start_listen(s);
         snprintf(text, sizeof text, "%zu tools, %zu prompts, %zu resources, %zu templates",
                  catalog_count(&s->catalog, CATALOG_TOOLS), catalog_count(&s->catalog, CATALOG_PROMPTS),
                  catalog_count(&s->catalog, CATALOG_RESOURCES), catalog_count(&s->catalog, CATALOG_TEMPLATES));

@@ -944,3 +944,15 @@ Test(http, modern_server_heard_on_a_listen) {
         expect_echo(c, "3", "y");
         h_client_close(c);
 }
+
+/* With maxConnections 1 the listen would hold the one connection: none is opened, said
+ * once, and calls go through. */
+Test(http, modern_server_with_one_connection_not_listened_to) {
+        struct h_client *c = start_remote((const char *const[]){ "--modern", NULL }, "\"maxConnections\":1");
+
+        expect_echo(c, "1", "x");
+        expect_echo(c, "2", "y");
+        cr_assert(h_log_wait(&D, "would hold its one connection (maxConnections 1)", H_TIMEOUT_MS));
+        cr_expect_eq(server_count("POST subscriptions/listen"), 0);
+        h_client_close(c);
+}
