@@ -39,7 +39,8 @@
  *     honours (toolsListChanged, and resourceSubscriptions with --subscribe), then its list
  *     changes and resource updates carry its id; "listen ID opened FILTER" and "listen ID
  *     cancelled" on stderr; --refuse-listen answers it -32601, --listen-ends-after-ms MS ends
- *     each with a result MS after it opened ("listen ID ended").
+ *     each with a result MS after it opened ("listen ID ended"), or with an error with
+ *     --listen-ends-with-error.
  *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
  *     as servers that keep their client's roots do (server-filesystem).
  * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
@@ -135,6 +136,7 @@ static long arg_list_changed_after_ms = -1;
 static bool arg_subscribe;
 static bool arg_refuse_listen;
 static long arg_listen_ends_after_ms = -1;
+static bool arg_listen_ends_with_error;
 static const char *arg_ask_at_start;
 static bool arg_follow_roots;
 
@@ -1620,11 +1622,19 @@ static bool listen_cancelled(json_object *request_id) {
         return false;
 }
 
-/* --listen-ends-after-ms: the server ends a listen gracefully, a result under its id. */
+/* --listen-ends-after-ms: the server ends a listen gracefully, a result under its id (or,
+ * --listen-ends-with-error, an error, as a stream cut short is told). */
 static void listen_end(struct listen *l) {
         json_object *result = json_object_new_object(), *meta = json_object_new_object();
 
         fprintf(stderr, "listen %s ended\n", json_object_to_json_string(l->id));
+        if (arg_listen_ends_with_error) {
+                json_object_put(result);
+                json_object_put(meta);
+                send_error(l->id, ERR_SERVER, "listen dropped");
+                listen_free(l);
+                return;
+        }
         json_object_object_add(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(l->id));
         json_object_object_add(result, "resultType", json_object_new_string("complete"));
         json_object_object_add(result, "_meta", meta);
@@ -2230,7 +2240,8 @@ static void help(void) {
                "                             for each subscribed URI until unsubscribed\n"
                "  --refuse-listen            Answer subscriptions/listen -32601 (modern)\n"
                "  --listen-ends-after-ms MS  End each subscriptions/listen with a result MS after\n"
-               "                             it opened (modern)\n\n"
+               "                             it opened (modern)\n"
+               "  --listen-ends-with-error   ...with an error instead (a stream cut short)\n\n"
                "Requests to the client:\n"
                "  tool ask {method, params?, cancelAfterMs?, afterMs?}\n"
                "                             Send request METHOD to the client as \"ask-N\" and\n"
@@ -2331,6 +2342,7 @@ enum {
         OPT_DISCOVER,
         OPT_REFUSE_LISTEN,
         OPT_LISTEN_ENDS_AFTER_MS,
+        OPT_LISTEN_ENDS_WITH_ERROR,
 };
 
 static const struct option options[] = {
@@ -2373,6 +2385,7 @@ static const struct option options[] = {
         { "discover", required_argument, NULL, OPT_DISCOVER },
         { "refuse-listen", no_argument, NULL, OPT_REFUSE_LISTEN },
         { "listen-ends-after-ms", required_argument, NULL, OPT_LISTEN_ENDS_AFTER_MS },
+        { "listen-ends-with-error", no_argument, NULL, OPT_LISTEN_ENDS_WITH_ERROR },
         {}
 };
 
@@ -2426,6 +2439,7 @@ static void parse_argv(int argc, char *argv[]) {
                 case OPT_FOLLOW_ROOTS: arg_follow_roots = true; break;
                 case OPT_DISCOVER: arg_discover = optarg; break;
                 case OPT_REFUSE_LISTEN: arg_refuse_listen = true; break;
+                case OPT_LISTEN_ENDS_WITH_ERROR: arg_listen_ends_with_error = true; break;
                 case '?': exit(2);
                 default: set_number_option(c, options[option_index].name, optarg); break;
                 }

@@ -6,8 +6,10 @@
  * notifications take (server.c). The filter of a listen is fixed when it opens: a change
  * of the URIs opens a new listen, then cancels the old one, so that no update falls between
  * them; the changes of one loop turn go into one request. A listen the server ends (a
- * result) is opened again, after a second if it lasted less than one; one answered with an
- * error is logged once and not asked again during that run (nothing is polled instead). */
+ * result, or an error once it acknowledged the listen: its stream cut) is opened again, after
+ * a second if it lasted less than one; one answered with an error before its
+ * acknowledgement (refused) is logged once and not asked again during that run (nothing
+ * is polled instead). */
 #pragma once
 
 #include <stdbool.h>

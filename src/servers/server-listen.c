@@ -57,15 +57,22 @@ static void on_ended(struct child *ch, int status, json_object *result, json_obj
         if (error) {
                 json_object *message = NULL;
                 json_object_object_get_ex(error, "message", &message);
-                log_emit(l->log, LOG_WARNING, &(struct log_subject){ .server = l->name },
-                         "refused subscriptions/listen (%s): its list changes and resource updates are not heard "
-                         "until it restarts",
-                         message ? json_object_get_string(message) : "an error");
-                set_state(l, LISTEN_REFUSED);
-                return;
+                if (!l->acknowledged) { /* a refusal: asking again would be refused again */
+                        log_emit(l->log, LOG_WARNING, &(struct log_subject){ .server = l->name },
+                                 "refused subscriptions/listen (%s): its list changes and resource updates are not "
+                                 "heard until it restarts",
+                                 message ? json_object_get_string(message) : "an error");
+                        set_state(l, LISTEN_REFUSED);
+                        return;
+                }
+                /* one it took, then dropped (its stream cut, say): listened to again */
+                log_emit(l->log, LOG_INFO, &(struct log_subject){ .server = l->name },
+                         "its subscriptions/listen ended with an error after %llu ms (%s); listening again",
+                         (unsigned long long)(lasted / 1000), message ? json_object_get_string(message) : "an error");
+        } else {
+                log_emit(l->log, LOG_DEBUG, &(struct log_subject){ .server = l->name },
+                         "ended subscriptions/listen after %llu ms; listening again", (unsigned long long)(lasted / 1000));
         }
-        log_emit(l->log, LOG_DEBUG, &(struct log_subject){ .server = l->name },
-                 "ended subscriptions/listen after %llu ms; listening again", (unsigned long long)(lasted / 1000));
         arm(l, lasted < LISTEN_SHORT_USEC ? LISTEN_SHORT_USEC : 0);
 }
 

@@ -114,6 +114,22 @@ Test(server_listen, listen_ended_by_the_server_reopened) {
         h_client_close(x);
 }
 
+/* A listen the server took, then dropped with an error (a stream cut short): listened to
+ * again, not taken for a refusal. */
+Test(server_listen, listen_dropped_after_its_acknowledgement_reopened) {
+        struct h_client *x;
+
+        add_demo("m", "", MODERN ",\"--listen-ends-after-ms\",\"1200\",\"--listen-ends-with-error\","
+                          "\"--list-changed-after-ms\",\"2000\"");
+        start(NULL);
+        wait_all_ready(1);
+        x = cl_open();
+        wait_tool(x, "m__late_tool");
+        cr_assert(h_log_count(&D, "its subscriptions/listen ended with an error") >= 1, "%s", h_log_text(&D));
+        cr_expect_eq(h_log_count(&D, "refused subscriptions/listen ("), 0, "taken for a refusal");
+        h_client_close(x);
+}
+
 /* A server that ends each listen at once is asked again a second later, not in a loop. */
 Test(server_listen, short_listens_not_reopened_in_a_loop) {
         add_demo("m", "", MODERN ",\"--listen-ends-after-ms\",\"50\"");
