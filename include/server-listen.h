@@ -26,6 +26,7 @@ enum listen_state {
         LISTEN_STOPPED,  /* no connection to listen on (not ready, or a legacy server) */
         LISTEN_WAITING,  /* the (re)open is due on the timer */
         LISTEN_OPEN,     /* a request is open at the server */
+        LISTEN_IDLE,     /* nothing to hear of (no list changes announced, no URI asked) */
         LISTEN_REFUSED,  /* the server answered it with an error: not asked again this run */
 };
 

@@ -59,7 +59,7 @@ static void on_ended(struct child *ch, int status, json_object *result, json_obj
                 json_object_object_get_ex(error, "message", &message);
                 if (!l->acknowledged) { /* a refusal: asking again would be refused again */
                         log_emit(l->log, LOG_WARNING, &(struct log_subject){ .server = l->name },
-                                 "refused subscriptions/listen (%s): its list changes and resource updates are not "
+                                 "refused subscriptions/listen (%.200s): its list changes and resource updates are not "
                                  "heard until it restarts",
                                  message ? json_object_get_string(message) : "an error");
                         set_state(l, LISTEN_REFUSED);
@@ -67,7 +67,7 @@ static void on_ended(struct child *ch, int status, json_object *result, json_obj
                 }
                 /* one it took, then dropped (its stream cut, say): listened to again */
                 log_emit(l->log, LOG_INFO, &(struct log_subject){ .server = l->name },
-                         "its subscriptions/listen ended with an error after %llu ms (%s); listening again",
+                         "its subscriptions/listen ended with an error after %llu ms (%.200s); listening again",
                          (unsigned long long)(lasted / 1000), message ? json_object_get_string(message) : "an error");
         } else {
                 log_emit(l->log, LOG_DEBUG, &(struct log_subject){ .server = l->name },
@@ -104,7 +104,7 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 return;
         if (!l->lists && l->n_uris == 0) { /* nothing to hear of */
                 cancel_request(l);
-                set_state(l, LISTEN_OPEN);
+                set_state(l, LISTEN_IDLE);
                 return;
         }
         params = json_object_new_object();
@@ -190,23 +190,29 @@ int server_listen_uri(struct server_listen *l, const char *uri, bool on) {
                 memmove(&l->uris[at], &l->uris[at + 1], (l->n_uris - (size_t)at - 1) * sizeof *l->uris);
                 l->n_uris--;
         }
-        if (l->state == LISTEN_OPEN)
+        if (l->state == LISTEN_OPEN || l->state == LISTEN_IDLE)
                 arm(l, 0);
         return 0;
 }
 
 bool server_listen_notification(struct server_listen *l, struct jsonrpc_msg *m) {
-        json_object *meta;
+        json_object *meta, *id;
+        int64_t listen = 0;
 
         /* the listen's id is the daemon's affair with the server: no client hears it */
         if (json_object_is_type(m->params, json_type_object) && json_object_object_get_ex(m->params, "_meta", &meta) &&
             json_object_is_type(meta, json_type_object)) {
+                if (json_object_object_get_ex(meta, META_SUBSCRIPTION_ID, &id) && json_object_is_type(id, json_type_int))
+                        listen = json_object_get_int64(id);
                 json_object_object_del(meta, META_SUBSCRIPTION_ID);
                 if (json_object_object_length(meta) == 0)
                         json_object_object_del(m->params, "_meta");
         }
         if (strcmp(m->method, "notifications/subscriptions/acknowledged") != 0)
                 return false;
+        /* a replaced listen's may come late: only the open one's counts */
+        if (listen == 0 || listen != l->request)
+                return true;
         l->acknowledged = true;
         log_emit(l->log, LOG_DEBUG, &(struct log_subject){ .server = l->name }, "acknowledged subscriptions/listen: %s",
                  m->params ? json_object_to_json_string_ext(m->params, JSON_C_TO_STRING_PLAIN) : "{}");
