@@ -176,3 +176,36 @@ Test(server_listen, legacy_server_not_listened_to) {
         cr_expect_eq(h_log_count(&D, "subscriptions/listen"), 0, "%s", h_log_text(&D));
         h_client_close(x);
 }
+
+/* Both ends modern: a modern client's own listen (its resourceSubscriptions) at the daemon
+ * becomes part of the daemon's listen at the modern server, and the server's updates reach
+ * the client under the client's subscription id, not the server's. */
+Test(server_listen, modern_client_hears_a_modern_server) {
+        struct h_conn *m;
+        json_object *r;
+
+        add_demo("m", "", MODERN ",\"--subscribe\"");
+        start(NULL);
+        wait_all_ready(1);
+        m = h_connect(D.sock, H_TIMEOUT_MS);
+        h_send(m, "{\"jsonrpc\":\"2.0\",\"id\":\"mine\",\"method\":\"subscriptions/listen\",\"params\":{\"notifications\":"
+                  "{\"resourceSubscriptions\":[\"" README "\"]},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+                  "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{},"
+                  "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"listen-it\",\"version\":\"1\"}}}}\n");
+        r = h_recv(m, H_TIMEOUT_MS);
+        cr_assert_str_eq(h_str(r, "method") ?: "?", "notifications/subscriptions/acknowledged", "%s", h_json_text(r));
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "\"resourceSubscriptions\":[\"" README "\"]", H_TIMEOUT_MS), "%s", h_log_text(&D));
+        r = h_recv(m, H_TIMEOUT_MS);
+        cr_assert_str_eq(h_str(r, "method") ?: "?", UPDATED, "%s", h_json_text(r));
+        cr_assert_str_eq(h_str(r, "params.uri") ?: "?", README, "%s", h_json_text(r));
+        json_object *sid = NULL;
+        cr_assert(json_object_object_get_ex(h_get(r, "params._meta"), "io.modelcontextprotocol/subscriptionId", &sid),
+                  "%s", h_json_text(r));
+        cr_assert_str_eq(json_object_get_string(sid), "mine", "%s", h_json_text(r));
+        json_object_put(r);
+        /* the client's listen ends: so does the server's subscription to the URI */
+        h_send(m, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"mine\"}}\n");
+        cr_assert(h_log_count_wait(&D, " cancelled\n", 2, H_TIMEOUT_MS), "%s", h_log_text(&D));
+        h_close(m);
+}
