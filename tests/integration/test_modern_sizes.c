@@ -181,9 +181,12 @@ Test(modern_sizes, a_thousand_one_request_clients) {
         cr_log_info("%u requests, %u in flight: descriptors %d before, %d after; VmRSS %ld KiB before, %ld at most, "
                     "%ld after", REQUESTS, IN_FLIGHT, fds_before, fds_after, rss_before, rss_peak, rss_after);
         cr_assert_leq(fds_after, fds_before, "the daemon holds %d descriptors after, %d before", fds_after, fds_before);
-        /* at most IN_FLIGHT clients at once: well under 20 KiB each beyond the baseline */
+        /* at most IN_FLIGHT clients at once: well under 20 KiB each beyond the baseline (not
+         * under ASan, whose quarantine holds what is freed: LeakSanitizer checks at exit) */
+#ifndef __SANITIZE_ADDRESS__
         cr_expect_lt(rss_peak - rss_before, 20 * IN_FLIGHT, "VmRSS %ld KiB before, %ld at most, %ld after", rss_before,
                      rss_peak, rss_after);
+#endif
         cr_expect_eq(h_log_count(&D, "maxHttpSessions reached"), 0);
         free(q);
         free(p);
