@@ -739,7 +739,8 @@ static void run_modern(const struct options *o, struct results *res) {
         mo.daemon.credentials = creds;
         if (r >= 0)
                 r = start_ready(&d, &mo);
-        if (r >= 0 && (r = measure_modern(&d, port, HTTP_BENCH_TOKEN, o->calls, o->mrtr_rounds, &res->modern)) < 0)
+        if (r >= 0 && (r = measure_modern(&d, o->daemon.server, port, HTTP_BENCH_TOKEN, o->calls, o->mrtr_rounds,
+                                          &res->modern)) < 0)
                 failed(res, "the modern era", r);
         else if (r < 0)
                 res->failed = true;
@@ -1307,7 +1308,17 @@ static void modern_pair(const char *what, const struct modern_path *m, const str
 static void modern_rows(const struct results *res) {
         const struct modern_path *p = res->modern.path;
 
+        const struct modern_path *dr = &p[MODERN_DIRECT];
+        char a[32], b[32], c[32];
+
         row("modern vs legacy (one daemon, 1 client, 1 in flight)", "modern", "legacy", "", "", "");
+        snprintf(a, sizeof a, "%+.1f us", (double)(p[MODERN_SOCKET].p50 - dr->p50) / 1000);
+        snprintf(b, sizeof b, "%+.1f us", (double)(p[MODERN_SOCKET_LEGACY].p50 - dr->p50) / 1000);
+        snprintf(c, sizeof c, "direct %.1f us", (double)dr->p50 / 1000);
+        row("  socket: tools/call added p50", a, b, c, "-", dr->ok && p[MODERN_SOCKET].ok ? "-" : "n/a");
+        snprintf(a, sizeof a, "%+.1f us", (double)(p[MODERN_HTTP].p50 - dr->p50) / 1000);
+        snprintf(b, sizeof b, "%+.1f us", (double)(p[MODERN_HTTP_LEGACY].p50 - dr->p50) / 1000);
+        row("  HTTP: tools/call added p50", a, b, c, "-", dr->ok && p[MODERN_HTTP].ok ? "-" : "n/a");
         modern_pair("  socket: tools/call", &p[MODERN_SOCKET], &p[MODERN_SOCKET_LEGACY]);
         modern_pair("  HTTP: tools/call", &p[MODERN_HTTP], &p[MODERN_HTTP_LEGACY]);
         modern_pair("  socket: elicitation round trip", &p[MODERN_MRTR_SOCKET], &p[MODERN_ASK_LEGACY]);

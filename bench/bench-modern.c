@@ -2,7 +2,8 @@
  * socket and the HTTP front door, its one server the bench server (a legacy one: it answers
  * server/discover with -32601). Each path is one client with one request in flight, timed
  * from the request's write to its answer, the daemon's CPU read from /proc/PID/schedstat
- * (nanoseconds, where /proc/PID/stat counts 10 ms ticks) around the measured requests:
+ * (nanoseconds, where /proc/PID/stat counts 10 ms ticks) around the measured requests; the
+ * same echo to the bench server over pipes, without the daemon, is the baseline:
  *   - a tools/call of echo by an initialized client, and by a modern one (each request with
  *     its _meta, no initialize), on the socket and over HTTP (a session's keep-alive
  *     connection; a keep-alive connection without a session, Mcp-Method and Mcp-Name set);
@@ -37,6 +38,7 @@ struct mclient {
         struct hclient *h;
         const char *token;
         bool modern;
+        bool direct;            /* the bench server itself, over pipes */
         char *answer;           /* the last answer's text (HTTP: head and body) */
         uint64_t next_id;
 };
@@ -104,7 +106,7 @@ static int exchange(struct mclient *m, const char *headers, const char *body, ui
         if ((r = conn_write(&m->c, body, strlen(body))) < 0 || (r = conn_write(&m->c, "\n", 1)) < 0)
                 return r;
         for (;;) {
-                if ((r = conn_read_line(&m->c, m->d, deadline, &l)) < 0)
+                if ((r = conn_read_line(&m->c, m->direct ? NULL : m->d, deadline, &l)) < 0)
                         return r;
                 /* a modern client is sent no requests (its answers may name the method) */
                 if (!m->modern && memmem(l.p, l.len, "\"method\":\"elicitation/create\"", 29)) {
@@ -138,7 +140,7 @@ static char *scan(const char *text, const char *name, bool key) {
 
 static int echo(struct mclient *m) {
         uint64_t id = m->next_id++;
-        char *body = call_text(m, id, BENCH_TOOL_PREFIX "echo", "");
+        char *body = call_text(m, id, m->direct ? "echo" : BENCH_TOOL_PREFIX "echo", "");
         int r = body ? exchange(m, m->modern ? MODERN_HEADERS(BENCH_TOOL_PREFIX "echo") : "", body, id) : -ENOMEM;
 
         free(body);
@@ -219,12 +221,16 @@ static void tally_figures(struct tally *t, struct modern_path *ret) {
 
 /* A client of the path's kind: HTTP or the socket, initialized (eliciting: with the
  * elicitation capability) or modern. */
-static int mclient_open(struct mclient *m, struct daemon_run *d, unsigned port, const char *token, bool http, bool modern) {
+static int mclient_open(struct mclient *m, struct daemon_run *d, unsigned port, const char *token, bool http, bool modern,
+                        const char *server) {
         int64_t deadline = now_ns() + MODERN_TIMEOUT_NS;
         struct line l;
         int r;
 
-        *m = (struct mclient){ .d = d, .token = token, .modern = modern, .next_id = 1, .c = { .rfd = -1, .wfd = -1 } };
+        *m = (struct mclient){ .d = d, .token = token, .modern = modern, .direct = server != NULL, .next_id = 1,
+                               .c = { .rfd = -1, .wfd = -1 } };
+        if (server)
+                return (r = conn_spawn(&m->c, server)) < 0 ? r : conn_initialize(&m->c, NULL, deadline);
         if (http) {
                 if (!(m->h = calloc(1, sizeof *m->h)))
                         return -ENOMEM;
@@ -253,11 +259,12 @@ static void mclient_close(struct mclient *m) {
  * time, so that a change of the machine's load (it is shared) falls on all of them alike. */
 #define MODERN_CHUNKS 10
 
-int measure_modern(struct daemon_run *d, unsigned port, const char *token, unsigned calls, unsigned rounds,
-                   struct modern_figures *ret) {
+int measure_modern(struct daemon_run *d, const char *server, unsigned port, const char *token, unsigned calls,
+                   unsigned rounds, struct modern_figures *ret) {
         static const struct {
-                bool http, modern, ask;
+                bool http, modern, ask, direct;
         } paths[MODERN_PATHS] = {
+                [MODERN_DIRECT] = { false, false, false, true },
                 [MODERN_SOCKET_LEGACY] = { false, false, false }, [MODERN_SOCKET] = { false, true, false },
                 [MODERN_HTTP_LEGACY] = { true, false, false },    [MODERN_HTTP] = { true, true, false },
                 [MODERN_ASK_LEGACY] = { false, false, true },     [MODERN_MRTR_SOCKET] = { false, true, true },
@@ -275,7 +282,8 @@ int measure_modern(struct daemon_run *d, unsigned port, const char *token, unsig
                 if (!(t[k].samples = calloc(n[k] * MODERN_CHUNKS, sizeof *t[k].samples)))
                         r = -ENOMEM;
                 if (r >= 0)
-                        r = mclient_open(&m[k], d, port, token, paths[k].http, paths[k].modern);
+                        r = mclient_open(&m[k], d, port, token, paths[k].http, paths[k].modern,
+                                         paths[k].direct ? server : NULL);
                 if (r >= 0) /* a tenth unmeasured, at least 5 */
                         r = run_ops(&m[k], paths[k].ask ? ask : echo, n[k] < 5 ? 5 : n[k], &t[k], false);
         }

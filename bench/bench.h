@@ -224,6 +224,7 @@ enum modern_path_kind {
         MODERN_ASK_LEGACY,    /* ask: its elicitation/create answered by an initialized socket client */
         MODERN_MRTR_SOCKET,   /* ask by a modern socket client: input_required, the retry, the result */
         MODERN_MRTR_HTTP,     /* the same over HTTP */
+        MODERN_DIRECT,        /* echo to the bench server itself over pipes: the baseline */
         MODERN_PATHS
 };
 struct modern_path {
@@ -235,9 +236,10 @@ struct modern_path {
 struct modern_figures {
         struct modern_path path[MODERN_PATHS];
 };
-/* calls echo calls a path, rounds asks a path, each path after a tenth as many unmeasured. */
-int measure_modern(struct daemon_run *d, unsigned port, const char *token, unsigned calls, unsigned rounds,
-                   struct modern_figures *ret);
+/* calls echo calls a path, rounds asks a path, each path after a tenth as many unmeasured;
+ * server: the bench server, run directly for the baseline. */
+int measure_modern(struct daemon_run *d, const char *server, unsigned port, const char *token, unsigned calls,
+                   unsigned rounds, struct modern_figures *ret);
 
 /* issue 18: clients on the HTTP front door (bench-http.c), one call in flight each. */
 struct http_load {
