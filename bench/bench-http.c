@@ -20,15 +20,6 @@
 #define HTTP_CALL_TIMEOUT_NS (10 * (int64_t)1000000000)
 #define MAX_LATENCY_SAMPLES 200000
 
-struct hclient {
-        int fd;
-        char sid[64];
-        char buf[65536];
-        size_t len;
-        uint64_t next_id;
-        int64_t sent_ns;
-};
-
 static int write_all(int fd, const char *p, size_t len) {
         while (len > 0) {
                 ssize_t n = write(fd, p, len);
@@ -42,16 +33,21 @@ static int write_all(int fd, const char *p, size_t len) {
         return 0;
 }
 
-static int post(struct hclient *h, const char *token, const char *body) {
-        char req[2048];
+int hclient_post(struct hclient *h, const char *token, const char *headers, const char *body) {
+        char req[4096];
         int n = snprintf(req, sizeof req,
                          "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
                          "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-                         "%s%s%sContent-Length: %zu\r\n\r\n%s",
-                         token, h->sid[0] ? "Mcp-Session-Id: " : "", h->sid, h->sid[0] ? "\r\n" : "", strlen(body), body);
+                         "%s%s%s%sContent-Length: %zu\r\n\r\n%s",
+                         token, h->sid[0] ? "Mcp-Session-Id: " : "", h->sid, h->sid[0] ? "\r\n" : "", headers, strlen(body),
+                         body);
 
         h->sent_ns = now_ns();
         return n < (int)sizeof req ? write_all(h->fd, req, (size_t)n) : -E2BIG;
+}
+
+static int post(struct hclient *h, const char *token, const char *body) {
+        return hclient_post(h, token, "", body);
 }
 
 /* The length of a chunked answer whose head is head bytes (a tool call's event stream,
@@ -85,13 +81,12 @@ static size_t whole_answer(struct hclient *h, int *status) {
         return head + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
 }
 
-static void consume(struct hclient *h, size_t n) {
+void hclient_consume(struct hclient *h, size_t n) {
         memmove(h->buf, h->buf + n, h->len - n);
         h->len -= n;
 }
 
-/* Reads until a whole answer is there (blocking, with a deadline); its status. */
-static int read_answer(struct hclient *h, int64_t deadline, size_t *ret_len) {
+int hclient_answer(struct hclient *h, int64_t deadline, size_t *ret_len) {
         int status;
 
         while (!(*ret_len = whole_answer(h, &status))) {
@@ -108,30 +103,38 @@ static int read_answer(struct hclient *h, int64_t deadline, size_t *ret_len) {
         return status;
 }
 
-static int open_client(struct hclient *h, unsigned port, const char *token) {
+int hclient_connect(struct hclient *h, unsigned port) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        int64_t deadline = now_ns() + HTTP_CALL_TIMEOUT_NS;
-        int one = 1, status;
-        size_t len;
-        char *sid;
+        int one = 1;
 
         *h = (struct hclient){ .fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), .next_id = 2 };
         if (h->fd < 0 || connect(h->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
                 return -errno;
         setsockopt(h->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return 0;
+}
+
+int hclient_open(struct hclient *h, unsigned port, const char *token) {
+        int64_t deadline = now_ns() + HTTP_CALL_TIMEOUT_NS;
+        int status, r = hclient_connect(h, port);
+        size_t len;
+        char *sid;
+
+        if (r < 0)
+                return r;
         if (post(h, token, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
                            "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") < 0 ||
-            (status = read_answer(h, deadline, &len)) != 200)
+            (status = hclient_answer(h, deadline, &len)) != 200)
                 return -EPROTO;
         sid = strcasestr(h->buf, "\r\nMcp-Session-Id: ");
         if (!sid || sscanf(sid + 18, "%63[0-9a-fA-F-]", h->sid) != 1) /* ours is hex, others' a UUID */
                 return -EPROTO;
-        consume(h, len);
+        hclient_consume(h, len);
         if (post(h, token, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}") < 0 ||
-            read_answer(h, deadline, &len) != 202)
+            hclient_answer(h, deadline, &len) != 202)
                 return -EPROTO;
-        consume(h, len);
+        hclient_consume(h, len);
         return 0;
 }
 
@@ -170,7 +173,7 @@ static int take(struct http_run *hr, struct hclient *h) {
                 if (hr->record && hr->n_lat < MAX_LATENCY_SAMPLES)
                         hr->lat[hr->n_lat++] = now_ns() - h->sent_ns;
                 hr->done++;
-                consume(h, len);
+                hclient_consume(h, len);
                 if (send_call(h, hr->token, hr->tool) < 0)
                         return -EIO;
         }
@@ -209,7 +212,7 @@ int measure_http(struct daemon_run *d, unsigned port, const char *token, const c
          * idle for 5 s, and opening 64 of its sessions takes longer than that. */
         for (unsigned i = 0; r >= 0 && i < clients; i++) {
                 daemon_pump(d);
-                r = open_client(&hr.c[i], port, token);
+                r = hclient_open(&hr.c[i], port, token);
                 ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = i };
                 if (r >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, hr.c[i].fd, &ev) < 0)
                         r = -errno;
@@ -329,7 +332,7 @@ int measure_http_large(struct daemon_run *d, unsigned port, const char *token, s
         struct hclient *h = calloc(1, sizeof *h);
         double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
         struct proc_stat st0 = { 0 }, st1;
-        int r = took && h ? open_client(h, port, token) : -ENOMEM;
+        int r = took && h ? hclient_open(h, port, token) : -ENOMEM;
 
         *ret = (struct large){ .bytes = bytes };
         if (r >= 0) /* one unmeasured call first: buffers grow once */
@@ -394,7 +397,7 @@ int measure_http_sessions(struct daemon_run *d, unsigned port, const char *token
         *ret = (struct idle){ .wanted = n };
         for (; r >= 0 && held < n; held++) {
                 daemon_pump(d);
-                r = open_client(h, port, token);
+                r = hclient_open(h, port, token);
                 fds[2 * held] = h->fd;
                 if (r >= 0 && (fds[2 * held + 1] = open_stream(h, port, token)) < 0)
                         r = fds[2 * held + 1];
@@ -535,7 +538,7 @@ int measure_http_slow_heads(struct daemon_run *d, unsigned port, const char *tok
                 r = conn_ping(&c, d, HTTP_CALL_TIMEOUT_NS, &ping[ret->pings++]);
         if (r >= 0) {
                 t0 = now_ns();
-                r = open_client(h, port, token);
+                r = hclient_open(h, port, token);
                 ret->session_ns = now_ns() - t0;
                 close(h->fd);
         }

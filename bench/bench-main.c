@@ -56,7 +56,8 @@ enum part { PART_LATENCY = 1, PART_LOAD = 2, PART_LARGE = 4, PART_IDLE = 8, PART
             PART_CATALOG = 8192 /* memory per catalogue item */,
             PART_INSTANCES = 16384 /* a server of its own per client */,
             PART_SDK = 32768 /* the SDK's client against mcpvisord and the peers */,
-            PART_JWT = 65536 /* HTTP calls with a JWT (http.oauth) vs a static token */ };
+            PART_JWT = 65536 /* HTTP calls with a JWT (http.oauth) vs a static token */,
+            PART_MODERN = 131072 /* the 2026-07-28 era beside the initialize era, a multi round-trip request */ };
 /* Instances: a call through one costs what a call to a shared server costs, within this. */
 #define TARGET_INSTANCE_ADDED_NS 5000
 
@@ -106,6 +107,7 @@ struct options {
         unsigned catalog_runs;
         const char *sdk_compare;    /* issue 28: another mcpvisord measured beside it, or NULL */
         unsigned sdk_rounds;
+        unsigned mrtr_rounds;       /* issue 30: asks timed a path */
 };
 
 struct results {
@@ -134,6 +136,7 @@ struct results {
         const char *peer_missing;                    /* why it was not measured, or NULL */
         struct sdk_figures sdk;                      /* the SDK client against the peers */
         struct http_load jwt_static[MAX_LEVELS], jwt[MAX_LEVELS]; /* --only jwt: the same calls, each token */
+        struct modern_figures modern;                /* --only modern: both eras, one daemon */
         bool failed;
 };
 
@@ -148,13 +151,17 @@ static void usage(FILE *f, const char *argv0) {
                 "  --daemon-prefix CMD  run the daemon under CMD (words split at spaces), e.g. a profiler\n"
                 "  --quick              a few seconds in all, small counts (figures only indicative)\n"
                 "  --only LIST          some of: latency,load,large,idle,startup,cancel,close,notify,servers,\n"
-                "                       access,launcher,remote,http,catalog,instances,sdk,jwt (the last twelve only when named;\n"
+                "                       access,launcher,remote,http,catalog,instances,sdk,jwt,modern (the last thirteen only\n"
+                "                       when named;\n"
                 "                       instances: per-client servers, first call, memory, cost; launcher:\n"
                 "                       start to ready of a server, exec vs systemd, --startup-runs starts each;\n"
                 "                       remote: calls to a server reached by URL; http: clients over HTTP;\n"
                 "                       sdk: the TypeScript SDK's client, as many calls in flight as the last\n"
                 "                       --clients level, against mcpvisord, mcp-hub and supergateway in turn;\n"
-                "                       jwt: daemon CPU per HTTP call with a JWT (http.oauth) vs a static token)\n"
+                "                       jwt: daemon CPU per HTTP call with a JWT (http.oauth) vs a static token;\n"
+                "                       modern: calls of the 2026-07-28 era beside the initialize era's, socket\n"
+                "                       and HTTP, --calls each, and a multi round-trip request, --mrtr-rounds each)\n"
+                "  --mrtr-rounds N      modern: elicitations timed a path (default 300)\n"
                 "  --sdk-rounds N       rounds of the sdk part (default 3, at most 5)\n"
                 "  --sdk-compare PATH   another mcpvisord measured in the sdk part beside the first (a build before)\n"
                 "  --calls N            latency samples per path (default 20000)\n"
@@ -204,7 +211,7 @@ static unsigned parse_list(const char *text, unsigned *out, unsigned max) {
 static unsigned parse_parts(const char *text) {
         static const char *const names[] = { "latency", "load", "large", "idle", "startup", "cancel", "close", "notify",
                                              "servers", "access", "launcher", "remote", "http", "catalog", "instances",
-                                             "sdk", "jwt" };
+                                             "sdk", "jwt", "modern" };
         unsigned parts = 0;
         char *copy = strdup(text);
 
@@ -239,13 +246,14 @@ static void quick_defaults(struct options *o) {
         o->catalog[0] = 100;
         o->catalog[1] = 1000;
         o->catalog_runs = 2;
+        o->mrtr_rounds = 20;
 }
 
 static int parse_options(int argc, char **argv, struct options *o) {
         enum { O_DAEMON = 256, O_SERVER, O_PREFIX, O_QUICK, O_ONLY, O_CALLS, O_SECONDS, O_CLIENTS, O_IN_FLIGHT,
                O_IDLE, O_LARGE, O_LARGE_RUNS, O_STARTUP_RUNS, O_PIN_CPU, O_KEEP, O_CTL, O_CANCELS,
                O_CANCEL_SETTINGS, O_CLOSES, O_NOTIFIES, O_SERVERS, O_ACCESS_ROUNDS, O_CATALOG_TOOLS,
-               O_CATALOG_RUNS, O_SDK_ROUNDS, O_SDK_COMPARE, O_HELP };
+               O_CATALOG_RUNS, O_SDK_ROUNDS, O_SDK_COMPARE, O_MRTR_ROUNDS, O_HELP };
         static const struct option longopts[] = {
                 { "daemon", required_argument, NULL, O_DAEMON }, { "server", required_argument, NULL, O_SERVER },
                 { "daemon-prefix", required_argument, NULL, O_PREFIX }, { "quick", no_argument, NULL, O_QUICK },
@@ -264,6 +272,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "catalog-runs", required_argument, NULL, O_CATALOG_RUNS },
                 { "sdk-rounds", required_argument, NULL, O_SDK_ROUNDS },
                 { "sdk-compare", required_argument, NULL, O_SDK_COMPARE },
+                { "mrtr-rounds", required_argument, NULL, O_MRTR_ROUNDS },
                 { "help", no_argument, NULL, O_HELP }, { 0 },
         };
         int opt;
@@ -310,6 +319,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                         bad = o->sdk_rounds == 0 || o->sdk_rounds > MAX_ROUNDS;
                         break;
                 case O_SDK_COMPARE: o->sdk_compare = optarg; break;
+                case O_MRTR_ROUNDS: bad = !(o->mrtr_rounds = (unsigned)strtoul(optarg, NULL, 10)); break;
                 case O_HELP: usage(stdout, argv[0]); exit(0);
                 default: usage(stderr, argv[0]); return -EINVAL;
                 }
@@ -713,6 +723,29 @@ static void run_http(const struct options *o, struct results *res) {
                 if (daemon_stop(&d, 30000) != 0 && r >= 0)
                         failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
         run_http_slow(&ho, port, res);
+        remove_creds(creds);
+        free(settings);
+}
+
+/* --only modern: one daemon listening on both, each era's calls on each, one client a path. */
+static void run_modern(const struct options *o, struct results *res) {
+        char creds[] = "/tmp/mcpvisor-bench-modern-XXXXXX", *settings = NULL;
+        struct options mo = *o;
+        struct daemon_run d = { 0 };
+        unsigned port = free_port();
+        int r = http_options(o, port, creds, &settings);
+
+        mo.daemon.settings = settings;
+        mo.daemon.credentials = creds;
+        if (r >= 0)
+                r = start_ready(&d, &mo);
+        if (r >= 0 && (r = measure_modern(&d, o->daemon.server, port, HTTP_BENCH_TOKEN, o->calls, o->mrtr_rounds,
+                                          &res->modern)) < 0)
+                failed(res, "the modern era", r);
+        else if (r < 0)
+                res->failed = true;
+        if (d.pid > 0 && daemon_stop(&d, 30000) != 0 && !res->failed)
+                failed(res, "stopping the daemon (exit status not 0)", -ECHILD);
         remove_creds(creds);
         free(settings);
 }
@@ -1254,6 +1287,44 @@ static void sdk_rows(const struct sdk_figures *f) {
         }
 }
 
+/* Issue 30: each era's figures side by side ("via daemon": the modern path, "direct": the
+ * legacy one, "figure": the difference), then the multi round-trip request's. */
+static void modern_pair(const char *what, const struct modern_path *m, const struct modern_path *l) {
+        char name[80], a[32], b[32], c[32];
+        bool ok = m->ok && l->ok;
+
+        snprintf(name, sizeof name, "%s p50 / p99", what);
+        snprintf(a, sizeof a, "%.1f / %.1f us", (double)m->p50 / 1000, (double)m->p99 / 1000);
+        snprintf(b, sizeof b, "%.1f / %.1f us", (double)l->p50 / 1000, (double)l->p99 / 1000);
+        snprintf(c, sizeof c, "%+.1f us p50", (double)(m->p50 - l->p50) / 1000);
+        row(name, m->ok ? a : "-", l->ok ? b : "-", ok ? c : "-", "-", ok ? "-" : "n/a");
+        snprintf(name, sizeof name, "%s daemon CPU", what);
+        snprintf(a, sizeof a, "%.2f us", m->daemon_cpu_us);
+        snprintf(b, sizeof b, "%.2f us", l->daemon_cpu_us);
+        snprintf(c, sizeof c, "%+.2f us", m->daemon_cpu_us - l->daemon_cpu_us);
+        row(name, m->ok ? a : "-", l->ok ? b : "-", ok ? c : "-", "-", ok ? "-" : "n/a");
+}
+
+static void modern_rows(const struct results *res) {
+        const struct modern_path *p = res->modern.path;
+
+        const struct modern_path *dr = &p[MODERN_DIRECT];
+        char a[32], b[32], c[32];
+
+        row("modern vs legacy (one daemon, 1 client, 1 in flight)", "modern", "legacy", "", "", "");
+        snprintf(a, sizeof a, "%+.1f us", (double)(p[MODERN_SOCKET].p50 - dr->p50) / 1000);
+        snprintf(b, sizeof b, "%+.1f us", (double)(p[MODERN_SOCKET_LEGACY].p50 - dr->p50) / 1000);
+        snprintf(c, sizeof c, "direct %.1f us", (double)dr->p50 / 1000);
+        row("  socket: tools/call added p50", a, b, c, "-", dr->ok && p[MODERN_SOCKET].ok ? "-" : "n/a");
+        snprintf(a, sizeof a, "%+.1f us", (double)(p[MODERN_HTTP].p50 - dr->p50) / 1000);
+        snprintf(b, sizeof b, "%+.1f us", (double)(p[MODERN_HTTP_LEGACY].p50 - dr->p50) / 1000);
+        row("  HTTP: tools/call added p50", a, b, c, "-", dr->ok && p[MODERN_HTTP].ok ? "-" : "n/a");
+        modern_pair("  socket: tools/call", &p[MODERN_SOCKET], &p[MODERN_SOCKET_LEGACY]);
+        modern_pair("  HTTP: tools/call", &p[MODERN_HTTP], &p[MODERN_HTTP_LEGACY]);
+        modern_pair("  socket: elicitation round trip", &p[MODERN_MRTR_SOCKET], &p[MODERN_ASK_LEGACY]);
+        modern_pair("  HTTP MRTR vs socket legacy elicit.", &p[MODERN_MRTR_HTTP], &p[MODERN_ASK_LEGACY]);
+}
+
 static void http_rows(const struct options *o, const struct results *res) {
         http_size_rows(o, res);
         for (unsigned k = 0; k < o->n_levels; k++) {
@@ -1501,6 +1572,8 @@ static void print_table(const struct options *o, const struct results *res) {
                 sdk_rows(&res->sdk);
         if (o->parts & PART_JWT)
                 jwt_rows(o, res);
+        if (o->parts & PART_MODERN)
+                modern_rows(res);
         print_notes(o, res);
 }
 
@@ -1512,7 +1585,7 @@ int main(int argc, char **argv) {
                 .large_runs = 5, .startup_runs = 20, .pin_cpu = 0, .cancels = 100000, .closes = 15000, .notifies = 50000,
                 .cancel_settings = "\"maxInFlight\": 1000000",
                 .servers = 1000, .access_rounds = 3,
-                .catalog = { 10000, 100000 }, .n_catalog = 2, .catalog_runs = 5, .sdk_rounds = 3,
+                .catalog = { 10000, 100000 }, .n_catalog = 2, .catalog_runs = 5, .sdk_rounds = 3, .mrtr_rounds = 300,
         };
         struct results res = { 0 };
         int r;
@@ -1575,6 +1648,8 @@ int main(int argc, char **argv) {
                 run_sdk(&o, &res);
         if (o.parts & PART_JWT)
                 run_jwt(&o, &res);
+        if (o.parts & PART_MODERN)
+                run_modern(&o, &res);
         print_table(&o, &res);
         return res.failed ? 1 : 0;
 }

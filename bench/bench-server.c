@@ -1,14 +1,18 @@
 /* mcpvisor-bench-server: the fastest MCP server we can reasonably write, so that the
  * benchmark measures the daemon and not its child.
  *
- * It answers initialize, ping, tools/list (four tools, and N more with --tools N, "t0000" on,
+ * It answers initialize, ping, tools/list (five tools, and N more with --tools N, "t0000" on,
  * which a call finds unknown: a large registry for the access rules to decide on) and tools/call:
  *   - "echo" {text}: the text back, copied as raw JSON string content (no decoding);
  *   - "blob" {bytes}: a text of that many 'x', for the large-result measurement;
  *   - "hold" {}: never answered, for calls in flight until cancelled (bench-cancel.c);
  *   - "notify" {count}: that many notifications (a method of its own, which the daemon
- *     sends to the one client with calls in flight), then an empty text (bench-notify.c).
- * Notifications and responses are ignored; other requests get -32601.
+ *     sends to the one client with calls in flight), then an empty text (bench-notify.c);
+ *   - "ask" {}: an elicitation/create of its own (the legacy way to ask the user), the call
+ *     answered with the answer's action once the response comes (bench-modern.c: a modern
+ *     client's call through the daemon's multi round-trip bridge).
+ * Notifications and other responses are ignored; other requests get -32601, server/discover
+ * too (a legacy server).
  *
  * No JSON library: a request is scanned in place for the few members it needs (a small
  * skipper walks the top level of an object, so a nested "id" is never mistaken for the
@@ -23,6 +27,7 @@
 
 #define READ_CHUNK (256 * 1024)
 #define MAX_BLOB_BYTES (64u * 1024 * 1024)
+#define MAX_ASKS 4096 /* calls of "ask" waiting for their answer */
 
 struct span {
         const char *p;
@@ -181,6 +186,7 @@ struct server {
         char *tools;    /* the tools/list result */
         char *blob; /* MAX_BLOB_BYTES at most of 'x', made on first use */
         size_t blob_len;
+        char *asks[MAX_ASKS]; /* the call's id (its JSON text) for our request "ask-N", N the slot */
 };
 
 static void reply_head(struct server *s, struct span id) {
@@ -222,7 +228,9 @@ static const char TOOLS[] =
         "{\"type\":\"object\",\"properties\":{\"bytes\":{\"type\":\"integer\"}},\"required\":[\"bytes\"]}},"
         "{\"name\":\"hold\",\"description\":\"Never answers.\",\"inputSchema\":{\"type\":\"object\"}},"
         "{\"name\":\"notify\",\"description\":\"Sends count notifications, then answers.\",\"inputSchema\":"
-        "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"}}}}]}";
+        "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"}}}},"
+        "{\"name\":\"ask\",\"description\":\"Asks the user (elicitation), then answers.\",\"inputSchema\":"
+        "{\"type\":\"object\"}}]}";
 
 /* TOOLS with n more tools before its closing "]}". */
 static char *tools_list(unsigned n) {
@@ -274,6 +282,42 @@ static void notify(struct server *s, struct span id, struct span args) {
         text_result(s, id, (struct span){ "", 0 });
 }
 
+/* An elicitation/create under "ask-N", N a free slot that keeps the call's id. */
+static void ask(struct server *s, struct span id) {
+        char head[64];
+        unsigned n = 0;
+
+        while (n < MAX_ASKS && s->asks[n])
+                n++;
+        if (n == MAX_ASKS) {
+                reply_error(s, id, -32603, "too many asks waiting");
+                return;
+        }
+        s->asks[n] = strndup(id.p, id.len);
+        if (!s->asks[n])
+                die("strndup");
+        snprintf(head, sizeof head, "{\"jsonrpc\":\"2.0\",\"id\":\"ask-%u\",", n);
+        out_str(&s->out, head);
+        out_str(&s->out, "\"method\":\"elicitation/create\",\"params\":{\"message\":\"Go on?\",\"requestedSchema\":"
+                         "{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"}}}}}\n");
+}
+
+/* The response to our "ask-N": the waiting call answered with the answer's action. */
+static void asked(struct server *s, struct span id, struct span msg) {
+        struct span result, action = { "none", 4 };
+        char *end;
+        unsigned long n;
+
+        if (id.len < 7 || memcmp(id.p, "\"ask-", 5) != 0 || (n = strtoul(id.p + 5, &end, 10)) >= MAX_ASKS ||
+            *end != '"' || !s->asks[n])
+                return;
+        if (member(msg, "result", &result))
+                string_member(result, "action", &action);
+        text_result(s, (struct span){ s->asks[n], strlen(s->asks[n]) }, action);
+        free(s->asks[n]);
+        s->asks[n] = NULL;
+}
+
 static void tools_call(struct server *s, struct span id, struct span params) {
         struct span name, args = { "{}", 2 }, text = { "", 0 };
 
@@ -289,6 +333,8 @@ static void tools_call(struct server *s, struct span id, struct span params) {
                 blob(s, id, args);
         } else if (span_is(name, "notify")) {
                 notify(s, id, args);
+        } else if (span_is(name, "ask")) {
+                ask(s, id);
         } else if (span_is(name, "hold")) {
                 return; /* never answered: a call that stays in flight until cancelled */
         } else {
@@ -299,8 +345,12 @@ static void tools_call(struct server *s, struct span id, struct span params) {
 static void handle_line(struct server *s, const char *line, size_t len) {
         struct span msg = { line, len }, id, method, params = { "{}", 2 };
 
+        if (member(msg, "id", &id) && !string_member(msg, "method", &method)) {
+                asked(s, id, msg);
+                return;
+        }
         if (!member(msg, "id", &id) || !string_member(msg, "method", &method))
-                return; /* a notification or a response: nothing to answer */
+                return; /* a notification: nothing to answer */
         member(msg, "params", &params);
         if (span_is(method, "tools/call"))
                 tools_call(s, id, params);
@@ -325,7 +375,7 @@ static long parse_args(int argc, char **argv) {
                 return n;
         fprintf(argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr,
                 "usage: %s [--tools N]\nA minimal MCP server on stdio for mcpvisor-bench: tools echo {text}, blob {bytes},\n"
-                "hold and notify {count}; with --tools N, N more tools t0000... (at most 100000) that do nothing.\n",
+                "hold, notify {count} and ask; with --tools N, N more tools t0000... (at most 100000) that do nothing.\n",
                 argv[0]);
         exit(argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2);
 }

@@ -192,6 +192,55 @@ struct remote_figures {
 };
 int measure_remote(const struct daemon_opts *base, const struct remote_params *p, struct remote_figures *ret);
 
+/* A keep-alive HTTP/1.1 connection to the front door on loopback (bench-http.c). */
+struct hclient {
+        int fd;
+        char sid[64];           /* its session's Mcp-Session-Id, "" none */
+        char buf[65536];
+        size_t len;
+        uint64_t next_id;
+        int64_t sent_ns;
+};
+/* Connected (TCP_NODELAY), no request sent. */
+int hclient_connect(struct hclient *h, unsigned port);
+/* Connected, a session opened (initialize, notifications/initialized). */
+int hclient_open(struct hclient *h, unsigned port, const char *token);
+/* A POST of body to /mcp with the session's id if any; headers: more header lines, each
+ * ending in CRLF, or "". */
+int hclient_post(struct hclient *h, const char *token, const char *headers, const char *body);
+/* Reads until a whole answer is in buf (blocking, until deadline); its status, its length
+ * (head and body) in *ret_len. */
+int hclient_answer(struct hclient *h, int64_t deadline, size_t *ret_len);
+/* Drops the first n bytes of buf (an answer read). */
+void hclient_consume(struct hclient *h, size_t n);
+
+/* --only modern (bench-modern.c): the 2026-07-28 era beside the initialize era on one daemon,
+ * one client a path, one request in flight. */
+enum modern_path_kind {
+        MODERN_SOCKET_LEGACY, /* tools/call echo, an initialized client on the socket */
+        MODERN_SOCKET,        /* the same with _meta, no initialize */
+        MODERN_HTTP_LEGACY,   /* a session's call over HTTP, keep-alive */
+        MODERN_HTTP,          /* a call without a session over HTTP, keep-alive */
+        MODERN_ASK_LEGACY,    /* ask: its elicitation/create answered by an initialized socket client */
+        MODERN_MRTR_SOCKET,   /* ask by a modern socket client: input_required, the retry, the result */
+        MODERN_MRTR_HTTP,     /* the same over HTTP */
+        MODERN_DIRECT,        /* echo to the bench server itself over pipes: the baseline */
+        MODERN_PATHS
+};
+struct modern_path {
+        unsigned n;
+        int64_t p50, p99;           /* ns */
+        double daemon_cpu_us;       /* per call, or per round trip */
+        bool ok;
+};
+struct modern_figures {
+        struct modern_path path[MODERN_PATHS];
+};
+/* calls echo calls a path, rounds asks a path, each path after a tenth as many unmeasured;
+ * server: the bench server, run directly for the baseline. */
+int measure_modern(struct daemon_run *d, const char *server, unsigned port, const char *token, unsigned calls,
+                   unsigned rounds, struct modern_figures *ret);
+
 /* issue 18: clients on the HTTP front door (bench-http.c), one call in flight each. */
 struct http_load {
         unsigned clients;
@@ -342,7 +391,7 @@ int raise_nofile(unsigned n);
 /* Access rules (bench-access.c): the daemon's settings with rules rules, all but the last
  * not matching us (malloc'd), and how many of the bench server's tools (its own
  * BENCH_SERVER_TOOLS and its extra ones, "t0000" on) tools/list shows, page after page. */
-#define BENCH_SERVER_TOOLS 4
+#define BENCH_SERVER_TOOLS 5
 char *access_settings(unsigned rules);
 int count_listed_tools(struct daemon_run *d, unsigned *ret);
 

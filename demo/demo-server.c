@@ -42,6 +42,12 @@
  *     version and the client's capabilities, every result typed "complete"; the legacy
  *     ones answer it -32602 ("invalid-params"), never ("silent"), or exit on it ("exit");
  *     without the option it is -32601 as for any unknown method.
+ *   - subscriptions/listen (a modern server's only way to notify): acknowledged with what it
+ *     honours (toolsListChanged, and resourceSubscriptions with --subscribe), then its list
+ *     changes and resource updates carry its id; "listen ID opened FILTER" and "listen ID
+ *     cancelled" on stderr; --refuse-listen answers it -32601, --listen-ends-after-ms MS ends
+ *     each with a result MS after it opened ("listen ID ended"), or with an error with
+ *     --listen-ends-with-error.
  *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
  *     as servers that keep their client's roots do (server-filesystem).
  * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
@@ -135,6 +141,9 @@ static unsigned arg_page_size;
 static const char *arg_instructions = DEFAULT_INSTRUCTIONS;
 static long arg_list_changed_after_ms = -1;
 static bool arg_subscribe;
+static bool arg_refuse_listen;
+static long arg_listen_ends_after_ms = -1;
+static bool arg_listen_ends_with_error;
 static const char *arg_ask_at_start;
 static bool arg_follow_roots;
 
@@ -175,6 +184,19 @@ struct subscription {
 };
 
 static struct subscription subscriptions[MAX_SUBSCRIPTIONS];
+
+/* An open subscriptions/listen (modern). id == NULL marks a free slot. */
+#define MAX_LISTENS 16
+struct listen {
+        json_object *id;
+        bool tools;
+        json_object *uris;      /* the resourceSubscriptions honoured: an array */
+        uint64_t end_at;        /* --listen-ends-after-ms; 0 never */
+};
+
+static struct listen listens[MAX_LISTENS];
+static bool listen_fan_out(const char *method, json_object *params);
+static struct subscription *subscribe_uri(const char *uri);
 
 /* Bytes read from stdin, not yet consumed as lines. */
 static struct {
@@ -379,7 +401,11 @@ static void send_error(json_object *id, int code, const char *message) {
 
 /* Takes ownership of params, which may be NULL. */
 static void send_notification(const char *method, json_object *params) {
-        json_object *m = json_object_new_object();
+        json_object *m;
+
+        if (listen_fan_out(method, params))
+                return;
+        m = json_object_new_object();
 
         json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
         json_object_object_add(m, "method", json_object_new_string(method));
@@ -1552,15 +1578,24 @@ static void method_resources_subscribe(json_object *id, json_object *params) {
                 return;
         }
         fprintf(stderr, "subscribed %s\n", uri);
-        sub = find_subscription(uri);
+        sub = subscribe_uri(uri);
+        if (!sub) {
+                send_error(id, ERR_SERVER, "too many subscriptions");
+                return;
+        }
+        send_result(id, json_object_new_object());
+}
+
+/* uri updated every UPDATE_INTERVAL_MS from now on; NULL when there is no room. */
+static struct subscription *subscribe_uri(const char *uri) {
+        struct subscription *sub = find_subscription(uri);
+
         if (!sub) {
                 for (size_t i = 0; i < MAX_SUBSCRIPTIONS && !sub; i++)
                         if (!subscriptions[i].uri)
                                 sub = &subscriptions[i];
-                if (!sub) {
-                        send_error(id, ERR_SERVER, "too many subscriptions");
-                        return;
-                }
+                if (!sub)
+                        return NULL;
                 sub->uri = strdup(uri);
                 if (!sub->uri) {
                         fprintf(stderr, "out of memory\n");
@@ -1568,7 +1603,7 @@ static void method_resources_subscribe(json_object *id, json_object *params) {
                 }
         }
         sub->next_update = now_ms() + UPDATE_INTERVAL_MS;
-        send_result(id, json_object_new_object());
+        return sub;
 }
 
 static void method_resources_unsubscribe(json_object *id, json_object *params) {
@@ -1584,6 +1619,136 @@ static void method_resources_unsubscribe(json_object *id, json_object *params) {
         if (sub)
                 subscription_free(sub);
         send_result(id, json_object_new_object());
+}
+
+/* ---- subscriptions/listen ---- */
+
+static bool listening_to(const struct listen *l, const char *uri) {
+        for (size_t i = 0; l->uris && i < json_object_array_length(l->uris); i++)
+                if (strcmp(json_object_get_string(json_object_array_get_idx(l->uris, i)), uri) == 0)
+                        return true;
+        return false;
+}
+
+/* A modern server notifies on its listens alone: each that asked for it gets its copy,
+ * under its id. True when the modern era took it (even if no listen wanted it). */
+static bool listen_fan_out(const char *method, json_object *params) {
+        bool tools_changed = strcmp(method, "notifications/tools/list_changed") == 0;
+        bool update = strcmp(method, "notifications/resources/updated") == 0;
+        const char *uri = update ? get_string(params, "uri") : NULL;
+
+        if (!discover_mode("modern") || (!tools_changed && !update))
+                return false;
+        for (size_t i = 0; i < MAX_LISTENS; i++) {
+                json_object *p, *meta, *m;
+                if (!listens[i].id || (tools_changed && !listens[i].tools) || (update && (!uri || !listening_to(&listens[i], uri))))
+                        continue;
+                p = NULL;
+                if (!params || json_object_deep_copy(params, &p, NULL) < 0)
+                        p = json_object_new_object();
+                meta = json_object_new_object();
+                json_object_object_add(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(listens[i].id));
+                json_object_object_add(p, "_meta", meta);
+                m = json_object_new_object();
+                json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+                json_object_object_add(m, "method", json_object_new_string(method));
+                json_object_object_add(m, "params", p);
+                send_message(m);
+        }
+        json_object_put(params);
+        return true;
+}
+
+static void method_subscriptions_listen(json_object *id, json_object *params) {
+        json_object *want = NULL, *v, *ack, *honoured, *meta;
+        struct listen *l = NULL;
+
+        if (!discover_mode("modern") || arg_refuse_listen) {
+                fprintf(stderr, "refused subscriptions/listen\n");
+                send_error(id, ERR_METHOD_NOT_FOUND, "Method not found");
+                return;
+        }
+        for (size_t i = 0; i < MAX_LISTENS && !l; i++)
+                if (!listens[i].id)
+                        l = &listens[i];
+        if (!l) {
+                send_error(id, ERR_SERVER, "too many listens");
+                return;
+        }
+        json_object_object_get_ex(params, "notifications", &want);
+        honoured = json_object_new_object();
+        *l = (struct listen){ .id = json_object_get(id), .uris = json_object_new_array(),
+                              .end_at = arg_listen_ends_after_ms >= 0 ? now_ms() + (uint64_t)arg_listen_ends_after_ms : 0 };
+        if (!arg_no_tools && json_object_object_get_ex(want, "toolsListChanged", &v) && json_object_get_boolean(v)) {
+                l->tools = true;
+                json_object_object_add(honoured, "toolsListChanged", json_object_new_boolean(true));
+        }
+        if (arg_subscribe && !arg_no_resources && json_object_object_get_ex(want, "resourceSubscriptions", &v))
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                        const char *uri = json_object_get_string(json_object_array_get_idx(v, i));
+                        if (uri && subscribe_uri(uri))
+                                json_object_array_add(l->uris, json_object_new_string(uri));
+                }
+        if (json_object_array_length(l->uris) > 0)
+                json_object_object_add(honoured, "resourceSubscriptions", json_object_get(l->uris));
+        fprintf(stderr, "listen %s opened %s\n", json_object_to_json_string(id), log_json(honoured));
+        ack = json_object_new_object();
+        meta = json_object_new_object();
+        json_object_object_add(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(id));
+        json_object_object_add(ack, "_meta", meta);
+        json_object_object_add(ack, "notifications", honoured);
+        send_notification("notifications/subscriptions/acknowledged", ack);
+        /* what initialized arms for a legacy client: a listen is when a modern one hears */
+        if (l->tools && arg_list_changed_after_ms >= 0 && !list_changed_armed) {
+                list_changed_armed = true;
+                list_changed_at = (int64_t)(now_ms() + (uint64_t)arg_list_changed_after_ms);
+        }
+}
+
+/* A listen ends: its URIs no other listen holds are no longer updated. */
+static void listen_free(struct listen *l) {
+        for (size_t i = 0; i < json_object_array_length(l->uris); i++) {
+                const char *uri = json_object_get_string(json_object_array_get_idx(l->uris, i));
+                bool held = false;
+                for (size_t k = 0; k < MAX_LISTENS; k++)
+                        held |= &listens[k] != l && listens[k].id && listening_to(&listens[k], uri);
+                if (!held && find_subscription(uri))
+                        subscription_free(find_subscription(uri));
+        }
+        json_object_put(l->id);
+        json_object_put(l->uris);
+        *l = (struct listen){ 0 };
+}
+
+/* notifications/cancelled for a listen: true if it named one. */
+static bool listen_cancelled(json_object *request_id) {
+        for (size_t i = 0; i < MAX_LISTENS; i++)
+                if (listens[i].id && json_object_equal(listens[i].id, request_id)) {
+                        fprintf(stderr, "listen %s cancelled\n", json_object_to_json_string(request_id));
+                        listen_free(&listens[i]);
+                        return true;
+                }
+        return false;
+}
+
+/* --listen-ends-after-ms: the server ends a listen gracefully, a result under its id (or,
+ * --listen-ends-with-error, an error, as a stream cut short is told). */
+static void listen_end(struct listen *l) {
+        json_object *result = json_object_new_object(), *meta = json_object_new_object();
+
+        fprintf(stderr, "listen %s ended\n", json_object_to_json_string(l->id));
+        if (arg_listen_ends_with_error) {
+                json_object_put(result);
+                json_object_put(meta);
+                send_error(l->id, ERR_SERVER, "listen dropped");
+                listen_free(l);
+                return;
+        }
+        json_object_object_add(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(l->id));
+        json_object_object_add(result, "resultType", json_object_new_string("complete"));
+        json_object_object_add(result, "_meta", meta);
+        send_result(l->id, result);
+        listen_free(l);
 }
 
 static void method_logging_set_level(json_object *id, json_object *params) {
@@ -1620,6 +1785,7 @@ static const struct method methods[] = {
         { "resources/subscribe", method_resources_subscribe, CAP_SUBSCRIBE },
         { "resources/unsubscribe", method_resources_unsubscribe, CAP_SUBSCRIBE },
         { "logging/setLevel", method_logging_set_level, CAP_NONE },
+        { "subscriptions/listen", method_subscriptions_listen, CAP_NONE },
 };
 
 static bool capability_off(enum capability_kind cap) {
@@ -1662,7 +1828,7 @@ static void notification_initialized(void) {
 static void notification_cancelled(json_object *params) {
         json_object *request_id;
 
-        if (!json_object_object_get_ex(params, "requestId", &request_id))
+        if (!json_object_object_get_ex(params, "requestId", &request_id) || listen_cancelled(request_id))
                 return;
         for (size_t i = 0; i < MAX_JOBS; i++)
                 if (jobs[i].id && json_object_equal(jobs[i].id, request_id)) {
@@ -1965,6 +2131,9 @@ static void run_timers(void) {
                         send_update(&subscriptions[i], now);
         if (list_changed_at >= 0 && now >= (uint64_t)list_changed_at)
                 fire_list_changed();
+        for (size_t i = 0; i < MAX_LISTENS; i++)
+                if (listens[i].id && listens[i].end_at && now >= listens[i].end_at)
+                        listen_end(&listens[i]);
         if (arg_flood_stderr == 0)
                 flood_lines(FLOOD_BATCH);
 }
@@ -1986,6 +2155,9 @@ static int next_timeout(void) {
                         next = asks[i].send_at ? asks[i].send_at : asks[i].give_up_at;
         if (list_changed_at >= 0 && (uint64_t)list_changed_at < next)
                 next = (uint64_t)list_changed_at;
+        for (size_t i = 0; i < MAX_LISTENS; i++)
+                if (listens[i].id && listens[i].end_at && listens[i].end_at < next)
+                        next = listens[i].end_at;
         if (next == UINT64_MAX)
                 return -1;
         if (next <= now)
@@ -2174,7 +2346,11 @@ static void help(void) {
                "  --list-changed-after-ms MS Add late_tool and announce it MS after initialized\n"
                "  --subscribe                Support resources/subscribe: send\n"
                "                             notifications/resources/updated every 200 ms\n"
-               "                             for each subscribed URI until unsubscribed\n\n"
+               "                             for each subscribed URI until unsubscribed\n"
+               "  --refuse-listen            Answer subscriptions/listen -32601 (modern)\n"
+               "  --listen-ends-after-ms MS  End each subscriptions/listen with a result MS after\n"
+               "                             it opened (modern)\n"
+               "  --listen-ends-with-error   ...with an error instead (a stream cut short)\n\n"
                "Requests to the client:\n"
                "  tool ask {method, params?, cancelAfterMs?, afterMs?}\n"
                "                             Send request METHOD to the client as \"ask-N\" and\n"
@@ -2273,6 +2449,9 @@ enum {
         OPT_ASK_AT_START,
         OPT_FOLLOW_ROOTS,
         OPT_DISCOVER,
+        OPT_REFUSE_LISTEN,
+        OPT_LISTEN_ENDS_AFTER_MS,
+        OPT_LISTEN_ENDS_WITH_ERROR,
 };
 
 static const struct option options[] = {
@@ -2313,6 +2492,9 @@ static const struct option options[] = {
         { "ask-at-start", required_argument, NULL, OPT_ASK_AT_START },
         { "follow-roots", no_argument, NULL, OPT_FOLLOW_ROOTS },
         { "discover", required_argument, NULL, OPT_DISCOVER },
+        { "refuse-listen", no_argument, NULL, OPT_REFUSE_LISTEN },
+        { "listen-ends-after-ms", required_argument, NULL, OPT_LISTEN_ENDS_AFTER_MS },
+        { "listen-ends-with-error", no_argument, NULL, OPT_LISTEN_ENDS_WITH_ERROR },
         {}
 };
 
@@ -2326,6 +2508,7 @@ static void set_number_option(int c, const char *name, const char *s) {
         case OPT_PING_FAIL_AFTER: arg_ping_fail_after = parse_number(name, s, 0, LONG_MAX); break;
         case OPT_EXIT_AFTER: arg_exit_after = parse_number(name, s, 1, LONG_MAX); break;
         case OPT_FLOOD_STDERR: arg_flood_stderr = parse_number(name, s, 0, LONG_MAX); break;
+        case OPT_LISTEN_ENDS_AFTER_MS: arg_listen_ends_after_ms = parse_number(name, s, 0, INT_MAX); break;
         case OPT_LONG_STDERR_LINE: arg_long_stderr_line = parse_number(name, s, 0, LONG_MAX); break;
         case OPT_TOOLS: arg_tools = (unsigned)parse_number(name, s, 0, MAX_SYNTHETIC); break;
         case OPT_PROBE_TOOLS: arg_probe_tools = true; break;
@@ -2364,6 +2547,8 @@ static void parse_argv(int argc, char *argv[]) {
                 case OPT_ASK_AT_START: arg_ask_at_start = optarg; break;
                 case OPT_FOLLOW_ROOTS: arg_follow_roots = true; break;
                 case OPT_DISCOVER: arg_discover = optarg; break;
+                case OPT_REFUSE_LISTEN: arg_refuse_listen = true; break;
+                case OPT_LISTEN_ENDS_WITH_ERROR: arg_listen_ends_with_error = true; break;
                 case '?': exit(2);
                 default: set_number_option(c, options[option_index].name, optarg); break;
                 }

@@ -16,6 +16,7 @@
 #define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
 #define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 #define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
 
 /* The specification's own error codes (-32020 to -32099 are its to define). */
 enum {

@@ -27,6 +27,7 @@
 #include "route-owners.h"
 #include "server-cause.h"
 #include "server-config.h"
+#include "server-listen.h"
 #include "stderr-reader.h"
 
 struct child;
@@ -104,6 +105,7 @@ struct server {
         struct run *run;          /* the current process, NULL when none */
         struct handshake handshake;
         struct health health;
+        struct server_listen listen;   /* a modern server's subscriptions/listen (server-listen.h) */
         struct catalog catalog;        /* from the last complete handshake */
         enum mcp_era era;              /* what its last complete handshake spoke in (handshake.h) */
         /* "protocol": "auto": what the probe found, kept for the next starts of the same
@@ -180,6 +182,11 @@ const char *server_prefix(const struct server *s);
 
 /* Serving: ready, or unhealthy but still running and answering calls. */
 bool server_serving(const struct server *s);
+/* The daemon's subscription to a resource at a serving server begins (on) or ends: a
+ * legacy server is sent resources/subscribe or resources/unsubscribe, a modern one's
+ * subscriptions/listen is replaced by one whose resourceSubscriptions say so. Nothing
+ * while it is not serving (its subscriptions are told again when it is ready). */
+void server_resource_subscription(struct server *s, const char *uri, bool on);
 /* Why it is in its state, as logged when it got there ("" for nothing to say). */
 const char *server_state_cause(const struct server *s);
 /* The same, as of now: in backoff, how long until the restart ("exit status 1; restarting

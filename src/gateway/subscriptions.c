@@ -58,16 +58,6 @@ static struct subscriber *subscriber_of(const struct subscription *sub, const st
         return NULL;
 }
 
-/* Sends resources/subscribe or resources/unsubscribe for uri to the server. */
-static void tell_server(struct server *s, const char *method, const char *uri) {
-        json_object *params;
-
-        if (!server_serving(s))
-                return;
-        params = json_object_new_object();
-        json_object_object_add(params, "uri", json_object_new_string(uri));
-        (void)child_request(server_child(s), method, params, 0, NULL, NULL);
-}
 
 static void sub_free(struct subscriptions *subs, struct subscription *sub) {
         for (size_t i = 0; i < sub->n_subscribers; i++) {
@@ -90,7 +80,7 @@ static void drop_subscriber(struct subscriptions *subs, struct subscriber *sr) {
         LIST_REMOVE(sr, by_client);
         free(sr);
         if (sub->n_subscribers == 0) {
-                tell_server(sub->server, "resources/unsubscribe", sub->uri);
+                server_resource_subscription(sub->server, sub->uri, false);
                 sub_free(subs, sub);
         }
 }
@@ -136,7 +126,7 @@ int subscriptions_add(struct subscriptions *subs, struct client *c, struct serve
                 }
                 sub->server = s;
                 TAILQ_INSERT_TAIL(&subs->all, sub, entry);
-                tell_server(sub->server, "resources/subscribe", uri);
+                server_resource_subscription(sub->server, uri, true);
         }
         return add_client(sub, c) < 0 ? -ENOMEM : 0;
 }
@@ -163,7 +153,7 @@ void subscriptions_server_ready(struct subscriptions *subs, struct server *s) {
 
         TAILQ_FOREACH(sub, &subs->all, entry)
                 if (sub->server == s)
-                        tell_server(s, "resources/subscribe", sub->uri);
+                        server_resource_subscription(s, sub->uri, true);
 }
 
 /* Whether c may go on hearing of sub's URI: the verdict on the entry its view finds for it

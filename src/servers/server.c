@@ -69,6 +69,21 @@ bool server_serving(const struct server *s) {
         return (s->state == SERVER_READY || s->state == SERVER_UNHEALTHY) && s->run && s->run->child;
 }
 
+void server_resource_subscription(struct server *s, const char *uri, bool on) {
+        json_object *params;
+
+        if (!server_serving(s))
+                return;
+        if (s->era == MCP_ERA_MODERN) {
+                if (server_listen_uri(&s->listen, uri, on) < 0)
+                        server_log(s, LOG_WARNING, "cannot listen for updates of %s: out of memory", uri);
+                return;
+        }
+        params = json_object_new_object();
+        json_object_object_add(params, "uri", json_object_new_string(uri));
+        (void)child_request(s->run->child, on ? "resources/subscribe" : "resources/unsubscribe", params, 0, NULL, NULL);
+}
+
 const char *server_state_cause(const struct server *s) {
         return s->cause ? s->cause : "";
 }
@@ -381,6 +396,32 @@ static void act_spawn_fresh(struct server *s, const char *detail) {
         act_spawn(s, detail);
 }
 
+/* The lists whose changes a modern server says it tells of (listChanged), as LISTEN_*. */
+static unsigned lists_to_hear(const struct server *s) {
+        static const struct { const char *name; unsigned bit; } caps[] = {
+                { "tools", LISTEN_TOOLS }, { "prompts", LISTEN_PROMPTS }, { "resources", LISTEN_RESOURCES },
+        };
+        unsigned lists = 0;
+
+        for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
+                json_object *cap = catalog_capability(&s->catalog, caps[i].name), *v;
+                if (cap && json_object_object_get_ex(cap, "listChanged", &v) && json_object_get_boolean(v))
+                        lists |= caps[i].bit;
+        }
+        return lists;
+}
+
+/* Over HTTP a listen holds one of the server's maxConnections for as long as it is open:
+ * with one alone, it would hold back every call. */
+static void start_listen(struct server *s) {
+        if (s->config->remote.url && s->config->remote.max_connections < 2) {
+                server_log(s, LOG_NOTICE, "not listening for its list changes and resource updates: "
+                                          "subscriptions/listen would hold its one connection (maxConnections 1)");
+                return;
+        }
+        server_listen_start(&s->listen, s->run->child, s->config->name, lists_to_hear(s));
+}
+
 static void act_ready(struct server *s, const char *detail) {
         char text[128];
 
@@ -392,6 +433,8 @@ static void act_ready(struct server *s, const char *detail) {
         backoff_healthy(&s->backoff, now_usec());
         health_start(&s->health, s->run->child, s->era == MCP_ERA_MODERN, usec_from_seconds(s->config->health_interval),
                      usec_from_seconds(s->config->health_timeout));
+        if (s->era == MCP_ERA_MODERN) /* it tells of changes only on a listen */
+                start_listen(s);
         snprintf(text, sizeof text, "%zu tools, %zu prompts, %zu resources, %zu templates",
                  catalog_count(&s->catalog, CATALOG_TOOLS), catalog_count(&s->catalog, CATALOG_PROMPTS),
                  catalog_count(&s->catalog, CATALOG_RESOURCES), catalog_count(&s->catalog, CATALOG_TEMPLATES));
@@ -408,6 +451,7 @@ static void begin_stop(struct server *s, enum stop_goal goal) {
         note_probe_end(s);
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
+        server_listen_stop(&s->listen);
         s->goal = goal;
         if (s->run->child)
                 child_close_input(s->run->child);
@@ -519,6 +563,7 @@ static void end_run(struct server *s) {
         note_probe_end(s);
         handshake_cancel(&s->handshake);
         health_stop(&s->health);
+        server_listen_stop(&s->listen);
         run_describe_end(in, &s->last_exit);
         if (s->state == SERVER_STOP_TERM || s->state == SERVER_STOP_KILL) {
                 /* the stop steps' signals, as its launcher sends them: kill comes after terminate */
@@ -793,7 +838,7 @@ static void on_child_message(struct child *ch, struct jsonrpc_msg *m, void *user
                         child_send(ch, jsonrpc_error(m->id, JSONRPC_INTERNAL_ERROR, "the server is being stopped", NULL));
                 return;
         }
-        if (!refresh_lists(s, m->method))
+        if (!server_listen_notification(&s->listen, m) && !refresh_lists(s, m->method))
                 supervisor_server_notification(s->sv, s, m);
 }
 
@@ -894,7 +939,8 @@ struct server *server_new(struct supervisor *sv, struct server_config *config) {
         s->timer = evtimer_new(sv->base, on_timer, s);
         if (s->timer) /* a restart after backoff spawns (process.h) */
                 (void)event_priority_set(s->timer, EVENT_PRIORITY_SPAWN);
-        if (!s->timer || health_init(&s->health, sv->base, on_health, s) < 0) {
+        if (!s->timer || health_init(&s->health, sv->base, on_health, s) < 0 ||
+            server_listen_init(&s->listen, sv->base, sv->log) < 0) {
                 server_free(s);
                 return NULL;
         }
@@ -906,6 +952,7 @@ void server_free(struct server *s) {
                 return;
         handshake_done(&s->handshake);
         health_done(&s->health);
+        server_listen_done(&s->listen);
         if (s->run)
                 run_free(s->run);
         route_owners_done(&s->owners);

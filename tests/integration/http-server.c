@@ -16,7 +16,10 @@
  * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
  * serves HTTPS with that certificate and key (PEM). --tools N lists N tools more (t0, t1,
  * ...); tools/list is paged, 100 tools a page. --many-sessions keeps every session
- * initialized until its DELETE (else an initialize replaces the live one). --elsewhere-port-file listens on a second
+ * initialized until its DELETE (else an initialize replaces the live one). --modern plays a
+ * 2026-07-28 server: it answers server/discover, keeps no session, and holds each
+ * subscriptions/listen open as an event stream (its acknowledgement first; a newer one
+ * ends the one before), on which notify sends its list change. --elsewhere-port-file listens on a second
  * port too (another origin, written there), which the legacy stream names as its endpoint
  * and the tool redirect points at; every request's log line ends with " host=HOST" (its
  * Host header), so tests see which port it went to. A refusal's body (--status, refuse)
@@ -79,6 +82,10 @@ struct fake {
         struct conn *conns;         /* the connections open, each seen by its first request */
         unsigned n_conns;
         int elsewhere_port;         /* --elsewhere-port-file: the second port; 0 none */
+        bool modern;                /* --modern */
+        struct evhttp_request *listen; /* the open subscriptions/listen, or NULL */
+        struct conn *listen_conn;
+        json_object *listen_id;
 };
 
 /* A connection, watched for its peer's close: evhttp reads nothing while a request of
@@ -133,6 +140,12 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
         if (f->get_conn == c) {
                 f->get = NULL;
                 f->get_conn = NULL;
+        }
+        if (f->listen_conn == c) {
+                f->listen = NULL;
+                f->listen_conn = NULL;
+                json_object_put(f->listen_id);
+                f->listen_id = NULL;
         }
         conn_release(c);
         event_free(c->closed);
@@ -258,6 +271,56 @@ static void get_send(struct fake *f, const char *text) {
         evbuffer_add_printf(out, "id: %u\ndata: %s\n\n", ++f->event_id, text);
         evhttp_send_reply_chunk(f->get, out);
         evbuffer_free(out);
+}
+
+/* --modern: a notification on the open listen, under its id. */
+static void listen_send(struct fake *f, const char *method, json_object *params) {
+        json_object *m = json_object_new_object(), *meta = json_object_new_object();
+        struct evbuffer *out;
+
+        json_object_object_add(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(f->listen_id));
+        json_object_object_add(params, "_meta", meta);
+        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(m, "method", json_object_new_string(method));
+        json_object_object_add(m, "params", params);
+        out = evbuffer_new();
+        evbuffer_add_printf(out, "id: %u\ndata: %s\n\n", ++f->event_id, json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
+        evhttp_send_reply_chunk(f->listen, out);
+        evbuffer_free(out);
+        json_object_put(m);
+}
+
+static void open_listen(struct fake *f, struct evhttp_request *req, json_object *id) {
+        json_object *ack = json_object_new_object(), *honoured = json_object_new_object();
+
+        if (f->listen) {
+                evhttp_send_reply_end(f->listen);
+                json_object_put(f->listen_id);
+        }
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/event-stream");
+        evhttp_send_reply_start(req, 200, "OK");
+        f->listen = req;
+        f->listen_conn = conn_of(f, req);
+        f->listen_id = json_object_get(id);
+        json_object_object_add(honoured, "toolsListChanged", json_object_new_boolean(true));
+        json_object_object_add(ack, "notifications", honoured);
+        listen_send(f, "notifications/subscriptions/acknowledged", ack);
+}
+
+static json_object *discover_result(void) {
+        json_object *r = json_object_new_object(), *versions = json_object_new_array(), *caps = json_object_new_object(),
+                    *tools = json_object_new_object(), *meta = json_object_new_object(), *info = json_object_new_object();
+
+        json_object_array_add(versions, json_object_new_string("2026-07-28"));
+        json_object_object_add(tools, "listChanged", json_object_new_boolean(true));
+        json_object_object_add(caps, "tools", tools);
+        json_object_object_add(info, "name", json_object_new_string("it-http-server"));
+        json_object_object_add(info, "version", json_object_new_string("1"));
+        json_object_object_add(meta, "io.modelcontextprotocol/serverInfo", info);
+        json_object_object_add(r, "supportedVersions", versions);
+        json_object_object_add(r, "capabilities", caps);
+        json_object_object_add(r, "_meta", meta);
+        return r;
 }
 
 static void on_slow_due(evutil_socket_t fd, short what, void *arg) {
@@ -441,6 +504,12 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
                 send_json(f, req, result_of(id, text_result("lost")));
                 return;
         }
+        if (strcmp(n, "notify") == 0 && f->modern) {
+                if (f->listen)
+                        listen_send(f, "notifications/tools/list_changed", json_object_new_object());
+                send_json(f, req, result_of(id, text_result(f->listen ? "sent" : "no listen")));
+                return;
+        }
         if (strcmp(n, "notify") == 0) {
                 get_send(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}");
                 send_json(f, req, result_of(id, text_result(f->get ? "sent" : "no stream")));
@@ -522,7 +591,11 @@ static void answer(struct fake *f, struct evhttp_request *req, json_object *msg)
         }
         if (f->frozen && strcmp(m, "initialize") != 0)
                 return; /* a hung server: the request stays open */
-        if (strcmp(m, "initialize") == 0) {
+        if (f->modern && strcmp(m, "server/discover") == 0) {
+                send_json(f, req, result_of(id, discover_result()));
+        } else if (f->modern && strcmp(m, "subscriptions/listen") == 0) {
+                open_listen(f, req, id);
+        } else if (strcmp(m, "initialize") == 0) {
                 f->frozen = false;
                 snprintf(f->session, sizeof f->session, "s%u", ++f->sessions);
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Mcp-Session-Id", f->session);
@@ -589,7 +662,7 @@ static void on_post(struct fake *f, struct evhttp_request *req) {
                 refuse(req, f->status);
         } else if (!msg) {
                 evhttp_send_reply(req, 400, "Bad Request", NULL);
-        } else if (!f->legacy && !session_known(f, req, msg)) {
+        } else if (!f->legacy && !f->modern && !session_known(f, req, msg)) {
                 evhttp_send_reply(req, 404, "Not Found", NULL);
         } else {
                 answer(f, req, msg);
@@ -706,6 +779,8 @@ int main(int argc, char **argv) {
                         f.many_sessions = true;
                 else if (strcmp(argv[i], "--legacy") == 0)
                         f.legacy = true;
+                else if (strcmp(argv[i], "--modern") == 0)
+                        f.modern = true;
                 else if (strcmp(argv[i], "--tls") == 0 && i + 2 < argc) {
                         cert = argv[++i];
                         key = argv[++i];

@@ -962,3 +962,33 @@ Test(http, refused_requests_leave_nothing_behind) {
         h_client_close(c);
         cr_assert_eq(h_stop_draining(&D, SIGTERM, H_TIMEOUT_MS), 0, "the daemon's exit (a leak under ASan)");
 }
+
+/* A modern server reached by URL: no session, no GET stream; the daemon's
+ * subscriptions/listen held open on a POST of its own (not counted against the calls), and
+ * the list change the server sends on it heard (its tools fetched again). */
+Test(http, modern_server_heard_on_a_listen) {
+        struct h_client *c = start_remote((const char *const[]){ "--modern", NULL }, "");
+        json_object *m;
+
+        cr_assert(server_wait("POST subscriptions/listen", 1), "no subscriptions/listen");
+        cr_expect_eq(server_count("GET"), 0, "a modern server has no GET stream");
+        expect_echo(c, "1", "x");
+        m = h_client_tool_call(c, "2", "remote__notify", "{}");
+        cr_assert_str_eq(h_result_text(m), "sent", "%s", h_json_text(m));
+        json_object_put(m);
+        cr_assert(server_wait("POST tools/list", 2), "the list change on the listen was not heard");
+        expect_echo(c, "3", "y");
+        h_client_close(c);
+}
+
+/* With maxConnections 1 the listen would hold the one connection: none is opened, said
+ * once, and calls go through. */
+Test(http, modern_server_with_one_connection_not_listened_to) {
+        struct h_client *c = start_remote((const char *const[]){ "--modern", NULL }, "\"maxConnections\":1");
+
+        expect_echo(c, "1", "x");
+        expect_echo(c, "2", "y");
+        cr_assert(h_log_wait(&D, "would hold its one connection (maxConnections 1)", H_TIMEOUT_MS));
+        cr_expect_eq(server_count("POST subscriptions/listen"), 0);
+        h_client_close(c);
+}
