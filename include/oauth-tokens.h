@@ -108,6 +108,8 @@ int oauth_tokens_forget(struct oauth_tokens *t, const struct server_config *c, u
  * cause ("" none); never a token. */
 const char *oauth_tokens_state_text(struct oauth_tokens *t, const struct server_config *c, uid_t uid,
                                     const char **cause);
+/* Whose token, as logs say it: "shared" or "uid N". */
+void oauth_subject_text(uid_t uid, char *buf, size_t size);
 /* "mcpvisorctl login NAME" as the user must type it (as root for a shared server, as that
  * user for a per-user one). Malloc'd. */
 char *oauth_login_command(const char *server, uid_t uid);

@@ -97,10 +97,7 @@ static void elicit_log(struct signin_elicit *e, int priority, const char *fmt, .
         va_end(ap);
         if (r < 0)
                 return;
-        if (e->uid == OAUTH_SHARED)
-                snprintf(who, sizeof who, "shared");
-        else
-                snprintf(who, sizeof who, "uid %u", (unsigned)e->uid);
+        oauth_subject_text(e->uid, who, sizeof who);
         log_emit(daemon_logger(e->d), priority, &(struct log_subject){ .server = e->server },
                  "sign-in (%s) by URL elicitation: %s", who, text);
 }

@@ -560,21 +560,10 @@ char *oauth_scope_union(const char *have, const char *need) {
         return text;
 }
 
-/* Two issuer identifiers are the same but for a trailing slash. */
-static bool same_issuer(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b);
-
-        while (la > 0 && a[la - 1] == '/')
-                la--;
-        while (lb > 0 && b[lb - 1] == '/')
-                lb--;
-        return la == lb && strncmp(a, b, la) == 0;
-}
-
 bool oauth_client_bound_elsewhere(const char *client_id, const char *left_issuer, const char *left_client,
                                   const char *issuer) {
         return client_id && left_issuer && left_client && strcmp(client_id, left_client) == 0 &&
-               !same_issuer(left_issuer, issuer);
+               !same_identifier(left_issuer, issuer);
 }
 
 int oauth_metadata_names_issuer(const char *body, const char *issuer) {
@@ -587,7 +576,7 @@ int oauth_metadata_names_issuer(const char *body, const char *issuer) {
         for (size_t i = 0; i < json_object_array_length(servers); i++) {
                 json_object *s = json_object_array_get_idx(servers, i);
 
-                if (json_object_is_type(s, json_type_string) && same_issuer(json_object_get_string(s), issuer))
+                if (json_object_is_type(s, json_type_string) && same_identifier(json_object_get_string(s), issuer))
                         return 1;
         }
         return 0;

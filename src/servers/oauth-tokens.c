@@ -86,6 +86,13 @@ static const char *const state_names[TOKEN_STATE_COUNT] = {
         [TOKEN_CHECKING] = "checking its authorization server",
 };
 
+void oauth_subject_text(uid_t uid, char *buf, size_t size) {
+        if (uid == OAUTH_SHARED)
+                snprintf(buf, size, "shared");
+        else
+                snprintf(buf, size, "uid %u", (unsigned)uid);
+}
+
 static void subject_log(struct token *k, int priority, const char *fmt, ...) _printf_(3, 4);
 
 static void subject_log(struct token *k, int priority, const char *fmt, ...) {
@@ -100,10 +107,7 @@ static void subject_log(struct token *k, int priority, const char *fmt, ...) {
         va_end(ap);
         if (r < 0)
                 return;
-        if (k->uid == OAUTH_SHARED)
-                snprintf(who, sizeof who, "shared");
-        else
-                snprintf(who, sizeof who, "uid %u", (unsigned)k->uid);
+        oauth_subject_text(k->uid, who, sizeof who);
         log_emit(k->t->log, priority, &subject, "sign-in (%s): %s", who, text);
 }
 
