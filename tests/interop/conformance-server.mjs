@@ -124,7 +124,9 @@ const tools = [
     // written the legacy way: each asks during the call (elicitation/create,
     // sampling/createMessage, roots/list), and the daemon turns what it asks into the
     // input_required result and the retry into the answers. The keys of inputRequests are
-    // the daemon's, not the ones the scenarios suggest.
+    // the daemon's, not the ones the scenarios suggest: test_interop.c's conformance_modern
+    // leaves test_input_required_result_elicitation, whose scenarios want the key
+    // "user_name", to conformance-modern-server.mjs ("excludeTools").
     { name: "test_input_required_result_elicitation", description: "Asks the user's name", inputSchema: noArgs,
         call: async () => {
             const r = await server.elicitInput({ message: "What is your name?", requestedSchema: { type: "object",

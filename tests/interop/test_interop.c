@@ -1350,9 +1350,9 @@ Test(interop, conformance_server_scenarios) {
 
 /* @modelcontextprotocol/conformance-next (0.2.0-alpha.12: the pinned referee of the modern
  * era) run with --requirements, the scenarios a revision requires, against the daemon's HTTP
- * listener with the legacy fixture conformance-server.mjs behind it: 2026-07-28 (stateless,
- * per-request _meta: the daemon bridges each request to its legacy session with the fixture)
- * and 2025-11-25 (initialize, sessions), one after the other against the same daemon. Each has
+ * listener with the fixtures behind it (below): 2026-07-28 (stateless, per-request _meta:
+ * the daemon bridges each request to its legacy session with the legacy fixture, or passes
+ * it to the modern one) and 2025-11-25 (initialize, sessions), one after the other against the same daemon. Each has
  * its expected-failures file listing what fails and why (docs/testing.md); the runner fails
  * on any other failure, and on a listed scenario that passes. Its own ctest,
  * interop.conformance_modern. */
@@ -1374,22 +1374,39 @@ static void conformance_next(const char *requirements) {
 
 TestSuite(conformance_modern, .init = setup, .fini = teardown, .timeout = 420);
 
+/* A fixture behind the daemon, its names unprefixed (the scenarios' own); excluded: a tool
+ * of its own left to the other fixture, or NULL. */
+static void add_conformance_fixture(const char *name, const char *script, const char *excluded) {
+        json_object *args = json_object_new_array(), *entry, *exclude;
+
+        json_object_array_add(args, json_object_new_string(sf("%s/%s", INTEROP_DIR, script)));
+        entry = server_entry("node", args, json_object_new_object());
+        json_object_object_add(entry, "prefix", json_object_new_string(""));
+        if (excluded) {
+                exclude = json_object_new_array();
+                json_object_array_add(exclude, json_object_new_string(excluded));
+                json_object_object_add(entry, "excludeTools", exclude);
+        }
+        add_json_entry(name, entry);
+}
+
+/* Behind the daemon: the legacy fixture, and the modern one (conformance-modern-server.mjs)
+ * with the one tool whose scenarios want input keys named by the server (basic-elicitation:
+ * "user_name"; ignore-extra-params: "user_name" taken on a first call): the legacy fixture
+ * leaves it to the modern one, whose input_required the daemon passes on, re-sealed. The
+ * 2026-07-28 run then has no expected failure. */
 Test(conformance_modern, requirements_2026_07_28_and_2025_11_25) {
         const char *pkg = sf("%s/node_modules/@modelcontextprotocol/conformance-next/package.json", INTEROP_DIR);
-        json_object *args, *entry;
 
         if (access(pkg, R_OK) != 0)
                 cr_skip_test("@modelcontextprotocol/conformance-next is not installed in %s/node_modules: run "
                              "scripts/install-test-peers",
                              INTEROP_DIR);
         http_front_settings();
-        args = json_object_new_array();
-        json_object_array_add(args, json_object_new_string(sf("%s/conformance-server.mjs", INTEROP_DIR)));
-        entry = server_entry("node", args, json_object_new_object());
-        json_object_object_add(entry, "prefix", json_object_new_string(""));
-        add_json_entry("conformance", entry);
+        add_conformance_fixture("conformance", "conformance-server.mjs", "test_input_required_result_elicitation");
+        add_conformance_fixture("modern", "conformance-modern-server.mjs", NULL);
         start(daemon_env);
-        cr_assert(h_notify_wait(&D, "STATUS=1/1 servers ready", READY_MS), "the fixture did not become ready; got %s", D.notices);
+        cr_assert(h_notify_wait(&D, "STATUS=2/2 servers ready", READY_MS), "the fixtures did not become ready; got %s", D.notices);
         cr_assert(setenv("NODE_OPTIONS", sf("--import %s/conformance-token.mjs", INTEROP_DIR), 1) == 0);
         /* 2026-07-28 first: it leaves calls the fixture never answers (cancelled, or parked
          * in input_required rounds nobody retries), which must not keep the same user's
