@@ -16,6 +16,7 @@
 
 #include "ctl-proc.h"
 #include "harness.h"
+#include "http-client.h"
 #include "servers.h"
 
 static struct h_daemon D;
@@ -179,6 +180,43 @@ Test(http, modern_client_calls_a_legacy_server) {
         cr_assert_eq(server_count("REFUSED"), 0, "the server refused a version header");
         cr_assert_eq(server_count("POST tools/call sess=s1 proto=2025-06-18"), 1);
         h_close(c);
+}
+
+/* The same through the HTTP front door: a modern client's POST (no session) reaches the
+ * legacy server in its session's version, and is answered. */
+Test(http, modern_http_client_calls_a_legacy_server) {
+        static const char token[] = "it-token-0123456789abcdef0123456789";
+        const char *env[2] = { sf("CREDENTIALS_DIRECTORY=%s", T), NULL };
+        struct ht_answer a;
+        unsigned port = ht_free_port();
+        FILE *f;
+
+        cr_assert_not_null(f = fopen(sf("%s/ci-token", T), "w"));
+        fprintf(f, "%s\n", token);
+        fclose(f);
+        start_server(NULL);
+        add_remote("");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},"
+                        "\"user\":%u}]}",
+                        port, (unsigned)getuid()));
+        start(env);
+        wait_all_ready(1);
+        ht_once(port, "POST", "/mcp",
+                sf("Authorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, "
+                   "text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                   "Mcp-Name: remote__meta\r\n",
+                   token),
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__meta\","
+                "\"arguments\":{},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                "\"io.modelcontextprotocol/clientCapabilities\":{},"
+                "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"agent\",\"version\":\"1\"}}}}",
+                &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        cr_assert_not_null(strstr(a.body, "\"result\""), "%s", a.body);
+        cr_assert_null(strstr(a.body, "io.modelcontextprotocol"), "%s", a.body);
+        ht_answer_done(&a);
+        cr_assert_eq(server_count("REFUSED"), 0, "the server refused a version header");
+        cr_assert_eq(server_count("POST tools/call sess=s1 proto=2025-06-18"), 1);
 }
 
 Test(http, event_stream_answers) {
