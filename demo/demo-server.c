@@ -50,6 +50,8 @@
  *     --listen-ends-with-error.
  *   - --follow-roots sends roots/list, id "roots-N", on each notifications/roots/list_changed,
  *     as servers that keep their client's roots do (server-filesystem).
+ *   - A legacy one (not --discover modern) says "legacy server got _meta KEY on METHOD" for
+ *     each io.modelcontextprotocol/ member of a request's _meta (server/discover's aside).
  * Stderr says what happened, one line each: "asked METHOD as ID", "answer to ID: RESPONSE",
  * "cancelled request ID" (with ", forgetting ASK" or ", going on with ASK" for an ask's call),
  * "unexpected answer RESPONSE" (an id we are not waiting for), "gave up on ID",
@@ -1794,7 +1796,25 @@ static bool capability_off(enum capability_kind cap) {
                (cap == CAP_SUBSCRIBE && (arg_no_resources || !arg_subscribe));
 }
 
+/* A legacy server (every mode but --discover modern) says on stderr which of the modern
+ * era's members a request's _meta names: none should reach it but at the probe, where
+ * the modern era's own server/discover carries them. */
+static void note_modern_meta(const char *method, json_object *params) {
+        static const char prefix[] = "io.modelcontextprotocol/";
+        json_object *meta;
+
+        if (discover_mode("modern") || strcmp(method, "server/discover") == 0 ||
+            !json_object_object_get_ex(params, "_meta", &meta) || !json_object_is_type(meta, json_type_object))
+                return;
+        json_object_object_foreach(meta, key, value) {
+                (void)value;
+                if (strncmp(key, prefix, sizeof prefix - 1) == 0)
+                        fprintf(stderr, "legacy server got _meta %s on %s\n", key, method);
+        }
+}
+
 static void handle_request(const char *method, json_object *id, json_object *params) {
+        note_modern_meta(method, params);
         if (strcmp(method, "server/discover") == 0 && legacy_discover(id))
                 return;
         if (discover_mode("modern") && !modern_request_ok(method, id, params))

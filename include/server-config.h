@@ -51,6 +51,8 @@ enum client_capability {
 
 /* "roots", "sampling", "elicitation": the capability's key in initialize. */
 extern const char *const client_capability_names[CLIENT_CAP_COUNT];
+/* The enum client_capability of such a key; -1 for another. */
+int client_capability_of(const char *name);
 
 struct env_var {
         char *name;

@@ -90,8 +90,14 @@ size_t child_input_limit(const struct child *ch);
 /* The members every request sent from now on carries in its params._meta (a modern-era
  * server's per-request version, client info and capabilities), over whatever _meta the
  * request has (its progressToken, say, is kept; a member of the same name is ours).
- * meta is consumed; NULL: requests go as they are. */
+ * meta is consumed; NULL: a legacy server (or one not known yet), to which requests go
+ * without the modern era's per-request members, whoever put them there (a modern
+ * client's request forwarded). */
 void child_set_meta(struct child *ch, json_object *meta);
+
+/* The capabilities (bits of enum client_capability) of the daemon's own requests: all
+ * those its meta offers. */
+#define CHILD_CAPS_OURS (~0u)
 
 /* Sends a request; reply is called exactly once (unless child_cancel_request is called);
  * reply NULL: nobody waits for the answer, which is dropped.
@@ -103,6 +109,12 @@ int64_t child_request(struct child *ch, const char *method, json_object *params,
  * is called exactly once. */
 int64_t child_request_result_text(struct child *ch, const char *method, json_object *params, child_reply_fn reply,
                                   child_result_text_fn result_text, void *userdata);
+/* child_request_result_text() for a client's request, forwarded on its behalf: to a
+ * modern server, the client capabilities in the meta are cut to caps (bits of enum
+ * client_capability: those the server may ask of this caller through the daemon), so that
+ * a server asks only what can be answered. */
+int64_t child_forward(struct child *ch, const char *method, json_object *params, unsigned caps, child_reply_fn reply,
+                      child_result_text_fn result_text, void *userdata);
 /* Forget a request: its reply will not be called and a late response is dropped. */
 void child_cancel_request(struct child *ch, int64_t id);
 /* During ops->message: the id of our request on whose answer the message came (a server's

@@ -182,6 +182,10 @@ const char *server_prefix(const struct server *s);
 
 /* Serving: ready, or unhealthy but still running and answering calls. */
 bool server_serving(const struct server *s);
+/* The client capabilities (bits of enum client_capability) a request made for a client
+ * declaring client_caps offers the server: those the client can answer, and roots
+ * whenever the server has roots configured (the daemon answers them itself). */
+unsigned server_caps_for(const struct server *s, unsigned client_caps);
 /* The daemon's subscription to a resource at a serving server begins (on) or ends: a
  * legacy server is sent resources/subscribe or resources/unsubscribe, a modern one's
  * subscriptions/listen is replaced by one whose resourceSubscriptions say so. Nothing

@@ -83,7 +83,7 @@ static int parse_env(json_object *v, const char *path, void *dst, struct config_
         return settings_parse_list(&env_list, v, path, (char *)dst - offsetof(struct server_config, env), NULL, p);
 }
 
-static int capability_bit(const char *name) {
+int client_capability_of(const char *name) {
         for (int i = 0; i < CLIENT_CAP_COUNT; i++)
                 if (strcmp(name, client_capability_names[i]) == 0)
                         return i;
@@ -103,7 +103,7 @@ static int parse_client_capabilities(json_object *v, const char *path, void *dst
         n = json_object_array_length(v);
         for (size_t i = 0; i < n; i++) {
                 json_object *item = json_object_array_get_idx(v, i);
-                int bit = json_object_is_type(item, json_type_string) ? capability_bit(json_object_get_string(item)) : -1;
+                int bit = json_object_is_type(item, json_type_string) ? client_capability_of(json_object_get_string(item)) : -1;
 
                 if (bit < 0) {
                         problems_add(p, PROBLEM_ERROR, path, "item %zu: expected \"roots\", \"sampling\" or \"elicitation\"", i);

@@ -463,7 +463,8 @@ void router_forward(struct router *r, struct client *c, struct jsonrpc_msg *m, s
                 rt->token = 0;
         if (s->era == MCP_ERA_MODERN && mrtr_method_takes_input(m->method) && !session_stateless(&c->session))
                 rt->sent = json_object_get(forwarded);
-        rt->child_id = child_request_result_text(server_child(s), m->method, forwarded, on_reply, on_result_text, rt);
+        rt->child_id = child_forward(server_child(s), m->method, forwarded, server_caps_for(s, rt->client_caps), on_reply,
+                                     on_result_text, rt);
         if (rt->child_id < 0) {
                 refuse_send(rt, rt->child_id);
                 route_free(rt);
@@ -692,7 +693,8 @@ int router_send_again(struct route *rt, json_object *params) {
                 json_object_put(params);
                 return -ECONNRESET;
         }
-        id = child_request_result_text(ch, rt->method, params, on_reply, on_result_text, rt);
+        id = child_forward(ch, rt->method, params, server_caps_for(rt->server, rt->client_caps), on_reply, on_result_text,
+                           rt);
         if (id < 0)
                 return (int)id;
         rt->child_id = id;

@@ -11,6 +11,8 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "macro.h"
+#include "protocol.h"
+#include "server-config.h"
 #include "server-transport.h"
 #include "time-util.h"
 
@@ -294,16 +296,112 @@ void child_set_meta(struct child *ch, json_object *meta) {
         ch->meta = meta;
 }
 
-/* params (consumed) with the connection's meta merged into its _meta, as a new object:
- * the caller's params and _meta may be shared (a client's request forwarded as it came),
- * so they are copied member by member, never changed. Params that are no object (absent
- * params become one) go as they are. NULL when out of memory. */
-static json_object *with_meta(const struct child *ch, json_object *params) {
+/* The modern era's per-request members of _meta (basic/index: "Per-request protocol
+ * fields"). A legacy server gets none of them: its session said its version and our
+ * capabilities once, at initialize, and a server speaking both eras would take a request
+ * naming a modern version for a modern one. The era's other io.modelcontextprotocol/
+ * members are kept: the legacy era has some of its own (related-task, ...). */
+static const char *const modern_request_members[] = { META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES,
+                                                      META_CLIENT_INFO, META_LOG_LEVEL, NULL };
+
+static bool modern_request_member(const char *key) {
+        for (const char *const *m = modern_request_members; *m; m++)
+                if (strcmp(key, *m) == 0)
+                        return true;
+        return false;
+}
+
+static bool names_modern_member(json_object *meta) {
+        if (!json_object_is_type(meta, json_type_object))
+                return false;
+        json_object_object_foreach(meta, key, value) {
+                (void)value;
+                if (modern_request_member(key))
+                        return true;
+        }
+        return false;
+}
+
+/* A new object with params' members but _meta, whose value (borrowed) is put in *meta;
+ * NULL when out of memory. */
+static json_object *copy_but_meta(json_object *params, json_object **meta) {
+        json_object *out = json_object_new_object();
+
+        *meta = NULL;
+        if (!out || !params)
+                return out;
+        json_object_object_foreach(params, key, value) {
+                if (strcmp(key, "_meta") == 0)
+                        *meta = value;
+                else
+                        json_object_object_add(out, key, json_object_get(value));
+        }
+        return out;
+}
+
+/* params (consumed) for a legacy server: the same object unless its _meta names the
+ * modern era's members, else a copy without them (a client's own members, such as its
+ * progressToken, kept). The caller's params and _meta may be shared (a client's request
+ * forwarded as it came), so they are copied, never changed. NULL when out of memory. */
+static json_object *legacy_params(json_object *params) {
+        json_object *out, *old, *kept;
+
+        if (!json_object_is_type(params, json_type_object) || !json_object_object_get_ex(params, "_meta", &old) ||
+            !names_modern_member(old))
+                return params;
+        out = copy_but_meta(params, &old);
+        kept = json_object_new_object();
+        if (!out || !kept) {
+                json_object_put(out);
+                json_object_put(kept);
+                json_object_put(params);
+                return NULL;
+        }
+        json_object_object_foreach(old, key, value)
+                if (!modern_request_member(key))
+                        json_object_object_add(kept, key, json_object_get(value));
+        if (json_object_object_length(kept) > 0)
+                json_object_object_add(out, "_meta", kept);
+        else
+                json_object_put(kept);
+        json_object_put(params);
+        return out;
+}
+
+/* What our client capabilities (an object, borrowed) become for a request made for a
+ * caller declaring caps: the capabilities the caller cannot answer left out, so that the
+ * server asks only what reaches someone who can. A new reference; NULL when out of memory. */
+static json_object *offered_to(json_object *ours, unsigned caps) {
+        json_object *out;
+        bool all = true;
+
+        for (int i = 0; i < CLIENT_CAP_COUNT; i++)
+                if (!(caps & (1u << i)) && json_object_object_get_ex(ours, client_capability_names[i], NULL))
+                        all = false;
+        if (all)
+                return json_object_get(ours);
+        out = json_object_new_object();
+        if (!out)
+                return NULL;
+        json_object_object_foreach(ours, key, value) {
+                int cap = client_capability_of(key);
+
+                if (cap < 0 || (caps & (1u << cap)))
+                        json_object_object_add(out, key, json_object_get(value));
+        }
+        return out;
+}
+
+/* params (consumed) for a modern server, as a new object: the connection's meta merged
+ * into its _meta, over the request's own members (a client's progressToken is kept; the
+ * era's own members are ours), our capabilities cut to caps. Params that are no object
+ * (absent params become one) go as they are. NULL when out of memory. */
+static json_object *modern_params(const struct child *ch, json_object *params, unsigned caps) {
         json_object *out, *meta, *old = NULL;
 
-        if (!ch->meta || (params && !json_object_is_type(params, json_type_object)))
+        if (params && !json_object_is_type(params, json_type_object))
                 return params;
-        out = json_object_new_object();
+        out = copy_but_meta(params, &old);
         meta = json_object_new_object();
         if (!out || !meta) {
                 json_object_put(out);
@@ -311,32 +409,43 @@ static json_object *with_meta(const struct child *ch, json_object *params) {
                 json_object_put(params);
                 return NULL;
         }
-        if (params) {
-                json_object_object_foreach(params, key, value) {
-                        if (strcmp(key, "_meta") == 0)
-                                old = value;
-                        else
-                                json_object_object_add(out, key, json_object_get(value));
-                }
-        }
         if (json_object_is_type(old, json_type_object)) {
                 json_object_object_foreach(old, key, value)
                         json_object_object_add(meta, key, json_object_get(value));
         }
-        json_object_object_foreach(ch->meta, key, value)
-                json_object_object_add(meta, key, json_object_get(value));
+        json_object_object_foreach(ch->meta, key, value) {
+                json_object *v = strcmp(key, META_CLIENT_CAPABILITIES) == 0 && json_object_is_type(value, json_type_object)
+                                         ? offered_to(value, caps)
+                                         : json_object_get(value);
+
+                if (!v) {
+                        json_object_put(out);
+                        json_object_put(meta);
+                        json_object_put(params);
+                        return NULL;
+                }
+                json_object_object_add(meta, key, v);
+        }
         json_object_object_add(out, "_meta", meta);
         json_object_put(params);
         return out;
 }
 
-static int64_t send_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
-                            child_reply_fn reply, child_result_text_fn result_text, void *userdata) {
+/* params (consumed) as a request to this server carries them, whichever era its client
+ * speaks: the server's era decides, here, for every request written toward it. */
+static json_object *params_for_server(const struct child *ch, json_object *params, unsigned caps) {
+        return ch->meta ? modern_params(ch, params, caps) : legacy_params(params);
+}
+
+static int64_t send_request(struct child *ch, const char *method, json_object *params, unsigned caps,
+                            uint64_t timeout_usec, child_reply_fn reply, child_result_text_fn result_text,
+                            void *userdata) {
+        bool had_params = params != NULL;
         struct child_request *rq = calloc(1, sizeof *rq);
         int r;
 
-        params = with_meta(ch, params);
-        if (!rq || (ch->meta && !params)) {
+        params = params_for_server(ch, params, caps);
+        if (!rq || ((ch->meta || had_params) && !params)) {
                 free(rq);
                 json_object_put(params);
                 return -ENOMEM;
@@ -365,12 +474,17 @@ static int64_t send_request(struct child *ch, const char *method, json_object *p
 
 int64_t child_request(struct child *ch, const char *method, json_object *params, uint64_t timeout_usec,
                       child_reply_fn reply, void *userdata) {
-        return send_request(ch, method, params, timeout_usec, reply, NULL, userdata);
+        return send_request(ch, method, params, CHILD_CAPS_OURS, timeout_usec, reply, NULL, userdata);
 }
 
 int64_t child_request_result_text(struct child *ch, const char *method, json_object *params, child_reply_fn reply,
                                   child_result_text_fn result_text, void *userdata) {
-        return send_request(ch, method, params, 0, reply, result_text, userdata);
+        return send_request(ch, method, params, CHILD_CAPS_OURS, 0, reply, result_text, userdata);
+}
+
+int64_t child_forward(struct child *ch, const char *method, json_object *params, unsigned caps, child_reply_fn reply,
+                      child_result_text_fn result_text, void *userdata) {
+        return send_request(ch, method, params, caps, 0, reply, result_text, userdata);
 }
 
 int64_t child_related(const struct child *ch) {

@@ -69,6 +69,10 @@ bool server_serving(const struct server *s) {
         return (s->state == SERVER_READY || s->state == SERVER_UNHEALTHY) && s->run && s->run->child;
 }
 
+unsigned server_caps_for(const struct server *s, unsigned client_caps) {
+        return client_caps | (s->config->roots.n > 0 ? 1u << CLIENT_CAP_ROOTS : 0);
+}
+
 void server_resource_subscription(struct server *s, const char *uri, bool on) {
         json_object *params;
 

@@ -11,7 +11,9 @@
  * close ("CLOSED n=1 id=5": the request 5 was held on it, unanswered), so tests can see
  * what the daemon sent and how. --sse answers every
  * request as an event stream instead of JSON; --status N answers every POST with that
- * status (401, 503, ...); --no-get answers GET with 405. --legacy is the HTTP+SSE
+ * status (401, 503, ...); --no-get answers GET with 405. Without --modern or --legacy, a POST
+ * whose MCP-Protocol-Version names no version of the initialize era is refused 400
+ * (logged "REFUSED proto=V"), as the TypeScript SDK 1.x refuses one. --legacy is the HTTP+SSE
  * transport of protocol 2024-11-05: GET opens the stream, whose "endpoint" event says to
  * POST to /messages, whose answers come on the stream; a POST elsewhere is 405. --tls
  * serves HTTPS with that certificate and key (PEM). --tools N lists N tools more (t0, t1,
@@ -26,7 +28,7 @@
  * is "refused: body-s3cret".
  *
  * Tools: echo {text}; big {bytes}: a text of that many bytes; double {text}: the text
- * twice; stall: never answered;
+ * twice; meta: the call's params._meta as JSON text ("none" without); stall: never answered;
  * slow {ms}: answered after that long;
  * freeze: nothing is answered any more (pings neither) until the next initialize;
  * lose_session: from now on the session is unknown (404); notify: a
@@ -543,6 +545,13 @@ static void call_tool(struct fake *f, struct evhttp_request *req, json_object *i
                 send_json(f, req, result_of(id, text_result(json_object_get_string(v))));
                 return;
         }
+        if (strcmp(n, "meta") == 0) {
+                v = NULL;
+                json_object_object_get_ex(params, "_meta", &v);
+                send_json(f, req, result_of(id, text_result(v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)
+                                                              : "none")));
+                return;
+        }
         send_json(f, req, result_of(id, text_result("unknown tool")));
 }
 
@@ -553,7 +562,7 @@ static json_object *tools_page(struct fake *f, json_object *params) {
         static const char *const own[] = { "echo",     "big",     "double",  "stall",    "lose_session",
                                            "notify",   "drop_get", "freeze",  "slow",     "accepted",
                                            "html",     "gzip",    "garbage", "other_id", "no_answer_events",
-                                           "refuse",   "redirect", "ask" };
+                                           "refuse",   "redirect", "ask",     "meta" };
         const unsigned n_own = sizeof own / sizeof *own, total = n_own + f->extra_tools;
         json_object *r = json_object_new_object(), *tools = json_object_new_array(), *cursor = NULL;
         unsigned first = 0, i;
@@ -607,6 +616,18 @@ static void answer(struct fake *f, struct evhttp_request *req, json_object *msg)
         } else {
                 send_json(f, req, result_of(id, json_object_new_object())); /* ping and the rest */
         }
+}
+
+/* A Streamable HTTP server of the initialize era refuses a version it does not speak in
+ * MCP-Protocol-Version (as the TypeScript SDK 1.x does: 400); none is taken for its own. */
+static bool version_known(struct evhttp_request *req) {
+        static const char *const versions[] = { "-", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25" };
+        const char *v = header(req, "MCP-Protocol-Version");
+
+        for (size_t i = 0; i < sizeof versions / sizeof *versions; i++)
+                if (strcmp(v, versions[i]) == 0)
+                        return true;
+        return false;
 }
 
 static bool session_known(struct fake *f, struct evhttp_request *req, json_object *msg) {
@@ -664,6 +685,9 @@ static void on_post(struct fake *f, struct evhttp_request *req) {
                 evhttp_send_reply(req, 400, "Bad Request", NULL);
         } else if (!f->legacy && !f->modern && !session_known(f, req, msg)) {
                 evhttp_send_reply(req, 404, "Not Found", NULL);
+        } else if (!f->legacy && !f->modern && !version_known(req)) {
+                log_line(f, "REFUSED proto=%s", header(req, "MCP-Protocol-Version"));
+                evhttp_send_reply(req, 400, "Bad Request", NULL);
         } else {
                 answer(f, req, msg);
         }

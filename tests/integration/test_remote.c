@@ -16,6 +16,7 @@
 
 #include "ctl-proc.h"
 #include "harness.h"
+#include "http-client.h"
 #include "servers.h"
 
 static struct h_daemon D;
@@ -150,6 +151,72 @@ Test(http, lists_and_calls_with_json_answers) {
         cr_assert_eq(server_count("POST tools/call sess=s1 proto=2025-06-18"), 1);
         cr_assert_eq(server_count("accept=application/json, text/event-stream"), server_count("POST "));
         h_client_close(c);
+}
+
+/* A modern client's call to a legacy server reached by URL goes in the server's era: the
+ * session's negotiated version as its MCP-Protocol-Version (the client's 2026-07-28 there
+ * is refused 400 by a legacy server), its _meta without the modern era's members (the
+ * client's progressToken, made the daemon's, kept), and the client gets its answer. */
+Test(http, modern_client_calls_a_legacy_server) {
+        struct h_conn *c;
+        json_object *r;
+        const char *text;
+
+        start_server(NULL);
+        add_remote("");
+        start(NULL);
+        wait_all_ready(1);
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        h_send(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__meta\","
+                  "\"arguments\":{},\"_meta\":{\"progressToken\":\"p\",\"io.modelcontextprotocol/protocolVersion\":"
+                  "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{},"
+                  "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"agent\",\"version\":\"1\"}}}}\n");
+        r = h_recv(c, H_TIMEOUT_MS);
+        text = h_str(r, "result.content.0.text");
+        cr_assert_not_null(text, "%s", h_json_text(r));
+        cr_assert_not_null(strstr(text, "\"progressToken\""), "%s", text);
+        cr_assert_null(strstr(text, "io.modelcontextprotocol/"), "%s", text);
+        json_object_put(r);
+        cr_assert_eq(server_count("REFUSED"), 0, "the server refused a version header");
+        cr_assert_eq(server_count("POST tools/call sess=s1 proto=2025-06-18"), 1);
+        h_close(c);
+}
+
+/* The same through the HTTP front door: a modern client's POST (no session) reaches the
+ * legacy server in its session's version, and is answered. */
+Test(http, modern_http_client_calls_a_legacy_server) {
+        static const char token[] = "it-token-0123456789abcdef0123456789";
+        const char *env[2] = { sf("CREDENTIALS_DIRECTORY=%s", T), NULL };
+        struct ht_answer a;
+        unsigned port = ht_free_port();
+        FILE *f;
+
+        cr_assert_not_null(f = fopen(sf("%s/ci-token", T), "w"));
+        fprintf(f, "%s\n", token);
+        fclose(f);
+        start_server(NULL);
+        add_remote("");
+        set_settings(sf("\"http\":{\"listen\":[\"127.0.0.1:%u\"],\"tokens\":[{\"token\":{\"credential\":\"ci-token\"},"
+                        "\"user\":%u}]}",
+                        port, (unsigned)getuid()));
+        start(env);
+        wait_all_ready(1);
+        ht_once(port, "POST", "/mcp",
+                sf("Authorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, "
+                   "text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+                   "Mcp-Name: remote__meta\r\n",
+                   token),
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"remote__meta\","
+                "\"arguments\":{},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                "\"io.modelcontextprotocol/clientCapabilities\":{},"
+                "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"agent\",\"version\":\"1\"}}}}",
+                &a);
+        cr_assert_eq(a.status, 200, "%d %s", a.status, a.body);
+        cr_assert_not_null(strstr(a.body, "\"result\""), "%s", a.body);
+        cr_assert_null(strstr(a.body, "io.modelcontextprotocol"), "%s", a.body);
+        ht_answer_done(&a);
+        cr_assert_eq(server_count("REFUSED"), 0, "the server refused a version header");
+        cr_assert_eq(server_count("POST tools/call sess=s1 proto=2025-06-18"), 1);
 }
 
 Test(http, event_stream_answers) {
@@ -573,7 +640,7 @@ Test(http, five_hundred_tools_paged) {
                 json_object_put(m);
                 pages++;
         } while (cursor[0]);
-        cr_assert_eq(tools, 518, "500 tools and the fake's own 18");
+        cr_assert_eq(tools, 519, "500 tools and the fake's own 19");
         cr_assert_eq(pages, 3);
         m = h_client_tool_call(c, "2", "remote__t499", "{}");
         cr_assert_str_eq(h_result_text(m), "unknown tool"); /* reached the server by its name */

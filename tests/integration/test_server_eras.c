@@ -55,7 +55,7 @@ Test(server_eras, modern_server_serves_a_legacy_client) {
         add_demo("l", "", "");
         start(NULL);
         wait_all_ready(2);
-        x = cl_open();
+        x = cl_open_with("{\"elicitation\":{}}");
         r = h_client_call(x, "1", "tools/list", NULL);
         cr_assert(h_has_item(h_tool_names(r), "m__echo"), "%s", h_json_text(r));
         json_object_put(r);
@@ -71,9 +71,10 @@ Test(server_eras, modern_server_serves_a_legacy_client) {
         r = h_client_answer(x, "3");
         cr_assert_not_null(h_get(r, "result"), "%s", h_json_text(r));
         json_object_put(r);
-        /* the server read the capabilities the daemon offers from the call's _meta */
+        /* the server read from the call's _meta the capabilities the daemon offers it for
+         * this client: those the client declared at its initialize, no more */
         r = h_client_tool_call(x, "4", "m__client_capabilities", "{}");
-        cr_assert(h_result_text(r) && strstr(h_result_text(r), "elicitation"), "%s", h_json_text(r));
+        cr_assert_str_eq(h_result_text(r) ?: "(none)", "{\"elicitation\":{}}", "%s", h_json_text(r));
         json_object_put(r);
         cr_expect_eq(h_log_count(&D, "without the modern _meta"), 0, "a request went without the modern _meta");
         expect_era("m", "modern", "2026-07-28");
@@ -153,5 +154,86 @@ Test(server_eras, modern_client_calls_a_modern_server) {
         cr_assert_str_eq(h_str(r, "result.content.0.text") ?: "(none)", "both modern", "%s", h_json_text(r));
         json_object_put(r);
         cr_expect_eq(h_log_count(&D, "without the modern _meta"), 0, "a request went without the modern _meta");
+        h_close(c);
+}
+
+/* A modern call's tools/call to server, its client declaring caps (JSON text), more
+ * members of its _meta; the answer. */
+static json_object *modern_call(struct h_conn *c, int id, const char *tool, const char *args, const char *caps,
+                                const char *more_meta) {
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+                   "\"arguments\":%s,\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":%s,"
+                   "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"agent\",\"version\":\"1\"},"
+                   "\"io.modelcontextprotocol/logLevel\":\"debug\"%s}}}\n",
+                id, tool, args, caps, more_meta);
+        return h_recv(c, H_TIMEOUT_MS);
+}
+
+/* The capabilities a modern server is offered in a call's _meta are those of the client
+ * that made it, cut to what the daemon offers the server; roots when the server has roots
+ * configured (the daemon answers those itself), whatever the client. */
+Test(server_eras, modern_server_offered_the_callers_capabilities) {
+        struct h_conn *c;
+        json_object *r;
+
+        add_demo("m", "", "\"--discover\",\"modern\"");
+        add_demo("n", "\"clientCapabilities\":[\"roots\",\"elicitation\"],\"roots\":[\"/srv\"]",
+                 "\"--discover\",\"modern\"");
+        start(NULL);
+        wait_all_ready(2);
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        r = modern_call(c, 1, "m__client_capabilities", "{}", "{}", "");
+        cr_assert_str_eq(h_str(r, "result.content.0.text") ?: "(none)", "{}", "%s", h_json_text(r));
+        json_object_put(r);
+        r = modern_call(c, 2, "m__client_capabilities", "{}", "{\"sampling\":{},\"elicitation\":{\"url\":{}}}", "");
+        cr_assert_str_eq(h_str(r, "result.content.0.text") ?: "(none)", "{\"sampling\":{},\"elicitation\":{}}", "%s",
+                         h_json_text(r));
+        json_object_put(r);
+        r = modern_call(c, 3, "n__client_capabilities", "{}", "{\"sampling\":{}}", "");
+        cr_assert_str_eq(h_str(r, "result.content.0.text") ?: "(none)", "{\"roots\":{\"listChanged\":true}}", "%s",
+                         h_json_text(r));
+        json_object_put(r);
+        h_close(c);
+}
+
+/* A modern client's calls to a legacy server: the server gets them without the modern
+ * era's members of _meta (its session said its version and capabilities at initialize),
+ * the client's own members (its progressToken) kept, and the client gets its answers. */
+Test(server_eras, legacy_server_gets_no_modern_meta) {
+        struct h_conn *c;
+        json_object *r, *msg = NULL;
+        unsigned progress = 0;
+
+        add_demo("l", "", "");
+        start(NULL);
+        wait_all_ready(1);
+        c = h_connect(D.sock, H_TIMEOUT_MS);
+        r = modern_call(c, 1, "l__echo", "{\"text\":\"from a modern client\"}", "{}", "");
+        cr_assert_str_eq(h_str(r, "result.content.0.text") ?: "(none)", "from a modern client", "%s", h_json_text(r));
+        json_object_put(r);
+        h_sendf(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"l__sleep\","
+                   "\"arguments\":{\"ms\":300},\"_meta\":{\"progressToken\":\"tok\","
+                   "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":{}}}}\n");
+        for (long long end = h_now_ms() + H_TIMEOUT_MS; !msg && h_now_ms() < end;) {
+                r = h_recv(c, H_TIMEOUT_MS);
+                if (!r)
+                        break;
+                if (h_str(r, "method") && strcmp(h_str(r, "method"), "notifications/progress") == 0) {
+                        cr_assert_str_eq(h_str(r, "params.progressToken") ?: "(none)", "tok", "%s", h_json_text(r));
+                        progress++;
+                } else
+                        msg = json_object_get(r);
+                json_object_put(r);
+        }
+        cr_assert_not_null(h_get(msg, "result"), "%s", msg ? h_json_text(msg) : "no answer");
+        cr_expect_gt(progress, 0, "no progress: the client's progressToken did not reach the server");
+        json_object_put(msg);
+        /* the server's stderr in order: what it said of the calls came before this */
+        r = modern_call(c, 3, "l__log", "{\"text\":\"marker after the calls\"}", "{}", "");
+        json_object_put(r);
+        cr_assert(h_log_wait(&D, "marker after the calls", H_TIMEOUT_MS));
+        cr_expect_eq(h_log_count(&D, "legacy server got _meta"), 0, "a modern member of _meta reached the legacy server");
         h_close(c);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server-conn.h"
+#include "server-config.h"
 #include "fake-server.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -190,6 +191,82 @@ Test(child, meta_merged_into_every_request) {
         cr_assert_gt(child_request(ch, "ping", NULL, 0, on_reply, &replies[2]), 0);
         m = server_reads();
         cr_assert_not(json_object_object_get_ex(m, "params", NULL), "no meta once it is taken away");
+        json_object_put(m);
+}
+
+/* A legacy server's connection (no meta): a request forwarded from a modern client goes
+ * without the modern era's per-request members of _meta, the client's own kept (another
+ * io.modelcontextprotocol/ member too: the legacy era has some), a _meta left empty gone;
+ * the caller's params, shared, left as they were; params without them go unchanged. */
+Test(child, legacy_server_gets_no_modern_members) {
+        json_object *params, *own, *m, *p, *mm;
+        const char *before;
+
+        params = json_tokener_parse("{\"name\":\"echo\",\"_meta\":{\"progressToken\":7,"
+                                    "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                                    "\"io.modelcontextprotocol/clientCapabilities\":{},"
+                                    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"a\",\"version\":\"1\"},"
+                                    "\"io.modelcontextprotocol/logLevel\":\"debug\","
+                                    "\"io.modelcontextprotocol/related-task\":{\"taskId\":\"t\"}}}");
+        before = strdup(json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN));
+        own = json_object_get(params);
+        cr_assert_gt(child_forward(ch, "tools/call", params, 0, on_reply, NULL, &replies[0]), 0);
+        cr_assert_str_eq(json_object_to_json_string_ext(own, JSON_C_TO_STRING_PLAIN), before, "the caller's params changed");
+        json_object_put(own);
+        free((void *)before);
+        m = server_reads();
+        cr_assert(json_object_object_get_ex(m, "params", &p) && json_object_object_get_ex(p, "_meta", &mm));
+        cr_assert_str_eq(str_field(p, "name"), "echo");
+        cr_assert_str_eq(json_object_to_json_string_ext(mm, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                         "{\"progressToken\":7,\"io.modelcontextprotocol/related-task\":{\"taskId\":\"t\"}}");
+        json_object_put(m);
+
+        params = json_tokener_parse("{\"name\":\"echo\",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}");
+        cr_assert_gt(child_request(ch, "tools/call", params, 0, on_reply, &replies[1]), 0);
+        m = server_reads();
+        cr_assert(json_object_object_get_ex(m, "params", &p));
+        cr_assert_not(json_object_object_get_ex(p, "_meta", NULL), "an empty _meta is left out: %s",
+                      json_object_to_json_string(m));
+        json_object_put(m);
+
+        params = json_tokener_parse("{\"name\":\"echo\",\"_meta\":{\"progressToken\":\"x\"}}");
+        own = json_object_get(params);
+        cr_assert_gt(child_request(ch, "tools/call", params, 0, on_reply, &replies[2]), 0);
+        m = server_reads();
+        cr_assert(json_object_object_get_ex(m, "params", &p));
+        cr_assert_str_eq(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
+                         json_object_to_json_string_ext(own, JSON_C_TO_STRING_PLAIN));
+        json_object_put(own);
+        json_object_put(m);
+}
+
+/* A modern server's connection: a forwarded request's meta offers the client capabilities
+ * of the connection's that the caller can answer (caps), the daemon's own requests all. */
+Test(child, forwarded_request_offers_the_callers_capabilities) {
+        json_object *meta = json_tokener_parse("{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                                               "\"io.modelcontextprotocol/clientCapabilities\":{\"roots\":{\"listChanged\":true},"
+                                               "\"sampling\":{},\"elicitation\":{}}}");
+        json_object *m, *caps;
+
+        child_set_meta(ch, meta);
+        cr_assert_gt(child_forward(ch, "tools/call", NULL, 1u << CLIENT_CAP_ELICITATION, on_reply, NULL, &replies[0]), 0);
+        cr_assert_gt(child_forward(ch, "tools/call", NULL, 0, on_reply, NULL, &replies[1]), 0);
+        cr_assert_gt(child_request(ch, "tools/list", NULL, 0, on_reply, &replies[2]), 0);
+        m = server_reads();
+        caps = json_object_object_get(json_object_object_get(json_object_object_get(m, "params"), "_meta"),
+                                      "io.modelcontextprotocol/clientCapabilities");
+        cr_assert_str_eq(json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN), "{\"elicitation\":{}}");
+        json_object_put(m);
+        m = server_reads();
+        caps = json_object_object_get(json_object_object_get(json_object_object_get(m, "params"), "_meta"),
+                                      "io.modelcontextprotocol/clientCapabilities");
+        cr_assert_str_eq(json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN), "{}");
+        json_object_put(m);
+        m = server_reads();
+        caps = json_object_object_get(json_object_object_get(json_object_object_get(m, "params"), "_meta"),
+                                      "io.modelcontextprotocol/clientCapabilities");
+        cr_assert_str_eq(json_object_to_json_string_ext(caps, JSON_C_TO_STRING_PLAIN),
+                         "{\"roots\":{\"listChanged\":true},\"sampling\":{},\"elicitation\":{}}");
         json_object_put(m);
 }
 
