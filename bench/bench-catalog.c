@@ -69,19 +69,8 @@ static int measure_level(const struct daemon_opts *base, unsigned extra, unsigne
         d.saw_unready = false;
         if (r >= 0)
                 r = bench_control(&d, "restart", 1);
-        /* Answered once the server is stopping. A STATUS= change waits 200 ms and one back to
-         * the text last sent is not sent (notify.h): 300 ms after the answer, a restart not
-         * over yet has said so, and one over has nothing more to say. */
-        if (r >= 0) {
-                int64_t settled = now_ns() + 300 * 1000000LL;
-
-                while (now_ns() < settled) {
-                        poll(NULL, 0, 20);
-                        daemon_pump(&d);
-                }
-                d.saw_unready = true;
+        if (r >= 0)
                 r = wait_ready_again(&d);
-        }
         if (r >= 0)
                 r = count_listed_tools(&d, &ret->listed);
         ret->rss_restarted_kib = r >= 0 ? proc_rss_kib(d.pid) : 0;

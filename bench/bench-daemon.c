@@ -142,10 +142,6 @@ static void note(struct daemon_run *d, char *text, pid_t sender) {
                         d->ready = true;
                         d->ready_ns = now_ns();
                         d->pid = sender;
-                } else if (strcmp(l, "RELOADING=1") == 0) {
-                        /* a STATUS= waits 200 ms (notify.h): a reload's restarts may be over
-                         * before one says so, and any after this one is of after the reload */
-                        d->saw_unready = true;
                 } else if (strncmp(l, "STATUS=", 7) == 0) {
                         unsigned ready, total;
                         snprintf(d->status, sizeof d->status, "%s", l + 7);
