@@ -1,8 +1,8 @@
 /* The sd_notify side of the daemon: READY, STATUS, STOPPING, RELOADING and the watchdog
  * keep-alive, driven by a timer on the main loop so a wedged loop stops the pings. A STATUS=
- * change alone waits NOTIFY_STATUS_DELAY_USEC and goes out only if the text then differs
- * from the last one sent; the state changes (READY, STOPPING, RELOADING, ERRNO) go out at
- * once with their status. */
+ * change of the client count alone waits NOTIFY_STATUS_DELAY_USEC and goes out only if the
+ * text then differs from the last one sent; a server's change and the state changes (READY,
+ * STOPPING, RELOADING, ERRNO) go out at once with their status. */
 #pragma once
 
 #include <stdbool.h>
@@ -42,9 +42,12 @@ uint64_t notify_watchdog_period(uint64_t watchdog_usec);
 
 /* These go out at once; their status, when given, replaces one still waiting. */
 void notify_ready(struct notify *n, const char *status);
-/* The daemon's status, sent within NOTIFY_STATUS_DELAY_USEC if it then still differs from the
- * last sent (the latest asked for by then wins). */
+/* The daemon's status at once, if it differs from the last sent (a server's change: what a
+ * bench or a script waiting on STATUS= times). */
 void notify_status(struct notify *n, const char *fmt, ...) _printf_(2, 3);
+/* The same within NOTIFY_STATUS_DELAY_USEC, if it then still differs from the last sent (the
+ * latest asked for by then wins): for changes that come in floods, such as the client count. */
+void notify_status_soon(struct notify *n, const char *fmt, ...) _printf_(2, 3);
 void notify_stopping(struct notify *n, const char *status);
 void notify_reloading(struct notify *n, const char *status);
 /* Before a failing exit: STATUS= and ERRNO= so systemctl shows why. */

@@ -114,9 +114,25 @@ static void status_due(evutil_socket_t fd, short what, void *userdata) {
         free(status);
 }
 
+/* At once, if it differs from the last sent; it replaces one waiting for its timer. */
+void notify_status(struct notify *n, const char *fmt, ...) {
+        char *status;
+        va_list ap;
+
+        va_start(ap, fmt);
+        int r = vasprintf(&status, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        drop_status_next(n);
+        if (!n->status || strcmp(n->status, status) != 0)
+                send_with_status(n, "", status);
+        free(status);
+}
+
 /* The timer is armed by the first change and not pushed back by the next ones: a steady
  * stream of changes still shows every NOTIFY_STATUS_DELAY_USEC. */
-void notify_status(struct notify *n, const char *fmt, ...) {
+void notify_status_soon(struct notify *n, const char *fmt, ...) {
         const struct timeval delay = { .tv_sec = (time_t)(NOTIFY_STATUS_DELAY_USEC / USEC_PER_SEC),
                                        .tv_usec = (suseconds_t)(NOTIFY_STATUS_DELAY_USEC % USEC_PER_SEC) };
         char *status;

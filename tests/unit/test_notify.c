@@ -164,17 +164,17 @@ Test(notify, ready_without_status) {
 
 Test(notify, status_repeats_skipped) {
         init_notify();
-        notify_status(&n, "serving; %d clients connected", 2);
+        notify_status_soon(&n, "serving; %d clients connected", 2);
         settle();
         expect_msg("STATUS=serving; 2 clients connected");
-        notify_status(&n, "serving; %d clients connected", 2);
+        notify_status_soon(&n, "serving; %d clients connected", 2);
         cr_assert_null(n.status_next, "a repeat waits for nothing");
         expect_nothing();
-        notify_status(&n, "serving; %d clients connected", 3);
+        notify_status_soon(&n, "serving; %d clients connected", 3);
         settle();
         expect_msg("STATUS=serving; 3 clients connected");
         /* Only the last status counts as a repeat. */
-        notify_status(&n, "serving; %d clients connected", 2);
+        notify_status_soon(&n, "serving; %d clients connected", 2);
         settle();
         expect_msg("STATUS=serving; 2 clients connected");
 }
@@ -186,7 +186,7 @@ Test(notify, status_changes_coalesced) {
         init_notify();
         start = now_usec();
         for (int i = 1; i <= 1000; i++)
-                notify_status(&n, "serving; %d clients connected", i);
+                notify_status_soon(&n, "serving; %d clients connected", i);
         expect_nothing();
         settle();
         cr_assert_geq(now_usec() - start, NOTIFY_STATUS_DELAY_USEC * 3 / 4, "sent after %" PRIu64 " us",
@@ -199,11 +199,11 @@ Test(notify, status_changes_coalesced) {
 /* A client that comes and goes within the delay costs no datagram at all. */
 Test(notify, status_back_to_the_last_sent_is_not_sent) {
         init_notify();
-        notify_status(&n, "0 clients");
+        notify_status_soon(&n, "0 clients");
         settle();
         expect_msg("STATUS=0 clients");
-        notify_status(&n, "1 client");
-        notify_status(&n, "0 clients");
+        notify_status_soon(&n, "1 client");
+        notify_status_soon(&n, "0 clients");
         settle();
         expect_nothing();
         cr_assert_str_eq(n.status, "0 clients");
@@ -212,13 +212,13 @@ Test(notify, status_back_to_the_last_sent_is_not_sent) {
 /* A state change goes out at once, and its status replaces the older one still waiting. */
 Test(notify, state_change_not_delayed) {
         init_notify();
-        notify_status(&n, "starting");
+        notify_status_soon(&n, "starting");
         notify_ready(&n, "serving");
         expect_msg("READY=1\nSTATUS=serving");
         cr_assert_null(n.status_next);
         cr_assert_eq(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 1, "the status timer is still armed");
         expect_nothing();
-        notify_status(&n, "busy");
+        notify_status_soon(&n, "busy");
         notify_stopping(&n, NULL); /* no status of its own: the waiting one still comes */
         expect_msg("STOPPING=1");
         settle();
@@ -229,17 +229,17 @@ Test(notify, status_after_ready) {
         init_notify();
         notify_ready(&n, "serving");
         expect_msg("READY=1\nSTATUS=serving");
-        notify_status(&n, "serving");
+        notify_status_soon(&n, "serving");
         settle();
         expect_nothing();
-        notify_status(&n, "busy");
+        notify_status_soon(&n, "busy");
         settle();
         expect_msg("STATUS=busy");
 }
 
 Test(notify, stopping) {
         init_notify();
-        notify_status(&n, "bye");
+        notify_status_soon(&n, "bye");
         settle();
         expect_msg("STATUS=bye");
         /* The state change must go out even though the status text is a repeat. */
@@ -298,7 +298,7 @@ Test(notify, done_resets) {
         init_notify();
         notify_ready(&n, "x");
         expect_msg("READY=1\nSTATUS=x");
-        notify_status(&n, "y"); /* still waiting: freed with the rest */
+        notify_status_soon(&n, "y"); /* still waiting: freed with the rest */
         notify_done(&n);
         cr_assert_null(n.status_next);
         cr_assert_null(n.status);
@@ -312,7 +312,7 @@ Test(notify, no_socket_is_quiet) {
         unsetenv("NOTIFY_SOCKET");
         init_notify();
         notify_ready(&n, "x");
-        notify_status(&n, "y");
+        notify_status_soon(&n, "y");
         settle();
         cr_assert(n.ready);
         cr_assert_str_eq(n.status, "y");
@@ -382,4 +382,17 @@ Test(notify, watchdog_zero) {
         init_notify();
         cr_assert_eq(n.watchdog_usec, 0);
         cr_assert_null(n.watchdog_timer);
+}
+
+/* A server's change goes out at once, and replaces a client count still waiting. */
+Test(notify, status_now_not_delayed) {
+        init_notify();
+        notify_status_soon(&n, "1/1 servers ready; 1 client connected");
+        notify_status(&n, "0/1 servers ready; 1 client connected");
+        expect_msg("STATUS=0/1 servers ready; 1 client connected");
+        cr_assert_null(n.status_next, "the waiting status is dropped");
+        settle();
+        expect_nothing();
+        notify_status(&n, "0/1 servers ready; 1 client connected");
+        expect_nothing();
 }
