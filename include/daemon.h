@@ -51,6 +51,7 @@ struct daemon {
         struct config config;              /* effective settings (file + command line); owned */
         struct config_source source;
         struct notify notify;
+        char status_servers[512];          /* the servers' part of the last STATUS= asked for */
         struct reload reload;              /* reload.c's: reads under way, control clients waiting */
         struct control_login *logins;      /* control-login.c's: sign-ins under way */
         struct signin_elicit *elicits;     /* signin-elicit.c's: sign-ins begun by clients' calls */

@@ -6,7 +6,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 /* bytes random bytes (OpenSSL's RAND_bytes) as base64url without padding: 32 bytes make
  * the 43 characters of a PKCE verifier. Malloc'd into *ret; 0, -EIO or -ENOMEM. */
@@ -20,6 +19,14 @@ int oauth_base64url(const uint8_t *data, size_t len, char **ret);
  * secret form-encoded, then "id:secret" in base64): "Basic ...". Malloc'd; 0 or -ENOMEM. */
 int oauth_basic_credentials(const char *id, const char *secret, char **ret);
 
-/* Writes "name=value" percent-encoded (every byte but RFC 3986's unreserved), preceded by
- * sep when sep is not '\0': one parameter of a query or a form body. */
-void oauth_param(FILE *f, char sep, const char *name, const char *value);
+/* One parameter of a query or a form body; a NULL value leaves it out. */
+struct oauth_field {
+        const char *name;
+        const char *value;
+};
+
+/* The fields up to the first with a NULL name as "name=value" joined by '&', percent-encoded
+ * (every byte but RFC 3986's unreserved): after url as its query (after its own query, if it
+ * has one), or, url NULL, alone as a form body (application/x-www-form-urlencoded). Malloc'd;
+ * NULL when out of memory. A body holding a secret is the caller's to wipe. */
+char *oauth_form(const char *url, const struct oauth_field *fields);

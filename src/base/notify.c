@@ -1,10 +1,12 @@
 /* sd_notify messages and the watchdog timer; see notify.h. */
 #include "notify.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -27,11 +29,16 @@ static void watchdog_ping(evutil_socket_t fd, short what, void *userdata) {
         send_notify(userdata, "WATCHDOG=1");
 }
 
+static void status_due(evutil_socket_t fd, short what, void *userdata);
+
 int notify_init(struct notify *n, struct event_base *base, const struct logger *log) {
         uint64_t usec = 0;
         int r;
 
         *n = (struct notify){ .log = log };
+        n->status_timer = evtimer_new(base, status_due, n);
+        if (!n->status_timer)
+                return -ENOMEM;
         r = sd_watchdog_enabled(0, &usec);
         if (r < 0)
                 log_warning(log, "ignoring an invalid WATCHDOG_USEC: %s", strerror(-r));
@@ -53,7 +60,10 @@ int notify_init(struct notify *n, struct event_base *base, const struct logger *
 void notify_done(struct notify *n) {
         if (n->watchdog_timer)
                 event_free(n->watchdog_timer);
+        if (n->status_timer)
+                event_free(n->status_timer);
         free(n->status);
+        free(n->status_next);
         *n = (struct notify){ 0 };
 }
 
@@ -66,11 +76,21 @@ static bool status_changed(struct notify *n, const char *status) {
         return true;
 }
 
+/* Forgets the status waiting for its timer: a newer one is being sent. */
+static void drop_status_next(struct notify *n) {
+        free(n->status_next);
+        n->status_next = NULL;
+        if (n->status_timer)
+                event_del(n->status_timer);
+}
+
 static void send_with_status(struct notify *n, const char *head, const char *status) {
         char *text;
 
-        if (status)
+        if (status) {
+                drop_status_next(n);
                 status_changed(n, status);
+        }
         if (asprintf(&text, "%s%sSTATUS=%s", head, head[0] ? "\n" : "", status ? status : "") < 0)
                 return;
         if (!status)
@@ -84,6 +104,17 @@ void notify_ready(struct notify *n, const char *status) {
         send_with_status(n, "READY=1", status);
 }
 
+static void status_due(evutil_socket_t fd, short what, void *userdata) {
+        struct notify *n = userdata;
+        char *status = n->status_next;
+
+        n->status_next = NULL;
+        if (!n->status || strcmp(n->status, status) != 0)
+                send_with_status(n, "", status);
+        free(status);
+}
+
+/* At once, if it differs from the last sent; it replaces one waiting for its timer. */
 void notify_status(struct notify *n, const char *fmt, ...) {
         char *status;
         va_list ap;
@@ -93,9 +124,36 @@ void notify_status(struct notify *n, const char *fmt, ...) {
         va_end(ap);
         if (r < 0)
                 return;
-        if (status_changed(n, status))
+        drop_status_next(n);
+        if (!n->status || strcmp(n->status, status) != 0)
                 send_with_status(n, "", status);
         free(status);
+}
+
+/* The timer is armed by the first change and not pushed back by the next ones: a steady
+ * stream of changes still shows every NOTIFY_STATUS_DELAY_USEC. */
+void notify_status_soon(struct notify *n, const char *fmt, ...) {
+        const struct timeval delay = { .tv_sec = (time_t)(NOTIFY_STATUS_DELAY_USEC / USEC_PER_SEC),
+                                       .tv_usec = (suseconds_t)(NOTIFY_STATUS_DELAY_USEC % USEC_PER_SEC) };
+        char *status;
+        va_list ap;
+
+        va_start(ap, fmt);
+        int r = vasprintf(&status, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        if (n->status_next) {
+                free(n->status_next);
+                n->status_next = status;
+        } else if (n->status && strcmp(n->status, status) == 0)
+                free(status);
+        else if (n->status_timer && evtimer_add(n->status_timer, &delay) == 0)
+                n->status_next = status;
+        else { /* no timer to wait on: at once rather than never */
+                send_with_status(n, "", status);
+                free(status);
+        }
 }
 
 void notify_stopping(struct notify *n, const char *status) {

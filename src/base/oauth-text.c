@@ -82,10 +82,32 @@ int oauth_basic_credentials(const char *id, const char *secret, char **ret) {
         return r;
 }
 
-void oauth_param(FILE *f, char sep, const char *name, const char *value) {
-        if (sep)
-                fputc(sep, f);
-        encode(f, name);
-        fputc('=', f);
-        encode(f, value);
+char *oauth_form(const char *url, const struct oauth_field *fields) {
+        char *text = NULL, sep = 0;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                return NULL;
+        if (url) {
+                fputs(url, f);
+                sep = strchr(url, '?') ? '&' : '?';
+        }
+        for (; fields->name; fields++) {
+                if (!fields->value)
+                        continue;
+                if (sep)
+                        fputc(sep, f);
+                encode(f, fields->name);
+                fputc('=', f);
+                encode(f, fields->value);
+                sep = '&';
+        }
+        if (fclose(f) != 0) {
+                if (text)
+                        explicit_bzero(text, size);
+                free(text);
+                return NULL;
+        }
+        return text;
 }

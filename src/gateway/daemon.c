@@ -77,19 +77,28 @@ static void update_idle_timer(struct daemon *d, unsigned open) {
         evtimer_add(d->idle_timer, &tv);
 }
 
+/* A server's change goes out at once (what an operator, a script or the bench waits on); a
+ * change of the client count alone waits for the status timer, as one-request clients (each
+ * modern HTTP request) come and go by thousands a second (notify.h). */
 static void send_status(struct daemon *d) {
         unsigned open = d->client_count[CLIENT_ACTIVE] + d->client_count[CLIENT_DRAINING];
-        char servers[512];
+        char servers[sizeof d->status_servers];
+        bool servers_changed;
 
         if (d->phase != DAEMON_RUNNING && d->phase != DAEMON_STOPPING)
                 return;
         update_idle_timer(d, open);
         servers_status(d, servers, sizeof servers);
-        if (d->phase == DAEMON_RUNNING)
-                notify_status(&d->notify, "%s; %u client%s connected", servers, open, open == 1 ? "" : "s");
-        else
+        servers_changed = strcmp(servers, d->status_servers) != 0;
+        if (servers_changed)
+                memcpy(d->status_servers, servers, sizeof servers);
+        if (d->phase != DAEMON_RUNNING)
                 notify_status(&d->notify, "stopping; %s; %u client%s still draining", servers, open,
                               open == 1 ? "" : "s");
+        else if (servers_changed)
+                notify_status(&d->notify, "%s; %u client%s connected", servers, open, open == 1 ? "" : "s");
+        else
+                notify_status_soon(&d->notify, "%s; %u client%s connected", servers, open, open == 1 ? "" : "s");
 }
 
 struct event_base *daemon_event_base(struct daemon *d) {

@@ -422,25 +422,16 @@ static bool same_secret(const char *a, const char *b) {
 }
 
 static char *token_request(struct oauth_signin *s, const char *code) {
-        char *body = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&body, &size);
+        bool secret_in_body = s->client_secret && s->auth_method && strcmp(s->auth_method, "client_secret_post") == 0;
 
-        if (!f)
-                return NULL;
-        oauth_param(f, 0, "grant_type", "authorization_code");
-        oauth_param(f, '&', "code", code);
-        oauth_param(f, '&', "redirect_uri", s->redirect_uri);
-        oauth_param(f, '&', "client_id", s->client_id);
-        oauth_param(f, '&', "code_verifier", s->verifier);
-        oauth_param(f, '&', "resource", s->resource);
-        if (s->client_secret && s->auth_method && strcmp(s->auth_method, "client_secret_post") == 0)
-                oauth_param(f, '&', "client_secret", s->client_secret);
-        if (fclose(f) != 0) {
-                wipe_free(body);
-                return NULL;
-        }
-        return body;
+        return oauth_form(NULL, (const struct oauth_field[]){ { "grant_type", "authorization_code" },
+                                                              { "code", code },
+                                                              { "redirect_uri", s->redirect_uri },
+                                                              { "client_id", s->client_id },
+                                                              { "code_verifier", s->verifier },
+                                                              { "resource", s->resource },
+                                                              { "client_secret", secret_in_body ? s->client_secret : NULL },
+                                                              { NULL, NULL } });
 }
 
 void oauth_signin_complete(struct oauth_signin *s, const char *code, const char *state, const char *iss) {
@@ -485,27 +476,15 @@ void oauth_signin_complete(struct oauth_signin *s, const char *code, const char 
 
 char *oauth_authorization_url(const char *endpoint, const char *client_id, const char *redirect_uri,
                               const char *challenge, const char *state, const char *resource, const char *scope) {
-        char *url = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&url, &size);
-
-        if (!f)
-                return NULL;
-        fputs(endpoint, f);
-        oauth_param(f, strchr(endpoint, '?') ? '&' : '?', "response_type", "code");
-        oauth_param(f, '&', "client_id", client_id);
-        oauth_param(f, '&', "redirect_uri", redirect_uri);
-        oauth_param(f, '&', "code_challenge", challenge);
-        oauth_param(f, '&', "code_challenge_method", "S256");
-        oauth_param(f, '&', "state", state);
-        oauth_param(f, '&', "resource", resource);
-        if (scope)
-                oauth_param(f, '&', "scope", scope);
-        if (fclose(f) != 0) {
-                free(url);
-                return NULL;
-        }
-        return url;
+        return oauth_form(endpoint, (const struct oauth_field[]){ { "response_type", "code" },
+                                                                  { "client_id", client_id },
+                                                                  { "redirect_uri", redirect_uri },
+                                                                  { "code_challenge", challenge },
+                                                                  { "code_challenge_method", "S256" },
+                                                                  { "state", state },
+                                                                  { "resource", resource },
+                                                                  { "scope", scope },
+                                                                  { NULL, NULL } });
 }
 
 static char *scopes_joined(char *const *scopes) {

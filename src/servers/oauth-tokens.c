@@ -407,23 +407,12 @@ static char *basic_of(const struct token *k) {
 }
 
 static char *refresh_request(struct token *k) {
-        char *body = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&body, &size);
-
-        if (!f)
-                return NULL;
-        oauth_param(f, 0, "grant_type", "refresh_token");
-        oauth_param(f, '&', "refresh_token", k->grant.refresh_token);
-        oauth_param(f, '&', "client_id", k->grant.client_id);
-        oauth_param(f, '&', "resource", k->grant.resource);
-        if (secret_in_body(k))
-                oauth_param(f, '&', "client_secret", client_secret(k));
-        if (fclose(f) != 0) {
-                free(body);
-                return NULL;
-        }
-        return body;
+        return oauth_form(NULL, (const struct oauth_field[]){ { "grant_type", "refresh_token" },
+                                                              { "refresh_token", k->grant.refresh_token },
+                                                              { "client_id", k->grant.client_id },
+                                                              { "resource", k->grant.resource },
+                                                              { "client_secret", secret_in_body(k) ? client_secret(k) : NULL },
+                                                              { NULL, NULL } });
 }
 
 /* A refresh starts: 0, or a negative errno (the token stays as it was). */
@@ -805,21 +794,17 @@ static void revoke_token(struct token *k) {
         struct revocation *v;
         struct curl_loop *loop;
         const char *why = NULL;
-        char *body = NULL, *basic;
-        size_t size = 0;
-        FILE *f;
+        char *body, *basic;
 
         if (!k->grant.revocation_endpoint || !token || k->t->loop(k->t->userdata, &loop, &why) < 0)
                 return;
-        f = open_memstream(&body, &size);
-        if (!f)
-                return;
-        oauth_param(f, 0, "token", token);
-        oauth_param(f, '&', "token_type_hint", k->grant.refresh_token ? "refresh_token" : "access_token");
-        oauth_param(f, '&', "client_id", k->grant.client_id);
-        if (secret_in_body(k))
-                oauth_param(f, '&', "client_secret", client_secret(k));
-        if (fclose(f) != 0)
+        body = oauth_form(NULL, (const struct oauth_field[]){
+                { "token", token },
+                { "token_type_hint", k->grant.refresh_token ? "refresh_token" : "access_token" },
+                { "client_id", k->grant.client_id },
+                { "client_secret", secret_in_body(k) ? client_secret(k) : NULL },
+                { NULL, NULL } });
+        if (!body)
                 return;
         v = calloc(1, sizeof *v);
         basic = basic_of(k);

@@ -192,6 +192,63 @@ Test(modern_sizes, a_thousand_one_request_clients) {
         free(p);
 }
 
+/* The last STATUS= text received (up to the datagram's end), or "" before any. */
+static const char *last_status(char *buf, size_t size) {
+        const char *at = NULL, *end;
+
+        h_notify_drain(&D);
+        for (const char *p = D.notices; (p = strstr(p, "STATUS=")); p += 7)
+                at = p + 7;
+        if (!at)
+                return "";
+        end = strchr(at, '|');
+        snprintf(buf, size, "%.*s", (int)(end ? end - at : (long)strlen(at)), at);
+        return buf;
+}
+
+/* Waits until the last STATUS= received says want. */
+static void expect_last_status(const char *want) {
+        char status[256];
+
+        for (long long until = h_now_ms() + H_TIMEOUT_MS; strcmp(last_status(status, sizeof status), want) != 0;) {
+                cr_assert_lt(h_now_ms(), until, "STATUS= says \"%s\", not \"%s\"", status, want);
+                usleep(10000);
+        }
+}
+
+/* Each request without a session is a client that comes and goes: STATUS= follows the count
+ * a few times a second, not twice a request, and still says where it ends up (a socket
+ * client held meanwhile, then closed). */
+Test(modern_sizes, status_few_for_a_thousand_one_request_clients) {
+        struct h_conn *held;
+        struct req q;
+        unsigned before, lines;
+        long long start, took;
+
+        start_http("\"maxClientsPerUser\":0");
+        expect_last_status("1/1 servers ready; 0 clients connected");
+        before = h_notify_count(&D, "STATUS=");
+        start = h_now_ms();
+        held = h_connect(D.sock, H_TIMEOUT_MS);
+        for (unsigned i = 0; i < REQUESTS; i++) {
+                q = (struct req){ 0 };
+                send_echo(&q, i);
+                while (!read_echo(&q, i))
+                        ;
+                close(q.fd);
+                h_notify_drain(&D);
+        }
+        expect_last_status("1/1 servers ready; 1 client connected");
+        h_close(held);
+        expect_last_status("1/1 servers ready; 0 clients connected");
+        took = h_now_ms() - start;
+        lines = h_notify_count(&D, "STATUS=") - before;
+        cr_log_info("%u one-request clients and one held, in %lld ms: %u STATUS= lines", REQUESTS, took, lines);
+        /* one every 200 ms (NOTIFY_STATUS_DELAY_USEC) at the most, and the last one after */
+        cr_assert_leq(lines, (unsigned)(took / 200) + 2, "%u STATUS= lines for %u requests in %lld ms", lines,
+                      REQUESTS, took);
+}
+
 /* ---- a large answer through a round ---- */
 
 /* A modern tools/call of demo__ask (the demo asks elicitation/create the legacy way), id,

@@ -117,6 +117,16 @@ static void init_notify(void) {
         cr_assert_eq(notify_init(&n, base, &lg), 0);
 }
 
+/* Runs the loop until the waiting status, if any, has had its turn. */
+static void settle(void) {
+        uint64_t deadline = now_usec() + 3000000;
+
+        while (n.status_next) {
+                cr_assert_lt(now_usec(), deadline, "the status timer never fired");
+                cr_assert_geq(event_base_loop(base, EVLOOP_ONCE), 0);
+        }
+}
+
 Test(notify, watchdog_period) {
         cr_assert_eq(notify_watchdog_period(200000), 100000);
         cr_assert_eq(notify_watchdog_period(30000000), 15000000);
@@ -154,30 +164,83 @@ Test(notify, ready_without_status) {
 
 Test(notify, status_repeats_skipped) {
         init_notify();
-        notify_status(&n, "serving; %d clients connected", 2);
+        notify_status_soon(&n, "serving; %d clients connected", 2);
+        settle();
         expect_msg("STATUS=serving; 2 clients connected");
-        notify_status(&n, "serving; %d clients connected", 2);
+        notify_status_soon(&n, "serving; %d clients connected", 2);
+        cr_assert_null(n.status_next, "a repeat waits for nothing");
         expect_nothing();
-        notify_status(&n, "serving; %d clients connected", 3);
+        notify_status_soon(&n, "serving; %d clients connected", 3);
+        settle();
         expect_msg("STATUS=serving; 3 clients connected");
         /* Only the last status counts as a repeat. */
-        notify_status(&n, "serving; %d clients connected", 2);
+        notify_status_soon(&n, "serving; %d clients connected", 2);
+        settle();
         expect_msg("STATUS=serving; 2 clients connected");
+}
+
+/* Changes within the delay make one datagram, the last one's, and not before the delay. */
+Test(notify, status_changes_coalesced) {
+        uint64_t start;
+
+        init_notify();
+        start = now_usec();
+        for (int i = 1; i <= 1000; i++)
+                notify_status_soon(&n, "serving; %d clients connected", i);
+        expect_nothing();
+        settle();
+        cr_assert_geq(now_usec() - start, NOTIFY_STATUS_DELAY_USEC * 3 / 4, "sent after %" PRIu64 " us",
+                      now_usec() - start);
+        expect_msg("STATUS=serving; 1000 clients connected");
+        expect_nothing();
+        cr_assert_str_eq(n.status, "serving; 1000 clients connected");
+}
+
+/* A client that comes and goes within the delay costs no datagram at all. */
+Test(notify, status_back_to_the_last_sent_is_not_sent) {
+        init_notify();
+        notify_status_soon(&n, "0 clients");
+        settle();
+        expect_msg("STATUS=0 clients");
+        notify_status_soon(&n, "1 client");
+        notify_status_soon(&n, "0 clients");
+        settle();
+        expect_nothing();
+        cr_assert_str_eq(n.status, "0 clients");
+}
+
+/* A state change goes out at once, and its status replaces the older one still waiting. */
+Test(notify, state_change_not_delayed) {
+        init_notify();
+        notify_status_soon(&n, "starting");
+        notify_ready(&n, "serving");
+        expect_msg("READY=1\nSTATUS=serving");
+        cr_assert_null(n.status_next);
+        cr_assert_eq(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 1, "the status timer is still armed");
+        expect_nothing();
+        notify_status_soon(&n, "busy");
+        notify_stopping(&n, NULL); /* no status of its own: the waiting one still comes */
+        expect_msg("STOPPING=1");
+        settle();
+        expect_msg("STATUS=busy");
 }
 
 Test(notify, status_after_ready) {
         init_notify();
         notify_ready(&n, "serving");
         expect_msg("READY=1\nSTATUS=serving");
-        notify_status(&n, "serving");
+        notify_status_soon(&n, "serving");
+        settle();
         expect_nothing();
-        notify_status(&n, "busy");
+        notify_status_soon(&n, "busy");
+        settle();
         expect_msg("STATUS=busy");
 }
 
 Test(notify, stopping) {
         init_notify();
-        notify_status(&n, "bye");
+        notify_status_soon(&n, "bye");
+        settle();
         expect_msg("STATUS=bye");
         /* The state change must go out even though the status text is a repeat. */
         notify_stopping(&n, "bye");
@@ -235,9 +298,12 @@ Test(notify, done_resets) {
         init_notify();
         notify_ready(&n, "x");
         expect_msg("READY=1\nSTATUS=x");
+        notify_status_soon(&n, "y"); /* still waiting: freed with the rest */
         notify_done(&n);
+        cr_assert_null(n.status_next);
         cr_assert_null(n.status);
         cr_assert_null(n.watchdog_timer);
+        cr_assert_null(n.status_timer);
         cr_assert_not(n.ready);
         cr_assert_eq(n.watchdog_usec, 0);
 }
@@ -246,7 +312,8 @@ Test(notify, no_socket_is_quiet) {
         unsetenv("NOTIFY_SOCKET");
         init_notify();
         notify_ready(&n, "x");
-        notify_status(&n, "y");
+        notify_status_soon(&n, "y");
+        settle();
         cr_assert(n.ready);
         cr_assert_str_eq(n.status, "y");
         expect_nothing();
@@ -315,4 +382,17 @@ Test(notify, watchdog_zero) {
         init_notify();
         cr_assert_eq(n.watchdog_usec, 0);
         cr_assert_null(n.watchdog_timer);
+}
+
+/* A server's change goes out at once, and replaces a client count still waiting. */
+Test(notify, status_now_not_delayed) {
+        init_notify();
+        notify_status_soon(&n, "1/1 servers ready; 1 client connected");
+        notify_status(&n, "0/1 servers ready; 1 client connected");
+        expect_msg("STATUS=0/1 servers ready; 1 client connected");
+        cr_assert_null(n.status_next, "the waiting status is dropped");
+        settle();
+        expect_nothing();
+        notify_status(&n, "0/1 servers ready; 1 client connected");
+        expect_nothing();
 }

@@ -57,6 +57,21 @@ Test(oauth, authorization_url) {
         free(url);
 }
 
+/* A form body: fields in order, a NULL value left out, every byte but the unreserved encoded. */
+Test(oauth, form_body) {
+        char *body = oauth_form(NULL, (const struct oauth_field[]){ { "grant_type", "refresh_token" },
+                                                                    { "client_secret", NULL },
+                                                                    { "refresh_token", "a+b/c=d&e f~" },
+                                                                    { "client_id", "c" },
+                                                                    { NULL, NULL } });
+
+        cr_assert_str_eq(body, "grant_type=refresh_token&refresh_token=a%2Bb%2Fc%3Dd%26e%20f~&client_id=c");
+        free(body);
+        body = oauth_form(NULL, (const struct oauth_field[]){ { "only", NULL }, { NULL, NULL } });
+        cr_assert_str_eq(body, "");
+        free(body);
+}
+
 Test(oauth, well_known_urls) {
         char **v = NULL;
 
