@@ -114,15 +114,21 @@ static void status_due(evutil_socket_t fd, short what, void *userdata) {
         free(status);
 }
 
+static char *status_format(const char *fmt, va_list ap) {
+        char *status;
+
+        return vasprintf(&status, fmt, ap) < 0 ? NULL : status;
+}
+
 /* At once, if it differs from the last sent; it replaces one waiting for its timer. */
 void notify_status(struct notify *n, const char *fmt, ...) {
         char *status;
         va_list ap;
 
         va_start(ap, fmt);
-        int r = vasprintf(&status, fmt, ap);
+        status = status_format(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!status)
                 return;
         drop_status_next(n);
         if (!n->status || strcmp(n->status, status) != 0)
@@ -139,9 +145,9 @@ void notify_status_soon(struct notify *n, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        int r = vasprintf(&status, fmt, ap);
+        status = status_format(fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (!status)
                 return;
         if (n->status_next) {
                 free(n->status_next);
