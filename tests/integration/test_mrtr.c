@@ -332,7 +332,8 @@ Test(mrtr, settle_window_is_a_setting) {
         r = ask(m, 1, ELICIT ",\"also\":[" ROOTS "]", CAPS_ALL, "");
         ms = h_now_ms() - t0;
         cr_assert_eq(json_object_object_length(input_requests(r)), 2, "one round: %s", h_json_text(r));
-        cr_assert_geq(ms, 600, "answered after %lld ms, before mrtrSettle", ms);
+        /* libevent's timers run on CLOCK_MONOTONIC_COARSE, a tick behind this clock: a margin */
+        cr_assert_geq(ms, 550, "answered after %lld ms, before mrtrSettle", ms);
         json_object_put(r);
         h_close(m);
 }
