@@ -114,7 +114,7 @@ static void status_due(evutil_socket_t fd, short what, void *userdata) {
         free(status);
 }
 
-static char *status_format(const char *fmt, va_list ap) {
+_printf_(1, 0) static char *status_format(const char *fmt, va_list ap) {
         char *status;
 
         return vasprintf(&status, fmt, ap) < 0 ? NULL : status;
